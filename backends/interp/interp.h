@@ -1,0 +1,28 @@
+/* The reference interpreter: runs a Function node by node on tensors.
+ *
+ * It is the ground truth the other backends are compared with, and it is also
+ * the evaluator behind constant folding (at import and in the graph passes),
+ * so every node kind has exactly one kernel, here. Activations are freed at
+ * their last use, so a large model runs in the memory it needs. */
+#ifndef GLOWC_BACKENDS_INTERP_H
+#define GLOWC_BACKENDS_INTERP_H
+
+#include "core/diag.h"
+#include "core/graph.h"
+
+/* Runs one node: `in` holds its operands, `out` its results (allocated with
+ * the node's result types by the caller). */
+bool interp_eval_node(const Node *n, Tensor *const *in, Tensor *const *out, DiagList *d);
+
+/* FoldFn (core/onnx/onnx.h): evaluates n, allocating results in `a`. */
+bool interp_fold(void *ctx, const Node *n, Tensor *const *ops, Tensor **results, Arena *a,
+                 DiagList *d);
+
+/* Runs f. inputs[i] feeds f->params[i] (types must match); outputs[i]
+ * receives a tensor allocated in `a`. Optionally reports every value
+ * computed, in schedule order, to `observe` (layer-by-layer comparison). */
+typedef void (*InterpObserver)(void *ctx, const Node *n, Tensor *const *results);
+bool interp_run(Function *f, Tensor *const *inputs, Tensor **outputs, Arena *a, DiagList *d,
+                InterpObserver observe, void *observe_ctx);
+
+#endif

@@ -1,0 +1,602 @@
+/* Neural-network kernels: matrix products, convolution, pooling,
+ * normalisations and the softmax family.
+ *
+ * Convolution is im2col followed by a blocked f32 matrix product (skipped
+ * for 1x1 stride-1 unpadded windows, where the input already is the column
+ * matrix); other element kinds take a plain double-precision path. This is
+ * the reference, so the blocking only aims at "seconds for a ResNet-50". */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/interp/kernels.h"
+
+/* ---- matrix products ------------------------------------------------------ */
+
+/* C[m][n] += A[m][k] * B[k][n], all row-major with leading dimensions. Four
+ * rows of C at a time over a block of columns, so each row of B feeds four
+ * accumulating rows that stay in L1. */
+static void sgemm_acc(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float *C, int64_t ldc) {
+    enum { NB = 256 };
+    for (int64_t j0 = 0; j0 < N; j0 += NB) {
+        int64_t nb = N - j0 < NB ? N - j0 : NB;
+        int64_t m = 0;
+        for (; m + 4 <= M; m += 4) {
+            float *c0 = C + m * ldc + j0, *c1 = c0 + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc;
+            for (int64_t k = 0; k < K; k++) {
+                const float *b = B + k * ldb + j0;
+                float a0 = A[m * lda + k], a1 = A[(m + 1) * lda + k];
+                float a2 = A[(m + 2) * lda + k], a3 = A[(m + 3) * lda + k];
+                for (int64_t j = 0; j < nb; j++) {
+                    float bj = b[j];
+                    c0[j] += a0 * bj;
+                    c1[j] += a1 * bj;
+                    c2[j] += a2 * bj;
+                    c3[j] += a3 * bj;
+                }
+            }
+        }
+        for (; m < M; m++) {
+            float *c = C + m * ldc + j0;
+            for (int64_t k = 0; k < K; k++) {
+                const float *b = B + k * ldb + j0;
+                float av = A[m * lda + k];
+                for (int64_t j = 0; j < nb; j++)
+                    c[j] += av * b[j];
+            }
+        }
+    }
+}
+
+/* Generic C = A * B on element offsets of any kind (accumulates in double
+ * for floats, wrapping int64 for integers). */
+static void gemm_generic(int64_t M, int64_t N, int64_t K, const Tensor *A, int64_t a0,
+                         int64_t sam, int64_t sak, const Tensor *B, int64_t b0, int64_t sbk,
+                         int64_t sbn, Tensor *C, int64_t c0) {
+    bool flt = elem_is_float(C->type.elem);
+    for (int64_t m = 0; m < M; m++) {
+        for (int64_t n = 0; n < N; n++) {
+            double acc = 0;
+            uint64_t iacc = 0;
+            for (int64_t k = 0; k < K; k++) {
+                int64_t ia = a0 + m * sam + k * sak, ib = b0 + k * sbk + n * sbn;
+                if (flt)
+                    acc += tensor_get_f64(A, ia) * tensor_get_f64(B, ib);
+                else
+                    iacc += (uint64_t)tensor_get_i64(A, ia) * (uint64_t)tensor_get_i64(B, ib);
+            }
+            if (flt)
+                tensor_set_f64(C, c0 + m * N + n, acc);
+            else
+                tensor_set_i64(C, c0 + m * N + n, (int64_t)iacc);
+        }
+    }
+}
+
+/* numpy matmul: 1-D operands are promoted, batch dimensions broadcast. */
+bool k_matmul(const KernelArgs *a) {
+    const Tensor *A = a->in[0], *B = a->in[1];
+    Tensor *C = a->out[0];
+    Type ta = A->type, tb = B->type;
+    if (ta.rank == 1) {
+        ta.dims[1] = ta.dims[0];
+        ta.dims[0] = 1;
+        ta.rank = 2;
+    }
+    if (tb.rank == 1) {
+        tb.dims[1] = 1;
+        tb.rank = 2;
+    }
+    int64_t M = ta.dims[ta.rank - 2], K = ta.dims[ta.rank - 1], N = tb.dims[tb.rank - 1];
+    /* Batch shapes, broadcast with each other. */
+    Type ba = ta, bb = tb, batch;
+    ba.rank -= 2;
+    bb.rank -= 2;
+    type_broadcast(&ba, &bb, &batch);
+    int64_t nbatch = type_numel(&batch);
+    const Type *bts[2] = {&ba, &bb};
+    Bcast bc;
+    bcast_init(&bc, &batch, bts, 2);
+    bool f32 = A->type.elem == ELEM_F32;
+    if (f32)
+        memset(C->data, 0, tensor_bytes(C));
+    for (int64_t b = 0; b < nbatch; b++, bcast_next(&bc)) {
+        int64_t offa = bc.off[0] * M * K, offb = bc.off[1] * K * N, offc = b * M * N;
+        if (f32)
+            sgemm_acc(M, N, K, (const float *)A->data + offa, K, (const float *)B->data + offb,
+                      N, (float *)C->data + offc, N);
+        else
+            gemm_generic(M, N, K, A, offa, K, 1, B, offb, N, 1, C, offc);
+    }
+    return true;
+}
+
+/* alpha * A' * B' + beta * C, with transposes read through strides. */
+bool k_gemm(const KernelArgs *a) {
+    const Node *n = a->n;
+    const Tensor *A = a->in[0], *B = a->in[1], *Cin = n->nops == 3 ? a->in[2] : NULL;
+    Tensor *Y = a->out[0];
+    bool ta = node_attr_int(n, AK_trans_a, 0), tb = node_attr_int(n, AK_trans_b, 0);
+    double alpha = node_attr_float(n, AK_alpha, 1.0f), beta = node_attr_float(n, AK_beta, 1.0f);
+    int64_t M = Y->type.dims[0], N = Y->type.dims[1];
+    int64_t K = ta ? A->type.dims[0] : A->type.dims[1];
+    int64_t sam = ta ? 1 : K, sak = ta ? M : 1, sbk = tb ? 1 : N, sbn = tb ? K : 1;
+    if (Y->type.elem == ELEM_F32 && !ta && !tb) {
+        memset(Y->data, 0, tensor_bytes(Y));
+        sgemm_acc(M, N, K, A->data, K, B->data, N, Y->data, N);
+    } else if (Y->type.elem == ELEM_F32 && !ta && tb) {
+        /* B is [N][K]: transpose it once so the product streams rows. */
+        float *bt = malloc((size_t)(K * N ? K * N : 1) * sizeof(float));
+        if (!bt)
+            return kernel_fail(a, "out of memory");
+        const float *b = B->data;
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < N; j++)
+                bt[k * N + j] = b[j * K + k];
+        memset(Y->data, 0, tensor_bytes(Y));
+        sgemm_acc(M, N, K, A->data, K, bt, N, Y->data, N);
+        free(bt);
+    } else {
+        gemm_generic(M, N, K, A, 0, sam, sak, B, 0, sbk, sbn, Y, 0);
+    }
+    Bcast bc;
+    const Type *ct[1] = {Cin ? &Cin->type : &Y->type};
+    bcast_init(&bc, &Y->type, ct, 1);
+    for (int64_t i = 0; i < M * N; i++, bcast_next(&bc)) {
+        double v = tensor_get_f64(Y, i) * alpha;
+        if (Cin)
+            v += beta * tensor_get_f64(Cin, bc.off[0]);
+        if (elem_is_float(Y->type.elem))
+            tensor_set_f64(Y, i, v);
+        else
+            tensor_set_i64(Y, i, (int64_t)v);
+    }
+    return true;
+}
+
+/* ---- convolution ---------------------------------------------------------- */
+
+typedef struct ConvGeom {
+    Window w;
+    int ns;
+    int64_t n, c, m, group, cg, mg;
+    int64_t in_sp[MAX_RANK], out_sp[MAX_RANK];
+    int64_t in_size, out_size, ksize; /* spatial element counts */
+} ConvGeom;
+
+static void conv_geom(const KernelArgs *a, ConvGeom *g) {
+    const Type *x = &a->in[0]->type, *w = &a->in[1]->type, *y = &a->out[0]->type;
+    g->ns = x->rank - 2;
+    window_from_node(a->n, g->ns, w, &g->w);
+    g->n = x->dims[0];
+    g->c = x->dims[1];
+    g->m = y->dims[1];
+    g->group = g->w.group;
+    g->cg = g->c / g->group;
+    g->mg = g->m / g->group;
+    g->in_size = g->out_size = g->ksize = 1;
+    for (int i = 0; i < g->ns; i++) {
+        g->in_sp[i] = x->dims[2 + i];
+        g->out_sp[i] = y->dims[2 + i];
+        g->in_size *= g->in_sp[i];
+        g->out_size *= g->out_sp[i];
+        g->ksize *= g->w.kernel[i];
+    }
+}
+
+/* col[(c*ksize + kpos) * out_size + opos] = x[c][input position], 0 in pads. */
+static void im2col(const ConvGeom *g, const float *x, float *col) {
+    int64_t kidx[MAX_RANK], oidx[MAX_RANK];
+    for (int64_t c = 0; c < g->cg; c++) {
+        for (int64_t kp = 0; kp < g->ksize; kp++) {
+            int64_t r = kp;
+            for (int i = g->ns - 1; i >= 0; i--) {
+                kidx[i] = r % g->w.kernel[i];
+                r /= g->w.kernel[i];
+            }
+            float *dst = col + (c * g->ksize + kp) * g->out_size;
+            memset(oidx, 0, sizeof oidx);
+            for (int64_t op = 0; op < g->out_size; op++) {
+                int64_t off = 0;
+                bool inside = true;
+                for (int i = 0; i < g->ns; i++) {
+                    int64_t p = oidx[i] * g->w.stride[i] - g->w.pad_begin[i] +
+                                kidx[i] * g->w.dilation[i];
+                    if (p < 0 || p >= g->in_sp[i]) {
+                        inside = false;
+                        break;
+                    }
+                    off = off * g->in_sp[i] + p;
+                }
+                dst[op] = inside ? x[c * g->in_size + off] : 0.0f;
+                for (int i = g->ns - 1; i >= 0; i--) {
+                    if (++oidx[i] < g->out_sp[i])
+                        break;
+                    oidx[i] = 0;
+                }
+            }
+        }
+    }
+}
+
+static bool pointwise(const ConvGeom *g) {
+    for (int i = 0; i < g->ns; i++)
+        if (g->w.kernel[i] != 1 || g->w.stride[i] != 1 || g->w.pad_begin[i] ||
+            g->w.pad_end[i])
+            return false;
+    return true;
+}
+
+static bool conv_f32(const KernelArgs *a, const ConvGeom *g) {
+    const float *x = a->in[0]->data, *w = a->in[1]->data;
+    const float *bias = a->n->nops == 3 ? a->in[2]->data : NULL;
+    float *y = a->out[0]->data;
+    bool direct = pointwise(g);
+    float *col = NULL;
+    if (!direct) {
+        col = malloc((size_t)(g->cg * g->ksize * g->out_size + 1) * sizeof(float));
+        if (!col)
+            return kernel_fail(a, "out of memory for the column buffer");
+    }
+    int64_t kdim = g->cg * g->ksize;
+    for (int64_t b = 0; b < g->n; b++) {
+        for (int64_t gr = 0; gr < g->group; gr++) {
+            const float *xg = x + (b * g->c + gr * g->cg) * g->in_size;
+            float *yg = y + (b * g->m + gr * g->mg) * g->out_size;
+            for (int64_t m = 0; m < g->mg; m++) {
+                float bv = bias ? bias[gr * g->mg + m] : 0.0f;
+                for (int64_t p = 0; p < g->out_size; p++)
+                    yg[m * g->out_size + p] = bv;
+            }
+            if (!direct)
+                im2col(g, xg, col);
+            sgemm_acc(g->mg, g->out_size, kdim, w + gr * g->mg * kdim, kdim, direct ? xg : col,
+                      g->out_size, yg, g->out_size);
+        }
+    }
+    free(col);
+    return true;
+}
+
+/* Any float kind: direct loops in double. */
+static bool conv_generic(const KernelArgs *a, const ConvGeom *g) {
+    const Tensor *X = a->in[0], *W = a->in[1], *B = a->n->nops == 3 ? a->in[2] : NULL;
+    Tensor *Y = a->out[0];
+    int64_t oidx[MAX_RANK], kidx[MAX_RANK];
+    for (int64_t b = 0; b < g->n; b++)
+        for (int64_t m = 0; m < g->m; m++) {
+            int64_t gr = m / g->mg;
+            memset(oidx, 0, sizeof oidx);
+            for (int64_t op = 0; op < g->out_size; op++) {
+                double acc = B ? tensor_get_f64(B, m) : 0;
+                for (int64_t c = 0; c < g->cg; c++) {
+                    memset(kidx, 0, sizeof kidx);
+                    for (int64_t kp = 0; kp < g->ksize; kp++) {
+                        int64_t off = 0;
+                        bool inside = true;
+                        for (int i = 0; i < g->ns && inside; i++) {
+                            int64_t p = oidx[i] * g->w.stride[i] - g->w.pad_begin[i] +
+                                        kidx[i] * g->w.dilation[i];
+                            inside = p >= 0 && p < g->in_sp[i];
+                            off = off * g->in_sp[i] + p;
+                        }
+                        if (inside)
+                            acc += tensor_get_f64(X, (b * g->c + gr * g->cg + c) * g->in_size +
+                                                         off) *
+                                   tensor_get_f64(W, (m * g->cg + c) * g->ksize + kp);
+                        for (int i = g->ns - 1; i >= 0; i--) {
+                            if (++kidx[i] < g->w.kernel[i])
+                                break;
+                            kidx[i] = 0;
+                        }
+                    }
+                }
+                tensor_set_f64(Y, (b * g->m + m) * g->out_size + op, acc);
+                for (int i = g->ns - 1; i >= 0; i--) {
+                    if (++oidx[i] < g->out_sp[i])
+                        break;
+                    oidx[i] = 0;
+                }
+            }
+        }
+    return true;
+}
+
+bool k_conv(const KernelArgs *a) {
+    ConvGeom g;
+    conv_geom(a, &g);
+    if (a->in[0]->type.elem == ELEM_F32)
+        return conv_f32(a, &g);
+    return conv_generic(a, &g);
+}
+
+/* ---- pooling -------------------------------------------------------------- */
+
+typedef enum { POOL_MAX, POOL_AVG, POOL_LP } PoolKind;
+
+/* One output element's window: calls back for every input position inside
+ * it; returns the number of positions counted for the average. */
+static bool pool_kernel(const KernelArgs *a, PoolKind kind) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0], *I = a->n->nres == 2 ? a->out[1] : NULL;
+    const Type *xt = &X->type, *yt = &Y->type;
+    int ns = xt->rank - 2;
+    Window w;
+    window_from_node(a->n, ns, NULL, &w);
+    int64_t p = node_attr_int(a->n, AK_p, 2);
+    int64_t in_size = 1, out_size = 1, ksize = 1;
+    for (int i = 0; i < ns; i++) {
+        in_size *= xt->dims[2 + i];
+        out_size *= yt->dims[2 + i];
+        ksize *= w.kernel[i];
+    }
+    int64_t planes = xt->dims[0] * xt->dims[1];
+    bool f32 = xt->elem == ELEM_F32;
+    for (int64_t pl = 0; pl < planes; pl++) {
+        int64_t oidx[MAX_RANK] = {0};
+        for (int64_t op = 0; op < out_size; op++) {
+            double acc = kind == POOL_MAX ? -INFINITY : 0;
+            int64_t arg = -1, count = 0, padded_count = 0;
+            int64_t kidx[MAX_RANK] = {0};
+            for (int64_t kp = 0; kp < ksize; kp++) {
+                int64_t off = 0;
+                bool inside = true, in_padded = true;
+                for (int i = 0; i < ns; i++) {
+                    int64_t q = oidx[i] * w.stride[i] - w.pad_begin[i] + kidx[i] * w.dilation[i];
+                    if (q < 0 || q >= xt->dims[2 + i])
+                        inside = false;
+                    if (q >= xt->dims[2 + i] + w.pad_end[i])
+                        in_padded = false;
+                    off = off * xt->dims[2 + i] + q;
+                }
+                padded_count += in_padded;
+                if (inside) {
+                    int64_t at = pl * in_size + off;
+                    double v = f32 ? ((const float *)X->data)[at] : tensor_get_f64(X, at);
+                    count++;
+                    if (kind == POOL_MAX) {
+                        if (arg < 0 || v > acc) {
+                            acc = v;
+                            arg = at;
+                        }
+                    } else if (kind == POOL_AVG) {
+                        acc += v;
+                    } else {
+                        acc += pow(fabs(v), (double)p);
+                    }
+                }
+                for (int i = ns - 1; i >= 0; i--) {
+                    if (++kidx[i] < w.kernel[i])
+                        break;
+                    kidx[i] = 0;
+                }
+            }
+            if (kind == POOL_AVG)
+                acc /= (double)(w.count_include_pad ? padded_count : count ? count : 1);
+            else if (kind == POOL_LP)
+                acc = pow(acc, 1.0 / (double)p);
+            int64_t yo = pl * out_size + op;
+            if (f32)
+                ((float *)Y->data)[yo] = (float)acc;
+            else if (elem_is_float(yt->elem))
+                tensor_set_f64(Y, yo, acc);
+            else
+                tensor_set_i64(Y, yo, arg >= 0 ? tensor_get_i64(X, arg) : 0);
+            if (I) /* ONNX's index: row-major over N, C and the input's spatial axes */
+                ((int64_t *)I->data)[yo] = arg;
+            for (int i = ns - 1; i >= 0; i--) {
+                if (++oidx[i] < yt->dims[2 + i])
+                    break;
+                oidx[i] = 0;
+            }
+        }
+    }
+    return true;
+}
+
+bool k_max_pool(const KernelArgs *a) {
+    return pool_kernel(a, POOL_MAX);
+}
+
+bool k_avg_pool(const KernelArgs *a) {
+    return pool_kernel(a, POOL_AVG);
+}
+
+bool k_lp_pool(const KernelArgs *a) {
+    return pool_kernel(a, POOL_LP);
+}
+
+static bool global_pool(const KernelArgs *a, PoolKind kind) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0];
+    int64_t planes = X->type.dims[0] * X->type.dims[1];
+    int64_t size = tensor_numel(X) / (planes ? planes : 1);
+    double p = (double)node_attr_int(a->n, AK_p, 2);
+    for (int64_t pl = 0; pl < planes; pl++) {
+        double acc = kind == POOL_MAX ? -INFINITY : 0;
+        for (int64_t i = 0; i < size; i++) {
+            double v = tensor_get_f64(X, pl * size + i);
+            if (kind == POOL_MAX)
+                acc = v > acc || isnan(v) ? v : acc;
+            else if (kind == POOL_AVG)
+                acc += v;
+            else
+                acc += pow(fabs(v), p);
+        }
+        if (kind == POOL_AVG)
+            acc /= (double)(size ? size : 1);
+        else if (kind == POOL_LP)
+            acc = pow(acc, 1.0 / p);
+        tensor_set_f64(Y, pl, acc);
+    }
+    return true;
+}
+
+bool k_global_avg_pool(const KernelArgs *a) {
+    return global_pool(a, POOL_AVG);
+}
+
+bool k_global_max_pool(const KernelArgs *a) {
+    return global_pool(a, POOL_MAX);
+}
+
+bool k_global_lp_pool(const KernelArgs *a) {
+    return global_pool(a, POOL_LP);
+}
+
+/* ---- normalisation -------------------------------------------------------- */
+
+bool k_batch_norm(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0];
+    double eps = node_attr_float(a->n, AK_epsilon, 1e-5f);
+    int64_t nb = X->type.dims[0], c = X->type.dims[1];
+    int64_t size = c ? tensor_numel(X) / (nb * c ? nb * c : 1) : 0;
+    for (int64_t ch = 0; ch < c; ch++) {
+        double scale = tensor_get_f64(a->in[1], ch), bias = tensor_get_f64(a->in[2], ch);
+        double mean = tensor_get_f64(a->in[3], ch), var = tensor_get_f64(a->in[4], ch);
+        double mul = scale / sqrt(var + eps), add = bias - mean * mul;
+        for (int64_t b = 0; b < nb; b++) {
+            int64_t base = (b * c + ch) * size;
+            if (X->type.elem == ELEM_F32) {
+                const float *x = (const float *)X->data + base;
+                float *y = (float *)Y->data + base;
+                for (int64_t i = 0; i < size; i++)
+                    y[i] = (float)(x[i] * mul + add);
+            } else {
+                for (int64_t i = 0; i < size; i++)
+                    tensor_set_f64(Y, base + i, tensor_get_f64(X, base + i) * mul + add);
+            }
+        }
+    }
+    return true;
+}
+
+bool k_instance_norm(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0];
+    double eps = node_attr_float(a->n, AK_epsilon, 1e-5f);
+    int64_t nb = X->type.dims[0], c = X->type.dims[1];
+    int64_t size = nb * c ? tensor_numel(X) / (nb * c) : 0;
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t ch = 0; ch < c; ch++) {
+            int64_t base = (b * c + ch) * size;
+            double mean = 0, var = 0;
+            for (int64_t i = 0; i < size; i++)
+                mean += tensor_get_f64(X, base + i);
+            mean /= (double)(size ? size : 1);
+            for (int64_t i = 0; i < size; i++) {
+                double dv = tensor_get_f64(X, base + i) - mean;
+                var += dv * dv;
+            }
+            var /= (double)(size ? size : 1);
+            double mul = tensor_get_f64(a->in[1], ch) / sqrt(var + eps);
+            double add = tensor_get_f64(a->in[2], ch);
+            for (int64_t i = 0; i < size; i++)
+                tensor_set_f64(Y, base + i, (tensor_get_f64(X, base + i) - mean) * mul + add);
+        }
+    return true;
+}
+
+/* Normalises over the axes from `axis` on; scale and bias broadcast to them. */
+bool k_layer_norm(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    const Type *xt = &X->type;
+    int axis;
+    axis_normalize(node_attr_int(a->n, AK_axis, -1), xt->rank, &axis);
+    double eps = node_attr_float(a->n, AK_epsilon, 1e-5f);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < xt->rank; i++)
+        *(i < axis ? &outer : &inner) *= xt->dims[i];
+    Type norm = {.elem = xt->elem, .rank = xt->rank - axis};
+    for (int i = axis; i < xt->rank; i++)
+        norm.dims[i - axis] = xt->dims[i];
+    Bcast bs, bb;
+    const Type *st[1] = {&a->in[1]->type};
+    const Type *bt[1] = {a->n->nops == 3 ? &a->in[2]->type : &a->in[1]->type};
+    for (int64_t o = 0; o < outer; o++) {
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < inner; i++)
+            mean += tensor_get_f64(X, o * inner + i);
+        mean /= (double)(inner ? inner : 1);
+        for (int64_t i = 0; i < inner; i++) {
+            double dv = tensor_get_f64(X, o * inner + i) - mean;
+            var += dv * dv;
+        }
+        var /= (double)(inner ? inner : 1);
+        double inv = 1 / sqrt(var + eps);
+        bcast_init(&bs, &norm, st, 1);
+        bcast_init(&bb, &norm, bt, 1);
+        for (int64_t i = 0; i < inner; i++, bcast_next(&bs), bcast_next(&bb)) {
+            double v = (tensor_get_f64(X, o * inner + i) - mean) * inv;
+            v *= tensor_get_f64(a->in[1], bs.off[0]);
+            if (a->n->nops == 3)
+                v += tensor_get_f64(a->in[2], bb.off[0]);
+            tensor_set_f64(a->out[0], o * inner + i, v);
+        }
+        if (a->n->nres > 1)
+            tensor_set_f64(a->out[1], o, mean);
+        if (a->n->nres > 2)
+            tensor_set_f64(a->out[2], o, inv);
+    }
+    return true;
+}
+
+/* ---- along one axis ------------------------------------------------------- */
+
+typedef enum { SM_SOFTMAX, SM_LOG_SOFTMAX, SM_HARDMAX } SoftmaxKind;
+
+static bool softmax_like(const KernelArgs *a, SoftmaxKind kind) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0];
+    const Type *t = &X->type;
+    int axis;
+    if (!axis_normalize(node_attr_int(a->n, AK_axis, -1), t->rank ? t->rank : 1, &axis))
+        return kernel_fail(a, "axis out of range");
+    int64_t outer = 1, len = t->rank ? t->dims[axis] : 1, inner = 1;
+    for (int i = 0; i < axis; i++)
+        outer *= t->dims[i];
+    for (int i = axis + 1; i < t->rank; i++)
+        inner *= t->dims[i];
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in = 0; in < inner; in++) {
+            int64_t base = o * len * inner + in;
+            double mx = -INFINITY;
+            int64_t arg = 0;
+            for (int64_t k = 0; k < len; k++) {
+                double v = tensor_get_f64(X, base + k * inner);
+                if (v > mx) {
+                    mx = v;
+                    arg = k;
+                }
+            }
+            double sum = 0;
+            if (kind != SM_HARDMAX)
+                for (int64_t k = 0; k < len; k++)
+                    sum += exp(tensor_get_f64(X, base + k * inner) - mx);
+            for (int64_t k = 0; k < len; k++) {
+                double v = tensor_get_f64(X, base + k * inner), r;
+                if (kind == SM_SOFTMAX)
+                    r = exp(v - mx) / sum;
+                else if (kind == SM_LOG_SOFTMAX)
+                    r = v - mx - log(sum);
+                else
+                    r = k == arg;
+                tensor_set_f64(Y, base + k * inner, r);
+            }
+        }
+    return true;
+}
+
+bool k_softmax(const KernelArgs *a) {
+    return softmax_like(a, SM_SOFTMAX);
+}
+
+bool k_log_softmax(const KernelArgs *a) {
+    return softmax_like(a, SM_LOG_SOFTMAX);
+}
+
+bool k_hardmax(const KernelArgs *a) {
+    return softmax_like(a, SM_HARDMAX);
+}

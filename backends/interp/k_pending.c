@@ -1,0 +1,27 @@
+/* Kernels not written yet: each says so at the node, so a model that needs
+ * one fails with a clear message instead of a wrong answer. */
+#include "backends/interp/kernels.h"
+
+#define PENDING(nm)                                                                          \
+    bool k_##nm(const KernelArgs *a) {                                                       \
+        return kernel_fail(a, "the interpreter has no kernel for " #nm " yet");              \
+    }
+
+PENDING(conv_transpose)
+PENDING(lrn)
+PENDING(mean_variance_norm)
+PENDING(lp_norm)
+PENDING(cumsum)
+PENDING(einsum)
+PENDING(det)
+PENDING(gather_elements)
+PENDING(gather_nd)
+PENDING(scatter_elements)
+PENDING(scatter_nd)
+PENDING(depth_to_space)
+PENDING(space_to_depth)
+PENDING(resize)
+PENDING(one_hot)
+PENDING(trilu)
+PENDING(top_k)
+PENDING(reverse_sequence)

@@ -1,0 +1,164 @@
+/* Reductions over a set of axes, and argmax/argmin along one.
+ *
+ * Every input element is folded into the output element it reduces to (the
+ * output index ignores the reduced axes). Floats accumulate in double;
+ * integers in int64 (wrapping), so sums of large i64 stay exact. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/interp/kernels.h"
+
+typedef enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_LOG_SUM, R_LOG_SUM_EXP,
+               R_SUM_SQUARE } ReduceKind;
+
+static ReduceKind reduce_kind(NodeKind k) {
+    switch (k) {
+    case NK_REDUCE_MEAN: return R_MEAN;
+    case NK_REDUCE_MAX: return R_MAX;
+    case NK_REDUCE_MIN: return R_MIN;
+    case NK_REDUCE_PROD: return R_PROD;
+    case NK_REDUCE_L1: return R_L1;
+    case NK_REDUCE_L2: return R_L2;
+    case NK_REDUCE_LOG_SUM: return R_LOG_SUM;
+    case NK_REDUCE_LOG_SUM_EXP: return R_LOG_SUM_EXP;
+    case NK_REDUCE_SUM_SQUARE: return R_SUM_SQUARE;
+    default: return R_SUM;
+    }
+}
+
+/* For each input element, the offset of its output element. */
+static void out_strides(const Type *xt, uint32_t mask, int64_t *st) {
+    int64_t s = 1;
+    for (int i = xt->rank - 1; i >= 0; i--) {
+        st[i] = (mask & (1u << i)) ? 0 : s;
+        if (!(mask & (1u << i)))
+            s *= xt->dims[i];
+    }
+}
+
+static bool reduce(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0];
+    const Type *xt = &X->type;
+    ReduceKind kind = reduce_kind(a->n->kind);
+    uint32_t mask = reduce_axes_mask(a->n, xt->rank);
+    int64_t st[MAX_RANK], idx[MAX_RANK] = {0};
+    out_strides(xt, mask, st);
+    int64_t nout = tensor_numel(Y), nin = tensor_numel(X);
+    int64_t count = nout ? nin / nout : 0;
+    bool flt = elem_is_float(xt->elem);
+    double *acc = malloc((size_t)(nout ? nout : 1) * sizeof(double));
+    int64_t *iacc = malloc((size_t)(nout ? nout : 1) * sizeof(int64_t));
+    if (!acc || !iacc) {
+        free(acc);
+        free(iacc);
+        return kernel_fail(a, "out of memory");
+    }
+    double init = kind == R_MAX ? -INFINITY : kind == R_MIN ? INFINITY : kind == R_PROD ? 1 : 0;
+    int64_t iinit = kind == R_MAX ? INT64_MIN : kind == R_MIN ? INT64_MAX : kind == R_PROD;
+    for (int64_t o = 0; o < nout; o++) {
+        acc[o] = init;
+        iacc[o] = iinit;
+    }
+    int64_t off = 0;
+    for (int64_t i = 0; i < nin; i++) {
+        if (flt) {
+            double v = tensor_get_f64(X, i), *r = &acc[off];
+            switch (kind) {
+            case R_SUM: case R_MEAN: case R_LOG_SUM: *r += v; break;
+            case R_MAX: *r = (v > *r || isnan(v)) ? v : *r; break;
+            case R_MIN: *r = (v < *r || isnan(v)) ? v : *r; break;
+            case R_PROD: *r *= v; break;
+            case R_L1: *r += fabs(v); break;
+            case R_L2: case R_SUM_SQUARE: *r += v * v; break;
+            case R_LOG_SUM_EXP: *r += exp(v); break;
+            }
+        } else {
+            int64_t v = tensor_get_i64(X, i), *r = &iacc[off];
+            switch (kind) {
+            case R_MAX: *r = v > *r ? v : *r; break;
+            case R_MIN: *r = v < *r ? v : *r; break;
+            case R_PROD: *r = (int64_t)((uint64_t)*r * (uint64_t)v); break;
+            case R_L1: *r += v < 0 ? -v : v; break;
+            case R_L2: case R_SUM_SQUARE: *r += v * v; break;
+            default: *r = (int64_t)((uint64_t)*r + (uint64_t)v); break;
+            }
+        }
+        for (int d = xt->rank - 1; d >= 0; d--) {
+            off += st[d];
+            if (++idx[d] < xt->dims[d])
+                break;
+            off -= st[d] * xt->dims[d];
+            idx[d] = 0;
+        }
+    }
+    for (int64_t o = 0; o < nout; o++) {
+        if (flt) {
+            double v = acc[o];
+            if (kind == R_MEAN)
+                v /= (double)(count ? count : 1);
+            else if (kind == R_L2)
+                v = sqrt(v);
+            else if (kind == R_LOG_SUM || kind == R_LOG_SUM_EXP)
+                v = log(v);
+            tensor_set_f64(Y, o, v);
+        } else {
+            int64_t v = iacc[o];
+            if (kind == R_MEAN)
+                v = count ? v / count : 0;
+            else if (kind == R_L2)
+                v = (int64_t)sqrt((double)v);
+            else if (kind == R_LOG_SUM || kind == R_LOG_SUM_EXP)
+                v = (int64_t)log(kind == R_LOG_SUM ? (double)v : (double)v);
+            tensor_set_i64(Y, o, v);
+        }
+    }
+    free(acc);
+    free(iacc);
+    return true;
+}
+
+bool k_reduce_sum(const KernelArgs *a) { return reduce(a); }
+bool k_reduce_mean(const KernelArgs *a) { return reduce(a); }
+bool k_reduce_max(const KernelArgs *a) { return reduce(a); }
+bool k_reduce_min(const KernelArgs *a) { return reduce(a); }
+bool k_reduce_prod(const KernelArgs *a) { return reduce(a); }
+bool k_reduce_l1(const KernelArgs *a) { return reduce(a); }
+bool k_reduce_l2(const KernelArgs *a) { return reduce(a); }
+bool k_reduce_log_sum(const KernelArgs *a) { return reduce(a); }
+bool k_reduce_log_sum_exp(const KernelArgs *a) { return reduce(a); }
+bool k_reduce_sum_square(const KernelArgs *a) { return reduce(a); }
+
+/* First (or, with select_last_index, last) position of the extreme value. */
+static bool arg_reduce(const KernelArgs *a, bool want_max) {
+    const Tensor *X = a->in[0];
+    const Type *xt = &X->type;
+    int axis;
+    axis_normalize(node_attr_int(a->n, AK_axis, 0), xt->rank, &axis);
+    bool last = node_attr_int(a->n, AK_select_last_index, 0) != 0;
+    int64_t outer = 1, len = xt->dims[axis], inner = 1;
+    for (int i = 0; i < axis; i++)
+        outer *= xt->dims[i];
+    for (int i = axis + 1; i < xt->rank; i++)
+        inner *= xt->dims[i];
+    int64_t *y = a->out[0]->data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in = 0; in < inner; in++) {
+            int64_t base = o * len * inner + in, best = 0;
+            double bv = tensor_get_f64(X, base);
+            for (int64_t k = 1; k < len; k++) {
+                double v = tensor_get_f64(X, base + k * inner);
+                bool better = want_max ? (last ? v >= bv : v > bv) : (last ? v <= bv : v < bv);
+                if (better) {
+                    bv = v;
+                    best = k;
+                }
+            }
+            y[o * inner + in] = best;
+        }
+    return true;
+}
+
+bool k_argmax(const KernelArgs *a) { return arg_reduce(a, true); }
+bool k_argmin(const KernelArgs *a) { return arg_reduce(a, false); }

@@ -1,0 +1,240 @@
+/* Data-movement kernels: reshapes, transposes, concatenation, splitting,
+ * slicing, gathering, broadcasting, padding and tiling. They move bytes and
+ * never look at values, so one loop serves every element kind. */
+#include <string.h>
+
+#include "backends/interp/kernels.h"
+
+static bool copy_bytes(const KernelArgs *a) {
+    memcpy(a->out[0]->data, a->in[0]->data, tensor_bytes(a->in[0]));
+    return true;
+}
+
+bool k_reshape(const KernelArgs *a) { return copy_bytes(a); }
+bool k_flatten(const KernelArgs *a) { return copy_bytes(a); }
+bool k_squeeze(const KernelArgs *a) { return copy_bytes(a); }
+bool k_unsqueeze(const KernelArgs *a) { return copy_bytes(a); }
+
+/* out[i0..] = in[index mapped through perm], walking the output in order. */
+bool k_transpose(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0];
+    const Type *xt = &X->type;
+    int rank = xt->rank;
+    int k;
+    const int64_t *perm = node_attr_ints(a->n, AK_perm, &k);
+    int64_t xs[MAX_RANK], st[MAX_RANK], dims[MAX_RANK], idx[MAX_RANK] = {0};
+    type_strides(xt, xs);
+    for (int i = 0; i < rank; i++) {
+        int p = perm ? (int)perm[i] : rank - 1 - i;
+        st[i] = xs[p];
+        dims[i] = xt->dims[p];
+    }
+    size_t es = elem_size(xt->elem);
+    int64_t n = tensor_numel(X), off = 0;
+    const char *src = X->data;
+    char *dst = Y->data;
+    for (int64_t i = 0; i < n; i++) {
+        memcpy(dst + (size_t)i * es, src + (size_t)off * es, es);
+        for (int d = rank - 1; d >= 0; d--) {
+            off += st[d];
+            if (++idx[d] < dims[d])
+                break;
+            off -= st[d] * dims[d];
+            idx[d] = 0;
+        }
+    }
+    return true;
+}
+
+/* Outer = product of dims before axis; each operand contributes a block of
+ * dims[axis] * inner elements per outer index. */
+bool k_concat(const KernelArgs *a) {
+    const Type *yt = &a->out[0]->type;
+    int axis;
+    axis_normalize(node_attr_int(a->n, AK_axis, 0), yt->rank, &axis);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; i++)
+        outer *= yt->dims[i];
+    for (int i = axis + 1; i < yt->rank; i++)
+        inner *= yt->dims[i];
+    size_t es = elem_size(yt->elem);
+    char *dst = a->out[0]->data;
+    for (int64_t o = 0; o < outer; o++) {
+        for (int k = 0; k < a->n->nops; k++) {
+            const Tensor *x = a->in[k];
+            size_t block = (size_t)(x->type.dims[axis] * inner) * es;
+            memcpy(dst, (const char *)x->data + (size_t)o * block, block);
+            dst += block;
+        }
+    }
+    return true;
+}
+
+bool k_split(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    const Type *xt = &X->type;
+    int axis;
+    axis_normalize(node_attr_int(a->n, AK_axis, 0), xt->rank, &axis);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; i++)
+        outer *= xt->dims[i];
+    for (int i = axis + 1; i < xt->rank; i++)
+        inner *= xt->dims[i];
+    size_t es = elem_size(xt->elem);
+    const char *src = X->data;
+    for (int64_t o = 0; o < outer; o++) {
+        for (int k = 0; k < a->n->nres; k++) {
+            Tensor *y = a->out[k];
+            size_t block = (size_t)(y->type.dims[axis] * inner) * es;
+            memcpy((char *)y->data + (size_t)o * block, src, block);
+            src += block;
+        }
+    }
+    return true;
+}
+
+bool k_slice(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0];
+    const Type *xt = &X->type;
+    int64_t start[MAX_RANK], step[MAX_RANK], count[MAX_RANK], xs[MAX_RANK];
+    slice_params(a->n, xt, start, step, count);
+    type_strides(xt, xs);
+    int rank = xt->rank;
+    int64_t n = tensor_numel(Y), idx[MAX_RANK] = {0}, off = 0;
+    for (int i = 0; i < rank; i++)
+        off += start[i] * xs[i];
+    size_t es = elem_size(xt->elem);
+    for (int64_t i = 0; i < n; i++) {
+        memcpy((char *)Y->data + (size_t)i * es, (const char *)X->data + (size_t)off * es, es);
+        for (int d = rank - 1; d >= 0; d--) {
+            off += step[d] * xs[d];
+            if (++idx[d] < count[d])
+                break;
+            off -= step[d] * xs[d] * count[d];
+            idx[d] = 0;
+        }
+    }
+    return true;
+}
+
+/* Negative indices count from the end; out-of-range ones are an error. */
+bool k_gather(const KernelArgs *a) {
+    const Tensor *X = a->in[0], *I = a->in[1];
+    const Type *xt = &X->type;
+    int axis;
+    axis_normalize(node_attr_int(a->n, AK_axis, 0), xt->rank, &axis);
+    int64_t outer = 1, inner = 1, len = xt->dims[axis];
+    for (int i = 0; i < axis; i++)
+        outer *= xt->dims[i];
+    for (int i = axis + 1; i < xt->rank; i++)
+        inner *= xt->dims[i];
+    int64_t nidx = tensor_numel(I);
+    size_t es = elem_size(xt->elem), block = (size_t)inner * es;
+    char *dst = a->out[0]->data;
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t j = 0; j < nidx; j++) {
+            int64_t k = tensor_get_i64(I, j);
+            if (k < 0)
+                k += len;
+            if (k < 0 || k >= len)
+                return kernel_fail(a, "index %lld out of range [0, %lld)",
+                                   (long long)tensor_get_i64(I, j), (long long)len);
+            memcpy(dst, (const char *)X->data + ((size_t)(o * len + k) * block), block);
+            dst += block;
+        }
+    }
+    return true;
+}
+
+bool k_expand(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0];
+    const Type *ts[1] = {&X->type};
+    Bcast bc;
+    bcast_init(&bc, &Y->type, ts, 1);
+    size_t es = elem_size(X->type.elem);
+    int64_t n = tensor_numel(Y);
+    for (int64_t i = 0; i < n; i++, bcast_next(&bc))
+        memcpy((char *)Y->data + (size_t)i * es, (const char *)X->data + (size_t)bc.off[0] * es,
+               es);
+    return true;
+}
+
+bool k_tile(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0];
+    const Type *xt = &X->type, *yt = &Y->type;
+    int64_t xs[MAX_RANK], idx[MAX_RANK] = {0};
+    type_strides(xt, xs);
+    size_t es = elem_size(xt->elem);
+    int64_t n = tensor_numel(Y);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t off = 0;
+        for (int d = 0; d < yt->rank; d++)
+            off += (idx[d] % xt->dims[d]) * xs[d];
+        memcpy((char *)Y->data + (size_t)i * es, (const char *)X->data + (size_t)off * es, es);
+        for (int d = yt->rank - 1; d >= 0; d--) {
+            if (++idx[d] < yt->dims[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    return true;
+}
+
+/* Maps an output coordinate to an input one under reflect/edge padding. */
+static int64_t pad_source(int64_t q, int64_t dim, bool reflect) {
+    if (dim == 1)
+        return 0;
+    if (!reflect)
+        return q < 0 ? 0 : q >= dim ? dim - 1 : q;
+    int64_t period = 2 * (dim - 1);
+    q %= period;
+    if (q < 0)
+        q += period;
+    return q < dim ? q : period - q;
+}
+
+bool k_pad(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0];
+    const Type *xt = &X->type, *yt = &Y->type;
+    int k;
+    const int64_t *pads = node_attr_ints(a->n, AK_pads, &k);
+    const char *mode = node_attr_str(a->n, AK_mode, "constant");
+    bool constant = !strcmp(mode, "constant"), reflect = !strcmp(mode, "reflect");
+    double value = node_attr_float(a->n, AK_value, 0);
+    int rank = xt->rank;
+    int64_t xs[MAX_RANK], idx[MAX_RANK] = {0};
+    type_strides(xt, xs);
+    size_t es = elem_size(xt->elem);
+    int64_t n = tensor_numel(Y);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t off = 0;
+        bool inside = true;
+        for (int d = 0; d < rank; d++) {
+            int64_t q = idx[d] - pads[d];
+            if (q < 0 || q >= xt->dims[d]) {
+                if (constant) {
+                    inside = false;
+                    break;
+                }
+                q = pad_source(q, xt->dims[d], reflect);
+            }
+            off += q * xs[d];
+        }
+        if (inside)
+            memcpy((char *)Y->data + (size_t)i * es, (const char *)X->data + (size_t)off * es,
+                   es);
+        else
+            tensor_set_f64(Y, i, value);
+        for (int d = rank - 1; d >= 0; d--) {
+            if (++idx[d] < yt->dims[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    return true;
+}

@@ -1,0 +1,38 @@
+/* Kernels of the reference interpreter: one per node kind, named k_<name>
+ * after the kind's keyword in nodes.def, in files by family. */
+#ifndef GLOWC_BACKENDS_INTERP_KERNELS_H
+#define GLOWC_BACKENDS_INTERP_KERNELS_H
+
+#include "core/diag.h"
+#include "core/graph.h"
+#include "core/infer.h"
+
+typedef struct KernelArgs {
+    const Node *n;
+    Tensor *const *in;
+    Tensor *const *out;
+    DiagList *d;
+} KernelArgs;
+
+typedef bool (*KernelFn)(const KernelArgs *a);
+
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs) bool k_##nm(const KernelArgs *a);
+#include "core/nodes.def"
+
+/* A kernel's error, said at the node. */
+bool kernel_fail(const KernelArgs *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Walks the elements of an output shape while tracking each operand's offset
+ * under numpy broadcasting (stride 0 along broadcast axes). */
+typedef struct Bcast {
+    int rank, nops;
+    int64_t dims[MAX_RANK];
+    int64_t strides[4][MAX_RANK];
+    int64_t idx[MAX_RANK];
+    int64_t off[4];
+} Bcast;
+void bcast_init(Bcast *b, const Type *out, const Type *const *ops, int nops);
+/* Advances to the next output element; offsets in b->off. */
+void bcast_next(Bcast *b);
+
+#endif

@@ -1,0 +1,452 @@
+/* The graph IR: per-kind tables expanded from nodes.def/attrs.def, building
+ * and editing functions, attributes. */
+#include "core/graph.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- tables ----------------------------------------------------------- */
+
+#define A(key) AK_##key,
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs)                                \
+    static const AttrKey attrs_##E[] = {attrs AK_NONE};
+#include "core/nodes.def"
+#undef A
+
+typedef struct NodeKindInfo {
+    const char *name;
+    int ops_min, ops_max, res_min, res_max;
+    const AttrKey *attrs;
+} NodeKindInfo;
+
+static const NodeKindInfo kind_info[NK_COUNT] = {
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs)                                \
+    [NK_##E] = {#nm, omin, omax, rmin, rmax, attrs_##E},
+#include "core/nodes.def"
+};
+
+typedef struct AttrInfo {
+    const char *name;
+    AttrType type;
+} AttrInfo;
+
+static const AttrInfo attr_info[AK_COUNT] = {
+#define ATTR(key, T) [AK_##key] = {#key, AT_##T},
+#include "core/attrs.def"
+};
+
+enum {
+#define NODE_RANGE(nm, first, last) RANGE_FIRST_##nm = NK_##first, RANGE_LAST_##nm = NK_##last,
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs)
+#include "core/nodes.def"
+};
+
+const char *node_kind_name(NodeKind k) {
+    return (unsigned)k < NK_COUNT ? kind_info[k].name : "?";
+}
+
+bool node_kind_from_name(const char *name, size_t len, NodeKind *out) {
+    for (int k = 0; k < NK_COUNT; k++) {
+        if (strlen(kind_info[k].name) == len && !memcmp(kind_info[k].name, name, len)) {
+            *out = (NodeKind)k;
+            return true;
+        }
+    }
+    return false;
+}
+
+int node_kind_ops_min(NodeKind k) { return kind_info[k].ops_min; }
+int node_kind_ops_max(NodeKind k) { return kind_info[k].ops_max; }
+int node_kind_res_min(NodeKind k) { return kind_info[k].res_min; }
+int node_kind_res_max(NodeKind k) { return kind_info[k].res_max; }
+const AttrKey *node_kind_attrs(NodeKind k) { return kind_info[k].attrs; }
+
+bool node_kind_has_attr(NodeKind k, AttrKey key) {
+    for (const AttrKey *a = kind_info[k].attrs; *a != AK_NONE; a++)
+        if (*a == key)
+            return true;
+    return false;
+}
+
+bool node_kind_is_unary(NodeKind k) {
+    return k >= RANGE_FIRST_UNARY && k <= RANGE_LAST_UNARY;
+}
+bool node_kind_is_binary(NodeKind k) {
+    return k >= RANGE_FIRST_BINARY && k <= RANGE_LAST_BINARY;
+}
+bool node_kind_is_compare(NodeKind k) {
+    return k >= RANGE_FIRST_COMPARE && k <= RANGE_LAST_COMPARE;
+}
+bool node_kind_is_reduce(NodeKind k) {
+    return k >= RANGE_FIRST_REDUCE && k <= RANGE_LAST_REDUCE;
+}
+
+const char *attr_key_name(AttrKey k) {
+    return (unsigned)k < AK_COUNT ? attr_info[k].name : "?";
+}
+
+AttrType attr_key_type(AttrKey k) {
+    return attr_info[k].type;
+}
+
+bool attr_key_from_name(const char *name, size_t len, AttrKey *out) {
+    for (int k = 0; k < AK_COUNT; k++) {
+        if (strlen(attr_info[k].name) == len && !memcmp(attr_info[k].name, name, len)) {
+            *out = (AttrKey)k;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- modules and functions -------------------------------------------- */
+
+Module *module_new(const char *source) {
+    Arena *a = arena_new();
+    if (!a)
+        return NULL;
+    Module *m = arena_alloc(a, sizeof *m);
+    if (!m) {
+        arena_destroy(a);
+        return NULL;
+    }
+    m->arena = a;
+    m->source = arena_strdup(a, source ? source : "");
+    return m;
+}
+
+void module_destroy(Module *m) {
+    if (m)
+        arena_destroy(m->arena);
+}
+
+Function *function_new(Module *m, const char *name) {
+    Function *f = arena_alloc(m->arena, sizeof *f);
+    f->module = m;
+    f->name = arena_strdup(m->arena, name);
+    if (!m->main)
+        m->main = f;
+    return f;
+}
+
+/* ---- building --------------------------------------------------------- */
+
+Node *graph_new_node(Function *f, NodeKind k, int nops, Value *const *ops, int nres) {
+    Arena *a = f->module->arena;
+    Node *n = arena_alloc(a, sizeof *n);
+    n->kind = k;
+    n->id = f->next_id++;
+    n->name = "";
+    n->func = f;
+    n->nops = nops;
+    n->ops = arena_alloc_array(a, (size_t)(nops ? nops : 1), sizeof *n->ops);
+    for (int i = 0; i < nops; i++)
+        n->ops[i] = ops[i];
+    n->nres = nres;
+    n->res = arena_alloc_array(a, (size_t)(nres ? nres : 1), sizeof *n->res);
+    for (int i = 0; i < nres; i++) {
+        n->res[i].def = n;
+        n->res[i].index = i;
+    }
+    return n;
+}
+
+static void link_before(Function *f, Node *pos, Node *n) {
+    if (!pos) {
+        n->prev = f->last;
+        n->next = NULL;
+        if (f->last)
+            f->last->next = n;
+        else
+            f->first = n;
+        f->last = n;
+    } else {
+        n->next = pos;
+        n->prev = pos->prev;
+        if (pos->prev)
+            pos->prev->next = n;
+        else
+            f->first = n;
+        pos->prev = n;
+    }
+    f->nnodes++;
+}
+
+Node *graph_insert_before(Function *f, Node *pos, NodeKind k, int nops, Value *const *ops,
+                          int nres) {
+    Node *n = graph_new_node(f, k, nops, ops, nres);
+    link_before(f, pos, n);
+    return n;
+}
+
+Node *graph_add_node(Function *f, NodeKind k, int nops, Value *const *ops, int nres) {
+    return graph_insert_before(f, NULL, k, nops, ops, nres);
+}
+
+Node *graph_add_param(Function *f, const char *name, const Type *t) {
+    Node *n = graph_new_node(f, NK_PLACEHOLDER, 0, NULL, 1);
+    n->name = arena_strdup(f->module->arena, name);
+    n->res[0].type = *t;
+    f->params = arena_grow(f->module->arena, f->params, (size_t)f->nparams,
+                           (size_t)f->nparams + 1, sizeof *f->params);
+    f->params[f->nparams++] = n;
+    return n;
+}
+
+Node *graph_add_constant(Function *f, const char *name, Tensor *payload) {
+    Node *n = graph_new_node(f, NK_CONSTANT, 0, NULL, 1);
+    n->name = arena_strdup(f->module->arena, name ? name : "");
+    n->payload = payload;
+    n->res[0].type = payload->type;
+    if (f->nconsts == f->consts_cap) {
+        int cap = f->consts_cap ? f->consts_cap * 2 : 16;
+        f->consts = arena_grow(f->module->arena, f->consts, (size_t)f->nconsts, (size_t)cap,
+                               sizeof *f->consts);
+        f->consts_cap = cap;
+    }
+    f->consts[f->nconsts++] = n;
+    return n;
+}
+
+void graph_set_outputs(Function *f, int n, Value *const *vals, const char *const *names) {
+    Arena *a = f->module->arena;
+    f->noutputs = n;
+    f->outputs = arena_alloc_array(a, (size_t)(n ? n : 1), sizeof *f->outputs);
+    f->output_names = arena_alloc_array(a, (size_t)(n ? n : 1), sizeof *f->output_names);
+    for (int i = 0; i < n; i++) {
+        f->outputs[i] = vals[i];
+        f->output_names[i] = arena_strdup(a, names[i]);
+    }
+}
+
+void graph_remove_node(Function *f, Node *n) {
+    if (n->dead)
+        return;
+    n->dead = true;
+    if (n->kind == NK_CONSTANT) {
+        for (int i = 0; i < f->nconsts; i++) {
+            if (f->consts[i] == n) {
+                memmove(f->consts + i, f->consts + i + 1,
+                        (size_t)(f->nconsts - i - 1) * sizeof *f->consts);
+                f->nconsts--;
+                break;
+            }
+        }
+        return;
+    }
+    if (n->prev)
+        n->prev->next = n->next;
+    else
+        f->first = n->next;
+    if (n->next)
+        n->next->prev = n->prev;
+    else
+        f->last = n->prev;
+    n->prev = n->next = NULL;
+    f->nnodes--;
+}
+
+int graph_replace_uses(Function *f, const Value *from, Value *to) {
+    int count = 0;
+    for (Node *n = f->first; n; n = n->next) {
+        for (int i = 0; i < n->nops; i++) {
+            if (n->ops[i] == from) {
+                n->ops[i] = to;
+                count++;
+            }
+        }
+    }
+    for (int i = 0; i < f->noutputs; i++) {
+        if (f->outputs[i] == from) {
+            f->outputs[i] = to;
+            count++;
+        }
+    }
+    return count;
+}
+
+int *graph_use_counts(Function *f, Arena *a) {
+    int *counts = arena_alloc_array(a, (size_t)(f->next_id ? f->next_id : 1), sizeof(int));
+    if (!counts)
+        return NULL;
+    for (Node *n = f->first; n; n = n->next)
+        for (int i = 0; i < n->nops; i++)
+            if (n->ops[i])
+                counts[n->ops[i]->def->id]++;
+    for (int i = 0; i < f->noutputs; i++)
+        counts[f->outputs[i]->def->id]++;
+    return counts;
+}
+
+Node *graph_find_id(Function *f, int id) {
+    for (int i = 0; i < f->nparams; i++)
+        if (f->params[i]->id == id)
+            return f->params[i];
+    for (int i = 0; i < f->nconsts; i++)
+        if (f->consts[i]->id == id)
+            return f->consts[i];
+    for (Node *n = f->first; n; n = n->next)
+        if (n->id == id)
+            return n;
+    return NULL;
+}
+
+Node *graph_find_name(Function *f, const char *name) {
+    for (Node *n = f->first; n; n = n->next)
+        if (!strcmp(n->name, name) || (n->label && !strcmp(n->label, name)))
+            return n;
+    for (int i = 0; i < f->nparams; i++)
+        if (!strcmp(f->params[i]->name, name))
+            return f->params[i];
+    for (int i = 0; i < f->nconsts; i++)
+        if (!strcmp(f->consts[i]->name, name) ||
+            (f->consts[i]->label && !strcmp(f->consts[i]->label, name)))
+            return f->consts[i];
+    return NULL;
+}
+
+bool node_is_storage(const Node *n) {
+    return n->kind == NK_PLACEHOLDER || n->kind == NK_CONSTANT;
+}
+
+const char *node_where(const Node *n) {
+    Arena *a = n->func->module->arena;
+    if (n->name && n->name[0])
+        return arena_printf(a, "node '%s' (%s)", n->name, node_kind_name(n->kind));
+    return arena_printf(a, "node %%%d (%s)", n->id, node_kind_name(n->kind));
+}
+
+/* ---- attributes ------------------------------------------------------- */
+
+const Attr *node_attr(const Node *n, AttrKey key) {
+    for (int i = 0; i < n->nattrs; i++)
+        if (n->attrs[i].key == key)
+            return &n->attrs[i];
+    return NULL;
+}
+
+bool node_has_attr(const Node *n, AttrKey key) {
+    return node_attr(n, key) != NULL;
+}
+
+int64_t node_attr_int(const Node *n, AttrKey key, int64_t dflt) {
+    const Attr *a = node_attr(n, key);
+    return a ? a->i : dflt;
+}
+
+float node_attr_float(const Node *n, AttrKey key, float dflt) {
+    const Attr *a = node_attr(n, key);
+    return a ? a->f : dflt;
+}
+
+const char *node_attr_str(const Node *n, AttrKey key, const char *dflt) {
+    const Attr *a = node_attr(n, key);
+    return a ? a->s : dflt;
+}
+
+const int64_t *node_attr_ints(const Node *n, AttrKey key, int *count) {
+    const Attr *a = node_attr(n, key);
+    *count = a ? a->ints.n : 0;
+    return a ? a->ints.v : NULL;
+}
+
+const float *node_attr_floats(const Node *n, AttrKey key, int *count) {
+    const Attr *a = node_attr(n, key);
+    *count = a ? a->floats.n : 0;
+    return a ? a->floats.v : NULL;
+}
+
+/* The slot for key: the present one, or a new one at the end. */
+static Attr *attr_slot(Node *n, AttrKey key) {
+    for (int i = 0; i < n->nattrs; i++)
+        if (n->attrs[i].key == key)
+            return &n->attrs[i];
+    Arena *a = n->func->module->arena;
+    n->attrs = arena_grow(a, n->attrs, (size_t)n->nattrs, (size_t)n->nattrs + 1, sizeof(Attr));
+    Attr *s = &n->attrs[n->nattrs++];
+    s->key = key;
+    return s;
+}
+
+void node_set_int(Node *n, AttrKey key, int64_t v) { attr_slot(n, key)->i = v; }
+void node_set_float(Node *n, AttrKey key, float v) { attr_slot(n, key)->f = v; }
+void node_set_elem(Node *n, AttrKey key, ElemKind e) { attr_slot(n, key)->elem = e; }
+
+void node_set_str(Node *n, AttrKey key, const char *s) {
+    attr_slot(n, key)->s = arena_strdup(n->func->module->arena, s);
+}
+
+void node_set_ints(Node *n, AttrKey key, int count, const int64_t *v) {
+    Attr *s = attr_slot(n, key);
+    s->ints.n = count;
+    s->ints.v = arena_alloc_array(n->func->module->arena, (size_t)(count ? count : 1),
+                                  sizeof(int64_t));
+    if (count)
+        memcpy(s->ints.v, v, (size_t)count * sizeof(int64_t));
+}
+
+void node_set_floats(Node *n, AttrKey key, int count, const float *v) {
+    Attr *s = attr_slot(n, key);
+    s->floats.n = count;
+    s->floats.v = arena_alloc_array(n->func->module->arena, (size_t)(count ? count : 1),
+                                    sizeof(float));
+    if (count)
+        memcpy(s->floats.v, v, (size_t)count * sizeof(float));
+}
+
+void node_remove_attr(Node *n, AttrKey key) {
+    for (int i = 0; i < n->nattrs; i++) {
+        if (n->attrs[i].key == key) {
+            memmove(n->attrs + i, n->attrs + i + 1, (size_t)(n->nattrs - i - 1) * sizeof(Attr));
+            n->nattrs--;
+            return;
+        }
+    }
+}
+
+/* Floats compare by bits so that NaN equals itself and CSE stays sound. */
+static bool float_same(float a, float b) {
+    return !memcmp(&a, &b, sizeof a);
+}
+
+bool attr_equal(const Attr *a, const Attr *b) {
+    if (a->key != b->key)
+        return false;
+    switch (attr_key_type(a->key)) {
+    case AT_INT: return a->i == b->i;
+    case AT_FLOAT: return float_same(a->f, b->f);
+    case AT_ELEM: return a->elem == b->elem;
+    case AT_STR: return !strcmp(a->s, b->s);
+    case AT_INTS:
+        return a->ints.n == b->ints.n &&
+               !memcmp(a->ints.v, b->ints.v, (size_t)a->ints.n * sizeof(int64_t));
+    case AT_FLOATS:
+        if (a->floats.n != b->floats.n)
+            return false;
+        for (int i = 0; i < a->floats.n; i++)
+            if (!float_same(a->floats.v[i], b->floats.v[i]))
+                return false;
+        return true;
+    }
+    return false;
+}
+
+static uint64_t mix(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+uint64_t attr_hash(const Attr *a) {
+    uint64_t h = mix(1469598103934665603ull, &a->key, sizeof a->key);
+    switch (attr_key_type(a->key)) {
+    case AT_INT: return mix(h, &a->i, sizeof a->i);
+    case AT_FLOAT: return mix(h, &a->f, sizeof a->f);
+    case AT_ELEM: return mix(h, &a->elem, sizeof a->elem);
+    case AT_STR: return mix(h, a->s, strlen(a->s));
+    case AT_INTS: return mix(h, a->ints.v, (size_t)a->ints.n * sizeof(int64_t));
+    case AT_FLOATS: return mix(h, a->floats.v, (size_t)a->floats.n * sizeof(float));
+    }
+    return h;
+}

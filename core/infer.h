@@ -1,0 +1,55 @@
+/* Shape and type inference: one rule per `infer` entry of nodes.def.
+ *
+ * infer_node computes every result type of a node from its operands and
+ * attributes (kinds whose result shape is declared -- reshape, expand,
+ * resize, one_hot, einsum -- check the declared type instead). A rule that
+ * finds operands that do not fit adds one diagnostic naming the node and
+ * returns false. The verifier reuses the same rules. The geometry helpers
+ * below are shared with the kernels so that shapes and loops never disagree. */
+#ifndef GLOWC_CORE_INFER_H
+#define GLOWC_CORE_INFER_H
+
+#include "core/diag.h"
+#include "core/graph.h"
+
+bool infer_node(Node *n, DiagList *d);
+/* Adds an error located at the node (text position or ONNX name). */
+void node_error(DiagList *d, const Node *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Normalises a possibly negative axis; false if outside [-rank, rank). */
+bool axis_normalize(int64_t axis, int rank, int *out);
+
+/* Window geometry of conv/pool nodes, attributes filled with defaults. */
+typedef struct Window {
+    int nspatial;
+    int64_t kernel[MAX_RANK], stride[MAX_RANK], dilation[MAX_RANK];
+    int64_t pad_begin[MAX_RANK], pad_end[MAX_RANK];
+    int64_t out_padding[MAX_RANK];
+    int64_t group;
+    bool ceil_mode, count_include_pad;
+} Window;
+/* kernel_from: the weight type (conv) or NULL (pooling: the kernel attribute). */
+bool window_from_node(const Node *n, int nspatial, const Type *kernel_from, Window *w);
+/* Output size of a window sliding over `in` positions (pooling/conv). */
+int64_t window_out_size(const Window *w, int axis, int64_t in);
+
+/* slice: per-axis start, step and element count after ONNX clamping. */
+void slice_params(const Node *n, const Type *in, int64_t *start, int64_t *step, int64_t *count);
+
+/* Reduction axes as a mask (bit i: axis i reduced). */
+uint32_t reduce_axes_mask(const Node *n, int rank);
+
+/* einsum: letters of each operand and of the output ('.' stands for the
+ * broadcast dims of an ellipsis, expanded to the right count). */
+typedef struct EinsumSpec {
+    int nops;
+    int rank[16];
+    char labels[16][MAX_RANK];
+    int out_rank;
+    char out_labels[MAX_RANK];
+} EinsumSpec;
+bool einsum_parse(const char *eq, int nops, const Type *const *ops, EinsumSpec *s,
+                  char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,191 @@
+/* .npy reader and writer. The header is a Python dict literal; we accept
+ * exactly the keys numpy writes, in any order. */
+#include "core/npy.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct NpyKind {
+    const char *descr; /* without the byte-order character */
+    ElemKind elem;
+} NpyKind;
+
+static const NpyKind npy_kinds[] = {
+    {"f4", ELEM_F32}, {"f8", ELEM_F64}, {"f2", ELEM_F16}, {"i1", ELEM_I8},  {"u1", ELEM_U8},
+    {"i2", ELEM_I16}, {"u2", ELEM_U16}, {"i4", ELEM_I32}, {"u4", ELEM_U32}, {"i8", ELEM_I64},
+    {"u8", ELEM_U64}, {"b1", ELEM_BOOL},
+};
+
+static bool fail(DiagList *d, const char *path, const char *msg) {
+    diag_error(d, NULL, "%s: %s", path, msg);
+    return false;
+}
+
+/* A quoted string value for key in the header dict. */
+static bool header_str(const char *h, const char *key, char *out, size_t outlen) {
+    char pat[32];
+    snprintf(pat, sizeof pat, "'%s'", key);
+    const char *p = strstr(h, pat);
+    if (!p)
+        return false;
+    p += strlen(pat);
+    while (*p == ' ' || *p == ':')
+        p++;
+    if (*p != '\'' && *p != '"')
+        return false;
+    char q = *p++;
+    size_t n = 0;
+    while (*p && *p != q && n + 1 < outlen)
+        out[n++] = *p++;
+    out[n] = 0;
+    return *p == q;
+}
+
+static bool parse_shape(const char *h, Type *t) {
+    const char *p = strstr(h, "'shape'");
+    if (!p)
+        return false;
+    p = strchr(p, '(');
+    if (!p)
+        return false;
+    p++;
+    t->rank = 0;
+    for (;;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p == ')')
+            return true;
+        if (!isdigit((unsigned char)*p) || t->rank == MAX_RANK)
+            return false;
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (v < 0)
+            return false;
+        t->dims[t->rank++] = v;
+        p = end;
+        while (*p == 'L')
+            p++;
+    }
+}
+
+Tensor *npy_read(const void *data, size_t len, const char *path, Arena *a, DiagList *d) {
+    const unsigned char *b = data;
+    if (len < 10 || memcmp(b, "\x93NUMPY", 6)) {
+        fail(d, path, "not a .npy file (bad magic)");
+        return NULL;
+    }
+    int major = b[6];
+    size_t hlen, off;
+    if (major == 1) {
+        hlen = (size_t)b[8] | (size_t)b[9] << 8;
+        off = 10;
+    } else if (major == 2 || major == 3) {
+        if (len < 12) {
+            fail(d, path, "truncated header");
+            return NULL;
+        }
+        hlen = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
+        off = 12;
+    } else {
+        fail(d, path, "unsupported .npy format version");
+        return NULL;
+    }
+    if (hlen > len - off || hlen > 1 << 20) {
+        fail(d, path, "header longer than the file");
+        return NULL;
+    }
+    char *h = malloc(hlen + 1);
+    if (!h) {
+        fail(d, path, "out of memory");
+        return NULL;
+    }
+    memcpy(h, b + off, hlen);
+    h[hlen] = 0;
+    char descr[16], fortran[16];
+    Type t = {0};
+    bool ok = header_str(h, "descr", descr, sizeof descr) && parse_shape(h, &t);
+    const char *fo = strstr(h, "'fortran_order'");
+    if (fo) {
+        fo = strchr(fo + 15, ':');
+        snprintf(fortran, sizeof fortran, "%s", fo ? fo + 1 : "");
+    }
+    free(h);
+    if (!ok) {
+        fail(d, path, "malformed header (need 'descr' and 'shape')");
+        return NULL;
+    }
+    if (fo && strstr(fortran, "True") == fortran + strspn(fortran, " ")) {
+        fail(d, path, "Fortran-order arrays are not supported (save with C order)");
+        return NULL;
+    }
+    if (descr[0] == '>') {
+        fail(d, path, "big-endian arrays are not supported");
+        return NULL;
+    }
+    const char *kind = strchr("<|=", descr[0]) ? descr + 1 : descr;
+    bool found = false;
+    for (size_t i = 0; i < sizeof npy_kinds / sizeof npy_kinds[0]; i++) {
+        if (!strcmp(kind, npy_kinds[i].descr)) {
+            t.elem = npy_kinds[i].elem;
+            found = true;
+        }
+    }
+    if (!found) {
+        diag_error(d, NULL, "%s: unsupported element type '%s'", path, descr);
+        return NULL;
+    }
+    int64_t numel;
+    if (!type_numel_checked(&t, &numel)) {
+        fail(d, path, "shape overflows");
+        return NULL;
+    }
+    size_t bytes = (size_t)numel * elem_size(t.elem), have = len - off - hlen;
+    if (bytes != have) {
+        diag_error(d, NULL, "%s: data holds %zu bytes, the header's shape needs %zu", path, have,
+                   bytes);
+        return NULL;
+    }
+    Tensor *x = tensor_new(a, &t);
+    if (!x) {
+        fail(d, path, "out of memory");
+        return NULL;
+    }
+    memcpy(x->data, b + off + hlen, bytes);
+    if (t.elem == ELEM_BOOL)
+        for (int64_t i = 0; i < numel; i++)
+            ((uint8_t *)x->data)[i] = ((uint8_t *)x->data)[i] != 0;
+    return x;
+}
+
+bool npy_write(const Tensor *t, StrBuf *out) {
+    const char *descr = NULL;
+    for (size_t i = 0; i < sizeof npy_kinds / sizeof npy_kinds[0]; i++)
+        if (npy_kinds[i].elem == t->type.elem)
+            descr = npy_kinds[i].descr;
+    if (!descr)
+        return false;
+    StrBuf h;
+    sb_init(&h);
+    sb_printf(&h, "{'descr': '%c%s', 'fortran_order': False, 'shape': (",
+              elem_size(t->type.elem) == 1 ? '|' : '<', descr);
+    for (int i = 0; i < t->type.rank; i++)
+        sb_printf(&h, i ? ", %lld" : "%lld", (long long)t->type.dims[i]);
+    if (t->type.rank == 1)
+        sb_putc(&h, ',');
+    sb_append(&h, "), }");
+    /* Pad with spaces so that magic + length + header is a multiple of 64. */
+    size_t total = 10 + h.len + 1;
+    size_t pad = (64 - total % 64) % 64;
+    for (size_t i = 0; i < pad; i++)
+        sb_putc(&h, ' ');
+    sb_putc(&h, '\n');
+    sb_append_n(out, "\x93NUMPY\x01\x00", 8);
+    unsigned char lenb[2] = {(unsigned char)(h.len & 0xff), (unsigned char)(h.len >> 8)};
+    sb_append_n(out, (const char *)lenb, 2);
+    sb_append_n(out, sb_str(&h), h.len);
+    sb_append_n(out, t->data, tensor_bytes(t));
+    sb_free(&h);
+    return !out->oom;
+}

@@ -1,0 +1,758 @@
+/* The ONNX model walk: initializers, inputs with their dimensions bound,
+ * every node through its handler (ops.def), outputs; then the nodes that only
+ * served to compute folded shapes are dropped. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/infer.h"
+#include "core/onnx/import.h"
+#include "core/print.h"
+
+typedef struct MapEntry {
+    const char *name;
+    Value *value;
+} MapEntry;
+
+typedef struct Unsupported {
+    const char *op;
+    const char *first_where;
+    int count;
+} Unsupported;
+
+struct ImportCtx {
+    Module *m;
+    Function *f;
+    DiagList *d;
+    const ImportOptions *opt;
+    const char *dir;
+    int opset;
+    MapEntry *map;
+    size_t map_cap, map_count;
+    Value poison; /* stands for outputs of nodes that failed to import */
+    Tensor ***folded; /* by node id: the results of a folded node */
+    int folded_cap;
+    Value **known_const; /* by param index: the constant made from a known input */
+    Unsupported unsupported[64];
+    int nunsupported;
+    bool any_unsupported;
+};
+
+/* ---- value map ---------------------------------------------------------- */
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static void map_put(ImportCtx *ic, const char *name, Value *v);
+
+static void map_grow(ImportCtx *ic) {
+    MapEntry *old = ic->map;
+    size_t old_cap = ic->map_cap;
+    ic->map_cap = old_cap ? old_cap * 2 : 256;
+    ic->map = arena_alloc_array(ic->m->arena, ic->map_cap, sizeof(MapEntry));
+    ic->map_count = 0;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i].name)
+            map_put(ic, old[i].name, old[i].value);
+}
+
+static void map_put(ImportCtx *ic, const char *name, Value *v) {
+    if ((ic->map_count + 1) * 2 > ic->map_cap)
+        map_grow(ic);
+    size_t i = hash_str(name) & (ic->map_cap - 1);
+    while (ic->map[i].name && strcmp(ic->map[i].name, name))
+        i = (i + 1) & (ic->map_cap - 1);
+    if (!ic->map[i].name) {
+        ic->map[i].name = arena_strdup(ic->m->arena, name);
+        ic->map_count++;
+    }
+    ic->map[i].value = v;
+}
+
+static Value *map_get(const ImportCtx *ic, const char *name) {
+    if (!ic->map_cap)
+        return NULL;
+    size_t i = hash_str(name) & (ic->map_cap - 1);
+    while (ic->map[i].name) {
+        if (!strcmp(ic->map[i].name, name))
+            return ic->map[i].value;
+        i = (i + 1) & (ic->map_cap - 1);
+    }
+    return NULL;
+}
+
+/* ---- handler helpers: attributes ------------------------------------------ */
+
+static const Onnx__AttributeProto *find_attr(const OnnxNode *on, const char *name) {
+    for (size_t i = 0; i < on->proto->n_attribute; i++)
+        if (on->proto->attribute[i]->name && !strcmp(on->proto->attribute[i]->name, name))
+            return on->proto->attribute[i];
+    return NULL;
+}
+
+bool on_has_attr(const OnnxNode *on, const char *name) {
+    return find_attr(on, name) != NULL;
+}
+
+int64_t on_attr_int(const OnnxNode *on, const char *name, int64_t dflt) {
+    const Onnx__AttributeProto *a = find_attr(on, name);
+    return a && a->has_i ? a->i : dflt;
+}
+
+float on_attr_float(const OnnxNode *on, const char *name, float dflt) {
+    const Onnx__AttributeProto *a = find_attr(on, name);
+    if (!a)
+        return dflt;
+    if (a->has_f)
+        return a->f;
+    if (a->has_i)
+        return (float)a->i;
+    return dflt;
+}
+
+const char *on_attr_str(const OnnxNode *on, const char *name, const char *dflt) {
+    const Onnx__AttributeProto *a = find_attr(on, name);
+    if (!a || !a->has_s)
+        return dflt;
+    return arena_strndup(on->f->module->arena, (const char *)a->s.data, a->s.len);
+}
+
+int on_attr_ints(const OnnxNode *on, const char *name, int64_t *out, int max) {
+    const Onnx__AttributeProto *a = find_attr(on, name);
+    if (!a)
+        return -1;
+    int n = (int)(a->n_ints < (size_t)max ? a->n_ints : (size_t)max);
+    for (int i = 0; i < n; i++)
+        out[i] = a->ints[i];
+    return n;
+}
+
+int on_attr_floats(const OnnxNode *on, const char *name, float *out, int max) {
+    const Onnx__AttributeProto *a = find_attr(on, name);
+    if (!a)
+        return -1;
+    int n = (int)(a->n_floats < (size_t)max ? a->n_floats : (size_t)max);
+    for (int i = 0; i < n; i++)
+        out[i] = a->floats[i];
+    return n;
+}
+
+Tensor *on_attr_tensor(OnnxNode *on, const char *name) {
+    const Onnx__AttributeProto *a = find_attr(on, name);
+    if (!a || !a->t)
+        return NULL;
+    const char *what = arena_printf(on->d->arena, "%s: attribute '%s'", on->where, name);
+    return tensor_from_proto(a->t, on->f->module->arena, on->ic->dir, on->ic->opt->max_memory,
+                             what, on->d);
+}
+
+/* ---- handler helpers: diagnostics ------------------------------------------ */
+
+void on_error(OnnxNode *on, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_error(on->d, on->where, "%s", msg);
+}
+
+void on_unsupported(OnnxNode *on, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_error(on->d, on->where, "%s", msg);
+    on->ic->any_unsupported = true;
+}
+
+void on_note(OnnxNode *on, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_note(on->d, on->where, "%s", msg);
+}
+
+/* ---- handler helpers: inputs and folding ------------------------------------ */
+
+Value *on_in(const OnnxNode *on, int i) {
+    return i < on->nin ? on->in[i] : NULL;
+}
+
+bool on_need_inputs(OnnxNode *on, int min, int max) {
+    int present = on->nin;
+    while (present > 0 && !on->in[present - 1])
+        present--;
+    if (present < min || present > max) {
+        if (min == max)
+            on_error(on, "expects %d inputs, has %d", min, present);
+        else
+            on_error(on, "expects %d to %d inputs, has %d", min, max, present);
+        return false;
+    }
+    for (int i = 0; i < min; i++) {
+        if (!on->in[i]) {
+            on_error(on, "input %d is required", i);
+            return false;
+        }
+    }
+    return true;
+}
+
+static int param_index(const ImportCtx *ic, const Node *n) {
+    for (int i = 0; i < ic->f->nparams; i++)
+        if (ic->f->params[i] == n)
+            return i;
+    return -1;
+}
+
+static Tensor *known_input(ImportCtx *ic, const Node *param) {
+    int pi = param_index(ic, param);
+    for (int i = 0; i < ic->opt->nknown; i++) {
+        const KnownInput *k = &ic->opt->known[i];
+        if (k->name && k->name[0] ? strcmp(k->name, param->name) : k->index != pi)
+            continue;
+        if (!type_equal(&k->value->type, &param->res[0].type))
+            return NULL;
+        return (Tensor *)k->value;
+    }
+    return NULL;
+}
+
+/* Evaluates v at compile time if everything it depends on is constant. */
+static Tensor *fold_value(ImportCtx *ic, Value *v, int depth) {
+    Node *n = v->def;
+    if (n->kind == NK_CONSTANT)
+        return n->payload && n->payload->data ? n->payload : NULL;
+    if (n->kind == NK_PLACEHOLDER) {
+        Tensor *t = known_input(ic, n);
+        int pi = param_index(ic, n);
+        if (t && pi >= 0 && !ic->known_const[pi]) {
+            ic->known_const[pi] = &n->res[0]; /* mark: noted once */
+            diag_note(ic->d, NULL,
+                      "input '%s' decides a shape, so the model is specialised to its value",
+                      n->name);
+        }
+        return t;
+    }
+    if (depth > 256 || !ic->opt->fold)
+        return NULL;
+    if (n->id < ic->folded_cap && ic->folded[n->id])
+        return ic->folded[n->id][v->index];
+    Tensor *ops[256];
+    if (n->nops > 256)
+        return NULL;
+    for (int i = 0; i < n->nops; i++)
+        if (!(ops[i] = fold_value(ic, n->ops[i], depth + 1)))
+            return NULL;
+    Tensor **res = arena_alloc_array(ic->m->arena, (size_t)n->nres, sizeof *res);
+    DiagList scratch;
+    diag_init(&scratch, NULL);
+    bool ok = ic->opt->fold(ic->opt->fold_ctx, n, ops, res, ic->m->arena, &scratch);
+    diag_free(&scratch);
+    if (!ok)
+        return NULL;
+    if (n->id >= ic->folded_cap) {
+        int cap = ic->folded_cap ? ic->folded_cap : 256;
+        while (cap <= n->id)
+            cap *= 2;
+        ic->folded = arena_grow(ic->m->arena, ic->folded, (size_t)ic->folded_cap, (size_t)cap,
+                                sizeof *ic->folded);
+        ic->folded_cap = cap;
+    }
+    ic->folded[n->id] = res;
+    return res[v->index];
+}
+
+Tensor *on_try_const(OnnxNode *on, Value *v) {
+    return v ? fold_value(on->ic, v, 0) : NULL;
+}
+
+Tensor *on_const_input(OnnxNode *on, int i, const char *what) {
+    Value *v = on_in(on, i);
+    if (!v) {
+        on_error(on, "input %d (%s) is missing", i, what);
+        return NULL;
+    }
+    Tensor *t = fold_value(on->ic, v, 0);
+    if (!t)
+        on_error(on, "input %d (%s) must be known at compile time: its value decides a shape",
+                 i, what);
+    return t;
+}
+
+bool on_const_ints(OnnxNode *on, int i, const char *what, int64_t *out, int max, int *n) {
+    Tensor *t = on_const_input(on, i, what);
+    if (!t)
+        return false;
+    int64_t numel = tensor_numel(t);
+    if (t->type.rank > 1 || numel > max || elem_is_float(t->type.elem)) {
+        on_error(on, "input %d (%s) must be a list of at most %d integers", i, what, max);
+        return false;
+    }
+    for (int64_t k = 0; k < numel; k++)
+        out[k] = tensor_get_i64(t, k);
+    *n = (int)numel;
+    return true;
+}
+
+bool on_const_floats(OnnxNode *on, int i, const char *what, float *out, int max, int *n) {
+    Tensor *t = on_const_input(on, i, what);
+    if (!t)
+        return false;
+    int64_t numel = tensor_numel(t);
+    if (t->type.rank > 1 || numel > max) {
+        on_error(on, "input %d (%s) must be a list of at most %d numbers", i, what, max);
+        return false;
+    }
+    for (int64_t k = 0; k < numel; k++)
+        out[k] = (float)tensor_get_f64(t, k);
+    *n = (int)numel;
+    return true;
+}
+
+/* ---- handler helpers: emitting -------------------------------------------- */
+
+Node *on_node(OnnxNode *on, NodeKind k, int nops, Value *const *ops, int nres) {
+    Node *n = graph_add_node(on->f, k, nops, ops, nres);
+    n->name = on->name;
+    return n;
+}
+
+static bool infer_at(OnnxNode *on, Node *n) {
+    DiagList scratch;
+    diag_init(&scratch, NULL);
+    bool ok = infer_node(n, &scratch);
+    if (!ok) {
+        /* Re-say the message at the ONNX node (the graph node may be a helper). */
+        for (const Diag *g = scratch.head; g; g = g->next)
+            on_error(on, "%s", g->msg);
+        graph_remove_node(on->f, n);
+    }
+    diag_free(&scratch);
+    return ok;
+}
+
+void on_bind(OnnxNode *on, int i, Value *v) {
+    if (i < on->nout && on->proto->output[i][0])
+        map_put(on->ic, on->proto->output[i], v);
+}
+
+bool on_done(OnnxNode *on, Node *n) {
+    if (!infer_at(on, n))
+        return false;
+    for (int i = 0; i < n->nres; i++)
+        on_bind(on, i, &n->res[i]);
+    return true;
+}
+
+Value *on_tmp(OnnxNode *on, Node *n) {
+    return infer_at(on, n) ? &n->res[0] : NULL;
+}
+
+Tensor *on_tensor(OnnxNode *on, const Type *t) {
+    return tensor_new(on->f->module->arena, t);
+}
+
+Value *on_const(OnnxNode *on, Tensor *t) {
+    Node *n = graph_add_constant(on->f, on->name, t);
+    return &n->res[0];
+}
+
+Value *on_scalar_const(OnnxNode *on, ElemKind k, double v) {
+    Type t = type_scalar(k);
+    Tensor *x = on_tensor(on, &t);
+    tensor_set_f64(x, 0, v);
+    return on_const(on, x);
+}
+
+/* ---- the walk -------------------------------------------------------------- */
+
+typedef struct OpEntry {
+    const char *op;
+    OpHandler fn;
+} OpEntry;
+
+static const OpEntry op_table[] = {
+#define ONNX_OP(op_type, handler) {op_type, handler},
+#include "core/onnx/ops.def"
+};
+
+static OpHandler find_handler(const char *op) {
+    for (size_t i = 0; i < sizeof op_table / sizeof op_table[0]; i++)
+        if (!strcmp(op_table[i].op, op))
+            return op_table[i].fn;
+    return NULL;
+}
+
+static void record_unsupported(ImportCtx *ic, const char *op, const char *where) {
+    ic->any_unsupported = true;
+    for (int i = 0; i < ic->nunsupported; i++) {
+        if (!strcmp(ic->unsupported[i].op, op)) {
+            ic->unsupported[i].count++;
+            return;
+        }
+    }
+    if (ic->nunsupported < 64)
+        ic->unsupported[ic->nunsupported++] =
+            (Unsupported){arena_strdup(ic->m->arena, op), where, 1};
+}
+
+static void report_unsupported(ImportCtx *ic) {
+    for (int i = 0; i < ic->nunsupported; i++) {
+        Unsupported *u = &ic->unsupported[i];
+        if (u->count > 1)
+            diag_error(ic->d, u->first_where, "unsupported operator %s (and %d more node%s)",
+                       u->op, u->count - 1, u->count > 2 ? "s" : "");
+        else
+            diag_error(ic->d, u->first_where, "unsupported operator %s", u->op);
+    }
+}
+
+static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
+    Arena *a = ic->m->arena;
+    const char *op = np->op_type ? np->op_type : "";
+    OnnxNode on = {.ic = ic, .f = ic->f, .d = ic->d, .proto = np, .op = op, .opset = ic->opset};
+    on.name = np->name && np->name[0] ? np->name : arena_printf(a, "%s_%d", op, index);
+    on.where = arena_printf(a, "node '%s' (%s)", on.name, op);
+    on.nin = (int)np->n_input;
+    on.nout = (int)np->n_output;
+    on.in = arena_alloc_array(a, (size_t)(on.nin ? on.nin : 1), sizeof(Value *));
+    bool poisoned = false;
+    for (int i = 0; i < on.nin; i++) {
+        const char *name = np->input[i];
+        if (!name[0])
+            continue;
+        on.in[i] = map_get(ic, name);
+        if (!on.in[i]) {
+            on_error(&on, "input '%s' is not defined before this node", name);
+            poisoned = true;
+        } else if (on.in[i] == &ic->poison) {
+            poisoned = true;
+        }
+    }
+    OpHandler fn = NULL;
+    bool foreign = np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx");
+    if (!foreign && ic->opset == 0) {
+        on_error(&on, "the model imports no opset of the default domain");
+        poisoned = true;
+    }
+    if (!poisoned && !foreign)
+        fn = find_handler(op);
+    if (!poisoned && !fn)
+        record_unsupported(ic, foreign ? arena_printf(a, "%s.%s", np->domain, op) : op,
+                           on.where);
+    bool ok = !poisoned && fn && fn(&on);
+    for (int i = 0; i < on.nout; i++) {
+        if (!np->output[i][0])
+            continue;
+        Value *v = map_get(ic, np->output[i]);
+        if (!ok || !v)
+            map_put(ic, np->output[i], &ic->poison);
+        if (ok && !v && i == 0) /* a handler must bind every output it produces */
+            on_error(&on, "output '%s' was not produced", np->output[i]);
+    }
+}
+
+/* ---- inputs -------------------------------------------------------------- */
+
+typedef struct UnboundDim {
+    const char *input, *name;
+    int axis;
+} UnboundDim;
+
+static bool bind_dim(ImportCtx *ic, const char *input, int axis, const char *sym, int64_t *out,
+                     UnboundDim *unbound, int *nunbound) {
+    for (int i = 0; i < ic->opt->ndims; i++) {
+        if (sym && !strcmp(ic->opt->dims[i].name, sym)) {
+            *out = ic->opt->dims[i].value;
+            return true;
+        }
+    }
+    if (axis == 0) {
+        *out = 1;
+        diag_note(ic->d, NULL, "input '%s': batch dimension%s%s%s set to 1 (bind with --dim)",
+                  input, sym ? " '" : "", sym ? sym : "", sym ? "'" : "");
+        return true;
+    }
+    if (*nunbound < 32)
+        unbound[(*nunbound)++] = (UnboundDim){input, sym ? sym : "?", axis};
+    return false;
+}
+
+static bool import_input(ImportCtx *ic, const Onnx__ValueInfoProto *vi, UnboundDim *unbound,
+                         int *nunbound) {
+    const char *name = vi->name ? vi->name : "";
+    const char *where = arena_printf(ic->m->arena, "input '%s'", name);
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
+        diag_error(ic->d, where, "is not a tensor (sequences, maps and optionals are not supported)");
+        ic->any_unsupported = true;
+        return false;
+    }
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    ElemKind k;
+    if (!tt->has_elem_type || !elem_from_onnx(tt->elem_type, &k)) {
+        diag_error(ic->d, where, "unsupported element type %s",
+                   onnx_type_name(tt->has_elem_type ? tt->elem_type : 0));
+        ic->any_unsupported = true;
+        return false;
+    }
+    if (!tt->shape) {
+        diag_error(ic->d, where, "has no shape; glowc compiles static shapes");
+        return false;
+    }
+    if (tt->shape->n_dim > MAX_RANK) {
+        diag_error(ic->d, where, "rank %zu exceeds the maximum of %d", tt->shape->n_dim, MAX_RANK);
+        return false;
+    }
+    Type t = {.elem = k, .rank = (int)tt->shape->n_dim};
+    bool ok = true;
+    for (int i = 0; i < t.rank; i++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[i];
+        if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+            dim->dim_value >= 0) {
+            t.dims[i] = dim->dim_value;
+            continue;
+        }
+        const char *sym =
+            dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                    dim->dim_param[0]
+                ? dim->dim_param
+                : NULL;
+        ok &= bind_dim(ic, name, i, sym, &t.dims[i], unbound, nunbound);
+    }
+    int64_t numel;
+    if (ok && !type_numel_checked(&t, &numel)) {
+        diag_error(ic->d, where, "element count overflows 64 bits");
+        return false;
+    }
+    if (ok && ic->opt->max_memory && (uint64_t)numel * elem_size(k) > ic->opt->max_memory) {
+        diag_error(ic->d, where, "needs more than the memory budget");
+        return false;
+    }
+    if (!ok)
+        return false;
+    Node *p = graph_add_param(ic->f, name, &t);
+    p->label = p->name;
+    map_put(ic, name, &p->res[0]);
+    return true;
+}
+
+static void report_unbound(ImportCtx *ic, const UnboundDim *u, int n) {
+    if (!n)
+        return;
+    StrBuf sb;
+    sb_init(&sb);
+    for (int i = 0; i < n; i++)
+        sb_printf(&sb, "%s'%s' (input '%s', axis %d)", i ? ", " : "", u[i].name, u[i].input,
+                  u[i].axis);
+    diag_error(ic->d, NULL, "unbound symbolic dimensions: %s; bind them with --dim NAME=VALUE",
+               sb_str(&sb));
+    sb_free(&sb);
+}
+
+/* ---- cleanup ------------------------------------------------------------- */
+
+/* Drops nodes and constants nothing reaches from the outputs: the shape
+ * subgraphs that were folded, and ONNX outputs nobody returns. */
+static void drop_unreachable(Function *f) {
+    Arena *a = f->module->arena;
+    bool *live = arena_alloc_array(a, (size_t)(f->next_id ? f->next_id : 1), sizeof(bool));
+    for (int i = 0; i < f->noutputs; i++)
+        live[f->outputs[i]->def->id] = true;
+    for (Node *n = f->last; n; n = n->prev)
+        if (live[n->id])
+            for (int i = 0; i < n->nops; i++)
+                live[n->ops[i]->def->id] = true;
+    for (Node *n = f->last, *prev; n; n = prev) {
+        prev = n->prev;
+        if (!live[n->id])
+            graph_remove_node(f, n);
+    }
+    for (int i = f->nconsts - 1; i >= 0; i--)
+        if (!live[f->consts[i]->id])
+            graph_remove_node(f, f->consts[i]);
+}
+
+/* Initializers and Constant outputs print as %name when the name is a plain
+ * identifier not already taken by a parameter or an earlier constant. */
+static bool label_taken(const Function *f, int upto, const char *name) {
+    for (int j = 0; j < f->nparams; j++)
+        if (!strcmp(f->params[j]->name, name))
+            return true;
+    for (int j = 0; j < upto; j++)
+        if (f->consts[j]->label && !strcmp(f->consts[j]->label, name))
+            return true;
+    return false;
+}
+
+static void label_constants(Function *f) {
+    for (int i = 0; i < f->nconsts; i++) {
+        Node *c = f->consts[i];
+        if (c->name[0] && !print_needs_quotes(c->name) && !label_taken(f, i, c->name))
+            c->label = c->name;
+    }
+}
+
+/* ---- entry points ---------------------------------------------------------- */
+
+static int default_opset(const Onnx__ModelProto *mp) {
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        if (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))
+            return o->has_version ? (int)o->version : 1;
+    }
+    return 0;
+}
+
+static void *pb_alloc(void *ctx, size_t size) {
+    return arena_alloc(ctx, size ? size : 1);
+}
+
+static void pb_free(void *ctx, void *p) {
+    (void)ctx;
+    (void)p;
+}
+
+static bool import_graph(ImportCtx *ic, const Onnx__GraphProto *g) {
+    Function *f = ic->f;
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        const Onnx__TensorProto *tp = g->initializer[i];
+        const char *name = tp->name ? tp->name : "";
+        const char *what = arena_printf(ic->d->arena, "initializer '%s'", name);
+        Tensor *t = tensor_from_proto(tp, ic->m->arena, ic->dir, ic->opt->max_memory, what, ic->d);
+        if (!t) {
+            map_put(ic, name, &ic->poison);
+            continue;
+        }
+        map_put(ic, name, &graph_add_constant(f, name, t)->res[0]);
+    }
+    UnboundDim unbound[32];
+    int nunbound = 0;
+    for (size_t i = 0; i < g->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = g->input[i];
+        if (!vi->name || map_get(ic, vi->name))
+            continue; /* an initializer also listed as input (IR < 4) */
+        if (!import_input(ic, vi, unbound, &nunbound))
+            map_put(ic, vi->name ? vi->name : "", &ic->poison);
+    }
+    report_unbound(ic, unbound, nunbound);
+    ic->known_const = arena_alloc_array(ic->m->arena, (size_t)f->nparams + 1, sizeof(Value *));
+    for (size_t i = 0; i < g->n_node; i++)
+        import_node(ic, g->node[i], (int)i);
+    report_unsupported(ic);
+    if (diag_has_errors(ic->d))
+        return false;
+    Value **outs = arena_alloc_array(ic->m->arena, g->n_output + 1, sizeof(Value *));
+    const char **names = arena_alloc_array(ic->m->arena, g->n_output + 1, sizeof(char *));
+    for (size_t i = 0; i < g->n_output; i++) {
+        names[i] = g->output[i]->name ? g->output[i]->name : "";
+        outs[i] = map_get(ic, names[i]);
+        if (!outs[i] || outs[i] == &ic->poison) {
+            diag_error(ic->d, NULL, "graph output '%s' is not produced by any node", names[i]);
+            return false;
+        }
+    }
+    if (g->n_output == 0) {
+        diag_error(ic->d, NULL, "the graph has no outputs");
+        return false;
+    }
+    graph_set_outputs(f, (int)g->n_output, outs, names);
+    drop_unreachable(f);
+    label_constants(f);
+    return true;
+}
+
+Module *onnx_import_buffer(const void *data, size_t len, const char *path,
+                           const ImportOptions *opt, DiagList *d) {
+    ImportOptions none = {0};
+    if (!opt)
+        opt = &none;
+    if (opt->unsupported)
+        *opt->unsupported = false;
+    Arena *scratch = arena_new();
+    Module *m = module_new(path);
+    if (!scratch || !m) {
+        diag_error(d, NULL, "out of memory");
+        arena_destroy(scratch);
+        module_destroy(m);
+        return NULL;
+    }
+    /* Any allocation failure below lands here; both arenas own everything. */
+    jmp_buf oom;
+    if (setjmp(oom)) {
+        diag_error(d, NULL, "out of memory while importing");
+        arena_destroy(scratch);
+        module_destroy(m);
+        return NULL;
+    }
+    arena_set_oom_handler(scratch, &oom);
+    arena_set_oom_handler(m->arena, &oom);
+    ProtobufCAllocator alloc = {pb_alloc, pb_free, scratch};
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(&alloc, len, data);
+    bool ok = mp && mp->graph;
+    if (!ok)
+        diag_error(d, NULL, "not a valid ONNX model (%s)",
+                   mp ? "it has no graph" : "truncated or corrupted protobuf");
+    ImportCtx ic = {.d = d, .opt = opt, .m = m};
+    if (ok) {
+        ic.opset = default_opset(mp);
+        if (ic.opset > 18) {
+            diag_error(d, NULL, "opset %d of the default domain is newer than glowc knows (1 to 18)",
+                       ic.opset);
+            ok = false;
+        }
+    }
+    if (ok) {
+        ic.f = function_new(m, "main");
+        const char *slash = strrchr(path, '/');
+        ic.dir = slash ? arena_strndup(m->arena, path, (size_t)(slash - path)) : ".";
+        int errors_before = d->errors;
+        ok = import_graph(&ic, mp->graph) && d->errors == errors_before;
+    }
+    arena_destroy(scratch);
+    arena_set_oom_handler(m->arena, NULL);
+    if (opt->unsupported)
+        *opt->unsupported = ic.any_unsupported;
+    if (!ok) {
+        module_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+Module *onnx_import_file(const char *path, const ImportOptions *opt, DiagList *d) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        diag_error(d, NULL, "cannot open '%s'", path);
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (size < 0) {
+        fclose(f);
+        diag_error(d, NULL, "cannot read '%s'", path);
+        return NULL;
+    }
+    void *buf = malloc(size ? (size_t)size : 1);
+    size_t got = buf ? fread(buf, 1, (size_t)size, f) : 0;
+    fclose(f);
+    if (!buf || got != (size_t)size) {
+        free(buf);
+        diag_error(d, NULL, "cannot read '%s'", path);
+        return NULL;
+    }
+    Module *m = onnx_import_buffer(buf, (size_t)size, path, opt, d);
+    free(buf);
+    return m;
+}

@@ -1,0 +1,84 @@
+/* What an ONNX operator handler sees: the node being imported, its inputs as
+ * graph values, its attributes, and helpers to emit graph nodes.
+ *
+ * A handler normalises ONNX's many opset versions into one node kind with
+ * explicit attributes (defaults filled in, negative axes kept as given,
+ * auto_pad resolved to pads, shape operands turned into attributes). It
+ * returns false after adding a diagnostic. Handlers are listed in ops.def. */
+#ifndef GLOWC_CORE_ONNX_IMPORT_H
+#define GLOWC_CORE_ONNX_IMPORT_H
+
+#include "core/graph.h"
+#include "core/onnx/onnx.h"
+#include "onnx/onnx.pb-c.h"
+
+typedef struct ImportCtx ImportCtx;
+
+typedef struct OnnxNode {
+    ImportCtx *ic;
+    Function *f;
+    DiagList *d;
+    const Onnx__NodeProto *proto;
+    const char *op;    /* op_type */
+    const char *name;  /* the node's name, or a generated "<OpType>_<index>" */
+    const char *where; /* "node 'Conv_3' (Conv)" */
+    int opset;         /* of the default domain */
+    int nin, nout;
+    Value **in; /* NULL for an absent optional input */
+} OnnxNode;
+
+typedef bool (*OpHandler)(OnnxNode *on);
+
+#define ONNX_OP(op_type, handler) bool handler(OnnxNode *on);
+#include "core/onnx/ops.def"
+
+/* ---- attributes ---- */
+bool on_has_attr(const OnnxNode *on, const char *name);
+int64_t on_attr_int(const OnnxNode *on, const char *name, int64_t dflt);
+float on_attr_float(const OnnxNode *on, const char *name, float dflt);
+const char *on_attr_str(const OnnxNode *on, const char *name, const char *dflt);
+/* Number of values copied into out (at most max), or -1 when absent. */
+int on_attr_ints(const OnnxNode *on, const char *name, int64_t *out, int max);
+int on_attr_floats(const OnnxNode *on, const char *name, float *out, int max);
+/* A tensor attribute (Constant's value...), NULL when absent or unreadable. */
+Tensor *on_attr_tensor(OnnxNode *on, const char *name);
+
+/* ---- inputs ---- */
+Value *on_in(const OnnxNode *on, int i); /* NULL when absent */
+bool on_need_inputs(OnnxNode *on, int min, int max);
+/* The value of input i as a constant, evaluating a constant subgraph or
+ * using a known input when needed; NULL with an error naming `what` (e.g.
+ * "shape") when it cannot be known at compile time. */
+Tensor *on_const_input(OnnxNode *on, int i, const char *what);
+/* Same, read as integers: count in *n (at most max). */
+bool on_const_ints(OnnxNode *on, int i, const char *what, int64_t *out, int max, int *n);
+/* Same, read as floats. */
+bool on_const_floats(OnnxNode *on, int i, const char *what, float *out, int max, int *n);
+/* Like on_const_input, but NULL without an error when the value is not known. */
+Tensor *on_try_const(OnnxNode *on, Value *v);
+
+/* ---- emitting ---- */
+/* A new node (named after the ONNX node) appended to the function. */
+Node *on_node(OnnxNode *on, NodeKind k, int nops, Value *const *ops, int nres);
+/* Infers n's types; on success binds n's results to the ONNX outputs in order. */
+bool on_done(OnnxNode *on, Node *n);
+/* Infers n's types; returns its first result for further use (not bound). */
+Value *on_tmp(OnnxNode *on, Node *n);
+/* Binds ONNX output i to v. */
+void on_bind(OnnxNode *on, int i, Value *v);
+/* A constant node holding t (named after the ONNX node). */
+Value *on_const(OnnxNode *on, Tensor *t);
+Value *on_scalar_const(OnnxNode *on, ElemKind k, double v);
+Tensor *on_tensor(OnnxNode *on, const Type *t);
+void on_error(OnnxNode *on, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An error that marks the model as using something unsupported (a feature of
+ * an operator, such as training mode), so test runners count it as skipped. */
+void on_unsupported(OnnxNode *on, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void on_note(OnnxNode *on, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Tensor from a TensorProto (initializers, attributes, .pb files). `dir` is
+ * the model's folder for external data (NULL: external data refused). */
+Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir,
+                          uint64_t max_bytes, const char *what, DiagList *d);
+
+#endif

@@ -1,0 +1,491 @@
+/* Import of constants, shape queries and data movement. Shape operands
+ * (Reshape's shape, Slice's starts...) are read as constants here and become
+ * the result type or attributes of the graph node. */
+#include <math.h>
+#include <string.h>
+
+#include "core/onnx/import.h"
+
+/* ---- constants and shape queries ------------------------------------------ */
+
+bool import_constant(OnnxNode *on) {
+    Tensor *t = NULL;
+    if (on_has_attr(on, "value")) {
+        t = on_attr_tensor(on, "value");
+        if (!t)
+            return false;
+    } else if (on_has_attr(on, "value_float")) {
+        Type ty = type_scalar(ELEM_F32);
+        t = on_tensor(on, &ty);
+        tensor_set_f64(t, 0, on_attr_float(on, "value_float", 0));
+    } else if (on_has_attr(on, "value_int")) {
+        Type ty = type_scalar(ELEM_I64);
+        t = on_tensor(on, &ty);
+        tensor_set_i64(t, 0, on_attr_int(on, "value_int", 0));
+    } else if (on_has_attr(on, "value_floats") || on_has_attr(on, "value_ints")) {
+        bool floats = on_has_attr(on, "value_floats");
+        float fv[4096];
+        int64_t iv[4096];
+        int n = floats ? on_attr_floats(on, "value_floats", fv, 4096)
+                       : on_attr_ints(on, "value_ints", iv, 4096);
+        Type ty = type_make(floats ? ELEM_F32 : ELEM_I64, 1, (int64_t[]){n});
+        t = on_tensor(on, &ty);
+        for (int i = 0; i < n; i++) {
+            if (floats)
+                tensor_set_f64(t, i, fv[i]);
+            else
+                tensor_set_i64(t, i, iv[i]);
+        }
+    } else {
+        on_error(on, "only tensor, float and int constants are supported");
+        return false;
+    }
+    Value *v = on_const(on, t);
+    if (on->nout > 0)
+        v->def->name = arena_strdup(on->f->module->arena, on->proto->output[0]);
+    on_bind(on, 0, v);
+    return true;
+}
+
+bool import_constant_of_shape(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, 1))
+        return false;
+    int64_t dims[MAX_RANK];
+    int n;
+    if (!on_const_ints(on, 0, "shape", dims, MAX_RANK, &n))
+        return false;
+    Tensor *value = on_has_attr(on, "value") ? on_attr_tensor(on, "value") : NULL;
+    if (on_has_attr(on, "value") && (!value || tensor_numel(value) != 1)) {
+        on_error(on, "value must be a one-element tensor");
+        return false;
+    }
+    Type t = type_make(value ? value->type.elem : ELEM_F32, n, dims);
+    int64_t numel;
+    if (!type_numel_checked(&t, &numel)) {
+        on_error(on, "shape is too large");
+        return false;
+    }
+    Tensor *x = on_tensor(on, &t);
+    if (!x) {
+        on_error(on, "out of memory");
+        return false;
+    }
+    size_t es = elem_size(t.elem);
+    for (int64_t i = 0; value && i < numel; i++)
+        memcpy((char *)x->data + (size_t)i * es, value->data, es);
+    on_bind(on, 0, on_const(on, x));
+    return true;
+}
+
+/* Shapes are static, so Shape is a constant (opset 15 adds start/end). */
+bool import_shape(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, 1))
+        return false;
+    const Type *x = &on->in[0]->type;
+    int64_t start = on_attr_int(on, "start", 0), end = on_attr_int(on, "end", x->rank);
+    if (start < 0)
+        start += x->rank;
+    if (end < 0)
+        end += x->rank;
+    start = start < 0 ? 0 : start > x->rank ? x->rank : start;
+    end = end < start ? start : end > x->rank ? x->rank : end;
+    Type t = type_make(ELEM_I64, 1, (int64_t[]){end - start});
+    Tensor *s = on_tensor(on, &t);
+    for (int64_t i = start; i < end; i++)
+        tensor_set_i64(s, i - start, x->dims[i]);
+    on_bind(on, 0, on_const(on, s));
+    return true;
+}
+
+bool import_size(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, 1))
+        return false;
+    Type t = type_scalar(ELEM_I64);
+    Tensor *s = on_tensor(on, &t);
+    tensor_set_i64(s, 0, type_numel(&on->in[0]->type));
+    on_bind(on, 0, on_const(on, s));
+    return true;
+}
+
+/* Range of constants folds to a constant (its length decides a shape). */
+bool import_range(OnnxNode *on) {
+    if (!on_need_inputs(on, 3, 3))
+        return false;
+    Tensor *s = on_const_input(on, 0, "start"), *l = on_const_input(on, 1, "limit"),
+           *d = on_const_input(on, 2, "delta");
+    if (!s || !l || !d)
+        return false;
+    ElemKind k = s->type.elem;
+    bool flt = elem_is_float(k);
+    double start = tensor_get_f64(s, 0), limit = tensor_get_f64(l, 0), delta = tensor_get_f64(d, 0);
+    if (delta == 0) {
+        on_error(on, "delta is zero");
+        return false;
+    }
+    double count = ceil((limit - start) / delta);
+    if (count < 0)
+        count = 0;
+    if (count > 1e9) {
+        on_error(on, "range too long");
+        return false;
+    }
+    Type t = type_make(k, 1, (int64_t[]){(int64_t)count});
+    Tensor *x = on_tensor(on, &t);
+    int64_t istart = tensor_get_i64(s, 0), idelta = tensor_get_i64(d, 0);
+    for (int64_t i = 0; i < (int64_t)count; i++) {
+        if (flt)
+            tensor_set_f64(x, i, start + (double)i * delta);
+        else
+            tensor_set_i64(x, i, istart + i * idelta);
+    }
+    on_bind(on, 0, on_const(on, x));
+    return true;
+}
+
+/* ---- reshapes ------------------------------------------------------------- */
+
+static bool reshape_to(OnnxNode *on, const Type *t) {
+    Node *n = on_node(on, NK_RESHAPE, 1, on->in, 1);
+    n->res[0].type = *t;
+    return on_done(on, n);
+}
+
+/* 0 copies the input's dimension (unless allowzero), -1 takes what is left. */
+bool import_reshape(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, 2))
+        return false;
+    int64_t shape[MAX_RANK];
+    int n;
+    if (on->opset < 5) {
+        n = on_attr_ints(on, "shape", shape, MAX_RANK);
+        if (n < 0) {
+            on_error(on, "missing attribute 'shape'");
+            return false;
+        }
+    } else if (!on_const_ints(on, 1, "shape", shape, MAX_RANK, &n)) {
+        return false;
+    }
+    const Type *x = &on->in[0]->type;
+    bool allowzero = on_attr_int(on, "allowzero", 0) != 0;
+    Type t = {.elem = x->elem, .rank = n};
+    int infer = -1;
+    int64_t known = 1;
+    for (int i = 0; i < n; i++) {
+        int64_t d = shape[i];
+        if (d == 0 && !allowzero) {
+            if (i >= x->rank) {
+                on_error(on, "shape copies dimension %d, which the input does not have", i);
+                return false;
+            }
+            d = x->dims[i];
+        }
+        if (d == -1) {
+            if (infer >= 0) {
+                on_error(on, "shape has more than one -1");
+                return false;
+            }
+            infer = i;
+            continue;
+        }
+        if (d < 0) {
+            on_error(on, "negative dimension %lld in shape", (long long)d);
+            return false;
+        }
+        t.dims[i] = d;
+        known *= d;
+    }
+    int64_t numel = type_numel(x);
+    if (infer >= 0) {
+        if (known == 0 || numel % known) {
+            char b[TYPE_STR_MAX];
+            on_error(on, "cannot infer the -1 dimension when reshaping %s", type_str(x, b));
+            return false;
+        }
+        t.dims[infer] = numel / known;
+    }
+    return reshape_to(on, &t);
+}
+
+bool import_flatten(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, 1))
+        return false;
+    Node *n = on_node(on, NK_FLATTEN, 1, on->in, 1);
+    node_set_int(n, AK_axis, on_attr_int(on, "axis", 1));
+    return on_done(on, n);
+}
+
+/* Axes from the attribute (before opset 13) or the constant input. */
+static bool read_axes(OnnxNode *on, int64_t *axes, int *n) {
+    if (on->opset < 13) {
+        *n = on_attr_ints(on, "axes", axes, MAX_RANK);
+        return true;
+    }
+    *n = -1;
+    return !on_in(on, 1) || on_const_ints(on, 1, "axes", axes, MAX_RANK, n);
+}
+
+bool import_squeeze(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, 2))
+        return false;
+    int64_t axes[MAX_RANK];
+    int n;
+    if (!read_axes(on, axes, &n))
+        return false;
+    Node *sq = on_node(on, NK_SQUEEZE, 1, on->in, 1);
+    if (n >= 0)
+        node_set_ints(sq, AK_axes, n, axes);
+    return on_done(on, sq);
+}
+
+bool import_unsqueeze(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, 2))
+        return false;
+    int64_t axes[MAX_RANK];
+    int n;
+    if (!read_axes(on, axes, &n))
+        return false;
+    if (n < 0) {
+        on_error(on, "missing axes");
+        return false;
+    }
+    Node *u = on_node(on, NK_UNSQUEEZE, 1, on->in, 1);
+    node_set_ints(u, AK_axes, n, axes);
+    return on_done(on, u);
+}
+
+bool import_transpose(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, 1))
+        return false;
+    int rank = on->in[0]->type.rank;
+    int64_t perm[MAX_RANK];
+    int n = on_attr_ints(on, "perm", perm, MAX_RANK);
+    if (n < 0) {
+        for (int i = 0; i < rank; i++)
+            perm[i] = rank - 1 - i;
+        n = rank;
+    }
+    Node *t = on_node(on, NK_TRANSPOSE, 1, on->in, 1);
+    node_set_ints(t, AK_perm, n, perm);
+    return on_done(on, t);
+}
+
+/* ---- joining and splitting ------------------------------------------------ */
+
+bool import_concat(OnnxNode *on) {
+    for (int i = 0; i < on->nin; i++) {
+        if (!on->in[i]) {
+            on_error(on, "empty input name");
+            return false;
+        }
+    }
+    if (on->nin < 1) {
+        on_error(on, "needs at least one input");
+        return false;
+    }
+    Node *n = on_node(on, NK_CONCAT, on->nin, on->in, 1);
+    node_set_int(n, AK_axis, on_attr_int(on, "axis", 1));
+    return on_done(on, n);
+}
+
+bool import_split(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, 2))
+        return false;
+    const Type *x = &on->in[0]->type;
+    int64_t axis = on_attr_int(on, "axis", 0), split[256];
+    int n = -1;
+    if (on->opset < 13)
+        n = on_attr_ints(on, "split", split, 256);
+    else if (on_in(on, 1) && !on_const_ints(on, 1, "split", split, 256, &n))
+        return false;
+    int nres = on->nout;
+    if (n >= 0 && n != nres) {
+        on_error(on, "split has %d sizes for %d outputs", n, nres);
+        return false;
+    }
+    int ax;
+    if (!(axis >= -x->rank && axis < x->rank)) {
+        on_error(on, "axis out of range");
+        return false;
+    }
+    ax = (int)(axis < 0 ? axis + x->rank : axis);
+    if (n < 0) {
+        /* Equal parts; opset 18 lets the last be smaller. */
+        int64_t len = x->dims[ax], part = (len + nres - 1) / (nres ? nres : 1);
+        if (on->opset < 18 && len % nres) {
+            on_error(on, "axis of size %lld does not split into %d equal parts", (long long)len,
+                     nres);
+            return false;
+        }
+        for (int i = 0; i < nres; i++) {
+            int64_t left = len - part * i;
+            split[i] = left < part ? (left > 0 ? left : 0) : part;
+        }
+    }
+    Node *s = on_node(on, NK_SPLIT, 1, on->in, nres);
+    node_set_int(s, AK_axis, axis);
+    node_set_ints(s, AK_split, nres, split);
+    return on_done(on, s);
+}
+
+/* Per-axis start/end/step for every axis, clamped the ONNX way. An end of
+ * "before index 0" (negative step) is stored as -(dim+1), which reads back
+ * as itself under the clamping rules. */
+bool import_slice(OnnxNode *on) {
+    const Type *x = &on->in[0]->type;
+    int64_t starts[MAX_RANK], ends[MAX_RANK], axes[MAX_RANK], steps[MAX_RANK];
+    int ns, ne, na = -1, nt = -1;
+    if (on->opset < 10) {
+        if (!on_need_inputs(on, 1, 1))
+            return false;
+        ns = on_attr_ints(on, "starts", starts, MAX_RANK);
+        ne = on_attr_ints(on, "ends", ends, MAX_RANK);
+        na = on_attr_ints(on, "axes", axes, MAX_RANK);
+    } else {
+        if (!on_need_inputs(on, 3, 5) || !on_const_ints(on, 1, "starts", starts, MAX_RANK, &ns) ||
+            !on_const_ints(on, 2, "ends", ends, MAX_RANK, &ne) ||
+            (on_in(on, 3) && !on_const_ints(on, 3, "axes", axes, MAX_RANK, &na)) ||
+            (on_in(on, 4) && !on_const_ints(on, 4, "steps", steps, MAX_RANK, &nt)))
+            return false;
+    }
+    if (ns != ne || (na >= 0 && na != ns) || (nt >= 0 && nt != ns)) {
+        on_error(on, "starts, ends, axes and steps must have the same length");
+        return false;
+    }
+    int64_t s[MAX_RANK], e[MAX_RANK], t[MAX_RANK];
+    for (int i = 0; i < x->rank; i++) {
+        s[i] = 0;
+        e[i] = x->dims[i];
+        t[i] = 1;
+    }
+    uint32_t seen = 0;
+    for (int i = 0; i < ns; i++) {
+        int64_t ax = na >= 0 ? axes[i] : i;
+        if (ax < 0)
+            ax += x->rank;
+        if (ax < 0 || ax >= x->rank || (seen & (1u << ax))) {
+            on_error(on, "bad or repeated axis %lld", (long long)(na >= 0 ? axes[i] : i));
+            return false;
+        }
+        seen |= 1u << ax;
+        int64_t st = nt >= 0 ? steps[i] : 1, dim = x->dims[ax];
+        if (st == 0) {
+            on_error(on, "step is zero");
+            return false;
+        }
+        int64_t b = starts[i], en = ends[i];
+        if (b < 0)
+            b = b < -dim ? 0 : b + dim;
+        if (en < 0)
+            en = en < -dim ? (st > 0 ? 0 : -1) : en + dim;
+        if (st > 0) {
+            b = b > dim ? dim : b;
+            en = en > dim ? dim : en;
+        } else {
+            b = b > dim - 1 ? dim - 1 : b;
+            en = en > dim - 1 ? dim - 1 : en;
+        }
+        s[ax] = b;
+        e[ax] = en == -1 && st < 0 ? -dim - 1 : en;
+        t[ax] = st;
+    }
+    Node *n = on_node(on, NK_SLICE, 1, on->in, 1);
+    node_set_ints(n, AK_starts, x->rank, s);
+    node_set_ints(n, AK_ends, x->rank, e);
+    node_set_ints(n, AK_steps, x->rank, t);
+    return on_done(on, n);
+}
+
+bool import_gather(OnnxNode *on) {
+    if (!on_need_inputs(on, 2, 2))
+        return false;
+    Node *n = on_node(on, NK_GATHER, 2, on->in, 1);
+    node_set_int(n, AK_axis, on_attr_int(on, "axis", 0));
+    return on_done(on, n);
+}
+
+/* ---- broadcasting, tiling, padding ---------------------------------------- */
+
+bool import_expand(OnnxNode *on) {
+    if (!on_need_inputs(on, 2, 2))
+        return false;
+    int64_t shape[MAX_RANK];
+    int n;
+    if (!on_const_ints(on, 1, "shape", shape, MAX_RANK, &n))
+        return false;
+    Type want = type_make(on->in[0]->type.elem, n, shape), t;
+    if (!type_broadcast(&on->in[0]->type, &want, &t)) {
+        on_error(on, "input does not broadcast to the shape");
+        return false;
+    }
+    Node *e = on_node(on, NK_EXPAND, 1, on->in, 1);
+    e->res[0].type = t;
+    return on_done(on, e);
+}
+
+bool import_tile(OnnxNode *on) {
+    if (!on_need_inputs(on, 2, 2))
+        return false;
+    int64_t rep[MAX_RANK];
+    int n;
+    if (!on_const_ints(on, 1, "repeats", rep, MAX_RANK, &n))
+        return false;
+    Node *t = on_node(on, NK_TILE, 1, on->in, 1);
+    node_set_ints(t, AK_repeats, n, rep);
+    return on_done(on, t);
+}
+
+bool import_pad(OnnxNode *on) {
+    const Type *x = &on->in[0]->type;
+    int64_t pads[2 * MAX_RANK];
+    int np;
+    double value = 0;
+    if (on->opset < 11) {
+        if (!on_need_inputs(on, 1, 1))
+            return false;
+        np = on_attr_ints(on, on->opset < 2 ? "paddings" : "pads", pads, 2 * MAX_RANK);
+        value = on_attr_float(on, "value", 0);
+    } else {
+        if (!on_need_inputs(on, 2, 4) || !on_const_ints(on, 1, "pads", pads, 2 * MAX_RANK, &np))
+            return false;
+        if (on_in(on, 2)) {
+            Tensor *v = on_const_input(on, 2, "constant_value");
+            if (!v)
+                return false;
+            value = tensor_numel(v) ? tensor_get_f64(v, 0) : 0;
+        }
+        if (on_in(on, 3)) {
+            /* opset 18: pads given for some axes only */
+            int64_t axes[MAX_RANK], full[2 * MAX_RANK] = {0};
+            int na;
+            if (!on_const_ints(on, 3, "axes", axes, MAX_RANK, &na) || np != 2 * na) {
+                on_error(on, "pads must have two entries per axis");
+                return false;
+            }
+            for (int i = 0; i < na; i++) {
+                int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
+                if (a < 0 || a >= x->rank) {
+                    on_error(on, "axis out of range");
+                    return false;
+                }
+                full[a] = pads[i];
+                full[x->rank + a] = pads[na + i];
+            }
+            memcpy(pads, full, sizeof full);
+            np = 2 * x->rank;
+        }
+    }
+    if (np != 2 * x->rank) {
+        on_error(on, "pads must have %d entries", 2 * x->rank);
+        return false;
+    }
+    const char *mode = on_attr_str(on, "mode", "constant");
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge")) {
+        on_error(on, "pad mode '%s' is not supported", mode);
+        return false;
+    }
+    Node *n = on_node(on, NK_PAD, 1, on->in, 1);
+    node_set_str(n, AK_mode, mode);
+    node_set_ints(n, AK_pads, np, pads);
+    node_set_float(n, AK_value, (float)value);
+    return on_done(on, n);
+}

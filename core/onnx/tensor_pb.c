@@ -1,0 +1,221 @@
+/* TensorProto to Tensor: typed fields, raw little-endian bytes, or external
+ * data in a file beside the model (never outside the model's folder). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/onnx/import.h"
+
+static const char *ext_value(const Onnx__TensorProto *tp, const char *key) {
+    for (size_t i = 0; i < tp->n_external_data; i++)
+        if (tp->external_data[i]->key && !strcmp(tp->external_data[i]->key, key))
+            return tp->external_data[i]->value;
+    return NULL;
+}
+
+/* The external file's path, if it stays inside dir once symlinks and ".."
+ * are resolved. */
+static char *external_path(const char *dir, const char *loc, const char *what, DiagList *d) {
+    if (!dir) {
+        diag_error(d, what, "external data is not allowed here");
+        return NULL;
+    }
+    if (loc[0] == '/') {
+        diag_error(d, what, "external data location '%s' is an absolute path", loc);
+        return NULL;
+    }
+    char joined[PATH_MAX];
+    snprintf(joined, sizeof joined, "%s/%s", dir, loc);
+    char real_dir[PATH_MAX], real_file[PATH_MAX];
+    if (!realpath(dir, real_dir) || !realpath(joined, real_file)) {
+        diag_error(d, what, "cannot open external data '%s': %s", loc, strerror(errno));
+        return NULL;
+    }
+    size_t n = strlen(real_dir);
+    if (strncmp(real_file, real_dir, n) || real_file[n] != '/') {
+        diag_error(d, what, "external data '%s' lies outside the model's folder", loc);
+        return NULL;
+    }
+    return strdup(real_file);
+}
+
+static bool read_external(const Onnx__TensorProto *tp, Tensor *t, const char *dir,
+                          const char *what, DiagList *d) {
+    const char *loc = ext_value(tp, "location");
+    if (!loc) {
+        diag_error(d, what, "external data without a location");
+        return false;
+    }
+    char *path = external_path(dir, loc, what, d);
+    if (!path)
+        return false;
+    const char *off_s = ext_value(tp, "offset"), *len_s = ext_value(tp, "length");
+    long long off = off_s ? atoll(off_s) : 0;
+    size_t want = tensor_bytes(t);
+    if (len_s && (size_t)atoll(len_s) != want) {
+        diag_error(d, what, "external data length %s does not match the tensor's %zu bytes",
+                   len_s, want);
+        free(path);
+        return false;
+    }
+    FILE *f = fopen(path, "rb");
+    bool ok = f && off >= 0 && fseek(f, off, SEEK_SET) == 0 && fread(t->data, 1, want, f) == want;
+    if (!ok)
+        diag_error(d, what, "cannot read %zu bytes of external data from '%s' at offset %lld",
+                   want, loc, off);
+    if (f)
+        fclose(f);
+    free(path);
+    return ok;
+}
+
+/* Copies n typed values into t, converting to the element kind. */
+static bool check_count(size_t have, int64_t numel, const char *field, const char *what,
+                        DiagList *d) {
+    if ((int64_t)have == numel)
+        return true;
+    diag_error(d, what, "%s holds %zu values for %lld elements", field, have, (long long)numel);
+    return false;
+}
+
+static bool read_typed(const Onnx__TensorProto *tp, Tensor *t, int64_t numel, const char *what,
+                       DiagList *d) {
+    ElemKind k = t->type.elem;
+    switch (k) {
+    case ELEM_F32:
+        if (!check_count(tp->n_float_data, numel, "float_data", what, d))
+            return false;
+        memcpy(t->data, tp->float_data, (size_t)numel * 4);
+        return true;
+    case ELEM_F64:
+        if (!check_count(tp->n_double_data, numel, "double_data", what, d))
+            return false;
+        memcpy(t->data, tp->double_data, (size_t)numel * 8);
+        return true;
+    case ELEM_I64:
+        if (!check_count(tp->n_int64_data, numel, "int64_data", what, d))
+            return false;
+        memcpy(t->data, tp->int64_data, (size_t)numel * 8);
+        return true;
+    case ELEM_U32:
+    case ELEM_U64:
+        if (!check_count(tp->n_uint64_data, numel, "uint64_data", what, d))
+            return false;
+        for (int64_t i = 0; i < numel; i++)
+            tensor_set_i64(t, i, (int64_t)tp->uint64_data[i]);
+        return true;
+    case ELEM_F16:
+    case ELEM_BF16: /* int32_data holds the 16-bit patterns */
+        if (!check_count(tp->n_int32_data, numel, "int32_data", what, d))
+            return false;
+        for (int64_t i = 0; i < numel; i++)
+            ((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i];
+        return true;
+    default:
+        if (!check_count(tp->n_int32_data, numel, "int32_data", what, d))
+            return false;
+        for (int64_t i = 0; i < numel; i++)
+            tensor_set_i64(t, i, tp->int32_data[i]);
+        return true;
+    }
+}
+
+Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir,
+                          uint64_t max_bytes, const char *what, DiagList *d) {
+    ElemKind k;
+    if (!tp->has_data_type || !elem_from_onnx(tp->data_type, &k)) {
+        diag_error(d, what, "unsupported element type %s",
+                   onnx_type_name(tp->has_data_type ? tp->data_type : 0));
+        return NULL;
+    }
+    if (tp->n_dims > MAX_RANK) {
+        diag_error(d, what, "rank %zu exceeds the maximum of %d", tp->n_dims, MAX_RANK);
+        return NULL;
+    }
+    Type ty = {.elem = k, .rank = (int)tp->n_dims};
+    for (size_t i = 0; i < tp->n_dims; i++) {
+        if (tp->dims[i] < 0) {
+            diag_error(d, what, "negative dimension %lld", (long long)tp->dims[i]);
+            return NULL;
+        }
+        ty.dims[i] = tp->dims[i];
+    }
+    int64_t numel;
+    if (!type_numel_checked(&ty, &numel)) {
+        diag_error(d, what, "element count overflows 64 bits");
+        return NULL;
+    }
+    uint64_t bytes = (uint64_t)numel * elem_size(k);
+    if (max_bytes && bytes > max_bytes) {
+        diag_error(d, what, "%llu bytes exceed the memory budget of %llu bytes",
+                   (unsigned long long)bytes, (unsigned long long)max_bytes);
+        return NULL;
+    }
+    if (tp->has_raw_data && tp->raw_data.len != bytes) {
+        /* Checked before allocating, so a hostile header cannot make us
+         * reserve memory the file does not back. */
+        diag_error(d, what, "raw_data holds %zu bytes, the %s tensor needs %llu",
+                   tp->raw_data.len, elem_name(k), (unsigned long long)bytes);
+        return NULL;
+    }
+    bool external = tp->has_data_location &&
+                    tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    if (!external && !tp->has_raw_data && numel > 0) {
+        size_t have = tp->n_float_data + tp->n_int32_data + tp->n_int64_data +
+                      tp->n_double_data + tp->n_uint64_data;
+        if (have != (size_t)numel) {
+            diag_error(d, what, "holds %zu values for %lld elements", have, (long long)numel);
+            return NULL;
+        }
+    }
+    Tensor *t = tensor_new(a, &ty);
+    if (!t) {
+        diag_error(d, what, "out of memory for %llu bytes", (unsigned long long)bytes);
+        return NULL;
+    }
+    if (external)
+        return read_external(tp, t, dir, what, d) ? t : NULL;
+    if (tp->has_raw_data) {
+        if (bytes)
+            memcpy(t->data, tp->raw_data.data, bytes);
+        return t;
+    }
+    if (numel == 0)
+        return t;
+    return read_typed(tp, t, numel, what, d) ? t : NULL;
+}
+
+/* protobuf-c allocations come from a scratch arena, so that a failure at any
+ * point frees everything with the arena. */
+static void *pb_alloc(void *ctx, size_t size) {
+    return arena_alloc(ctx, size ? size : 1);
+}
+
+static void pb_free(void *ctx, void *p) {
+    (void)ctx;
+    (void)p;
+}
+
+Tensor *onnx_read_tensor(const void *data, size_t len, const char *path, Arena *a,
+                         const char **name, DiagList *d) {
+    Arena *scratch = arena_new();
+    ProtobufCAllocator alloc = {pb_alloc, pb_free, scratch};
+    Onnx__TensorProto *tp =
+        onnx__tensor_proto__unpack(&alloc, len, (const uint8_t *)data);
+    Tensor *t = NULL;
+    const char *saved_file = d->file;
+    d->file = path;
+    if (!tp) {
+        diag_error(d, NULL, "not a valid TensorProto (truncated or corrupted)");
+    } else {
+        const char *what = arena_printf(d->arena, "tensor '%s'", tp->name ? tp->name : "");
+        t = tensor_from_proto(tp, a, NULL, 0, what, d);
+        if (t && name)
+            *name = arena_strdup(a, tp->name ? tp->name : "");
+    }
+    d->file = saved_file;
+    arena_destroy(scratch);
+    return t;
+}

@@ -1,0 +1,58 @@
+/* Tensors: a static type plus a pointer to row-major data owned by an arena.
+ *
+ * Element access by double or int64 lets generic code (constant folding, the
+ * printer, the interpreter's slow paths) handle every element kind; hot paths
+ * cast `data` to the C type directly. */
+#ifndef GLOWC_CORE_TENSOR_H
+#define GLOWC_CORE_TENSOR_H
+
+#include "core/arena.h"
+#include "core/types.h"
+
+typedef struct Tensor {
+    Type type;
+    void *data;           /* NULL for a constant whose data was elided in text */
+    uint64_t elided_hash; /* when data is NULL: the hash the text gave */
+} Tensor;
+
+/* A tensor with zeroed data from `a` (NULL if out of memory). */
+Tensor *tensor_new(Arena *a, const Type *t);
+/* Same, data uninitialised and releasable early (arena_release). */
+Tensor *tensor_new_big(Arena *a, const Type *t);
+Tensor *tensor_clone(Arena *a, const Tensor *src);
+size_t tensor_bytes(const Tensor *t);
+int64_t tensor_numel(const Tensor *t);
+
+double tensor_get_f64(const Tensor *t, int64_t i);
+int64_t tensor_get_i64(const Tensor *t, int64_t i);
+/* Stores with C conversion semantics (float to int truncates; out-of-range
+ * integers wrap, as ONNX Cast does). */
+void tensor_set_f64(Tensor *t, int64_t i, double v);
+void tensor_set_i64(Tensor *t, int64_t i, int64_t v);
+/* Raw element i read as double / written from double, for any kind. */
+double elem_load_f64(ElemKind k, const void *data, int64_t i);
+int64_t elem_load_i64(ElemKind k, const void *data, int64_t i);
+void elem_store_f64(ElemKind k, void *data, int64_t i, double v);
+void elem_store_i64(ElemKind k, void *data, int64_t i, int64_t v);
+
+/* true when every element equals the first (a splat). */
+bool tensor_is_splat(const Tensor *t);
+/* 64-bit FNV-1a hash of the type and the data. */
+uint64_t tensor_hash(const Tensor *t);
+bool tensor_equal(const Tensor *a, const Tensor *b);
+
+/* Elementwise comparison of `got` with `want` (same type required):
+ * floats pass when |got - want| <= atol + rtol * |want| (NaN matches NaN,
+ * infinities must match exactly); other kinds must be equal. */
+typedef struct TensorDiff {
+    bool same_type;
+    bool ok;
+    int64_t mismatches;
+    int64_t worst;        /* index of the largest violation (or first mismatch) */
+    double max_abs;       /* largest |got - want| over all elements */
+    double want_at_worst, got_at_worst;
+    double max_abs_want;  /* largest |want|, to judge differences relatively */
+} TensorDiff;
+TensorDiff tensor_compare(const Tensor *got, const Tensor *want, double rtol, double atol);
+
+#endif

@@ -1,0 +1,231 @@
+/* Element kinds, half-precision conversion and static tensor types. */
+#include "core/types.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct ElemInfo {
+    const char *name;
+    size_t size;
+    int onnx;
+    ElemClass cls;
+} ElemInfo;
+
+static const ElemInfo elem_info[ELEM_COUNT] = {
+#define ELEM(E, nm, ctype, sz, ox, c) [ELEM_##E] = {#nm, sz, ox, ECLS_##c},
+#include "core/elems.def"
+};
+
+const char *elem_name(ElemKind k) {
+    return (unsigned)k < ELEM_COUNT ? elem_info[k].name : "?";
+}
+
+size_t elem_size(ElemKind k) {
+    return elem_info[k].size;
+}
+
+ElemClass elem_class(ElemKind k) {
+    return elem_info[k].cls;
+}
+
+bool elem_is_float(ElemKind k) {
+    return elem_info[k].cls == ECLS_FLOAT;
+}
+
+bool elem_is_int(ElemKind k) {
+    return elem_info[k].cls == ECLS_SINT || elem_info[k].cls == ECLS_UINT;
+}
+
+bool elem_from_name(const char *name, size_t len, ElemKind *out) {
+    for (int k = 0; k < ELEM_COUNT; k++) {
+        if (strlen(elem_info[k].name) == len && !memcmp(elem_info[k].name, name, len)) {
+            *out = (ElemKind)k;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool elem_from_onnx(int onnx_type, ElemKind *out) {
+    for (int k = 0; k < ELEM_COUNT; k++) {
+        if (elem_info[k].onnx == onnx_type) {
+            *out = (ElemKind)k;
+            return true;
+        }
+    }
+    return false;
+}
+
+int elem_to_onnx(ElemKind k) {
+    return elem_info[k].onnx;
+}
+
+const char *onnx_type_name(int t) {
+    static const char *const names[] = {
+        "UNDEFINED", "FLOAT", "UINT8",  "INT8",   "UINT16",    "INT16",      "INT32",
+        "INT64",     "STRING", "BOOL",  "FLOAT16", "DOUBLE",   "UINT32",     "UINT64",
+        "COMPLEX64", "COMPLEX128", "BFLOAT16",
+    };
+    if (t >= 0 && t < (int)(sizeof names / sizeof names[0]))
+        return names[t];
+    return "unknown";
+}
+
+/* IEEE half <-> single, round to nearest even, NaN and infinity preserved. */
+float f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t man = h & 0x3ff;
+    uint32_t bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: normalise */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400));
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    uint32_t absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u) /* inf or nan */
+        return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 | ((absx >> 13) & 0x3ff) : 0));
+    if (absx >= 0x477ff000u) /* rounds to >= 65520: overflow to infinity */
+        return (uint16_t)(sign | 0x7c00);
+    if (absx < 0x38800000u) { /* result is subnormal or zero */
+        if (absx < 0x33000000u)
+            return (uint16_t)sign;
+        uint32_t e = absx >> 23;
+        uint32_t man = (absx & 0x7fffff) | 0x800000;
+        uint32_t shift = 126 - e; /* 14 + (112 - e) + ... */
+        uint32_t half = man >> (shift);
+        uint32_t rem = man & ((1u << shift) - 1);
+        uint32_t mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1)))
+            half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t v = absx - 0x38000000u; /* rebias exponent 127 -> 15 */
+    uint32_t half = v >> 13;
+    uint32_t rem = v & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
+        half++;
+    return (uint16_t)(sign | half);
+}
+
+float bf16_to_f32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40);
+    uint32_t lsb = (x >> 16) & 1;
+    return (uint16_t)((x + 0x7fff + lsb) >> 16);
+}
+
+Type type_make(ElemKind elem, int rank, const int64_t *dims) {
+    Type t = {.elem = elem, .rank = rank};
+    for (int i = 0; i < rank; i++)
+        t.dims[i] = dims[i];
+    return t;
+}
+
+Type type_scalar(ElemKind elem) {
+    return type_make(elem, 0, NULL);
+}
+
+bool type_same_shape(const Type *a, const Type *b) {
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+bool type_equal(const Type *a, const Type *b) {
+    return a->elem == b->elem && type_same_shape(a, b);
+}
+
+bool type_numel_checked(const Type *t, int64_t *numel) {
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 0)
+            return false;
+        if (t->dims[i] && n > INT64_MAX / t->dims[i])
+            return false;
+        n *= t->dims[i];
+    }
+    if ((uint64_t)n > SIZE_MAX / elem_size(t->elem))
+        return false;
+    *numel = n;
+    return true;
+}
+
+int64_t type_numel(const Type *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->dims[i];
+    return n;
+}
+
+size_t type_bytes(const Type *t) {
+    return (size_t)type_numel(t) * elem_size(t->elem);
+}
+
+void type_strides(const Type *t, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = t->rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= t->dims[i];
+    }
+}
+
+const char *type_str(const Type *t, char *buf) {
+    int n = snprintf(buf, TYPE_STR_MAX, "%s<", elem_name(t->elem));
+    for (int i = 0; i < t->rank && n < TYPE_STR_MAX; i++)
+        n += snprintf(buf + n, (size_t)(TYPE_STR_MAX - n), i ? "x%lld" : "%lld",
+                      (long long)t->dims[i]);
+    if (n < TYPE_STR_MAX - 1)
+        snprintf(buf + n, (size_t)(TYPE_STR_MAX - n), ">");
+    return buf;
+}
+
+bool type_broadcast(const Type *a, const Type *b, Type *out) {
+    int rank = a->rank > b->rank ? a->rank : b->rank;
+    Type t = {.elem = a->elem, .rank = rank};
+    for (int i = 0; i < rank; i++) {
+        int ia = i - (rank - a->rank), ib = i - (rank - b->rank);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1;
+        int64_t db = ib >= 0 ? b->dims[ib] : 1;
+        if (da == db || db == 1)
+            t.dims[i] = da;
+        else if (da == 1)
+            t.dims[i] = db;
+        else
+            return false;
+    }
+    *out = t;
+    return true;
+}

@@ -1,0 +1,62 @@
+/* Element kinds and tensor types: every value in both IRs has a static type,
+ * an element kind plus a fixed list of dimensions (rank 0 is a scalar). */
+#ifndef GLOWC_CORE_TYPES_H
+#define GLOWC_CORE_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+#define ELEM(E, name, ctype, size, onnx, cls) ELEM_##E,
+#include "core/elems.def"
+    ELEM_COUNT
+} ElemKind;
+
+typedef enum { ECLS_FLOAT, ECLS_SINT, ECLS_UINT, ECLS_BOOL } ElemClass;
+
+enum { MAX_RANK = 8 };
+
+typedef struct Type {
+    ElemKind elem;
+    int rank;
+    int64_t dims[MAX_RANK];
+} Type;
+
+/* Element kinds. */
+const char *elem_name(ElemKind k);
+size_t elem_size(ElemKind k);
+ElemClass elem_class(ElemKind k);
+bool elem_is_float(ElemKind k);
+bool elem_is_int(ElemKind k); /* signed or unsigned integer, not bool */
+/* Returns false when the name or ONNX code is not a kind we know. */
+bool elem_from_name(const char *name, size_t len, ElemKind *out);
+bool elem_from_onnx(int onnx_type, ElemKind *out);
+int elem_to_onnx(ElemKind k);
+/* Name of an ONNX TensorProto.DataType code, for messages ("STRING"...). */
+const char *onnx_type_name(int onnx_type);
+
+/* Half-precision conversions (round to nearest even). */
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+float bf16_to_f32(uint16_t h);
+uint16_t f32_to_bf16(float f);
+
+/* Types. */
+Type type_make(ElemKind elem, int rank, const int64_t *dims);
+Type type_scalar(ElemKind elem);
+bool type_equal(const Type *a, const Type *b);
+bool type_same_shape(const Type *a, const Type *b);
+/* Element count; false on overflow of int64 or of size_t bytes. */
+bool type_numel_checked(const Type *t, int64_t *numel);
+int64_t type_numel(const Type *t); /* for types already checked */
+size_t type_bytes(const Type *t);
+/* Row-major strides in elements. */
+void type_strides(const Type *t, int64_t *strides);
+/* "f32<1x3x224x224>", "i64<>" (scalar). buf of at least TYPE_STR_MAX bytes. */
+enum { TYPE_STR_MAX = 8 + MAX_RANK * 21 };
+const char *type_str(const Type *t, char *buf);
+/* Numpy-style broadcast of two shapes; false if incompatible. */
+bool type_broadcast(const Type *a, const Type *b, Type *out);
+
+#endif

@@ -1,0 +1,47 @@
+/* The glowc command line: one function per subcommand, and the helpers they
+ * share (reading files, reporting diagnostics, loading a model). */
+#ifndef GLOWC_TUI_CLI_H
+#define GLOWC_TUI_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "core/diag.h"
+#include "core/graph.h"
+#include "core/onnx/onnx.h"
+
+typedef struct Command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *usage;
+    const char *summary;
+} Command;
+
+int cmd_print(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_conform(int argc, char **argv);
+
+/* Prints the diagnostics to stderr; returns 1 when there were errors. */
+int cli_report(const DiagList *d);
+/* Reads a whole file into a malloc'd buffer; NULL with a diagnostic. */
+char *cli_read_file(const char *path, size_t *len, DiagList *d);
+bool cli_has_suffix(const char *s, const char *suffix);
+/* Writes `len` bytes to path through a temporary file and a rename, so a
+ * failed run never leaves a half-written file. */
+bool cli_write_file(const char *path, const void *data, size_t len, DiagList *d);
+
+typedef struct CliLoadOptions {
+    const DimBinding *dims;
+    int ndims;
+    const KnownInput *known;
+    int nknown;
+    uint64_t max_memory;
+    bool *unsupported;
+} CliLoadOptions;
+
+/* A model from .hl text or ONNX (anything else); NULL with diagnostics. */
+Module *cli_load_model(const char *path, const CliLoadOptions *lo, DiagList *d);
+/* "NAME=VALUE" for --dim. */
+bool cli_parse_dim(const char *arg, DimBinding *out, DiagList *d);
+
+#endif

@@ -1,0 +1,43 @@
+/* glowc: the entry point, which dispatches to a subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tui/cli.h"
+
+static const Command commands[] = {
+    {"print", cmd_print, "glowc print MODEL.onnx|FILE.hl", "print a model as high-level text IR"},
+    {"run", cmd_run,
+     "glowc run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--dim NAME=VALUE]...",
+     "run a model on the reference interpreter"},
+    {"conform", cmd_conform, "glowc conform DIR...",
+     "run ONNX backend test folders and compare with their stored outputs"},
+};
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: glowc COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'glowc COMMAND --help' shows a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 1 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (!strcmp(argv[1], commands[i].name)) {
+            for (int j = 2; j < argc; j++) {
+                if (!strcmp(argv[j], "--help") || !strcmp(argv[j], "-h")) {
+                    printf("usage: %s\n", commands[i].usage);
+                    return 0;
+                }
+            }
+            return commands[i].run(argc - 1, argv + 1);
+        }
+    }
+    fprintf(stderr, "glowc: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 1;
+}
