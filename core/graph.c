@@ -129,6 +129,86 @@ Function *function_new(Module *m, const char *name) {
     return f;
 }
 
+static void link_before(Function *f, Node *pos, Node *n);
+
+static Attr *clone_attrs(Arena *a, const Attr *src, int n) {
+    Attr *dst = arena_alloc_array(a, (size_t)(n ? n : 1), sizeof(Attr));
+    for (int i = 0; i < n; i++) {
+        dst[i] = src[i];
+        switch (attr_key_type(src[i].key)) {
+        case AT_STR: dst[i].s = arena_strdup(a, src[i].s); break;
+        case AT_INTS:
+            dst[i].ints.v = arena_grow(a, src[i].ints.v, (size_t)src[i].ints.n,
+                                       (size_t)(src[i].ints.n ? src[i].ints.n : 1),
+                                       sizeof(int64_t));
+            break;
+        case AT_FLOATS:
+            dst[i].floats.v = arena_grow(a, src[i].floats.v, (size_t)src[i].floats.n,
+                                         (size_t)(src[i].floats.n ? src[i].floats.n : 1),
+                                         sizeof(float));
+            break;
+        default: break;
+        }
+    }
+    return dst;
+}
+
+/* The copy of node `n` whose operands are looked up in map (by node id). */
+static Node *clone_node(Function *f, const Node *n, Node **map) {
+    Arena *a = f->module->arena;
+    Value *ops[256];
+    int nops = n->nops < 256 ? n->nops : 256;
+    for (int i = 0; i < nops; i++)
+        ops[i] = &map[n->ops[i]->def->id]->res[n->ops[i]->index];
+    Node *c = graph_new_node(f, n->kind, nops, ops, n->nres);
+    f->next_id--; /* keep the original's id */
+    c->id = n->id;
+    c->label = n->label ? arena_strdup(a, n->label) : NULL;
+    c->name = arena_strdup(a, n->name);
+    c->loc = n->loc;
+    for (int i = 0; i < n->nres; i++)
+        c->res[i].type = n->res[i].type;
+    c->nattrs = n->nattrs;
+    c->attrs = clone_attrs(a, n->attrs, n->nattrs);
+    c->payload = n->payload;
+    map[n->id] = c;
+    return c;
+}
+
+Module *module_clone(const Module *m) {
+    Module *c = module_new(m->source);
+    if (!c || !m->main)
+        return c;
+    const Function *f = m->main;
+    Function *g = function_new(c, f->name);
+    Node **map = arena_alloc_array(c->arena, (size_t)(f->next_id ? f->next_id : 1), sizeof(Node *));
+    for (int i = 0; i < f->nparams; i++) {
+        Node *p = graph_add_param(g, f->params[i]->name, &f->params[i]->res[0].type);
+        g->next_id--;
+        p->id = f->params[i]->id;
+        p->label = f->params[i]->label ? arena_strdup(c->arena, f->params[i]->label) : NULL;
+        map[p->id] = p;
+    }
+    for (int i = 0; i < f->nconsts; i++) {
+        Node *k = graph_add_constant(g, f->consts[i]->name, f->consts[i]->payload);
+        g->next_id--;
+        k->id = f->consts[i]->id;
+        k->label = f->consts[i]->label ? arena_strdup(c->arena, f->consts[i]->label) : NULL;
+        k->loc = f->consts[i]->loc;
+        map[k->id] = k;
+    }
+    for (const Node *n = f->first; n; n = n->next)
+        link_before(g, NULL, clone_node(g, n, map));
+    Value **outs = arena_alloc_array(c->arena, (size_t)f->noutputs + 1, sizeof(Value *));
+    for (int i = 0; i < f->noutputs; i++)
+        outs[i] = &map[f->outputs[i]->def->id]->res[f->outputs[i]->index];
+    graph_set_outputs(g, f->noutputs, outs, f->output_names);
+    g->next_id = f->next_id;
+    if (m->text)
+        c->text = m->text; /* diagnostics only; lives as long as the original */
+    return c;
+}
+
 /* ---- building --------------------------------------------------------- */
 
 Node *graph_new_node(Function *f, NodeKind k, int nops, Value *const *ops, int nres) {

@@ -114,6 +114,10 @@ bool attr_key_from_name(const char *name, size_t len, AttrKey *out);
 Module *module_new(const char *source);
 void module_destroy(Module *m);
 Function *function_new(Module *m, const char *name);
+/* A deep copy of the IR in a new arena. Constant payloads are shared, not
+ * copied: they are immutable (a pass that changes a weight makes a new
+ * constant), so the copy is cheap and the original must outlive it. */
+Module *module_clone(const Module *m);
 
 /* Building. Nodes get the next id; graph_add_node appends to the node list,
  * graph_insert_before inserts before `pos` (NULL: append). Result types are

@@ -297,6 +297,32 @@ static bool infer_gemm(Node *n, DiagList *d) {
     return true;
 }
 
+static bool check_act(Node *n, DiagList *d) {
+    const char *act = node_attr_str(n, AK_act, NULL);
+    static const char *const known[] = {"relu", "clip", "sigmoid", "tanh", "leaky_relu"};
+    if (!act)
+        return true;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(act, known[i]))
+            return true;
+    node_error(d, n, "unknown fused activation '%s'", act);
+    return false;
+}
+
+static bool infer_fully_connected(Node *n, DiagList *d) {
+    if (!same_elem(n, d, 0, 1) || !same_elem(n, d, 0, 2) || !need_rank(n, d, 0, 2, 2) ||
+        !need_rank(n, d, 1, 2, 2) || !need_rank(n, d, 2, 1, 1) || !check_act(n, d))
+        return false;
+    const Type *x = op_type(n, 0), *w = op_type(n, 1), *b = op_type(n, 2);
+    if (x->dims[1] != w->dims[0] || b->dims[0] != w->dims[1]) {
+        char a[TYPE_STR_MAX], c[TYPE_STR_MAX], e[TYPE_STR_MAX];
+        node_error(d, n, "shapes %s x %s + %s do not fit", tstr(x, a), tstr(w, c), tstr(b, e));
+        return false;
+    }
+    n->res[0].type = type_make(x->elem, 2, (int64_t[]){x->dims[0], w->dims[1]});
+    return true;
+}
+
 /* ---- einsum ------------------------------------------------------------- */
 
 static int einsum_term(const char *p, const char *end, char *labels, int *has_ellipsis) {
@@ -522,7 +548,7 @@ int64_t window_out_size(const Window *w, int i, int64_t in) {
 }
 
 static bool infer_conv(Node *n, DiagList *d) {
-    if (!same_elem(n, d, 0, 1) || !need_rank(n, d, 0, 3, MAX_RANK))
+    if (!same_elem(n, d, 0, 1) || !need_rank(n, d, 0, 3, MAX_RANK) || !check_act(n, d))
         return false;
     const Type *x = op_type(n, 0), *w = op_type(n, 1);
     int ns = x->rank - 2;

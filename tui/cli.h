@@ -20,6 +20,9 @@ typedef struct Command {
 int cmd_print(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_conform(int argc, char **argv);
+int cmd_opt(int argc, char **argv);
+int cmd_passes(int argc, char **argv);
+int cmd_bisect(int argc, char **argv);
 
 /* Prints the diagnostics to stderr; returns 1 when there were errors. */
 int cli_report(const DiagList *d);
@@ -30,17 +33,6 @@ bool cli_has_suffix(const char *s, const char *suffix);
  * failed run never leaves a half-written file. */
 bool cli_write_file(const char *path, const void *data, size_t len, DiagList *d);
 
-typedef struct CliLoadOptions {
-    const DimBinding *dims;
-    int ndims;
-    const KnownInput *known;
-    int nknown;
-    uint64_t max_memory;
-    bool *unsupported;
-} CliLoadOptions;
-
-/* A model from .hl text or ONNX (anything else); NULL with diagnostics. */
-Module *cli_load_model(const char *path, const CliLoadOptions *lo, DiagList *d);
 /* "NAME=VALUE" for --dim. */
 bool cli_parse_dim(const char *arg, DimBinding *out, DiagList *d);
 

@@ -16,13 +16,16 @@
 #include <unistd.h>
 
 #include "backends/interp/interp.h"
+#include "passes/session.h"
 #include "tui/cli.h"
 
 typedef struct ConformOptions {
+    const char *pipeline;
     double rtol, atol;
     int jobs;
     int timeout_s;
     bool verbose;
+    bool verify_each;
 } ConformOptions;
 
 typedef enum { R_PASS, R_FAIL, R_SKIP } ResultKind;
@@ -130,36 +133,33 @@ static ResultKind run_data_set(const char *test, const char *set, const ConformO
     const char *in_names[MAX_IO], *out_names[MAX_IO];
     ResultKind r = R_FAIL;
     Module *m = NULL;
+    Session *s = NULL;
     int nin = read_pbs(set, "input", a, ins, in_names, MAX_IO, &d);
     int nout = nin < 0 ? -1 : read_pbs(set, "output", a, want, out_names, MAX_IO, &d);
-    bool unsupported = false;
     char *model = join(test, "model.onnx");
     if (nin < 0 || nout < 0) {
         /* Test data that is not a tensor (sequences, optionals) or of a kind
          * we lack: the model says whether it uses something unsupported. */
-        DiagList md;
-        diag_init(&md, NULL);
-        CliLoadOptions lo = {.unsupported = &unsupported};
-        Module *probe = cli_load_model(model, &lo, &md);
+        Session *probe = session_open(model, NULL);
         bool type = d.head && strstr(d.head->msg, "unsupported element type");
-        first_error(unsupported ? &md : &d, why, wlen);
-        r = unsupported || type ? R_SKIP : R_FAIL;
-        module_destroy(probe);
-        diag_free(&md);
+        first_error(probe->unsupported ? &probe->diags : &d, why, wlen);
+        r = probe->unsupported || type ? R_SKIP : R_FAIL;
+        session_free(probe);
         free(model);
         goto done;
     }
     KnownInput known[MAX_IO];
     for (int i = 0; i < nin; i++)
         known[i] = (KnownInput){in_names[i][0] ? in_names[i] : NULL, i, ins[i]};
-    CliLoadOptions lo = {.known = known, .nknown = nin, .unsupported = &unsupported};
-    m = cli_load_model(model, &lo, &d);
+    SessionOptions so = {.known = known, .nknown = nin, .verify_each = o->verify_each};
+    s = session_open(model, &so);
     free(model);
-    if (!m) {
-        first_error(&d, why, wlen);
-        r = unsupported ? R_SKIP : R_FAIL;
+    if (!s->work || !session_set_pipeline(s, o->pipeline) || !session_run(s)) {
+        first_error(&s->diags, why, wlen);
+        r = s->unsupported ? R_SKIP : R_FAIL;
         goto done;
     }
+    m = s->work;
     Function *f = m->main;
     Tensor *args[MAX_IO] = {0};
     for (int p = 0; p < f->nparams && p < MAX_IO; p++) {
@@ -199,7 +199,8 @@ static ResultKind run_data_set(const char *test, const char *set, const ConformO
     }
     r = R_PASS;
 done:
-    module_destroy(m);
+    (void)m;
+    session_free(s);
     diag_free(&d);
     arena_destroy(a);
     return r;
@@ -404,14 +405,20 @@ int cmd_conform(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    ConformOptions o = {.rtol = 1e-3, .atol = 1e-5, .jobs = cpus > 0 ? (int)cpus : 1,
-                        .timeout_s = 300};
+    ConformOptions o = {.pipeline = "-O0", .rtol = 1e-3, .atol = 1e-5,
+                        .jobs = cpus > 0 ? (int)cpus : 1, .timeout_s = 300};
     char **tests = NULL;
     int ntests = 0, cap = 0, status = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool v = i + 1 < argc;
-        if (!strcmp(a, "--rtol") && v)
+        if (!strcmp(a, "-O0") || !strcmp(a, "-O1") || !strcmp(a, "-O2"))
+            o.pipeline = a;
+        else if (!strncmp(a, "--passes=", 9))
+            o.pipeline = a + 9;
+        else if (!strcmp(a, "--verify-each"))
+            o.verify_each = true;
+        else if (!strcmp(a, "--rtol") && v)
             o.rtol = atof(argv[++i]);
         else if (!strcmp(a, "--atol") && v)
             o.atol = atof(argv[++i]);

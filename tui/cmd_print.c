@@ -4,19 +4,18 @@
 #include <string.h>
 
 #include "core/print.h"
-#include "tui/cli.h"
+#include "tui/args.h"
 
 int cmd_print(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     PrintOptions po = PRINT_DEFAULTS;
-    const char *path = NULL;
-    DimBinding dims[32];
-    int ndims = 0;
+    CommonArgs ca = {0};
     int status = 1;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--dim") && i + 1 < argc && ndims < 32) {
-            if (!cli_parse_dim(argv[++i], &dims[ndims++], &d))
+        bool bad;
+        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
+            if (bad)
                 goto done;
         } else if (!strcmp(argv[i], "--dense-limit") && i + 1 < argc) {
             po.dense_limit = atoi(argv[++i]);
@@ -25,32 +24,35 @@ int cmd_print(int argc, char **argv) {
         } else if (argv[i][0] == '-' && argv[i][1]) {
             diag_error(&d, NULL, "print: unknown option '%s'", argv[i]);
             goto done;
-        } else if (!path) {
-            path = argv[i];
+        } else if (!ca.model) {
+            ca.model = argv[i];
         } else {
             diag_error(&d, NULL, "print: more than one model given");
             goto done;
         }
     }
-    if (!path) {
+    if (!ca.model) {
         diag_error(&d, NULL, "print: no model given (usage: glowc print MODEL.onnx|FILE.hl)");
         goto done;
     }
-    CliLoadOptions lo = {.dims = dims, .ndims = ndims};
-    Module *m = cli_load_model(path, &lo, &d);
-    if (m) {
+    KnownInput known[MAX_CLI_INPUTS];
+    Session *s = args_open_session(&ca, "-O0", known, &d);
+    if (!s)
+        goto done;
+    bool ok = session_run(s);
+    if (ok) {
         StrBuf sb;
         sb_init(&sb);
-        print_module(m, &po, &sb);
+        print_module(s->work, &po, &sb);
         fwrite(sb_str(&sb), 1, sb.len, stdout);
         sb_free(&sb);
-        module_destroy(m);
         status = 0;
     }
+    diag_append(&d, &s->diags);
+    session_free(s);
 done:
     cli_report(&d);
-    for (int i = 0; i < ndims; i++)
-        free((char *)dims[i].name);
+    args_free(&ca);
     diag_free(&d);
     return status;
 }

@@ -6,10 +6,20 @@
 
 static const Command commands[] = {
     {"print", cmd_print, "glowc print MODEL.onnx|FILE.hl", "print a model as high-level text IR"},
+    {"opt", cmd_opt,
+     "glowc opt [-O0|-O1|-O2|--passes=a,b,c] [--print-after-all|--print-after=PASS|"
+     "--print-before=PASS] [--verify-each] [--time-passes] [--stats] [--break-pass=PASS] FILE",
+     "run a pass pipeline (default -O2) and print the resulting text IR"},
+    {"passes", cmd_passes, "glowc passes", "list the passes and the pipelines"},
     {"run", cmd_run,
-     "glowc run MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--dim NAME=VALUE]...",
-     "run a model on the reference interpreter"},
-    {"conform", cmd_conform, "glowc conform DIR...",
+     "glowc run MODEL [-O0|-O1|-O2|--passes=...] [--input NAME=FILE.npy]... [--output-dir DIR] "
+     "[--dim NAME=VALUE]... [--break-pass=PASS]",
+     "run a model on the reference interpreter (default -O0: the imported graph)"},
+    {"bisect", cmd_bisect,
+     "glowc bisect MODEL [-O2|--passes=...] [--input NAME=FILE.npy]... [--rtol R] [--atol A] "
+     "[--break-pass=PASS]",
+     "find the first pass that changes a model's outputs beyond tolerance"},
+    {"conform", cmd_conform, "glowc conform [-O0|-O1|-O2] [--rtol R] [--atol A] [--jobs N] DIR...",
      "run ONNX backend test folders and compare with their stored outputs"},
 };
 

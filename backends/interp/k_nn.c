@@ -306,9 +306,10 @@ static bool conv_generic(const KernelArgs *a, const ConvGeom *g) {
 bool k_conv(const KernelArgs *a) {
     ConvGeom g;
     conv_geom(a, &g);
-    if (a->in[0]->type.elem == ELEM_F32)
-        return conv_f32(a, &g);
-    return conv_generic(a, &g);
+    bool ok = a->in[0]->type.elem == ELEM_F32 ? conv_f32(a, &g) : conv_generic(a, &g);
+    if (ok)
+        kernel_apply_act(a->n, a->out[0]);
+    return ok;
 }
 
 /* ---- pooling -------------------------------------------------------------- */

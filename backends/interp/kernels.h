@@ -22,6 +22,9 @@ typedef bool (*KernelFn)(const KernelArgs *a);
 /* A kernel's error, said at the node. */
 bool kernel_fail(const KernelArgs *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Applies a node's fused activation (attribute act) to t in place. */
+void kernel_apply_act(const Node *n, Tensor *t);
+
 /* Walks the elements of an output shape while tracking each operand's offset
  * under numpy broadcasting (stride 0 along broadcast axes). */
 typedef struct Bcast {

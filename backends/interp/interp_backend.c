@@ -1,0 +1,28 @@
+/* The interpreter as a backend: it can run every node kind, but it declares
+ * the small post-lowering set as native, so that running a lowered graph
+ * (-O2) exercises every lowering rule against the same kernels. */
+#include <string.h>
+
+#include "backends/backend.h"
+
+/* Kinds lowering rewrites for the interpreter. */
+static const NodeKind lowered[] = {
+    NK_GEMM,          NK_BATCH_NORM,     NK_INSTANCE_NORM,      NK_SOFTMAX,
+    NK_LOG_SOFTMAX,   NK_HARD_SIGMOID,   NK_HARD_SWISH,         NK_GELU,
+    NK_FLATTEN,       NK_SQUEEZE,        NK_UNSQUEEZE,          NK_REDUCE_MEAN,
+    NK_REDUCE_L1,     NK_REDUCE_L2,      NK_REDUCE_SUM_SQUARE,  NK_REDUCE_LOG_SUM,
+    NK_REDUCE_LOG_SUM_EXP,
+};
+
+static bool interp_is_native(const Node *n) {
+    if (n->kind == NK_LAYER_NORM)
+        return n->nres > 1; /* the statistics outputs have no lowering */
+    if (n->kind == NK_PAD)
+        return strcmp(node_attr_str(n, AK_mode, "constant"), "constant") != 0;
+    for (size_t i = 0; i < sizeof lowered / sizeof lowered[0]; i++)
+        if (lowered[i] == n->kind)
+            return false;
+    return true;
+}
+
+const Backend interp_backend = {"interp", interp_is_native};

@@ -1,0 +1,104 @@
+/* The pass registry and the helpers passes share. */
+#include "passes/pass.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/infer.h"
+
+static const PassInfo registry[] = {
+#define PASS(nm, level, fn, desc) {nm, level, fn, desc},
+#include "passes/passes.def"
+};
+
+enum { NPASSES = sizeof registry / sizeof registry[0] };
+
+const PassInfo *pass_find(const char *name) {
+    for (int i = 0; i < NPASSES; i++)
+        if (!strcmp(registry[i].name, name))
+            return &registry[i];
+    return NULL;
+}
+
+int pass_count(void) {
+    return NPASSES;
+}
+
+const PassInfo *pass_at(int i) {
+    return i >= 0 && i < NPASSES ? &registry[i] : NULL;
+}
+
+const char *pass_level_name(PassLevel l) {
+    switch (l) {
+    case PASS_GRAPH: return "graph";
+    case PASS_LOWERING: return "lowering";
+    case PASS_SCHEDULE: return "schedule";
+    case PASS_LIR: return "lir";
+    case PASS_CODEGEN: return "codegen";
+    }
+    return "?";
+}
+
+void pass_stat(PassContext *ctx, const char *name, long n) {
+    for (int i = 0; i < ctx->nstats; i++) {
+        if (!strcmp(ctx->stats[i].name, name)) {
+            ctx->stats[i].count += n;
+            return;
+        }
+    }
+    if (ctx->nstats < (int)(sizeof ctx->stats / sizeof ctx->stats[0])) {
+        PassStat *s = &ctx->stats[ctx->nstats++];
+        snprintf(s->name, sizeof s->name, "%s", name);
+        s->count = n;
+    }
+}
+
+/* The perturbation: v + 1 (or v xor true for booleans), inserted after v's
+ * definition and used instead of v everywhere. */
+void pass_rewrote(PassContext *ctx, Function *f, Value *v) {
+    if (!ctx->break_this_pass || ctx->broken || !v)
+        return;
+    ctx->broken = true;
+    Type one = type_scalar(v->type.elem);
+    Tensor *t = tensor_new(f->module->arena, &one);
+    tensor_set_f64(t, 0, 1);
+    Node *c = graph_add_constant(f, "break-pass", t);
+    Node *at = node_is_storage(v->def) ? f->first : v->def->next;
+    Value *ops[2] = {v, &c->res[0]};
+    Node *p = graph_insert_before(f, at, v->type.elem == ELEM_BOOL ? NK_XOR : NK_ADD, 2, ops, 1);
+    p->name = "break-pass";
+    p->res[0].type = v->type;
+    graph_replace_uses(f, v, &p->res[0]);
+    p->ops[0] = v; /* replace_uses rewrote the perturbation's own operand */
+}
+
+int *pass_use_counts(Function *f) {
+    int *counts = calloc((size_t)(f->next_id ? f->next_id : 1), sizeof(int));
+    if (!counts)
+        return NULL;
+    for (Node *n = f->first; n; n = n->next)
+        for (int i = 0; i < n->nops; i++)
+            counts[n->ops[i]->def->id]++;
+    for (int i = 0; i < f->noutputs; i++)
+        counts[f->outputs[i]->def->id]++;
+    return counts;
+}
+
+bool value_is_constant(const Value *v) {
+    return v->def->kind == NK_CONSTANT;
+}
+
+const Tensor *value_constant(const Value *v) {
+    if (v->def->kind != NK_CONSTANT || !v->def->payload || !v->def->payload->data)
+        return NULL;
+    return v->def->payload;
+}
+
+bool value_splat(const Value *v, double *out) {
+    const Tensor *t = value_constant(v);
+    if (!t || tensor_numel(t) == 0 || (tensor_numel(t) > 1 && !tensor_is_splat(t)))
+        return false;
+    *out = tensor_get_f64(t, 0);
+    return true;
+}

@@ -1,0 +1,66 @@
+/* Passes: functions over the IR that say whether they changed it.
+ *
+ * Every pass is one file and one function, registered in passes.def with its
+ * name, level and a one-line description. A pass reports what it did through
+ * named counters (pass_stat), which `glowc opt --stats` prints, and names the
+ * first node it rewrites (pass_rewrote) so that --break-pass can deliberately
+ * miscompile exactly there and bisection can be tested. */
+#ifndef GLOWC_PASSES_PASS_H
+#define GLOWC_PASSES_PASS_H
+
+#include "backends/backend.h"
+#include "core/diag.h"
+#include "core/graph.h"
+
+typedef enum { PASS_GRAPH, PASS_LOWERING, PASS_SCHEDULE, PASS_LIR, PASS_CODEGEN } PassLevel;
+
+typedef struct PassStat {
+    char name[48]; /* e.g. "batchnorms-folded" */
+    long count;
+} PassStat;
+
+typedef struct PassContext {
+    DiagList *d;
+    const Backend *backend; /* what lowering lowers to */
+    /* Statistics of the pass being run (reset by the pass manager). */
+    PassStat stats[32];
+    int nstats;
+    /* --break-pass: this pass perturbs the first value it rewrites. */
+    bool break_this_pass;
+    bool broken;
+    /* Peak live activation bytes before and after scheduling (schedule pass). */
+    int64_t peak_before, peak_after;
+} PassContext;
+
+typedef bool (*GraphPassFn)(Function *f, PassContext *ctx);
+
+typedef struct PassInfo {
+    const char *name;
+    PassLevel level;
+    GraphPassFn run;
+    const char *description;
+} PassInfo;
+
+#define PASS(nm, level, fn, desc) bool fn(Function *f, PassContext *ctx);
+#include "passes/passes.def"
+
+const PassInfo *pass_find(const char *name);
+int pass_count(void);
+const PassInfo *pass_at(int i);
+const char *pass_level_name(PassLevel l);
+
+/* Adds n to the counter `name` of the running pass. */
+void pass_stat(PassContext *ctx, const char *name, long n);
+/* A pass calls this with the value its first rewrite produced. Under
+ * --break-pass for this pass, the value is perturbed once (a constant is
+ * added to it), so that the miscompile is real and visible. */
+void pass_rewrote(PassContext *ctx, Function *f, Value *v);
+
+/* Shared helpers for passes. */
+int *pass_use_counts(Function *f); /* malloc'd, by node id */
+bool value_is_constant(const Value *v);
+const Tensor *value_constant(const Value *v); /* NULL unless a constant with data */
+/* A scalar-or-splat constant's value (false if not one). */
+bool value_splat(const Value *v, double *out);
+
+#endif

@@ -1,0 +1,297 @@
+/* The compilation session: import, pipeline, snapshots. */
+#include "passes/session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends/interp/interp.h"
+#include "core/parse.h"
+#include "core/print.h"
+#include "core/textdiff.h"
+#include "core/verify.h"
+
+/* ---- pipelines as data ------------------------------------------------------ */
+
+static const char *const pipeline_o0[] = {NULL};
+
+static const char *const pipeline_o1[] = {
+    "dce", "cse", "constfold", "noop-elim", "merge-reshapes", "dce", "lower", "dce", "schedule",
+    NULL,
+};
+
+/* Cleanups first, then the domain rewrites (each exposes work for the next:
+ * folded batch norms leave convs for activation fusion, sunk transposes leave
+ * no-ops), lowering, a second cleanup of what lowering made, and the
+ * memory-aware schedule last. */
+static const char *const pipeline_o2[] = {
+    "dce",         "cse",          "constfold",       "noop-elim",      "merge-reshapes",
+    "fold-batchnorm", "sink-transpose", "concat-slice", "fold-pad",     "fuse-matmul-add",
+    "fuse-activation", "constfold", "cse",             "noop-elim",      "dce",
+    "lower",       "constfold",    "cse",             "noop-elim",      "merge-reshapes",
+    "dce",         "schedule",     NULL,
+};
+
+const char *const *pipeline_by_level(const char *level) {
+    if (!strcmp(level, "-O0"))
+        return pipeline_o0;
+    if (!strcmp(level, "-O1"))
+        return pipeline_o1;
+    if (!strcmp(level, "-O2"))
+        return pipeline_o2;
+    return NULL;
+}
+
+/* ---- snapshots ----------------------------------------------------------------- */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static Step *new_step(Session *s, const char *name, PassLevel level) {
+    if (s->nsteps == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 32;
+        s->steps = realloc(s->steps, (size_t)s->cap * sizeof *s->steps);
+    }
+    Step *st = &s->steps[s->nsteps++];
+    memset(st, 0, sizeof *st);
+    st->name = strdup(name);
+    st->level = level;
+    return st;
+}
+
+static void snapshot(Session *s, Step *st) {
+    st->graph = module_clone(s->work);
+    StrBuf sb;
+    sb_init(&sb);
+    print_module(s->work, NULL, &sb);
+    st->text = sb_take(&sb);
+    Function *f = s->work->main;
+    st->nnodes = f->nnodes;
+    st->nconsts = f->nconsts;
+    for (Node *n = f->first; n; n = n->next)
+        st->kind_counts[n->kind]++;
+    if (s->nsteps > 1) {
+        const Step *prev = &s->steps[s->nsteps - 2];
+        DiffCounts dc = textdiff_count(prev->text, st->text);
+        st->lines_added = dc.added;
+        st->lines_removed = dc.removed;
+    }
+}
+
+static void free_step(Step *st) {
+    free((char *)st->name);
+    free(st->text);
+    module_destroy(st->graph);
+}
+
+/* ---- loading -------------------------------------------------------------------- */
+
+static char *read_all(const char *path, size_t *len, DiagList *d) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        diag_error(d, NULL, "cannot open '%s'", path);
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        diag_error(d, NULL, "cannot read '%s'", path);
+        free(buf);
+        fclose(f);
+        return NULL;
+    }
+    fclose(f);
+    buf[n] = 0;
+    *len = (size_t)n;
+    return buf;
+}
+
+static bool has_suffix(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+Session *session_open(const char *path, const SessionOptions *opt) {
+    Session *s = calloc(1, sizeof *s);
+    if (opt)
+        s->opt = *opt;
+    if (!s->opt.backend)
+        s->opt.backend = &interp_backend;
+    s->path = strdup(path);
+    diag_init(&s->diags, path);
+    double t0 = now();
+    if (has_suffix(path, ".hl")) {
+        size_t len;
+        char *text = read_all(path, &len, &s->diags);
+        if (text)
+            s->work = parse_module(text, len, path, &s->diags);
+        free(text);
+    } else {
+        ImportOptions io = {
+            .dims = s->opt.dims,
+            .ndims = s->opt.ndims,
+            .known = s->opt.known,
+            .nknown = s->opt.nknown,
+            .fold = interp_fold,
+            .max_memory = s->opt.max_memory,
+            .unsupported = &s->unsupported,
+        };
+        s->work = onnx_import_file(path, &io, &s->diags);
+    }
+    if (s->work) {
+        Step *st = new_step(s, "import", PASS_GRAPH);
+        st->changed = true;
+        st->seconds = now() - t0;
+        snapshot(s, st);
+    }
+    return s;
+}
+
+void session_free(Session *s) {
+    if (!s)
+        return;
+    for (int i = 0; i < s->nsteps; i++)
+        free_step(&s->steps[i]);
+    free(s->steps);
+    for (int i = 0; i < s->npipeline; i++)
+        free(s->pipeline[i]);
+    free(s->pipeline);
+    /* Snapshots share weights with the working modules: they go last. */
+    module_destroy(s->work);
+    for (int i = 0; i < s->nretired; i++)
+        module_destroy(s->retired[i]);
+    free(s->retired);
+    diag_free(&s->diags);
+    free(s->path);
+    free(s);
+}
+
+/* ---- pipeline ------------------------------------------------------------------- */
+
+static void unknown_pass(Session *s, const char *name) {
+    StrBuf sb;
+    sb_init(&sb);
+    for (int i = 0; i < pass_count(); i++)
+        sb_printf(&sb, "%s%s", i ? ", " : "", pass_at(i)->name);
+    diag_error(&s->diags, NULL, "unknown pass '%s'; the passes are: %s", name, sb_str(&sb));
+    sb_free(&sb);
+}
+
+static void clear_pipeline(Session *s) {
+    for (int i = 0; i < s->npipeline; i++)
+        free(s->pipeline[i]);
+    free(s->pipeline);
+    s->pipeline = NULL;
+    s->npipeline = s->next = 0;
+}
+
+bool session_set_pipeline(Session *s, const char *spec) {
+    const char *const *named = pipeline_by_level(spec);
+    char **names = NULL;
+    int n = 0;
+    if (named) {
+        for (; named[n]; n++)
+            ;
+        names = calloc((size_t)n + 1, sizeof *names);
+        for (int i = 0; i < n; i++)
+            names[i] = strdup(named[i]);
+    } else {
+        char *copy = strdup(spec), *save = NULL;
+        names = calloc(strlen(spec) / 2 + 2, sizeof *names);
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            if (!pass_find(tok)) {
+                unknown_pass(s, tok);
+                for (int i = 0; i < n; i++)
+                    free(names[i]);
+                free(names);
+                free(copy);
+                return false;
+            }
+            names[n++] = strdup(tok);
+        }
+        free(copy);
+    }
+    clear_pipeline(s);
+    s->pipeline = names;
+    s->npipeline = n;
+    /* Back to the import: the working graph restarts from its snapshot. The
+     * old working module is kept (retired), since snapshots share its weights. */
+    if (s->nsteps > 1 || (s->work && s->nsteps == 1 && s->npipeline_ran)) {
+        for (int i = 1; i < s->nsteps; i++)
+            free_step(&s->steps[i]);
+        s->nsteps = 1;
+        s->retired = realloc(s->retired, (size_t)(s->nretired + 1) * sizeof *s->retired);
+        s->retired[s->nretired++] = s->work;
+        s->work = module_clone(s->steps[0].graph);
+    }
+    s->npipeline_ran = false;
+    s->broken = false;
+    s->current = 0;
+    return true;
+}
+
+bool session_done(const Session *s) {
+    return !s->work || s->next >= s->npipeline;
+}
+
+bool session_step(Session *s) {
+    if (session_done(s))
+        return false;
+    if (s->nsteps && s->steps[s->nsteps - 1].failed)
+        return false;
+    const PassInfo *pi = pass_find(s->pipeline[s->next++]);
+    s->npipeline_ran = true;
+    Function *f = s->work->main;
+    PassContext ctx = {.d = &s->diags, .backend = s->opt.backend};
+    ctx.break_this_pass = s->opt.break_pass && !s->broken && !strcmp(s->opt.break_pass, pi->name);
+    int errors = s->diags.errors;
+    double t0 = now();
+    bool changed = pi->run(f, &ctx);
+    if (changed && ctx.break_this_pass && !ctx.broken)
+        pass_rewrote(&ctx, f, f->outputs[0]); /* a pass that removes, not rewrites */
+    s->broken |= ctx.broken;
+    double t1 = now();
+    Step *st = new_step(s, pi->name, pi->level);
+    st->changed = changed;
+    st->seconds = t1 - t0;
+    memcpy(st->stats, ctx.stats, sizeof ctx.stats);
+    st->nstats = ctx.nstats;
+    st->peak_before = ctx.peak_before;
+    st->peak_after = ctx.peak_after;
+    if (s->diags.errors > errors)
+        st->failed = true;
+    if (!st->failed && s->opt.verify_each) {
+        DiagList vd;
+        diag_init(&vd, s->path);
+        if (!verify_function(f, &vd)) {
+            st->failed = true;
+            diag_error(&s->diags, NULL, "pass '%s' broke the verifier:", pi->name);
+            diag_append(&s->diags, &vd);
+        }
+        diag_free(&vd);
+    }
+    if (st->failed) {
+        /* The step before stays printable; this one shows the broken graph. */
+        StrBuf sb;
+        sb_init(&sb);
+        print_module(s->work, NULL, &sb);
+        st->text = sb_take(&sb);
+        st->graph = NULL;
+        return false;
+    }
+    snapshot(s, st);
+    return true;
+}
+
+bool session_run(Session *s) {
+    while (!session_done(s))
+        if (!session_step(s))
+            return false;
+    return s->work != NULL;
+}

@@ -1,0 +1,78 @@
+/* The compilation session: a model, a pipeline, the snapshot each step
+ * leaves, and the current step. Every glowc command that compiles goes
+ * through it, and the explorer (REPL and TUI) is a viewer over its steps --
+ * it knows no pass by name.
+ *
+ * Step 0 is the import. Each later step runs one pass of the pipeline on the
+ * working graph and keeps a snapshot: the graph itself (a clone that shares
+ * the immutable weights), its text, node counts, lines added and removed
+ * against the previous step, the pass's statistics and its time. */
+#ifndef GLOWC_PASSES_SESSION_H
+#define GLOWC_PASSES_SESSION_H
+
+#include "backends/backend.h"
+#include "core/onnx/onnx.h"
+#include "passes/pass.h"
+
+typedef struct SessionOptions {
+    const DimBinding *dims;
+    int ndims;
+    const KnownInput *known;
+    int nknown;
+    uint64_t max_memory;
+    const char *break_pass; /* --break-pass */
+    bool verify_each;       /* run the verifier after every pass */
+    const Backend *backend; /* what lowering targets (default: interp) */
+} SessionOptions;
+
+typedef struct Step {
+    const char *name; /* "import" or the pass name */
+    PassLevel level;
+    bool changed;
+    bool failed;      /* the pass failed or broke the verifier */
+    Module *graph;    /* the graph after this step */
+    char *text;       /* its text IR */
+    int nnodes, nconsts;
+    int kind_counts[NK_COUNT];
+    int lines_added, lines_removed;
+    PassStat stats[32];
+    int nstats;
+    int64_t peak_before, peak_after; /* schedule only */
+    double seconds;
+} Step;
+
+typedef struct Session {
+    SessionOptions opt;
+    char *path;
+    bool unsupported; /* the import failed on an unsupported operator or type */
+    DiagList diags;   /* everything said while loading and running */
+    Module *work;     /* the graph being transformed (NULL if the import failed) */
+    Step *steps;
+    int nsteps, cap;
+    char **pipeline;  /* pass names still to run are pipeline[next ..] */
+    int npipeline, next;
+    bool broken;      /* --break-pass has struck */
+    bool npipeline_ran; /* a pass has run on `work` since the import */
+    Module **retired; /* earlier working graphs, whose weights snapshots share */
+    int nretired;
+    int current;      /* the step the explorer shows */
+} Session;
+
+/* Loads the model (.hl text or ONNX) as step 0. Returns a session even when
+ * the import fails (work == NULL, diags say why), so a viewer can show it. */
+Session *session_open(const char *path, const SessionOptions *opt);
+void session_free(Session *s);
+
+/* "-O0", "-O1", "-O2", or a comma-separated list of pass names. An unknown
+ * name is an error listing the known passes. Resets the steps after import. */
+bool session_set_pipeline(Session *s, const char *spec);
+/* Runs the next pass; false when there is none or it failed. */
+bool session_step(Session *s);
+/* Runs the rest of the pipeline; false if a pass failed. */
+bool session_run(Session *s);
+bool session_done(const Session *s);
+
+/* The pipelines by level, NULL-terminated. */
+const char *const *pipeline_by_level(const char *level);
+
+#endif

@@ -1,0 +1,162 @@
+/* Shared option parsing and input binding for the compiling subcommands. */
+#include "tui/args.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/npy.h"
+
+/* "--opt=value" or "--opt value": the value, advancing *i as needed. */
+static const char *option_value(const char *opt, int argc, char **argv, int *i) {
+    size_t n = strlen(opt);
+    const char *a = argv[*i];
+    if (strncmp(a, opt, n))
+        return NULL;
+    if (a[n] == '=')
+        return a + n + 1;
+    if (a[n] == 0 && *i + 1 < argc)
+        return argv[++*i];
+    return NULL;
+}
+
+bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagList *d) {
+    const char *a = argv[*i], *v;
+    *bad = false;
+    if (!strcmp(a, "-O0") || !strcmp(a, "-O1") || !strcmp(a, "-O2")) {
+        ca->pipeline = a;
+    } else if ((v = option_value("--passes", argc, argv, i))) {
+        ca->pipeline = v;
+    } else if ((v = option_value("--dim", argc, argv, i))) {
+        if (ca->ndims == MAX_CLI_INPUTS || !cli_parse_dim(v, &ca->dims[ca->ndims++], d))
+            *bad = true;
+    } else if ((v = option_value("--input", argc, argv, i))) {
+        const char *eq = strchr(v, '=');
+        if (!eq || eq == v || !eq[1] || ca->ninputs == MAX_CLI_INPUTS) {
+            diag_error(d, NULL, "--input expects NAME=FILE.npy, got '%s'", v);
+            *bad = true;
+        } else {
+            ca->input_names[ca->ninputs] = strndup(v, (size_t)(eq - v));
+            ca->input_files[ca->ninputs++] = eq + 1;
+        }
+    } else if ((v = option_value("--break-pass", argc, argv, i))) {
+        ca->break_pass = v;
+    } else if (!strcmp(a, "--verify-each")) {
+        ca->verify_each = true;
+    } else if ((v = option_value("--backend", argc, argv, i))) {
+        ca->backend = v;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+void args_free(CommonArgs *ca) {
+    for (int i = 0; i < ca->ninputs; i++)
+        free((char *)ca->input_names[i]);
+    for (int i = 0; i < ca->ndims; i++)
+        free((char *)ca->dims[i].name);
+}
+
+bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d) {
+    for (int i = 0; i < ca->ninputs; i++) {
+        size_t len;
+        char *buf = cli_read_file(ca->input_files[i], &len, d);
+        ca->input_values[i] = buf ? npy_read(buf, len, ca->input_files[i], a, d) : NULL;
+        free(buf);
+        if (!ca->input_values[i])
+            return false;
+    }
+    return true;
+}
+
+SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
+    for (int i = 0; i < ca->ninputs; i++)
+        known[i] = (KnownInput){ca->input_names[i], -1, ca->input_values[i]};
+    return (SessionOptions){
+        .dims = ca->dims,
+        .ndims = ca->ndims,
+        .known = known,
+        .nknown = ca->ninputs,
+        .break_pass = ca->break_pass,
+        .verify_each = ca->verify_each,
+        .backend = ca->backend ? backend_find(ca->backend) : NULL,
+    };
+}
+
+Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, DiagList *d) {
+    if (ca->backend && !backend_find(ca->backend)) {
+        diag_error(d, NULL, "unknown backend '%s' (known: interp)", ca->backend);
+        return NULL;
+    }
+    if (ca->break_pass && !pass_find(ca->break_pass)) {
+        diag_error(d, NULL, "--break-pass: unknown pass '%s' (see 'glowc passes')",
+                   ca->break_pass);
+        return NULL;
+    }
+    SessionOptions so = args_session_options(ca, known);
+    Session *s = session_open(ca->model, &so);
+    if (!s->work || !session_set_pipeline(s, ca->pipeline ? ca->pipeline : dflt)) {
+        diag_append(d, &s->diags);
+        session_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static uint64_t next_random(uint64_t *s) {
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+
+void args_fill_random(Tensor *t, uint64_t seed) {
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    int64_t n = tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t r = next_random(&s);
+        if (elem_is_float(t->type.elem))
+            tensor_set_f64(t, i, (double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+        else if (t->type.elem == ELEM_BOOL)
+            tensor_set_i64(t, i, (int64_t)(r >> 63));
+        else
+            tensor_set_i64(t, i, (int64_t)(r % 10));
+    }
+}
+
+Tensor **args_bind_inputs(const CommonArgs *ca, Function *f, Arena *a, bool announce,
+                          DiagList *d) {
+    Tensor **inputs = arena_alloc_array(a, (size_t)f->nparams + 1, sizeof(Tensor *));
+    bool used[MAX_CLI_INPUTS] = {0};
+    for (int p = 0; p < f->nparams; p++) {
+        const Node *param = f->params[p];
+        for (int i = 0; i < ca->ninputs; i++) {
+            if (strcmp(ca->input_names[i], param->name))
+                continue;
+            used[i] = true;
+            inputs[p] = ca->input_values[i];
+            if (!type_equal(&inputs[p]->type, &param->res[0].type)) {
+                char want[TYPE_STR_MAX], got[TYPE_STR_MAX];
+                diag_error(d, NULL, "--input %s: the model expects %s, the file holds %s",
+                           param->name, type_str(&param->res[0].type, want),
+                           type_str(&inputs[p]->type, got));
+            }
+        }
+        if (!inputs[p]) {
+            inputs[p] = tensor_new(a, &param->res[0].type);
+            args_fill_random(inputs[p], (uint64_t)p + 1);
+            if (announce) {
+                char b[TYPE_STR_MAX];
+                fprintf(stderr,
+                        "glowc: input '%s' (%s) not given: filled from the fixed-seed generator\n",
+                        param->name, type_str(&param->res[0].type, b));
+            }
+        }
+    }
+    for (int i = 0; i < ca->ninputs; i++)
+        if (!used[i])
+            diag_error(d, NULL, "--input %s: the model has no input of that name",
+                       ca->input_names[i]);
+    return diag_has_errors(d) ? NULL : inputs;
+}

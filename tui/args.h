@@ -1,0 +1,44 @@
+/* Options shared by the subcommands that compile: the pipeline (-O0/-O1/-O2
+ * or --passes), symbolic dimensions, inputs, debugging switches. */
+#ifndef GLOWC_TUI_ARGS_H
+#define GLOWC_TUI_ARGS_H
+
+#include "passes/session.h"
+#include "tui/cli.h"
+
+enum { MAX_CLI_INPUTS = 64 };
+
+typedef struct CommonArgs {
+    const char *model;
+    const char *pipeline; /* "-O0" .. "-O2" or a pass list; NULL: the command's default */
+    DimBinding dims[MAX_CLI_INPUTS];
+    int ndims;
+    const char *input_names[MAX_CLI_INPUTS];
+    const char *input_files[MAX_CLI_INPUTS];
+    Tensor *input_values[MAX_CLI_INPUTS];
+    int ninputs;
+    const char *break_pass;
+    bool verify_each;
+    const char *backend;
+} CommonArgs;
+
+/* Consumes argv[*i] (and its value) if it is a common option; false if not.
+ * Sets *bad (with a diagnostic) when the option is malformed. */
+bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagList *d);
+void args_free(CommonArgs *ca);
+/* Reads the --input files into `a`. */
+bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d);
+/* Session options from the arguments (known inputs in `known`). */
+SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known);
+/* Opens the session and sets its pipeline (default `dflt`); NULL after
+ * reporting when the model cannot be loaded. */
+Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, DiagList *d);
+/* One tensor per parameter of f: the given input, or the fixed-seed
+ * generator's (announced on stderr when `announce`). */
+Tensor **args_bind_inputs(const CommonArgs *ca, Function *f, Arena *a, bool announce,
+                          DiagList *d);
+/* Fills t with the fixed-seed generator: floats uniform in [-1, 1), integers
+ * in [0, 10), booleans fair. */
+void args_fill_random(Tensor *t, uint64_t seed);
+
+#endif

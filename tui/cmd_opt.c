@@ -1,0 +1,151 @@
+/* glowc opt: runs a pipeline over a model and prints the result as text IR;
+ * glowc passes: lists the passes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/print.h"
+#include "tui/args.h"
+
+typedef struct OptArgs {
+    bool print_after_all;
+    const char *print_after, *print_before;
+    bool time_passes, stats;
+} OptArgs;
+
+static void print_step_text(const Step *st) {
+    printf("// after %s\n", st->name);
+    fputs(st->text, stdout);
+}
+
+static void print_timing(const Session *s) {
+    double total = 0;
+    for (int i = 0; i < s->nsteps; i++)
+        total += s->steps[i].seconds;
+    fprintf(stderr, "===-------------------------------------------===\n");
+    fprintf(stderr, "  pass timing (total %.4f s)\n", total);
+    fprintf(stderr, "  %10s %7s  %s\n", "seconds", "share", "step");
+    for (int i = 0; i < s->nsteps; i++) {
+        const Step *st = &s->steps[i];
+        fprintf(stderr, "  %10.4f %6.1f%%  %s\n", st->seconds,
+                total > 0 ? 100 * st->seconds / total : 0, st->name);
+    }
+}
+
+static void print_stats(const Session *s) {
+    fprintf(stderr, "===-------------------------------------------===\n");
+    fprintf(stderr, "  pass statistics\n");
+    for (int i = 0; i < s->nsteps; i++) {
+        const Step *st = &s->steps[i];
+        if (i == 0) {
+            fprintf(stderr, "  %-16s %d nodes, %d constants\n", st->name, st->nnodes,
+                    st->nconsts);
+            continue;
+        }
+        fprintf(stderr, "  %-16s %s", st->name, st->changed ? "" : "no change");
+        for (int k = 0; k < st->nstats; k++)
+            fprintf(stderr, "%s%s %ld", k ? ", " : "", st->stats[k].name, st->stats[k].count);
+        if (st->changed)
+            fprintf(stderr, "%s(%d nodes, +%d -%d lines)", st->nstats ? "  " : "", st->nnodes,
+                    st->lines_added, st->lines_removed);
+        fputc('\n', stderr);
+        if (!strcmp(st->name, "schedule"))
+            fprintf(stderr, "  %-16s peak live bytes: given order %lld, chosen order %lld\n", "",
+                    (long long)st->peak_before, (long long)st->peak_after);
+    }
+}
+
+static void print_steps(const Session *s, const OptArgs *oa) {
+    for (int i = 1; i < s->nsteps; i++) {
+        const Step *st = &s->steps[i];
+        if (oa->print_before && !strcmp(oa->print_before, st->name)) {
+            printf("// before %s\n", st->name);
+            fputs(s->steps[i - 1].text, stdout);
+        }
+        bool after = oa->print_after_all || (oa->print_after && !strcmp(oa->print_after, st->name));
+        if (!after)
+            continue;
+        if (st->changed || st->failed)
+            print_step_text(st);
+        else
+            printf("// after %s: no change\n", st->name);
+    }
+}
+
+int cmd_opt(int argc, char **argv) {
+    DiagList d;
+    diag_init(&d, NULL);
+    CommonArgs ca = {0};
+    OptArgs oa = {0};
+    int status = 1;
+    for (int i = 1; i < argc; i++) {
+        bool bad;
+        const char *a = argv[i];
+        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
+            if (bad)
+                goto done;
+        } else if (!strcmp(a, "--print-after-all")) {
+            oa.print_after_all = true;
+        } else if (!strncmp(a, "--print-after=", 14)) {
+            oa.print_after = a + 14;
+        } else if (!strncmp(a, "--print-before=", 15)) {
+            oa.print_before = a + 15;
+        } else if (!strcmp(a, "--time-passes")) {
+            oa.time_passes = true;
+        } else if (!strcmp(a, "--stats")) {
+            oa.stats = true;
+        } else if (a[0] == '-' && a[1]) {
+            diag_error(&d, NULL, "opt: unknown option '%s'", a);
+            goto done;
+        } else if (!ca.model) {
+            ca.model = a;
+        } else {
+            diag_error(&d, NULL, "opt: more than one input given");
+            goto done;
+        }
+    }
+    if (!ca.model) {
+        diag_error(&d, NULL, "opt: no input given (a .onnx model or a .hl file)");
+        goto done;
+    }
+    KnownInput known[MAX_CLI_INPUTS];
+    Session *s = args_open_session(&ca, "-O2", known, &d);
+    if (!s)
+        goto done;
+    bool ok = session_run(s);
+    print_steps(s, &oa);
+    if (ok && !oa.print_after_all && !oa.print_after && !oa.print_before)
+        fputs(s->steps[s->nsteps - 1].text, stdout);
+    fflush(stdout);
+    if (oa.time_passes)
+        print_timing(s);
+    if (oa.stats)
+        print_stats(s);
+    diag_append(&d, &s->diags);
+    session_free(s);
+    status = ok ? 0 : 1;
+done:
+    cli_report(&d);
+    args_free(&ca);
+    diag_free(&d);
+    return status;
+}
+
+int cmd_passes(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    for (int i = 0; i < pass_count(); i++) {
+        const PassInfo *p = pass_at(i);
+        printf("%-16s %-9s %s\n", p->name, pass_level_name(p->level), p->description);
+    }
+    printf("\npipelines:\n");
+    const char *levels[] = {"-O0", "-O1", "-O2"};
+    for (int l = 0; l < 3; l++) {
+        const char *const *names = pipeline_by_level(levels[l]);
+        printf("  %s:", levels[l]);
+        for (int i = 0; names[i]; i++)
+            printf("%s%s", i ? "," : " ", names[i]);
+        printf("%s\n", names[0] ? "" : " (none: the imported graph as is)");
+    }
+    return 0;
+}
