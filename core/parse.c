@@ -540,6 +540,30 @@ static void parse_result_types(Parser *ps, Node *n, const char *at) {
         error_at(ps, at, "%d result types for %d results", count, n->nres);
 }
 
+/* A node's declared result types must be what the shape rules give; the
+ * first node that disagrees ends the parse, pointing at its operation. */
+static void check_node(Parser *ps, Node *n, const char *at) {
+    Type declared[64];
+    int k = n->nres < 64 ? n->nres : 64;
+    for (int i = 0; i < k; i++)
+        declared[i] = n->res[i].type;
+    DiagList scratch;
+    diag_init(&scratch, NULL);
+    bool ok = infer_node(n, &scratch);
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s", ok || !scratch.head ? "" : scratch.head->msg);
+    diag_free(&scratch);
+    if (!ok)
+        error_at(ps, at, "%s", msg);
+    for (int i = 0; i < k; i++) {
+        if (!type_equal(&declared[i], &n->res[i].type)) {
+            char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+            error_at(ps, at, "result %d declared %s but the operands give %s", i,
+                     type_str(&declared[i], a), type_str(&n->res[i].type, b));
+        }
+    }
+}
+
 static void parse_statement(Parser *ps) {
     Label l = parse_label(ps);
     int nres = 1;
@@ -590,6 +614,7 @@ static void parse_statement(Parser *ps) {
     const char *name = parse_loc(ps);
     n->name = name ? name : "";
     name_node(ps, n, &l);
+    check_node(ps, n, kat);
 }
 
 static void parse_params(Parser *ps) {
@@ -710,32 +735,6 @@ static void parse_function(Parser *ps) {
     assign_ids(ps);
 }
 
-/* After the syntax: every node's declared types must be what the shape rules
- * say. Reports every mismatching node, not only the first. */
-static bool check_types(Parser *ps) {
-    bool ok = true;
-    for (Node *n = ps->f->first; n; n = n->next) {
-        Type declared[256];
-        int k = n->nres < 256 ? n->nres : 256;
-        for (int i = 0; i < k; i++)
-            declared[i] = n->res[i].type;
-        if (!infer_node(n, ps->d)) {
-            ok = false;
-            continue;
-        }
-        for (int i = 0; i < k; i++) {
-            if (!type_equal(&declared[i], &n->res[i].type)) {
-                char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
-                node_error(ps->d, n, "result %d declared %s but the operands give %s", i,
-                           type_str(&declared[i], a), type_str(&n->res[i].type, b));
-                n->res[i].type = declared[i];
-                ok = false;
-            }
-        }
-    }
-    return ok;
-}
-
 Module *parse_module(const char *text, size_t len, const char *filename, DiagList *d) {
     Parser ps = {.text = text, .p = text, .end = text + len, .line = 1, .line_start = text, .d = d};
     if (memchr(text, 0, len)) {
@@ -762,11 +761,6 @@ Module *parse_module(const char *text, size_t len, const char *filename, DiagLis
     skip_ws(&ps);
     if (ps.p < ps.end)
         error_at(&ps, ps.p, "expected end of file after the function");
-    bool ok = check_types(&ps);
     arena_set_oom_handler(ps.m->arena, NULL);
-    if (!ok) {
-        module_destroy(ps.m);
-        return NULL;
-    }
     return ps.m;
 }

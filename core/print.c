@@ -57,8 +57,16 @@ static bool print_special(double v, StrBuf *out) {
 
 /* Integers print without exponent or point; other values get the fewest
  * significant digits that read back to the same bits. */
+/* Whole numbers of moderate size print as integers ("10", not "1e+01"). */
+static bool print_integral(double v, StrBuf *out) {
+    if (v != floor(v) || fabs(v) >= 1e15 || (v == 0 && signbit(v)))
+        return false;
+    sb_printf(out, "%.0f", v);
+    return true;
+}
+
 void print_f32(float v, StrBuf *out) {
-    if (print_special(v, out))
+    if (print_special(v, out) || print_integral(v, out))
         return;
     char buf[64];
     for (int p = 1; p <= 9; p++) {
@@ -70,7 +78,7 @@ void print_f32(float v, StrBuf *out) {
 }
 
 void print_f64(double v, StrBuf *out) {
-    if (print_special(v, out))
+    if (print_special(v, out) || print_integral(v, out))
         return;
     char buf[64];
     for (int p = 1; p <= 17; p++) {

@@ -117,7 +117,7 @@ static bool has_suffix(const char *s, const char *suffix) {
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
-Session *session_open(const char *path, const SessionOptions *opt) {
+static Session *session_new(const char *path, const SessionOptions *opt) {
     Session *s = calloc(1, sizeof *s);
     if (opt)
         s->opt = *opt;
@@ -125,6 +125,29 @@ Session *session_open(const char *path, const SessionOptions *opt) {
         s->opt.backend = &interp_backend;
     s->path = strdup(path);
     diag_init(&s->diags, path);
+    return s;
+}
+
+static void import_step(Session *s, double t0) {
+    if (!s->work)
+        return;
+    Step *st = new_step(s, "import", PASS_GRAPH);
+    st->changed = true;
+    st->seconds = now() - t0;
+    snapshot(s, st);
+}
+
+Session *session_open_text(const char *name, const char *text, size_t len,
+                           const SessionOptions *opt) {
+    Session *s = session_new(name, opt);
+    double t0 = now();
+    s->work = parse_module(text, len, name, &s->diags);
+    import_step(s, t0);
+    return s;
+}
+
+Session *session_open(const char *path, const SessionOptions *opt) {
+    Session *s = session_new(path, opt);
     double t0 = now();
     if (has_suffix(path, ".hl")) {
         size_t len;
@@ -144,12 +167,7 @@ Session *session_open(const char *path, const SessionOptions *opt) {
         };
         s->work = onnx_import_file(path, &io, &s->diags);
     }
-    if (s->work) {
-        Step *st = new_step(s, "import", PASS_GRAPH);
-        st->changed = true;
-        st->seconds = now() - t0;
-        snapshot(s, st);
-    }
+    import_step(s, t0);
     return s;
 }
 

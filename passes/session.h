@@ -61,6 +61,9 @@ typedef struct Session {
 /* Loads the model (.hl text or ONNX) as step 0. Returns a session even when
  * the import fails (work == NULL, diags say why), so a viewer can show it. */
 Session *session_open(const char *path, const SessionOptions *opt);
+/* The same from .hl text already in memory; `name` is used in messages. */
+Session *session_open_text(const char *name, const char *text, size_t len,
+                           const SessionOptions *opt);
 void session_free(Session *s);
 
 /* "-O0", "-O1", "-O2", or a comma-separated list of pass names. An unknown

@@ -71,17 +71,26 @@ bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d) {
 }
 
 SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
-    for (int i = 0; i < ca->ninputs; i++)
+    for (int i = 0; known && i < ca->ninputs; i++)
         known[i] = (KnownInput){ca->input_names[i], -1, ca->input_values[i]};
     return (SessionOptions){
         .dims = ca->dims,
         .ndims = ca->ndims,
         .known = known,
-        .nknown = ca->ninputs,
+        .nknown = known ? ca->ninputs : 0,
         .break_pass = ca->break_pass,
         .verify_each = ca->verify_each,
         .backend = ca->backend ? backend_find(ca->backend) : NULL,
     };
+}
+
+static Session *finish_open(Session *s, CommonArgs *ca, const char *dflt, DiagList *d) {
+    if (!s->work || !session_set_pipeline(s, ca->pipeline ? ca->pipeline : dflt)) {
+        diag_append(d, &s->diags);
+        session_free(s);
+        return NULL;
+    }
+    return s;
 }
 
 Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, DiagList *d) {
@@ -95,13 +104,42 @@ Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, 
         return NULL;
     }
     SessionOptions so = args_session_options(ca, known);
-    Session *s = session_open(ca->model, &so);
-    if (!s->work || !session_set_pipeline(s, ca->pipeline ? ca->pipeline : dflt)) {
-        diag_append(d, &s->diags);
-        session_free(s);
-        return NULL;
+    return finish_open(session_open(ca->model, &so), ca, dflt, d);
+}
+
+Session *args_open_session_text(CommonArgs *ca, const char *dflt, const char *text,
+                                DiagList *d) {
+    SessionOptions so = args_session_options(ca, NULL);
+    return finish_open(session_open_text(ca->model, text, strlen(text), &so), ca, dflt, d);
+}
+
+int args_split_chunks(const char *text, char ***chunks) {
+    int n = 0, cap = 8, line = 1, start_line = 1;
+    char **out = malloc((size_t)cap * sizeof *out);
+    const char *start = text;
+    for (const char *p = text;; line++) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        bool sep = len >= 8 && !strncmp(p, "// -----", 8);
+        if (sep || !e) {
+            const char *stop = sep ? p : p + len;
+            if (n == cap)
+                out = realloc(out, (size_t)(cap *= 2) * sizeof *out);
+            size_t body = (size_t)(stop - start);
+            char *c = malloc((size_t)(start_line - 1) + body + 1);
+            memset(c, '\n', (size_t)(start_line - 1));
+            memcpy(c + start_line - 1, start, body);
+            c[start_line - 1 + body] = 0;
+            out[n++] = c;
+            start = e ? e + 1 : p + len;
+            start_line = line + 1;
+        }
+        if (!e)
+            break;
+        p = e + 1;
     }
-    return s;
+    *chunks = out;
+    return n;
 }
 
 static uint64_t next_random(uint64_t *s) {

@@ -33,6 +33,13 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known);
 /* Opens the session and sets its pipeline (default `dflt`); NULL after
  * reporting when the model cannot be loaded. */
 Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, DiagList *d);
+/* Same, from .hl text (one chunk of --split-input-file). */
+Session *args_open_session_text(CommonArgs *ca, const char *dflt, const char *text,
+                                DiagList *d);
+/* --split-input-file: the parts of `text` between lines "// -----", each
+ * padded with blank lines so that line numbers stay those of the file.
+ * Returns the count; free each chunk and the array. */
+int args_split_chunks(const char *text, char ***chunks);
 /* One tensor per parameter of f: the given input, or the fixed-seed
  * generator's (announced on stderr when `announce`). */
 Tensor **args_bind_inputs(const CommonArgs *ca, Function *f, Arena *a, bool announce,

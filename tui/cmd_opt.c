@@ -72,11 +72,27 @@ static void print_steps(const Session *s, const OptArgs *oa) {
     }
 }
 
+static bool opt_one(Session *s, const OptArgs *oa, DiagList *d) {
+    bool ok = session_run(s);
+    print_steps(s, oa);
+    if (ok && !oa->print_after_all && !oa->print_after && !oa->print_before)
+        fputs(s->steps[s->nsteps - 1].text, stdout);
+    fflush(stdout);
+    if (oa->time_passes)
+        print_timing(s);
+    if (oa->stats)
+        print_stats(s);
+    diag_append(d, &s->diags);
+    session_free(s);
+    return ok;
+}
+
 int cmd_opt(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     CommonArgs ca = {0};
     OptArgs oa = {0};
+    bool split = false;
     int status = 1;
     for (int i = 1; i < argc; i++) {
         bool bad;
@@ -94,6 +110,8 @@ int cmd_opt(int argc, char **argv) {
             oa.time_passes = true;
         } else if (!strcmp(a, "--stats")) {
             oa.stats = true;
+        } else if (!strcmp(a, "--split-input-file")) {
+            split = true;
         } else if (a[0] == '-' && a[1]) {
             diag_error(&d, NULL, "opt: unknown option '%s'", a);
             goto done;
@@ -108,22 +126,32 @@ int cmd_opt(int argc, char **argv) {
         diag_error(&d, NULL, "opt: no input given (a .onnx model or a .hl file)");
         goto done;
     }
-    KnownInput known[MAX_CLI_INPUTS];
-    Session *s = args_open_session(&ca, "-O2", known, &d);
-    if (!s)
+    if (!split) {
+        KnownInput known[MAX_CLI_INPUTS];
+        Session *s = args_open_session(&ca, "-O2", known, &d);
+        status = s && opt_one(s, &oa, &d) ? 0 : 1;
         goto done;
-    bool ok = session_run(s);
-    print_steps(s, &oa);
-    if (ok && !oa.print_after_all && !oa.print_after && !oa.print_before)
-        fputs(s->steps[s->nsteps - 1].text, stdout);
-    fflush(stdout);
-    if (oa.time_passes)
-        print_timing(s);
-    if (oa.stats)
-        print_stats(s);
-    diag_append(&d, &s->diags);
-    session_free(s);
-    status = ok ? 0 : 1;
+    }
+    size_t len;
+    char *text = cli_read_file(ca.model, &len, &d);
+    if (!text)
+        goto done;
+    char **chunks;
+    int n = args_split_chunks(text, &chunks);
+    status = 0;
+    for (int i = 0; i < n; i++) {
+        if (i)
+            printf("// -----\n");
+        Session *s = args_open_session_text(&ca, "-O2", chunks[i], &d);
+        if (!s || !opt_one(s, &oa, &d))
+            status = 1;
+        fflush(stdout);
+        cli_report(&d); /* in order with the chunk's output */
+        diag_clear(&d);
+        free(chunks[i]);
+    }
+    free(chunks);
+    free(text);
 done:
     cli_report(&d);
     args_free(&ca);
