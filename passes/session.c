@@ -90,25 +90,33 @@ static void free_step(Step *st) {
 
 /* ---- loading -------------------------------------------------------------------- */
 
+/* The whole file; works for pipes too (no seeking). */
 static char *read_all(const char *path, size_t *len, DiagList *d) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         diag_error(d, NULL, "cannot open '%s'", path);
         return NULL;
     }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
+        n += got;
+        if (n == cap) {
+            char *nb = realloc(buf, (cap *= 2) + 1);
+            if (!nb)
+                free(buf);
+            buf = nb;
+        }
+    }
+    bool bad = !buf || ferror(f);
+    fclose(f);
+    if (bad) {
         diag_error(d, NULL, "cannot read '%s'", path);
         free(buf);
-        fclose(f);
         return NULL;
     }
-    fclose(f);
     buf[n] = 0;
-    *len = (size_t)n;
+    *len = n;
     return buf;
 }
 
@@ -149,7 +157,7 @@ Session *session_open_text(const char *name, const char *text, size_t len,
 Session *session_open(const char *path, const SessionOptions *opt) {
     Session *s = session_new(path, opt);
     double t0 = now();
-    if (has_suffix(path, ".hl")) {
+    if (has_suffix(path, ".hl") || !strcmp(path, "/dev/stdin")) {
         size_t len;
         char *text = read_all(path, &len, &s->diags);
         if (text)
