@@ -12,10 +12,14 @@ typedef struct Backend {
     const char *name;
     /* Does the backend run this node kind (with these attributes) itself? */
     bool (*is_native)(const Node *n);
+    /* Does it run the allocated low-level program (else the final graph)? */
+    bool runs_lir;
 } Backend;
 
-/* The reference interpreter's backend: the small native set after lowering. */
+/* The reference interpreter, on the graph and on the low-level program. */
 extern const Backend interp_backend;
+extern const Backend interp_lir_backend;
 const Backend *backend_find(const char *name);
+const char *backend_names(void); /* for messages */
 
 #endif

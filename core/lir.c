@@ -167,6 +167,22 @@ void lir_remove(LirProgram *p, LirInstr *i) {
     p->ninstrs--;
 }
 
+void lir_move_before(LirProgram *p, LirInstr *i, LirInstr *pos) {
+    if (i == pos)
+        return;
+    if (i->prev)
+        i->prev->next = i->next;
+    else
+        p->first = i->next;
+    if (i->next)
+        i->next->prev = i->prev;
+    else
+        p->last = i->prev;
+    i->prev = i->next = NULL;
+    p->ninstrs--;
+    link_before(p, pos, i);
+}
+
 void lir_replace_buf(LirProgram *p, LirBuf *from, LirBuf *to) {
     for (LirInstr *i = p->first; i; i = i->next)
         for (int j = 0; j < i->nops; j++)
@@ -304,4 +320,45 @@ Node *instr_as_node(LirProgram *p, const LirInstr *i, Arena *a) {
         n->ops[k] = v;
     }
     return n;
+}
+
+LirProgram *lir_clone(const LirProgram *src) {
+    LirProgram *p = lir_new(src->source);
+    p->text = src->text;
+    LirBuf **map = arena_alloc_array(p->arena, (size_t)src->next_id + 1, sizeof(LirBuf *));
+    for (int b = 0; b < src->nbufs; b++) {
+        const LirBuf *o = src->bufs[b];
+        LirBuf *c = new_buf(p, o->kind, o->name, &o->type);
+        *c = *o;
+        c->label = o->label ? arena_strdup(p->arena, o->label) : NULL;
+        c->name = arena_strdup(p->arena, o->name);
+        c->def = NULL;
+        map[o->id] = c;
+    }
+    for (int b = 0; b < p->nbufs; b++)
+        if (p->bufs[b]->base)
+            p->bufs[b]->base = map[p->bufs[b]->base->id];
+    for (const LirInstr *i = src->first; i; i = i->next) {
+        LirBuf *ops[256];
+        int n = i->nops < 256 ? i->nops : 256;
+        for (int k = 0; k < n; k++)
+            ops[k] = map[i->ops[k]->id];
+        LirInstr *c = lir_insert(p, NULL, i->kind, n, ops, i->roles);
+        instr_copy_attrs(p, c, i->attrs, i->nattrs);
+        c->name = arena_strdup(p->arena, i->name);
+        c->loc = i->loc;
+        c->index = i->index;
+        if (i->result) {
+            c->result = map[i->result->id];
+            c->result->def = c;
+        }
+    }
+    p->next_id = src->next_id;
+    p->allocated = src->allocated;
+    p->arena_bytes = src->arena_bytes;
+    p->const_bytes = src->const_bytes;
+    p->mutable_bytes = src->mutable_bytes;
+    p->lower_bound = src->lower_bound;
+    p->naive_bytes = src->naive_bytes;
+    return p;
 }

@@ -51,6 +51,7 @@ typedef struct LirBuf {
     int64_t offset;       /* LB_VIEW: element offset into base */
     LirInstr *def;        /* LB_ALLOC, LB_VIEW: the defining instruction */
     int64_t address;      /* after allocation: byte offset in its memory */
+    int live_first, live_last; /* after allocation: instruction indices */
     bool dead;
 } LirBuf;
 
@@ -82,6 +83,7 @@ struct LirProgram {
     /* After allocation: */
     bool allocated;
     int64_t arena_bytes, const_bytes, mutable_bytes;
+    int64_t lower_bound, naive_bytes; /* the plan's yardsticks */
 };
 
 /* Per-kind facts. */
@@ -94,6 +96,8 @@ bool instr_defines(InstrKind k);
 bool instr_allows_inplace(InstrKind k);
 
 LirProgram *lir_new(const char *source);
+/* A deep copy sharing the constant payloads (immutable, like the graph's). */
+LirProgram *lir_clone(const LirProgram *p);
 void lir_destroy(LirProgram *p);
 
 LirBuf *lir_add_weight(LirProgram *p, LirBufKind kind, const char *name, const Type *t,
@@ -106,6 +110,8 @@ LirBuf *lir_alloc(LirProgram *p, LirInstr *pos, const Type *t, const char *name)
 LirBuf *lir_view(LirProgram *p, LirInstr *pos, LirBuf *base, int64_t offset, const Type *t,
                  const char *name);
 void lir_remove(LirProgram *p, LirInstr *i);
+/* Moves a live instruction to just before pos (NULL: to the end). */
+void lir_move_before(LirProgram *p, LirInstr *i, LirInstr *pos);
 /* Every operand that is `from` becomes `to` (also as a view's base). */
 void lir_replace_buf(LirProgram *p, LirBuf *from, LirBuf *to);
 /* Sets index on every live instruction, 0.. in program order. */

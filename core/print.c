@@ -17,12 +17,13 @@ bool print_needs_quotes(const char *s) {
     return false;
 }
 
-static void print_name(const char *s, StrBuf *out) {
+void print_name(const char *s, StrBuf *out) {
     if (print_needs_quotes(s))
         sb_quote(out, s);
     else
         sb_append(out, s);
 }
+
 
 static void print_node_label(const Node *n, StrBuf *out) {
     sb_putc(out, '%');
@@ -109,8 +110,7 @@ void print_elem(const Tensor *t, int64_t i, StrBuf *out) {
     }
 }
 
-static void print_constant_data(const Node *n, const PrintOptions *opt, StrBuf *out) {
-    const Tensor *t = n->payload;
+void print_tensor_data(const Tensor *t, const PrintOptions *opt, StrBuf *out) {
     if (!t || !t->data) {
         sb_printf(out, "opaque<\"%016" PRIx64 "\">", t ? t->elided_hash : 0);
         return;
@@ -159,13 +159,16 @@ static void print_attr_value(const Attr *a, StrBuf *out) {
 
 /* Attributes in the table's order, so the text does not depend on the order
  * in which an importer or a pass happened to set them. */
-static void print_attrs(const Node *n, StrBuf *out) {
-    if (!n->nattrs)
+void print_attr_list(const Attr *attrs, int nattrs, const AttrKey *order, StrBuf *out) {
+    if (!nattrs)
         return;
     sb_append(out, " {");
     bool first = true;
-    for (const AttrKey *k = node_kind_attrs(n->kind); *k != AK_NONE; k++) {
-        const Attr *a = node_attr(n, *k);
+    for (const AttrKey *k = order; *k != AK_NONE; k++) {
+        const Attr *a = NULL;
+        for (int i = 0; i < nattrs && !a; i++)
+            if (attrs[i].key == *k)
+                a = &attrs[i];
         if (!a)
             continue;
         if (!first)
@@ -177,7 +180,7 @@ static void print_attrs(const Node *n, StrBuf *out) {
     sb_putc(out, '}');
 }
 
-static void print_loc(const Node *n, const PrintOptions *opt, StrBuf *out) {
+static void print_node_loc(const Node *n, const PrintOptions *opt, StrBuf *out) {
     if (opt->no_loc || !n->name || !n->name[0])
         return;
     if (n->label && !strcmp(n->label, n->name))
@@ -196,8 +199,8 @@ void print_node(const Node *n, const PrintOptions *opt, StrBuf *out) {
         sb_putc(out, ' ');
         print_type(&n->res[0].type, out);
         sb_putc(out, ' ');
-        print_constant_data(n, opt, out);
-        print_loc(n, opt, out);
+        print_tensor_data(n->payload, opt, out);
+        print_node_loc(n, opt, out);
         return;
     }
     sb_putc(out, '(');
@@ -207,7 +210,7 @@ void print_node(const Node *n, const PrintOptions *opt, StrBuf *out) {
         print_value_ref(n->ops[i], out);
     }
     sb_putc(out, ')');
-    print_attrs(n, out);
+    print_attr_list(n->attrs, n->nattrs, node_kind_attrs(n->kind), out);
     sb_append(out, " : ");
     if (n->nres != 1)
         sb_putc(out, '(');
@@ -218,7 +221,7 @@ void print_node(const Node *n, const PrintOptions *opt, StrBuf *out) {
     }
     if (n->nres != 1)
         sb_putc(out, ')');
-    print_loc(n, opt, out);
+    print_node_loc(n, opt, out);
 }
 
 void print_function(const Function *f, const PrintOptions *opt, StrBuf *out) {

@@ -40,5 +40,11 @@ void print_f64(double v, StrBuf *out);
 void print_elem(const Tensor *t, int64_t i, StrBuf *out);
 /* Does s need quotes to be a label or name? */
 bool print_needs_quotes(const char *s);
+/* s bare when it can be, quoted otherwise. */
+void print_name(const char *s, StrBuf *out);
+/* dense<[...]>, splat<v> or opaque<"hash">, as the constant's line shows it. */
+void print_tensor_data(const Tensor *t, const PrintOptions *opt, StrBuf *out);
+/* " {k=v ...}" in the order of `order` (AK_NONE-terminated); nothing if empty. */
+void print_attr_list(const Attr *attrs, int nattrs, const AttrKey *order, StrBuf *out);
 
 #endif

@@ -8,7 +8,9 @@
 #include "core/infer.h"
 
 static const PassInfo registry[] = {
-#define PASS(nm, level, fn, desc) {nm, level, fn, desc},
+#define PASS(nm, level, fn, desc) {nm, level, fn, NULL, desc},
+#define LIR_PASS(nm, fn, desc) {nm, PASS_LIR, NULL, fn, desc},
+#define IRGEN_PASS(nm, desc) {nm, PASS_LIR, NULL, NULL, desc},
 #include "passes/passes.def"
 };
 
@@ -71,6 +73,27 @@ void pass_rewrote(PassContext *ctx, Function *f, Value *v) {
     p->res[0].type = v->type;
     graph_replace_uses(f, v, &p->res[0]);
     p->ops[0] = v; /* replace_uses rewrote the perturbation's own operand */
+}
+
+void pass_break_lir(PassContext *ctx, LirProgram *p) {
+    if (!ctx->break_this_pass || ctx->broken)
+        return;
+    LirBuf *out = NULL;
+    for (int b = 0; b < p->nbufs && !out; b++)
+        if (p->bufs[b]->kind == LB_OUT && !p->bufs[b]->dead)
+            out = p->bufs[b];
+    if (!out)
+        return;
+    ctx->broken = true;
+    Type one = type_scalar(out->type.elem);
+    Tensor *t = tensor_new(p->arena, &one);
+    tensor_set_f64(t, 0, 1);
+    LirBuf *c = lir_add_weight(p, LB_CONST, "break-pass", &one, t);
+    c->address = p->const_bytes; /* outside the plan's blob: the interpreter reads the payload */
+    LirBuf *ops[3] = {out, out, c};
+    OperandRole roles[3] = {ROLE_OUT, ROLE_IN, ROLE_IN};
+    NodeKind k = out->type.elem == ELEM_BOOL ? NK_XOR : NK_ADD;
+    lir_insert(p, NULL, IK_OF_NODE(k), 3, ops, roles)->name = "break-pass";
 }
 
 int *pass_use_counts(Function *f) {

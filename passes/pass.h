@@ -11,6 +11,7 @@
 #include "backends/backend.h"
 #include "core/diag.h"
 #include "core/graph.h"
+#include "core/lir.h"
 
 typedef enum { PASS_GRAPH, PASS_LOWERING, PASS_SCHEDULE, PASS_LIR, PASS_CODEGEN } PassLevel;
 
@@ -30,18 +31,26 @@ typedef struct PassContext {
     bool broken;
     /* Peak live activation bytes before and after scheduling (schedule pass). */
     int64_t peak_before, peak_after;
+    /* The memory plan's figures (allocate pass). */
+    int64_t arena_bytes, lower_bound, naive_bytes;
 } PassContext;
 
 typedef bool (*GraphPassFn)(Function *f, PassContext *ctx);
+typedef bool (*LirPassFn)(LirProgram *p, PassContext *ctx);
 
+/* Graph passes have `run`, LIR passes `run_lir`; irgen, the step from one
+ * IR to the other, has neither (the session performs it). */
 typedef struct PassInfo {
     const char *name;
     PassLevel level;
     GraphPassFn run;
+    LirPassFn run_lir;
     const char *description;
 } PassInfo;
 
 #define PASS(nm, level, fn, desc) bool fn(Function *f, PassContext *ctx);
+#define LIR_PASS(nm, fn, desc) bool fn(LirProgram *p, PassContext *ctx);
+#define IRGEN_PASS(nm, desc)
 #include "passes/passes.def"
 
 const PassInfo *pass_find(const char *name);
@@ -55,6 +64,10 @@ void pass_stat(PassContext *ctx, const char *name, long n);
  * --break-pass for this pass, the value is perturbed once (a constant is
  * added to it), so that the miscompile is real and visible. */
 void pass_rewrote(PassContext *ctx, Function *f, Value *v);
+
+/* The low-level counterpart: adds 1 to the first output weight at the end
+ * of the program (a LIR pass that changed anything, under --break-pass). */
+void pass_break_lir(PassContext *ctx, LirProgram *p);
 
 /* Shared helpers for passes. */
 int *pass_use_counts(Function *f); /* malloc'd, by node id */

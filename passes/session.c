@@ -9,16 +9,19 @@
 #include "backends/interp/interp.h"
 #include "core/parse.h"
 #include "core/print.h"
+#include "core/lir_print.h"
+#include "core/lir_verify.h"
 #include "core/textdiff.h"
 #include "core/verify.h"
+#include "passes/irgen.h"
 
 /* ---- pipelines as data ------------------------------------------------------ */
 
 static const char *const pipeline_o0[] = {NULL};
 
 static const char *const pipeline_o1[] = {
-    "dce", "cse", "constfold", "noop-elim", "merge-reshapes", "dce", "lower", "dce", "schedule",
-    NULL,
+    "dce",   "cse",   "constfold",         "noop-elim", "merge-reshapes", "dce", "lower", "dce",
+    "schedule", "irgen", "shorten-lifetimes", "allocate", NULL,
 };
 
 /* Cleanups first, then the domain rewrites (each exposes work for the next:
@@ -30,7 +33,8 @@ static const char *const pipeline_o2[] = {
     "fold-batchnorm", "sink-transpose", "concat-slice", "fold-pad",     "fuse-matmul-add",
     "fuse-activation", "constfold", "cse",             "noop-elim",      "dce",
     "lower",       "constfold",    "cse",             "noop-elim",      "merge-reshapes",
-    "dce",         "schedule",     NULL,
+    "dce",         "schedule",     "irgen",           "copy-elim",      "share-buffers",
+    "dead-alloc",  "shorten-lifetimes", "peephole",   "allocate",       NULL,
 };
 
 const char *const *pipeline_by_level(const char *level) {
@@ -82,10 +86,34 @@ static void snapshot(Session *s, Step *st) {
     }
 }
 
+static void snapshot_lir(Session *s, Step *st) {
+    st->lir = lir_clone(s->lir);
+    StrBuf sb;
+    sb_init(&sb);
+    lir_print(s->lir, NULL, &sb);
+    st->lir_text = sb_take(&sb);
+    st->ninstrs = s->lir->ninstrs;
+    st->arena_bytes = s->lir->arena_bytes;
+    st->lower_bound = s->lir->lower_bound;
+    st->naive_bytes = s->lir->naive_bytes;
+    const Step *prev = s->nsteps > 1 ? &s->steps[s->nsteps - 2] : NULL;
+    if (prev) {
+        st->text = prev->text ? strdup(prev->text) : NULL;
+        st->nnodes = prev->nnodes;
+        st->nconsts = prev->nconsts;
+        memcpy(st->kind_counts, prev->kind_counts, sizeof st->kind_counts);
+        DiffCounts dc = textdiff_count(prev->lir_text ? prev->lir_text : "", st->lir_text);
+        st->lines_added = dc.added;
+        st->lines_removed = dc.removed;
+    }
+}
+
 static void free_step(Step *st) {
     free((char *)st->name);
     free(st->text);
+    free(st->lir_text);
     module_destroy(st->graph);
+    lir_destroy(st->lir);
 }
 
 /* ---- loading -------------------------------------------------------------------- */
@@ -157,6 +185,20 @@ Session *session_open_text(const char *name, const char *text, size_t len,
 Session *session_open(const char *path, const SessionOptions *opt) {
     Session *s = session_new(path, opt);
     double t0 = now();
+    if (has_suffix(path, ".lir")) {
+        size_t len;
+        char *text = read_all(path, &len, &s->diags);
+        s->lir = text ? lir_parse(text, len, path, &s->diags) : NULL;
+        free(text);
+        s->from_lir = true;
+        if (s->lir) {
+            Step *st = new_step(s, "import", PASS_LIR);
+            st->changed = true;
+            st->seconds = now() - t0;
+            snapshot_lir(s, st);
+        }
+        return s;
+    }
     if (has_suffix(path, ".hl") || !strcmp(path, "/dev/stdin")) {
         size_t len;
         char *text = read_all(path, &len, &s->diags);
@@ -189,6 +231,10 @@ void session_free(Session *s) {
         free(s->pipeline[i]);
     free(s->pipeline);
     /* Snapshots share weights with the working modules: they go last. */
+    lir_destroy(s->lir);
+    for (int i = 0; i < s->nretired_lir; i++)
+        lir_destroy(s->retired_lir[i]);
+    free(s->retired_lir);
     module_destroy(s->work);
     for (int i = 0; i < s->nretired; i++)
         module_destroy(s->retired[i]);
@@ -209,6 +255,30 @@ static void unknown_pass(Session *s, const char *name) {
     sb_free(&sb);
 }
 
+/* Graph passes come before irgen, LIR passes after it (a .lir input starts
+ * after it); irgen runs at most once. */
+static bool check_order(Session *s, char **names, int n) {
+    bool lir = s->from_lir;
+    for (int i = 0; i < n; i++) {
+        const PassInfo *pi = pass_find(names[i]);
+        bool is_irgen = !pi->run && !pi->run_lir;
+        const char *why = NULL;
+        if (is_irgen && lir)
+            why = s->from_lir ? "the input is already low-level IR" : "irgen has already run";
+        else if (pi->run_lir && !lir)
+            why = "it works on the low-level IR: put irgen before it";
+        else if (pi->run && lir)
+            why = "it works on the graph, which irgen has already left behind";
+        if (why) {
+            diag_error(&s->diags, NULL, "pass '%s' cannot run at position %d: %s", names[i], i + 1,
+                       why);
+            return false;
+        }
+        lir |= is_irgen;
+    }
+    return true;
+}
+
 static void clear_pipeline(Session *s) {
     for (int i = 0; i < s->npipeline; i++)
         free(s->pipeline[i]);
@@ -222,11 +292,14 @@ bool session_set_pipeline(Session *s, const char *spec) {
     char **names = NULL;
     int n = 0;
     if (named) {
-        for (; named[n]; n++)
-            ;
-        names = calloc((size_t)n + 1, sizeof *names);
-        for (int i = 0; i < n; i++)
-            names[i] = strdup(named[i]);
+        /* A low-level input takes the level's passes after irgen. */
+        int from = 0;
+        for (int i = 0; s->from_lir && named[i]; i++)
+            if (!strcmp(named[i], "irgen"))
+                from = i + 1;
+        names = calloc(32 + 1, sizeof *names);
+        for (int i = from; named[i]; i++)
+            names[n++] = strdup(named[i]);
     } else {
         char *copy = strdup(spec), *save = NULL;
         names = calloc(strlen(spec) / 2 + 2, sizeof *names);
@@ -243,18 +316,32 @@ bool session_set_pipeline(Session *s, const char *spec) {
         }
         free(copy);
     }
+    if (!check_order(s, names, n)) {
+        for (int i = 0; i < n; i++)
+            free(names[i]);
+        free(names);
+        return false;
+    }
     clear_pipeline(s);
     s->pipeline = names;
     s->npipeline = n;
     /* Back to the import: the working graph restarts from its snapshot. The
      * old working module is kept (retired), since snapshots share its weights. */
-    if (s->nsteps > 1 || (s->work && s->nsteps == 1 && s->npipeline_ran)) {
+    if (s->nsteps > 1 || (s->nsteps == 1 && s->npipeline_ran)) {
         for (int i = 1; i < s->nsteps; i++)
             free_step(&s->steps[i]);
         s->nsteps = 1;
-        s->retired = realloc(s->retired, (size_t)(s->nretired + 1) * sizeof *s->retired);
-        s->retired[s->nretired++] = s->work;
-        s->work = module_clone(s->steps[0].graph);
+        if (s->lir) {
+            s->retired_lir = realloc(s->retired_lir,
+                                     (size_t)(s->nretired_lir + 1) * sizeof *s->retired_lir);
+            s->retired_lir[s->nretired_lir++] = s->lir;
+            s->lir = s->from_lir ? lir_clone(s->steps[0].lir) : NULL;
+        }
+        if (s->work) {
+            s->retired = realloc(s->retired, (size_t)(s->nretired + 1) * sizeof *s->retired);
+            s->retired[s->nretired++] = s->work;
+            s->work = module_clone(s->steps[0].graph);
+        }
     }
     s->npipeline_ran = false;
     s->broken = false;
@@ -263,7 +350,40 @@ bool session_set_pipeline(Session *s, const char *spec) {
 }
 
 bool session_done(const Session *s) {
-    return !s->work || s->next >= s->npipeline;
+    return (!s->work && !s->lir) || s->next >= s->npipeline;
+}
+
+/* Runs one pass on the working IR; true if it changed it. */
+static bool run_pass(Session *s, const PassInfo *pi, PassContext *ctx) {
+    if (!pi->run && !pi->run_lir) {
+        s->lir = irgen(s->work->main, &s->diags);
+        if (s->lir)
+            pass_break_lir(ctx, s->lir);
+        return s->lir != NULL;
+    }
+    if (pi->run_lir) {
+        bool changed = pi->run_lir(s->lir, ctx);
+        if (changed)
+            pass_break_lir(ctx, s->lir);
+        return changed;
+    }
+    Function *f = s->work->main;
+    bool changed = pi->run(f, ctx);
+    if (changed && ctx->break_this_pass && !ctx->broken)
+        pass_rewrote(ctx, f, f->outputs[0]); /* a pass that removes, not rewrites */
+    return changed;
+}
+
+static bool verify_step(Session *s, const PassInfo *pi) {
+    DiagList vd;
+    diag_init(&vd, s->path);
+    bool ok = pi->level == PASS_LIR ? lir_verify(s->lir, &vd) : verify_function(s->work->main, &vd);
+    if (!ok) {
+        diag_error(&s->diags, NULL, "pass '%s' broke the verifier:", pi->name);
+        diag_append(&s->diags, &vd);
+    }
+    diag_free(&vd);
+    return ok;
 }
 
 bool session_step(Session *s) {
@@ -273,14 +393,11 @@ bool session_step(Session *s) {
         return false;
     const PassInfo *pi = pass_find(s->pipeline[s->next++]);
     s->npipeline_ran = true;
-    Function *f = s->work->main;
     PassContext ctx = {.d = &s->diags, .backend = s->opt.backend};
     ctx.break_this_pass = s->opt.break_pass && !s->broken && !strcmp(s->opt.break_pass, pi->name);
     int errors = s->diags.errors;
     double t0 = now();
-    bool changed = pi->run(f, &ctx);
-    if (changed && ctx.break_this_pass && !ctx.broken)
-        pass_rewrote(&ctx, f, f->outputs[0]); /* a pass that removes, not rewrites */
+    bool changed = run_pass(s, pi, &ctx);
     s->broken |= ctx.broken;
     double t1 = now();
     Step *st = new_step(s, pi->name, pi->level);
@@ -290,28 +407,27 @@ bool session_step(Session *s) {
     st->nstats = ctx.nstats;
     st->peak_before = ctx.peak_before;
     st->peak_after = ctx.peak_after;
-    if (s->diags.errors > errors)
+    st->failed = s->diags.errors > errors || (pi->level == PASS_LIR && !s->lir);
+    if (!st->failed && s->opt.verify_each && !verify_step(s, pi))
         st->failed = true;
-    if (!st->failed && s->opt.verify_each) {
-        DiagList vd;
-        diag_init(&vd, s->path);
-        if (!verify_function(f, &vd)) {
-            st->failed = true;
-            diag_error(&s->diags, NULL, "pass '%s' broke the verifier:", pi->name);
-            diag_append(&s->diags, &vd);
-        }
-        diag_free(&vd);
-    }
     if (st->failed) {
-        /* The step before stays printable; this one shows the broken graph. */
+        /* The step before stays printable; this one shows the broken IR. */
         StrBuf sb;
         sb_init(&sb);
-        print_module(s->work, NULL, &sb);
-        st->text = sb_take(&sb);
-        st->graph = NULL;
+        if (pi->level == PASS_LIR && s->lir) {
+            lir_print(s->lir, NULL, &sb);
+            st->lir_text = sb_take(&sb);
+        } else if (s->work) {
+            print_module(s->work, NULL, &sb);
+            st->text = sb_take(&sb);
+        }
+        sb_free(&sb);
         return false;
     }
-    snapshot(s, st);
+    if (pi->level == PASS_LIR)
+        snapshot_lir(s, st);
+    else
+        snapshot(s, st);
     return true;
 }
 
@@ -319,5 +435,102 @@ bool session_run(Session *s) {
     while (!session_done(s))
         if (!session_step(s))
             return false;
-    return s->work != NULL;
+    return s->work != NULL || s->lir != NULL;
+}
+
+bool session_append_pipeline(Session *s, const char *spec) {
+    char *copy = strdup(spec), *save = NULL;
+    int n = s->npipeline;
+    char **names = calloc((size_t)n + strlen(spec) / 2 + 2, sizeof *names);
+    for (int i = 0; i < n; i++)
+        names[i] = strdup(s->pipeline[i]);
+    int total = n;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (!pass_find(tok)) {
+            unknown_pass(s, tok);
+            total = -1;
+            break;
+        }
+        names[total++] = strdup(tok);
+    }
+    free(copy);
+    bool ok = total >= 0 && check_order(s, names, total);
+    if (ok) {
+        for (int i = 0; i < s->npipeline; i++)
+            free(s->pipeline[i]);
+        free(s->pipeline);
+        s->pipeline = names;
+        s->npipeline = total;
+    } else {
+        for (int i = 0; i < (total > 0 ? total : n); i++)
+            free(names[i]);
+        free(names);
+    }
+    return ok;
+}
+
+bool session_want_lir(Session *s) {
+    bool has_irgen = s->from_lir, has_alloc = false;
+    for (int i = 0; i < s->npipeline; i++) {
+        const PassInfo *pi = pass_find(s->pipeline[i]);
+        has_irgen |= !pi->run && !pi->run_lir;
+        has_alloc = pi->run_lir == lir_allocate; /* the last LIR pass must be allocate */
+    }
+    if (!has_irgen)
+        return session_append_pipeline(s, "irgen,shorten-lifetimes,allocate");
+    if (!has_alloc)
+        return session_append_pipeline(s, "allocate");
+    return true;
+}
+
+bool session_execute(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                     DiagList *d) {
+    if (s->opt.backend->runs_lir) {
+        if (!s->lir) {
+            diag_error(d, NULL, "backend %s needs the low-level program", s->opt.backend->name);
+            return false;
+        }
+        return interp_run_lir(s->lir, inputs, outputs, a, d);
+    }
+    if (!s->work) {
+        diag_error(d, NULL, "backend %s runs a graph; the input was low-level IR",
+                   s->opt.backend->name);
+        return false;
+    }
+    return interp_run(s->work->main, inputs, outputs, a, d, NULL, NULL);
+}
+
+/* The k-th weight of a kind in a program, in declaration order. */
+static const LirBuf *nth_weight(const LirProgram *p, LirBufKind kind, int k) {
+    for (int b = 0; b < p->nbufs; b++)
+        if (p->bufs[b]->kind == kind && !p->bufs[b]->dead && k-- == 0)
+            return p->bufs[b];
+    return NULL;
+}
+
+static int count_weights(const LirProgram *p, LirBufKind kind) {
+    int n = 0;
+    for (int b = 0; b < p->nbufs; b++)
+        n += p->bufs[b]->kind == kind && !p->bufs[b]->dead;
+    return n;
+}
+
+int session_ninputs(const Session *s) {
+    return s->work ? s->work->main->nparams : s->lir ? count_weights(s->lir, LB_IN) : 0;
+}
+
+const char *session_input_name(const Session *s, int i) {
+    return s->work ? s->work->main->params[i]->name : nth_weight(s->lir, LB_IN, i)->name;
+}
+
+const Type *session_input_type(const Session *s, int i) {
+    return s->work ? &s->work->main->params[i]->res[0].type : &nth_weight(s->lir, LB_IN, i)->type;
+}
+
+int session_noutputs(const Session *s) {
+    return s->work ? s->work->main->noutputs : s->lir ? count_weights(s->lir, LB_OUT) : 0;
+}
+
+const char *session_output_name(const Session *s, int i) {
+    return s->work ? s->work->main->output_names[i] : nth_weight(s->lir, LB_OUT, i)->name;
 }

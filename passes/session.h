@@ -30,8 +30,12 @@ typedef struct Step {
     PassLevel level;
     bool changed;
     bool failed;      /* the pass failed or broke the verifier */
-    Module *graph;    /* the graph after this step */
-    char *text;       /* its text IR */
+    Module *graph;    /* the graph after this step (graph steps only) */
+    char *text;       /* the graph's text IR (LIR steps: the graph irgen saw) */
+    LirProgram *lir;  /* the low-level program after this step (from irgen on) */
+    char *lir_text;
+    int ninstrs;
+    int64_t arena_bytes, lower_bound, naive_bytes; /* allocate */
     int nnodes, nconsts;
     int kind_counts[NK_COUNT];
     int lines_added, lines_removed;
@@ -47,6 +51,8 @@ typedef struct Session {
     bool unsupported; /* the import failed on an unsupported operator or type */
     DiagList diags;   /* everything said while loading and running */
     Module *work;     /* the graph being transformed (NULL if the import failed) */
+    LirProgram *lir;  /* the low-level program, once irgen has run */
+    bool from_lir;    /* the input was a .lir file */
     Step *steps;
     int nsteps, cap;
     char **pipeline;  /* pass names still to run are pipeline[next ..] */
@@ -55,10 +61,12 @@ typedef struct Session {
     bool npipeline_ran; /* a pass has run on `work` since the import */
     Module **retired; /* earlier working graphs, whose weights snapshots share */
     int nretired;
+    LirProgram **retired_lir;
+    int nretired_lir;
     int current;      /* the step the explorer shows */
 } Session;
 
-/* Loads the model (.hl text or ONNX) as step 0. Returns a session even when
+/* Loads the model (.hl or .lir text, or ONNX) as step 0. Returns a session even when
  * the import fails (work == NULL, diags say why), so a viewer can show it. */
 Session *session_open(const char *path, const SessionOptions *opt);
 /* The same from .hl text already in memory; `name` is used in messages. */
@@ -74,6 +82,24 @@ bool session_step(Session *s);
 /* Runs the rest of the pipeline; false if a pass failed. */
 bool session_run(Session *s);
 bool session_done(const Session *s);
+
+/* The compiled model's inputs and outputs, in order (graph parameters and
+ * outputs, or the program's mutable weights for a .lir input). */
+int session_ninputs(const Session *s);
+const char *session_input_name(const Session *s, int i);
+const Type *session_input_type(const Session *s, int i);
+int session_noutputs(const Session *s);
+const char *session_output_name(const Session *s, int i);
+
+/* Appends passes to the pipeline (a comma-separated list). */
+bool session_append_pipeline(Session *s, const char *spec);
+/* Makes sure the pipeline ends with an allocated low-level program, adding
+ * irgen and allocate when it does not. */
+bool session_want_lir(Session *s);
+/* Runs the compiled model on the session's backend: the final graph on the
+ * interpreter, or the allocated program on interp-lir. Outputs go to `a`. */
+bool session_execute(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                     DiagList *d);
 
 /* The pipelines by level, NULL-terminated. */
 const char *const *pipeline_by_level(const char *level);

@@ -85,7 +85,17 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
 }
 
 static Session *finish_open(Session *s, CommonArgs *ca, const char *dflt, DiagList *d) {
-    if (!s->work || !session_set_pipeline(s, ca->pipeline ? ca->pipeline : dflt)) {
+    if (!s->work && !s->lir) {
+        diag_append(d, &s->diags);
+        session_free(s);
+        return NULL;
+    }
+    if (!ca->pipeline && s->from_lir)
+        dflt = ""; /* no graph pipeline for low-level input */
+    bool ok = session_set_pipeline(s, ca->pipeline ? ca->pipeline : dflt);
+    if (ok && s->opt.backend->runs_lir)
+        ok = session_want_lir(s);
+    if (!ok) {
         diag_append(d, &s->diags);
         session_free(s);
         return NULL;
@@ -95,7 +105,7 @@ static Session *finish_open(Session *s, CommonArgs *ca, const char *dflt, DiagLi
 
 Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, DiagList *d) {
     if (ca->backend && !backend_find(ca->backend)) {
-        diag_error(d, NULL, "unknown backend '%s' (known: interp)", ca->backend);
+        diag_error(d, NULL, "unknown backend '%s' (known: %s)", ca->backend, backend_names());
         return NULL;
     }
     if (ca->break_pass && !pass_find(ca->break_pass)) {
@@ -163,32 +173,33 @@ void args_fill_random(Tensor *t, uint64_t seed) {
     }
 }
 
-Tensor **args_bind_inputs(const CommonArgs *ca, Function *f, Arena *a, bool announce,
+Tensor **args_bind_inputs(const CommonArgs *ca, const Session *s, Arena *a, bool announce,
                           DiagList *d) {
-    Tensor **inputs = arena_alloc_array(a, (size_t)f->nparams + 1, sizeof(Tensor *));
+    int n = session_ninputs(s);
+    Tensor **inputs = arena_alloc_array(a, (size_t)n + 1, sizeof(Tensor *));
     bool used[MAX_CLI_INPUTS] = {0};
-    for (int p = 0; p < f->nparams; p++) {
-        const Node *param = f->params[p];
+    for (int p = 0; p < n; p++) {
+        const char *name = session_input_name(s, p);
+        const Type *type = session_input_type(s, p);
         for (int i = 0; i < ca->ninputs; i++) {
-            if (strcmp(ca->input_names[i], param->name))
+            if (strcmp(ca->input_names[i], name))
                 continue;
             used[i] = true;
             inputs[p] = ca->input_values[i];
-            if (!type_equal(&inputs[p]->type, &param->res[0].type)) {
+            if (!type_equal(&inputs[p]->type, type)) {
                 char want[TYPE_STR_MAX], got[TYPE_STR_MAX];
-                diag_error(d, NULL, "--input %s: the model expects %s, the file holds %s",
-                           param->name, type_str(&param->res[0].type, want),
-                           type_str(&inputs[p]->type, got));
+                diag_error(d, NULL, "--input %s: the model expects %s, the file holds %s", name,
+                           type_str(type, want), type_str(&inputs[p]->type, got));
             }
         }
         if (!inputs[p]) {
-            inputs[p] = tensor_new(a, &param->res[0].type);
+            inputs[p] = tensor_new(a, type);
             args_fill_random(inputs[p], (uint64_t)p + 1);
             if (announce) {
                 char b[TYPE_STR_MAX];
                 fprintf(stderr,
                         "glowc: input '%s' (%s) not given: filled from the fixed-seed generator\n",
-                        param->name, type_str(&param->res[0].type, b));
+                        name, type_str(type, b));
             }
         }
     }

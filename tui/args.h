@@ -42,7 +42,7 @@ Session *args_open_session_text(CommonArgs *ca, const char *dflt, const char *te
 int args_split_chunks(const char *text, char ***chunks);
 /* One tensor per parameter of f: the given input, or the fixed-seed
  * generator's (announced on stderr when `announce`). */
-Tensor **args_bind_inputs(const CommonArgs *ca, Function *f, Arena *a, bool announce,
+Tensor **args_bind_inputs(const CommonArgs *ca, const Session *s, Arena *a, bool announce,
                           DiagList *d);
 /* Fills t with the fixed-seed generator: floats uniform in [-1, 1), integers
  * in [0, 10), booleans fair. */

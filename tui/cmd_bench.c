@@ -30,14 +30,14 @@ static int bench(CommonArgs *ca, int iters, DiagList *d) {
     double compile_ms = now_ms() - t0;
     if (s && !ok)
         diag_append(d, &s->diags);
-    Function *f = ok ? s->work->main : NULL;
-    Tensor **inputs = ok ? args_bind_inputs(ca, f, a, false, d) : NULL;
+    Tensor **inputs = ok ? args_bind_inputs(ca, s, a, false, d) : NULL;
     double *times = calloc((size_t)iters + 1, sizeof *times);
     for (int i = -1; inputs && i < iters; i++) { /* i = -1: the warm-up */
         Arena *run = arena_new();
-        Tensor **outputs = arena_alloc_array(run, (size_t)f->noutputs + 1, sizeof(Tensor *));
+        Tensor **outputs =
+            arena_alloc_array(run, (size_t)session_noutputs(s) + 1, sizeof(Tensor *));
         double start = now_ms();
-        bool ran = interp_run(f, inputs, outputs, run, d, NULL, NULL);
+        bool ran = session_execute(s, inputs, outputs, run, d);
         double ms = now_ms() - start;
         arena_destroy(run);
         if (!ran)
@@ -48,8 +48,8 @@ static int bench(CommonArgs *ca, int iters, DiagList *d) {
     if (inputs) {
         qsort(times, (size_t)iters, sizeof *times, cmp_double);
         double median = iters % 2 ? times[iters / 2] : (times[iters / 2 - 1] + times[iters / 2]) / 2;
-        printf("%s: %s backend, pipeline %s, compile %.1f ms, %d nodes\n", ca->model, "interp",
-               ca->pipeline ? ca->pipeline : "-O2", compile_ms, f->nnodes);
+        printf("%s: %s backend, pipeline %s, compile %.1f ms\n", ca->model,
+               s->opt.backend->name, ca->pipeline ? ca->pipeline : "-O2", compile_ms);
         printf("median %.3f ms, min %.3f ms\n", median, times[0]);
         status = 0;
     }
@@ -84,8 +84,6 @@ int cmd_bench(int argc, char **argv) {
     }
     if (iters < 1 || iters > 100000)
         diag_error(&d, NULL, "bench: --iters must be between 1 and 100000");
-    else if (ca.backend && strcmp(ca.backend, "interp"))
-        diag_error(&d, NULL, "bench: backend '%s' is not available (known: interp)", ca.backend);
     else if (!ca.model)
         diag_error(&d, NULL, "bench: no model given");
     else

@@ -45,8 +45,10 @@ static Verdict judge(Function *f, Tensor **got, Tensor **want, const Tolerance *
 static void show_change(const Session *s, int step) {
     StrBuf sb;
     sb_init(&sb);
-    textdiff_unified(s->steps[step - 1].text, s->steps[step].text, s->steps[step - 1].name,
-                     s->steps[step].name, 1, &sb);
+    const Step *a = &s->steps[step - 1], *b = &s->steps[step];
+    bool lir = b->lir_text != NULL;
+    textdiff_unified(lir ? (a->lir_text ? a->lir_text : "") : a->text ? a->text : "",
+                     lir ? b->lir_text : b->text ? b->text : "", a->name, b->name, 1, &sb);
     printf("what %s changed:\n", s->steps[step].name);
     int lines = 0;
     for (const char *p = sb_str(&sb); *p && lines < 60; lines++) {
@@ -67,8 +69,12 @@ static int bisect(CommonArgs *ca, const Tolerance *tol, DiagList *d) {
     int status = 1;
     if (!s)
         goto done;
+    if (!s->steps[0].graph) {
+        diag_error(d, NULL, "bisect needs a graph (an .onnx or .hl model)");
+        goto done;
+    }
     Function *f0 = s->steps[0].graph->main;
-    Tensor **inputs = args_bind_inputs(ca, f0, a, true, d);
+    Tensor **inputs = args_bind_inputs(ca, s, a, true, d);
     Tensor **ref = arena_alloc_array(a, (size_t)f0->noutputs + 1, sizeof(Tensor *));
     if (!inputs || !interp_run(f0, inputs, ref, a, d, NULL, NULL))
         goto done;
@@ -91,7 +97,19 @@ static int bisect(CommonArgs *ca, const Tolerance *tol, DiagList *d) {
         Tensor **got = arena_alloc_array(a, (size_t)f0->noutputs + 1, sizeof(Tensor *));
         DiagList rd;
         diag_init(&rd, s->path);
-        bool ran_ok = interp_run(st->graph->main, inputs, got, a, &rd, NULL, NULL);
+        /* Graph steps run on the interpreter; a low-level step runs on a copy
+         * of its program given a memory plan, if it has none yet. */
+        bool ran_ok;
+        if (st->graph) {
+            ran_ok = interp_run(st->graph->main, inputs, got, a, &rd, NULL, NULL);
+        } else {
+            LirProgram *lp = lir_clone(st->lir);
+            PassContext pc = {.d = &rd};
+            if (!lp->allocated)
+                lir_allocate(lp, &pc);
+            ran_ok = interp_run_lir(lp, inputs, got, a, &rd);
+            lir_destroy(lp);
+        }
         if (!ran_ok) {
             printf("FIRST BAD PASS: %s (step %d): the graph no longer runs\n", st->name, k);
             diag_append(d, &rd);
@@ -100,14 +118,14 @@ static int bisect(CommonArgs *ca, const Tolerance *tol, DiagList *d) {
             goto done;
         }
         diag_free(&rd);
-        Verdict v = judge(st->graph->main, got, ref, tol);
+        Verdict v = judge(f0, got, ref, tol);
         if (v.diff.max_abs > max_seen)
             max_seen = v.diff.max_abs;
         if (v.ok) {
             printf("  %-3d %-16s ok (max abs diff %.3g)\n", k, st->name, v.diff.max_abs);
             continue;
         }
-        const char *out = st->graph->main->output_names[v.output];
+        const char *out = f0->output_names[v.output];
         printf("FIRST BAD PASS: %s (step %d)\n", st->name, k);
         if (!v.diff.same_type)
             printf("  output '%s' changed type\n", out);

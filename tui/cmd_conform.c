@@ -21,6 +21,7 @@
 
 typedef struct ConformOptions {
     const char *pipeline;
+    const Backend *backend;
     double rtol, atol;
     int jobs;
     int timeout_s;
@@ -151,10 +152,12 @@ static ResultKind run_data_set(const char *test, const char *set, const ConformO
     KnownInput known[MAX_IO];
     for (int i = 0; i < nin; i++)
         known[i] = (KnownInput){in_names[i][0] ? in_names[i] : NULL, i, ins[i]};
-    SessionOptions so = {.known = known, .nknown = nin, .verify_each = o->verify_each};
+    SessionOptions so = {.known = known, .nknown = nin, .verify_each = o->verify_each,
+                         .backend = o->backend};
     s = session_open(model, &so);
     free(model);
-    if (!s->work || !session_set_pipeline(s, o->pipeline) || !session_run(s)) {
+    if (!s->work || !session_set_pipeline(s, o->pipeline) ||
+        (o->backend->runs_lir && !session_want_lir(s)) || !session_run(s)) {
         first_error(&s->diags, why, wlen);
         r = s->unsupported ? R_SKIP : R_FAIL;
         goto done;
@@ -175,7 +178,7 @@ static ResultKind run_data_set(const char *test, const char *set, const ConformO
         goto done;
     }
     Tensor *got[MAX_IO];
-    if (!interp_run(f, args, got, a, &d, NULL, NULL)) {
+    if (!session_execute(s, args, got, a, &d)) {
         first_error(&d, why, wlen);
         goto done;
     }
@@ -405,7 +408,7 @@ int cmd_conform(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    ConformOptions o = {.pipeline = "-O0", .rtol = 1e-3, .atol = 1e-5,
+    ConformOptions o = {.pipeline = "-O0", .backend = &interp_backend, .rtol = 1e-3, .atol = 1e-5,
                         .jobs = cpus > 0 ? (int)cpus : 1, .timeout_s = 300};
     char **tests = NULL;
     int ntests = 0, cap = 0, status = 1;
@@ -418,6 +421,14 @@ int cmd_conform(int argc, char **argv) {
             o.pipeline = a + 9;
         else if (!strcmp(a, "--verify-each"))
             o.verify_each = true;
+        else if (!strncmp(a, "--backend=", 10)) {
+            o.backend = backend_find(a + 10);
+            if (!o.backend) {
+                diag_error(&d, NULL, "conform: unknown backend '%s' (known: %s)", a + 10,
+                           backend_names());
+                goto done;
+            }
+        }
         else if (!strcmp(a, "--rtol") && v)
             o.rtol = atof(argv[++i]);
         else if (!strcmp(a, "--atol") && v)

@@ -8,14 +8,21 @@
 #include "tui/args.h"
 
 typedef struct OptArgs {
+    const char *emit; /* "graph" or "lir" */
     bool print_after_all;
     const char *print_after, *print_before;
     bool time_passes, stats;
 } OptArgs;
 
+/* A step shows the IR at its own level. */
+static const char *step_text(const Step *st) {
+    const char *t = st->level == PASS_LIR ? st->lir_text : st->text;
+    return t ? t : "";
+}
+
 static void print_step_text(const Step *st) {
     printf("// after %s\n", st->name);
-    fputs(st->text, stdout);
+    fputs(step_text(st), stdout);
 }
 
 static void print_timing(const Session *s) {
@@ -52,6 +59,10 @@ static void print_stats(const Session *s) {
         if (!strcmp(st->name, "schedule"))
             fprintf(stderr, "  %-16s peak live bytes: given order %lld, chosen order %lld\n", "",
                     (long long)st->peak_before, (long long)st->peak_after);
+        if (st->lir && st->lir->allocated && !strcmp(st->name, "allocate"))
+            fprintf(stderr, "  %-16s arena %lld bytes, lower bound %lld bytes, naive %lld bytes\n",
+                    "", (long long)st->arena_bytes, (long long)st->lower_bound,
+                    (long long)st->naive_bytes);
     }
 }
 
@@ -60,7 +71,7 @@ static void print_steps(const Session *s, const OptArgs *oa) {
         const Step *st = &s->steps[i];
         if (oa->print_before && !strcmp(oa->print_before, st->name)) {
             printf("// before %s\n", st->name);
-            fputs(s->steps[i - 1].text, stdout);
+            fputs(step_text(&s->steps[i - 1]), stdout);
         }
         bool after = oa->print_after_all || (oa->print_after && !strcmp(oa->print_after, st->name));
         if (!after)
@@ -73,10 +84,14 @@ static void print_steps(const Session *s, const OptArgs *oa) {
 }
 
 static bool opt_one(Session *s, const OptArgs *oa, DiagList *d) {
-    bool ok = session_run(s);
+    bool lir = oa->emit ? !strcmp(oa->emit, "lir") : s->from_lir;
+    bool ok = !lir || session_want_lir(s);
+    ok = ok && session_run(s);
     print_steps(s, oa);
-    if (ok && !oa->print_after_all && !oa->print_after && !oa->print_before)
-        fputs(s->steps[s->nsteps - 1].text, stdout);
+    if (ok && !oa->print_after_all && !oa->print_after && !oa->print_before) {
+        const Step *last = &s->steps[s->nsteps - 1];
+        fputs(lir ? last->lir_text : last->text, stdout);
+    }
     fflush(stdout);
     if (oa->time_passes)
         print_timing(s);
@@ -110,6 +125,12 @@ int cmd_opt(int argc, char **argv) {
             oa.time_passes = true;
         } else if (!strcmp(a, "--stats")) {
             oa.stats = true;
+        } else if (!strncmp(a, "--emit=", 7)) {
+            oa.emit = a + 7;
+            if (strcmp(oa.emit, "graph") && strcmp(oa.emit, "lir")) {
+                diag_error(&d, NULL, "opt: --emit takes graph or lir, not '%s'", oa.emit);
+                goto done;
+            }
         } else if (!strcmp(a, "--split-input-file")) {
             split = true;
         } else if (a[0] == '-' && a[1]) {

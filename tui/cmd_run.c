@@ -42,28 +42,29 @@ static void print_output(const char *name, const Tensor *t) {
 
 /* Writes every output as <dir>/<name>.npy: all serialised first, then each
  * written through a temporary file, so a failure leaves nothing half-done. */
-static bool run_write_outputs(const Function *f, Tensor *const *outputs, const char *out_dir,
+static bool run_write_outputs(const Session *s, Tensor *const *outputs, const char *out_dir,
                               DiagList *d) {
+    int nout = session_noutputs(s);
     const char *dir = out_dir ? out_dir : ".";
     if (out_dir && mkdir(dir, 0777) && errno != EEXIST) {
         diag_error(d, NULL, "cannot create output directory '%s': %s", dir, strerror(errno));
         return false;
     }
     bool ok = true;
-    StrBuf *bufs = calloc((size_t)f->noutputs + 1, sizeof(StrBuf));
-    for (int i = 0; ok && i < f->noutputs; i++) {
+    StrBuf *bufs = calloc((size_t)nout + 1, sizeof(StrBuf));
+    for (int i = 0; ok && i < nout; i++) {
         if (!npy_write(outputs[i], &bufs[i])) {
-            diag_error(d, NULL, "output '%s': cannot write %s as .npy", f->output_names[i],
+            diag_error(d, NULL, "output '%s': cannot write %s as .npy", session_output_name(s, i),
                        elem_name(outputs[i]->type.elem));
             ok = false;
         }
     }
-    for (int i = 0; ok && i < f->noutputs; i++) {
-        char *path = output_file_name(dir, f->output_names[i]);
+    for (int i = 0; ok && i < nout; i++) {
+        char *path = output_file_name(dir, session_output_name(s, i));
         ok = cli_write_file(path, bufs[i].data, bufs[i].len, d);
         free(path);
     }
-    for (int i = 0; i < f->noutputs; i++)
+    for (int i = 0; i < nout; i++)
         sb_free(&bufs[i]);
     free(bufs);
     return ok;
@@ -76,13 +77,13 @@ static int run_model(CommonArgs *ca, const char *out_dir, DiagList *d) {
     bool ok = s && session_run(s);
     if (s && !ok)
         diag_append(d, &s->diags);
-    Function *f = ok ? s->work->main : NULL;
-    Tensor **inputs = ok ? args_bind_inputs(ca, f, a, true, d) : NULL;
-    Tensor **outputs = ok ? arena_alloc_array(a, (size_t)f->noutputs + 1, sizeof(Tensor *)) : NULL;
-    ok = ok && inputs && interp_run(f, inputs, outputs, a, d, NULL, NULL);
-    ok = ok && run_write_outputs(f, outputs, out_dir, d);
-    for (int i = 0; ok && i < f->noutputs; i++)
-        print_output(f->output_names[i], outputs[i]);
+    Tensor **inputs = ok ? args_bind_inputs(ca, s, a, true, d) : NULL;
+    int nout = ok ? session_noutputs(s) : 0;
+    Tensor **outputs = arena_alloc_array(a, (size_t)nout + 1, sizeof(Tensor *));
+    ok = ok && inputs && session_execute(s, inputs, outputs, a, d);
+    ok = ok && run_write_outputs(s, outputs, out_dir, d);
+    for (int i = 0; ok && i < nout; i++)
+        print_output(session_output_name(s, i), outputs[i]);
     if (s && ok)
         diag_append(d, &s->diags); /* notes (batch dimension bound, ...) */
     session_free(s);

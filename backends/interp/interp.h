@@ -9,6 +9,7 @@
 
 #include "core/diag.h"
 #include "core/graph.h"
+#include "core/lir.h"
 
 /* Runs one node: `in` holds its operands, `out` its results (allocated with
  * the node's result types by the caller). */
@@ -24,5 +25,10 @@ bool interp_fold(void *ctx, const Node *n, Tensor *const *ops, Tensor **results,
 typedef void (*InterpObserver)(void *ctx, const Node *n, Tensor *const *results);
 bool interp_run(Function *f, Tensor *const *inputs, Tensor **outputs, Arena *a, DiagList *d,
                 InterpObserver observe, void *observe_ctx);
+
+/* Runs an allocated low-level program: inputs in the order of its input
+ * weights, outputs (allocated in `a`) in the order of its output weights. */
+bool interp_run_lir(LirProgram *p, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                    DiagList *d);
 
 #endif

@@ -25,4 +25,5 @@ static bool interp_is_native(const Node *n) {
     return true;
 }
 
-const Backend interp_backend = {"interp", interp_is_native};
+const Backend interp_backend = {"interp", interp_is_native, false};
+const Backend interp_lir_backend = {"interp-lir", interp_is_native, true};

@@ -1,0 +1,132 @@
+/* Runs a low-level program against its static memory plan, with the same
+ * kernels as the graph interpreter. This is what checks the plan: the
+ * activations live in one arena at their planned offsets, and every buffer
+ * is poisoned (all bits set: NaN for floats) when it is allocated and when
+ * it is deallocated, so a read of memory that is not the value it should be
+ * shows up in the outputs. */
+#include <string.h>
+
+#include "backends/interp/interp.h"
+#include "backends/interp/kernels.h"
+
+typedef struct LirRun {
+    LirProgram *p;
+    unsigned char *arena;
+    void **base; /* by buffer id: where its storage starts */
+    Arena *scratch;
+    DiagList *d;
+} LirRun;
+
+static Tensor operand(const LirRun *r, LirBuf *b) {
+    LirBuf *s = lir_storage(b);
+    size_t off = b->kind == LB_VIEW ? (size_t)b->offset * elem_size(b->type.elem) : 0;
+    return (Tensor){b->type, (unsigned char *)r->base[s->id] + off, 0};
+}
+
+static void poison(const LirRun *r, LirBuf *b) {
+    memset(r->base[b->id], 0xff, type_bytes(&b->type));
+}
+
+/* dst[offsets + i] = src[i], walking src in order. */
+static void insert(Tensor dst, Tensor src, const Attr *offs) {
+    int rank = src.type.rank;
+    int64_t ds[MAX_RANK], idx[MAX_RANK] = {0};
+    type_strides(&dst.type, ds);
+    size_t es = elem_size(src.type.elem);
+    int64_t n = tensor_numel(&src);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t off = 0;
+        for (int k = 0; k < rank; k++)
+            off += (idx[k] + offs->ints.v[k]) * ds[k];
+        memcpy((char *)dst.data + (size_t)off * es, (char *)src.data + (size_t)i * es, es);
+        for (int k = rank - 1; k >= 0; k--) {
+            if (++idx[k] < src.type.dims[k])
+                break;
+            idx[k] = 0;
+        }
+    }
+}
+
+static bool run_compute(LirRun *r, LirInstr *i) {
+    Node *n = instr_as_node(r->p, i, r->scratch);
+    Tensor *ins[256], *outs[64];
+    Tensor *storage = arena_alloc_array(r->scratch, (size_t)i->nops + 1, sizeof(Tensor));
+    for (int k = 0; k < i->nops; k++)
+        storage[k] = operand(r, i->ops[k]);
+    for (int k = 0; k < n->nres; k++)
+        outs[k] = &storage[k];
+    for (int k = 0; k < n->nops; k++)
+        ins[k] = &storage[n->nres + k];
+    return interp_eval_node(n, ins, outs, r->d);
+}
+
+static bool run_instr(LirRun *r, LirInstr *i) {
+    switch (i->kind) {
+    case IK_ALLOC:
+        poison(r, i->result);
+        return true;
+    case IK_DEALLOC:
+        poison(r, i->ops[0]);
+        return true;
+    case IK_TENSORVIEW:
+        return true;
+    case IK_COPY: {
+        Tensor dst = operand(r, i->ops[0]), src = operand(r, i->ops[1]);
+        memmove(dst.data, src.data, tensor_bytes(&src));
+        return true;
+    }
+    case IK_INSERT:
+        insert(operand(r, i->ops[0]), operand(r, i->ops[1]), instr_attr(i, AK_offsets));
+        return true;
+    default:
+        return run_compute(r, i);
+    }
+}
+
+bool interp_run_lir(LirProgram *p, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                    DiagList *d) {
+    if (!p->allocated) {
+        diag_error(d, NULL, "the program has no memory plan (run the allocate pass)");
+        return false;
+    }
+    LirRun r = {p, NULL, NULL, arena_new(), d};
+    r.arena = arena_alloc_big(r.scratch, (size_t)(p->arena_bytes ? p->arena_bytes : 1));
+    r.base = arena_alloc_array(r.scratch, (size_t)p->next_id + 1, sizeof(void *));
+    int nin = 0, nout = 0;
+    bool ok = true;
+    for (int b = 0; b < p->nbufs && ok; b++) {
+        LirBuf *w = p->bufs[b];
+        if (w->dead)
+            continue;
+        switch (w->kind) {
+        case LB_ALLOC: r.base[w->id] = r.arena + w->address; break;
+        case LB_CONST:
+            if (!w->payload || !w->payload->data) {
+                diag_error(d, NULL, "weight '%s' has no data (elided in the text form)", w->name);
+                ok = false;
+            } else {
+                r.base[w->id] = w->payload->data;
+            }
+            break;
+        case LB_IN:
+            if (!inputs[nin] || !type_equal(&inputs[nin]->type, &w->type)) {
+                char t[TYPE_STR_MAX];
+                diag_error(d, NULL, "input '%s' must be %s", w->name, type_str(&w->type, t));
+                ok = false;
+            } else {
+                r.base[w->id] = inputs[nin]->data;
+            }
+            nin++;
+            break;
+        case LB_OUT:
+            outputs[nout] = tensor_new(a, &w->type);
+            r.base[w->id] = outputs[nout++]->data;
+            break;
+        case LB_VIEW: break;
+        }
+    }
+    for (LirInstr *i = p->first; i && ok; i = i->next)
+        ok = run_instr(&r, i);
+    arena_destroy(r.scratch);
+    return ok;
+}

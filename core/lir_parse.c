@@ -1,0 +1,228 @@
+/* Parser for the low-level text IR (grammar in lir.h), over reader.h; a
+ * parsed program is verified before it is returned. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/lir_print.h"
+#include "core/lir_verify.h"
+#include "core/reader.h"
+
+typedef struct LSym {
+    const char *label;
+    int id;
+    LirBuf *buf;
+} LSym;
+
+typedef struct LParser {
+    Reader r;
+    LirProgram *p;
+    LSym *syms;
+    int nsyms, cap;
+    jmp_buf oom;
+} LParser;
+
+static LSym *find(LParser *ps, const RdLabel *l) {
+    for (int i = 0; i < ps->nsyms; i++) {
+        LSym *s = &ps->syms[i];
+        if (l->name ? (s->label && !strcmp(s->label, l->name)) : (!s->label && s->id == l->id))
+            return s;
+    }
+    return NULL;
+}
+
+static void define(LParser *ps, const RdLabel *l, LirBuf *b) {
+    if (find(ps, l))
+        rd_error(&ps->r, l->at, "buffer redefined");
+    if (ps->nsyms == ps->cap) {
+        ps->cap = ps->cap ? ps->cap * 2 : 64;
+        ps->syms = arena_grow(ps->p->arena, ps->syms, (size_t)ps->nsyms, (size_t)ps->cap,
+                              sizeof *ps->syms);
+    }
+    ps->syms[ps->nsyms++] = (LSym){l->name, l->id, b};
+    if (l->name)
+        b->label = l->name;
+    else
+        b->id = l->id;
+}
+
+static LirBuf *ref(LParser *ps) {
+    RdLabel l = rd_label(&ps->r);
+    LSym *s = find(ps, &l);
+    if (!s)
+        rd_error(&ps->r, l.at, "use of undefined buffer");
+    return s->buf;
+}
+
+static void parse_weight(LParser *ps) {
+    RdLabel l = rd_label(&ps->r);
+    rd_expect(&ps->r, '=', "after the weight name");
+    rd_expect_keyword(&ps->r, "weight");
+    LirBufKind kind;
+    if (rd_keyword(&ps->r, "const"))
+        kind = LB_CONST;
+    else if (rd_keyword(&ps->r, "mutable"))
+        kind = rd_keyword(&ps->r, "in") ? LB_IN : (rd_expect_keyword(&ps->r, "out"), LB_OUT);
+    else
+        rd_error(&ps->r, ps->r.p, "expected 'const' or 'mutable'");
+    Type t = rd_type(&ps->r);
+    Tensor *data = kind == LB_CONST ? rd_constant_data(&ps->r, &t) : NULL;
+    const char *name = rd_loc_name(&ps->r);
+    LirBuf *b = lir_add_weight(ps->p, kind, name ? name : l.name ? l.name : "", &t, data);
+    define(ps, &l, b);
+}
+
+static bool memory_attr_allowed(AttrKey key, void *ctx) {
+    InstrKind k = *(const InstrKind *)ctx;
+    return (k == IK_TENSORVIEW && key == AK_offset) || (k == IK_INSERT && key == AK_offsets);
+}
+
+static bool compute_attr_allowed(AttrKey key, void *ctx) {
+    return node_kind_has_attr(NODE_OF_IK(*(const InstrKind *)ctx), key);
+}
+
+/* "@in %x, @out %y ..." */
+static int parse_operands(LParser *ps, LirBuf **ops, OperandRole *roles, int max) {
+    int n = 0;
+    while (rd_peek(&ps->r, '@')) {
+        const char *at = ps->r.p;
+        ps->r.p++;
+        OperandRole role;
+        if (rd_keyword(&ps->r, "inout"))
+            role = ROLE_INOUT;
+        else if (rd_keyword(&ps->r, "in"))
+            role = ROLE_IN;
+        else if (rd_keyword(&ps->r, "out"))
+            role = ROLE_OUT;
+        else
+            rd_error(&ps->r, at, "expected @in, @out or @inout");
+        if (n == max)
+            rd_error(&ps->r, at, "too many operands");
+        roles[n] = role;
+        ops[n++] = ref(ps);
+        if (!rd_accept(&ps->r, ','))
+            break;
+    }
+    return n;
+}
+
+static void parse_instr(LParser *ps) {
+    RdLabel l = {0};
+    bool defines = rd_peek(&ps->r, '%');
+    if (defines) {
+        l = rd_label(&ps->r);
+        rd_expect(&ps->r, '=', "after the buffer name");
+    }
+    rd_skip_ws(&ps->r);
+    const char *kat = ps->r.p;
+    size_t klen = rd_peek_ident(&ps->r);
+    InstrKind k;
+    if (!klen || !instr_kind_from_name(ps->r.p, klen, &k))
+        rd_error(&ps->r, kat, "unknown instruction '%.*s'", (int)(klen ? klen : 1), ps->r.p);
+    ps->r.p += klen;
+    if (defines != instr_defines(k))
+        rd_error(&ps->r, kat, defines ? "%s defines no buffer" : "%s must define a buffer",
+                 instr_kind_name(k));
+    SrcLoc loc = rd_loc(&ps->r, kat);
+    Type alloc_type = {0};
+    if (k == IK_ALLOC)
+        alloc_type = rd_type(&ps->r);
+    LirBuf *ops[256];
+    OperandRole roles[256];
+    int nops = parse_operands(ps, ops, roles, 256);
+    /* Attributes parse into a shim node, then move to the instruction. */
+    Node shim = {0};
+    Function sf = {0};
+    Module sm = {.arena = ps->p->arena};
+    sf.module = &sm;
+    shim.func = &sf;
+    rd_attrs(&ps->r, &shim, instr_is_compute(k) ? compute_attr_allowed : memory_attr_allowed, &k,
+             instr_kind_name(k));
+    Type view_type = {0};
+    if (k == IK_TENSORVIEW) {
+        rd_expect(&ps->r, ':', "before the view's type");
+        view_type = rd_type(&ps->r);
+    }
+    const char *name = rd_loc_name(&ps->r);
+    LirInstr *i;
+    if (k == IK_ALLOC) {
+        i = lir_alloc(ps->p, NULL, &alloc_type, name)->def;
+    } else if (k == IK_TENSORVIEW) {
+        const Attr *off = NULL;
+        for (int a = 0; a < shim.nattrs; a++)
+            if (shim.attrs[a].key == AK_offset)
+                off = &shim.attrs[a];
+        if (nops != 1)
+            rd_error(&ps->r, kat, "tensorview takes one @in operand");
+        if (ops[0]->kind == LB_VIEW)
+            rd_error(&ps->r, kat, "a view's base must be a buffer, not another view");
+        i = lir_view(ps->p, NULL, ops[0], off ? off->i : 0, &view_type, name)->def;
+        i->roles[0] = roles[0];
+    } else {
+        i = lir_insert(ps->p, NULL, k, nops, ops, roles);
+        instr_copy_attrs(ps->p, i, shim.attrs, shim.nattrs);
+        i->name = name ? name : "";
+    }
+    i->loc = loc;
+    if (name)
+        i->name = name;
+    if (defines)
+        define(ps, &l, i->result);
+}
+
+/* Named buffers get ids after every numeric one, in order of appearance. */
+static void assign_ids(LParser *ps) {
+    int next = 0;
+    for (int i = 0; i < ps->nsyms; i++)
+        if (!ps->syms[i].label && ps->syms[i].id >= next)
+            next = ps->syms[i].id + 1;
+    for (int i = 0; i < ps->nsyms; i++)
+        if (ps->syms[i].label)
+            ps->syms[i].buf->id = next++;
+    ps->p->next_id = next;
+}
+
+LirProgram *lir_parse(const char *text, size_t len, const char *filename, DiagList *d) {
+    if (memchr(text, 0, len)) {
+        diag_error(d, NULL, "%s: file contains a NUL byte", filename);
+        return NULL;
+    }
+    LParser ps = {0};
+    ps.p = lir_new(filename);
+    ps.p->text = arena_strndup(ps.p->arena, text, len);
+    rd_init(&ps.r, text, len, d, ps.p->arena);
+    arena_set_oom_handler(ps.p->arena, &ps.oom);
+    if (setjmp(ps.oom)) {
+        diag_error(d, NULL, "out of memory while parsing");
+        lir_destroy(ps.p);
+        return NULL;
+    }
+    if (setjmp(ps.r.fail)) {
+        lir_destroy(ps.p);
+        return NULL;
+    }
+    rd_expect_keyword(&ps.r, "declare");
+    rd_expect(&ps.r, '{', "after declare");
+    while (!rd_accept(&ps.r, '}')) {
+        if (ps.r.p >= ps.r.end)
+            rd_error(&ps.r, ps.r.p, "expected '}' to close declare");
+        parse_weight(&ps);
+    }
+    rd_expect_keyword(&ps.r, "program");
+    rd_expect(&ps.r, '{', "after program");
+    while (!rd_accept(&ps.r, '}')) {
+        if (ps.r.p >= ps.r.end)
+            rd_error(&ps.r, ps.r.p, "expected '}' to close program");
+        parse_instr(&ps);
+    }
+    rd_skip_ws(&ps.r);
+    if (ps.r.p < ps.r.end)
+        rd_error(&ps.r, ps.r.p, "expected end of file after the program");
+    assign_ids(&ps);
+    arena_set_oom_handler(ps.p->arena, NULL);
+    if (!lir_verify(ps.p, d)) {
+        lir_destroy(ps.p);
+        return NULL;
+    }
+    return ps.p;
+}

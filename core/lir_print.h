@@ -1,0 +1,15 @@
+/* The low-level IR as text (grammar in lir.h), and back (lir_parse.c). */
+#ifndef GLOWC_CORE_LIR_PRINT_H
+#define GLOWC_CORE_LIR_PRINT_H
+
+#include "core/diag.h"
+#include "core/lir.h"
+#include "core/print.h"
+
+void lir_print(const LirProgram *p, const PrintOptions *opt, StrBuf *out);
+void lir_print_instr(const LirInstr *i, const PrintOptions *opt, StrBuf *out);
+void lir_print_buf_ref(const LirBuf *b, StrBuf *out);
+/* Parses and verifies a .lir text; NULL after one diagnostic on error. */
+LirProgram *lir_parse(const char *text, size_t len, const char *filename, DiagList *d);
+
+#endif

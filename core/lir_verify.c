@@ -1,0 +1,222 @@
+/* The LIR verifier: buffers live where they are used, operand roles as the
+ * instruction kind says, no writes to constants or inputs, views inside
+ * their buffers, and each compute instruction's types by the same shape rule
+ * as its graph node. */
+#include "core/lir_verify.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/infer.h"
+
+typedef enum { ST_UNBORN, ST_LIVE, ST_DEAD } BufState;
+
+typedef struct Verifier {
+    LirProgram *p;
+    DiagList *d;
+    BufState *state; /* by buffer id */
+    bool ok;
+} Verifier;
+
+static void fail(Verifier *v, const LirInstr *i, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void fail(Verifier *v, const LirInstr *i, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    v->ok = false;
+    if (i->loc.line > 0)
+        diag_add(v->d, DIAG_ERROR, NULL, i->loc, NULL, "%s: %s", instr_kind_name(i->kind), msg);
+    else
+        diag_error(v->d, NULL, "instruction %d (%s%s%s): %s", i->index, instr_kind_name(i->kind),
+                   i->name[0] ? " of " : "", i->name, msg);
+}
+
+static const char *buf_name(const LirBuf *b, char *buf, size_t len) {
+    if (b->label)
+        snprintf(buf, len, "%%%s", b->label);
+    else
+        snprintf(buf, len, "%%%d", b->id);
+    return buf;
+}
+
+static bool is_weight(const LirBuf *b) {
+    return b->kind == LB_CONST || b->kind == LB_IN || b->kind == LB_OUT;
+}
+
+static BufState state_of(const Verifier *v, const LirBuf *b) {
+    if (is_weight(b))
+        return ST_LIVE;
+    if (b->kind == LB_VIEW) {
+        BufState base = state_of(v, b->base);
+        if (base != ST_LIVE)
+            return base;
+    }
+    return v->state[b->id];
+}
+
+static void check_operands_live(Verifier *v, const LirInstr *i) {
+    for (int k = 0; k < i->nops; k++) {
+        const LirBuf *b = i->ops[k];
+        char nm[64];
+        BufState st = state_of(v, b);
+        if (st == ST_UNBORN)
+            fail(v, i, "uses %s before it is defined", buf_name(b, nm, sizeof nm));
+        else if (st == ST_DEAD)
+            fail(v, i, "uses %s after its deallocactivation", buf_name(b, nm, sizeof nm));
+        if (i->roles[k] != ROLE_IN) {
+            const LirBuf *s = lir_storage((LirBuf *)b);
+            if (s->kind == LB_CONST)
+                fail(v, i, "writes to the constant weight %s", buf_name(b, nm, sizeof nm));
+            else if (s->kind == LB_IN)
+                fail(v, i, "writes to the input %s", buf_name(b, nm, sizeof nm));
+        }
+    }
+}
+
+static bool need_roles(Verifier *v, const LirInstr *i, int nouts, int nins) {
+    if (i->nops != nouts + nins) {
+        fail(v, i, "takes %d operands, has %d", nouts + nins, i->nops);
+        return false;
+    }
+    for (int k = 0; k < i->nops; k++) {
+        bool out = k < nouts;
+        if (out ? i->roles[k] == ROLE_IN : i->roles[k] != ROLE_IN) {
+            fail(v, i, "operand %d must be %s", k, out ? "@out or @inout" : "@in");
+            return false;
+        }
+    }
+    return true;
+}
+
+static void check_view(Verifier *v, const LirInstr *i) {
+    const LirBuf *view = i->result, *base = i->ops[0];
+    if (base->kind == LB_VIEW) {
+        fail(v, i, "a view's base must be a buffer, not another view");
+        return;
+    }
+    if (view->type.elem != base->type.elem) {
+        fail(v, i, "a view keeps its buffer's element kind");
+        return;
+    }
+    int64_t need = view->offset + type_numel(&view->type);
+    if (view->offset < 0 || need > type_numel(&base->type))
+        fail(v, i, "view of %lld elements at offset %lld exceeds its buffer of %lld",
+             (long long)type_numel(&view->type), (long long)view->offset,
+             (long long)type_numel(&base->type));
+}
+
+static void check_insert(Verifier *v, const LirInstr *i) {
+    const Type *dst = &i->ops[0]->type, *src = &i->ops[1]->type;
+    const Attr *a = instr_attr(i, AK_offsets);
+    if (!a || a->ints.n != dst->rank || src->rank != dst->rank || src->elem != dst->elem) {
+        fail(v, i, "needs offsets for every axis and operands of one rank and kind");
+        return;
+    }
+    for (int k = 0; k < dst->rank; k++) {
+        if (a->ints.v[k] < 0 || a->ints.v[k] + src->dims[k] > dst->dims[k]) {
+            fail(v, i, "the inserted tensor does not fit at axis %d", k);
+            return;
+        }
+    }
+}
+
+/* The node's shape rule on the instruction's operand types. */
+static void check_compute(Verifier *v, const LirInstr *i) {
+    Arena *a = arena_new();
+    Node *n = instr_as_node(v->p, i, a);
+    int omin = node_kind_ops_min(n->kind), omax = node_kind_ops_max(n->kind);
+    int rmin = node_kind_res_min(n->kind), rmax = node_kind_res_max(n->kind);
+    if (n->nres < rmin || (rmax >= 0 && n->nres > rmax) || n->nops < omin ||
+        (omax >= 0 && n->nops > omax)) {
+        fail(v, i, "has %d outputs and %d inputs", n->nres, n->nops);
+    } else {
+        for (int k = n->nres; k < i->nops; k++)
+            if (i->roles[k] != ROLE_IN)
+                fail(v, i, "operand %d must be @in", k);
+        Type declared[64];
+        for (int k = 0; k < n->nres && k < 64; k++)
+            declared[k] = n->res[k].type;
+        DiagList scratch;
+        diag_init(&scratch, NULL);
+        if (!infer_node(n, &scratch)) {
+            fail(v, i, "%s", scratch.head ? scratch.head->msg : "bad operands");
+        } else {
+            for (int k = 0; k < n->nres && k < 64; k++) {
+                char x[TYPE_STR_MAX], y[TYPE_STR_MAX];
+                if (!type_equal(&declared[k], &n->res[k].type))
+                    fail(v, i, "output %d is %s but the inputs give %s", k,
+                         type_str(&declared[k], x), type_str(&n->res[k].type, y));
+            }
+        }
+        diag_free(&scratch);
+    }
+    arena_destroy(a);
+}
+
+static void check_instr(Verifier *v, LirInstr *i) {
+    switch (i->kind) {
+    case IK_ALLOC:
+        need_roles(v, i, 0, 0);
+        v->state[i->result->id] = ST_LIVE;
+        return;
+    case IK_DEALLOC:
+        if (!need_roles(v, i, 1, 0))
+            return;
+        check_operands_live(v, i);
+        if (i->ops[0]->kind != LB_ALLOC)
+            fail(v, i, "deallocates something that is not an allocactivation");
+        v->state[i->ops[0]->id] = ST_DEAD;
+        return;
+    case IK_TENSORVIEW:
+        if (!need_roles(v, i, 0, 1))
+            return;
+        check_operands_live(v, i);
+        check_view(v, i);
+        v->state[i->result->id] = ST_LIVE;
+        return;
+    case IK_COPY:
+        if (!need_roles(v, i, 1, 1))
+            return;
+        check_operands_live(v, i);
+        if (!type_equal(&i->ops[0]->type, &i->ops[1]->type))
+            fail(v, i, "copies between different types");
+        return;
+    case IK_INSERT:
+        if (!need_roles(v, i, 1, 1))
+            return;
+        check_operands_live(v, i);
+        check_insert(v, i);
+        return;
+    default:
+        check_operands_live(v, i);
+        check_compute(v, i);
+        return;
+    }
+}
+
+bool lir_verify(LirProgram *p, DiagList *d) {
+    Verifier v = {p, d, calloc((size_t)p->next_id + 1, sizeof(BufState)), true};
+    if (!v.state) {
+        diag_error(d, NULL, "out of memory in the verifier");
+        return false;
+    }
+    lir_number(p);
+    for (LirInstr *i = p->first; i; i = i->next)
+        check_instr(&v, i);
+    for (int b = 0; b < p->nbufs; b++) {
+        const LirBuf *x = p->bufs[b];
+        if (x->kind == LB_ALLOC && !x->dead && v.state[x->id] == ST_LIVE) {
+            char nm[64];
+            diag_error(d, NULL, "%s is never deallocated", buf_name(x, nm, sizeof nm));
+            v.ok = false;
+        }
+    }
+    free(v.state);
+    return v.ok;
+}

@@ -1,0 +1,208 @@
+/* irgen: the scheduled graph becomes a low-level program. Inputs and
+ * outputs become mutable weights, constants constant weights (sharing the
+ * graph's data), every other node an allocactivation for each result and
+ * one compute instruction. Nodes that only re-describe memory emit no work:
+ * reshape/flatten/squeeze/unsqueeze and contiguous slices and splits become
+ * tensorviews; a concatenation writes each part through a view of its
+ * buffer (a strided inserttensor when the part is not contiguous), which is
+ * what lets copy elimination compute the parts in place.
+ * Every activation is deallocated at the end: shorten-lifetimes moves that
+ * to its last use. Outputs are copied into their weights: copy-elim writes
+ * them in place. */
+#include "passes/irgen.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/infer.h"
+
+typedef struct Gen {
+    Function *f;
+    LirProgram *p;
+    LirBuf ***vals; /* by node id, by result index */
+} Gen;
+
+static LirBuf *buf_of(Gen *g, const Value *v) {
+    return g->vals[v->def->id][v->index];
+}
+
+static void set_buf(Gen *g, const Node *n, int res, LirBuf *b) {
+    if (!g->vals[n->id])
+        g->vals[n->id] = arena_alloc_array(g->p->arena, (size_t)n->nres, sizeof(LirBuf *));
+    g->vals[n->id][res] = b;
+}
+
+static bool reshape_like(NodeKind k) {
+    return k == NK_RESHAPE || k == NK_FLATTEN || k == NK_SQUEEZE || k == NK_UNSQUEEZE;
+}
+
+/* The element offset of a region of `t` that starts at `start` with sizes
+ * `count`, if that region is one contiguous run of memory: every axis before
+ * the first partial one has one index, every axis after it is whole. */
+static bool contiguous_region(const Type *t, const int64_t *start, const int64_t *count,
+                              int64_t *offset) {
+    int64_t strides[MAX_RANK];
+    type_strides(t, strides);
+    int k = 0;
+    while (k < t->rank && count[k] == 1)
+        k++;
+    for (int j = k + 1; j < t->rank; j++)
+        if (start[j] != 0 || count[j] != t->dims[j])
+            return false;
+    *offset = 0;
+    for (int j = 0; j < t->rank; j++)
+        *offset += start[j] * strides[j];
+    return true;
+}
+
+/* A view of b's memory at `offset` elements (b may itself be a view). */
+static LirBuf *view_of(Gen *g, LirBuf *b, int64_t offset, const Type *t, const char *name) {
+    return lir_view(g->p, NULL, b, offset, t, name);
+}
+
+static bool gen_slice_view(Gen *g, const Node *n) {
+    const Type *in = &n->ops[0]->type;
+    int64_t start[MAX_RANK], step[MAX_RANK], count[MAX_RANK], off;
+    slice_params(n, in, start, step, count);
+    for (int i = 0; i < in->rank; i++)
+        if (step[i] != 1 && count[i] > 1)
+            return false;
+    if (!contiguous_region(in, start, count, &off))
+        return false;
+    set_buf(g, n, 0, view_of(g, buf_of(g, n->ops[0]), off, &n->res[0].type, n->name));
+    return true;
+}
+
+static bool gen_split_views(Gen *g, const Node *n) {
+    const Type *in = &n->ops[0]->type;
+    int axis;
+    axis_normalize(node_attr_int(n, AK_axis, 0), in->rank, &axis);
+    int64_t start[MAX_RANK] = {0}, count[MAX_RANK], offs[64];
+    if (n->nres > 64)
+        return false;
+    for (int r = 0; r < n->nres; r++) {
+        for (int i = 0; i < in->rank; i++)
+            count[i] = n->res[r].type.dims[i];
+        if (!contiguous_region(in, start, count, &offs[r]))
+            return false;
+        start[axis] += count[axis];
+    }
+    for (int r = 0; r < n->nres; r++)
+        set_buf(g, n, r, view_of(g, buf_of(g, n->ops[0]), offs[r], &n->res[r].type, n->name));
+    return true;
+}
+
+static void gen_concat(Gen *g, const Node *n) {
+    const Type *out = &n->res[0].type;
+    LirBuf *dst = lir_alloc(g->p, NULL, out, n->name);
+    set_buf(g, n, 0, dst);
+    int axis;
+    axis_normalize(node_attr_int(n, AK_axis, 0), out->rank, &axis);
+    int64_t start[MAX_RANK] = {0}, count[MAX_RANK];
+    for (int k = 0; k < n->nops; k++) {
+        const Type *part = &n->ops[k]->type;
+        for (int i = 0; i < out->rank; i++)
+            count[i] = part->dims[i];
+        LirBuf *src = buf_of(g, n->ops[k]);
+        int64_t off;
+        if (contiguous_region(out, start, count, &off)) {
+            LirBuf *v = view_of(g, dst, off, part, n->name);
+            LirBuf *ops[2] = {v, src};
+            OperandRole roles[2] = {ROLE_OUT, ROLE_IN};
+            lir_insert(g->p, NULL, IK_COPY, 2, ops, roles)->name = n->name;
+        } else {
+            LirBuf *ops[2] = {dst, src};
+            OperandRole roles[2] = {ROLE_INOUT, ROLE_IN};
+            LirInstr *i = lir_insert(g->p, NULL, IK_INSERT, 2, ops, roles);
+            i->name = n->name;
+            instr_set_ints(i, AK_offsets, out->rank, start);
+        }
+        start[axis] += part->dims[axis];
+    }
+}
+
+static void gen_compute(Gen *g, const Node *n) {
+    LirBuf *ops[256];
+    OperandRole roles[256];
+    int k = 0;
+    for (int r = 0; r < n->nres && k < 256; r++) {
+        LirBuf *b = lir_alloc(g->p, NULL, &n->res[r].type, n->name);
+        set_buf(g, n, r, b);
+        ops[k] = b;
+        roles[k++] = ROLE_OUT;
+    }
+    for (int i = 0; i < n->nops && k < 256; i++) {
+        ops[k] = buf_of(g, n->ops[i]);
+        roles[k++] = ROLE_IN;
+    }
+    LirInstr *in = lir_insert(g->p, NULL, IK_OF_NODE(n->kind), k, ops, roles);
+    in->name = n->name;
+    instr_copy_attrs(g->p, in, n->attrs, n->nattrs);
+}
+
+static void gen_node(Gen *g, const Node *n) {
+    if (reshape_like(n->kind)) {
+        set_buf(g, n, 0, view_of(g, buf_of(g, n->ops[0]), 0, &n->res[0].type, n->name));
+        return;
+    }
+    if (n->kind == NK_SLICE && gen_slice_view(g, n))
+        return;
+    if (n->kind == NK_SPLIT && gen_split_views(g, n))
+        return;
+    if (n->kind == NK_CONCAT) {
+        gen_concat(g, n);
+        return;
+    }
+    gen_compute(g, n);
+}
+
+/* Labels must be unique in the program: an output named like an input or a
+ * weight gets a suffix. */
+static const char *unique_label(LirProgram *p, const char *name) {
+    const char *label = name;
+    for (int k = 1;; k++) {
+        bool taken = false;
+        for (int b = 0; b < p->nbufs && !taken; b++)
+            taken = p->bufs[b]->label && !strcmp(p->bufs[b]->label, label);
+        if (!taken)
+            return label;
+        label = arena_printf(p->arena, "%s.%d", name, k);
+    }
+}
+
+LirProgram *irgen(Function *f, DiagList *d) {
+    LirProgram *p = lir_new(f->module->source);
+    Gen g = {f, p, arena_alloc_array(p->arena, (size_t)f->next_id + 1, sizeof(LirBuf **))};
+    for (int i = 0; i < f->nparams; i++) {
+        Node *n = f->params[i];
+        LirBuf *b = lir_add_weight(p, LB_IN, n->name, &n->res[0].type, NULL);
+        b->label = unique_label(p, n->label ? n->label : n->name);
+        set_buf(&g, n, 0, b);
+    }
+    LirBuf **outs = arena_alloc_array(p->arena, (size_t)f->noutputs + 1, sizeof(LirBuf *));
+    for (int i = 0; i < f->noutputs; i++) {
+        outs[i] = lir_add_weight(p, LB_OUT, f->output_names[i], &f->outputs[i]->type, NULL);
+        outs[i]->label = unique_label(p, f->output_names[i]);
+    }
+    for (int i = 0; i < f->nconsts; i++) {
+        Node *n = f->consts[i];
+        LirBuf *b = lir_add_weight(p, LB_CONST, n->name, &n->res[0].type, n->payload);
+        b->label = n->label ? unique_label(p, n->label) : NULL;
+        set_buf(&g, n, 0, b);
+    }
+    for (Node *n = f->first; n; n = n->next)
+        gen_node(&g, n);
+    for (int i = 0; i < f->noutputs; i++) {
+        LirBuf *ops[2] = {outs[i], buf_of(&g, f->outputs[i])};
+        OperandRole roles[2] = {ROLE_OUT, ROLE_IN};
+        lir_insert(p, NULL, IK_COPY, 2, ops, roles)->name = f->output_names[i];
+    }
+    for (int b = 0; b < p->nbufs; b++) {
+        if (p->bufs[b]->kind != LB_ALLOC)
+            continue;
+        OperandRole r = ROLE_OUT;
+        lir_insert(p, NULL, IK_DEALLOC, 1, &p->bufs[b], &r);
+    }
+    (void)d;
+    return p;
+}

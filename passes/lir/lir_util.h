@@ -1,0 +1,28 @@
+/* What the LIR passes ask of a program: which memory an operand touches and
+ * who touches a buffer where. A region is a range of elements of a storage
+ * buffer (an allocation or a weight); views are regions of their base. */
+#ifndef GLOWC_PASSES_LIR_UTIL_H
+#define GLOWC_PASSES_LIR_UTIL_H
+
+#include "core/lir.h"
+
+typedef struct Region {
+    LirBuf *storage;
+    int64_t begin, end; /* elements */
+} Region;
+
+Region buf_region(LirBuf *b);
+bool regions_overlap(Region a, Region b);
+/* Does b cover all of its storage? */
+bool buf_is_whole(LirBuf *b);
+/* Does instruction i read / write / use (either) memory overlapping r?
+ * deallocactivation counts as neither; tensorview as a use only. */
+bool instr_reads(const LirInstr *i, Region r);
+bool instr_writes(const LirInstr *i, Region r);
+bool instr_touches(const LirInstr *i, Region r);
+/* Is `storage` used by anything after `from` (exclusive) other than its
+ * dealloc? */
+bool used_after(const LirInstr *from, LirBuf *storage);
+LirInstr *find_alloc_instr(LirBuf *storage);
+
+#endif
