@@ -29,7 +29,7 @@ PACKAGES := clang-19 llvm-19-dev llvm-19-tools lld-19 libclang-rt-19-dev \
             python3-sklearn
 
 LIB_SRCS := $(wildcard core/*.c core/onnx/*.c backends/*.c backends/interp/*.c \
-                       passes/*.c passes/graph/*.c passes/lir/*.c)
+                       passes/*.c passes/graph/*.c passes/lir/*.c dot/*.c)
 TUI_SRCS := $(wildcard tui/*.c)
 PB_SRC   := $(GEN)/onnx/onnx.pb-c.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o

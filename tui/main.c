@@ -19,6 +19,8 @@ static const Command commands[] = {
      "glowc bisect MODEL [-O2|--passes=...] [--input NAME=FILE.npy]... [--rtol R] [--atol A] "
      "[--break-pass=PASS]",
      "find the first pass that changes a model's outputs beyond tolerance"},
+    {"mem", cmd_mem, "glowc mem MODEL [-O1|-O2|--passes=...] [--svg FILE] [--json FILE]",
+     "print the static memory plan (arena, lower bound, naive size)"},
     {"bench", cmd_bench, "glowc bench MODEL [-O0|-O1|-O2] [--backend=interp] [--iters N]",
      "time inference runs (median and minimum)"},
     {"conform", cmd_conform, "glowc conform [-O0|-O1|-O2] [--rtol R] [--atol A] [--jobs N] DIR...",
