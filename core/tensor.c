@@ -157,6 +157,8 @@ bool tensor_is_splat(const Tensor *t) {
 }
 
 uint64_t tensor_hash(const Tensor *t) {
+    if (t->hashed)
+        return t->hash;
     uint64_t h = 1469598103934665603ull;
     const unsigned char *ty = (const unsigned char *)&t->type.elem;
     for (size_t i = 0; i < sizeof t->type.elem; i++)
@@ -169,6 +171,9 @@ uint64_t tensor_hash(const Tensor *t) {
     size_t n = tensor_bytes(t);
     for (size_t i = 0; i < n; i++)
         h = (h ^ p[i]) * 1099511628211ull;
+    Tensor *memo = (Tensor *)t; /* a cache, not a change of value */
+    memo->hash = h;
+    memo->hashed = true;
     return h;
 }
 

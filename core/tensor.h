@@ -13,6 +13,9 @@ typedef struct Tensor {
     Type type;
     void *data;           /* NULL for a constant whose data was elided in text */
     uint64_t elided_hash; /* when data is NULL: the hash the text gave */
+    /* tensor_hash's memo: constant data is immutable once it is a weight. */
+    uint64_t hash;
+    bool hashed;
 } Tensor;
 
 /* A tensor with zeroed data from `a` (NULL if out of memory). */
@@ -37,7 +40,8 @@ void elem_store_i64(ElemKind k, void *data, int64_t i, int64_t v);
 
 /* true when every element equals the first (a splat). */
 bool tensor_is_splat(const Tensor *t);
-/* 64-bit FNV-1a hash of the type and the data. */
+/* 64-bit FNV-1a hash of the type and the data, computed once per tensor:
+ * callers that change data afterwards must not ask again. */
 uint64_t tensor_hash(const Tensor *t);
 bool tensor_equal(const Tensor *a, const Tensor *b);
 

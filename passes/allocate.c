@@ -132,13 +132,16 @@ bool lir_allocate(LirProgram *p, PassContext *ctx) {
         naive += items[i].size;
     }
     p->arena_bytes = arena;
-    p->naive_bytes = naive;
+    /* irgen measured the naive size before any sharing; a parsed program
+     * gets the size of its own buffers apart */
+    if (!p->naive_bytes)
+        p->naive_bytes = naive;
     p->lower_bound = lower_bound(p, items, n);
     place_weights(p);
     p->allocated = true;
     ctx->arena_bytes = arena;
     ctx->lower_bound = p->lower_bound;
-    ctx->naive_bytes = naive;
+    ctx->naive_bytes = p->naive_bytes;
     pass_stat(ctx, "buffers-placed", n);
     free(items);
     free(placed);

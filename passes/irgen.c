@@ -202,6 +202,8 @@ LirProgram *irgen(Function *f, DiagList *d) {
             continue;
         OperandRole r = ROLE_OUT;
         lir_insert(p, NULL, IK_DEALLOC, 1, &p->bufs[b], &r);
+        /* the naive size: every value of the graph in its own buffer */
+        p->naive_bytes += ((int64_t)type_bytes(&p->bufs[b]->type) + 63) / 64 * 64;
     }
     (void)d;
     return p;

@@ -20,7 +20,7 @@ typedef struct LirRun {
 static Tensor operand(const LirRun *r, LirBuf *b) {
     LirBuf *s = lir_storage(b);
     size_t off = b->kind == LB_VIEW ? (size_t)b->offset * elem_size(b->type.elem) : 0;
-    return (Tensor){b->type, (unsigned char *)r->base[s->id] + off, 0};
+    return (Tensor){.type = b->type, .data = (unsigned char *)r->base[s->id] + off};
 }
 
 static void poison(const LirRun *r, LirBuf *b) {

@@ -4,15 +4,21 @@
  * how the parts of a concatenation are computed straight into their slots
  * of its buffer (the destination's allocation moves up when it must).
  * Refused when something between the first use of %src and the copy touches
- * the destination region. Requires a verified program; invalidates the
- * memory plan. */
+ * the destination region.
+ *
+ * The other direction: an activation written only by copies whose sources
+ * already lie side by side, in the same order, in one other buffer, becomes
+ * a view of that buffer. DenseNet concatenates all earlier features at every
+ * layer; once the last concatenation writes them into one block (above),
+ * every earlier concatenation is a prefix of that block, and no copy is left.
+ * Requires a verified program; invalidates the memory plan. */
 #include "passes/lir/lir_util.h"
 #include "passes/pass.h"
 
 static LirInstr *first_use(LirProgram *p, LirBuf *storage) {
     Region whole = {storage, 0, type_numel(&storage->type)};
     for (LirInstr *i = p->first; i; i = i->next)
-        if (instr_touches(i, whole))
+        if (instr_mentions(i, whole))
             return i;
     return NULL;
 }
@@ -59,6 +65,73 @@ static bool eliminate(LirProgram *p, LirInstr *copy) {
     return true;
 }
 
+/* The instructions that write `storage`; false if one is not a copy. */
+static int copies_into(LirProgram *p, LirBuf *storage, LirInstr **out, int max) {
+    Region whole = {storage, 0, type_numel(&storage->type)};
+    int n = 0;
+    for (LirInstr *i = p->first; i; i = i->next) {
+        if (!instr_writes(i, whole))
+            continue;
+        if (i->kind != IK_COPY || n == max)
+            return -1;
+        out[n++] = i;
+    }
+    return n;
+}
+
+static bool alias_copies(LirProgram *p, LirBuf *d) {
+    LirInstr *copies[256];
+    int n = copies_into(p, d, copies, 256);
+    if (n <= 0)
+        return false;
+    Region first = buf_region(copies[0]->ops[1]);
+    LirBuf *s = first.storage;
+    if (s == d || s->kind == LB_OUT)
+        return false;
+    int64_t delta = first.begin - buf_region(copies[0]->ops[0]).begin, covered = 0;
+    for (int k = 0; k < n; k++) {
+        Region src = buf_region(copies[k]->ops[1]), dst = buf_region(copies[k]->ops[0]);
+        if (src.storage != s || src.begin - dst.begin != delta)
+            return false;
+        covered += dst.end - dst.begin;
+    }
+    if (covered != type_numel(&d->type) || delta < 0 ||
+        delta + type_numel(&d->type) > type_numel(&s->type))
+        return false;
+    /* The source region must keep its value while d is in use: no writes to
+     * it from the first copy to d's last use. */
+    Region src_region = {s, delta, delta + type_numel(&d->type)};
+    Region whole = {d, 0, type_numel(&d->type)};
+    LirInstr *last = NULL;
+    for (LirInstr *i = copies[0]; i; i = i->next)
+        if (instr_touches(i, whole))
+            last = i;
+    for (LirInstr *i = copies[0]; i && i != last; i = i->next) {
+        bool is_copy = false;
+        for (int k = 0; k < n; k++)
+            is_copy |= i == copies[k];
+        if (!is_copy && instr_writes(i, src_region))
+            return false;
+    }
+    /* ... and the source buffer must outlive d. */
+    LirInstr *sdealloc = s->kind == LB_ALLOC ? lir_find_dealloc(p, s) : NULL;
+    if (sdealloc)
+        for (LirInstr *i = sdealloc; i; i = i->next)
+            if (i == last)
+                return false;
+    LirInstr *dalloc = find_alloc_instr(d), *ddealloc = lir_find_dealloc(p, d);
+    if (!dalloc)
+        return false;
+    LirBuf *view = lir_view(p, copies[0], s, delta, &d->type, d->name);
+    if (ddealloc)
+        lir_remove(p, ddealloc);
+    lir_remove(p, dalloc);
+    lir_replace_buf(p, d, view);
+    for (int k = 0; k < n; k++)
+        lir_remove(p, copies[k]); /* each now copies a region onto itself */
+    return true;
+}
+
 bool lir_copy_elim(LirProgram *p, PassContext *ctx) {
     bool changed = false;
     for (LirInstr *i = p->first, *next; i; i = next) {
@@ -67,6 +140,13 @@ bool lir_copy_elim(LirProgram *p, PassContext *ctx) {
             continue;
         pass_stat(ctx, "copies-eliminated", 1);
         changed = true;
+    }
+    for (int b = 0; b < p->nbufs; b++) {
+        LirBuf *d = p->bufs[b];
+        if (d->kind == LB_ALLOC && !d->dead && alias_copies(p, d)) {
+            pass_stat(ctx, "buffers-aliased", 1);
+            changed = true;
+        }
     }
     long copies = 0;
     for (LirInstr *i = p->first; i; i = i->next)

@@ -47,6 +47,10 @@ bool instr_writes(const LirInstr *i, Region r) {
 }
 
 bool instr_touches(const LirInstr *i, Region r) {
+    return touches_role(i, r, true, true);
+}
+
+bool instr_mentions(const LirInstr *i, Region r) {
     if (i->kind == IK_TENSORVIEW && lir_storage(i->ops[0]) == r.storage)
         return true;
     return touches_role(i, r, true, true);

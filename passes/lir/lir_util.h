@@ -15,11 +15,14 @@ Region buf_region(LirBuf *b);
 bool regions_overlap(Region a, Region b);
 /* Does b cover all of its storage? */
 bool buf_is_whole(LirBuf *b);
-/* Does instruction i read / write / use (either) memory overlapping r?
- * deallocactivation counts as neither; tensorview as a use only. */
+/* Does instruction i read / write / either the data of region r? Defining
+ * a view, allocating and deallocating touch no data. */
 bool instr_reads(const LirInstr *i, Region r);
 bool instr_writes(const LirInstr *i, Region r);
 bool instr_touches(const LirInstr *i, Region r);
+/* Does i touch r's data or define a view of r's storage (which must then be
+ * live)? For live ranges. */
+bool instr_mentions(const LirInstr *i, Region r);
 /* Is `storage` used by anything after `from` (exclusive) other than its
  * dealloc? */
 bool used_after(const LirInstr *from, LirBuf *storage);

@@ -15,7 +15,7 @@ bool lir_shorten_lifetimes(LirProgram *p, PassContext *ctx) {
         Region whole = {s, 0, type_numel(&s->type)};
         LirInstr *first = NULL, *last = NULL;
         for (LirInstr *i = p->first; i; i = i->next) {
-            if (!instr_touches(i, whole))
+            if (!instr_mentions(i, whole))
                 continue;
             if (!first)
                 first = i;
