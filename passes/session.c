@@ -173,10 +173,25 @@ static void import_step(Session *s, double t0) {
     snapshot(s, st);
 }
 
+static void import_lir_step(Session *s, double t0) {
+    s->from_lir = true;
+    if (!s->lir)
+        return;
+    Step *st = new_step(s, "import", PASS_LIR);
+    st->changed = true;
+    st->seconds = now() - t0;
+    snapshot_lir(s, st);
+}
+
 Session *session_open_text(const char *name, const char *text, size_t len,
                            const SessionOptions *opt) {
     Session *s = session_new(name, opt);
     double t0 = now();
+    if (has_suffix(name, ".lir")) {
+        s->lir = lir_parse(text, len, name, &s->diags);
+        import_lir_step(s, t0);
+        return s;
+    }
     s->work = parse_module(text, len, name, &s->diags);
     import_step(s, t0);
     return s;
@@ -190,13 +205,7 @@ Session *session_open(const char *path, const SessionOptions *opt) {
         char *text = read_all(path, &len, &s->diags);
         s->lir = text ? lir_parse(text, len, path, &s->diags) : NULL;
         free(text);
-        s->from_lir = true;
-        if (s->lir) {
-            Step *st = new_step(s, "import", PASS_LIR);
-            st->changed = true;
-            st->seconds = now() - t0;
-            snapshot_lir(s, st);
-        }
+        import_lir_step(s, t0);
         return s;
     }
     if (has_suffix(path, ".hl") || !strcmp(path, "/dev/stdin")) {

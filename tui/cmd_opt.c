@@ -44,6 +44,10 @@ static void print_stats(const Session *s) {
     fprintf(stderr, "  pass statistics\n");
     for (int i = 0; i < s->nsteps; i++) {
         const Step *st = &s->steps[i];
+        if (i == 0 && st->level == PASS_LIR) {
+            fprintf(stderr, "  %-16s %d instructions\n", st->name, st->ninstrs);
+            continue;
+        }
         if (i == 0) {
             fprintf(stderr, "  %-16s %d nodes, %d constants\n", st->name, st->nnodes,
                     st->nconsts);
@@ -52,7 +56,10 @@ static void print_stats(const Session *s) {
         fprintf(stderr, "  %-16s %s", st->name, st->changed ? "" : "no change");
         for (int k = 0; k < st->nstats; k++)
             fprintf(stderr, "%s%s %ld", k ? ", " : "", st->stats[k].name, st->stats[k].count);
-        if (st->changed)
+        if (st->changed && st->level == PASS_LIR)
+            fprintf(stderr, "%s(%d instructions, +%d -%d lines)", st->nstats ? "  " : "",
+                    st->ninstrs, st->lines_added, st->lines_removed);
+        else if (st->changed)
             fprintf(stderr, "%s(%d nodes, +%d -%d lines)", st->nstats ? "  " : "", st->nnodes,
                     st->lines_added, st->lines_removed);
         fputc('\n', stderr);

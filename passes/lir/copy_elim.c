@@ -86,7 +86,7 @@ static bool alias_copies(LirProgram *p, LirBuf *d) {
         return false;
     Region first = buf_region(copies[0]->ops[1]);
     LirBuf *s = first.storage;
-    if (s == d || s->kind == LB_OUT)
+    if (s == d)
         return false;
     int64_t delta = first.begin - buf_region(copies[0]->ops[0]).begin, covered = 0;
     for (int k = 0; k < n; k++) {
