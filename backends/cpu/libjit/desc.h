@@ -1,0 +1,65 @@
+/* The contract between code generation and the libjit kernels.
+ *
+ * Every compute instruction becomes a call
+ *     libjit_<kind>_<elem>(const int64_t *desc, void *const *ops, int64_t lo, int64_t hi)
+ * where <kind> is the instruction's keyword (nodes.def), <elem> the element
+ * kind of its first output (f32, i64, ...), `ops` the data pointers of the
+ * outputs then the inputs, and [lo, hi) the part of the work to do (the
+ * caller splits [0, libjit_<kind>_<elem>_work(desc)) over threads; a kernel
+ * that does not define _work is run whole, with lo = 0, hi = 1).
+ *
+ * `desc` is a constant array that code generation emits per instruction:
+ *
+ *   desc[DESC_KIND]       node kind (NodeKind)
+ *   desc[DESC_NRES]       number of outputs
+ *   desc[DESC_NOPS]       number of outputs + inputs
+ *   desc[DESC_NATTRS]     number of attribute records
+ *   operand k at DESC_OPS + k * DESC_OP_WORDS:
+ *       [0] element kind, [1] rank, [2 .. 2 + MAX_RANK) dims (unused: 1)
+ *   attribute j at DESC_OPS + nops * DESC_OP_WORDS + j * DESC_ATTR_WORDS:
+ *       [0] attribute key (AttrKey), [1] count (1 for scalars), [2 ..] values:
+ *       integers as they are, floats as the bits of a double, element kinds
+ *       as ElemKind; a string as its id in LIBJIT_STRINGS (0 if not there)
+ *       followed by its bytes, 8 to a word (at most 119 of them)
+ *
+ * The kernels are compiled to bitcode and inlined at every call site, where
+ * desc is a constant: every load from it folds, so loop bounds, strides and
+ * attributes are constants to the optimiser -- the specialisation Glow's
+ * CPU backend gets. */
+#ifndef GLOWC_LIBJIT_DESC_H
+#define GLOWC_LIBJIT_DESC_H
+
+#include <stdint.h>
+
+enum {
+    DESC_KIND = 0,
+    DESC_NRES = 1,
+    DESC_NOPS = 2,
+    DESC_NATTRS = 3,
+    DESC_OPS = 4,
+    DESC_MAX_RANK = 8,
+    DESC_OP_WORDS = 2 + DESC_MAX_RANK,
+    DESC_ATTR_VALUES = 16,
+    DESC_ATTR_WORDS = 2 + DESC_ATTR_VALUES,
+};
+
+/* The string attribute values kernels understand, by id (0 = unknown). */
+#define LIBJIT_STRINGS(X)                                                                    \
+    X(constant) X(reflect) X(edge) X(relu) X(clip) X(sigmoid) X(tanh) X(leaky_relu)         \
+    X(nearest) X(linear) X(cubic) X(half_pixel) X(pytorch_half_pixel) X(align_corners)       \
+    X(asymmetric) X(tf_crop_and_resize) X(round_prefer_floor) X(round_prefer_ceil) X(floor) \
+    X(ceil) X(LEFT) X(RIGHT) X(none) X(add) X(mul) X(max) X(min) X(DCR) X(CRD)
+
+enum {
+    LJS_UNKNOWN = 0,
+#define LJS_ENUM(s) LJS_##s,
+    LIBJIT_STRINGS(LJS_ENUM)
+#undef LJS_ENUM
+    LJS_COUNT
+};
+
+/* The runtime each generated program calls into for threads. */
+typedef struct LibjitRuntime LibjitRuntime;
+typedef void (*LibjitWorker)(void *const *ops, int64_t lo, int64_t hi);
+
+#endif

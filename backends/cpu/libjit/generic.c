@@ -1,0 +1,73 @@
+/* The generic kernel: any instruction, run by the reference interpreter's
+ * kernel for its node kind (compiled into the program with it). It rebuilds
+ * the node -- kind, operand types, attributes -- from the descriptor, so the
+ * semantics of every operator stay written once; the specialised libjit
+ * kernels cover the hot ones. Returns 0, or 1 if the kernel failed. */
+#include <stdlib.h>
+
+#include "backends/cpu/libjit/libjit.h"
+#include "backends/interp/interp.h"
+
+static Type operand_type(const int64_t *d, int k) {
+    Type t = {.elem = (ElemKind)lj_elem(d, k), .rank = lj_rank(d, k)};
+    for (int i = 0; i < t.rank; i++)
+        t.dims[i] = lj_dim(d, k, i);
+    return t;
+}
+
+static void set_attr(Node *n, AttrKey key, int count, const int64_t *v) {
+    switch (attr_key_type(key)) {
+    case AT_INT: node_set_int(n, key, v[0]); return;
+    case AT_FLOAT: node_set_float(n, key, (float)lj_bits_f64(v[0])); return;
+    case AT_ELEM: node_set_elem(n, key, (ElemKind)v[0]); return;
+    case AT_STR: {
+        char text[8 * DESC_ATTR_VALUES];
+        memcpy(text, v + 1, sizeof text - 8);
+        text[sizeof text - 8] = 0;
+        node_set_str(n, key, text);
+        return;
+    }
+    case AT_INTS: node_set_ints(n, key, count, v); return;
+    case AT_FLOATS: {
+        float f[DESC_ATTR_VALUES];
+        for (int i = 0; i < count && i < DESC_ATTR_VALUES; i++)
+            f[i] = (float)lj_bits_f64(v[i]);
+        node_set_floats(n, key, count, f);
+        return;
+    }
+    }
+}
+
+int libjit_generic(const int64_t *d, void *const *ops) {
+    Arena *a = arena_new();
+    if (!a)
+        return 1;
+    Module m = {.arena = a, .source = ""};
+    Function f = {.module = &m, .name = "main"};
+    int nres = lj_nres(d), nin = lj_nops(d) - nres;
+    Node *n = graph_new_node(&f, (NodeKind)d[DESC_KIND], 0, NULL, nres);
+    Value *vals = arena_alloc_array(a, (size_t)nin + 1, sizeof(Value));
+    n->ops = arena_alloc_array(a, (size_t)nin + 1, sizeof(Value *));
+    n->nops = nin;
+    Tensor *tensors = arena_alloc_array(a, (size_t)lj_nops(d) + 1, sizeof(Tensor));
+    Tensor *in[256], *out[64];
+    for (int k = 0; k < lj_nops(d); k++) {
+        tensors[k].type = operand_type(d, k);
+        tensors[k].data = ops[k];
+        if (k < nres) {
+            n->res[k].type = tensors[k].type;
+            out[k] = &tensors[k];
+        } else {
+            vals[k - nres].type = tensors[k].type;
+            vals[k - nres].def = n;
+            n->ops[k - nres] = &vals[k - nres];
+            in[k - nres] = &tensors[k];
+        }
+    }
+    const int64_t *rec = d + DESC_OPS + lj_nops(d) * DESC_OP_WORDS;
+    for (int j = 0; j < (int)d[DESC_NATTRS]; j++, rec += DESC_ATTR_WORDS)
+        set_attr(n, (AttrKey)rec[0], (int)rec[1], rec + 2);
+    int status = interp_eval_node(n, in, out, NULL) ? 0 : 1;
+    arena_destroy(a);
+    return status;
+}

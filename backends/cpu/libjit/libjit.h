@@ -1,0 +1,91 @@
+/* What libjit kernels share: reading the descriptor (desc.h), always-inline
+ * declarations, and the thread runtime. Kernels are plain C compiled to
+ * bitcode; vector code uses clang's vector extensions, never intrinsics, so
+ * that every target builds. */
+#ifndef GLOWC_LIBJIT_H
+#define GLOWC_LIBJIT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "backends/cpu/libjit/desc.h"
+#include "core/graph.h"
+
+/* Kernels are external (code generation finds them by name) and inlined at
+ * every call site, where their descriptor is a constant. */
+#define LIBJIT_KERNEL __attribute__((always_inline)) void
+#define LIBJIT_WORK __attribute__((always_inline)) int64_t
+#define LJ_INLINE static inline __attribute__((always_inline))
+
+LJ_INLINE int lj_nres(const int64_t *d) {
+    return (int)d[DESC_NRES];
+}
+
+LJ_INLINE int lj_nops(const int64_t *d) {
+    return (int)d[DESC_NOPS];
+}
+
+LJ_INLINE const int64_t *lj_op(const int64_t *d, int k) {
+    return d + DESC_OPS + k * DESC_OP_WORDS;
+}
+
+LJ_INLINE int lj_elem(const int64_t *d, int k) {
+    return (int)lj_op(d, k)[0];
+}
+
+LJ_INLINE int lj_rank(const int64_t *d, int k) {
+    return (int)lj_op(d, k)[1];
+}
+
+LJ_INLINE int64_t lj_dim(const int64_t *d, int k, int i) {
+    return lj_op(d, k)[2 + i];
+}
+
+LJ_INLINE int64_t lj_numel(const int64_t *d, int k) {
+    int64_t n = 1;
+    for (int i = 0; i < lj_rank(d, k); i++)
+        n *= lj_dim(d, k, i);
+    return n;
+}
+
+/* The record of attribute `key`, or NULL; *count gets its value count. */
+LJ_INLINE const int64_t *lj_attr(const int64_t *d, int key, int *count) {
+    const int64_t *a = d + DESC_OPS + lj_nops(d) * DESC_OP_WORDS;
+    for (int j = 0; j < (int)d[DESC_NATTRS]; j++, a += DESC_ATTR_WORDS) {
+        if (a[0] == key) {
+            *count = (int)a[1];
+            return a + 2;
+        }
+    }
+    *count = 0;
+    return 0;
+}
+
+LJ_INLINE int64_t lj_attr_int(const int64_t *d, int key, int64_t dflt) {
+    int n;
+    const int64_t *v = lj_attr(d, key, &n);
+    return v ? v[0] : dflt;
+}
+
+LJ_INLINE double lj_bits_f64(int64_t bits) {
+    double x;
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
+LJ_INLINE double lj_attr_float(const int64_t *d, int key, double dflt) {
+    int n;
+    const int64_t *v = lj_attr(d, key, &n);
+    return v ? lj_bits_f64(v[0]) : dflt;
+}
+
+LJ_INLINE bool lj_has_attr(const int64_t *d, int key) {
+    int n;
+    return lj_attr(d, key, &n) != 0;
+}
+
+/* Runs worker over [0, n) on the runtime's threads (inline when rt is NULL
+ * or has one thread). */
+void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *const *ops);
+
+#endif
