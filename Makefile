@@ -10,7 +10,8 @@ ONNX_PROTO := /usr/include/onnx/onnx.proto
 
 WARN   := -Wall -Wextra -Werror -Wno-unused-parameter -Wmissing-prototypes \
           -Wstrict-prototypes -Wimplicit-fallthrough -Wvla
-CFLAGS_BASE := -std=c17 $(WARN) -D_GNU_SOURCE -I. -I$(GEN) -MMD -MP
+LLVM_INC := /usr/lib/llvm-19/include
+CFLAGS_BASE := -std=c17 $(WARN) -D_GNU_SOURCE -I. -I$(GEN) -I$(LLVM_INC) -MMD -MP
 ifeq ($(SAN),1)
   OPTFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
@@ -19,20 +20,20 @@ else
 endif
 CFLAGS  := $(CFLAGS_BASE) $(OPTFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS := $(OPTFLAGS)
-LIBS    := -lprotobuf-c -lm
+LIBS    := -lprotobuf-c -L/usr/lib/llvm-19/lib -lLLVM-19 -lpthread -lm
 
 # Debian packages the build, the tests and the model scripts need.
 PACKAGES := clang-19 llvm-19-dev llvm-19-tools lld-19 libclang-rt-19-dev \
             libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata \
             libgraphviz-dev graphviz libncurses-dev libcmocka-dev tmux librsvg2-bin \
             python3 python3-numpy python3-onnx python3-torch python3-torchvision \
-            python3-sklearn
+            python3-sklearn xxd
 
 LIB_SRCS := $(wildcard core/*.c core/onnx/*.c backends/*.c backends/interp/*.c \
-                       passes/*.c passes/graph/*.c passes/lir/*.c dot/*.c)
+                       backends/cpu/*.c passes/*.c passes/graph/*.c passes/lir/*.c dot/*.c)
 TUI_SRCS := $(wildcard tui/*.c)
 PB_SRC   := $(GEN)/onnx/onnx.pb-c.c
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o $(BUILD)/gen/libjit_bc.o
 TUI_OBJS := $(TUI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
@@ -70,6 +71,33 @@ $(BUILD)/gen/onnx/onnx.pb-c.o: $(GEN)/onnx/onnx.pb-c.c
 $(BUILD)/%.o: %.c $(GEN)/onnx/onnx.pb-c.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# ---- libjit: the CPU kernels as LLVM bitcode, embedded in glowc ------------
+# The interpreter's kernels go in too (with the core they need): they are the
+# fallback for kinds without a libjit kernel (--fallback=interp). No
+# vectorising here: the target-specific O3 at code generation does it, once
+# shapes are constants.
+LIBJIT_SRCS := $(wildcard backends/cpu/libjit/*.c) core/graph.c core/infer.c core/tensor.c \
+               core/types.c core/arena.c core/diag.c core/strbuf.c backends/interp/interp.c \
+               $(wildcard backends/interp/k_*.c)
+LIBJIT_BCS := $(LIBJIT_SRCS:%.c=build/bc/%.bc)
+BCFLAGS := -std=c17 -O2 -fno-vectorize -fno-slp-vectorize -fno-unroll-loops -emit-llvm \
+           -D_GNU_SOURCE -DGLOWC_LIBJIT -I. -I$(GEN) -MMD -MP
+
+build/bc/%.bc: %.c $(GEN)/onnx/onnx.pb-c.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(BCFLAGS) -c $< -o $@
+
+build/libjit.bc: $(LIBJIT_BCS)
+	$(LLVM_BIN)/llvm-link $^ -o $@
+
+$(GEN)/libjit_bc.c: build/libjit.bc
+	@mkdir -p $(GEN)
+	cd build && xxd -i -n libjit_bc libjit.bc | sed 's/^unsigned/const unsigned/' > ../$@
+
+$(BUILD)/gen/libjit_bc.o: $(GEN)/libjit_bc.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -w -c $< -o $@
 
 $(BUILD)/libglowc.a: $(LIB_OBJS)
 	@rm -f $@

@@ -14,11 +14,15 @@ typedef struct Backend {
     bool (*is_native)(const Node *n);
     /* Does it run the allocated low-level program (else the final graph)? */
     bool runs_lir;
+    /* Does it compile that program to native code (the codegen steps)? */
+    bool compiles;
 } Backend;
 
 /* The reference interpreter, on the graph and on the low-level program. */
 extern const Backend interp_backend;
 extern const Backend interp_lir_backend;
+/* LLVM code generation for the host (backends/cpu). */
+extern const Backend cpu_backend;
 const Backend *backend_find(const char *name);
 const char *backend_names(void); /* for messages */
 

@@ -8,9 +8,10 @@
 #include "core/infer.h"
 
 static const PassInfo registry[] = {
-#define PASS(nm, level, fn, desc) {nm, level, fn, NULL, desc},
-#define LIR_PASS(nm, fn, desc) {nm, PASS_LIR, NULL, fn, desc},
-#define IRGEN_PASS(nm, desc) {nm, PASS_LIR, NULL, NULL, desc},
+#define PASS(nm, level, fn, desc) {nm, level, fn, NULL, STEP_PASS, desc},
+#define LIR_PASS(nm, fn, desc) {nm, PASS_LIR, NULL, fn, STEP_PASS, desc},
+#define IRGEN_PASS(nm, desc) {nm, PASS_LIR, NULL, NULL, STEP_IRGEN, desc},
+#define CODEGEN_PASS(nm, step, desc) {nm, PASS_CODEGEN, NULL, NULL, step, desc},
 #include "passes/passes.def"
 };
 

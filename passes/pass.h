@@ -38,19 +38,24 @@ typedef struct PassContext {
 typedef bool (*GraphPassFn)(Function *f, PassContext *ctx);
 typedef bool (*LirPassFn)(LirProgram *p, PassContext *ctx);
 
-/* Graph passes have `run`, LIR passes `run_lir`; irgen, the step from one
- * IR to the other, has neither (the session performs it). */
+/* Graph passes have `run`, LIR passes `run_lir`. The steps from one form
+ * to the next -- irgen, codegen, LLVM's optimisation -- have neither: the
+ * session performs them (`step` says which). */
+typedef enum { STEP_PASS, STEP_IRGEN, STEP_CODEGEN, STEP_LLVM_OPT } StepKind;
+
 typedef struct PassInfo {
     const char *name;
     PassLevel level;
     GraphPassFn run;
     LirPassFn run_lir;
+    StepKind step;
     const char *description;
 } PassInfo;
 
 #define PASS(nm, level, fn, desc) bool fn(Function *f, PassContext *ctx);
 #define LIR_PASS(nm, fn, desc) bool fn(LirProgram *p, PassContext *ctx);
 #define IRGEN_PASS(nm, desc)
+#define CODEGEN_PASS(nm, step, desc)
 #include "passes/passes.def"
 
 const PassInfo *pass_find(const char *name);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backends/cpu/cpu.h"
 #include "backends/interp/interp.h"
 #include "core/parse.h"
 #include "core/print.h"
@@ -108,10 +109,32 @@ static void snapshot_lir(Session *s, Step *st) {
     }
 }
 
+static void snapshot_llvm(Session *s, Step *st) {
+    const Step *prev = &s->steps[s->nsteps - 2];
+    st->text = prev->text ? strdup(prev->text) : NULL;
+    st->lir_text = prev->lir_text ? strdup(prev->lir_text) : NULL;
+    st->lir = prev->lir ? lir_clone(prev->lir) : NULL;
+    st->nnodes = prev->nnodes;
+    st->nconsts = prev->nconsts;
+    st->ninstrs = prev->ninstrs;
+    st->arena_bytes = prev->arena_bytes;
+    st->lower_bound = prev->lower_bound;
+    st->naive_bytes = prev->naive_bytes;
+    memcpy(st->kind_counts, prev->kind_counts, sizeof st->kind_counts);
+    StrBuf sb;
+    sb_init(&sb);
+    cpu_print_llvm(s->cpu, &sb);
+    st->llvm_text = sb_take(&sb);
+    DiffCounts dc = textdiff_count(prev->llvm_text ? prev->llvm_text : "", st->llvm_text);
+    st->lines_added = dc.added;
+    st->lines_removed = dc.removed;
+}
+
 static void free_step(Step *st) {
     free((char *)st->name);
     free(st->text);
     free(st->lir_text);
+    free(st->llvm_text);
     module_destroy(st->graph);
     lir_destroy(st->lir);
 }
@@ -240,6 +263,8 @@ void session_free(Session *s) {
         free(s->pipeline[i]);
     free(s->pipeline);
     /* Snapshots share weights with the working modules: they go last. */
+    cpu_exec_free(s->exec);
+    cpu_module_free(s->cpu);
     lir_destroy(s->lir);
     for (int i = 0; i < s->nretired_lir; i++)
         lir_destroy(s->retired_lir[i]);
@@ -267,10 +292,10 @@ static void unknown_pass(Session *s, const char *name) {
 /* Graph passes come before irgen, LIR passes after it (a .lir input starts
  * after it); irgen runs at most once. */
 static bool check_order(Session *s, char **names, int n) {
-    bool lir = s->from_lir;
+    bool lir = s->from_lir, allocated = false, codegen = false, optimized = false;
     for (int i = 0; i < n; i++) {
         const PassInfo *pi = pass_find(names[i]);
-        bool is_irgen = !pi->run && !pi->run_lir;
+        bool is_irgen = pi->step == STEP_IRGEN;
         const char *why = NULL;
         if (is_irgen && lir)
             why = s->from_lir ? "the input is already low-level IR" : "irgen has already run";
@@ -278,12 +303,22 @@ static bool check_order(Session *s, char **names, int n) {
             why = "it works on the low-level IR: put irgen before it";
         else if (pi->run && lir)
             why = "it works on the graph, which irgen has already left behind";
+        else if ((pi->run_lir || pi->run) && codegen)
+            why = "code generation has already run";
+        else if (pi->step == STEP_CODEGEN && (!allocated || codegen))
+            why = codegen ? "codegen runs once" : "codegen needs an allocated program: allocate first";
+        else if (pi->step == STEP_LLVM_OPT && (!codegen || optimized))
+            why = optimized ? "llvm-opt runs once" : "llvm-opt needs codegen before it";
         if (why) {
             diag_error(&s->diags, NULL, "pass '%s' cannot run at position %d: %s", names[i], i + 1,
                        why);
             return false;
         }
         lir |= is_irgen;
+        if (pi->run_lir)
+            allocated = pi->run_lir == lir_allocate || (allocated && pi->run_lir == NULL);
+        codegen |= pi->step == STEP_CODEGEN;
+        optimized |= pi->step == STEP_LLVM_OPT;
     }
     return true;
 }
@@ -362,9 +397,28 @@ bool session_done(const Session *s) {
     return (!s->work && !s->lir) || s->next >= s->npipeline;
 }
 
+static bool run_codegen(Session *s, const PassInfo *pi) {
+    if (pi->step == STEP_LLVM_OPT)
+        return s->cpu && cpu_optimize(s->cpu, &s->diags);
+    CpuOptions co = {.target_cpu = s->opt.target_cpu, .fallback = s->opt.fallback};
+    s->cpu = cpu_codegen(s->lir, &co, &s->diags);
+    if (s->cpu && cpu_fallback_count(s->cpu)) {
+        StrBuf sb;
+        sb_init(&sb);
+        for (int i = 0; i < cpu_fallback_count(s->cpu); i++)
+            sb_printf(&sb, "%s%s", i ? ", " : "", cpu_fallback_what(s->cpu, i));
+        diag_note(&s->diags, NULL, "run by the interpreter's kernels (--fallback=interp): %s",
+                  sb_str(&sb));
+        sb_free(&sb);
+    }
+    return s->cpu != NULL;
+}
+
 /* Runs one pass on the working IR; true if it changed it. */
 static bool run_pass(Session *s, const PassInfo *pi, PassContext *ctx) {
-    if (!pi->run && !pi->run_lir) {
+    if (pi->step == STEP_CODEGEN || pi->step == STEP_LLVM_OPT)
+        return run_codegen(s, pi);
+    if (pi->step == STEP_IRGEN) {
         s->lir = irgen(s->work->main, &s->diags);
         if (s->lir)
             pass_break_lir(ctx, s->lir);
@@ -416,8 +470,9 @@ bool session_step(Session *s) {
     st->nstats = ctx.nstats;
     st->peak_before = ctx.peak_before;
     st->peak_after = ctx.peak_after;
-    st->failed = s->diags.errors > errors || (pi->level == PASS_LIR && !s->lir);
-    if (!st->failed && s->opt.verify_each && !verify_step(s, pi))
+    st->failed = s->diags.errors > errors || (pi->level == PASS_LIR && !s->lir) ||
+                 (pi->level == PASS_CODEGEN && !changed);
+    if (!st->failed && s->opt.verify_each && pi->level != PASS_CODEGEN && !verify_step(s, pi))
         st->failed = true;
     if (st->failed) {
         /* The step before stays printable; this one shows the broken IR. */
@@ -433,7 +488,9 @@ bool session_step(Session *s) {
         sb_free(&sb);
         return false;
     }
-    if (pi->level == PASS_LIR)
+    if (pi->level == PASS_CODEGEN)
+        snapshot_llvm(s, st);
+    else if (pi->level == PASS_LIR)
         snapshot_lir(s, st);
     else
         snapshot(s, st);
@@ -482,8 +539,9 @@ bool session_want_lir(Session *s) {
     bool has_irgen = s->from_lir, has_alloc = false;
     for (int i = 0; i < s->npipeline; i++) {
         const PassInfo *pi = pass_find(s->pipeline[i]);
-        has_irgen |= !pi->run && !pi->run_lir;
-        has_alloc = pi->run_lir == lir_allocate; /* the last LIR pass must be allocate */
+        has_irgen |= pi->step == STEP_IRGEN;
+        if (pi->level == PASS_LIR)
+            has_alloc = pi->run_lir == lir_allocate; /* the last LIR pass must be allocate */
     }
     if (!has_irgen)
         return session_append_pipeline(s, "irgen,shorten-lifetimes,allocate");
@@ -492,8 +550,35 @@ bool session_want_lir(Session *s) {
     return true;
 }
 
+bool session_want_codegen(Session *s) {
+    bool has_codegen = false, has_opt = false;
+    for (int i = 0; i < s->npipeline; i++) {
+        const PassInfo *pi = pass_find(s->pipeline[i]);
+        has_codegen |= pi->step == STEP_CODEGEN;
+        has_opt |= pi->step == STEP_LLVM_OPT;
+    }
+    if (!has_codegen && !session_want_lir(s))
+        return false;
+    if (!has_codegen)
+        return session_append_pipeline(s, "codegen,llvm-opt");
+    return has_opt || session_append_pipeline(s, "llvm-opt");
+}
+
 bool session_execute(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,
                      DiagList *d) {
+    if (s->opt.backend->compiles) {
+        if (!s->exec && s->cpu) {
+            s->exec = cpu_jit(s->cpu, s->opt.threads, d);
+            cpu_module_free(s->cpu); /* the JIT took the LLVM module */
+            s->cpu = NULL;
+        }
+        if (!s->exec) {
+            if (!diag_has_errors(d))
+                diag_error(d, NULL, "backend %s needs codegen", s->opt.backend->name);
+            return false;
+        }
+        return cpu_exec_run(s->exec, inputs, outputs, a, d);
+    }
     if (s->opt.backend->runs_lir) {
         if (!s->lir) {
             diag_error(d, NULL, "backend %s needs the low-level program", s->opt.backend->name);

@@ -23,6 +23,9 @@ typedef struct SessionOptions {
     const char *break_pass; /* --break-pass */
     bool verify_each;       /* run the verifier after every pass */
     const Backend *backend; /* what lowering targets (default: interp) */
+    const char *target_cpu; /* cpu backend: NULL for the host */
+    bool fallback;          /* cpu backend: --fallback=interp */
+    int threads;            /* cpu backend: worker threads when running */
 } SessionOptions;
 
 typedef struct Step {
@@ -34,6 +37,7 @@ typedef struct Step {
     char *text;       /* the graph's text IR (LIR steps: the graph irgen saw) */
     LirProgram *lir;  /* the low-level program after this step (from irgen on) */
     char *lir_text;
+    char *llvm_text;  /* the LLVM IR after codegen / after llvm-opt */
     int ninstrs;
     int64_t arena_bytes, lower_bound, naive_bytes; /* allocate */
     int nnodes, nconsts;
@@ -52,6 +56,8 @@ typedef struct Session {
     DiagList diags;   /* everything said while loading and running */
     Module *work;     /* the graph being transformed (NULL if the import failed) */
     LirProgram *lir;  /* the low-level program, once irgen has run */
+    struct CpuModule *cpu;  /* the LLVM module, once codegen has run */
+    struct CpuExec *exec;   /* its JIT-compiled form, made on first execution */
     bool from_lir;    /* the input was a .lir file */
     Step *steps;
     int nsteps, cap;
@@ -96,6 +102,8 @@ bool session_append_pipeline(Session *s, const char *spec);
 /* Makes sure the pipeline ends with an allocated low-level program, adding
  * irgen and allocate when it does not. */
 bool session_want_lir(Session *s);
+/* Same, then LLVM code generation and optimisation (the cpu backend). */
+bool session_want_codegen(Session *s);
 /* Runs the compiled model on the session's backend: the final graph on the
  * interpreter, or the allocated program on interp-lir. Outputs go to `a`. */
 bool session_execute(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,

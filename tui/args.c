@@ -45,6 +45,20 @@ bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagL
         ca->verify_each = true;
     } else if ((v = option_value("--backend", argc, argv, i))) {
         ca->backend = v;
+    } else if ((v = option_value("--target-cpu", argc, argv, i))) {
+        ca->target_cpu = v;
+    } else if ((v = option_value("--threads", argc, argv, i))) {
+        ca->threads = atoi(v);
+        if (ca->threads < 1 || ca->threads > 64) {
+            diag_error(d, NULL, "--threads takes 1 to 64, not '%s'", v);
+            *bad = true;
+        }
+    } else if ((v = option_value("--fallback", argc, argv, i))) {
+        if (strcmp(v, "interp")) {
+            diag_error(d, NULL, "--fallback takes 'interp', not '%s'", v);
+            *bad = true;
+        }
+        ca->fallback = true;
     } else {
         return false;
     }
@@ -81,6 +95,9 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
         .break_pass = ca->break_pass,
         .verify_each = ca->verify_each,
         .backend = ca->backend ? backend_find(ca->backend) : NULL,
+        .target_cpu = ca->target_cpu,
+        .fallback = ca->fallback,
+        .threads = ca->threads ? ca->threads : 1,
     };
 }
 
@@ -93,7 +110,9 @@ static Session *finish_open(Session *s, CommonArgs *ca, const char *dflt, DiagLi
     if (!ca->pipeline && s->from_lir)
         dflt = ""; /* no graph pipeline for low-level input */
     bool ok = session_set_pipeline(s, ca->pipeline ? ca->pipeline : dflt);
-    if (ok && s->opt.backend->runs_lir)
+    if (ok && s->opt.backend->compiles)
+        ok = session_want_codegen(s);
+    else if (ok && s->opt.backend->runs_lir)
         ok = session_want_lir(s);
     if (!ok) {
         diag_append(d, &s->diags);

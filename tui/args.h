@@ -20,6 +20,9 @@ typedef struct CommonArgs {
     const char *break_pass;
     bool verify_each;
     const char *backend;
+    const char *target_cpu;
+    int threads;
+    bool fallback;
 } CommonArgs;
 
 /* Consumes argv[*i] (and its value) if it is a common option; false if not.

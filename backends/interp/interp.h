@@ -31,4 +31,7 @@ bool interp_run(Function *f, Tensor *const *inputs, Tensor **outputs, Arena *a, 
 bool interp_run_lir(LirProgram *p, Tensor *const *inputs, Tensor **outputs, Arena *a,
                     DiagList *d);
 
+/* The interpreter's native set (what lowering leaves alone). */
+bool interp_is_native(const Node *n);
+
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/interp/interp.h"
 
 /* Kinds lowering rewrites for the interpreter. */
 static const NodeKind lowered[] = {
@@ -14,7 +15,7 @@ static const NodeKind lowered[] = {
     NK_REDUCE_LOG_SUM_EXP,
 };
 
-static bool interp_is_native(const Node *n) {
+bool interp_is_native(const Node *n) {
     if (n->kind == NK_LAYER_NORM)
         return n->nres > 1; /* the statistics outputs have no lowering */
     if (n->kind == NK_PAD)
@@ -25,5 +26,5 @@ static bool interp_is_native(const Node *n) {
     return true;
 }
 
-const Backend interp_backend = {"interp", interp_is_native, false};
-const Backend interp_lir_backend = {"interp-lir", interp_is_native, true};
+const Backend interp_backend = {"interp", interp_is_native, false, false};
+const Backend interp_lir_backend = {"interp-lir", interp_is_native, true, false};

@@ -1,0 +1,355 @@
+/* LIR to LLVM IR. The libjit bitcode is parsed into a fresh module and the
+ * entry point is added to it; each compute instruction becomes
+ *   ops[...] = the operands' addresses (base + planned offset)
+ *   n = libjit_K_work(desc_i)                    (folds to a constant)
+ *   libjit_parallel(rt, n, worker_i, ops)        worker_i calls libjit_K(desc_i, ...)
+ * where desc_i is a private constant array (backends/cpu/libjit/desc.h):
+ * once the kernel is inlined into worker_i, every shape, stride and
+ * attribute is a constant to the optimiser. Copies become memmove, views
+ * and allocations cost nothing (their addresses are constants). */
+#include "backends/cpu/cpu_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/BitReader.h>
+
+#include "backends/cpu/libjit/desc.h"
+
+enum { MAX_DESC = 4096 };
+
+typedef struct CG {
+    CpuModule *m;
+    LirProgram *p;
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMTypeRef i8, i32, i64, ptr, worker_ty;
+    LLVMValueRef entry, weights, mutables, acts, rt, ops;
+    int max_ops;
+    DiagList *d;
+    bool ok;
+} CG;
+
+static const char *const ljs_names[LJS_COUNT] = {
+    [LJS_UNKNOWN] = "",
+#define LJS_NAME(s) [LJS_##s] = #s,
+    LIBJIT_STRINGS(LJS_NAME)
+#undef LJS_NAME
+};
+
+static int64_t string_id(const char *s) {
+    for (int i = 1; i < LJS_COUNT; i++)
+        if (!strcmp(ljs_names[i], s))
+            return i;
+    return LJS_UNKNOWN;
+}
+
+static int64_t f64_bits(double x) {
+    int64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    return bits;
+}
+
+/* ---- descriptors ------------------------------------------------------------- */
+
+static int put_operand(int64_t *w, int n, const LirBuf *b) {
+    w[n++] = b->type.elem;
+    w[n++] = b->type.rank;
+    for (int i = 0; i < DESC_MAX_RANK; i++)
+        w[n++] = i < b->type.rank ? b->type.dims[i] : 1;
+    return n;
+}
+
+/* One attribute record; false if it does not fit the descriptor. */
+static bool put_attr(int64_t *w, int *n, const Attr *a) {
+    int64_t *r = w + *n;
+    memset(r, 0, DESC_ATTR_WORDS * sizeof *r);
+    r[0] = a->key;
+    r[1] = 1;
+    switch (attr_key_type(a->key)) {
+    case AT_INT: r[2] = a->i; break;
+    case AT_FLOAT: r[2] = f64_bits(a->f); break;
+    case AT_ELEM: r[2] = a->elem; break;
+    case AT_STR: {
+        size_t len = strlen(a->s);
+        if (len > 8 * (DESC_ATTR_VALUES - 1) - 1)
+            return false;
+        r[2] = string_id(a->s);
+        memcpy(r + 3, a->s, len);
+        r[1] = 1 + (int64_t)(len + 8) / 8;
+        break;
+    }
+    case AT_INTS:
+        if (a->ints.n > DESC_ATTR_VALUES)
+            return false;
+        r[1] = a->ints.n;
+        for (int i = 0; i < a->ints.n; i++)
+            r[2 + i] = a->ints.v[i];
+        break;
+    case AT_FLOATS:
+        if (a->floats.n > DESC_ATTR_VALUES)
+            return false;
+        r[1] = a->floats.n;
+        for (int i = 0; i < a->floats.n; i++)
+            r[2 + i] = f64_bits(a->floats.v[i]);
+        break;
+    }
+    *n += DESC_ATTR_WORDS;
+    return true;
+}
+
+/* The descriptor words of instruction i; 0 if it does not fit. */
+static int build_desc(const LirInstr *i, int64_t kind, int64_t *w) {
+    int nres = 0;
+    while (nres < i->nops && i->roles[nres] != ROLE_IN)
+        nres++;
+    int n = DESC_OPS;
+    w[DESC_KIND] = kind;
+    w[DESC_NRES] = nres;
+    w[DESC_NOPS] = i->nops;
+    w[DESC_NATTRS] = i->nattrs;
+    if (DESC_OPS + (i->nops * DESC_OP_WORDS) + i->nattrs * DESC_ATTR_WORDS > MAX_DESC)
+        return 0;
+    for (int k = 0; k < i->nops; k++)
+        n = put_operand(w, n, i->ops[k]);
+    for (int k = 0; k < i->nattrs; k++)
+        if (!put_attr(w, &n, &i->attrs[k]))
+            return 0;
+    return n;
+}
+
+static LLVMValueRef desc_global(CG *g, const int64_t *w, int n, int index) {
+    LLVMValueRef *vals = malloc((size_t)n * sizeof *vals);
+    for (int k = 0; k < n; k++)
+        vals[k] = LLVMConstInt(g->i64, (unsigned long long)w[k], true);
+    LLVMValueRef init = LLVMConstArray2(g->i64, vals, (uint64_t)n);
+    free(vals);
+    char name[32];
+    snprintf(name, sizeof name, "glowc_desc%d", index);
+    LLVMValueRef gv = LLVMAddGlobal(g->mod, LLVMTypeOf(init), name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, true);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
+    return gv;
+}
+
+/* ---- addresses --------------------------------------------------------------- */
+
+static LLVMValueRef buf_address(CG *g, const LirBuf *b) {
+    const LirBuf *s = b->kind == LB_VIEW ? b->base : b;
+    LLVMValueRef base = s->kind == LB_ALLOC ? g->acts : s->kind == LB_CONST ? g->weights : g->mutables;
+    int64_t off = s->address;
+    if (b->kind == LB_VIEW)
+        off += b->offset * (int64_t)elem_size(b->type.elem);
+    LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned long long)off, false);
+    return LLVMBuildGEP2(g->b, g->i8, base, &idx, 1, "");
+}
+
+static void store_operands(CG *g, const LirInstr *i) {
+    LLVMTypeRef arr = LLVMArrayType2(g->ptr, (uint64_t)g->max_ops);
+    for (int k = 0; k < i->nops; k++) {
+        LLVMValueRef idx[2] = {LLVMConstInt(g->i64, 0, false), LLVMConstInt(g->i64, k, false)};
+        LLVMValueRef slot = LLVMBuildGEP2(g->b, arr, g->ops, idx, 2, "");
+        LLVMBuildStore(g->b, buf_address(g, i->ops[k]), slot);
+    }
+}
+
+/* ---- calls ------------------------------------------------------------------- */
+
+static LLVMValueRef call(CG *g, LLVMValueRef fn, LLVMValueRef *args, unsigned n) {
+    return LLVMBuildCall2(g->b, LLVMGlobalGetValueType(fn), fn, args, n, "");
+}
+
+static LLVMValueRef runtime_fn(CG *g, const char *name) {
+    LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
+    if (!fn) {
+        diag_error(g->d, NULL, "the libjit bitcode lacks %s (a build problem)", name);
+        g->ok = false;
+    }
+    return fn;
+}
+
+/* worker_i(ops, lo, hi) { kernel(desc_i, ops, lo, hi); } */
+static LLVMValueRef make_worker(CG *g, LLVMValueRef kernel, LLVMValueRef desc, int index) {
+    char name[32];
+    snprintf(name, sizeof name, "glowc_worker%d", index);
+    LLVMValueRef w = LLVMAddFunction(g->mod, name, g->worker_ty);
+    LLVMSetLinkage(w, LLVMInternalLinkage);
+    LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(g->ctx, w, "entry");
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
+    LLVMPositionBuilderAtEnd(b, bb);
+    LLVMValueRef args[4] = {desc, LLVMGetParam(w, 0), LLVMGetParam(w, 1), LLVMGetParam(w, 2)};
+    LLVMBuildCall2(b, LLVMGlobalGetValueType(kernel), kernel, args, 4, "");
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    return w;
+}
+
+static void emit_kernel(CG *g, const LirInstr *i, LLVMValueRef kernel, const char *name,
+                        LLVMValueRef desc, int index) {
+    char work_name[160];
+    snprintf(work_name, sizeof work_name, "%s_work", name);
+    LLVMValueRef work_fn = LLVMGetNamedFunction(g->mod, work_name);
+    LLVMValueRef n = work_fn ? call(g, work_fn, &desc, 1) : LLVMConstInt(g->i64, 1, false);
+    LLVMValueRef worker = make_worker(g, kernel, desc, index);
+    LLVMValueRef par = runtime_fn(g, "libjit_parallel");
+    if (!par)
+        return;
+    LLVMValueRef args[4] = {g->rt, n, worker, g->ops};
+    call(g, par, args, 4);
+    (void)i;
+}
+
+/* if (libjit_generic(desc, ops)) return index + 1; */
+static void emit_generic(CG *g, LLVMValueRef desc, int index) {
+    LLVMValueRef fn = runtime_fn(g, "libjit_generic");
+    if (!fn)
+        return;
+    LLVMValueRef args[2] = {desc, g->ops};
+    LLVMValueRef status = call(g, fn, args, 2);
+    LLVMValueRef failed = LLVMBuildICmp(g->b, LLVMIntNE, status, LLVMConstInt(g->i32, 0, false), "");
+    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "fail");
+    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "ok");
+    LLVMBuildCondBr(g->b, failed, bad, ok);
+    LLVMPositionBuilderAtEnd(g->b, bad);
+    LLVMBuildRet(g->b, LLVMConstInt(g->i32, (unsigned long long)index + 1, false));
+    LLVMPositionBuilderAtEnd(g->b, ok);
+}
+
+static void note_function(CG *g, int index, const char *name) {
+    g->m->instr_fn[index] = strdup(name);
+}
+
+static void emit_compute(CG *g, LirInstr *i, int index) {
+    NodeKind nk = NODE_OF_IK(i->kind);
+    char name[128];
+    snprintf(name, sizeof name, "libjit_%s_%s", node_kind_name(nk), elem_name(i->ops[0]->type.elem));
+    int64_t w[MAX_DESC];
+    int nw = build_desc(i, nk, w);
+    LLVMValueRef kernel = nw ? LLVMGetNamedFunction(g->mod, name) : NULL;
+    if (!kernel && !g->m->opt.fallback) {
+        cpu_note_missing(g->m, i, nw ? name : "an attribute too large for a descriptor");
+        return;
+    }
+    if (!nw) {
+        diag_error(g->d, NULL, "instruction %d (%s): an attribute does not fit a descriptor", index,
+                   node_kind_name(nk));
+        g->ok = false;
+        return;
+    }
+    LLVMValueRef desc = desc_global(g, w, nw, index);
+    store_operands(g, i);
+    if (kernel) {
+        emit_kernel(g, i, kernel, name, desc, index);
+        note_function(g, index, name);
+    } else {
+        cpu_note_fallback(g->m, i);
+        emit_generic(g, desc, index);
+        note_function(g, index, "libjit_generic");
+    }
+}
+
+static void emit_copy(CG *g, const LirInstr *i) {
+    LLVMValueRef dst = buf_address(g, i->ops[0]), src = buf_address(g, i->ops[1]);
+    LLVMValueRef size = LLVMConstInt(g->i64, type_bytes(&i->ops[1]->type), false);
+    LLVMBuildMemMove(g->b, dst, 1, src, 1, size);
+}
+
+static void emit_insert(CG *g, LirInstr *i, int index) {
+    int64_t w[MAX_DESC];
+    int nw = build_desc(i, -1, w);
+    LLVMValueRef fn = runtime_fn(g, "libjit_insert");
+    if (!fn || !nw)
+        return;
+    LLVMValueRef desc = desc_global(g, w, nw, index);
+    store_operands(g, i);
+    LLVMValueRef args[2] = {desc, g->ops};
+    call(g, fn, args, 2);
+    note_function(g, index, "libjit_insert");
+}
+
+static void emit_instr(CG *g, LirInstr *i, int index) {
+    switch (i->kind) {
+    case IK_ALLOC:
+    case IK_DEALLOC:
+    case IK_TENSORVIEW: return; /* addresses are constants of the plan */
+    case IK_COPY: emit_copy(g, i); return;
+    case IK_INSERT: emit_insert(g, i, index); return;
+    default: emit_compute(g, i, index); return;
+    }
+}
+
+/* ---- the module ------------------------------------------------------------- */
+
+static bool load_bitcode(CG *g) {
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
+        (const char *)libjit_bc, libjit_bc_len, "libjit.bc", false);
+    if (LLVMParseBitcodeInContext2(g->ctx, buf, &g->mod)) {
+        diag_error(g->d, NULL, "cannot read the embedded libjit bitcode");
+        LLVMDisposeMemoryBuffer(buf);
+        return false;
+    }
+    LLVMDisposeMemoryBuffer(buf);
+    return true;
+}
+
+static void begin_entry(CG *g, const char *name) {
+    LLVMTypeRef params[4] = {g->ptr, g->ptr, g->ptr, g->ptr};
+    LLVMTypeRef fty = LLVMFunctionType(g->i32, params, 4, false);
+    g->entry = LLVMAddFunction(g->mod, name, fty);
+    g->weights = LLVMGetParam(g->entry, 0);
+    g->mutables = LLVMGetParam(g->entry, 1);
+    g->acts = LLVMGetParam(g->entry, 2);
+    g->rt = LLVMGetParam(g->entry, 3);
+    LLVMSetValueName2(g->weights, "weights", 7);
+    LLVMSetValueName2(g->mutables, "mutables", 8);
+    LLVMSetValueName2(g->acts, "activations", 11);
+    LLVMSetValueName2(g->rt, "rt", 2);
+    LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "entry");
+    LLVMPositionBuilderAtEnd(g->b, bb);
+    g->ops = LLVMBuildAlloca(g->b, LLVMArrayType2(g->ptr, (uint64_t)g->max_ops), "ops");
+}
+
+CpuModule *cpu_codegen(LirProgram *p, const CpuOptions *o, DiagList *d) {
+    if (!p->allocated) {
+        diag_error(d, NULL, "code generation needs a memory plan (run allocate first)");
+        return NULL;
+    }
+    CpuModule *m = cpu_module_new(p, o, d);
+    if (!m)
+        return NULL;
+    CG g = {.m = m, .p = p, .ctx = m->ctx, .d = d, .ok = true, .max_ops = 1};
+    g.i8 = LLVMInt8TypeInContext(g.ctx);
+    g.i32 = LLVMInt32TypeInContext(g.ctx);
+    g.i64 = LLVMInt64TypeInContext(g.ctx);
+    g.ptr = LLVMPointerTypeInContext(g.ctx, 0);
+    LLVMTypeRef wparams[3] = {g.ptr, g.i64, g.i64};
+    g.worker_ty = LLVMFunctionType(LLVMVoidTypeInContext(g.ctx), wparams, 3, false);
+    if (!load_bitcode(&g)) {
+        cpu_module_free(m);
+        return NULL;
+    }
+    m->mod = g.mod;
+    for (LirInstr *i = p->first; i; i = i->next)
+        if (i->nops > g.max_ops)
+            g.max_ops = i->nops;
+    g.b = LLVMCreateBuilderInContext(g.ctx);
+    begin_entry(&g, m->entry);
+    lir_number(p);
+    m->ninstrs = p->ninstrs;
+    m->instr_fn = calloc((size_t)p->ninstrs + 1, sizeof *m->instr_fn);
+    int index = 0;
+    for (LirInstr *i = p->first; i; i = i->next, index++)
+        emit_instr(&g, i, index);
+    LLVMBuildRet(g.b, LLVMConstInt(g.i32, 0, false));
+    LLVMDisposeBuilder(g.b);
+    if (!cpu_report_missing(m, d) || !g.ok) {
+        cpu_module_free(m);
+        return NULL;
+    }
+    cpu_finish_module(m);
+    return m;
+}

@@ -1,0 +1,41 @@
+/* Inside the CPU backend: the module being built and the helpers the code
+ * generator, the optimiser and the JIT share. */
+#ifndef GLOWC_BACKENDS_CPU_INTERNAL_H
+#define GLOWC_BACKENDS_CPU_INTERNAL_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "backends/cpu/cpu.h"
+
+struct CpuModule {
+    CpuOptions opt;
+    LirProgram *p;
+    LLVMOrcThreadSafeContextRef tsc; /* owns ctx */
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;               /* NULL once the JIT took it */
+    LLVMTargetMachineRef tm;
+    char *triple, *cpu, *features;
+    char entry[128];
+    char **missing; /* kinds without a kernel (deduplicated), for the refusal */
+    int nmissing;
+    char **fallback; /* instructions run by the interpreter's kernel */
+    int nfallback;
+    char **instr_fn; /* by instruction index: the function it calls (or NULL) */
+    int ninstrs;
+};
+
+CpuModule *cpu_module_new(LirProgram *p, const CpuOptions *o, DiagList *d);
+void cpu_note_missing(CpuModule *m, const LirInstr *i, const char *kernel);
+void cpu_note_fallback(CpuModule *m, const LirInstr *i);
+/* One error listing every kind without a kernel; false if there was one. */
+bool cpu_report_missing(CpuModule *m, DiagList *d);
+/* Target attributes on every function, everything but the entry and the
+ * runtime API internal, so that O3 keeps only what the program uses. */
+void cpu_finish_module(CpuModule *m);
+/* A target machine for m's triple/cpu/features (for the JIT, which takes
+ * ownership of its own). */
+LLVMTargetMachineRef cpu_new_target_machine(const CpuModule *m);
+
+#endif

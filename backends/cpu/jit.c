@@ -1,0 +1,136 @@
+/* JIT execution through LLVM's ORC LLJIT: the optimised module is compiled
+ * for the host, symbols it does not define (libc, libm, pthreads) resolve
+ * against the process, and the entry point is called on memories laid out
+ * by the program's plan. */
+#include "backends/cpu/cpu_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+
+typedef int (*EntryFn)(uint8_t *, uint8_t *, uint8_t *, void *);
+typedef void *(*RuntimeNewFn)(int);
+typedef void (*RuntimeFreeFn)(void *);
+
+struct CpuExec {
+    LLVMOrcLLJITRef jit;
+    EntryFn entry;
+    RuntimeFreeFn runtime_free;
+    void *rt;
+    LirProgram *p;
+    Arena *mem; /* weights, mutables, activations */
+    uint8_t *weights, *mutables, *acts;
+};
+
+static bool failed(LLVMErrorRef err, const char *what, DiagList *d) {
+    if (!err)
+        return false;
+    char *msg = LLVMGetErrorMessage(err);
+    diag_error(d, NULL, "JIT %s failed: %s", what, msg);
+    LLVMDisposeErrorMessage(msg);
+    return true;
+}
+
+static bool lookup(CpuExec *e, const char *name, void **out, DiagList *d) {
+    LLVMOrcExecutorAddress addr = 0;
+    if (failed(LLVMOrcLLJITLookup(e->jit, &addr, name), name, d))
+        return false;
+    *out = (void *)(uintptr_t)addr;
+    return true;
+}
+
+static bool create_jit(CpuExec *e, CpuModule *m, DiagList *d) {
+    LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
+    LLVMTargetMachineRef tm = cpu_new_target_machine(m);
+    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+        jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+    if (failed(LLVMOrcCreateLLJIT(&e->jit, jb), "creation", d))
+        return false;
+    LLVMOrcDefinitionGeneratorRef gen;
+    if (failed(LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+                   &gen, LLVMOrcLLJITGetGlobalPrefix(e->jit), NULL, NULL),
+               "symbol search", d))
+        return false;
+    LLVMOrcJITDylibRef main = LLVMOrcLLJITGetMainJITDylib(e->jit);
+    LLVMOrcJITDylibAddGenerator(main, gen);
+    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m->mod, m->tsc);
+    m->mod = NULL; /* the JIT owns it now */
+    return !failed(LLVMOrcLLJITAddLLVMIRModule(e->jit, main, tsm), "module", d);
+}
+
+static uint8_t *zeroed(Arena *a, int64_t bytes) {
+    uint8_t *p = arena_alloc_big(a, (size_t)(bytes > 0 ? bytes : 64));
+    if (p)
+        memset(p, 0, (size_t)(bytes > 0 ? bytes : 64));
+    return p;
+}
+
+CpuExec *cpu_jit(CpuModule *m, int threads, DiagList *d) {
+    CpuExec *e = calloc(1, sizeof *e);
+    e->p = m->p;
+    e->mem = arena_new();
+    void *rt_new = NULL;
+    if (!create_jit(e, m, d) || !lookup(e, m->entry, (void **)&e->entry, d) ||
+        !lookup(e, "libjit_runtime_new", &rt_new, d) ||
+        !lookup(e, "libjit_runtime_free", (void **)&e->runtime_free, d)) {
+        cpu_exec_free(e);
+        return NULL;
+    }
+    e->weights = zeroed(e->mem, m->p->const_bytes);
+    e->mutables = zeroed(e->mem, m->p->mutable_bytes);
+    e->acts = zeroed(e->mem, m->p->arena_bytes);
+    if (!e->weights || !e->mutables || !e->acts || !cpu_weights_blob(m->p, e->weights)) {
+        diag_error(d, NULL, "cannot lay out the weights (out of memory, or elided data)");
+        cpu_exec_free(e);
+        return NULL;
+    }
+    e->rt = threads > 1 ? ((RuntimeNewFn)rt_new)(threads) : NULL;
+    return e;
+}
+
+void cpu_exec_free(CpuExec *e) {
+    if (!e)
+        return;
+    if (e->rt && e->runtime_free)
+        e->runtime_free(e->rt);
+    if (e->jit)
+        LLVMOrcDisposeLLJIT(e->jit);
+    arena_destroy(e->mem);
+    free(e);
+}
+
+/* Inputs are copied into the mutable area, outputs out of it, in the order
+ * of the program's mutable weights. */
+bool cpu_exec_run(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a, DiagList *d) {
+    int nin = 0, nout = 0;
+    for (int b = 0; b < e->p->nbufs; b++) {
+        const LirBuf *w = e->p->bufs[b];
+        if (w->dead || w->kind != LB_IN)
+            continue;
+        const Tensor *t = inputs[nin++];
+        if (!t || !type_equal(&t->type, &w->type)) {
+            char want[TYPE_STR_MAX];
+            diag_error(d, NULL, "input '%s' must be %s", w->name, type_str(&w->type, want));
+            return false;
+        }
+        memcpy(e->mutables + w->address, t->data, tensor_bytes(t));
+    }
+    int status = e->entry(e->weights, e->mutables, e->acts, e->rt);
+    if (status) {
+        diag_error(d, NULL, "instruction %d failed in the generated code", status - 1);
+        return false;
+    }
+    for (int b = 0; b < e->p->nbufs; b++) {
+        const LirBuf *w = e->p->bufs[b];
+        if (w->dead || w->kind != LB_OUT)
+            continue;
+        Tensor *t = tensor_new(a, &w->type);
+        if (!t)
+            return false;
+        memcpy(t->data, e->mutables + w->address, tensor_bytes(t));
+        outputs[nout++] = t;
+    }
+    return true;
+}

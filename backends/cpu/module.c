@@ -1,0 +1,221 @@
+/* The CPU backend's module: target selection, the refusal list, O3, and
+ * printing or emitting the result. */
+#include "backends/cpu/cpu_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+static void init_llvm(void) {
+    /* Idempotent in LLVM; the native target is all glowc generates for. */
+    LLVMInitializeNativeTarget();
+    LLVMInitializeNativeAsmPrinter();
+    LLVMInitializeNativeAsmParser();
+}
+
+LLVMTargetMachineRef cpu_new_target_machine(const CpuModule *m) {
+    LLVMTargetRef target;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(m->triple, &target, &err)) {
+        LLVMDisposeMessage(err);
+        return NULL;
+    }
+    return LLVMCreateTargetMachine(target, m->triple, m->cpu, m->features,
+                                   LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelDefault);
+}
+
+CpuModule *cpu_module_new(LirProgram *p, const CpuOptions *o, DiagList *d) {
+    init_llvm();
+    CpuModule *m = calloc(1, sizeof *m);
+    m->opt = *o;
+    m->p = p;
+    snprintf(m->entry, sizeof m->entry, "%s", o->entry ? o->entry : "glowc_main");
+    m->tsc = LLVMOrcCreateNewThreadSafeContext();
+    m->ctx = LLVMOrcThreadSafeContextGetContext(m->tsc);
+    m->triple = LLVMGetDefaultTargetTriple();
+    bool host = !o->target_cpu || !strcmp(o->target_cpu, "native") || !strcmp(o->target_cpu, "host");
+    if (host) {
+        char *name = LLVMGetHostCPUName();
+        m->cpu = strdup(name);
+        LLVMDisposeMessage(name);
+        char *f = LLVMGetHostCPUFeatures();
+        m->features = strdup(f);
+        LLVMDisposeMessage(f);
+    } else {
+        m->cpu = strdup(o->target_cpu);
+        m->features = strdup("");
+    }
+    m->tm = cpu_new_target_machine(m);
+    if (!m->tm) {
+        diag_error(d, NULL, "no LLVM target for %s", m->triple);
+        cpu_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void cpu_module_free(CpuModule *m) {
+    if (!m)
+        return;
+    if (m->mod)
+        LLVMDisposeModule(m->mod);
+    if (m->tm)
+        LLVMDisposeTargetMachine(m->tm);
+    if (m->tsc)
+        LLVMOrcDisposeThreadSafeContext(m->tsc);
+    LLVMDisposeMessage(m->triple);
+    free(m->cpu);
+    free(m->features);
+    for (int i = 0; i < m->nmissing; i++)
+        free(m->missing[i]);
+    free(m->missing);
+    for (int i = 0; i < m->nfallback; i++)
+        free(m->fallback[i]);
+    free(m->fallback);
+    for (int i = 0; i < m->ninstrs; i++)
+        free(m->instr_fn[i]);
+    free(m->instr_fn);
+    free(m);
+}
+
+static void push(char ***list, int *n, const char *s) {
+    for (int i = 0; i < *n; i++)
+        if (!strcmp((*list)[i], s))
+            return;
+    *list = realloc(*list, (size_t)(*n + 1) * sizeof **list);
+    (*list)[(*n)++] = strdup(s);
+}
+
+void cpu_note_missing(CpuModule *m, const LirInstr *i, const char *kernel) {
+    char what[160];
+    snprintf(what, sizeof what, "%s on %s", instr_kind_name(i->kind),
+             elem_name(i->ops[0]->type.elem));
+    push(&m->missing, &m->nmissing, what);
+    (void)kernel;
+}
+
+void cpu_note_fallback(CpuModule *m, const LirInstr *i) {
+    char what[256];
+    snprintf(what, sizeof what, "%s (%s)", instr_kind_name(i->kind), i->name[0] ? i->name : "?");
+    m->fallback = realloc(m->fallback, (size_t)(m->nfallback + 1) * sizeof *m->fallback);
+    m->fallback[m->nfallback++] = strdup(what);
+}
+
+bool cpu_report_missing(CpuModule *m, DiagList *d) {
+    if (!m->nmissing)
+        return true;
+    StrBuf sb;
+    sb_init(&sb);
+    for (int i = 0; i < m->nmissing; i++)
+        sb_printf(&sb, "%s%s", i ? ", " : "", m->missing[i]);
+    diag_error(d, NULL,
+               "the cpu backend has no kernel for: %s (--fallback=interp runs them with the "
+               "interpreter's kernels)",
+               sb_str(&sb));
+    sb_free(&sb);
+    return false;
+}
+
+int cpu_fallback_count(const CpuModule *m) {
+    return m->nfallback;
+}
+
+const char *cpu_fallback_what(const CpuModule *m, int i) {
+    return m->fallback[i];
+}
+
+const char *cpu_instr_function(const CpuModule *m, int index) {
+    return index >= 0 && index < m->ninstrs ? m->instr_fn[index] : NULL;
+}
+
+const char *cpu_target_cpu(const CpuModule *m) {
+    return m->cpu;
+}
+
+static bool keep_external(const CpuModule *m, const char *name) {
+    return !strcmp(name, m->entry) || !strcmp(name, "libjit_runtime_new") ||
+           !strcmp(name, "libjit_runtime_free");
+}
+
+static void set_target_attributes(CpuModule *m, LLVMValueRef fn) {
+    unsigned idx = (unsigned)LLVMAttributeFunctionIndex;
+    LLVMRemoveStringAttributeAtIndex(fn, idx, "target-cpu", 10);
+    LLVMRemoveStringAttributeAtIndex(fn, idx, "target-features", 15);
+    LLVMRemoveStringAttributeAtIndex(fn, idx, "tune-cpu", 8);
+    LLVMAddAttributeAtIndex(fn, idx, LLVMCreateStringAttribute(m->ctx, "target-cpu", 10, m->cpu,
+                                                               (unsigned)strlen(m->cpu)));
+    LLVMAddAttributeAtIndex(fn, idx,
+                            LLVMCreateStringAttribute(m->ctx, "target-features", 15, m->features,
+                                                      (unsigned)strlen(m->features)));
+}
+
+void cpu_finish_module(CpuModule *m) {
+    LLVMSetTarget(m->mod, m->triple);
+    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m->tm);
+    LLVMSetModuleDataLayout(m->mod, dl);
+    LLVMDisposeTargetData(dl);
+    for (LLVMValueRef fn = LLVMGetFirstFunction(m->mod); fn; fn = LLVMGetNextFunction(fn)) {
+        if (LLVMIsDeclaration(fn))
+            continue;
+        set_target_attributes(m, fn);
+        size_t len;
+        const char *name = LLVMGetValueName2(fn, &len);
+        if (!keep_external(m, name))
+            LLVMSetLinkage(fn, LLVMInternalLinkage);
+    }
+    for (LLVMValueRef gv = LLVMGetFirstGlobal(m->mod); gv; gv = LLVMGetNextGlobal(gv))
+        if (!LLVMIsDeclaration(gv))
+            LLVMSetLinkage(gv, LLVMInternalLinkage);
+}
+
+bool cpu_optimize(CpuModule *m, DiagList *d) {
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, true);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, true);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, true);
+    LLVMErrorRef err = LLVMRunPasses(m->mod, "default<O3>", m->tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (err) {
+        char *msg = LLVMGetErrorMessage(err);
+        diag_error(d, NULL, "LLVM optimisation failed: %s", msg);
+        LLVMDisposeErrorMessage(msg);
+        return false;
+    }
+    return true;
+}
+
+void cpu_print_llvm(CpuModule *m, StrBuf *out) {
+    char *s = LLVMPrintModuleToString(m->mod);
+    sb_append(out, s);
+    LLVMDisposeMessage(s);
+}
+
+bool cpu_emit(CpuModule *m, bool assembly, StrBuf *out, DiagList *d) {
+    LLVMMemoryBufferRef buf;
+    char *err = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(m->tm, m->mod,
+                                            assembly ? LLVMAssemblyFile : LLVMObjectFile, &err,
+                                            &buf)) {
+        diag_error(d, NULL, "LLVM code generation failed: %s", err ? err : "?");
+        LLVMDisposeMessage(err);
+        return false;
+    }
+    sb_append_n(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+    LLVMDisposeMemoryBuffer(buf);
+    return !out->oom;
+}
+
+bool cpu_weights_blob(const LirProgram *p, unsigned char *blob) {
+    for (int b = 0; b < p->nbufs; b++) {
+        const LirBuf *w = p->bufs[b];
+        if (w->kind != LB_CONST || w->dead)
+            continue;
+        if (!w->payload || !w->payload->data)
+            return false;
+        memcpy(blob + w->address, w->payload->data, type_bytes(&w->type));
+    }
+    return true;
+}
