@@ -3,6 +3,7 @@
 #include "core/infer.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -112,6 +113,22 @@ static bool need_int_indices(Node *n, DiagList *d, int op) {
     return false;
 }
 
+/* The axes attribute, when present, names distinct axes in range. */
+static bool distinct_axes(Node *n, DiagList *d, int rank) {
+    int k;
+    const int64_t *axes = node_attr_ints(n, AK_axes, &k);
+    uint32_t seen = 0;
+    for (int i = 0; i < k; i++) {
+        int a;
+        if (!axis_normalize(axes[i], rank, &a) || (seen & (1u << a))) {
+            node_error(d, n, "bad or repeated axis %lld for rank %d", (long long)axes[i], rank);
+            return false;
+        }
+        seen |= 1u << a;
+    }
+    return true;
+}
+
 /* ---- rules -------------------------------------------------------------- */
 
 static bool infer_storage(Node *n, DiagList *d) {
@@ -128,17 +145,20 @@ static bool infer_unary(Node *n, DiagList *d) {
         node_error(d, n, "operand must have rank >= 2");
         return false;
     }
-    if (n->kind == NK_LRN && x->rank < 3) {
-        node_error(d, n, "operand must be N x C x D1 ...");
+    if (n->kind == NK_LRN && (x->rank < 3 || node_attr_int(n, AK_size, 0) < 1)) {
+        node_error(d, n, "operand must be N x C x D1 ... and size positive");
         return false;
     }
     if (n->kind == NK_LP_NORM) {
         int axis;
-        if (!axis_normalize(node_attr_int(n, AK_axis, -1), x->rank, &axis)) {
-            node_error(d, n, "axis out of range");
+        int64_t p = node_attr_int(n, AK_p, 2);
+        if (!axis_normalize(node_attr_int(n, AK_axis, -1), x->rank, &axis) || (p != 1 && p != 2)) {
+            node_error(d, n, "axis out of range or p not 1 or 2");
             return false;
         }
     }
+    if (n->kind == NK_MEAN_VARIANCE_NORM && !distinct_axes(n, d, x->rank))
+        return false;
     n->res[0].type = *x;
     return true;
 }
@@ -405,6 +425,29 @@ bool einsum_parse(const char *eq, int nops, const Type *const *ops, EinsumSpec *
     return true;
 }
 
+/* The size a label stands for: equal wherever it appears, except that a size
+ * of 1 broadcasts. -1 after an error. */
+static int64_t einsum_dim(Node *n, DiagList *d, const EinsumSpec *s, char label) {
+    int64_t dim = -1;
+    for (int i = 0; i < n->nops; i++) {
+        for (int j = 0; j < s->rank[i]; j++) {
+            if (s->labels[i][j] != label)
+                continue;
+            int64_t v = op_type(n, i)->dims[j];
+            if (dim < 0 || dim == 1) {
+                dim = v;
+            } else if (v != dim && v != 1) {
+                node_error(d, n, "label '%c' has sizes %lld and %lld", label, (long long)dim,
+                           (long long)v);
+                return -1;
+            }
+        }
+    }
+    if (dim < 0)
+        node_error(d, n, "output label '%c' does not appear in the inputs", label);
+    return dim;
+}
+
 static bool infer_einsum(Node *n, DiagList *d) {
     const char *eq = node_attr_str(n, AK_equation, NULL);
     if (!eq) {
@@ -420,28 +463,22 @@ static bool infer_einsum(Node *n, DiagList *d) {
         node_error(d, n, "%s", err);
         return false;
     }
+    for (int i = 1; i < n->nops; i++)
+        if (!same_elem(n, d, 0, i))
+            return false;
+    for (int i = 0; i < n->nops; i++)
+        for (int j = 0; j < s.rank[i]; j++)
+            if (einsum_dim(n, d, &s, s.labels[i][j]) < 0)
+                return false;
     Type r = {.elem = op_type(n, 0)->elem, .rank = s.out_rank};
     for (int o = 0; o < s.out_rank; o++) {
-        int64_t dim = -1;
-        for (int i = 0; i < n->nops; i++) {
-            for (int j = 0; j < s.rank[i]; j++) {
-                if (s.labels[i][j] != s.out_labels[o])
-                    continue;
-                int64_t v = ops[i]->dims[j];
-                if (dim < 0 || dim == 1)
-                    dim = v;
-                else if (v != dim && v != 1) {
-                    node_error(d, n, "label '%c' has sizes %lld and %lld", s.out_labels[o],
-                               (long long)dim, (long long)v);
-                    return false;
-                }
-            }
-        }
-        if (dim < 0) {
-            node_error(d, n, "output label '%c' does not appear in the inputs", s.out_labels[o]);
+        if (memchr(s.out_labels, s.out_labels[o], (size_t)o)) {
+            node_error(d, n, "output label '%c' appears twice", s.out_labels[o]);
             return false;
         }
-        r.dims[o] = dim;
+        r.dims[o] = einsum_dim(n, d, &s, s.out_labels[o]);
+        if (r.dims[o] < 0)
+            return false;
     }
     n->res[0].type = r;
     return true;
@@ -495,10 +532,14 @@ bool window_from_node(const Node *n, int nspatial, const Type *kernel_from, Wind
         !fill_list(n, AK_pads, 2 * nspatial, 0, pads) ||
         !fill_list(n, AK_output_padding, nspatial, 0, w->out_padding))
         return false;
+    /* A transposed convolution crops its pads from the output, so a
+     * negative pad simply grows it (ONNX's reference computes such pads). */
+    bool negative_ok = n->kind == NK_CONV_TRANSPOSE;
     for (int i = 0; i < nspatial; i++) {
         w->pad_begin[i] = pads[i];
         w->pad_end[i] = pads[nspatial + i];
-        if (w->stride[i] < 1 || w->dilation[i] < 1 || w->pad_begin[i] < 0 || w->pad_end[i] < 0)
+        if (w->stride[i] < 1 || w->dilation[i] < 1 ||
+            (!negative_ok && (w->pad_begin[i] < 0 || w->pad_end[i] < 0)))
             return false;
     }
     w->group = node_attr_int(n, AK_group, 1);
@@ -578,11 +619,17 @@ static bool infer_conv_transpose(Node *n, DiagList *d) {
                    (long long)w->dims[0]);
         return false;
     }
+    for (int i = 0; i < ns; i++) {
+        if (win.kernel[i] != w->dims[2 + i]) {
+            node_error(d, n, "kernel attribute does not match the weight's shape");
+            return false;
+        }
+    }
     int64_t m = w->dims[1] * win.group;
     if (n->nops == 3) {
         const Type *b = op_type(n, 2);
-        if (b->rank != 1 || b->dims[0] != m) {
-            node_error(d, n, "bias must have %lld elements", (long long)m);
+        if (b->rank != 1 || b->dims[0] != m || b->elem != x->elem) {
+            node_error(d, n, "bias must be %s<%lld>", elem_name(x->elem), (long long)m);
             return false;
         }
     }
@@ -1127,7 +1174,12 @@ static bool infer_depth_to_space(Node *n, DiagList *d) {
         return false;
     const Type *x = op_type(n, 0);
     int64_t b = node_attr_int(n, AK_blocksize, 0);
-    if (b < 1 || x->dims[1] % (b * b)) {
+    const char *mode = node_attr_str(n, AK_mode, "DCR");
+    if (strcmp(mode, "DCR") && strcmp(mode, "CRD")) {
+        node_error(d, n, "unknown mode '%s'", mode);
+        return false;
+    }
+    if (b < 1 || b > INT32_MAX || x->dims[1] % (b * b)) {
         node_error(d, n, "channels not divisible by blocksize squared");
         return false;
     }
@@ -1144,26 +1196,68 @@ static bool infer_space_to_depth(Node *n, DiagList *d) {
         return false;
     const Type *x = op_type(n, 0);
     int64_t b = node_attr_int(n, AK_blocksize, 0);
-    if (b < 1 || x->dims[2] % b || x->dims[3] % b) {
+    if (b < 1 || b > INT32_MAX || x->dims[2] % b || x->dims[3] % b) {
         node_error(d, n, "spatial size not divisible by blocksize");
         return false;
     }
     Type r = *x;
-    r.dims[1] *= b * b;
+    if (__builtin_mul_overflow(r.dims[1], b * b, &r.dims[1])) {
+        node_error(d, n, "result too large");
+        return false;
+    }
     r.dims[2] /= b;
     r.dims[3] /= b;
     n->res[0].type = r;
     return true;
 }
 
+static bool str_in(const char *s, const char *const *set) {
+    for (; *set; set++)
+        if (!strcmp(s, *set))
+            return true;
+    return false;
+}
+
+static bool resize_modes_ok(const Node *n) {
+    static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
+    static const char *const ctms[] = {
+        "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+        "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize", NULL};
+    static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                          "ceil", NULL};
+    const char *mode = node_attr_str(n, AK_mode, "nearest");
+    return str_in(mode, modes) &&
+           str_in(node_attr_str(n, AK_coordinate_transformation_mode, "half_pixel"), ctms) &&
+           str_in(node_attr_str(n, AK_nearest_mode, "round_prefer_floor"), nearest) &&
+           !(node_attr_int(n, AK_antialias, 0) && !strcmp(mode, "nearest"));
+}
+
 static bool infer_resize(Node *n, DiagList *d) {
     const Type *x = op_type(n, 0);
     Type *r = &n->res[0].type;
-    int k;
-    node_attr_floats(n, AK_scales, &k);
-    if (r->elem != x->elem || r->rank != x->rank || (k && k != x->rank)) {
-        node_error(d, n, "result must keep the input's kind and rank");
+    int k, kr;
+    const float *scales = node_attr_floats(n, AK_scales, &k);
+    node_attr_floats(n, AK_roi, &kr);
+    if (r->elem != x->elem || r->rank != x->rank || (k && k != x->rank) ||
+        (kr && kr != 2 * x->rank)) {
+        node_error(d, n, "result must keep the input's kind and rank; scales one per axis, "
+                         "roi two");
         return false;
+    }
+    if (!resize_modes_ok(n)) {
+        node_error(d, n, "unknown mode, coordinate_transformation_mode or nearest_mode, or "
+                         "antialias with nearest");
+        return false;
+    }
+    /* Given scales must agree with the sizes (floor or round of scale * in). */
+    for (int i = 0; i < x->rank; i++) {
+        if ((scales && !(scales[i] > 0 &&
+                         fabs((double)r->dims[i] - scales[i] * (double)x->dims[i]) <= 1)) ||
+            r->dims[i] < 0 || (r->dims[i] > 0 && x->dims[i] == 0)) {
+            node_error(d, n, "cannot resize axis %d from %lld to %lld", i,
+                       (long long)x->dims[i], (long long)r->dims[i]);
+            return false;
+        }
     }
     return true;
 }
