@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 typedef bool (*InferFn)(Node *n, DiagList *d);
 
@@ -1316,6 +1317,146 @@ static bool infer_reverse_sequence(Node *n, DiagList *d) {
         return false;
     }
     n->res[0].type = *x;
+    return true;
+}
+
+/* ---- recurrent layers ----------------------------------------------------- */
+
+/* ONNX's activation functions for recurrent layers: name, whether alpha and
+ * beta apply, and their defaults (those of the ONNX operator of that name). */
+static const struct {
+    const char *name;
+    bool alpha, beta;
+    float alpha_dflt, beta_dflt;
+} rnn_acts[] = {
+    [RNN_ACT_RELU] = {"Relu", false, false, 0, 0},
+    [RNN_ACT_TANH] = {"Tanh", false, false, 0, 0},
+    [RNN_ACT_SIGMOID] = {"Sigmoid", false, false, 0, 0},
+    [RNN_ACT_AFFINE] = {"Affine", true, true, 1.0f, 0.0f},
+    [RNN_ACT_LEAKY_RELU] = {"LeakyRelu", true, false, 0.01f, 0},
+    [RNN_ACT_THRESHOLDED_RELU] = {"ThresholdedRelu", true, false, 1.0f, 0},
+    [RNN_ACT_SCALED_TANH] = {"ScaledTanh", true, true, 1.0f, 1.0f},
+    [RNN_ACT_HARD_SIGMOID] = {"HardSigmoid", true, true, 0.2f, 0.5f},
+    [RNN_ACT_ELU] = {"Elu", true, false, 1.0f, 0},
+    [RNN_ACT_SOFTSIGN] = {"Softsign", false, false, 0, 0},
+    [RNN_ACT_SOFTPLUS] = {"Softplus", false, false, 0, 0},
+};
+
+bool rnn_act_from_name(const char *name, size_t len, RnnAct *out) {
+    for (size_t k = 0; k < sizeof rnn_acts / sizeof rnn_acts[0]; k++) {
+        if (strlen(rnn_acts[k].name) != len || strncasecmp(rnn_acts[k].name, name, len))
+            continue;
+        *out = (RnnAct){(RnnActKind)k, rnn_acts[k].alpha_dflt, rnn_acts[k].beta_dflt};
+        return true;
+    }
+    return false;
+}
+
+const char *rnn_act_name(RnnActKind k) {
+    return rnn_acts[k].name;
+}
+
+void rnn_act_uses(RnnActKind k, bool *alpha, bool *beta) {
+    *alpha = rnn_acts[k].alpha;
+    *beta = rnn_acts[k].beta;
+}
+
+/* The activations attribute: nact names per direction, comma-separated,
+ * with alpha and beta lists aligned to them when present. Absent, each
+ * direction takes ONNX's default list. */
+static bool rnn_parse_acts(const Node *n, RnnGeom *g, char *err, size_t errlen) {
+    static const char *const dflt[] = {[NK_RNN] = "Tanh", [NK_GRU] = "Sigmoid,Tanh",
+                                       [NK_LSTM] = "Sigmoid,Tanh,Tanh"};
+    const char *given = node_attr_str(n, AK_activations, NULL);
+    int na, nb, want = g->dirs * g->nact;
+    const float *alpha = node_attr_floats(n, AK_activation_alpha, &na);
+    const float *beta = node_attr_floats(n, AK_activation_beta, &nb);
+    if ((alpha && na != want) || (beta && nb != want)) {
+        snprintf(err, errlen, "activation_alpha and activation_beta need %d entries", want);
+        return false;
+    }
+    const char *list = given ? given : dflt[n->kind], *p = list;
+    for (int i = 0; i < want; i++) {
+        if (!given && i % g->nact == 0)
+            p = list;
+        else if (i > 0 && *p++ != ',')
+            break;
+        size_t len = strcspn(p, ",");
+        RnnAct *act = &g->act[i / g->nact][i % g->nact];
+        if (!rnn_act_from_name(p, len, act)) {
+            snprintf(err, errlen, "unknown activation '%.*s'", (int)len, p);
+            return false;
+        }
+        act->alpha = alpha ? alpha[i] : act->alpha;
+        act->beta = beta ? beta[i] : act->beta;
+        p += len;
+        if (i == want - 1 && !*p)
+            return true;
+    }
+    snprintf(err, errlen, "activations must name %d functions", want);
+    return false;
+}
+
+bool rnn_geom(const Node *n, RnnGeom *g, char *err, size_t errlen) {
+    memset(g, 0, sizeof *g);
+    const char *dir = node_attr_str(n, AK_direction, "forward");
+    if (strcmp(dir, "forward") && strcmp(dir, "reverse") && strcmp(dir, "bidirectional")) {
+        snprintf(err, errlen, "unknown direction '%s'", dir);
+        return false;
+    }
+    g->dirs = strcmp(dir, "bidirectional") ? 1 : 2;
+    g->reverse = !strcmp(dir, "reverse");
+    g->gates = n->kind == NK_RNN ? 1 : n->kind == NK_GRU ? 3 : 4;
+    g->nact = n->kind == NK_RNN ? 1 : n->kind == NK_GRU ? 2 : 3;
+    g->batch_first = node_attr_int(n, AK_layout, 0) != 0;
+    g->hidden = node_attr_int(n, AK_hidden_size, 0);
+    const Type *x = &n->ops[0]->type;
+    if (x->rank != 3 || g->hidden < 1 || g->hidden > (1 << 24)) {
+        snprintf(err, errlen, "input must have rank 3 and hidden_size be positive");
+        return false;
+    }
+    g->seq = x->dims[g->batch_first ? 1 : 0];
+    g->batch = x->dims[g->batch_first ? 0 : 1];
+    g->input = x->dims[2];
+    return rnn_parse_acts(n, g, err, errlen);
+}
+
+/* Operand i must have these dims and operand 0's kind (sequence_lens, operand
+ * 4, is i32 or i64). */
+static bool rnn_operand(Node *n, DiagList *d, int i, const char *what, int rank,
+                        const int64_t *dims) {
+    const Type *t = op_type(n, i);
+    ElemKind e = i != 4 ? op_type(n, 0)->elem : t->elem == ELEM_I64 ? ELEM_I64 : ELEM_I32;
+    Type want = type_make(e, rank, dims);
+    if (type_equal(t, &want))
+        return true;
+    char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+    node_error(d, n, "%s must be %s, got %s", what, tstr(&want, a), tstr(t, b));
+    return false;
+}
+
+static bool infer_recurrent(Node *n, DiagList *d) {
+    RnnGeom g;
+    char err[256];
+    if (!rnn_geom(n, &g, err, sizeof err)) {
+        node_error(d, n, "%s", err);
+        return false;
+    }
+    int64_t D = g.dirs, B = g.batch, H = g.hidden, GH = g.gates * H;
+    int64_t state[3] = {g.batch_first ? B : D, g.batch_first ? D : B, H};
+    if (!rnn_operand(n, d, 1, "w", 3, (int64_t[]){D, GH, g.input}) ||
+        !rnn_operand(n, d, 2, "r", 3, (int64_t[]){D, GH, H}) ||
+        !rnn_operand(n, d, 3, "b", 2, (int64_t[]){D, 2 * GH}) ||
+        !rnn_operand(n, d, 4, "sequence_lens", 1, (int64_t[]){B}) ||
+        !rnn_operand(n, d, 5, "initial_h", 3, state) ||
+        (n->kind == NK_LSTM && (!rnn_operand(n, d, 6, "initial_c", 3, state) ||
+                                !rnn_operand(n, d, 7, "p", 2, (int64_t[]){D, 3 * H}))))
+        return false;
+    ElemKind e = op_type(n, 0)->elem;
+    n->res[0].type = g.batch_first ? type_make(e, 4, (int64_t[]){B, g.seq, D, H})
+                                   : type_make(e, 4, (int64_t[]){g.seq, D, B, H});
+    for (int i = 1; i < n->nres; i++)
+        n->res[i].type = type_make(e, 3, state);
     return true;
 }
 
