@@ -3,9 +3,11 @@
 #include "core/infer.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 typedef bool (*InferFn)(Node *n, DiagList *d);
 
@@ -112,6 +114,22 @@ static bool need_int_indices(Node *n, DiagList *d, int op) {
     return false;
 }
 
+/* The axes attribute, when present, names distinct axes in range. */
+static bool distinct_axes(Node *n, DiagList *d, int rank) {
+    int k;
+    const int64_t *axes = node_attr_ints(n, AK_axes, &k);
+    uint32_t seen = 0;
+    for (int i = 0; i < k; i++) {
+        int a;
+        if (!axis_normalize(axes[i], rank, &a) || (seen & (1u << a))) {
+            node_error(d, n, "bad or repeated axis %lld for rank %d", (long long)axes[i], rank);
+            return false;
+        }
+        seen |= 1u << a;
+    }
+    return true;
+}
+
 /* ---- rules -------------------------------------------------------------- */
 
 static bool infer_storage(Node *n, DiagList *d) {
@@ -128,17 +146,20 @@ static bool infer_unary(Node *n, DiagList *d) {
         node_error(d, n, "operand must have rank >= 2");
         return false;
     }
-    if (n->kind == NK_LRN && x->rank < 3) {
-        node_error(d, n, "operand must be N x C x D1 ...");
+    if (n->kind == NK_LRN && (x->rank < 3 || node_attr_int(n, AK_size, 0) < 1)) {
+        node_error(d, n, "operand must be N x C x D1 ... and size positive");
         return false;
     }
     if (n->kind == NK_LP_NORM) {
         int axis;
-        if (!axis_normalize(node_attr_int(n, AK_axis, -1), x->rank, &axis)) {
-            node_error(d, n, "axis out of range");
+        int64_t p = node_attr_int(n, AK_p, 2);
+        if (!axis_normalize(node_attr_int(n, AK_axis, -1), x->rank, &axis) || (p != 1 && p != 2)) {
+            node_error(d, n, "axis out of range or p not 1 or 2");
             return false;
         }
     }
+    if (n->kind == NK_MEAN_VARIANCE_NORM && !distinct_axes(n, d, x->rank))
+        return false;
     n->res[0].type = *x;
     return true;
 }
@@ -431,6 +452,29 @@ bool einsum_parse(const char *eq, int nops, const Type *const *ops, EinsumSpec *
     return true;
 }
 
+/* The size a label stands for: equal wherever it appears, except that a size
+ * of 1 broadcasts. -1 after an error. */
+static int64_t einsum_dim(Node *n, DiagList *d, const EinsumSpec *s, char label) {
+    int64_t dim = -1;
+    for (int i = 0; i < n->nops; i++) {
+        for (int j = 0; j < s->rank[i]; j++) {
+            if (s->labels[i][j] != label)
+                continue;
+            int64_t v = op_type(n, i)->dims[j];
+            if (dim < 0 || dim == 1) {
+                dim = v;
+            } else if (v != dim && v != 1) {
+                node_error(d, n, "label '%c' has sizes %lld and %lld", label, (long long)dim,
+                           (long long)v);
+                return -1;
+            }
+        }
+    }
+    if (dim < 0)
+        node_error(d, n, "output label '%c' does not appear in the inputs", label);
+    return dim;
+}
+
 static bool infer_einsum(Node *n, DiagList *d) {
     const char *eq = node_attr_str(n, AK_equation, NULL);
     if (!eq) {
@@ -446,28 +490,22 @@ static bool infer_einsum(Node *n, DiagList *d) {
         node_error(d, n, "%s", err);
         return false;
     }
+    for (int i = 1; i < n->nops; i++)
+        if (!same_elem(n, d, 0, i))
+            return false;
+    for (int i = 0; i < n->nops; i++)
+        for (int j = 0; j < s.rank[i]; j++)
+            if (einsum_dim(n, d, &s, s.labels[i][j]) < 0)
+                return false;
     Type r = {.elem = op_type(n, 0)->elem, .rank = s.out_rank};
     for (int o = 0; o < s.out_rank; o++) {
-        int64_t dim = -1;
-        for (int i = 0; i < n->nops; i++) {
-            for (int j = 0; j < s.rank[i]; j++) {
-                if (s.labels[i][j] != s.out_labels[o])
-                    continue;
-                int64_t v = ops[i]->dims[j];
-                if (dim < 0 || dim == 1)
-                    dim = v;
-                else if (v != dim && v != 1) {
-                    node_error(d, n, "label '%c' has sizes %lld and %lld", s.out_labels[o],
-                               (long long)dim, (long long)v);
-                    return false;
-                }
-            }
-        }
-        if (dim < 0) {
-            node_error(d, n, "output label '%c' does not appear in the inputs", s.out_labels[o]);
+        if (memchr(s.out_labels, s.out_labels[o], (size_t)o)) {
+            node_error(d, n, "output label '%c' appears twice", s.out_labels[o]);
             return false;
         }
-        r.dims[o] = dim;
+        r.dims[o] = einsum_dim(n, d, &s, s.out_labels[o]);
+        if (r.dims[o] < 0)
+            return false;
     }
     n->res[0].type = r;
     return true;
@@ -521,10 +559,14 @@ bool window_from_node(const Node *n, int nspatial, const Type *kernel_from, Wind
         !fill_list(n, AK_pads, 2 * nspatial, 0, pads) ||
         !fill_list(n, AK_output_padding, nspatial, 0, w->out_padding))
         return false;
+    /* A transposed convolution crops its pads from the output, so a
+     * negative pad simply grows it (ONNX's reference computes such pads). */
+    bool negative_ok = n->kind == NK_CONV_TRANSPOSE;
     for (int i = 0; i < nspatial; i++) {
         w->pad_begin[i] = pads[i];
         w->pad_end[i] = pads[nspatial + i];
-        if (w->stride[i] < 1 || w->dilation[i] < 1 || w->pad_begin[i] < 0 || w->pad_end[i] < 0)
+        if (w->stride[i] < 1 || w->dilation[i] < 1 ||
+            (!negative_ok && (w->pad_begin[i] < 0 || w->pad_end[i] < 0)))
             return false;
     }
     w->group = node_attr_int(n, AK_group, 1);
@@ -604,11 +646,17 @@ static bool infer_conv_transpose(Node *n, DiagList *d) {
                    (long long)w->dims[0]);
         return false;
     }
+    for (int i = 0; i < ns; i++) {
+        if (win.kernel[i] != w->dims[2 + i]) {
+            node_error(d, n, "kernel attribute does not match the weight's shape");
+            return false;
+        }
+    }
     int64_t m = w->dims[1] * win.group;
     if (n->nops == 3) {
         const Type *b = op_type(n, 2);
-        if (b->rank != 1 || b->dims[0] != m) {
-            node_error(d, n, "bias must have %lld elements", (long long)m);
+        if (b->rank != 1 || b->dims[0] != m || b->elem != x->elem) {
+            node_error(d, n, "bias must be %s<%lld>", elem_name(x->elem), (long long)m);
             return false;
         }
     }
@@ -1153,7 +1201,12 @@ static bool infer_depth_to_space(Node *n, DiagList *d) {
         return false;
     const Type *x = op_type(n, 0);
     int64_t b = node_attr_int(n, AK_blocksize, 0);
-    if (b < 1 || x->dims[1] % (b * b)) {
+    const char *mode = node_attr_str(n, AK_mode, "DCR");
+    if (strcmp(mode, "DCR") && strcmp(mode, "CRD")) {
+        node_error(d, n, "unknown mode '%s'", mode);
+        return false;
+    }
+    if (b < 1 || b > INT32_MAX || x->dims[1] % (b * b)) {
         node_error(d, n, "channels not divisible by blocksize squared");
         return false;
     }
@@ -1170,26 +1223,68 @@ static bool infer_space_to_depth(Node *n, DiagList *d) {
         return false;
     const Type *x = op_type(n, 0);
     int64_t b = node_attr_int(n, AK_blocksize, 0);
-    if (b < 1 || x->dims[2] % b || x->dims[3] % b) {
+    if (b < 1 || b > INT32_MAX || x->dims[2] % b || x->dims[3] % b) {
         node_error(d, n, "spatial size not divisible by blocksize");
         return false;
     }
     Type r = *x;
-    r.dims[1] *= b * b;
+    if (__builtin_mul_overflow(r.dims[1], b * b, &r.dims[1])) {
+        node_error(d, n, "result too large");
+        return false;
+    }
     r.dims[2] /= b;
     r.dims[3] /= b;
     n->res[0].type = r;
     return true;
 }
 
+static bool str_in(const char *s, const char *const *set) {
+    for (; *set; set++)
+        if (!strcmp(s, *set))
+            return true;
+    return false;
+}
+
+static bool resize_modes_ok(const Node *n) {
+    static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
+    static const char *const ctms[] = {
+        "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+        "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize", NULL};
+    static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                          "ceil", NULL};
+    const char *mode = node_attr_str(n, AK_mode, "nearest");
+    return str_in(mode, modes) &&
+           str_in(node_attr_str(n, AK_coordinate_transformation_mode, "half_pixel"), ctms) &&
+           str_in(node_attr_str(n, AK_nearest_mode, "round_prefer_floor"), nearest) &&
+           !(node_attr_int(n, AK_antialias, 0) && !strcmp(mode, "nearest"));
+}
+
 static bool infer_resize(Node *n, DiagList *d) {
     const Type *x = op_type(n, 0);
     Type *r = &n->res[0].type;
-    int k;
-    node_attr_floats(n, AK_scales, &k);
-    if (r->elem != x->elem || r->rank != x->rank || (k && k != x->rank)) {
-        node_error(d, n, "result must keep the input's kind and rank");
+    int k, kr;
+    const float *scales = node_attr_floats(n, AK_scales, &k);
+    node_attr_floats(n, AK_roi, &kr);
+    if (r->elem != x->elem || r->rank != x->rank || (k && k != x->rank) ||
+        (kr && kr != 2 * x->rank)) {
+        node_error(d, n, "result must keep the input's kind and rank; scales one per axis, "
+                         "roi two");
         return false;
+    }
+    if (!resize_modes_ok(n)) {
+        node_error(d, n, "unknown mode, coordinate_transformation_mode or nearest_mode, or "
+                         "antialias with nearest");
+        return false;
+    }
+    /* Given scales must agree with the sizes (floor or round of scale * in). */
+    for (int i = 0; i < x->rank; i++) {
+        if ((scales && !(scales[i] > 0 &&
+                         fabs((double)r->dims[i] - scales[i] * (double)x->dims[i]) <= 1)) ||
+            r->dims[i] < 0 || (r->dims[i] > 0 && x->dims[i] == 0)) {
+            node_error(d, n, "cannot resize axis %d from %lld to %lld", i,
+                       (long long)x->dims[i], (long long)r->dims[i]);
+            return false;
+        }
     }
     return true;
 }
@@ -1248,6 +1343,146 @@ static bool infer_reverse_sequence(Node *n, DiagList *d) {
         return false;
     }
     n->res[0].type = *x;
+    return true;
+}
+
+/* ---- recurrent layers ----------------------------------------------------- */
+
+/* ONNX's activation functions for recurrent layers: name, whether alpha and
+ * beta apply, and their defaults (those of the ONNX operator of that name). */
+static const struct {
+    const char *name;
+    bool alpha, beta;
+    float alpha_dflt, beta_dflt;
+} rnn_acts[] = {
+    [RNN_ACT_RELU] = {"Relu", false, false, 0, 0},
+    [RNN_ACT_TANH] = {"Tanh", false, false, 0, 0},
+    [RNN_ACT_SIGMOID] = {"Sigmoid", false, false, 0, 0},
+    [RNN_ACT_AFFINE] = {"Affine", true, true, 1.0f, 0.0f},
+    [RNN_ACT_LEAKY_RELU] = {"LeakyRelu", true, false, 0.01f, 0},
+    [RNN_ACT_THRESHOLDED_RELU] = {"ThresholdedRelu", true, false, 1.0f, 0},
+    [RNN_ACT_SCALED_TANH] = {"ScaledTanh", true, true, 1.0f, 1.0f},
+    [RNN_ACT_HARD_SIGMOID] = {"HardSigmoid", true, true, 0.2f, 0.5f},
+    [RNN_ACT_ELU] = {"Elu", true, false, 1.0f, 0},
+    [RNN_ACT_SOFTSIGN] = {"Softsign", false, false, 0, 0},
+    [RNN_ACT_SOFTPLUS] = {"Softplus", false, false, 0, 0},
+};
+
+bool rnn_act_from_name(const char *name, size_t len, RnnAct *out) {
+    for (size_t k = 0; k < sizeof rnn_acts / sizeof rnn_acts[0]; k++) {
+        if (strlen(rnn_acts[k].name) != len || strncasecmp(rnn_acts[k].name, name, len))
+            continue;
+        *out = (RnnAct){(RnnActKind)k, rnn_acts[k].alpha_dflt, rnn_acts[k].beta_dflt};
+        return true;
+    }
+    return false;
+}
+
+const char *rnn_act_name(RnnActKind k) {
+    return rnn_acts[k].name;
+}
+
+void rnn_act_uses(RnnActKind k, bool *alpha, bool *beta) {
+    *alpha = rnn_acts[k].alpha;
+    *beta = rnn_acts[k].beta;
+}
+
+/* The activations attribute: nact names per direction, comma-separated,
+ * with alpha and beta lists aligned to them when present. Absent, each
+ * direction takes ONNX's default list. */
+static bool rnn_parse_acts(const Node *n, RnnGeom *g, char *err, size_t errlen) {
+    static const char *const dflt[] = {[NK_RNN] = "Tanh", [NK_GRU] = "Sigmoid,Tanh",
+                                       [NK_LSTM] = "Sigmoid,Tanh,Tanh"};
+    const char *given = node_attr_str(n, AK_activations, NULL);
+    int na, nb, want = g->dirs * g->nact;
+    const float *alpha = node_attr_floats(n, AK_activation_alpha, &na);
+    const float *beta = node_attr_floats(n, AK_activation_beta, &nb);
+    if ((alpha && na != want) || (beta && nb != want)) {
+        snprintf(err, errlen, "activation_alpha and activation_beta need %d entries", want);
+        return false;
+    }
+    const char *list = given ? given : dflt[n->kind], *p = list;
+    for (int i = 0; i < want; i++) {
+        if (!given && i % g->nact == 0)
+            p = list;
+        else if (i > 0 && *p++ != ',')
+            break;
+        size_t len = strcspn(p, ",");
+        RnnAct *act = &g->act[i / g->nact][i % g->nact];
+        if (!rnn_act_from_name(p, len, act)) {
+            snprintf(err, errlen, "unknown activation '%.*s'", (int)len, p);
+            return false;
+        }
+        act->alpha = alpha ? alpha[i] : act->alpha;
+        act->beta = beta ? beta[i] : act->beta;
+        p += len;
+        if (i == want - 1 && !*p)
+            return true;
+    }
+    snprintf(err, errlen, "activations must name %d functions", want);
+    return false;
+}
+
+bool rnn_geom(const Node *n, RnnGeom *g, char *err, size_t errlen) {
+    memset(g, 0, sizeof *g);
+    const char *dir = node_attr_str(n, AK_direction, "forward");
+    if (strcmp(dir, "forward") && strcmp(dir, "reverse") && strcmp(dir, "bidirectional")) {
+        snprintf(err, errlen, "unknown direction '%s'", dir);
+        return false;
+    }
+    g->dirs = strcmp(dir, "bidirectional") ? 1 : 2;
+    g->reverse = !strcmp(dir, "reverse");
+    g->gates = n->kind == NK_RNN ? 1 : n->kind == NK_GRU ? 3 : 4;
+    g->nact = n->kind == NK_RNN ? 1 : n->kind == NK_GRU ? 2 : 3;
+    g->batch_first = node_attr_int(n, AK_layout, 0) != 0;
+    g->hidden = node_attr_int(n, AK_hidden_size, 0);
+    const Type *x = &n->ops[0]->type;
+    if (x->rank != 3 || g->hidden < 1 || g->hidden > (1 << 24)) {
+        snprintf(err, errlen, "input must have rank 3 and hidden_size be positive");
+        return false;
+    }
+    g->seq = x->dims[g->batch_first ? 1 : 0];
+    g->batch = x->dims[g->batch_first ? 0 : 1];
+    g->input = x->dims[2];
+    return rnn_parse_acts(n, g, err, errlen);
+}
+
+/* Operand i must have these dims and operand 0's kind (sequence_lens, operand
+ * 4, is i32 or i64). */
+static bool rnn_operand(Node *n, DiagList *d, int i, const char *what, int rank,
+                        const int64_t *dims) {
+    const Type *t = op_type(n, i);
+    ElemKind e = i != 4 ? op_type(n, 0)->elem : t->elem == ELEM_I64 ? ELEM_I64 : ELEM_I32;
+    Type want = type_make(e, rank, dims);
+    if (type_equal(t, &want))
+        return true;
+    char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+    node_error(d, n, "%s must be %s, got %s", what, tstr(&want, a), tstr(t, b));
+    return false;
+}
+
+static bool infer_recurrent(Node *n, DiagList *d) {
+    RnnGeom g;
+    char err[256];
+    if (!rnn_geom(n, &g, err, sizeof err)) {
+        node_error(d, n, "%s", err);
+        return false;
+    }
+    int64_t D = g.dirs, B = g.batch, H = g.hidden, GH = g.gates * H;
+    int64_t state[3] = {g.batch_first ? B : D, g.batch_first ? D : B, H};
+    if (!rnn_operand(n, d, 1, "w", 3, (int64_t[]){D, GH, g.input}) ||
+        !rnn_operand(n, d, 2, "r", 3, (int64_t[]){D, GH, H}) ||
+        !rnn_operand(n, d, 3, "b", 2, (int64_t[]){D, 2 * GH}) ||
+        !rnn_operand(n, d, 4, "sequence_lens", 1, (int64_t[]){B}) ||
+        !rnn_operand(n, d, 5, "initial_h", 3, state) ||
+        (n->kind == NK_LSTM && (!rnn_operand(n, d, 6, "initial_c", 3, state) ||
+                                !rnn_operand(n, d, 7, "p", 2, (int64_t[]){D, 3 * H}))))
+        return false;
+    ElemKind e = op_type(n, 0)->elem;
+    n->res[0].type = g.batch_first ? type_make(e, 4, (int64_t[]){B, g.seq, D, H})
+                                   : type_make(e, 4, (int64_t[]){g.seq, D, B, H});
+    for (int i = 1; i < n->nres; i++)
+        n->res[i].type = type_make(e, 3, state);
     return true;
 }
 

@@ -52,4 +52,31 @@ typedef struct EinsumSpec {
 bool einsum_parse(const char *eq, int nops, const Type *const *ops, EinsumSpec *s,
                   char *err, size_t errlen);
 
+/* Recurrent layers: ONNX's activation functions, each with its alpha and
+ * beta (the defaults of the ONNX operator of that name when not given). */
+typedef enum {
+    RNN_ACT_RELU, RNN_ACT_TANH, RNN_ACT_SIGMOID, RNN_ACT_AFFINE, RNN_ACT_LEAKY_RELU,
+    RNN_ACT_THRESHOLDED_RELU, RNN_ACT_SCALED_TANH, RNN_ACT_HARD_SIGMOID, RNN_ACT_ELU,
+    RNN_ACT_SOFTSIGN, RNN_ACT_SOFTPLUS
+} RnnActKind;
+typedef struct RnnAct {
+    RnnActKind kind;
+    float alpha, beta;
+} RnnAct;
+/* Case-insensitive ONNX name (len bytes); defaults filled in. The canonical
+ * name is rnn_act_name(kind); rnn_act_uses says whether alpha / beta apply. */
+bool rnn_act_from_name(const char *name, size_t len, RnnAct *out);
+const char *rnn_act_name(RnnActKind k);
+void rnn_act_uses(RnnActKind k, bool *alpha, bool *beta);
+
+/* Sizes of a recurrent node and its activations: act[d][i] is activation i
+ * (f, g, h in ONNX's naming) of direction d. */
+typedef struct RnnGeom {
+    int dirs, gates, nact;
+    bool reverse, batch_first;
+    int64_t seq, batch, input, hidden;
+    RnnAct act[2][3];
+} RnnGeom;
+bool rnn_geom(const Node *n, RnnGeom *g, char *err, size_t errlen);
+
 #endif

@@ -1,10 +1,13 @@
-/* Neural-network kernels: matrix products, convolution, pooling,
- * normalisations and the softmax family.
+/* Neural-network kernels: matrix products, einsum and determinants,
+ * convolution and its transpose, pooling, normalisations, the softmax
+ * family and cumulative sums.
  *
  * Convolution is im2col followed by a blocked f32 matrix product (skipped
  * for 1x1 stride-1 unpadded windows, where the input already is the column
- * matrix); other element kinds take a plain double-precision path. This is
- * the reference, so the blocking only aims at "seconds for a ResNet-50". */
+ * matrix); transposed convolution is the same product the other way round,
+ * W' * X followed by col2im. Other element kinds take a plain
+ * double-precision path. This is the reference, so the blocking only aims
+ * at "seconds for a ResNet-50". */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +155,143 @@ bool k_gemm(const KernelArgs *a) {
         else
             tensor_set_i64(Y, i, (int64_t)v);
     }
+    return true;
+}
+
+/* ---- einsum and determinants ------------------------------------------------ */
+
+/* Einsum by brute force: one odometer over every distinct label, output
+ * labels outermost so each output element's terms are consecutive. An
+ * operand's stride for a label sums the strides of its axes bearing it
+ * (a repeated label walks the diagonal); a size-1 axis broadcasts. */
+typedef struct EinsumLoop {
+    int nlabels, nops;
+    int64_t size[64];
+    int64_t stride[16][64];
+    int64_t out_count, red_count;
+} EinsumLoop;
+
+static int einsum_label(EinsumLoop *l, char *labels, char c, int64_t dim) {
+    for (int i = 0; i < l->nlabels; i++) {
+        if (labels[i] != c)
+            continue;
+        if (l->size[i] == 1)
+            l->size[i] = dim;
+        return i;
+    }
+    labels[l->nlabels] = c;
+    l->size[l->nlabels] = dim;
+    return l->nlabels++;
+}
+
+static void einsum_loop(const KernelArgs *a, const EinsumSpec *s, EinsumLoop *l) {
+    memset(l, 0, sizeof *l);
+    l->nops = s->nops;
+    char labels[64];
+    for (int o = 0; o < s->out_rank; o++)
+        einsum_label(l, labels, s->out_labels[o], 1);
+    for (int k = 0; k < s->nops; k++)
+        for (int j = 0; j < s->rank[k]; j++)
+            einsum_label(l, labels, s->labels[k][j], a->in[k]->type.dims[j]);
+    for (int k = 0; k < s->nops; k++) {
+        int64_t st[MAX_RANK];
+        type_strides(&a->in[k]->type, st);
+        for (int j = 0; j < s->rank[k]; j++) {
+            int li = einsum_label(l, labels, s->labels[k][j], 1);
+            if (a->in[k]->type.dims[j] != 1)
+                l->stride[k][li] += st[j];
+        }
+    }
+    l->out_count = l->red_count = 1;
+    for (int i = 0; i < l->nlabels; i++)
+        *(i < s->out_rank ? &l->out_count : &l->red_count) *= l->size[i];
+}
+
+bool k_einsum(const KernelArgs *a) {
+    const Node *n = a->n;
+    const Type *ops[16];
+    for (int i = 0; i < n->nops; i++)
+        ops[i] = &a->in[i]->type;
+    EinsumSpec s;
+    char err[256];
+    if (!einsum_parse(node_attr_str(n, AK_equation, ""), n->nops, ops, &s, err, sizeof err))
+        return kernel_fail(a, "%s", err);
+    EinsumLoop l;
+    einsum_loop(a, &s, &l);
+    bool flt = elem_is_float(a->out[0]->type.elem);
+    int64_t idx[64] = {0}, off[16] = {0};
+    for (int64_t o = 0; o < l.out_count; o++) {
+        double acc = 0;
+        uint64_t iacc = 0;
+        for (int64_t r = 0; r < l.red_count; r++) {
+            double prod = 1;
+            uint64_t iprod = 1;
+            for (int k = 0; k < l.nops; k++) {
+                if (flt)
+                    prod *= tensor_get_f64(a->in[k], off[k]);
+                else
+                    iprod *= (uint64_t)tensor_get_i64(a->in[k], off[k]);
+            }
+            acc += prod;
+            iacc += iprod;
+            for (int i = l.nlabels - 1; i >= 0; i--) {
+                for (int k = 0; k < l.nops; k++)
+                    off[k] += l.stride[k][i];
+                if (++idx[i] < l.size[i])
+                    break;
+                for (int k = 0; k < l.nops; k++)
+                    off[k] -= l.stride[k][i] * l.size[i];
+                idx[i] = 0;
+            }
+        }
+        if (flt)
+            tensor_set_f64(a->out[0], o, acc);
+        else
+            tensor_set_i64(a->out[0], o, (int64_t)iacc);
+    }
+    return true;
+}
+
+/* LU decomposition with partial pivoting, in double. */
+static double det_lu(double *m, int64_t n) {
+    double det = 1;
+    for (int64_t c = 0; c < n; c++) {
+        int64_t piv = c;
+        for (int64_t r = c + 1; r < n; r++)
+            if (fabs(m[r * n + c]) > fabs(m[piv * n + c]))
+                piv = r;
+        if (m[piv * n + c] == 0)
+            return 0;
+        if (piv != c) {
+            for (int64_t k = 0; k < n; k++) {
+                double t = m[c * n + k];
+                m[c * n + k] = m[piv * n + k];
+                m[piv * n + k] = t;
+            }
+            det = -det;
+        }
+        det *= m[c * n + c];
+        for (int64_t r = c + 1; r < n; r++) {
+            double f = m[r * n + c] / m[c * n + c];
+            for (int64_t k = c + 1; k < n; k++)
+                m[r * n + k] -= f * m[c * n + k];
+        }
+    }
+    return det;
+}
+
+bool k_det(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    int64_t n = X->type.dims[X->type.rank - 1], nmat = tensor_numel(a->out[0]);
+    double *m = malloc((size_t)(n * n + 1) * sizeof(double));
+    if (!m)
+        return kernel_fail(a, "out of memory");
+    for (int64_t b = 0; b < nmat; b++) {
+        for (int64_t i = 0; i < n * n; i++)
+            m[i] = tensor_get_f64(X, b * n * n + i);
+        tensor_set_f64(a->out[0], b, det_lu(m, n));
+    }
+    free(m);
     return true;
 }
 
@@ -312,6 +452,126 @@ bool k_conv(const KernelArgs *a) {
     return ok;
 }
 
+/* ---- transposed convolution ------------------------------------------------ */
+
+/* tgt[kp * in_size + ip]: the output offset that input position ip feeds
+ * through kernel tap kp, or -1 when it lands in the cropped padding. The
+ * same table serves every batch, group and channel. */
+static int64_t *convt_targets(const ConvGeom *g) {
+    int64_t *tgt = malloc((size_t)(g->ksize * g->in_size + 1) * sizeof(int64_t));
+    if (!tgt)
+        return NULL;
+    int64_t kidx[MAX_RANK] = {0};
+    for (int64_t kp = 0; kp < g->ksize; kp++) {
+        int64_t iidx[MAX_RANK] = {0};
+        for (int64_t ip = 0; ip < g->in_size; ip++) {
+            int64_t off = 0;
+            for (int i = 0; i < g->ns && off >= 0; i++) {
+                int64_t p = iidx[i] * g->w.stride[i] - g->w.pad_begin[i] +
+                            kidx[i] * g->w.dilation[i];
+                off = p < 0 || p >= g->out_sp[i] ? -1 : off * g->out_sp[i] + p;
+            }
+            tgt[kp * g->in_size + ip] = off;
+            for (int i = g->ns - 1; i >= 0; i--) {
+                if (++iidx[i] < g->in_sp[i])
+                    break;
+                iidx[i] = 0;
+            }
+        }
+        for (int i = g->ns - 1; i >= 0; i--) {
+            if (++kidx[i] < g->w.kernel[i])
+                break;
+            kidx[i] = 0;
+        }
+    }
+    return tgt;
+}
+
+/* Per group: col = W_g' * X_g (one matrix product, W_g transposed once up
+ * front), then col2im scatters each column entry to its output position. */
+static bool conv_transpose_f32(const KernelArgs *a, const ConvGeom *g, const int64_t *tgt) {
+    const float *x = a->in[0]->data, *w = a->in[1]->data;
+    const float *bias = a->n->nops == 3 ? a->in[2]->data : NULL;
+    float *y = a->out[0]->data;
+    int64_t rows = g->mg * g->ksize; /* of col: (m, kernel tap) */
+    float *wt = malloc((size_t)(g->c * rows + 1) * sizeof(float));
+    float *col = malloc((size_t)(rows * g->in_size + 1) * sizeof(float));
+    if (!wt || !col) {
+        free(wt);
+        free(col);
+        return kernel_fail(a, "out of memory for the column buffer");
+    }
+    for (int64_t gr = 0; gr < g->group; gr++)
+        for (int64_t c = 0; c < g->cg; c++)
+            for (int64_t r = 0; r < rows; r++)
+                wt[gr * rows * g->cg + r * g->cg + c] = w[(gr * g->cg + c) * rows + r];
+    for (int64_t b = 0; b < g->n; b++) {
+        for (int64_t gr = 0; gr < g->group; gr++) {
+            const float *xg = x + (b * g->c + gr * g->cg) * g->in_size;
+            float *yg = y + (b * g->m + gr * g->mg) * g->out_size;
+            for (int64_t m = 0; m < g->mg; m++) {
+                float bv = bias ? bias[gr * g->mg + m] : 0.0f;
+                for (int64_t p = 0; p < g->out_size; p++)
+                    yg[m * g->out_size + p] = bv;
+            }
+            memset(col, 0, (size_t)(rows * g->in_size) * sizeof(float));
+            sgemm_acc(rows, g->in_size, g->cg, wt + gr * rows * g->cg, g->cg, xg, g->in_size,
+                      col, g->in_size);
+            for (int64_t r = 0; r < rows; r++) {
+                const int64_t *t = tgt + (r % g->ksize) * g->in_size;
+                float *ym = yg + (r / g->ksize) * g->out_size;
+                const float *cr = col + r * g->in_size;
+                for (int64_t ip = 0; ip < g->in_size; ip++)
+                    if (t[ip] >= 0)
+                        ym[t[ip]] += cr[ip];
+            }
+        }
+    }
+    free(wt);
+    free(col);
+    return true;
+}
+
+/* Any float kind: scatter in double into one accumulator per output plane. */
+static bool conv_transpose_generic(const KernelArgs *a, const ConvGeom *g, const int64_t *tgt) {
+    const Tensor *X = a->in[0], *W = a->in[1], *B = a->n->nops == 3 ? a->in[2] : NULL;
+    Tensor *Y = a->out[0];
+    double *acc = malloc((size_t)(g->out_size + 1) * sizeof(double));
+    if (!acc)
+        return kernel_fail(a, "out of memory");
+    for (int64_t b = 0; b < g->n; b++)
+        for (int64_t m = 0; m < g->m; m++) {
+            int64_t gr = m / g->mg, mi = m % g->mg;
+            double bv = B ? tensor_get_f64(B, m) : 0;
+            for (int64_t p = 0; p < g->out_size; p++)
+                acc[p] = bv;
+            for (int64_t c = gr * g->cg; c < (gr + 1) * g->cg; c++)
+                for (int64_t kp = 0; kp < g->ksize; kp++) {
+                    double wv = tensor_get_f64(W, (c * g->mg + mi) * g->ksize + kp);
+                    const int64_t *t = tgt + kp * g->in_size;
+                    for (int64_t ip = 0; ip < g->in_size; ip++)
+                        if (t[ip] >= 0)
+                            acc[t[ip]] += wv * tensor_get_f64(X, (b * g->c + c) * g->in_size + ip);
+                }
+            for (int64_t p = 0; p < g->out_size; p++)
+                tensor_set_f64(Y, (b * g->m + m) * g->out_size + p, acc[p]);
+        }
+    free(acc);
+    return true;
+}
+
+bool k_conv_transpose(const KernelArgs *a) {
+    ConvGeom g;
+    conv_geom(a, &g);
+    int64_t *tgt = convt_targets(&g);
+    if (!tgt)
+        return kernel_fail(a, "out of memory");
+    bool ok = a->in[0]->type.elem == ELEM_F32 ? conv_transpose_f32(a, &g, tgt)
+                                              : conv_transpose_generic(a, &g, tgt);
+    free(tgt);
+    return ok;
+}
+
 /* ---- pooling -------------------------------------------------------------- */
 
 typedef enum { POOL_MAX, POOL_AVG, POOL_LP } PoolKind;
@@ -334,14 +594,15 @@ static bool pool_kernel(const KernelArgs *a, PoolKind kind) {
     }
     int64_t planes = xt->dims[0] * xt->dims[1];
     bool f32 = xt->elem == ELEM_F32;
+    bool col_major = node_attr_int(a->n, AK_storage_order, 0) != 0;
     for (int64_t pl = 0; pl < planes; pl++) {
         int64_t oidx[MAX_RANK] = {0};
         for (int64_t op = 0; op < out_size; op++) {
             double acc = kind == POOL_MAX ? -INFINITY : 0;
-            int64_t arg = -1, count = 0, padded_count = 0;
+            int64_t arg = -1, arg_index = -1, count = 0, padded_count = 0;
             int64_t kidx[MAX_RANK] = {0};
             for (int64_t kp = 0; kp < ksize; kp++) {
-                int64_t off = 0;
+                int64_t off = 0, off_cm = 0;
                 bool inside = true, in_padded = true;
                 for (int i = 0; i < ns; i++) {
                     int64_t q = oidx[i] * w.stride[i] - w.pad_begin[i] + kidx[i] * w.dilation[i];
@@ -350,6 +611,9 @@ static bool pool_kernel(const KernelArgs *a, PoolKind kind) {
                     if (q >= xt->dims[2 + i] + w.pad_end[i])
                         in_padded = false;
                     off = off * xt->dims[2 + i] + q;
+                    int j = ns - 1 - i; /* the same position, last axis slowest */
+                    int64_t qj = oidx[j] * w.stride[j] - w.pad_begin[j] + kidx[j] * w.dilation[j];
+                    off_cm = off_cm * xt->dims[2 + j] + qj;
                 }
                 padded_count += in_padded;
                 if (inside) {
@@ -360,6 +624,7 @@ static bool pool_kernel(const KernelArgs *a, PoolKind kind) {
                         if (arg < 0 || v > acc) {
                             acc = v;
                             arg = at;
+                            arg_index = col_major ? pl * in_size + off_cm : at;
                         }
                     } else if (kind == POOL_AVG) {
                         acc += v;
@@ -384,8 +649,8 @@ static bool pool_kernel(const KernelArgs *a, PoolKind kind) {
                 tensor_set_f64(Y, yo, acc);
             else
                 tensor_set_i64(Y, yo, arg >= 0 ? tensor_get_i64(X, arg) : 0);
-            if (I) /* ONNX's index: row-major over N, C and the input's spatial axes */
-                ((int64_t *)I->data)[yo] = arg;
+            if (I) /* ONNX's index: over N, C and the input's spatial axes */
+                ((int64_t *)I->data)[yo] = arg_index;
             for (int i = ns - 1; i >= 0; i--) {
                 if (++oidx[i] < yt->dims[2 + i])
                     break;
@@ -544,6 +809,115 @@ bool k_layer_norm(const KernelArgs *a) {
     return true;
 }
 
+/* Across channels: y = x / (bias + alpha / size * sum of x^2 over the
+ * channel window)^beta. The window around c reaches floor((size-1)/2)
+ * channels down and ceil((size-1)/2) up, as ONNX defines it. */
+bool k_lrn(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0];
+    double alpha = node_attr_float(a->n, AK_alpha, 1e-4f);
+    double beta = node_attr_float(a->n, AK_beta, 0.75f);
+    double bias = node_attr_float(a->n, AK_bias, 1.0f);
+    int64_t size = node_attr_int(a->n, AK_size, 1);
+    int64_t nb = X->type.dims[0], c = X->type.dims[1];
+    int64_t inner = nb * c ? tensor_numel(X) / (nb * c) : 0;
+    int64_t down = (size - 1) / 2, up = size / 2;
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t ch = 0; ch < c; ch++) {
+            int64_t lo = ch - down < 0 ? 0 : ch - down, hi = ch + up >= c ? c - 1 : ch + up;
+            for (int64_t i = 0; i < inner; i++) {
+                double sq = 0;
+                for (int64_t k = lo; k <= hi; k++) {
+                    double v = tensor_get_f64(X, (b * c + k) * inner + i);
+                    sq += v * v;
+                }
+                int64_t at = (b * c + ch) * inner + i;
+                double scale = pow(bias + alpha / (double)size * sq, beta);
+                tensor_set_f64(Y, at, tensor_get_f64(X, at) / scale);
+            }
+        }
+    return true;
+}
+
+/* (x - mean) / (stddev + 1e-9) over `axes`, with the variance taken as
+ * E[x^2] - E[x]^2 like ONNX's function body. */
+bool k_mean_variance_norm(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0];
+    const Type *xt = &X->type;
+    uint32_t mask = reduce_axes_mask(a->n, xt->rank);
+    /* Row-major strides of the kept (not normalised) axes give each
+     * element's group. */
+    int64_t gst[MAX_RANK], ngroups = 1;
+    for (int i = xt->rank - 1; i >= 0; i--) {
+        gst[i] = (mask & (1u << i)) ? 0 : ngroups;
+        if (!(mask & (1u << i)))
+            ngroups *= xt->dims[i];
+    }
+    int64_t n = tensor_numel(X), count = ngroups ? n / ngroups : 0;
+    double *sum = calloc((size_t)(2 * ngroups + 1), sizeof(double));
+    int64_t *grp = malloc((size_t)(n + 1) * sizeof(int64_t));
+    if (!sum || !grp) {
+        free(sum);
+        free(grp);
+        return kernel_fail(a, "out of memory");
+    }
+    double *sumsq = sum + ngroups;
+    int64_t idx[MAX_RANK] = {0}, g = 0;
+    for (int64_t i = 0; i < n; i++) {
+        grp[i] = g;
+        double v = tensor_get_f64(X, i);
+        sum[g] += v;
+        sumsq[g] += v * v;
+        for (int d = xt->rank - 1; d >= 0; d--) {
+            g += gst[d];
+            if (++idx[d] < xt->dims[d])
+                break;
+            g -= gst[d] * xt->dims[d];
+            idx[d] = 0;
+        }
+    }
+    for (int64_t k = 0; k < ngroups; k++) {
+        double mean = sum[k] / (double)count, var = sumsq[k] / (double)count - mean * mean;
+        sum[k] = mean;
+        sumsq[k] = sqrt(var > 0 ? var : 0) + 1e-9;
+    }
+    for (int64_t i = 0; i < n; i++)
+        tensor_set_f64(Y, i, (tensor_get_f64(X, i) - sum[grp[i]]) / sumsq[grp[i]]);
+    free(sum);
+    free(grp);
+    return true;
+}
+
+/* x / ||x||_p along one axis (p is 1 or 2). */
+bool k_lp_norm(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0];
+    const Type *t = &X->type;
+    int axis;
+    axis_normalize(node_attr_int(a->n, AK_axis, -1), t->rank, &axis);
+    int64_t p = node_attr_int(a->n, AK_p, 2);
+    int64_t outer = 1, len = t->dims[axis], inner = 1;
+    for (int i = 0; i < axis; i++)
+        outer *= t->dims[i];
+    for (int i = axis + 1; i < t->rank; i++)
+        inner *= t->dims[i];
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in = 0; in < inner; in++) {
+            int64_t base = o * len * inner + in;
+            double norm = 0;
+            for (int64_t k = 0; k < len; k++) {
+                double v = tensor_get_f64(X, base + k * inner);
+                norm += p == 1 ? fabs(v) : v * v;
+            }
+            if (p == 2)
+                norm = sqrt(norm);
+            for (int64_t k = 0; k < len; k++)
+                tensor_set_f64(Y, base + k * inner, tensor_get_f64(X, base + k * inner) / norm);
+        }
+    return true;
+}
+
 /* ---- along one axis ------------------------------------------------------- */
 
 typedef enum { SM_SOFTMAX, SM_LOG_SOFTMAX, SM_HARDMAX } SoftmaxKind;
@@ -600,4 +974,47 @@ bool k_log_softmax(const KernelArgs *a) {
 
 bool k_hardmax(const KernelArgs *a) {
     return softmax_like(a, SM_HARDMAX);
+}
+
+/* Running sums along the axis: exclusive sums leave the current element out,
+ * reverse ones run from the end. Floats sum in double, integers in wrapping
+ * 64-bit arithmetic. */
+bool k_cumsum(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    Tensor *Y = a->out[0];
+    const Type *t = &X->type;
+    int axis;
+    if (!axis_normalize(node_attr_int(a->n, AK_axis, 0), t->rank ? t->rank : 1, &axis))
+        return kernel_fail(a, "axis out of range");
+    bool exclusive = node_attr_int(a->n, AK_exclusive, 0) != 0;
+    bool reverse = node_attr_int(a->n, AK_reverse, 0) != 0;
+    bool flt = elem_is_float(t->elem);
+    int64_t outer = 1, len = t->rank ? t->dims[axis] : 1, inner = 1;
+    for (int i = 0; i < axis; i++)
+        outer *= t->dims[i];
+    for (int i = axis + 1; i < t->rank; i++)
+        inner *= t->dims[i];
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in = 0; in < inner; in++) {
+            double acc = 0;
+            uint64_t iacc = 0;
+            for (int64_t j = 0; j < len; j++) {
+                int64_t at = o * len * inner + (reverse ? len - 1 - j : j) * inner + in;
+                double v = flt ? tensor_get_f64(X, at) : 0;
+                uint64_t iv = flt ? 0 : (uint64_t)tensor_get_i64(X, at);
+                if (!exclusive) {
+                    acc += v;
+                    iacc += iv;
+                }
+                if (flt)
+                    tensor_set_f64(Y, at, acc);
+                else
+                    tensor_set_i64(Y, at, (int64_t)iacc);
+                if (exclusive) {
+                    acc += v;
+                    iacc += iv;
+                }
+            }
+        }
+    return true;
 }

@@ -7,20 +7,10 @@
         return kernel_fail(a, "the interpreter has no kernel for " #nm " yet");              \
     }
 
-PENDING(conv_transpose)
-PENDING(lrn)
-PENDING(mean_variance_norm)
-PENDING(lp_norm)
-PENDING(cumsum)
-PENDING(einsum)
-PENDING(det)
 PENDING(gather_elements)
 PENDING(gather_nd)
 PENDING(scatter_elements)
 PENDING(scatter_nd)
-PENDING(depth_to_space)
-PENDING(space_to_depth)
-PENDING(resize)
 PENDING(one_hot)
 PENDING(trilu)
 PENDING(top_k)

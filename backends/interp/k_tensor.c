@@ -1,6 +1,7 @@
 /* Data-movement kernels: reshapes, transposes, concatenation, splitting,
- * slicing, gathering, broadcasting, padding and tiling. They move bytes and
- * never look at values, so one loop serves every element kind. */
+ * slicing, gathering, broadcasting, padding, tiling and the depth/space
+ * block moves. They move bytes and never look at values, so one loop serves
+ * every element kind. */
 #include <string.h>
 
 #include "backends/interp/kernels.h"
@@ -237,4 +238,41 @@ bool k_pad(const KernelArgs *a) {
         }
     }
     return true;
+}
+
+/* depth_to_space and space_to_depth move one element at a time between
+ * x[n][c][h][w] (the deep side) and y[n][c'][h*b + i][w*b + j] (the wide
+ * side). DCR takes channel c = (i*b + j) * C' + c', CRD c = c' * b*b + i*b + j;
+ * space_to_depth is the inverse of DCR. */
+static bool block_move(const KernelArgs *a, const Tensor *deep, const Tensor *wide, bool crd,
+                       bool to_space) {
+    int64_t b = node_attr_int(a->n, AK_blocksize, 1);
+    const int64_t *dd = deep->type.dims, *wd = wide->type.dims;
+    int64_t nb = dd[0], cw = wd[1], h = dd[2], w = dd[3];
+    size_t es = elem_size(deep->type.elem);
+    char *dst = to_space ? wide->data : deep->data;
+    const char *src = to_space ? deep->data : wide->data;
+    for (int64_t n = 0; n < nb; n++)
+        for (int64_t c = 0; c < cw; c++)
+            for (int64_t i = 0; i < b; i++)
+                for (int64_t j = 0; j < b; j++) {
+                    int64_t cd = crd ? c * b * b + i * b + j : (i * b + j) * cw + c;
+                    for (int64_t y = 0; y < h; y++)
+                        for (int64_t x = 0; x < w; x++) {
+                            int64_t od = ((n * dd[1] + cd) * h + y) * w + x;
+                            int64_t ow = ((n * cw + c) * wd[2] + y * b + i) * wd[3] + x * b + j;
+                            int64_t to = to_space ? ow : od, from = to_space ? od : ow;
+                            memcpy(dst + (size_t)to * es, src + (size_t)from * es, es);
+                        }
+                }
+    return true;
+}
+
+bool k_depth_to_space(const KernelArgs *a) {
+    bool crd = !strcmp(node_attr_str(a->n, AK_mode, "DCR"), "CRD");
+    return block_move(a, a->in[0], a->out[0], crd, true);
+}
+
+bool k_space_to_depth(const KernelArgs *a) {
+    return block_move(a, a->out[0], a->in[0], false, false);
 }

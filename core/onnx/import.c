@@ -142,6 +142,17 @@ int on_attr_floats(const OnnxNode *on, const char *name, float *out, int max) {
     return n;
 }
 
+int on_attr_strs(const OnnxNode *on, const char *name, const char **out, int max) {
+    const Onnx__AttributeProto *a = find_attr(on, name);
+    if (!a)
+        return -1;
+    int n = (int)(a->n_strings < (size_t)max ? a->n_strings : (size_t)max);
+    for (int i = 0; i < n; i++)
+        out[i] = arena_strndup(on->f->module->arena, (const char *)a->strings[i].data,
+                               a->strings[i].len);
+    return n;
+}
+
 Tensor *on_attr_tensor(OnnxNode *on, const char *name) {
     const Onnx__AttributeProto *a = find_attr(on, name);
     if (!a || !a->t)

@@ -40,6 +40,8 @@ const char *on_attr_str(const OnnxNode *on, const char *name, const char *dflt);
 /* Number of values copied into out (at most max), or -1 when absent. */
 int on_attr_ints(const OnnxNode *on, const char *name, int64_t *out, int max);
 int on_attr_floats(const OnnxNode *on, const char *name, float *out, int max);
+/* A list of strings (arena copies), the same way. */
+int on_attr_strs(const OnnxNode *on, const char *name, const char **out, int max);
 /* A tensor attribute (Constant's value...), NULL when absent or unreadable. */
 Tensor *on_attr_tensor(OnnxNode *on, const char *name);
 

@@ -1,6 +1,6 @@
 /* Import of neural-network operators: convolutions and pooling (auto_pad
  * resolved to explicit pads), normalisations, the softmax family (pre-13
- * semantics rewritten), Gemm and MatMul. */
+ * semantics rewritten), CumSum, Gemm, MatMul, Einsum and Det. */
 #include <string.h>
 
 #include "core/onnx/import.h"
@@ -98,8 +98,10 @@ bool import_conv(OnnxNode *on) {
     return on_done(on, n);
 }
 
-/* output_shape, when given, decides the padding (split as auto_pad says:
- * SAME_UPPER puts the larger half at the end). */
+/* output_shape, when given, decides the padding, split as ONNX's reference
+ * does: SAME_UPPER puts the larger half at the end, anything else at the
+ * start. A negative total (the output is larger than the input covers)
+ * gives negative pads, which grow the output. */
 bool import_conv_transpose(OnnxNode *on) {
     if (!on_need_inputs(on, 2, 3))
         return false;
@@ -116,21 +118,20 @@ bool import_conv_transpose(OnnxNode *on) {
         return false;
     }
     int nos = on_attr_ints(on, "output_shape", outshape, MAX_RANK + 2);
+    if (nos > 0 && nos < wa.ns) {
+        on_error(on, "output_shape must have at least %d entries", wa.ns);
+        return false;
+    }
     if (nos > 0 || same) {
-        bool upper = strcmp(ap, "SAME_LOWER") != 0;
+        bool upper = !strcmp(ap, "SAME_UPPER");
         for (int i = 0; i < wa.ns; i++) {
             int64_t in = x->dims[2 + i];
             int64_t out = nos > 0 ? outshape[nos - wa.ns + i] : in * wa.strides[i];
             int64_t total = wa.strides[i] * (in - 1) + outpad[i] +
                             (wa.kernel[i] - 1) * wa.dilations[i] + 1 - out;
-            if (total < 0) {
-                /* negative padding: the extra size becomes output padding */
-                outpad[i] += -total;
-                total = 0;
-            }
-            int64_t small = total / 2, big = total - small;
-            wa.pads[i] = upper ? small : big;
-            wa.pads[wa.ns + i] = upper ? big : small;
+            int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2); /* floor */
+            wa.pads[i] = upper ? half : total - half;
+            wa.pads[wa.ns + i] = upper ? total - half : half;
         }
     }
     Node *n = on_node(on, NK_CONV_TRANSPOSE, on_in(on, 2) ? 3 : 2, on->in, 1);
@@ -147,13 +148,11 @@ static bool pool(OnnxNode *on, NodeKind k) {
     if (!read_window(on, &on->in[0]->type, NULL, &wa))
         return false;
     int nres = k == NK_MAX_POOL && on->nout > 1 && on->proto->output[1][0] ? 2 : 1;
-    if (nres == 2 && on_attr_int(on, "storage_order", 0) != 0) {
-        on_unsupported(on, "column-major indices (storage_order=1) are not supported");
-        return false;
-    }
     Node *n = on_node(on, k, 1, on->in, nres);
     set_window(n, &wa, true);
     node_set_int(n, AK_ceil_mode, on_attr_int(on, "ceil_mode", 0));
+    if (nres == 2) /* the layout of the indices */
+        node_set_int(n, AK_storage_order, on_attr_int(on, "storage_order", 0));
     if (k == NK_AVG_POOL)
         node_set_int(n, AK_count_include_pad, on_attr_int(on, "count_include_pad", 0));
     if (k == NK_LP_POOL)
@@ -331,6 +330,25 @@ bool import_hardmax(OnnxNode *on) {
     return softmax_like(on, NK_HARDMAX);
 }
 
+/* The axis is an input, but it decides which loop runs: a constant. */
+bool import_cumsum(OnnxNode *on) {
+    if (!on_need_inputs(on, 2, 2))
+        return false;
+    int64_t axis;
+    int n;
+    if (!on_const_ints(on, 1, "axis", &axis, 1, &n))
+        return false;
+    if (n != 1) {
+        on_error(on, "axis must hold one integer");
+        return false;
+    }
+    Node *c = on_node(on, NK_CUMSUM, 1, on->in, 1);
+    node_set_int(c, AK_axis, axis);
+    node_set_int(c, AK_exclusive, on_attr_int(on, "exclusive", 0));
+    node_set_int(c, AK_reverse, on_attr_int(on, "reverse", 0));
+    return on_done(on, c);
+}
+
 /* ---- matrix products ------------------------------------------------------ */
 
 bool import_gemm(OnnxNode *on) {
@@ -348,4 +366,29 @@ bool import_matmul(OnnxNode *on) {
     if (!on_need_inputs(on, 2, 2))
         return false;
     return on_done(on, on_node(on, NK_MATMUL, 2, on->in, 1));
+}
+
+bool import_einsum(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, 16))
+        return false;
+    for (int i = 0; i < on->nin; i++) {
+        if (!on->in[i]) {
+            on_error(on, "input %d is empty", i);
+            return false;
+        }
+    }
+    const char *eq = on_attr_str(on, "equation", NULL);
+    if (!eq) {
+        on_error(on, "missing attribute 'equation'");
+        return false;
+    }
+    Node *n = on_node(on, NK_EINSUM, on->nin, on->in, 1);
+    node_set_str(n, AK_equation, eq);
+    return on_done(on, n);
+}
+
+bool import_det(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, 1))
+        return false;
+    return on_done(on, on_node(on, NK_DET, 1, on->in, 1));
 }

@@ -489,3 +489,27 @@ bool import_pad(OnnxNode *on) {
     node_set_float(n, AK_value, (float)value);
     return on_done(on, n);
 }
+
+/* ---- depth and space ------------------------------------------------------ */
+
+bool import_depth_to_space(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, 1))
+        return false;
+    const char *mode = on_attr_str(on, "mode", "DCR");
+    if (strcmp(mode, "DCR") && strcmp(mode, "CRD")) {
+        on_error(on, "unknown mode '%s'", mode);
+        return false;
+    }
+    Node *n = on_node(on, NK_DEPTH_TO_SPACE, 1, on->in, 1);
+    node_set_int(n, AK_blocksize, on_attr_int(on, "blocksize", 0));
+    node_set_str(n, AK_mode, mode);
+    return on_done(on, n);
+}
+
+bool import_space_to_depth(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, 1))
+        return false;
+    Node *n = on_node(on, NK_SPACE_TO_DEPTH, 1, on->in, 1);
+    node_set_int(n, AK_blocksize, on_attr_int(on, "blocksize", 0));
+    return on_done(on, n);
+}
