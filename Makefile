@@ -73,13 +73,9 @@ $(BUILD)/%.o: %.c $(GEN)/onnx/onnx.pb-c.h | $(DEPS_STAMP)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # ---- libjit: the CPU kernels as LLVM bitcode, embedded in glowc ------------
-# The interpreter's kernels go in too (with the core they need): they are the
-# fallback for kinds without a libjit kernel (--fallback=interp). No
-# vectorising here: the target-specific O3 at code generation does it, once
-# shapes are constants.
-LIBJIT_SRCS := $(wildcard backends/cpu/libjit/*.c) core/graph.c core/infer.c core/tensor.c \
-               core/types.c core/arena.c core/diag.c core/strbuf.c backends/interp/interp.c \
-               $(wildcard backends/interp/k_*.c)
+# No vectorising here: the target-specific O3 at code generation does it,
+# once shapes are constants.
+LIBJIT_SRCS := $(wildcard backends/cpu/libjit/*.c)
 LIBJIT_BCS := $(LIBJIT_SRCS:%.c=build/bc/%.bc)
 BCFLAGS := -std=c17 -O2 -fno-vectorize -fno-slp-vectorize -fno-unroll-loops -emit-llvm \
            -D_GNU_SOURCE -DGLOWC_LIBJIT -I. -I$(GEN) -MMD -MP
@@ -103,8 +99,10 @@ $(BUILD)/libglowc.a: $(LIB_OBJS)
 	@rm -f $@
 	$(LLVM_BIN)/llvm-ar rcs $@ $^
 
+# Generated code calls back into glowc's fallback kernel: export it.
 $(BUILD)/glowc: $(TUI_OBJS) $(BUILD)/libglowc.a
-	$(CC) $(LDFLAGS) $(TUI_OBJS) $(BUILD)/libglowc.a $(LIBS) -o $@
+	$(CC) $(LDFLAGS) $(TUI_OBJS) -Wl,--whole-archive $(BUILD)/libglowc.a -Wl,--no-whole-archive \
+	    $(LIBS) -Wl,--export-dynamic-symbol=libjit_generic -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libglowc.a
 	@mkdir -p $(dir $@)

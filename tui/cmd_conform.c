@@ -27,6 +27,7 @@ typedef struct ConformOptions {
     int timeout_s;
     bool verbose;
     bool verify_each;
+    bool fallback;
 } ConformOptions;
 
 typedef enum { R_PASS, R_FAIL, R_SKIP } ResultKind;
@@ -153,10 +154,11 @@ static ResultKind run_data_set(const char *test, const char *set, const ConformO
     for (int i = 0; i < nin; i++)
         known[i] = (KnownInput){in_names[i][0] ? in_names[i] : NULL, i, ins[i]};
     SessionOptions so = {.known = known, .nknown = nin, .verify_each = o->verify_each,
-                         .backend = o->backend};
+                         .backend = o->backend, .fallback = o->fallback, .threads = 1};
     s = session_open(model, &so);
     free(model);
     if (!s->work || !session_set_pipeline(s, o->pipeline) ||
+        (o->backend->compiles && !session_want_codegen(s)) ||
         (o->backend->runs_lir && !session_want_lir(s)) || !session_run(s)) {
         first_error(&s->diags, why, wlen);
         r = s->unsupported ? R_SKIP : R_FAIL;
@@ -421,6 +423,8 @@ int cmd_conform(int argc, char **argv) {
             o.pipeline = a + 9;
         else if (!strcmp(a, "--verify-each"))
             o.verify_each = true;
+        else if (!strcmp(a, "--fallback=interp"))
+            o.fallback = true;
         else if (!strncmp(a, "--backend=", 10)) {
             o.backend = backend_find(a + 10);
             if (!o.backend) {

@@ -203,11 +203,14 @@ static void emit_kernel(CG *g, const LirInstr *i, LLVMValueRef kernel, const cha
     (void)i;
 }
 
-/* if (libjit_generic(desc, ops)) return index + 1; */
+/* if (libjit_generic(desc, ops)) return index + 1; -- the fallback lives in
+ * glowc (JIT) or is linked in (executables), so only declared here. */
 static void emit_generic(CG *g, LLVMValueRef desc, int index) {
-    LLVMValueRef fn = runtime_fn(g, "libjit_generic");
-    if (!fn)
-        return;
+    LLVMValueRef fn = LLVMGetNamedFunction(g->mod, "libjit_generic");
+    if (!fn) {
+        LLVMTypeRef params[2] = {g->ptr, g->ptr};
+        fn = LLVMAddFunction(g->mod, "libjit_generic", LLVMFunctionType(g->i32, params, 2, false));
+    }
     LLVMValueRef args[2] = {desc, g->ops};
     LLVMValueRef status = call(g, fn, args, 2);
     LLVMValueRef failed = LLVMBuildICmp(g->b, LLVMIntNE, status, LLVMConstInt(g->i32, 0, false), "");

@@ -49,6 +49,9 @@ void cpu_exec_free(CpuExec *e);
 /* The whole program's constant weights laid out as the plan says. */
 bool cpu_weights_blob(const LirProgram *p, unsigned char *blob);
 
+/* The fallback kernel generated code calls (see fallback.c). */
+int libjit_generic(const int64_t *d, void *const *ops);
+
 /* The embedded libjit bitcode (generated at build time). */
 extern const unsigned char libjit_bc[];
 extern const unsigned int libjit_bc_len;

@@ -29,6 +29,15 @@ static bool writes_only(const LirInstr *i, LirBuf *storage) {
     return any;
 }
 
+/* Does an instruction write `storage` along with some other buffer? Then
+ * it stays, and so does its place to write. */
+static bool shared_writer(const LirProgram *p, LirBuf *storage, Region whole) {
+    for (const LirInstr *i = p->first; i; i = i->next)
+        if (instr_writes(i, whole) && !writes_only(i, storage))
+            return true;
+    return false;
+}
+
 bool lir_dead_alloc(LirProgram *p, PassContext *ctx) {
     bool changed = false;
     for (int b = 0; b < p->nbufs; b++) {
@@ -36,7 +45,7 @@ bool lir_dead_alloc(LirProgram *p, PassContext *ctx) {
         if (s->kind != LB_ALLOC || s->dead)
             continue;
         Region whole = {s, 0, type_numel(&s->type)};
-        if (is_read(p, whole))
+        if (is_read(p, whole) || shared_writer(p, s, whole))
             continue;
         for (LirInstr *i = p->first, *next; i; i = next) {
             next = i->next;

@@ -84,6 +84,15 @@ LJ_INLINE bool lj_has_attr(const int64_t *d, int key) {
     return lj_attr(d, key, &n) != 0;
 }
 
+LJ_INLINE size_t lj_elem_size(int elem) {
+    switch ((ElemKind)elem) {
+#define ELEM(E, nm, ctype, size, onnx, cls)                                                        \
+    case ELEM_##E: return size;
+#include "core/elems.def"
+    default: return 1;
+    }
+}
+
 /* Runs worker over [0, n) on the runtime's threads (inline when rt is NULL
  * or has one thread). */
 void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *const *ops);

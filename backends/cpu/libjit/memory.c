@@ -7,7 +7,7 @@ void libjit_insert(const int64_t *d, void *const *ops) {
     int rank = lj_rank(d, 1);
     int n;
     const int64_t *offs = lj_attr(d, AK_offsets, &n);
-    size_t es = elem_size((ElemKind)lj_elem(d, 1));
+    size_t es = lj_elem_size(lj_elem(d, 1));
     int64_t dstride[DESC_MAX_RANK], idx[DESC_MAX_RANK] = {0};
     int64_t s = 1;
     for (int i = rank - 1; i >= 0; i--) {

@@ -1,10 +1,14 @@
-/* The generic kernel: any instruction, run by the reference interpreter's
- * kernel for its node kind (compiled into the program with it). It rebuilds
- * the node -- kind, operand types, attributes -- from the descriptor, so the
- * semantics of every operator stay written once; the specialised libjit
- * kernels cover the hot ones. Returns 0, or 1 if the kernel failed. */
+/* The fallback kernel (--fallback=interp): any instruction, run by the
+ * reference interpreter's kernel for its node kind. It rebuilds the node --
+ * kind, operand types, attributes -- from the descriptor, so the semantics
+ * of every operator stay written once; libjit's kernels cover the hot ones.
+ * It is native code in glowc (the JIT resolves generated code's calls to it
+ * in the process; an executable links it), not bitcode: compiling the whole
+ * interpreter into every program would cost seconds per compile.
+ * Returns 0, or 1 if the kernel failed. */
 #include <stdlib.h>
 
+#include "backends/cpu/cpu.h"
 #include "backends/cpu/libjit/libjit.h"
 #include "backends/interp/interp.h"
 
