@@ -245,10 +245,9 @@ static bool infer_where(Node *n, DiagList *d) {
     return true;
 }
 
-static bool infer_matmul(Node *n, DiagList *d) {
-    if (!same_elem(n, d, 0, 1))
-        return false;
-    Type a = *op_type(n, 0), b = *op_type(n, 1);
+/* numpy matmul of operands ia and ib; the result takes ia's element kind. */
+static bool matmul_shape(Node *n, DiagList *d, int ia, int ib, Type *out) {
+    Type a = *op_type(n, ia), b = *op_type(n, ib);
     if (a.rank < 1 || b.rank < 1) {
         node_error(d, n, "operands must have rank >= 1");
         return false;
@@ -267,8 +266,8 @@ static bool infer_matmul(Node *n, DiagList *d) {
     int64_t k2 = b.dims[b.rank - 2], nn = b.dims[b.rank - 1];
     if (k != k2) {
         char x[TYPE_STR_MAX], y[TYPE_STR_MAX];
-        node_error(d, n, "inner dimensions differ: %s times %s", tstr(op_type(n, 0), x),
-                   tstr(op_type(n, 1), y));
+        node_error(d, n, "inner dimensions differ: %s times %s", tstr(op_type(n, ia), x),
+                   tstr(op_type(n, ib), y));
         return false;
     }
     Type ba = a, bb = b, batch;
@@ -288,8 +287,12 @@ static bool infer_matmul(Node *n, DiagList *d) {
         r.dims[r.rank++] = m;
     if (!b_vec)
         r.dims[r.rank++] = nn;
-    n->res[0].type = r;
+    *out = r;
     return true;
+}
+
+static bool infer_matmul(Node *n, DiagList *d) {
+    return same_elem(n, d, 0, 1) && matmul_shape(n, d, 0, 1, &n->res[0].type);
 }
 
 static bool infer_gemm(Node *n, DiagList *d) {
@@ -589,10 +592,11 @@ int64_t window_out_size(const Window *w, int i, int64_t in) {
     return out;
 }
 
-static bool infer_conv(Node *n, DiagList *d) {
-    if (!same_elem(n, d, 0, 1) || !need_rank(n, d, 0, 3, MAX_RANK) || !check_act(n, d))
+/* Result of convolving operand ix with weight iw (kinds are the caller's). */
+static bool conv_shape(Node *n, DiagList *d, int ix, int iw, Type *out) {
+    if (!need_rank(n, d, ix, 3, MAX_RANK))
         return false;
-    const Type *x = op_type(n, 0), *w = op_type(n, 1);
+    const Type *x = op_type(n, ix), *w = op_type(n, iw);
     int ns = x->rank - 2;
     if (w->rank != x->rank) {
         char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
@@ -616,19 +620,26 @@ static bool infer_conv(Node *n, DiagList *d) {
                    (long long)c, (long long)w->dims[1], (long long)win.group);
         return false;
     }
-    if (n->nops == 3) {
-        const Type *b = op_type(n, 2);
-        if (b->rank != 1 || b->dims[0] != m || b->elem != x->elem) {
-            node_error(d, n, "bias must be %s<%lld>", elem_name(x->elem), (long long)m);
-            return false;
-        }
-    }
     Type r = *x;
     r.dims[1] = m;
     for (int i = 0; i < ns; i++)
         r.dims[2 + i] = window_out_size(&win, i, x->dims[2 + i]);
-    n->res[0].type = r;
+    *out = r;
     return true;
+}
+
+static bool need_bias(Node *n, DiagList *d, int op, ElemKind k, int64_t m) {
+    const Type *b = op_type(n, op);
+    if (b->rank == 1 && b->dims[0] == m && b->elem == k)
+        return true;
+    node_error(d, n, "bias must be %s<%lld>", elem_name(k), (long long)m);
+    return false;
+}
+
+static bool infer_conv(Node *n, DiagList *d) {
+    if (!same_elem(n, d, 0, 1) || !check_act(n, d) || !conv_shape(n, d, 0, 1, &n->res[0].type))
+        return false;
+    return n->nops < 3 || need_bias(n, d, 2, op_type(n, 0)->elem, n->res[0].type.dims[1]);
 }
 
 static bool infer_conv_transpose(Node *n, DiagList *d) {
@@ -1076,17 +1087,49 @@ static bool infer_gather(Node *n, DiagList *d) {
     return true;
 }
 
+/* Indices of gather_elements and scatter_elements address the data along
+ * `axis` only: on every other axis they must not reach past the data. */
+static bool fits_beside_axis(Node *n, DiagList *d, const Type *x, const Type *idx, int axis) {
+    if (idx->rank != x->rank) {
+        node_error(d, n, "indices must have the data's rank %d, got %d", x->rank, idx->rank);
+        return false;
+    }
+    for (int i = 0; i < x->rank; i++) {
+        if (i != axis && idx->dims[i] > x->dims[i]) {
+            char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+            node_error(d, n, "indices %s reach past data %s on axis %d", tstr(idx, a),
+                       tstr(x, b), i);
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool infer_gather_elements(Node *n, DiagList *d) {
     const Type *x = op_type(n, 0), *idx = op_type(n, 1);
     int axis;
     if (!need_int_indices(n, d, 1))
         return false;
-    if (idx->rank != x->rank || !axis_normalize(node_attr_int(n, AK_axis, 0), x->rank, &axis)) {
-        node_error(d, n, "indices must have the data's rank, axis in range");
+    if (!axis_normalize(node_attr_int(n, AK_axis, 0), x->rank, &axis)) {
+        node_error(d, n, "axis out of range");
         return false;
     }
+    if (!fits_beside_axis(n, d, x, idx, axis))
+        return false;
     n->res[0].type = *idx;
     n->res[0].type.elem = x->elem;
+    return true;
+}
+
+/* The leading batch_dims axes of data and indices pair up one to one. */
+static bool same_batch(Node *n, DiagList *d, const Type *x, const Type *idx, int64_t b) {
+    for (int64_t i = 0; i < b; i++) {
+        if (x->dims[i] != idx->dims[i]) {
+            node_error(d, n, "batch axis %lld has size %lld in data but %lld in indices",
+                       (long long)i, (long long)x->dims[i], (long long)idx->dims[i]);
+            return false;
+        }
+    }
     return true;
 }
 
@@ -1100,11 +1143,13 @@ static bool infer_gather_nd(Node *n, DiagList *d) {
         return false;
     }
     int64_t last = idx->dims[idx->rank - 1];
-    if (b < 0 || b >= idx->rank || b + last > x->rank) {
+    if (b < 0 || b >= idx->rank || b >= x->rank || b + last > x->rank) {
         node_error(d, n, "indices' last dimension %lld too large for data rank %d",
                    (long long)last, x->rank);
         return false;
     }
+    if (!same_batch(n, d, x, idx, b))
+        return false;
     Type r = {.elem = x->elem};
     for (int i = 0; i < idx->rank - 1; i++)
         r.dims[r.rank++] = idx->dims[i];
@@ -1119,19 +1164,53 @@ static bool infer_gather_nd(Node *n, DiagList *d) {
     return true;
 }
 
+static bool known_reduction(Node *n, DiagList *d) {
+    const char *r = node_attr_str(n, AK_reduction, "none");
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(r, names[i]))
+            return true;
+    node_error(d, n, "unknown reduction '%s'", r);
+    return false;
+}
+
+/* scatter_nd: updates = indices.shape[:-1] + data.shape[indices.shape[-1]:]. */
+static bool scatter_nd_fits(Node *n, DiagList *d, const Type *x, const Type *idx,
+                            const Type *upd) {
+    int64_t last = idx->rank ? idx->dims[idx->rank - 1] : -1;
+    bool ok = idx->rank >= 1 && last <= x->rank && upd->rank == idx->rank - 1 + x->rank - last;
+    for (int i = 0; ok && i < idx->rank - 1; i++)
+        ok = upd->dims[i] == idx->dims[i];
+    for (int64_t i = last; ok && i < x->rank; i++)
+        ok = upd->dims[idx->rank - 1 + i - last] == x->dims[i];
+    if (!ok) {
+        char a[TYPE_STR_MAX], b[TYPE_STR_MAX], c[TYPE_STR_MAX];
+        node_error(d, n, "updates %s do not fit indices %s into data %s", tstr(upd, a),
+                   tstr(idx, b), tstr(x, c));
+    }
+    return ok;
+}
+
 static bool infer_scatter(Node *n, DiagList *d) {
-    if (!need_int_indices(n, d, 1) || !same_elem(n, d, 0, 2))
+    if (!need_int_indices(n, d, 1) || !same_elem(n, d, 0, 2) || !known_reduction(n, d))
         return false;
+    const Type *x = op_type(n, 0), *idx = op_type(n, 1), *upd = op_type(n, 2);
     if (n->kind == NK_SCATTER_ELEMENTS) {
         int axis;
-        const Type *x = op_type(n, 0);
-        if (!axis_normalize(node_attr_int(n, AK_axis, 0), x->rank, &axis) ||
-            op_type(n, 1)->rank != x->rank || !type_same_shape(op_type(n, 1), op_type(n, 2))) {
-            node_error(d, n, "indices and updates must have the data's rank and one shape");
+        if (!axis_normalize(node_attr_int(n, AK_axis, 0), x->rank, &axis)) {
+            node_error(d, n, "axis out of range");
             return false;
         }
+        if (!fits_beside_axis(n, d, x, idx, axis))
+            return false;
+        if (!type_same_shape(idx, upd)) {
+            node_error(d, n, "indices and updates must have one shape");
+            return false;
+        }
+    } else if (!scatter_nd_fits(n, d, x, idx, upd)) {
+        return false;
     }
-    n->res[0].type = *op_type(n, 0);
+    n->res[0].type = *x;
     return true;
 }
 
@@ -1336,6 +1415,8 @@ static bool infer_top_k(Node *n, DiagList *d) {
 
 static bool infer_reverse_sequence(Node *n, DiagList *d) {
     const Type *x = op_type(n, 0);
+    if (!need_int_indices(n, d, 1))
+        return false;
     int64_t b = node_attr_int(n, AK_batch_axis, 1), t = node_attr_int(n, AK_time_axis, 0);
     if (x->rank < 2 || b < 0 || t < 0 || b > 1 || t > 1 || b == t ||
         op_type(n, 1)->rank != 1 || op_type(n, 1)->dims[0] != x->dims[b]) {
@@ -1484,6 +1565,254 @@ static bool infer_recurrent(Node *n, DiagList *d) {
     for (int i = 1; i < n->nres; i++)
         n->res[i].type = type_make(e, 3, state);
     return true;
+}
+
+/* The result shape is declared (max_unpool's output_shape is an input in
+ * ONNX); indices must pair with x, and N and C are kept. */
+static bool infer_max_unpool(Node *n, DiagList *d) {
+    if (!need_rank(n, d, 0, 3, MAX_RANK) || !need_int_indices(n, d, 1))
+        return false;
+    const Type *x = op_type(n, 0), *r = &n->res[0].type;
+    Window win;
+    if (!window_from_node(n, x->rank - 2, NULL, &win)) {
+        node_error(d, n, "bad kernel, strides or pads");
+        return false;
+    }
+    if (!type_same_shape(x, op_type(n, 1))) {
+        node_error(d, n, "indices must have the input's shape");
+        return false;
+    }
+    if (r->elem != x->elem || r->rank != x->rank || r->dims[0] != x->dims[0] ||
+        r->dims[1] != x->dims[1]) {
+        char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+        node_error(d, n, "result %s must keep the kind, N and C of %s", tstr(r, a), tstr(x, b));
+        return false;
+    }
+    return true;
+}
+
+/* ---- sampling ----------------------------------------------------------- */
+
+static bool one_of(Node *n, DiagList *d, AttrKey key, const char *dflt,
+                   const char *const *names, int count) {
+    const char *v = node_attr_str(n, key, dflt);
+    for (int i = 0; i < count; i++)
+        if (!strcmp(v, names[i]))
+            return true;
+    node_error(d, n, "unknown %s '%s'", attr_key_name(key), v);
+    return false;
+}
+
+static bool infer_grid_sample(Node *n, DiagList *d) {
+    static const char *const modes[] = {"bilinear", "nearest", "bicubic"};
+    static const char *const pads[] = {"zeros", "border", "reflection"};
+    if (!need_rank(n, d, 0, 4, 4) || !need_rank(n, d, 1, 4, 4) || !same_elem(n, d, 0, 1) ||
+        !one_of(n, d, AK_mode, "bilinear", modes, 3) ||
+        !one_of(n, d, AK_padding_mode, "zeros", pads, 3))
+        return false;
+    const Type *x = op_type(n, 0), *g = op_type(n, 1);
+    if (g->dims[0] != x->dims[0] || g->dims[3] != 2) {
+        char a[TYPE_STR_MAX];
+        node_error(d, n, "grid %s must be N x H x W x 2", tstr(g, a));
+        return false;
+    }
+    Type r = *x;
+    r.dims[2] = g->dims[1];
+    r.dims[3] = g->dims[2];
+    n->res[0].type = r;
+    return true;
+}
+
+static bool infer_roi_align(Node *n, DiagList *d) {
+    static const char *const modes[] = {"avg", "max"};
+    static const char *const ctm[] = {"half_pixel", "output_half_pixel"};
+    if (!need_rank(n, d, 0, 4, 4) || !need_rank(n, d, 1, 2, 2) || !need_rank(n, d, 2, 1, 1) ||
+        !same_elem(n, d, 0, 1) || !need_int_indices(n, d, 2) ||
+        !one_of(n, d, AK_mode, "avg", modes, 2) ||
+        !one_of(n, d, AK_coordinate_transformation_mode, "half_pixel", ctm, 2))
+        return false;
+    const Type *x = op_type(n, 0), *rois = op_type(n, 1), *bi = op_type(n, 2);
+    int64_t oh = node_attr_int(n, AK_output_height, 1), ow = node_attr_int(n, AK_output_width, 1);
+    if (rois->dims[1] != 4 || bi->dims[0] != rois->dims[0]) {
+        node_error(d, n, "rois must be R x 4 with R batch indices");
+        return false;
+    }
+    if (oh < 1 || ow < 1 || node_attr_int(n, AK_sampling_ratio, 0) < 0) {
+        node_error(d, n, "output size must be positive, sampling_ratio not negative");
+        return false;
+    }
+    n->res[0].type = type_make(x->elem, 4, (int64_t[]){rois->dims[0], x->dims[1], oh, ow});
+    return true;
+}
+
+/* ---- losses ------------------------------------------------------------- */
+
+static bool infer_nll_loss(Node *n, DiagList *d) {
+    static const char *const reductions[] = {"none", "sum", "mean"};
+    if (!need_rank(n, d, 0, 2, MAX_RANK) || !need_int_indices(n, d, 1) ||
+        !one_of(n, d, AK_reduction, "mean", reductions, 3))
+        return false;
+    const Type *x = op_type(n, 0), *t = op_type(n, 1);
+    bool ok = t->rank == x->rank - 1 && t->dims[0] == x->dims[0];
+    for (int i = 1; ok && i < t->rank; i++)
+        ok = t->dims[i] == x->dims[i + 1];
+    if (!ok) {
+        char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+        node_error(d, n, "target %s must be input %s without its class axis", tstr(t, a),
+                   tstr(x, b));
+        return false;
+    }
+    if (n->nops == 3 && !per_channel(n, d, 2, x->dims[1]))
+        return false;
+    if (n->nops == 3 && !same_elem(n, d, 0, 2))
+        return false;
+    Type r = *t;
+    r.elem = x->elem;
+    if (strcmp(node_attr_str(n, AK_reduction, "mean"), "none"))
+        r.rank = 0;
+    n->res[0].type = r;
+    return true;
+}
+
+/* ---- quantization --------------------------------------------------------- */
+
+static bool is_quant_kind(ElemKind k) {
+    return k == ELEM_U8 || k == ELEM_I8 || k == ELEM_U16 || k == ELEM_I16;
+}
+
+static bool need_quant_kind(Node *n, DiagList *d, int op, bool allow_i32) {
+    ElemKind k = op_type(n, op)->elem;
+    if (is_quant_kind(k) || (allow_i32 && k == ELEM_I32))
+        return true;
+    node_error(d, n, "operand %d must be a quantized integer kind, got %s", op, elem_name(k));
+    return false;
+}
+
+static bool need_float(Node *n, DiagList *d, int op) {
+    if (elem_is_float(op_type(n, op)->elem))
+        return true;
+    node_error(d, n, "operand %d (scale) must be a float, got %s", op,
+               elem_name(op_type(n, op)->elem));
+    return false;
+}
+
+/* A scale or zero point holds one value, or one per slice of `len` (per
+ * axis, per row or per column). */
+static bool one_or_per(Node *n, DiagList *d, int op, int64_t len, const char *what) {
+    const Type *t = op_type(n, op);
+    if (type_numel(t) == 1 && t->rank <= 1)
+        return true;
+    if (t->rank == 1 && t->dims[0] == len)
+        return true;
+    char a[TYPE_STR_MAX];
+    node_error(d, n, "operand %d %s must hold 1 or %lld values (%s)", op, tstr(t, a),
+               (long long)len, what);
+    return false;
+}
+
+/* (x, scale, zero_point) with scale and zero_point of one shape. */
+static bool quant_params(Node *n, DiagList *d, int *axis) {
+    const Type *x = op_type(n, 0), *s = op_type(n, 1), *z = op_type(n, 2);
+    if (!need_float(n, d, 1))
+        return false;
+    if (!type_same_shape(s, z)) {
+        node_error(d, n, "scale and zero point must have one shape");
+        return false;
+    }
+    if (type_numel(s) == 1 && s->rank <= 1) {
+        *axis = -1;
+        return true;
+    }
+    if (!axis_normalize(node_attr_int(n, AK_axis, 1), x->rank, axis)) {
+        node_error(d, n, "axis out of range");
+        return false;
+    }
+    return one_or_per(n, d, 1, x->dims[*axis], "per axis");
+}
+
+static bool infer_quantize_linear(Node *n, DiagList *d) {
+    int axis;
+    if (!need_quant_kind(n, d, 2, false) || !quant_params(n, d, &axis))
+        return false;
+    n->res[0].type = *op_type(n, 0);
+    n->res[0].type.elem = op_type(n, 2)->elem;
+    return true;
+}
+
+static bool infer_dequantize_linear(Node *n, DiagList *d) {
+    int axis;
+    if (!need_quant_kind(n, d, 0, true) || !same_elem(n, d, 0, 2) || !quant_params(n, d, &axis))
+        return false;
+    n->res[0].type = *op_type(n, 0);
+    n->res[0].type.elem = op_type(n, 1)->elem;
+    return true;
+}
+
+static bool infer_dynamic_quantize_linear(Node *n, DiagList *d) {
+    n->res[0].type = *op_type(n, 0);
+    n->res[0].type.elem = ELEM_U8;
+    n->res[1].type = type_scalar(op_type(n, 0)->elem);
+    n->res[2].type = type_scalar(ELEM_U8);
+    return true;
+}
+
+/* The matrix rows of operand op (a) or its columns (b). */
+static int64_t mat_dim(const Node *n, int op, bool rows) {
+    const Type *t = op_type(n, op);
+    if (t->rank == 1)
+        return rows ? 1 : t->dims[0];
+    return t->dims[t->rank - (rows ? 2 : 1)];
+}
+
+static bool infer_matmul_integer(Node *n, DiagList *d) {
+    if (!need_quant_kind(n, d, 0, false) || !need_quant_kind(n, d, 1, false) ||
+        !same_elem(n, d, 0, 2) || !same_elem(n, d, 1, 3) ||
+        !one_or_per(n, d, 2, mat_dim(n, 0, true), "per row of a") ||
+        !one_or_per(n, d, 3, mat_dim(n, 1, false), "per column of b") ||
+        !matmul_shape(n, d, 0, 1, &n->res[0].type))
+        return false;
+    n->res[0].type.elem = ELEM_I32;
+    return true;
+}
+
+static bool infer_qlinear_matmul(Node *n, DiagList *d) {
+    if (!need_quant_kind(n, d, 0, false) || !need_quant_kind(n, d, 3, false) ||
+        !need_quant_kind(n, d, 7, false) || !same_elem(n, d, 0, 2) || !same_elem(n, d, 3, 5) ||
+        !need_float(n, d, 1) || !need_float(n, d, 4) || !need_float(n, d, 6) ||
+        !one_or_per(n, d, 1, mat_dim(n, 0, true), "per row of a") ||
+        !one_or_per(n, d, 2, mat_dim(n, 0, true), "per row of a") ||
+        !one_or_per(n, d, 4, mat_dim(n, 3, false), "per column of b") ||
+        !one_or_per(n, d, 5, mat_dim(n, 3, false), "per column of b") ||
+        !one_or_per(n, d, 6, 1, "per tensor") || !one_or_per(n, d, 7, 1, "per tensor") ||
+        !matmul_shape(n, d, 0, 3, &n->res[0].type))
+        return false;
+    n->res[0].type.elem = op_type(n, 7)->elem;
+    return true;
+}
+
+static bool infer_conv_integer(Node *n, DiagList *d) {
+    if (!need_quant_kind(n, d, 0, false) || !need_quant_kind(n, d, 1, false) ||
+        !same_elem(n, d, 0, 2) || !same_elem(n, d, 1, 3) ||
+        !conv_shape(n, d, 0, 1, &n->res[0].type))
+        return false;
+    n->res[0].type.elem = ELEM_I32;
+    return one_or_per(n, d, 2, 1, "per tensor") &&
+           one_or_per(n, d, 3, n->res[0].type.dims[1], "per output channel");
+}
+
+static bool infer_qlinear_conv(Node *n, DiagList *d) {
+    if (!need_quant_kind(n, d, 0, false) || !need_quant_kind(n, d, 3, false) ||
+        !need_quant_kind(n, d, 7, false) || !same_elem(n, d, 0, 2) || !same_elem(n, d, 3, 5) ||
+        !need_float(n, d, 1) || !need_float(n, d, 4) || !need_float(n, d, 6) ||
+        !conv_shape(n, d, 0, 3, &n->res[0].type))
+        return false;
+    int64_t m = n->res[0].type.dims[1];
+    n->res[0].type.elem = op_type(n, 7)->elem;
+    return one_or_per(n, d, 1, 1, "per tensor") && one_or_per(n, d, 2, 1, "per tensor") &&
+           one_or_per(n, d, 4, m, "per output channel") &&
+           one_or_per(n, d, 5, m, "per output channel") && one_or_per(n, d, 6, 1, "per tensor") &&
+           one_or_per(n, d, 7, 1, "per tensor") &&
+           (n->nops < 9 || need_bias(n, d, 8, ELEM_I32, m));
 }
 
 /* ---- dispatch ----------------------------------------------------------- */

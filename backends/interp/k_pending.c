@@ -7,11 +7,3 @@
         return kernel_fail(a, "the interpreter has no kernel for " #nm " yet");              \
     }
 
-PENDING(gather_elements)
-PENDING(gather_nd)
-PENDING(scatter_elements)
-PENDING(scatter_nd)
-PENDING(one_hot)
-PENDING(trilu)
-PENDING(top_k)
-PENDING(reverse_sequence)

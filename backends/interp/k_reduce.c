@@ -1,4 +1,4 @@
-/* Reductions over a set of axes, and argmax/argmin along one.
+/* Reductions over a set of axes, and argmax/argmin and top-k along one.
  *
  * Every input element is folded into the output element it reduces to (the
  * output index ignores the reduced axes). Floats accumulate in double;
@@ -162,3 +162,83 @@ static bool arg_reduce(const KernelArgs *a, bool want_max) {
 
 bool k_argmax(const KernelArgs *a) { return arg_reduce(a, true); }
 bool k_argmin(const KernelArgs *a) { return arg_reduce(a, false); }
+
+/* ---- top-k ---------------------------------------------------------------- */
+
+/* One element of a slice along the axis: its value and its position. */
+typedef struct SortKey {
+    double f;
+    int64_t i;
+    int64_t pos;
+} SortKey;
+
+typedef struct SortOrder {
+    bool largest, flt, uns; /* uns: u64 values above INT64_MAX compare right */
+} SortOrder;
+
+/* Strictly before in the requested order; NaN ranks above every number. */
+static bool key_before(const SortKey *x, const SortKey *y, SortOrder o) {
+    if (o.uns)
+        return o.largest ? (uint64_t)x->i > (uint64_t)y->i : (uint64_t)x->i < (uint64_t)y->i;
+    if (!o.flt)
+        return o.largest ? x->i > y->i : x->i < y->i;
+    if (isnan(x->f) || isnan(y->f))
+        return o.largest ? !isnan(y->f) : !isnan(x->f);
+    return o.largest ? x->f > y->f : x->f < y->f;
+}
+
+/* Stable merge sort, so equal values keep the lower index first as ONNX
+ * requires. */
+static void sort_keys(SortKey *k, SortKey *tmp, int64_t n, SortOrder o) {
+    if (n < 2)
+        return;
+    int64_t h = n / 2;
+    sort_keys(k, tmp, h, o);
+    sort_keys(k + h, tmp, n - h, o);
+    int64_t i = 0, j = h, t = 0;
+    while (i < h && j < n)
+        tmp[t++] = key_before(&k[j], &k[i], o) ? k[j++] : k[i++];
+    while (i < h)
+        tmp[t++] = k[i++];
+    memcpy(k, tmp, (size_t)t * sizeof *k);
+}
+
+/* Values and indices of the k first elements of each slice, sorted whether
+ * or not `sorted` asks for it (any order is allowed when it does not). */
+bool k_top_k(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    Tensor *V = a->out[0], *I = a->out[1];
+    const Type *xt = &X->type;
+    int axis;
+    axis_normalize(node_attr_int(a->n, AK_axis, -1), xt->rank, &axis);
+    int64_t k = V->type.dims[axis], len = xt->dims[axis], outer = 1, inner = 1;
+    for (int i = 0; i < axis; i++)
+        outer *= xt->dims[i];
+    for (int i = axis + 1; i < xt->rank; i++)
+        inner *= xt->dims[i];
+    SortOrder ord = {node_attr_int(a->n, AK_largest, 1) != 0, elem_is_float(xt->elem),
+                     elem_class(xt->elem) == ECLS_UINT};
+    SortKey *keys = malloc((size_t)(len ? len : 1) * 2 * sizeof *keys);
+    if (!keys)
+        return kernel_fail(a, "out of memory");
+    size_t es = elem_size(xt->elem);
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t in = 0; in < inner; in++) {
+            int64_t src = o * len * inner + in, dst = o * k * inner + in;
+            for (int64_t p = 0; p < len; p++) {
+                int64_t at = src + p * inner;
+                keys[p] = (SortKey){ord.flt ? tensor_get_f64(X, at) : 0,
+                                    ord.flt ? 0 : tensor_get_i64(X, at), p};
+            }
+            sort_keys(keys, keys + len, len, ord);
+            for (int64_t j = 0; j < k; j++) {
+                int64_t from = src + keys[j].pos * inner, to = dst + j * inner;
+                memcpy((char *)V->data + (size_t)to * es, (const char *)X->data + (size_t)from * es,
+                       es);
+                ((int64_t *)I->data)[to] = keys[j].pos;
+            }
+        }
+    }
+    free(keys);
+    return true;
+}

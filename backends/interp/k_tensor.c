@@ -1,7 +1,8 @@
 /* Data-movement kernels: reshapes, transposes, concatenation, splitting,
- * slicing, gathering, broadcasting, padding, tiling and the depth/space
- * block moves. They move bytes and never look at values, so one loop serves
- * every element kind. */
+ * slicing, gathering (by axis, by element, by N-d index), broadcasting,
+ * padding, tiling, one-hot, triangles, sequence reversal and the depth/space
+ * block moves. They move bytes and never look at data values (only at
+ * indices), so one loop serves every element kind. */
 #include <string.h>
 
 #include "backends/interp/kernels.h"
@@ -275,4 +276,155 @@ bool k_depth_to_space(const KernelArgs *a) {
 
 bool k_space_to_depth(const KernelArgs *a) {
     return block_move(a, a->out[0], a->in[0], false, false);
+}
+
+/* ---- indexing ----------------------------------------------------------- */
+
+/* An index read from an indices tensor, negative counting from the end;
+ * false when it falls outside [0, len). */
+static bool wrap_index(int64_t k, int64_t len, int64_t *out) {
+    if (k < 0)
+        k += len;
+    *out = k;
+    return k >= 0 && k < len;
+}
+
+/* out[i...] = x[i... with the axis coordinate replaced by indices[i...]].
+ * `base` follows the data offset of every coordinate but the axis one. */
+bool k_gather_elements(const KernelArgs *a) {
+    const Tensor *X = a->in[0], *I = a->in[1];
+    const Type *xt = &X->type, *it = &I->type;
+    int axis;
+    axis_normalize(node_attr_int(a->n, AK_axis, 0), xt->rank, &axis);
+    int64_t xs[MAX_RANK], idx[MAX_RANK] = {0}, base = 0, len = xt->dims[axis];
+    type_strides(xt, xs);
+    size_t es = elem_size(xt->elem);
+    int64_t n = tensor_numel(I);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k;
+        if (!wrap_index(tensor_get_i64(I, i), len, &k))
+            return kernel_fail(a, "index %lld out of range [-%lld, %lld)",
+                               (long long)tensor_get_i64(I, i), (long long)len, (long long)len);
+        memcpy((char *)a->out[0]->data + (size_t)i * es,
+               (const char *)X->data + (size_t)(base + k * xs[axis]) * es, es);
+        for (int d = it->rank - 1; d >= 0; d--) {
+            int64_t st = d == axis ? 0 : xs[d];
+            base += st;
+            if (++idx[d] < it->dims[d])
+                break;
+            base -= st * it->dims[d];
+            idx[d] = 0;
+        }
+    }
+    return true;
+}
+
+/* Each row of `last` indices picks a slice of the data inside its batch. */
+bool k_gather_nd(const KernelArgs *a) {
+    const Tensor *X = a->in[0], *I = a->in[1];
+    const Type *xt = &X->type, *it = &I->type;
+    int b = (int)node_attr_int(a->n, AK_batch_dims, 0);
+    int last = (int)it->dims[it->rank - 1];
+    int64_t xs[MAX_RANK], rows = 1, batches = 1;
+    type_strides(xt, xs);
+    for (int i = 0; i < it->rank - 1; i++)
+        rows *= it->dims[i];
+    for (int i = 0; i < b; i++)
+        batches *= it->dims[i];
+    int64_t per_batch = batches ? rows / batches : 0;
+    int64_t batch_stride = b ? xs[b - 1] : 0;
+    size_t es = elem_size(xt->elem);
+    size_t slice = (size_t)(b + last > 0 ? xs[b + last - 1] : tensor_numel(X)) * es;
+    char *dst = a->out[0]->data;
+    for (int64_t r = 0; r < rows; r++, dst += slice) {
+        int64_t off = (per_batch ? r / per_batch : 0) * batch_stride;
+        for (int j = 0; j < last; j++) {
+            int64_t k, raw = tensor_get_i64(I, r * last + j);
+            if (!wrap_index(raw, xt->dims[b + j], &k))
+                return kernel_fail(a, "index %lld out of range for axis %d of size %lld",
+                                   (long long)raw, b + j, (long long)xt->dims[b + j]);
+            off += k * xs[b + j];
+        }
+        memcpy(dst, (const char *)X->data + (size_t)off * es, slice);
+    }
+    return true;
+}
+
+/* Every position is off_value but where the index names it; indices outside
+ * [-depth, depth) leave their whole row off, as ONNX says. */
+bool k_one_hot(const KernelArgs *a) {
+    const Tensor *I = a->in[0], *V = a->in[1];
+    Tensor *Y = a->out[0];
+    const Type *yt = &Y->type;
+    int axis;
+    axis_normalize(node_attr_int(a->n, AK_axis, -1), yt->rank, &axis);
+    int64_t depth = yt->dims[axis], inner = 1;
+    for (int i = axis + 1; i < yt->rank; i++)
+        inner *= yt->dims[i];
+    size_t es = elem_size(yt->elem);
+    const char *off = V->data, *on = off + es;
+    char *y = Y->data;
+    int64_t n = tensor_numel(Y), nidx = tensor_numel(I);
+    for (int64_t i = 0; i < n; i++)
+        memcpy(y + (size_t)i * es, off, es);
+    for (int64_t j = 0; j < nidx; j++) {
+        int64_t k;
+        if (!wrap_index(tensor_get_i64(I, j), depth, &k))
+            continue;
+        int64_t o = j / inner, in = j % inner;
+        memcpy(y + (size_t)((o * depth + k) * inner + in) * es, on, es);
+    }
+    return true;
+}
+
+/* Keeps element (i, j) of each matrix when j - i >= k (upper) or
+ * j - i <= k (lower); the rest is zero, which is all-zero bytes in every
+ * element kind. */
+bool k_trilu(const KernelArgs *a) {
+    const Tensor *X = a->in[0];
+    const Type *xt = &X->type;
+    bool upper = node_attr_int(a->n, AK_upper, 1) != 0;
+    int64_t k = node_attr_int(a->n, AK_k, 0);
+    int64_t rows = xt->dims[xt->rank - 2], cols = xt->dims[xt->rank - 1];
+    int64_t n = tensor_numel(X);
+    size_t es = elem_size(xt->elem);
+    memset(a->out[0]->data, 0, tensor_bytes(X));
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = i % cols, r = (i / cols) % rows;
+        if (upper ? c - r >= k : c - r <= k)
+            memcpy((char *)a->out[0]->data + (size_t)i * es,
+                   (const char *)X->data + (size_t)i * es, es);
+    }
+    return true;
+}
+
+/* Along the time axis, the first sequence_lens[b] steps of batch b are
+ * reversed and the rest copied. */
+bool k_reverse_sequence(const KernelArgs *a) {
+    const Tensor *X = a->in[0], *L = a->in[1];
+    const Type *xt = &X->type;
+    int b = (int)node_attr_int(a->n, AK_batch_axis, 1);
+    int t = (int)node_attr_int(a->n, AK_time_axis, 0);
+    int64_t xs[MAX_RANK], idx[MAX_RANK] = {0};
+    type_strides(xt, xs);
+    for (int64_t i = 0; i < xt->dims[b]; i++) {
+        int64_t len = tensor_get_i64(L, i);
+        if (len < 0 || len > xt->dims[t])
+            return kernel_fail(a, "sequence length %lld out of range [0, %lld]", (long long)len,
+                               (long long)xt->dims[t]);
+    }
+    size_t es = elem_size(xt->elem);
+    int64_t n = tensor_numel(X);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t len = tensor_get_i64(L, idx[b]), step = idx[t];
+        int64_t src = i + (step < len ? len - 1 - 2 * step : 0) * xs[t];
+        memcpy((char *)a->out[0]->data + (size_t)i * es, (const char *)X->data + (size_t)src * es,
+               es);
+        for (int d = xt->rank - 1; d >= 0; d--) {
+            if (++idx[d] < xt->dims[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    return true;
 }

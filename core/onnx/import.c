@@ -385,6 +385,11 @@ Value *on_scalar_const(OnnxNode *on, ElemKind k, double v) {
     return on_const(on, x);
 }
 
+Value *on_in_or_zero(OnnxNode *on, int i, ElemKind k) {
+    Value *v = on_in(on, i);
+    return v ? v : on_scalar_const(on, k, 0);
+}
+
 /* ---- the walk -------------------------------------------------------------- */
 
 typedef struct OpEntry {

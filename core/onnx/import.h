@@ -48,6 +48,9 @@ Tensor *on_attr_tensor(OnnxNode *on, const char *name);
 /* ---- inputs ---- */
 Value *on_in(const OnnxNode *on, int i); /* NULL when absent */
 bool on_need_inputs(OnnxNode *on, int min, int max);
+/* Input i, or a zero scalar constant of kind k standing for it when it is
+ * absent (optional zero points). */
+Value *on_in_or_zero(OnnxNode *on, int i, ElemKind k);
 /* The value of input i as a constant, evaluating a constant subgraph or
  * using a known input when needed; NULL with an error naming `what` (e.g.
  * "shape") when it cannot be known at compile time. */

@@ -392,3 +392,86 @@ bool import_det(OnnxNode *on) {
         return false;
     return on_done(on, on_node(on, NK_DET, 1, on->in, 1));
 }
+
+/* ---- integer convolutions and unpooling ------------------------------------- */
+
+static Node *conv_like(OnnxNode *on, NodeKind k, int nops, Value *const *ops, int weight) {
+    WindowAttrs wa;
+    if (!read_window(on, &on->in[0]->type, &on->in[weight]->type, &wa))
+        return NULL;
+    Node *n = on_node(on, k, nops, ops, 1);
+    set_window(n, &wa, true);
+    node_set_int(n, AK_group, on_attr_int(on, "group", 1));
+    return n;
+}
+
+bool import_conv_integer(OnnxNode *on) {
+    if (!on_need_inputs(on, 2, 4))
+        return false;
+    Value *ops[4] = {on->in[0], on->in[1], on_in_or_zero(on, 2, on->in[0]->type.elem),
+                     on_in_or_zero(on, 3, on->in[1]->type.elem)};
+    Node *n = conv_like(on, NK_CONV_INTEGER, 4, ops, 1);
+    return n && on_done(on, n);
+}
+
+bool import_qlinear_conv(OnnxNode *on) {
+    if (!on_need_inputs(on, 8, 9))
+        return false;
+    Node *n = conv_like(on, NK_QLINEAR_CONV, on_in(on, 8) ? 9 : 8, on->in, 3);
+    return n && on_done(on, n);
+}
+
+/* The result shape is output_shape when given, else what the pooling
+ * window undoes: (in - 1) * stride + kernel - pads. */
+bool import_max_unpool(OnnxNode *on) {
+    if (!on_need_inputs(on, 2, 3))
+        return false;
+    const Type *x = &on->in[0]->type;
+    WindowAttrs wa;
+    if (!read_window(on, x, NULL, &wa))
+        return false;
+    Type r = *x;
+    int n = x->rank;
+    if (on_in(on, 2) && !on_const_ints(on, 2, "output_shape", r.dims, MAX_RANK, &n))
+        return false;
+    if (n != x->rank) {
+        on_error(on, "output_shape must have %d entries", x->rank);
+        return false;
+    }
+    for (int i = 0; !on_in(on, 2) && i < wa.ns; i++)
+        r.dims[2 + i] = (x->dims[2 + i] - 1) * wa.strides[i] + wa.kernel[i] - wa.pads[i] -
+                        wa.pads[wa.ns + i];
+    Node *u = on_node(on, NK_MAX_UNPOOL, 2, on->in, 1);
+    set_window(u, &wa, false);
+    u->res[0].type = r;
+    return on_done(on, u);
+}
+
+/* ---- sampling --------------------------------------------------------------- */
+
+bool import_grid_sample(OnnxNode *on) {
+    if (!on_need_inputs(on, 2, 2))
+        return false;
+    Node *n = on_node(on, NK_GRID_SAMPLE, 2, on->in, 1);
+    node_set_str(n, AK_mode, on_attr_str(on, "mode", "bilinear"));
+    node_set_str(n, AK_padding_mode, on_attr_str(on, "padding_mode", "zeros"));
+    node_set_int(n, AK_align_corners, on_attr_int(on, "align_corners", 0));
+    return on_done(on, n);
+}
+
+/* Before opset 16 RoiAlign had no coordinate_transformation_mode and
+ * behaved as output_half_pixel (no half-pixel shift). */
+bool import_roi_align(OnnxNode *on) {
+    if (!on_need_inputs(on, 3, 3))
+        return false;
+    Node *n = on_node(on, NK_ROI_ALIGN, 3, on->in, 1);
+    node_set_str(n, AK_mode, on_attr_str(on, "mode", "avg"));
+    node_set_int(n, AK_output_height, on_attr_int(on, "output_height", 1));
+    node_set_int(n, AK_output_width, on_attr_int(on, "output_width", 1));
+    node_set_int(n, AK_sampling_ratio, on_attr_int(on, "sampling_ratio", 0));
+    node_set_float(n, AK_spatial_scale, on_attr_float(on, "spatial_scale", 1.0f));
+    node_set_str(n, AK_coordinate_transformation_mode,
+                 on_attr_str(on, "coordinate_transformation_mode",
+                             on->opset < 16 ? "output_half_pixel" : "half_pixel"));
+    return on_done(on, n);
+}

@@ -77,6 +77,32 @@ bool import_constant_of_shape(OnnxNode *on) {
     return true;
 }
 
+/* Ones on the k-th diagonal of a matrix shaped like the input: the input's
+ * values play no part, so the result is a constant. */
+bool import_eye_like(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, 1))
+        return false;
+    const Type *x = &on->in[0]->type;
+    ElemKind k = x->elem;
+    if (on_has_attr(on, "dtype") && !elem_from_onnx((int)on_attr_int(on, "dtype", 0), &k)) {
+        on_unsupported(on, "dtype %s is not supported",
+                       onnx_type_name((int)on_attr_int(on, "dtype", 0)));
+        return false;
+    }
+    if (x->rank != 2) {
+        on_error(on, "input must be a matrix, got rank %d", x->rank);
+        return false;
+    }
+    Type t = type_make(k, 2, x->dims);
+    Tensor *y = on_tensor(on, &t);
+    int64_t diag = on_attr_int(on, "k", 0);
+    for (int64_t i = 0; i < x->dims[0]; i++)
+        if (i + diag >= 0 && i + diag < x->dims[1])
+            tensor_set_f64(y, i * x->dims[1] + i + diag, 1);
+    on_bind(on, 0, on_const(on, y));
+    return true;
+}
+
 /* Shapes are static, so Shape is a constant (opset 15 adds start/end). */
 bool import_shape(OnnxNode *on) {
     if (!on_need_inputs(on, 1, 1))
@@ -107,14 +133,18 @@ bool import_size(OnnxNode *on) {
     return true;
 }
 
-/* Range of constants folds to a constant (its length decides a shape). */
+/* Range of constants folds to a constant; otherwise its length depends on
+ * values unknown at compile time, which static shapes cannot express. */
 bool import_range(OnnxNode *on) {
     if (!on_need_inputs(on, 3, 3))
         return false;
-    Tensor *s = on_const_input(on, 0, "start"), *l = on_const_input(on, 1, "limit"),
-           *d = on_const_input(on, 2, "delta");
-    if (!s || !l || !d)
+    Tensor *s = on_try_const(on, on->in[0]), *l = on_try_const(on, on->in[1]),
+           *d = on_try_const(on, on->in[2]);
+    if (!s || !l || !d) {
+        on_unsupported(on, "start, limit and delta must be known at compile time: "
+                           "they decide the result's length");
         return false;
+    }
     ElemKind k = s->type.elem;
     bool flt = elem_is_float(k);
     double start = tensor_get_f64(s, 0), limit = tensor_get_f64(l, 0), delta = tensor_get_f64(d, 0);
