@@ -379,13 +379,16 @@ static void store_number(Parser *ps, Tensor *t, int64_t i, const char *at) {
     skip_ws(ps);
     const char *start = ps->p;
     if (elem_is_int(k) || k == ELEM_BOOL) {
-        if (k == ELEM_U64) {
-            char *endp;
-            errno = 0;
-            unsigned long long v = strtoull(ps->p, &endp, 10);
-            if (endp == ps->p || errno)
+        if (k == ELEM_U64) { /* beyond int64: digits only, no sign */
+            uint64_t v = 0;
+            if (ps->p >= ps->end || !isdigit((unsigned char)*ps->p))
                 error_at(ps, start, "expected an unsigned integer");
-            ps->p = endp;
+            for (; ps->p < ps->end && isdigit((unsigned char)*ps->p); ps->p++) {
+                unsigned digit = (unsigned)(*ps->p - '0');
+                if (v > (UINT64_MAX - digit) / 10)
+                    error_at(ps, start, "integer out of range");
+                v = v * 10 + digit;
+            }
             ((uint64_t *)t->data)[i] = v;
             return;
         }
@@ -401,7 +404,25 @@ static void store_number(Parser *ps, Tensor *t, int64_t i, const char *at) {
     tensor_set_f64(t, i, v);
 }
 
+/* An opaque constant has no data in the text: only its type is kept, so a
+ * dump of a large model reads back without allocating its weights. */
+static Tensor *parse_opaque(Parser *ps, const Type *t) {
+    Tensor *x = arena_alloc(ps->m->arena, sizeof *x);
+    x->type = *t;
+    expect_char(ps, '<', "after opaque");
+    const char *at = ps->p;
+    char *h = parse_string(ps);
+    size_t n = strlen(h);
+    if (!n || n > 16 || strspn(h, "0123456789abcdefABCDEF") != n)
+        error_at(ps, at, "expected a hexadecimal hash");
+    x->elided_hash = strtoull(h, NULL, 16);
+    expect_char(ps, '>', "to end opaque");
+    return x;
+}
+
 static Tensor *parse_constant_data(Parser *ps, const Type *t) {
+    if (accept_keyword(ps, "opaque"))
+        return parse_opaque(ps, t);
     Tensor *x = tensor_new(ps->m->arena, t);
     if (!x)
         error_at(ps, ps->p, "constant too large");
@@ -420,6 +441,7 @@ static Tensor *parse_constant_data(Parser *ps, const Type *t) {
         int64_t i = 0;
         if (!peek_char(ps, ']')) {
             do {
+                skip_ws(ps); /* point at the element, not the space before it */
                 if (i == numel)
                     error_at(ps, ps->p, "more than %lld elements", (long long)numel);
                 store_number(ps, x, i++, ps->p);
@@ -430,16 +452,6 @@ static Tensor *parse_constant_data(Parser *ps, const Type *t) {
                      (long long)numel);
         expect_char(ps, ']', "to end the elements");
         expect_char(ps, '>', "to end dense");
-    } else if (accept_keyword(ps, "opaque")) {
-        expect_char(ps, '<', "after opaque");
-        const char *at = ps->p;
-        char *h = parse_string(ps);
-        char *endp;
-        x->elided_hash = strtoull(h, &endp, 16);
-        if (!*h || *endp)
-            error_at(ps, at, "expected a hexadecimal hash");
-        x->data = NULL;
-        expect_char(ps, '>', "to end opaque");
     } else {
         error_at(ps, ps->p, "expected constant data: dense<[...]>, splat<v> or opaque<\"hash\">");
     }
@@ -480,6 +492,7 @@ static void parse_attr(Parser *ps, Node *n) {
         int k = 0;
         if (!peek_char(ps, ']')) {
             do {
+                skip_ws(ps);
                 if (k == 64)
                     error_at(ps, ps->p, "list too long");
                 if (attr_key_type(key) == AT_INTS) {
@@ -577,6 +590,7 @@ static void parse_statement(Parser *ps) {
     expect_char(ps, '(', "before the operands");
     if (!peek_char(ps, ')')) {
         do {
+            skip_ws(ps);
             if (nops == 256)
                 error_at(ps, ps->p, "too many operands");
             ops[nops++] = parse_ref(ps);
@@ -748,6 +762,15 @@ Module *parse_module(const char *text, size_t len, const char *filename, DiagLis
         return NULL;
     }
     ps.m->text = arena_strndup(ps.m->arena, text, len);
+    if (!ps.m->text) {
+        diag_error(d, NULL, "out of memory");
+        module_destroy(ps.m);
+        return NULL;
+    }
+    /* Read the NUL-terminated copy: the caller's buffer need not be, and a
+     * look at the character under the cursor at the end must stay inside. */
+    ps.text = ps.p = ps.line_start = ps.m->text;
+    ps.end = ps.text + len;
     arena_set_oom_handler(ps.m->arena, &ps.oom);
     if (setjmp(ps.oom)) {
         diag_error(d, NULL, "out of memory while parsing");
