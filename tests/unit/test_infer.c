@@ -552,6 +552,67 @@ static void test_elementwise(void **state) {
     EXPECT(n, 0, ELEM_I8, 2);
 }
 
+/* Attribute values near INT64_MAX: refused with a diagnostic, never signed
+ * overflow (which UBSan turns into a crash under make test-san). */
+static void test_overflow_rejections(void **state) {
+    (void)state;
+    const int64_t big = INT64_MAX, half = (int64_t)1 << 62;
+    Value *x = IN(ELEM_F32, 1, 1, 4, 4);
+    Node *n = node(NK_MAX_POOL, 1, x, NULL, NULL, 1);
+    INTS(n, AK_kernel, half, 2);
+    INTS(n, AK_dilations, 4, 1);
+    infer_rejects(n, "kernel, strides, pads or dilations too large");
+    n = node(NK_AVG_POOL, 1, x, NULL, NULL, 1);
+    INTS(n, AK_kernel, 2, 2);
+    INTS(n, AK_pads, big, 0, big, 0);
+    infer_rejects(n, "kernel, strides, pads or dilations too large");
+    /* A huge stride in ceil mode is fine: one window. */
+    n = node(NK_MAX_POOL, 1, x, NULL, NULL, 1);
+    INTS(n, AK_kernel, 2, 2);
+    INTS(n, AK_strides, big, 1);
+    node_set_int(n, AK_ceil_mode, 1);
+    infer_ok(n);
+    EXPECT(n, 0, ELEM_F32, 1, 1, 1, 3);
+
+    n = node(NK_CONV_TRANSPOSE, 2, x, x, NULL, 1);
+    INTS(n, AK_strides, half, 1);
+    infer_rejects(n, "output size overflows");
+    n = node(NK_DEPTH_TO_SPACE, 1, x, NULL, NULL, 1);
+    node_set_int(n, AK_blocksize, (int64_t)1 << 32);
+    infer_rejects(n, "channels not divisible by blocksize squared");
+    n = node(NK_TILE, 1, IN(ELEM_F32, 2, 2), NULL, NULL, 1);
+    INTS(n, AK_repeats, half, 4);
+    infer_rejects(n, "result too large");
+    n = node(NK_PAD, 1, IN(ELEM_F32, 2), NULL, NULL, 1);
+    INTS(n, AK_pads, big, big);
+    infer_rejects(n, "result too large");
+    Value *h = IN(ELEM_I8, half);
+    Value *ops[3] = {h, h, h};
+    n = graph_add_node(fx.f, NK_CONCAT, 3, ops, 1);
+    infer_rejects(n, "result too large");
+    n = node(NK_SPLIT, 1, IN(ELEM_F32, 6), NULL, NULL, 2);
+    INTS(n, AK_split, big, big);
+    infer_rejects(n, "split sizes overflow");
+
+    /* Steps of any size count right: range(10)[0:10:INT64_MAX] has one
+     * element, range(10)[5:0:INT64_MIN] too. */
+    Value *v = IN(ELEM_F32, 10);
+    n = node(NK_SLICE, 1, v, NULL, NULL, 1);
+    INTS(n, AK_starts, 0);
+    INTS(n, AK_ends, 10);
+    INTS(n, AK_steps, big);
+    infer_ok(n);
+    EXPECT(n, 0, ELEM_F32, 1);
+    INTS(n, AK_starts, 5);
+    INTS(n, AK_ends, 0);
+    INTS(n, AK_steps, INT64_MIN);
+    infer_ok(n);
+    EXPECT(n, 0, ELEM_F32, 1);
+
+    n = node(NK_GATHER_ND, 2, IN(ELEM_F32, 3), IN(ELEM_I64, big), NULL, 1);
+    infer_rejects(n, "too large for data rank 1");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_conv_shapes, setup, teardown),
@@ -569,6 +630,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_reductions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_softmax, setup, teardown),
         cmocka_unit_test_setup_teardown(test_elementwise, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_overflow_rejections, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
