@@ -133,8 +133,15 @@ test-lit: $(BUILD)/glowc
 	PATH="$(LLVM_BIN):$$PATH" $(LIT) -sv --param glowc=$(abspath $(BUILD)/glowc) fixtures
 
 CONFORM_DIRS := $(addprefix /usr/share/libonnx-testdata/data/,node pytorch-converted pytorch-operator simple)
+# The imported graph, the optimised one, the low-level program against its
+# memory plan (verified after every pass), and native code.
 test-conform: $(BUILD)/glowc
 	tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
+	CONFORM_ARGS="-O2" tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
+	CONFORM_ARGS="-O2 --backend=interp-lir --verify-each" \
+	    tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
+	CONFORM_ARGS="-O2 --backend=cpu --fallback=interp" \
+	    tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
 
 test-models: $(BUILD)/glowc
 	$(PYTHON) tests/models/run_models.py $(BUILD)/glowc

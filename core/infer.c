@@ -64,6 +64,16 @@ static char *tstr(const Type *t, char *buf) {
     return buf;
 }
 
+/* Dimension arithmetic on attribute values a text file or a model may set
+ * to anything: false instead of signed overflow. */
+static bool add_dims(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+
+static bool mul_dims(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+
 /* The `ty` column of nodes.def: which element kinds operand 0 may have. */
 typedef enum { TY_ANY, TY_NUM, TY_FLOAT, TY_INT, TY_BOOL, TY_SIGNED } TyClass;
 
@@ -579,17 +589,34 @@ bool window_from_node(const Node *n, int nspatial, const Type *kernel_from, Wind
 }
 
 int64_t window_out_size(const Window *w, int i, int64_t in) {
-    int64_t span = w->dilation[i] * (w->kernel[i] - 1) + 1;
-    int64_t avail = in + w->pad_begin[i] + w->pad_end[i] - span;
+    int64_t span, padded, begin;
+    if (!mul_dims(w->dilation[i], w->kernel[i] - 1, &span) || !add_dims(span, 1, &span) ||
+        !add_dims(in, w->pad_begin[i], &begin) || !add_dims(begin, w->pad_end[i], &padded))
+        return -1;
+    int64_t avail = padded - span;
     if (avail < 0)
         return 0;
     if (!w->ceil_mode)
         return avail / w->stride[i] + 1;
-    int64_t out = (avail + w->stride[i] - 1) / w->stride[i] + 1;
+    int64_t out = avail / w->stride[i] + (avail % w->stride[i] != 0) + 1;
     /* The last window must start inside the input or the begin padding. */
-    if ((out - 1) * w->stride[i] >= in + w->pad_begin[i])
+    int64_t last;
+    if (!mul_dims(out - 1, w->stride[i], &last) || last >= begin)
         out--;
     return out;
+}
+
+/* Output sizes of a window over the spatial axes of x into r; false when
+ * the attributes are so large that the arithmetic overflows. */
+static bool window_out_sizes(Node *n, DiagList *d, const Window *win, const Type *x, Type *r) {
+    for (int i = 0; i < win->nspatial; i++) {
+        r->dims[2 + i] = window_out_size(win, i, x->dims[2 + i]);
+        if (r->dims[2 + i] < 0) {
+            node_error(d, n, "kernel, strides, pads or dilations too large");
+            return false;
+        }
+    }
+    return true;
 }
 
 /* Result of convolving operand ix with weight iw (kinds are the caller's). */
@@ -614,16 +641,16 @@ static bool conv_shape(Node *n, DiagList *d, int ix, int iw, Type *out) {
             return false;
         }
     }
-    int64_t c = x->dims[1], m = w->dims[0];
-    if (c % win.group || m % win.group || w->dims[1] * win.group != c) {
+    int64_t c = x->dims[1], m = w->dims[0], wc;
+    if (c % win.group || m % win.group || !mul_dims(w->dims[1], win.group, &wc) || wc != c) {
         node_error(d, n, "input has %lld channels but weight expects %lld x group %lld",
                    (long long)c, (long long)w->dims[1], (long long)win.group);
         return false;
     }
     Type r = *x;
     r.dims[1] = m;
-    for (int i = 0; i < ns; i++)
-        r.dims[2 + i] = window_out_size(&win, i, x->dims[2 + i]);
+    if (!window_out_sizes(n, d, &win, x, &r))
+        return false;
     *out = r;
     return true;
 }
@@ -663,7 +690,11 @@ static bool infer_conv_transpose(Node *n, DiagList *d) {
             return false;
         }
     }
-    int64_t m = w->dims[1] * win.group;
+    int64_t m;
+    if (!mul_dims(w->dims[1], win.group, &m)) {
+        node_error(d, n, "group too large");
+        return false;
+    }
     if (n->nops == 3) {
         const Type *b = op_type(n, 2);
         if (b->rank != 1 || b->dims[0] != m || b->elem != x->elem) {
@@ -674,9 +705,16 @@ static bool infer_conv_transpose(Node *n, DiagList *d) {
     Type r = *x;
     r.dims[1] = m;
     for (int i = 0; i < ns; i++) {
-        r.dims[2 + i] = win.stride[i] * (x->dims[2 + i] - 1) + win.out_padding[i] +
-                        (win.kernel[i] - 1) * win.dilation[i] + 1 - win.pad_begin[i] -
-                        win.pad_end[i];
+        /* stride * (in - 1) + output_padding + (kernel - 1) * dilation + 1 - pads */
+        int64_t a, b, size;
+        if (!mul_dims(win.stride[i], x->dims[2 + i] - 1, &a) ||
+            !mul_dims(win.kernel[i] - 1, win.dilation[i], &b) || !add_dims(a, b, &size) ||
+            !add_dims(size, win.out_padding[i] + 1, &size) ||
+            !add_dims(size, -win.pad_begin[i], &size) || !add_dims(size, -win.pad_end[i], &size)) {
+            node_error(d, n, "output size overflows");
+            return false;
+        }
+        r.dims[2 + i] = size;
         if (r.dims[2 + i] < 0) {
             node_error(d, n, "negative output size");
             return false;
@@ -696,8 +734,8 @@ static bool infer_pool(Node *n, DiagList *d) {
         return false;
     }
     Type r = *x;
-    for (int i = 0; i < win.nspatial; i++)
-        r.dims[2 + i] = window_out_size(&win, i, x->dims[2 + i]);
+    if (!window_out_sizes(n, d, &win, x, &r))
+        return false;
     n->res[0].type = r;
     if (n->nres == 2) {
         n->res[1].type = r;
@@ -969,7 +1007,10 @@ static bool infer_concat(Node *n, DiagList *d) {
                        tstr(x, b));
             return false;
         }
-        r.dims[axis] += t->dims[axis];
+        if (!add_dims(r.dims[axis], t->dims[axis], &r.dims[axis])) {
+            node_error(d, n, "result too large");
+            return false;
+        }
     }
     n->res[0].type = r;
     return true;
@@ -997,7 +1038,10 @@ static bool infer_split(Node *n, DiagList *d) {
         }
         n->res[i].type = *x;
         n->res[i].type.dims[axis] = s;
-        total += s;
+        if (!add_dims(total, s, &total)) {
+            node_error(d, n, "split sizes overflow");
+            return false;
+        }
     }
     if (total != x->dims[axis]) {
         node_error(d, n, "split sizes add up to %lld, axis has %lld", (long long)total,
@@ -1028,7 +1072,9 @@ void slice_params(const Node *n, const Type *in, int64_t *start, int64_t *step, 
             b = b > dim - 1 ? dim - 1 : b;
             en = en > dim - 1 ? dim - 1 : en;
         }
-        int64_t c = st > 0 ? (en - b + st - 1) / st : (b - en + (-st) - 1) / (-st);
+        /* ceil(distance / |step|), written so that no step overflows it */
+        int64_t dist = st > 0 ? en - b : b - en;
+        int64_t c = dist <= 0 ? 0 : st > 0 ? (dist - 1) / st + 1 : -((dist - 1) / st) + 1;
         start[i] = b;
         step[i] = st;
         count[i] = c > 0 ? c : 0;
@@ -1143,7 +1189,7 @@ static bool infer_gather_nd(Node *n, DiagList *d) {
         return false;
     }
     int64_t last = idx->dims[idx->rank - 1];
-    if (b < 0 || b >= idx->rank || b >= x->rank || b + last > x->rank) {
+    if (b < 0 || b >= idx->rank || b >= x->rank || last > x->rank - b) {
         node_error(d, n, "indices' last dimension %lld too large for data rank %d",
                    (long long)last, x->rank);
         return false;
@@ -1239,7 +1285,10 @@ static bool infer_tile(Node *n, DiagList *d) {
             node_error(d, n, "negative repeat");
             return false;
         }
-        r.dims[i] *= rep[i];
+        if (!mul_dims(r.dims[i], rep[i], &r.dims[i])) {
+            node_error(d, n, "result too large");
+            return false;
+        }
     }
     int64_t numel;
     if (!type_numel_checked(&r, &numel)) {
@@ -1265,7 +1314,11 @@ static bool infer_pad(Node *n, DiagList *d) {
     }
     Type r = *x;
     for (int i = 0; i < x->rank; i++) {
-        r.dims[i] += pads[i] + pads[x->rank + i];
+        if (!add_dims(r.dims[i], pads[i], &r.dims[i]) ||
+            !add_dims(r.dims[i], pads[x->rank + i], &r.dims[i])) {
+            node_error(d, n, "result too large");
+            return false;
+        }
         if (r.dims[i] < 0 || (strcmp(mode, "constant") && x->dims[i] == 0 && r.dims[i] > 0)) {
             node_error(d, n, "bad padding for axis %d", i);
             return false;
@@ -1279,20 +1332,22 @@ static bool infer_depth_to_space(Node *n, DiagList *d) {
     if (!need_rank(n, d, 0, 4, 4))
         return false;
     const Type *x = op_type(n, 0);
-    int64_t b = node_attr_int(n, AK_blocksize, 0);
+    int64_t b = node_attr_int(n, AK_blocksize, 0), bb;
     const char *mode = node_attr_str(n, AK_mode, "DCR");
     if (strcmp(mode, "DCR") && strcmp(mode, "CRD")) {
         node_error(d, n, "unknown mode '%s'", mode);
         return false;
     }
-    if (b < 1 || b > INT32_MAX || x->dims[1] % (b * b)) {
+    if (b < 1 || !mul_dims(b, b, &bb) || x->dims[1] % bb) {
         node_error(d, n, "channels not divisible by blocksize squared");
         return false;
     }
     Type r = *x;
-    r.dims[1] /= b * b;
-    r.dims[2] *= b;
-    r.dims[3] *= b;
+    r.dims[1] /= bb;
+    if (!mul_dims(r.dims[2], b, &r.dims[2]) || !mul_dims(r.dims[3], b, &r.dims[3])) {
+        node_error(d, n, "result too large");
+        return false;
+    }
     n->res[0].type = r;
     return true;
 }
@@ -1307,7 +1362,8 @@ static bool infer_space_to_depth(Node *n, DiagList *d) {
         return false;
     }
     Type r = *x;
-    if (__builtin_mul_overflow(r.dims[1], b * b, &r.dims[1])) {
+    int64_t bb;
+    if (!mul_dims(b, b, &bb) || !mul_dims(r.dims[1], bb, &r.dims[1])) {
         node_error(d, n, "result too large");
         return false;
     }

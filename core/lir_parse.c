@@ -190,7 +190,12 @@ LirProgram *lir_parse(const char *text, size_t len, const char *filename, DiagLi
     LParser ps = {0};
     ps.p = lir_new(filename);
     ps.p->text = arena_strndup(ps.p->arena, text, len);
-    rd_init(&ps.r, text, len, d, ps.p->arena);
+    if (!ps.p->text) {
+        diag_error(d, NULL, "out of memory");
+        lir_destroy(ps.p);
+        return NULL;
+    }
+    rd_init(&ps.r, ps.p->text, len, d, ps.p->arena); /* the NUL-terminated copy */
     arena_set_oom_handler(ps.p->arena, &ps.oom);
     if (setjmp(ps.oom)) {
         diag_error(d, NULL, "out of memory while parsing");

@@ -124,7 +124,8 @@ Tensor *npy_read(const void *data, size_t len, const char *path, Arena *a, DiagL
         fail(d, path, "big-endian arrays are not supported");
         return NULL;
     }
-    const char *kind = strchr("<|=", descr[0]) ? descr + 1 : descr;
+    /* strchr finds the terminator too: an empty descr has no order char. */
+    const char *kind = descr[0] && strchr("<|=", descr[0]) ? descr + 1 : descr;
     bool found = false;
     for (size_t i = 0; i < sizeof npy_kinds / sizeof npy_kinds[0]; i++) {
         if (!strcmp(kind, npy_kinds[i].descr)) {

@@ -115,8 +115,9 @@ static void check_node(Parser *ps, Node *n, const char *at) {
     for (int i = 0; i < k; i++) {
         if (!type_equal(&declared[i], &n->res[i].type)) {
             char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
-            rd_error(&ps->r, at, "result %d declared %s but the operands give %s", i,
-                     type_str(&declared[i], a), type_str(&n->res[i].type, b));
+            rd_error(&ps->r, at, "%s: result %d declared %s but the operands give %s",
+                     node_kind_name(n->kind), i, type_str(&declared[i], a),
+                     type_str(&n->res[i].type, b));
         }
     }
 }
@@ -158,6 +159,7 @@ static void parse_statement(Parser *ps) {
     rd_expect(&ps->r, '(', "before the operands");
     if (!rd_peek(&ps->r, ')')) {
         do {
+            rd_skip_ws(&ps->r);
             if (nops == 256)
                 rd_error(&ps->r, ps->r.p, "too many operands");
             ops[nops++] = parse_ref(ps);
@@ -304,7 +306,14 @@ Module *parse_module(const char *text, size_t len, const char *filename, DiagLis
         return NULL;
     }
     ps.m->text = arena_strndup(ps.m->arena, text, len);
-    rd_init(&ps.r, text, len, d, ps.m->arena);
+    if (!ps.m->text) {
+        diag_error(d, NULL, "out of memory");
+        module_destroy(ps.m);
+        return NULL;
+    }
+    /* Read the NUL-terminated copy: the caller's buffer need not be, and a
+     * look at the character under the cursor at the end must stay inside. */
+    rd_init(&ps.r, ps.m->text, len, d, ps.m->arena);
     arena_set_oom_handler(ps.m->arena, &ps.oom);
     if (setjmp(ps.oom)) {
         diag_error(d, NULL, "out of memory while parsing");

@@ -306,13 +306,16 @@ static void rd_store_number(Reader *ps, Tensor *t, int64_t i, const char *at) {
     rd_skip_ws(ps);
     const char *start = ps->p;
     if (elem_is_int(k) || k == ELEM_BOOL) {
-        if (k == ELEM_U64) {
-            char *endp;
-            errno = 0;
-            unsigned long long v = strtoull(ps->p, &endp, 10);
-            if (endp == ps->p || errno)
+        if (k == ELEM_U64) { /* beyond int64: digits only, no sign */
+            uint64_t v = 0;
+            if (ps->p >= ps->end || !isdigit((unsigned char)*ps->p))
                 rd_error(ps, start, "expected an unsigned integer");
-            ps->p = endp;
+            for (; ps->p < ps->end && isdigit((unsigned char)*ps->p); ps->p++) {
+                unsigned digit = (unsigned)(*ps->p - '0');
+                if (v > (UINT64_MAX - digit) / 10)
+                    rd_error(ps, start, "integer out of range");
+                v = v * 10 + digit;
+            }
             ((uint64_t *)t->data)[i] = v;
             return;
         }
@@ -328,7 +331,26 @@ static void rd_store_number(Reader *ps, Tensor *t, int64_t i, const char *at) {
     tensor_set_f64(t, i, v);
 }
 
+/* An opaque constant has no data in the text: only its type is kept, so a
+ * dump of a large model reads back without allocating its weights. */
+static Tensor *rd_opaque(Reader *ps, const Type *t) {
+    Tensor *x = arena_alloc(ps->arena, sizeof *x);
+    x->type = *t;
+    rd_expect(ps, '<', "after opaque");
+    rd_skip_ws(ps);
+    const char *at = ps->p;
+    char *h = rd_string(ps);
+    size_t n = strlen(h);
+    if (!n || n > 16 || strspn(h, "0123456789abcdefABCDEF") != n)
+        rd_error(ps, at, "expected a hexadecimal hash");
+    x->elided_hash = strtoull(h, NULL, 16);
+    rd_expect(ps, '>', "to end opaque");
+    return x;
+}
+
 Tensor *rd_constant_data(Reader *ps, const Type *t) {
+    if (rd_keyword(ps, "opaque"))
+        return rd_opaque(ps, t);
     Tensor *x = tensor_new(ps->arena, t);
     if (!x)
         rd_error(ps, ps->p, "constant too large");
@@ -347,6 +369,7 @@ Tensor *rd_constant_data(Reader *ps, const Type *t) {
         int64_t i = 0;
         if (!rd_peek(ps, ']')) {
             do {
+                rd_skip_ws(ps); /* point at the element, not the space before it */
                 if (i == numel)
                     rd_error(ps, ps->p, "more than %lld elements", (long long)numel);
                 rd_store_number(ps, x, i++, ps->p);
@@ -357,16 +380,6 @@ Tensor *rd_constant_data(Reader *ps, const Type *t) {
                      (long long)numel);
         rd_expect(ps, ']', "to end the elements");
         rd_expect(ps, '>', "to end dense");
-    } else if (rd_keyword(ps, "opaque")) {
-        rd_expect(ps, '<', "after opaque");
-        const char *at = ps->p;
-        char *h = rd_string(ps);
-        char *endp;
-        x->elided_hash = strtoull(h, &endp, 16);
-        if (!*h || *endp)
-            rd_error(ps, at, "expected a hexadecimal hash");
-        x->data = NULL;
-        rd_expect(ps, '>', "to end opaque");
     } else {
         rd_error(ps, ps->p, "expected constant data: dense<[...]>, splat<v> or opaque<\"hash\">");
     }
@@ -405,6 +418,7 @@ void rd_attr(Reader *ps, Node *n, RdAttrAllowed allowed, void *ctx, const char *
         int k = 0;
         if (!rd_peek(ps, ']')) {
             do {
+                rd_skip_ws(ps);
                 if (k == 64)
                     rd_error(ps, ps->p, "list too long");
                 if (attr_key_type(key) == AT_INTS) {

@@ -437,8 +437,9 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
     Arena *a = ic->m->arena;
     const char *op = np->op_type ? np->op_type : "";
     OnnxNode on = {.ic = ic, .f = ic->f, .d = ic->d, .proto = np, .op = op, .opset = ic->opset};
-    /* copied: the protobuf message lives in a scratch arena that import frees */
-    on.name = np->name && np->name[0] ? arena_strdup(a, np->name) : arena_printf(a, "%s_%d", op, index);
+    /* Copied: the nodes keep their name, and the protobuf dies with the scratch arena. */
+    on.name = np->name && np->name[0] ? arena_strdup(a, np->name)
+                                      : arena_printf(a, "%s_%d", op, index);
     on.where = arena_printf(a, "node '%s' (%s)", on.name, op);
     on.nin = (int)np->n_input;
     on.nout = (int)np->n_output;
