@@ -33,7 +33,8 @@ LIB_SRCS := $(wildcard core/*.c core/onnx/*.c backends/*.c backends/interp/*.c \
                        backends/cpu/*.c passes/*.c passes/graph/*.c passes/lir/*.c dot/*.c)
 TUI_SRCS := $(wildcard tui/*.c)
 PB_SRC   := $(GEN)/onnx/onnx.pb-c.c
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o $(BUILD)/gen/libjit_bc.o
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o $(BUILD)/gen/libjit_bc.o \
+            $(BUILD)/gen/exe_runtime_bc.o
 TUI_OBJS := $(TUI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
@@ -92,6 +93,20 @@ $(GEN)/libjit_bc.c: build/libjit.bc
 	cd build && xxd -i -n libjit_bc libjit.bc | sed 's/^unsigned/const unsigned/' > ../$@
 
 $(BUILD)/gen/libjit_bc.o: $(GEN)/libjit_bc.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -w -c $< -o $@
+
+# main() of compiled executables, with the core code it reads .npy files by.
+EXE_RT_SRCS := backends/cpu/exe/main.c core/npy.c core/arena.c core/diag.c core/strbuf.c \
+               core/tensor.c core/types.c
+build/exe_runtime.bc: $(EXE_RT_SRCS:%.c=build/bc/%.bc)
+	$(LLVM_BIN)/llvm-link $^ -o $@
+
+$(GEN)/exe_runtime_bc.c: build/exe_runtime.bc
+	@mkdir -p $(GEN)
+	cd build && xxd -i -n exe_runtime_bc exe_runtime.bc | sed 's/^unsigned/const unsigned/' > ../$@
+
+$(BUILD)/gen/exe_runtime_bc.o: $(GEN)/exe_runtime_bc.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c17 -w -c $< -o $@
 

@@ -400,7 +400,10 @@ bool session_done(const Session *s) {
 static bool run_codegen(Session *s, const PassInfo *pi) {
     if (pi->step == STEP_LLVM_OPT)
         return s->cpu && cpu_optimize(s->cpu, &s->diags);
-    CpuOptions co = {.target_cpu = s->opt.target_cpu, .fallback = s->opt.fallback};
+    CpuOptions co = {.target_cpu = s->opt.target_cpu,
+                     .fallback = s->opt.fallback,
+                     .output = (CpuOutput)s->opt.cpu_output,
+                     .entry = s->opt.entry};
     s->cpu = cpu_codegen(s->lir, &co, &s->diags);
     if (s->cpu && cpu_fallback_count(s->cpu)) {
         StrBuf sb;

@@ -26,6 +26,8 @@ typedef struct SessionOptions {
     const char *target_cpu; /* cpu backend: NULL for the host */
     bool fallback;          /* cpu backend: --fallback=interp */
     int threads;            /* cpu backend: worker threads when running */
+    int cpu_output;         /* cpu backend: CpuOutput (JIT, executable, bundle) */
+    const char *entry;      /* cpu backend: the entry point's name (bundles) */
 } SessionOptions;
 
 typedef struct Step {

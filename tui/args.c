@@ -136,6 +136,11 @@ Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, 
     return finish_open(session_open(ca->model, &so), ca, dflt, d);
 }
 
+Session *args_open_session_with(CommonArgs *ca, const SessionOptions *so, const char *dflt,
+                                DiagList *d) {
+    return finish_open(session_open(ca->model, so), ca, dflt, d);
+}
+
 Session *args_open_session_text(CommonArgs *ca, const char *dflt, const char *text,
                                 DiagList *d) {
     SessionOptions so = args_session_options(ca, NULL);

@@ -36,6 +36,9 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known);
 /* Opens the session and sets its pipeline (default `dflt`); NULL after
  * reporting when the model cannot be loaded. */
 Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, DiagList *d);
+/* Same, with session options the caller adjusted. */
+Session *args_open_session_with(CommonArgs *ca, const SessionOptions *so, const char *dflt,
+                                DiagList *d);
 /* Same, from .hl text (one chunk of --split-input-file). */
 Session *args_open_session_text(CommonArgs *ca, const char *dflt, const char *text,
                                 DiagList *d);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cpu.h"
 #include "core/print.h"
 #include "tui/args.h"
 
@@ -16,8 +17,26 @@ typedef struct OptArgs {
 
 /* A step shows the IR at its own level. */
 static const char *step_text(const Step *st) {
-    const char *t = st->level == PASS_LIR ? st->lir_text : st->text;
+    const char *t = st->level == PASS_CODEGEN ? st->llvm_text
+                    : st->level == PASS_LIR   ? st->lir_text
+                                              : st->text;
     return t ? t : "";
+}
+
+/* The last step that has the IR --emit asks for. */
+static const char *emitted(const Session *s, const char *emit) {
+    for (int i = s->nsteps - 1; i >= 0; i--) {
+        const Step *st = &s->steps[i];
+        if (!strcmp(emit, "graph") && st->text)
+            return st->text;
+        if (!strcmp(emit, "lir") && st->lir_text)
+            return st->lir_text;
+        if (!strcmp(emit, "llvm") && st->llvm_text && !strcmp(st->name, "codegen"))
+            return st->llvm_text;
+        if (!strcmp(emit, "llvm-opt") && st->llvm_text && !strcmp(st->name, "llvm-opt"))
+            return st->llvm_text;
+    }
+    return "";
 }
 
 static void print_step_text(const Step *st) {
@@ -91,13 +110,21 @@ static void print_steps(const Session *s, const OptArgs *oa) {
 }
 
 static bool opt_one(Session *s, const OptArgs *oa, DiagList *d) {
-    bool lir = oa->emit ? !strcmp(oa->emit, "lir") : s->from_lir;
-    bool ok = !lir || session_want_lir(s);
+    const char *emit = oa->emit ? oa->emit : s->from_lir ? "lir" : "graph";
+    bool native = strcmp(emit, "graph") && strcmp(emit, "lir");
+    bool ok = native ? session_want_codegen(s) : strcmp(emit, "lir") || session_want_lir(s);
     ok = ok && session_run(s);
     print_steps(s, oa);
     if (ok && !oa->print_after_all && !oa->print_after && !oa->print_before) {
-        const Step *last = &s->steps[s->nsteps - 1];
-        fputs(lir ? last->lir_text : last->text, stdout);
+        if (!strcmp(emit, "asm")) {
+            StrBuf sb;
+            sb_init(&sb);
+            ok = s->cpu && cpu_emit(s->cpu, true, &sb, d);
+            fputs(sb_str(&sb), stdout);
+            sb_free(&sb);
+        } else {
+            fputs(emitted(s, emit), stdout);
+        }
     }
     fflush(stdout);
     if (oa->time_passes)
@@ -134,10 +161,17 @@ int cmd_opt(int argc, char **argv) {
             oa.stats = true;
         } else if (!strncmp(a, "--emit=", 7)) {
             oa.emit = a + 7;
-            if (strcmp(oa.emit, "graph") && strcmp(oa.emit, "lir")) {
-                diag_error(&d, NULL, "opt: --emit takes graph or lir, not '%s'", oa.emit);
+            static const char *const emits[] = {"graph", "lir", "llvm", "llvm-opt", "asm"};
+            bool known = false;
+            for (size_t k = 0; k < sizeof emits / sizeof emits[0]; k++)
+                known |= !strcmp(oa.emit, emits[k]);
+            if (!known) {
+                diag_error(&d, NULL, "opt: --emit takes graph, lir, llvm, llvm-opt or asm, not '%s'",
+                           oa.emit);
                 goto done;
             }
+            if (strcmp(oa.emit, "graph") && strcmp(oa.emit, "lir"))
+                ca.backend = "cpu";
         } else if (!strcmp(a, "--split-input-file")) {
             split = true;
         } else if (a[0] == '-' && a[1]) {

@@ -19,6 +19,9 @@ static const Command commands[] = {
      "glowc bisect MODEL [-O2|--passes=...] [--input NAME=FILE.npy]... [--rtol R] [--atol A] "
      "[--break-pass=PASS]",
      "find the first pass that changes a model's outputs beyond tolerance"},
+    {"compile", cmd_compile,
+     "glowc compile MODEL (-o EXE | --bundle DIR) [-O0|-O1|-O2] [--target-cpu=NAME]",
+     "compile a model to a standalone executable or a bundle for linking"},
     {"mem", cmd_mem, "glowc mem MODEL [-O1|-O2|--passes=...] [--svg FILE] [--json FILE]",
      "print the static memory plan (arena, lower bound, naive size)"},
     {"bench", cmd_bench, "glowc bench MODEL [-O0|-O1|-O2] [--backend=interp] [--iters N]",

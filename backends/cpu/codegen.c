@@ -233,7 +233,7 @@ static void emit_compute(CG *g, LirInstr *i, int index) {
     int64_t w[MAX_DESC];
     int nw = build_desc(i, nk, w);
     LLVMValueRef kernel = nw ? LLVMGetNamedFunction(g->mod, name) : NULL;
-    if (!kernel && !g->m->opt.fallback) {
+    if (!kernel && (!g->m->opt.fallback || g->m->opt.output != CPU_JIT)) {
         cpu_note_missing(g->m, i, nw ? name : "an attribute too large for a descriptor");
         return;
     }
@@ -349,7 +349,7 @@ CpuModule *cpu_codegen(LirProgram *p, const CpuOptions *o, DiagList *d) {
         emit_instr(&g, i, index);
     LLVMBuildRet(g.b, LLVMConstInt(g.i32, 0, false));
     LLVMDisposeBuilder(g.b);
-    if (!cpu_report_missing(m, d) || !g.ok) {
+    if (!cpu_report_missing(m, d) || !g.ok || !cpu_add_output_parts(m, d)) {
         cpu_module_free(m);
         return NULL;
     }

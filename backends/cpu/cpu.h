@@ -17,11 +17,13 @@
 #include "core/lir.h"
 #include "core/strbuf.h"
 
+typedef enum { CPU_JIT, CPU_EXECUTABLE, CPU_BUNDLE } CpuOutput;
+
 typedef struct CpuOptions {
     const char *target_cpu; /* NULL: the host */
     const char *entry;      /* the entry point's name; NULL: "glowc_main" */
     bool fallback;          /* run kinds without a libjit kernel by the interpreter's */
-    bool embed_weights;     /* executables: the weights as a global in the object */
+    CpuOutput output;       /* executables link main() and embed the weights */
 } CpuOptions;
 
 typedef struct CpuModule CpuModule;
@@ -46,14 +48,23 @@ CpuExec *cpu_jit(CpuModule *m, int threads, DiagList *d);
 bool cpu_exec_run(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a, DiagList *d);
 void cpu_exec_free(CpuExec *e);
 
+/* Ahead of time: an executable (object linked with clang-19 against libc,
+ * libm and pthreads), or a bundle (DIR/NAME.o, NAME.h, NAME.weights). The
+ * module must have been generated for that output and optimised. */
+bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d);
+bool cpu_write_bundle(CpuModule *m, const char *dir, const char *model_path, DiagList *d);
+
 /* The whole program's constant weights laid out as the plan says. */
 bool cpu_weights_blob(const LirProgram *p, unsigned char *blob);
 
 /* The fallback kernel generated code calls (see fallback.c). */
 int libjit_generic(const int64_t *d, void *const *ops);
 
-/* The embedded libjit bitcode (generated at build time). */
+/* The embedded bitcode (generated at build time): the kernels, and the
+ * main() of executables with the core code it uses. */
 extern const unsigned char libjit_bc[];
 extern const unsigned int libjit_bc_len;
+extern const unsigned char exe_runtime_bc[];
+extern const unsigned int exe_runtime_bc_len;
 
 #endif

@@ -37,5 +37,8 @@ void cpu_finish_module(CpuModule *m);
 /* A target machine for m's triple/cpu/features (for the JIT, which takes
  * ownership of its own). */
 LLVMTargetMachineRef cpu_new_target_machine(const CpuModule *m);
+/* Before finishing: the executable's main() and model description, or the
+ * bundle's exported runtime functions. */
+bool cpu_add_output_parts(CpuModule *m, DiagList *d);
 
 #endif

@@ -111,10 +111,16 @@ bool cpu_report_missing(CpuModule *m, DiagList *d) {
     sb_init(&sb);
     for (int i = 0; i < m->nmissing; i++)
         sb_printf(&sb, "%s%s", i ? ", " : "", m->missing[i]);
-    diag_error(d, NULL,
-               "the cpu backend has no kernel for: %s (--fallback=interp runs them with the "
-               "interpreter's kernels)",
-               sb_str(&sb));
+    if (m->opt.output == CPU_JIT)
+        diag_error(d, NULL,
+                   "the cpu backend has no kernel for: %s (--fallback=interp runs them with the "
+                   "interpreter's kernels)",
+                   sb_str(&sb));
+    else
+        diag_error(d, NULL,
+                   "the cpu backend has no kernel for: %s (compiled programs cannot fall back to "
+                   "the interpreter)",
+                   sb_str(&sb));
     sb_free(&sb);
     return false;
 }
@@ -135,9 +141,25 @@ const char *cpu_target_cpu(const CpuModule *m) {
     return m->cpu;
 }
 
+/* What stays visible: for the JIT, the entry point and the runtime it is
+ * called with; for an executable, main(); for a bundle, its three names. */
 static bool keep_external(const CpuModule *m, const char *name) {
-    return !strcmp(name, m->entry) || !strcmp(name, "libjit_runtime_new") ||
-           !strcmp(name, "libjit_runtime_free");
+    char buf[160];
+    switch (m->opt.output) {
+    case CPU_JIT:
+        return !strcmp(name, m->entry) || !strcmp(name, "libjit_runtime_new") ||
+               !strcmp(name, "libjit_runtime_free");
+    case CPU_EXECUTABLE: return !strcmp(name, "main");
+    case CPU_BUNDLE:
+        if (!strcmp(name, m->entry))
+            return true;
+        snprintf(buf, sizeof buf, "%s_runtime_new", m->entry);
+        if (!strcmp(name, buf))
+            return true;
+        snprintf(buf, sizeof buf, "%s_runtime_free", m->entry);
+        return !strcmp(name, buf);
+    }
+    return false;
 }
 
 static void set_target_attributes(CpuModule *m, LLVMValueRef fn) {

@@ -1,0 +1,296 @@
+/* Ahead-of-time output of the CPU backend.
+ *
+ * An executable is the model's module plus main() (backends/cpu/exe, linked
+ * in as bitcode before optimisation), a constant description of the inputs
+ * and outputs, and the weights as a constant global: one object file that
+ * clang-19 links against libc, libm and pthreads. The weights stay in the
+ * file's read-only data, mapped rather than copied at run time.
+ *
+ * A bundle is for linking into someone else's program: NAME.o exports NAME
+ * (the entry point) and NAME_runtime_new/_free (threads); NAME.h says how
+ * much memory to give it and where each input and output lives; NAME.weights
+ * is the constant memory, to be loaded by the caller. */
+#include "backends/cpu/cpu_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
+
+extern char **environ;
+
+/* ---- the executable's parts --------------------------------------------------- */
+
+static LLVMValueRef const_string(CpuModule *m, const char *s) {
+    LLVMValueRef init = LLVMConstStringInContext2(m->ctx, s, strlen(s), false);
+    LLVMValueRef gv = LLVMAddGlobal(m->mod, LLVMTypeOf(init), "glowc_str");
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, true);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    return gv;
+}
+
+static LLVMValueRef io_entry(CpuModule *m, LLVMTypeRef io_ty, const LirBuf *w) {
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(m->ctx), i64 = LLVMInt64TypeInContext(m->ctx);
+    LLVMValueRef dims[8];
+    for (int i = 0; i < 8; i++)
+        dims[i] = LLVMConstInt(i64, i < w->type.rank ? (unsigned long long)w->type.dims[i] : 1, 0);
+    LLVMValueRef fields[5] = {
+        const_string(m, w->name),
+        LLVMConstInt(i32, (unsigned)w->type.elem, false),
+        LLVMConstInt(i32, (unsigned)w->type.rank, false),
+        LLVMConstArray2(i64, dims, 8),
+        LLVMConstInt(i64, (unsigned long long)w->address, false),
+    };
+    return LLVMConstNamedStruct(io_ty, fields, 5);
+}
+
+static LLVMValueRef io_table(CpuModule *m, LLVMTypeRef io_ty, LirBufKind kind, int *count) {
+    LLVMValueRef entries[256];
+    int n = 0;
+    for (int b = 0; b < m->p->nbufs && n < 256; b++) {
+        const LirBuf *w = m->p->bufs[b];
+        if (w->kind == kind && !w->dead)
+            entries[n++] = io_entry(m, io_ty, w);
+    }
+    *count = n;
+    LLVMValueRef init = LLVMConstArray2(io_ty, entries, (uint64_t)n);
+    LLVMValueRef gv = LLVMAddGlobal(m->mod, LLVMTypeOf(init), "glowc_io");
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, true);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    return gv;
+}
+
+static LLVMValueRef weights_global(CpuModule *m, DiagList *d) {
+    size_t bytes = (size_t)(m->p->const_bytes > 0 ? m->p->const_bytes : 1);
+    unsigned char *blob = calloc(bytes, 1);
+    if (!blob || !cpu_weights_blob(m->p, blob)) {
+        diag_error(d, NULL, "cannot lay out the weights (out of memory, or elided data)");
+        free(blob);
+        return NULL;
+    }
+    LLVMValueRef init = LLVMConstStringInContext2(m->ctx, (const char *)blob, bytes, true);
+    free(blob);
+    LLVMValueRef gv = LLVMAddGlobal(m->mod, LLVMTypeOf(init), "glowc_weights");
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, true);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetAlignment(gv, 64);
+    return gv;
+}
+
+static bool link_exe_runtime(CpuModule *m, DiagList *d) {
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
+        (const char *)exe_runtime_bc, exe_runtime_bc_len, "exe_runtime.bc", false);
+    LLVMModuleRef rt;
+    bool bad = LLVMParseBitcodeInContext2(m->ctx, buf, &rt);
+    LLVMDisposeMemoryBuffer(buf);
+    if (bad || LLVMLinkModules2(m->mod, rt)) {
+        diag_error(d, NULL, "cannot link the executable's runtime (a build problem)");
+        return false;
+    }
+    return true;
+}
+
+/* glowc_model_info = {name, #in, #out, inputs, outputs, sizes..., weights}
+ * with main.c's declared type, field by field. */
+static bool add_model_info(CpuModule *m, DiagList *d) {
+    LLVMValueRef info = LLVMGetNamedGlobal(m->mod, "glowc_model_info");
+    LLVMTypeRef io_ty = LLVMGetTypeByName2(m->ctx, "struct.GlowcIo");
+    if (!info || !io_ty) {
+        diag_error(d, NULL, "the executable's runtime lacks its model description (a build problem)");
+        return false;
+    }
+    LLVMValueRef weights = weights_global(m, d);
+    if (!weights)
+        return false;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(m->ctx), i64 = LLVMInt64TypeInContext(m->ctx);
+    int nin, nout;
+    LLVMValueRef ins = io_table(m, io_ty, LB_IN, &nin), outs = io_table(m, io_ty, LB_OUT, &nout);
+    const char *base = strrchr(m->p->source, '/');
+    LLVMValueRef fields[9] = {
+        const_string(m, base ? base + 1 : m->p->source),
+        LLVMConstInt(i32, (unsigned)nin, false),
+        LLVMConstInt(i32, (unsigned)nout, false),
+        ins,
+        outs,
+        LLVMConstInt(i64, (unsigned long long)m->p->const_bytes, false),
+        LLVMConstInt(i64, (unsigned long long)m->p->mutable_bytes, false),
+        LLVMConstInt(i64, (unsigned long long)m->p->arena_bytes, false),
+        weights,
+    };
+    LLVMSetInitializer(info, LLVMConstNamedStruct(LLVMGlobalGetValueType(info), fields, 9));
+    LLVMSetGlobalConstant(info, true);
+    return true;
+}
+
+/* NAME_runtime_new(threads) and NAME_runtime_free(rt), exported. */
+static void add_bundle_wrappers(CpuModule *m) {
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(m->ctx, 0), i32 = LLVMInt32TypeInContext(m->ctx);
+    const char *targets[2] = {"libjit_runtime_new", "libjit_runtime_free"};
+    const char *suffix[2] = {"_runtime_new", "_runtime_free"};
+    for (int k = 0; k < 2; k++) {
+        LLVMValueRef callee = LLVMGetNamedFunction(m->mod, targets[k]);
+        if (!callee)
+            continue;
+        LLVMTypeRef fty = k == 0 ? LLVMFunctionType(ptr, &i32, 1, false)
+                                 : LLVMFunctionType(LLVMVoidTypeInContext(m->ctx), &ptr, 1, false);
+        char name[200];
+        snprintf(name, sizeof name, "%s%s", m->entry, suffix[k]);
+        LLVMValueRef fn = LLVMAddFunction(m->mod, name, fty);
+        LLVMBuilderRef b = LLVMCreateBuilderInContext(m->ctx);
+        LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));
+        LLVMValueRef arg = LLVMGetParam(fn, 0);
+        LLVMValueRef r = LLVMBuildCall2(b, LLVMGlobalGetValueType(callee), callee, &arg, 1, "");
+        if (k == 0)
+            LLVMBuildRet(b, r);
+        else
+            LLVMBuildRetVoid(b);
+        LLVMDisposeBuilder(b);
+    }
+}
+
+bool cpu_add_output_parts(CpuModule *m, DiagList *d) {
+    switch (m->opt.output) {
+    case CPU_JIT: return true;
+    case CPU_EXECUTABLE: return link_exe_runtime(m, d) && add_model_info(m, d);
+    case CPU_BUNDLE: add_bundle_wrappers(m); return true;
+    }
+    return true;
+}
+
+/* ---- writing files -------------------------------------------------------------- */
+
+static bool write_all(const char *path, const void *data, size_t len, DiagList *d) {
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(data, 1, len, f) == len;
+    if (f && fclose(f))
+        ok = false;
+    if (!ok)
+        diag_error(d, NULL, "cannot write '%s': %s", path, strerror(errno));
+    return ok;
+}
+
+static bool run_linker(const char *obj, const char *out, DiagList *d) {
+    char *argv[] = {"clang-19", (char *)obj, "-o", (char *)out, "-lm", "-lpthread", NULL};
+    pid_t pid;
+    int status;
+    if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) || waitpid(pid, &status, 0) < 0 ||
+        !WIFEXITED(status) || WEXITSTATUS(status)) {
+        diag_error(d, NULL, "linking '%s' with clang-19 failed", out);
+        return false;
+    }
+    return true;
+}
+
+bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
+    StrBuf obj;
+    sb_init(&obj);
+    char objpath[4200], tmp[4200];
+    snprintf(objpath, sizeof objpath, "%s.o.tmp%d", path, (int)getpid());
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+    bool ok = cpu_emit(m, false, &obj, d) && write_all(objpath, obj.data, obj.len, d) &&
+              run_linker(objpath, tmp, d);
+    sb_free(&obj);
+    remove(objpath);
+    if (ok && rename(tmp, path)) {
+        diag_error(d, NULL, "cannot write '%s': %s", path, strerror(errno));
+        ok = false;
+    }
+    if (!ok)
+        remove(tmp);
+    return ok;
+}
+
+/* ---- bundles -------------------------------------------------------------------- */
+
+static void macro_name(const char *s, char *out, size_t len) {
+    size_t k = 0;
+    for (; *s && k + 1 < len; s++)
+        out[k++] = isalnum((unsigned char)*s) ? (char)toupper((unsigned char)*s) : '_';
+    out[k] = 0;
+}
+
+static void header_io(StrBuf *h, const char *up, const char *what, const LirBuf *w) {
+    char name[128], ty[TYPE_STR_MAX];
+    macro_name(w->name, name, sizeof name);
+    sb_printf(h, "/* %s '%s': %s */\n", what, w->name, type_str(&w->type, ty));
+    sb_printf(h, "#define %s_%s_%s_OFFSET %lld\n", up, what[0] == 'i' ? "INPUT" : "OUTPUT", name,
+              (long long)w->address);
+    sb_printf(h, "#define %s_%s_%s_SIZE %lld\n", up, what[0] == 'i' ? "INPUT" : "OUTPUT", name,
+              (long long)type_bytes(&w->type));
+}
+
+static void bundle_header(const CpuModule *m, const char *model_path, StrBuf *h) {
+    char up[128];
+    macro_name(m->entry, up, sizeof up);
+    const char *n = m->entry;
+    sb_printf(h,
+              "/* %s: compiled by glowc from %s for %s.\n"
+              " *\n"
+              " * Usage: give the entry point three 64-byte aligned memories:\n"
+              " *   weights      %s_WEIGHTS_SIZE bytes, the contents of %s.weights\n"
+              " *   mutables     %s_MUTABLE_SIZE bytes: write each input at its\n"
+              " *                _OFFSET, read each output at its _OFFSET after the call\n"
+              " *   activations  %s_ACTIVATIONS_SIZE bytes of scratch\n"
+              " * and a runtime from %s_runtime_new(threads), or NULL for one thread.\n"
+              " * %s returns 0 on success. Link %s.o with -lm -lpthread. */\n",
+              n, model_path, m->cpu, up, n, up, up, n, n, n);
+    sb_printf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdint.h>\n\n", up, up);
+    sb_printf(h, "#define %s_ALIGNMENT 64\n", up);
+    sb_printf(h, "#define %s_WEIGHTS_SIZE %lld\n", up, (long long)m->p->const_bytes);
+    sb_printf(h, "#define %s_MUTABLE_SIZE %lld\n", up, (long long)m->p->mutable_bytes);
+    sb_printf(h, "#define %s_ACTIVATIONS_SIZE %lld\n\n", up, (long long)m->p->arena_bytes);
+    for (int b = 0; b < m->p->nbufs; b++) {
+        const LirBuf *w = m->p->bufs[b];
+        if (!w->dead && (w->kind == LB_IN || w->kind == LB_OUT))
+            header_io(h, up, w->kind == LB_IN ? "input" : "output", w);
+    }
+    sb_printf(h,
+              "\ntypedef struct LibjitRuntime LibjitRuntime;\n"
+              "LibjitRuntime *%s_runtime_new(int threads);\n"
+              "void %s_runtime_free(LibjitRuntime *rt);\n"
+              "int %s(uint8_t *weights, uint8_t *mutables, uint8_t *activations, "
+              "LibjitRuntime *rt);\n\n#endif\n",
+              n, n, n);
+}
+
+bool cpu_write_bundle(CpuModule *m, const char *dir, const char *model_path, DiagList *d) {
+    if (mkdir(dir, 0777) && errno != EEXIST) {
+        diag_error(d, NULL, "cannot create '%s': %s", dir, strerror(errno));
+        return false;
+    }
+    char path[4200];
+    StrBuf obj, h;
+    sb_init(&obj);
+    sb_init(&h);
+    size_t wbytes = (size_t)(m->p->const_bytes > 0 ? m->p->const_bytes : 1);
+    unsigned char *blob = calloc(wbytes, 1);
+    bool ok = blob && cpu_weights_blob(m->p, blob) && cpu_emit(m, false, &obj, d);
+    if (ok) {
+        snprintf(path, sizeof path, "%s/%s.o", dir, m->entry);
+        ok = write_all(path, obj.data, obj.len, d);
+    }
+    if (ok) {
+        snprintf(path, sizeof path, "%s/%s.weights", dir, m->entry);
+        ok = write_all(path, blob, (size_t)m->p->const_bytes, d);
+    }
+    if (ok) {
+        bundle_header(m, model_path, &h);
+        snprintf(path, sizeof path, "%s/%s.h", dir, m->entry);
+        ok = write_all(path, h.data, h.len, d);
+    }
+    free(blob);
+    sb_free(&obj);
+    sb_free(&h);
+    return ok;
+}

@@ -1,0 +1,83 @@
+/* glowc compile: a model to a standalone executable (-o EXE) or to a bundle
+ * for linking into another program (--bundle DIR). */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu.h"
+#include "tui/args.h"
+
+/* The bundle's entry point: the model file's base name as a C identifier. */
+static void entry_name(const char *model, char *out, size_t len) {
+    const char *base = strrchr(model, '/');
+    base = base ? base + 1 : model;
+    size_t k = 0;
+    if (!isalpha((unsigned char)*base) && *base != '_')
+        out[k++] = 'm';
+    for (; *base && *base != '.' && k + 1 < len; base++)
+        out[k++] = isalnum((unsigned char)*base) ? *base : '_';
+    out[k] = 0;
+}
+
+int cmd_compile(int argc, char **argv) {
+    DiagList d;
+    diag_init(&d, NULL);
+    CommonArgs ca = {0};
+    const char *out = NULL, *bundle = NULL;
+    int status = 1;
+    for (int i = 1; i < argc; i++) {
+        bool bad;
+        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
+            if (bad)
+                goto done;
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (!strcmp(argv[i], "--bundle") && i + 1 < argc) {
+            bundle = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            diag_error(&d, NULL, "compile: unknown option '%s'", argv[i]);
+            goto done;
+        } else if (!ca.model) {
+            ca.model = argv[i];
+        } else {
+            diag_error(&d, NULL, "compile: more than one model given");
+            goto done;
+        }
+    }
+    if (!ca.model || (!out == !bundle)) {
+        diag_error(&d, NULL, "usage: glowc compile MODEL (-o EXE | --bundle DIR)");
+        goto done;
+    }
+    if (ca.fallback) {
+        diag_error(&d, NULL, "compile: --fallback=interp is for JIT runs only");
+        goto done;
+    }
+    char entry[128];
+    entry_name(ca.model, entry, sizeof entry);
+    ca.backend = "cpu";
+    KnownInput known[MAX_CLI_INPUTS];
+    SessionOptions so = args_session_options(&ca, known);
+    so.cpu_output = bundle ? CPU_BUNDLE : CPU_EXECUTABLE;
+    so.entry = bundle ? entry : NULL;
+    Session *s = args_open_session_with(&ca, &so, "-O2", &d);
+    if (!s)
+        goto done;
+    bool ok = session_run(s) && s->cpu;
+    if (ok)
+        ok = bundle ? cpu_write_bundle(s->cpu, bundle, ca.model, &d)
+                    : cpu_write_executable(s->cpu, out, &d);
+    if (ok && bundle)
+        printf("wrote %s/%s.o, %s/%s.h, %s/%s.weights\n", bundle, entry, bundle, entry, bundle,
+               entry);
+    else if (ok)
+        printf("wrote %s\n", out);
+    diag_append(&d, &s->diags);
+    session_free(s);
+    status = ok ? 0 : 1;
+done:
+    cli_report(&d);
+    args_free(&ca);
+    diag_free(&d);
+    return status;
+}
