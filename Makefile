@@ -39,7 +39,8 @@ TUI_OBJS := $(TUI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san clean
+.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle \
+        bench clean
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/glowc
@@ -135,6 +136,7 @@ test: $(DEPS_STAMP)
 	$(MAKE) test-san
 	$(MAKE) test-conform
 	$(MAKE) test-models
+	$(MAKE) test-bundle
 	@echo "make test: all passed"
 
 # Unit and fixture tests under AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -160,6 +162,13 @@ test-conform: $(BUILD)/glowc
 
 test-models: $(BUILD)/glowc
 	$(PYTHON) tests/models/run_models.py $(BUILD)/glowc
+
+test-bundle: $(BUILD)/glowc
+	tests/bundle/run.sh $(BUILD)/glowc
+
+# Not part of make test: timings are not correctness.
+bench: $(BUILD)/glowc
+	$(PYTHON) tests/bench/bench.py $(BUILD)/glowc
 
 clean:
 	rm -rf build

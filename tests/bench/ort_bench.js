@@ -1,0 +1,39 @@
+// Times ONNX Runtime (onnxruntime-node, CPU) on one model: a warm-up, then
+// ITERS runs; prints "median X ms, min Y ms" like glowc bench.
+// Usage: node ort_bench.js MODEL.onnx THREADS ITERS [INPUT.npy]
+const fs = require('fs');
+const ort = require('onnxruntime-node');
+
+function readNpyFloat32(path) {
+  const buf = fs.readFileSync(path);
+  const hlen = buf.readUInt16LE(8);
+  const data = buf.subarray(10 + hlen);
+  return new Float32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length));
+}
+
+async function main() {
+  const [model, threads, iters, input] = [process.argv[2], +process.argv[3], +process.argv[4], process.argv[5]];
+  const s = await ort.InferenceSession.create(model, {
+    intraOpNumThreads: threads, interOpNumThreads: 1,
+    graphOptimizationLevel: 'all', executionMode: 'sequential',
+  });
+  const meta = s.inputMetadata ? s.inputMetadata[0] : null;
+  const feeds = {};
+  for (const name of s.inputNames) {
+    const dims = meta && meta.shape ? meta.shape.map(d => (typeof d === 'number' ? d : 1)) : null;
+    const data = input ? readNpyFloat32(input) : new Float32Array(dims.reduce((a, b) => a * b, 1)).fill(0.5);
+    feeds[name] = new ort.Tensor('float32', data, dims);
+  }
+  for (let i = 0; i < 3; i++) await s.run(feeds);
+  const t = [];
+  for (let i = 0; i < iters; i++) {
+    const a = process.hrtime.bigint();
+    await s.run(feeds);
+    t.push(Number(process.hrtime.bigint() - a) / 1e6);
+  }
+  t.sort((a, b) => a - b);
+  const n = t.length;
+  const median = n % 2 ? t[n >> 1] : (t[n / 2 - 1] + t[n / 2]) / 2;
+  console.log(`median ${median.toFixed(3)} ms, min ${t[0].toFixed(3)} ms`);
+}
+main().catch(e => { console.error(e.message); process.exit(1); });

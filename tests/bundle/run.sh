@@ -1,0 +1,30 @@
+#!/bin/sh
+# Compiles the bundled digits model to a bundle, builds the README's example
+# program against it, and checks its answer on every sample against
+# `glowc run` on the same sample (the interpreter is the reference).
+# Usage: run.sh GLOWC
+set -eu
+glowc=$1
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT INT TERM
+
+"$glowc" compile "$root/fixtures/models/digits.onnx" --bundle "$out" >/dev/null
+clang-19 -std=c17 -O2 -Wall -Werror -I"$out" "$here/example.c" "$out/digits.o" -lm -lpthread \
+    -o "$out/example"
+status=0
+for npy in "$root"/fixtures/models/digits_samples/sample_*.npy; do
+    # An .npy of 64 floats ends with their 256 bytes.
+    tail -c 256 "$npy" >"$out/image.raw"
+    got=$("$out/example" "$out/digits.weights" "$out/image.raw")
+    "$glowc" run "$root/fixtures/models/digits.onnx" --input "image=$npy" \
+        --output-dir "$out" >/dev/null 2>&1
+    want=$(/usr/bin/python3 -c "import numpy as n; print(int(n.load('$out/logits.npy').argmax()))")
+    if [ "$got" != "$want" ]; then
+        echo "bundle: $(basename "$npy"): the bundle says $got, glowc run says $want"
+        status=1
+    fi
+done
+[ $status -eq 0 ] && echo "bundle: the README example agrees with glowc run on every sample"
+exit $status
