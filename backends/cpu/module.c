@@ -97,9 +97,28 @@ void cpu_note_missing(CpuModule *m, const LirInstr *i, const char *kernel) {
     (void)kernel;
 }
 
+/* One entry per kind and element kind, with a count and the first node:
+ * "conv on f32 (53 of them, the first /conv1/Conv)". */
 void cpu_note_fallback(CpuModule *m, const LirInstr *i) {
-    char what[256];
-    snprintf(what, sizeof what, "%s (%s)", instr_kind_name(i->kind), i->name[0] ? i->name : "?");
+    char key[160];
+    snprintf(key, sizeof key, "%s on %s", instr_kind_name(i->kind),
+             elem_name(i->ops[0]->type.elem));
+    size_t klen = strlen(key);
+    for (int k = 0; k < m->nfallback; k++) {
+        if (strncmp(m->fallback[k], key, klen) || m->fallback[k][klen] != ' ')
+            continue;
+        int count = atoi(m->fallback[k] + klen + 2);
+        const char *first = strstr(m->fallback[k], "the first ");
+        char what[512];
+        snprintf(what, sizeof what, "%s (%d of them, %s", key, count + 1,
+                 first ? first : "the first ?)");
+        free(m->fallback[k]);
+        m->fallback[k] = strdup(what);
+        return;
+    }
+    char what[512];
+    snprintf(what, sizeof what, "%s (1 of them, the first %s)", key,
+             i->name[0] ? i->name : "?");
     m->fallback = realloc(m->fallback, (size_t)(m->nfallback + 1) * sizeof *m->fallback);
     m->fallback[m->nfallback++] = strdup(what);
 }
