@@ -39,7 +39,7 @@ TUI_OBJS := $(TUI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle \
+.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect \
         bench clean
 .DEFAULT_GOAL := all
 
@@ -137,6 +137,7 @@ test: $(DEPS_STAMP)
 	$(MAKE) test-conform
 	$(MAKE) test-models
 	$(MAKE) test-bundle
+	$(MAKE) test-bisect
 	@echo "make test: all passed"
 
 # Unit and fixture tests under AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -165,6 +166,10 @@ test-models: $(BUILD)/glowc
 
 test-bundle: $(BUILD)/glowc
 	tests/bundle/run.sh $(BUILD)/glowc
+
+# bisect must name every pass that changes a model when that pass is broken.
+test-bisect: $(BUILD)/glowc
+	tests/bisect/break_every_pass.sh $(BUILD)/glowc tests/bisect/zoo.hl fixtures/models/digits.onnx
 
 # Not part of make test: timings are not correctness.
 bench: $(BUILD)/glowc

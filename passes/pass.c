@@ -57,23 +57,39 @@ void pass_stat(PassContext *ctx, const char *name, long n) {
     }
 }
 
-/* The perturbation: v + 1 (or v xor true for booleans), inserted after v's
- * definition and used instead of v everywhere. */
+/* The perturbation: v * 2 + 1 (v xor true for booleans), inserted after v's
+ * definition and used instead of v everywhere. Both a scale and a shift, so
+ * that shift-invariant consumers (softmax) and scale-invariant ones
+ * (normalisations) still see a different value. */
+static Value *break_value(Function *f, Node *at, Value *v) {
+    Type one = type_scalar(v->type.elem);
+    Value *x = v;
+    NodeKind steps[2] = {NK_MUL, NK_ADD};
+    double consts[2] = {2, 1};
+    for (int k = v->type.elem == ELEM_BOOL ? 1 : 0; k < 2; k++) {
+        Tensor *t = tensor_new(f->module->arena, &one);
+        tensor_set_f64(t, 0, consts[k]);
+        Node *c = graph_add_constant(f, "break-pass", t);
+        Value *ops[2] = {x, &c->res[0]};
+        NodeKind kind = v->type.elem == ELEM_BOOL ? NK_XOR : steps[k];
+        Node *p = graph_insert_before(f, at, kind, 2, ops, 1);
+        p->name = "break-pass";
+        p->res[0].type = v->type;
+        x = &p->res[0];
+    }
+    return x;
+}
+
 void pass_rewrote(PassContext *ctx, Function *f, Value *v) {
     if (!ctx->break_this_pass || ctx->broken || !v)
         return;
     ctx->broken = true;
-    Type one = type_scalar(v->type.elem);
-    Tensor *t = tensor_new(f->module->arena, &one);
-    tensor_set_f64(t, 0, 1);
-    Node *c = graph_add_constant(f, "break-pass", t);
     Node *at = node_is_storage(v->def) ? f->first : v->def->next;
-    Value *ops[2] = {v, &c->res[0]};
-    Node *p = graph_insert_before(f, at, v->type.elem == ELEM_BOOL ? NK_XOR : NK_ADD, 2, ops, 1);
-    p->name = "break-pass";
-    p->res[0].type = v->type;
-    graph_replace_uses(f, v, &p->res[0]);
-    p->ops[0] = v; /* replace_uses rewrote the perturbation's own operand */
+    Value *x = break_value(f, at, v);
+    /* Every use of v but the perturbation's own becomes a use of x. */
+    Node *first = x->def->ops[0] == v ? x->def : x->def->ops[0]->def;
+    graph_replace_uses(f, v, x);
+    first->ops[0] = v;
 }
 
 void pass_break_lir(PassContext *ctx, LirProgram *p) {
@@ -95,6 +111,9 @@ void pass_break_lir(PassContext *ctx, LirProgram *p) {
     OperandRole roles[3] = {ROLE_OUT, ROLE_IN, ROLE_IN};
     NodeKind k = out->type.elem == ELEM_BOOL ? NK_XOR : NK_ADD;
     lir_insert(p, NULL, IK_OF_NODE(k), 3, ops, roles)->name = "break-pass";
+    if (k == NK_ADD) /* and a scale, as in pass_rewrote */
+        lir_insert(p, NULL, IK_OF_NODE(NK_ADD), 3, (LirBuf *[]){out, out, out}, roles)->name =
+            "break-pass";
 }
 
 int *pass_use_counts(Function *f) {
