@@ -65,6 +65,36 @@ bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagL
     return true;
 }
 
+bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn own, void *ctx,
+                DiagList *d) {
+    for (int i = 1; i < argc; i++) {
+        bool bad = false;
+        int r = own ? own(argc, argv, &i, ctx, d) : 0;
+        if (r < 0)
+            return false;
+        if (r > 0)
+            continue;
+        if (args_common(ca, argc, argv, &i, &bad, d)) {
+            if (bad)
+                return false;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            diag_error(d, NULL, "%s: unknown option '%s' (or a missing value)", cmd, argv[i]);
+            return false;
+        } else if (!ca->model) {
+            ca->model = argv[i];
+        } else {
+            diag_error(d, NULL, "%s: more than one model given ('%s' and '%s')", cmd, ca->model,
+                       argv[i]);
+            return false;
+        }
+    }
+    if (!ca->model) {
+        diag_error(d, NULL, "%s: no model given (see 'glowc %s --help')", cmd, cmd);
+        return false;
+    }
+    return true;
+}
+
 void args_free(CommonArgs *ca) {
     for (int i = 0; i < ca->ninputs; i++)
         free((char *)ca->input_names[i]);

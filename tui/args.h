@@ -25,6 +25,16 @@ typedef struct CommonArgs {
     bool fallback;
 } CommonArgs;
 
+/* A command's own options: consumes argv[*i] (and its value, advancing *i)
+ * and returns 1, returns 0 if the option is not the command's, -1 (after a
+ * diagnostic) if it is malformed. */
+typedef int (*ArgFn)(int argc, char **argv, int *i, void *ctx, DiagList *d);
+
+/* The whole command line: common options, the command's own through
+ * `own` (may be NULL), and one model. False after a diagnostic. */
+bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn own, void *ctx,
+                DiagList *d);
+
 /* Consumes argv[*i] (and its value) if it is a common option; false if not.
  * Sets *bad (with a diagnostic) when the option is malformed. */
 bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagList *d);

@@ -60,35 +60,24 @@ done:
     return status;
 }
 
+static int iters_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+    if (strcmp(argv[*i], "--iters") || *i + 1 >= argc)
+        return 0;
+    *(int *)ctx = atoi(argv[++*i]);
+    return 1;
+}
+
 int cmd_bench(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     CommonArgs ca = {0};
     int iters = 10, status = 1;
-    for (int i = 1; i < argc; i++) {
-        bool bad;
-        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
-            if (bad)
-                goto done;
-        } else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
-            iters = atoi(argv[++i]);
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            diag_error(&d, NULL, "bench: unknown option '%s'", argv[i]);
-            goto done;
-        } else if (!ca.model) {
-            ca.model = argv[i];
-        } else {
-            diag_error(&d, NULL, "bench: more than one model given");
-            goto done;
-        }
-    }
-    if (iters < 1 || iters > 100000)
+    if (!args_parse(&ca, argc, argv, "bench", iters_option, &iters, &d))
+        ; /* reported */
+    else if (iters < 1 || iters > 100000)
         diag_error(&d, NULL, "bench: --iters must be between 1 and 100000");
-    else if (!ca.model)
-        diag_error(&d, NULL, "bench: no model given");
     else
         status = bench(&ca, iters, &d);
-done:
     cli_report(&d);
     args_free(&ca);
     diag_free(&d);

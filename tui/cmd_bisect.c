@@ -145,37 +145,29 @@ done:
     return status;
 }
 
+static int tolerance_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+    Tolerance *tol = ctx;
+    if (*i + 1 >= argc)
+        return 0;
+    if (!strcmp(argv[*i], "--rtol")) {
+        tol->rtol = atof(argv[++*i]);
+    } else if (!strcmp(argv[*i], "--atol")) {
+        tol->atol = atof(argv[++*i]);
+        tol->atol_given = true;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 int cmd_bisect(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     CommonArgs ca = {0};
     Tolerance tol = {.rtol = 1e-3};
     int status = 1;
-    for (int i = 1; i < argc; i++) {
-        bool bad;
-        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
-            if (bad)
-                goto done;
-        } else if (!strcmp(argv[i], "--rtol") && i + 1 < argc) {
-            tol.rtol = atof(argv[++i]);
-        } else if (!strcmp(argv[i], "--atol") && i + 1 < argc) {
-            tol.atol = atof(argv[++i]);
-            tol.atol_given = true;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            diag_error(&d, NULL, "bisect: unknown option '%s'", argv[i]);
-            goto done;
-        } else if (!ca.model) {
-            ca.model = argv[i];
-        } else {
-            diag_error(&d, NULL, "bisect: more than one model given");
-            goto done;
-        }
-    }
-    if (!ca.model)
-        diag_error(&d, NULL, "bisect: no model given");
-    else
+    if (args_parse(&ca, argc, argv, "bisect", tolerance_option, &tol, &d))
         status = bisect(&ca, &tol, &d);
-done:
     cli_report(&d);
     args_free(&ca);
     diag_free(&d);

@@ -20,32 +20,35 @@ static void entry_name(const char *model, char *out, size_t len) {
     out[k] = 0;
 }
 
+typedef struct CompileArgs {
+    const char *out, *bundle;
+} CompileArgs;
+
+static int compile_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+    CompileArgs *c = ctx;
+    if (*i + 1 >= argc)
+        return 0;
+    if (!strcmp(argv[*i], "-o"))
+        c->out = argv[++*i];
+    else if (!strcmp(argv[*i], "--bundle"))
+        c->bundle = argv[++*i];
+    else
+        return 0;
+    return 1;
+}
+
 int cmd_compile(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     CommonArgs ca = {0};
-    const char *out = NULL, *bundle = NULL;
+    CompileArgs co = {0};
+    const char *out, *bundle;
     int status = 1;
-    for (int i = 1; i < argc; i++) {
-        bool bad;
-        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
-            if (bad)
-                goto done;
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-            out = argv[++i];
-        } else if (!strcmp(argv[i], "--bundle") && i + 1 < argc) {
-            bundle = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            diag_error(&d, NULL, "compile: unknown option '%s'", argv[i]);
-            goto done;
-        } else if (!ca.model) {
-            ca.model = argv[i];
-        } else {
-            diag_error(&d, NULL, "compile: more than one model given");
-            goto done;
-        }
-    }
-    if (!ca.model || (!out == !bundle)) {
+    if (!args_parse(&ca, argc, argv, "compile", compile_option, &co, &d))
+        goto done;
+    out = co.out;
+    bundle = co.bundle;
+    if (!out == !bundle) {
         diag_error(&d, NULL, "usage: glowc compile MODEL (-o EXE | --bundle DIR)");
         goto done;
     }

@@ -12,35 +12,34 @@ static bool write_text(const char *path, const StrBuf *sb, DiagList *d) {
     return cli_write_file(path, sb->data ? sb->data : "", sb->len, d);
 }
 
+typedef struct MemArgs {
+    const char *svg, *json;
+} MemArgs;
+
+static int mem_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+    MemArgs *m = ctx;
+    if (*i + 1 >= argc)
+        return 0;
+    if (!strcmp(argv[*i], "--svg"))
+        m->svg = argv[++*i];
+    else if (!strcmp(argv[*i], "--json"))
+        m->json = argv[++*i];
+    else
+        return 0;
+    return 1;
+}
+
 int cmd_mem(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     CommonArgs ca = {0};
-    const char *svg = NULL, *json = NULL;
+    MemArgs ma = {0};
+    const char *svg, *json;
     int status = 1;
-    for (int i = 1; i < argc; i++) {
-        bool bad;
-        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
-            if (bad)
-                goto done;
-        } else if (!strcmp(argv[i], "--svg") && i + 1 < argc) {
-            svg = argv[++i];
-        } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
-            json = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            diag_error(&d, NULL, "mem: unknown option '%s'", argv[i]);
-            goto done;
-        } else if (!ca.model) {
-            ca.model = argv[i];
-        } else {
-            diag_error(&d, NULL, "mem: more than one model given");
-            goto done;
-        }
-    }
-    if (!ca.model) {
-        diag_error(&d, NULL, "mem: no model given");
+    if (!args_parse(&ca, argc, argv, "mem", mem_option, &ma, &d))
         goto done;
-    }
+    svg = ma.svg;
+    json = ma.json;
     KnownInput known[MAX_CLI_INPUTS];
     Session *s = args_open_session(&ca, "-O2", known, &d);
     if (!s)

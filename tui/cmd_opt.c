@@ -9,7 +9,8 @@
 #include "tui/args.h"
 
 typedef struct OptArgs {
-    const char *emit; /* "graph" or "lir" */
+    const char *emit; /* graph, lir, llvm, llvm-opt or asm */
+    bool split;       /* --split-input-file */
     bool print_after_all;
     const char *print_after, *print_before;
     bool time_passes, stats;
@@ -109,6 +110,37 @@ static void print_steps(const Session *s, const OptArgs *oa) {
     }
 }
 
+static int opt_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+    OptArgs *oa = ctx;
+    const char *a = argv[*i];
+    if (!strcmp(a, "--print-after-all")) {
+        oa->print_after_all = true;
+    } else if (!strncmp(a, "--print-after=", 14)) {
+        oa->print_after = a + 14;
+    } else if (!strncmp(a, "--print-before=", 15)) {
+        oa->print_before = a + 15;
+    } else if (!strcmp(a, "--time-passes")) {
+        oa->time_passes = true;
+    } else if (!strcmp(a, "--stats")) {
+        oa->stats = true;
+    } else if (!strcmp(a, "--split-input-file")) {
+        oa->split = true;
+    } else if (!strncmp(a, "--emit=", 7)) {
+        static const char *const emits[] = {"graph", "lir", "llvm", "llvm-opt", "asm"};
+        oa->emit = a + 7;
+        for (size_t k = 0; k < sizeof emits / sizeof emits[0]; k++)
+            if (!strcmp(oa->emit, emits[k]))
+                return 1;
+        diag_error(d, NULL, "opt: --emit takes graph, lir, llvm, llvm-opt or asm, not '%s'",
+                   oa->emit);
+        return -1;
+    } else {
+        return 0;
+    }
+    (void)argc;
+    return 1;
+}
+
 static bool opt_one(Session *s, const OptArgs *oa, DiagList *d) {
     const char *emit = oa->emit ? oa->emit : s->from_lir ? "lir" : "graph";
     bool native = strcmp(emit, "graph") && strcmp(emit, "lir");
@@ -143,51 +175,11 @@ int cmd_opt(int argc, char **argv) {
     OptArgs oa = {0};
     bool split = false;
     int status = 1;
-    for (int i = 1; i < argc; i++) {
-        bool bad;
-        const char *a = argv[i];
-        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
-            if (bad)
-                goto done;
-        } else if (!strcmp(a, "--print-after-all")) {
-            oa.print_after_all = true;
-        } else if (!strncmp(a, "--print-after=", 14)) {
-            oa.print_after = a + 14;
-        } else if (!strncmp(a, "--print-before=", 15)) {
-            oa.print_before = a + 15;
-        } else if (!strcmp(a, "--time-passes")) {
-            oa.time_passes = true;
-        } else if (!strcmp(a, "--stats")) {
-            oa.stats = true;
-        } else if (!strncmp(a, "--emit=", 7)) {
-            oa.emit = a + 7;
-            static const char *const emits[] = {"graph", "lir", "llvm", "llvm-opt", "asm"};
-            bool known = false;
-            for (size_t k = 0; k < sizeof emits / sizeof emits[0]; k++)
-                known |= !strcmp(oa.emit, emits[k]);
-            if (!known) {
-                diag_error(&d, NULL, "opt: --emit takes graph, lir, llvm, llvm-opt or asm, not '%s'",
-                           oa.emit);
-                goto done;
-            }
-            if (strcmp(oa.emit, "graph") && strcmp(oa.emit, "lir"))
-                ca.backend = "cpu";
-        } else if (!strcmp(a, "--split-input-file")) {
-            split = true;
-        } else if (a[0] == '-' && a[1]) {
-            diag_error(&d, NULL, "opt: unknown option '%s'", a);
-            goto done;
-        } else if (!ca.model) {
-            ca.model = a;
-        } else {
-            diag_error(&d, NULL, "opt: more than one input given");
-            goto done;
-        }
-    }
-    if (!ca.model) {
-        diag_error(&d, NULL, "opt: no input given (a .onnx model or a .hl file)");
+    if (!args_parse(&ca, argc, argv, "opt", opt_option, &oa, &d))
         goto done;
-    }
+    if (oa.emit && strcmp(oa.emit, "graph") && strcmp(oa.emit, "lir"))
+        ca.backend = "cpu";
+    split = oa.split;
     if (!split) {
         KnownInput known[MAX_CLI_INPUTS];
         Session *s = args_open_session(&ca, "-O2", known, &d);

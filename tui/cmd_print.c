@@ -6,35 +6,25 @@
 #include "core/print.h"
 #include "tui/args.h"
 
+static int print_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+    PrintOptions *po = ctx;
+    if (!strcmp(argv[*i], "--dense-limit") && *i + 1 < argc)
+        po->dense_limit = atoi(argv[++*i]);
+    else if (!strcmp(argv[*i], "--no-loc"))
+        po->no_loc = true;
+    else
+        return 0;
+    return 1;
+}
+
 int cmd_print(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     PrintOptions po = PRINT_DEFAULTS;
     CommonArgs ca = {0};
     int status = 1;
-    for (int i = 1; i < argc; i++) {
-        bool bad;
-        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
-            if (bad)
-                goto done;
-        } else if (!strcmp(argv[i], "--dense-limit") && i + 1 < argc) {
-            po.dense_limit = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--no-loc")) {
-            po.no_loc = true;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            diag_error(&d, NULL, "print: unknown option '%s'", argv[i]);
-            goto done;
-        } else if (!ca.model) {
-            ca.model = argv[i];
-        } else {
-            diag_error(&d, NULL, "print: more than one model given");
-            goto done;
-        }
-    }
-    if (!ca.model) {
-        diag_error(&d, NULL, "print: no model given (usage: glowc print MODEL.onnx|FILE.hl)");
+    if (!args_parse(&ca, argc, argv, "print", print_option, &po, &d))
         goto done;
-    }
     KnownInput known[MAX_CLI_INPUTS];
     Session *s = args_open_session(&ca, "-O0", known, &d);
     if (!s)

@@ -91,35 +91,21 @@ static int run_model(CommonArgs *ca, const char *out_dir, DiagList *d) {
     return ok ? 0 : 1;
 }
 
+static int run_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+    if (strcmp(argv[*i], "--output-dir") || *i + 1 >= argc)
+        return 0;
+    *(const char **)ctx = argv[++*i];
+    return 1;
+}
+
 int cmd_run(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     CommonArgs ca = {0};
     const char *out_dir = NULL;
     int status = 1;
-    for (int i = 1; i < argc; i++) {
-        bool bad;
-        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
-            if (bad)
-                goto done;
-        } else if (!strcmp(argv[i], "--output-dir") && i + 1 < argc) {
-            out_dir = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            diag_error(&d, NULL, "run: unknown option '%s' (or missing value)", argv[i]);
-            goto done;
-        } else if (!ca.model) {
-            ca.model = argv[i];
-        } else {
-            diag_error(&d, NULL, "run: more than one model given ('%s' and '%s')", ca.model,
-                       argv[i]);
-            goto done;
-        }
-    }
-    if (!ca.model)
-        diag_error(&d, NULL, "run: no model given");
-    else
+    if (args_parse(&ca, argc, argv, "run", run_option, &out_dir, &d))
         status = run_model(&ca, out_dir, &d);
-done:
     cli_report(&d);
     args_free(&ca);
     diag_free(&d);
