@@ -11,12 +11,15 @@
  *                      log_sum_exp -> elementwise + reduce_sum (+ sqrt/log)
  *   flatten, squeeze, unsqueeze -> reshape
  *   pad (constant)  -> concat with splat constants, axis by axis
+ *   resize          -> per resized axis: transpose, matmul with constant
+ *                      weights, transpose back
  * A node without a rule stays as it is (the interpreter runs every kind).
  * Requires nothing; invalidates the schedule. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/interp/interp.h"
 #include "core/infer.h"
 #include "passes/pass.h"
 
@@ -312,6 +315,97 @@ static Value *lower_pad(Builder *b, Node *n) {
     return x;
 }
 
+/* Resize is linear and separable: along axis d it maps the input's in_d
+ * positions to out_d outputs through weights W[in_d][out_d]. W is found by
+ * resizing an identity -- basis vector i along another axis e, position
+ * along d -- with the interpreter's own kernel, so the coordinate rules are
+ * written once. NULL (no lowering) when that cannot be done: rank 1, or
+ * crop-and-resize, whose extrapolated points are not linear in the input. */
+static Tensor *resize_weights(const Node *n, int d, int64_t in_d, int64_t out_d, Arena *a) {
+    const Type *x = &n->ops[0]->type;
+    int e = d == 0 ? 1 : 0;
+    Module *m = module_new("resize-weights");
+    Function *f = function_new(m, "w");
+    Type it = {.elem = ELEM_F32, .rank = x->rank}, ot;
+    for (int i = 0; i < x->rank; i++)
+        it.dims[i] = 1;
+    it.dims[e] = in_d;
+    it.dims[d] = in_d;
+    ot = it;
+    ot.dims[d] = out_d;
+    Tensor *eye = tensor_new(m->arena, &it), *res[1];
+    for (int64_t i = 0; i < in_d; i++)
+        tensor_set_f64(eye, i * in_d + i, 1); /* (e, d) = (i, i): the only non-1 axes */
+    Node *basis = graph_add_param(f, "basis", &it);
+    Value *bv = &basis->res[0];
+    Node *r = graph_add_node(f, NK_RESIZE, 1, &bv, 1);
+    for (int k = 0; k < n->nattrs; k++) {
+        const Attr *at = &n->attrs[k];
+        if (at->key == AK_scales) {
+            float sc[MAX_RANK];
+            for (int i = 0; i < x->rank; i++)
+                sc[i] = i == d && i < at->floats.n ? at->floats.v[i] : 1.0f;
+            node_set_floats(r, AK_scales, x->rank, sc);
+        } else if (at->key != AK_roi) {
+            r->attrs = arena_grow(m->arena, r->attrs, (size_t)r->nattrs, (size_t)r->nattrs + 1,
+                                  sizeof(Attr));
+            r->attrs[r->nattrs++] = *at;
+        }
+    }
+    r->res[0].type = ot;
+    DiagList dl;
+    diag_init(&dl, NULL);
+    Tensor *w = NULL;
+    if (interp_fold(NULL, r, &eye, res, m->arena, &dl)) {
+        /* res[0]: axis e the basis index i, axis d the output o */
+        Type wt = type_make(x->elem, 2, (int64_t[]){in_d, out_d});
+        w = tensor_new(a, &wt);
+        for (int64_t i = 0; i < in_d; i++)
+            for (int64_t o = 0; o < out_d; o++)
+                tensor_set_f64(w, i * out_d + o,
+                               tensor_get_f64(res[0], e < d ? i * out_d + o : o * in_d + i));
+    }
+    diag_free(&dl);
+    module_destroy(m);
+    return w;
+}
+
+static Value *b_transpose(Builder *b, Value *x, const int64_t *perm) {
+    Node *t = graph_insert_before(b->f, b->pos, NK_TRANSPOSE, 1, &x, 1);
+    node_set_ints(t, AK_perm, x->type.rank, perm);
+    return b_add_node(b, t);
+}
+
+static Value *lower_resize(Builder *b, Node *n) {
+    Value *x = n->ops[0];
+    int rank = x->type.rank;
+    if (rank < 2 || !elem_is_float(x->type.elem) ||
+        !strcmp(node_attr_str(n, AK_coordinate_transformation_mode, ""), "tf_crop_and_resize"))
+        return NULL;
+    for (int d = 0; d < rank; d++) {
+        int64_t in_d = x->type.dims[d], out_d = n->res[0].type.dims[d];
+        int k;
+        const float *sc = node_attr_floats(n, AK_scales, &k);
+        if (in_d == out_d && (!sc || d >= k || sc[d] == 1.0f))
+            continue;
+        Tensor *w = resize_weights(n, d, in_d, out_d, b->f->module->arena);
+        if (!w)
+            return NULL;
+        int64_t perm[MAX_RANK];
+        for (int i = 0, j = 0; i < rank; i++)
+            if (i != d)
+                perm[j++] = i;
+        perm[rank - 1] = d;
+        int64_t back[MAX_RANK];
+        for (int i = 0; i < rank; i++)
+            back[perm[i]] = i;
+        Value *y = d == rank - 1 ? x : b_transpose(b, x, perm);
+        y = b_op(b, NK_MATMUL, y, b_const(b, w));
+        x = d == rank - 1 ? y : b_transpose(b, y, back);
+    }
+    return x;
+}
+
 static Value *lower_node(Builder *b, Node *n) {
     switch (n->kind) {
     case NK_GEMM: return lower_gemm(b, n);
@@ -332,6 +426,7 @@ static Value *lower_node(Builder *b, Node *n) {
     case NK_UNSQUEEZE: return b_reshape(b, n->ops[0], &n->res[0].type);
     case NK_PAD:
         return !strcmp(node_attr_str(n, AK_mode, "constant"), "constant") ? lower_pad(b, n) : NULL;
+    case NK_RESIZE: return lower_resize(b, n);
     default: return node_kind_is_reduce(n->kind) ? lower_reduce(b, n) : NULL;
     }
 }
