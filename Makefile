@@ -161,8 +161,12 @@ test-conform: $(BUILD)/glowc
 	CONFORM_ARGS="-O2 --backend=cpu --fallback=interp" \
 	    tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
 
+# Every model against torch: the imported graph on the interpreter, the
+# optimised and allocated program on interp-lir, and native code.
 test-models: $(BUILD)/glowc
 	$(PYTHON) tests/models/run_models.py $(BUILD)/glowc
+	$(PYTHON) tests/models/run_models.py $(BUILD)/glowc --glowc-args "-O2 --backend=interp-lir"
+	$(PYTHON) tests/models/run_models.py $(BUILD)/glowc --glowc-args "-O2 --backend=cpu"
 
 test-bundle: $(BUILD)/glowc
 	tests/bundle/run.sh $(BUILD)/glowc

@@ -45,9 +45,9 @@ def missing_module():
     return None
 
 
-def run_glowc(glowc, onnx_path, input_path, outdir, timeout):
+def run_glowc(glowc, onnx_path, input_path, outdir, timeout, extra=()):
     """(seconds, None) or (seconds, error text)."""
-    cmd = [glowc, "run", onnx_path, "--input", export_models.INPUT_NAME + "=" + input_path,
+    cmd = [glowc, "run", onnx_path] + list(extra) + ["--input", export_models.INPUT_NAME + "=" + input_path,
            "--output-dir", outdir]
     t0 = time.perf_counter()
     try:
@@ -74,7 +74,7 @@ def compare(got, want):
     return err, rel, None if rel <= REL_TOL else "relative error above %.0e" % REL_TOL
 
 
-def check_model(glowc, name, model_dir, timeout):
+def check_model(glowc, name, model_dir, timeout, extra=()):
     """One result line; returns whether the model passed."""
     import numpy as np
     try:
@@ -89,7 +89,7 @@ def check_model(glowc, name, model_dir, timeout):
         return False
     onnx_path, input_path, torch_path = export_models.paths(model_dir, name)
     with tempfile.TemporaryDirectory(prefix="glowc-models-") as tmp:
-        seconds, error = run_glowc(glowc, onnx_path, input_path, tmp, timeout)
+        seconds, error = run_glowc(glowc, onnx_path, input_path, tmp, timeout, extra)
         if error:
             print("FAIL %-20s %s" % (name, error))
             return False
@@ -114,6 +114,8 @@ def main():
     ap.add_argument("--model-dir", default=os.path.join(ROOT, "build", "models"),
                     help="where exported models are cached (default: build/models)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per glowc run")
+    ap.add_argument("--glowc-args", default="",
+                    help="extra arguments for glowc run, e.g. '-O2 --backend=cpu'")
     args = ap.parse_args()
     glowc = os.path.abspath(args.glowc)
     if not os.access(glowc, os.X_OK):
@@ -126,7 +128,11 @@ def main():
         return 0
 
     print("glowc vs torch, pass when max|glowc - torch| <= %.0e * max|torch|" % REL_TOL)
-    failed = [n for n in args.models if not check_model(glowc, n, args.model_dir, args.timeout)]
+    extra = args.glowc_args.split()
+    if extra:
+        print("glowc run %s" % " ".join(extra))
+    failed = [n for n in args.models
+              if not check_model(glowc, n, args.model_dir, args.timeout, extra)]
     if failed:
         print("%d of %d models failed: %s" % (len(failed), len(args.models), " ".join(failed)))
         return 1
