@@ -84,6 +84,11 @@ LJ_INLINE bool lj_has_attr(const int64_t *d, int key) {
     return lj_attr(d, key, &n) != 0;
 }
 
+/* Runs the reference interpreter's kernel for d's node kind (generic.c):
+ * the fallback of a fast kernel for the shapes it does not cover. Returns
+ * 0, or 1 if the kernel failed. */
+int libjit_generic(const int64_t *d, void *const *ops);
+
 /* Runs worker over [0, n) on the runtime's threads (inline when rt is NULL
  * or has one thread). */
 void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *const *ops);

@@ -1,0 +1,37 @@
+/* Sliding windows over one plane at a time: depthwise convolution and
+ * pooling (2-D, NCHW planes).
+ *
+ * Both run over phase planes: the plane, padded, is split by the residues
+ * of its coordinates modulo the strides, so that the input of window tap
+ * (i, j) for every output is one contiguous run,
+ *     out[oy][ox] <- Q[(i*dh) % sh][(j*dw) % sw][oy + (i*dh)/sh][ox + (j*dw)/sw],
+ * and over a flattened output of width wq (the phase planes' width), whose
+ * columns past ow are computed and dropped. Every tap is then one vector
+ * load per 16 outputs, with no edge tests and no strided access, for any
+ * stride, pad and dilation. */
+#ifndef GLOWC_LIBJIT_WINDOW_H
+#define GLOWC_LIBJIT_WINDOW_H
+
+#include "backends/cpu/libjit/vec.h"
+
+typedef struct LjWindow {
+    int64_t h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+    int64_t ph_end, pw_end; /* pooling's count_include_pad only */
+} LjWindow;
+
+/* Whether the phase planes of one plane fit the kernels' stack buffers. */
+bool lj_window_fits(const LjWindow *g);
+
+/* Depthwise convolution of `planes` channel planes (of one or more images),
+ * w [c][1][kh][kw], bias [c] or NULL; planes [lo, hi) of the c-periodic
+ * sequence. */
+void lj_depthwise(const LjWindow *g, int64_t c, const float *x, const float *w, const float *bias,
+                  float *y, LjAct act, int64_t lo, int64_t hi);
+
+typedef enum { LJ_POOL_MAX, LJ_POOL_AVG } LjPool;
+
+/* Max or average pooling of planes [lo, hi). count_include_pad as ONNX. */
+void lj_pool(const LjWindow *g, LjPool kind, bool count_include_pad, const float *x, float *y,
+             int64_t lo, int64_t hi);
+
+#endif
