@@ -115,9 +115,12 @@ $(BUILD)/tests/bench_conv: tests/kernels/bench_conv.c $(KNATIVE_OBJS) $(BUILD)/l
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(NATIVE) $< $(KNATIVE_OBJS) $(KLIBS) -o $@
 
-test-kernels: $(BUILD)/tests/test_kernels $(BUILD)/tests/test_kernels_native
+# Under the sanitizers (test-san) the baseline build only.
+test-kernels: $(BUILD)/tests/test_kernels $(if $(filter 1,$(SAN)),,$(BUILD)/tests/test_kernels_native)
 	$(BUILD)/tests/test_kernels
+ifneq ($(SAN),1)
 	$(BUILD)/tests/test_kernels_native
+endif
 
 # Not part of `make test`: timings, single-threaded, minimum of repeated runs.
 bench-kernels: $(BUILD)/tests/bench_conv
@@ -138,9 +141,9 @@ test: $(DEPS_STAMP)
 	$(MAKE) test-models
 	@echo "make test: all passed"
 
-# Unit and fixture tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Unit, fixture and kernel tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-san:
-	$(MAKE) BUILD=$(SAN_BUILD) SAN=1 test-unit test-lit
+	$(MAKE) BUILD=$(SAN_BUILD) SAN=1 test-unit test-lit test-kernels
 
 test-unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done

@@ -37,15 +37,19 @@ typedef int64_t (*WorkFn)(const int64_t *d);
  * scrambled order (as threads might), or whole when work is NULL. */
 void run_kernel(const Desc *d, KernelFn fn, WorkFn work, void *const *ops);
 
-/* Operands: inputs random in [-1, 1) (a fixed seed per case), outputs
- * poisoned with NaN so that an element a kernel never writes is caught. */
+/* Operands: f32 inputs random in [-1, 1), integer inputs in [-1000, 1000)
+ * (a fixed seed per case), f32 outputs poisoned with NaN so that an element
+ * a kernel never writes is caught. */
 typedef struct Case {
+    int alias[CASE_OPS]; /* output k writes over input alias[k] - 1 when nonzero */
     Desc d;
     Desc dmag; /* for the magnitudes run when it differs (no activation), else empty */
     void *fast[CASE_OPS], *ref[CASE_OPS], *mag[CASE_OPS];
 } Case;
 
 void case_alloc(Case *c, uint64_t seed);
+/* Makes output `out` the very buffer of input `in` (in place). */
+void case_alias(Case *c, int out, int in);
 void case_free(Case *c);
 /* The reference result in ref, and in mag the reference applied to |inputs|
  * (for sums: sum |a_i b_i|, the scale of the rounding error), by dmag's

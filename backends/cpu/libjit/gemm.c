@@ -36,7 +36,8 @@ enum { FIRST = 1, LAST = 2 };
 typedef struct Tile {
     const float *a; /* MR rows of A at the block's first k */
     int64_t lda;
-    const float *b; /* packed panel: kc steps of nv*16 floats */
+    const float *b; /* B panel: kc steps of nv*16 floats, bs floats apart */
+    int64_t bs;
     float *c;
     int64_t ldc;
     int64_t ncols; /* valid columns in the tile (<= nv*16) */
@@ -81,9 +82,9 @@ LJ_INLINE void tile_body(const int mr, const int nv, int64_t kc, const Tile *t) 
                 acc[r][v] = lj_splat(0);
         }
     }
-    const float *a = t->a, *b = __builtin_assume_aligned(t->b, 64);
-    const int64_t lda = t->lda;
-    for (int64_t k = 0; k < kc; k++, b += nv * LJ_VL) {
+    const float *a = t->a, *b = t->b;
+    const int64_t lda = t->lda, bs = t->bs;
+    for (int64_t k = 0; k < kc; k++, b += bs) {
         v16f bv[NV];
         TILE_LOOP_V { bv[v] = lj_load(b + v * LJ_VL); }
         TILE_LOOP_R {
@@ -217,10 +218,18 @@ static int64_t pick_kc(const LjGemm *g) {
     return blocks ? (g->k + blocks - 1) / blocks : 1;
 }
 
+/* A plain B that feeds few rows of A (fully_connected at batch 1: one) is read
+ * in place: packing would copy each element to use it once or twice. The
+ * last, partial panel is still packed, so that no load runs past a row. */
+static bool packs_b(const LjGemm *g) {
+    return g->im2col || g->m >= 2 * MR;
+}
+
 LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
     float panel[KC_MAX * NR] __attribute__((aligned(64)));
     if (g->m <= 0 || g->n <= 0)
         return;
+    bool packed = packs_b(g);
     int64_t kc_max = pick_kc(g);
     for (int64_t j0 = 0; j0 < g->n; j0 += NC) {
         int64_t nc = g->n - j0 < NC ? g->n - j0 : NC;
@@ -232,12 +241,14 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
             for (int64_t jr = 0; jr < nc; jr += NR) {
                 int64_t cols = nc - jr < NR ? nc - jr : NR;
                 int nv = (int)((cols + LJ_VL - 1) / LJ_VL);
+                Tile t = {.lda = g->lda, .b = panel, .bs = nv * LJ_VL, .ldc = g->ldc,
+                          .ncols = cols, .flags = flags, .act = g->act};
                 if (g->im2col)
                     pack_im2col(g->im2col, k0, kc, j0 + jr, cols, nv * LJ_VL, panel);
-                else
+                else if (packed || cols < NR)
                     pack_plain(g, k0, kc, j0 + jr, cols, nv * LJ_VL, panel);
-                Tile t = {.lda = g->lda, .b = panel, .ldc = g->ldc, .ncols = cols,
-                          .flags = flags, .act = g->act};
+                else
+                    t.b = g->b + k0 * g->ldb + j0 + jr, t.bs = g->ldb;
                 if (g->bias && !g->bias_rows)
                     t.bias_col = g->bias + j0 + jr;
                 for (int64_t i0 = 0; i0 < g->m; i0 += MR) {

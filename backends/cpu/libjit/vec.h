@@ -40,8 +40,9 @@ LJ_INLINE void lj_store(float *p, v16f v) {
     __builtin_memcpy(p, &v, sizeof v);
 }
 
+/* (Not 0 + x: that would turn -0 into +0.) */
 LJ_INLINE v16f lj_splat(float x) {
-    return (v16f){0} + x;
+    return (v16f){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
 }
 
 /* The first n < 16 lanes; the others read as 0 (no access past p + n). */
@@ -76,7 +77,8 @@ LJ_INLINE v16f lj_min(v16f a, v16f b) {
  * polynomial (about 1 ulp on [-ln2/2, ln2/2]), then 2^n built in the
  * exponent bits. 2^n is applied as two factors 2^(n/2) 2^(n - n/2) so that
  * n from -150 to 128 needs no special case: results underflow gradually to 0
- * and overflow to inf as expf does. NaN stays NaN. */
+ * and overflow to inf as expf does. NaN stays NaN. Within 1 ulp (a dense
+ * sweep of [-120, 120]; below 1.2e-38 within that absolute). */
 LJ_INLINE v16f lj_exp(v16f x) {
     v16f xc = lj_select(x < 88.8f, x, lj_splat(88.8f)); /* NaN takes the bound here ... */
     xc = lj_select(xc > -104.0f, xc, lj_splat(-104.0f));
@@ -98,34 +100,27 @@ LJ_INLINE v16f lj_exp(v16f x) {
 }
 
 /* 1 / (1 + e^-x): e^-x overflows to inf below x = -88.7 and the quotient
- * to 0 (the true value is under 1.2e-38 there). */
+ * to 0 (the true value is under 1.2e-38 there). Within 2 ulp. */
 LJ_INLINE v16f lj_sigmoid(v16f x) {
     return 1.0f / (1.0f + lj_exp(-x));
 }
 
-/* tanh as Eigen's rational approximation of degree 13/6 on [-7.9, 7.9]
- * (beyond, tanh rounds to +-1 in f32), a few ulp; below 4e-4 tanh x = x in
- * f32, which also keeps the sign of zero. */
+/* tanh as Cephes' tanhf: below |x| = 0.625, x + x^3 P(x^2) with a
+ * degree-4 minimax P; above, 1 - 2 / (e^2|x| + 1) with the sign put back --
+ * no cancellation, as the result is over 0.55, and e^2|x| = inf gives
+ * exactly 1. NaN stays NaN. Within 1 ulp (a dense sweep of [-120, 120]). */
 LJ_INLINE v16f lj_tanh(v16f x) {
-    const float c = 7.90531110763549805f;
-    v16f xc = lj_select(x < c, x, lj_splat(c));
-    xc = lj_select(xc > -c, xc, lj_splat(-c));
-    v16f x2 = xc * xc;
-    v16f p = lj_splat(-2.76076847742355e-16f);
-    p = p * x2 + 2.00018790482477e-13f;
-    p = p * x2 + -8.60467152213735e-11f;
-    p = p * x2 + 5.12229709037114e-08f;
-    p = p * x2 + 1.48572235717979e-05f;
-    p = p * x2 + 6.37261928875436e-04f;
-    p = p * x2 + 4.89352455891786e-03f;
-    p = p * xc;
-    v16f q = lj_splat(1.19825839466702e-06f);
-    q = q * x2 + 1.18534705686654e-04f;
-    q = q * x2 + 2.26843463243900e-03f;
-    q = q * x2 + 4.89352518554385e-03f;
-    v16f t = p / q;
-    v16f ax = lj_select(x < 0, -x, x);
-    return lj_select(ax < 4e-4f, x, lj_select(x == x, t, x));
+    v16f ax = __builtin_elementwise_abs(x);
+    v16f z = x * x;
+    v16f p = lj_splat(-5.70498872745e-3f);
+    p = p * z + 2.06390887954e-2f;
+    p = p * z + -5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z + -3.33332819422e-1f;
+    v16f small = p * z * x + x;
+    v16f big = 1.0f - 2.0f / (lj_exp(ax + ax) + 1.0f);
+    big = (v16f)((v16i)big | ((v16i)x & (v16i)lj_splat(-0.0f))); /* the sign of x */
+    return lj_select(ax < 0.625f, small, big);
 }
 
 /* ---- fused activations (attribute act of conv and fully_connected) ------- */
