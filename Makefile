@@ -122,8 +122,13 @@ ifneq ($(SAN),1)
 	$(BUILD)/tests/test_kernels_native
 endif
 
+$(BUILD)/tests/bench_model: tests/kernels/bench_model.c $(KNATIVE_OBJS) $(BUILD)/libglowc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(NATIVE) $< $(KNATIVE_OBJS) $(KLIBS) -o $@
+
 # Not part of `make test`: timings, single-threaded, minimum of repeated runs.
-bench-kernels: $(BUILD)/tests/bench_conv
+# bench_model MODEL.onnx breaks a model's time down by node kind.
+bench-kernels: $(BUILD)/tests/bench_conv $(BUILD)/tests/bench_model
 	$(BUILD)/tests/bench_conv all
 
 # ---- demo: the bundled digits model ----------------------------------------

@@ -3,7 +3,8 @@
  * them: batch norms folded, activations fused), single-threaded. Reports the
  * minimum time over repeated runs, as GFLOP/s (2 flops per multiply-add).
  *
- * usage: bench_conv [resnet50|mobilenet_v2|all] [--no-interp] [--reps N] */
+ * usage: bench_conv [resnet50|resnet18|mobilenet_v2|all] [--no-interp] [--reps N]
+ *                   [--only I] (the I-th shape of the table alone, for a profiler) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,17 @@ static const Shape shapes[] = {
     {"resnet50", 1, 1024, 14, 2048, 1, 2, 0, 1, NULL},
     {"resnet50", 2, 2048, 7, 512, 1, 1, 0, 1, "relu"},
     {"resnet50", 2, 512, 7, 512, 3, 1, 1, 1, "relu"},
+    {"resnet18", 1, 3, 224, 64, 7, 2, 3, 1, "relu"},
+    {"resnet18", 4, 64, 56, 64, 3, 1, 1, 1, "relu"},
+    {"resnet18", 1, 64, 56, 128, 3, 2, 1, 1, "relu"},
+    {"resnet18", 3, 128, 28, 128, 3, 1, 1, 1, "relu"},
+    {"resnet18", 1, 64, 56, 128, 1, 2, 0, 1, NULL},
+    {"resnet18", 1, 128, 28, 256, 3, 2, 1, 1, "relu"},
+    {"resnet18", 3, 256, 14, 256, 3, 1, 1, 1, "relu"},
+    {"resnet18", 1, 128, 28, 256, 1, 2, 0, 1, NULL},
+    {"resnet18", 1, 256, 14, 512, 3, 2, 1, 1, "relu"},
+    {"resnet18", 3, 512, 7, 512, 3, 1, 1, 1, "relu"},
+    {"resnet18", 1, 256, 14, 512, 1, 2, 0, 1, NULL},
     {"mobilenet_v2", 1, 3, 224, 32, 3, 2, 1, 1, "clip"},
     {"mobilenet_v2", 1, 32, 112, 32, 3, 1, 1, 32, "clip"},
     {"mobilenet_v2", 1, 32, 112, 16, 1, 1, 0, 1, NULL},
@@ -128,10 +140,12 @@ static double time_min(const Case *c, bool interp, int reps) {
 int main(int argc, char **argv) {
     const char *model = "resnet50";
     bool interp = true;
-    int reps = 20;
+    int reps = 20, only = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-interp"))
             interp = false;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else
@@ -142,7 +156,7 @@ int main(int argc, char **argv) {
     double total_flops = 0, total_fast = 0, total_interp = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         const Shape *s = &shapes[i];
-        if (strcmp(model, "all") && strcmp(model, s->model))
+        if ((strcmp(model, "all") && strcmp(model, s->model)) || (only >= 0 && only != (int)i))
             continue;
         Case c;
         build(&c, s);

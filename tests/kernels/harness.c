@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends/cpu/libjit/libjit.h"
+#include "core/lir.h"
 
 static const char *const strings[LJS_COUNT] = {
     [LJS_UNKNOWN] = "",
@@ -75,6 +76,32 @@ void desc_str(Desc *d, AttrKey k, const char *s) {
     size_t len = strlen(s);
     memcpy(r + 3, s, len);
     r[1] = 1 + (int64_t)(len + 8) / 8;
+}
+
+void desc_from_instr(Desc *d, const LirInstr *i) {
+    int nres = 0;
+    while (nres < i->nops && i->roles[nres] != ROLE_IN)
+        nres++;
+    desc_begin(d, NODE_OF_IK(i->kind), nres);
+    for (int k = 0; k < i->nops; k++)
+        desc_operand_elem(d, i->ops[k]->type.elem, i->ops[k]->type.rank, i->ops[k]->type.dims);
+    for (int k = 0; k < i->nattrs; k++) {
+        const Attr *a = &i->attrs[k];
+        switch (attr_key_type(a->key)) {
+        case AT_INT: desc_int(d, a->key, a->i); break;
+        case AT_FLOAT: desc_float(d, a->key, a->f); break;
+        case AT_ELEM: desc_int(d, a->key, a->elem); break;
+        case AT_STR: desc_str(d, a->key, a->s); break;
+        case AT_INTS: desc_ints(d, a->key, a->ints.n, a->ints.v); break;
+        case AT_FLOATS: {
+            int64_t *r = new_attr(d, a->key);
+            r[1] = a->floats.n;
+            for (int j = 0; j < a->floats.n && j < DESC_ATTR_VALUES; j++)
+                r[2 + j] = f64_bits(a->floats.v[j]);
+            break;
+        }
+        }
+    }
 }
 
 int64_t desc_numel(const Desc *d, int op) {

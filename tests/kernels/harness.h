@@ -29,6 +29,9 @@ void desc_ints(Desc *d, AttrKey k, int n, const int64_t *v);
 void desc_float(Desc *d, AttrKey k, float v);
 void desc_str(Desc *d, AttrKey k, const char *s);
 int64_t desc_numel(const Desc *d, int op);
+/* The descriptor code generation emits for a compute instruction. */
+struct LirInstr;
+void desc_from_instr(Desc *d, const struct LirInstr *i);
 
 typedef void (*KernelFn)(const int64_t *d, void *const *ops, int64_t lo, int64_t hi);
 typedef int64_t (*WorkFn)(const int64_t *d);

@@ -7,14 +7,23 @@
  *    be 1 x (kh*kw) per output row -- all overhead, no reuse;
  *  - everything else: per image and group, the product
  *        y[m][oy*ow + ox] = sum_k w[m][k] * col[k][oy*ow + ox]
- *    with k = (channel, tap) -- a 1x1 stride-1 convolution's column matrix
- *    is its input itself, others are packed panel by panel from the input
- *    (gemm.h). Weights are the broadcast operand and need no packing.
+ *    with k = (channel, tap) (gemm.h). A 1x1 stride-1 convolution's column
+ *    matrix is its input itself; for the others, the input is copied once
+ *    into phase planes (window.h) -- padded, split by stride residues --
+ *    where the column matrix's row (c, i, j) is one contiguous run, so the
+ *    product reads it in place through a table of row offsets, computing
+ *    wq >= ow columns per output row and dropping the extra ones. Weights
+ *    are the broadcast operand and need no packing.
  * The fused activation and the bias are applied in the product's epilogue,
  * while the tile is in registers.
  *
  * Threads split images, groups and blocks of output channels; a block is a
- * multiple of the register tile's 8 rows, so splitting costs no tails. */
+ * multiple of the register tile's 8 rows, so splitting costs no tails.
+ *
+ * The phase planes and the offset table live on the heap (about the size of
+ * the input): when malloc fails, the interpreter's kernel runs instead. */
+#include <stdlib.h>
+
 #include "backends/cpu/libjit/gemm.h"
 #include "backends/cpu/libjit/kernels.h"
 #include "backends/cpu/libjit/window.h"
@@ -99,41 +108,95 @@ LIBJIT_WORK libjit_conv_f32_work(const int64_t *d) {
     return s.n * s.group * row_blocks(&s);
 }
 
-/* Units [lo, hi) of the product form: one product per (image, group) for
- * all the row blocks of the range in it, so that the column matrix is
- * packed once per thread, not once per block. */
-LJ_VECTOR_FN static void conv_gemm(const Conv *s, const float *x, const float *w, const float *bias,
-                                   float *y, LjAct act, int64_t lo, int64_t hi) {
-    int64_t blocks = row_blocks(s), in_plane = s->h * s->w, out_plane = s->oh * s->ow;
-    int64_t kdim = s->cg * s->kh * s->kw;
-    for (int64_t u = lo; u < hi;) {
-        int64_t img_group = u / blocks, blk = u % blocks;
-        int64_t last = (img_group + 1) * blocks < hi ? (img_group + 1) * blocks : hi;
-        int64_t img = img_group / s->group, g = img_group % s->group;
-        int64_t r0 = blk * ROWS_PER_UNIT, r1 = (last - img_group * blocks) * ROWS_PER_UNIT;
-        r1 = r1 < s->mg ? r1 : s->mg;
-        int64_t m0 = g * s->mg + r0;
-        const float *xg = x + (img * s->c + g * s->cg) * in_plane;
-        LjIm2col q = {xg, s->h, s->w, s->kh, s->kw, s->sh, s->sw, s->ph, s->pw, s->dh, s->dw,
-                      s->oh, s->ow};
-        LjGemm p = {
-            .m = r1 - r0,
-            .n = out_plane,
-            .k = kdim,
-            .a = w + m0 * kdim,
-            .lda = kdim,
-            .b = xg,
-            .ldb = out_plane,
-            .im2col = is_pointwise(s) ? NULL : &q,
-            .c = y + (img * s->m + m0) * out_plane,
-            .ldc = out_plane,
+/* The product for units [lo, hi) of one (image, group): rows r0 .. r1. */
+typedef struct ConvPart {
+    int64_t img, g, r0, r1;
+} ConvPart;
+
+/* Splits units [lo, hi) by (image, group): one product per part for all
+ * its row blocks, so that a thread builds the phase planes once per part. */
+LJ_INLINE int conv_parts(const Conv *s, int64_t lo, int64_t hi, ConvPart *part, int64_t *u) {
+    int64_t blocks = row_blocks(s);
+    if (*u >= hi)
+        return 0;
+    int64_t ig = *u / blocks, last = (ig + 1) * blocks < hi ? (ig + 1) * blocks : hi;
+    part->img = ig / s->group;
+    part->g = ig % s->group;
+    part->r0 = (*u % blocks) * ROWS_PER_UNIT;
+    part->r1 = (last - ig * blocks) * ROWS_PER_UNIT < s->mg ? (last - ig * blocks) * ROWS_PER_UNIT
+                                                            : s->mg;
+    *u = last;
+    return 1;
+}
+
+/* 1x1, stride 1, no pad: B is the input itself, row-major. */
+LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const float *w,
+                                        const float *bias, float *y, LjAct act, int64_t lo,
+                                        int64_t hi) {
+    int64_t plane = s->h * s->w;
+    ConvPart p;
+    for (int64_t u = lo; conv_parts(s, lo, hi, &p, &u);) {
+        int64_t m0 = p.g * s->mg + p.r0;
+        LjGemm g = {
+            .m = p.r1 - p.r0,
+            .n = plane,
+            .k = s->cg,
+            .a = w + m0 * s->cg,
+            .lda = s->cg,
+            .b = x + (p.img * s->c + p.g * s->cg) * plane,
+            .ldb = plane,
+            .c = y + (p.img * s->m + m0) * plane,
+            .ldc = plane,
             .bias = bias ? bias + m0 : NULL,
             .bias_rows = true,
             .act = act,
         };
-        lj_sgemm(&p);
-        u = last;
+        lj_sgemm(&g);
     }
+}
+
+/* The rest: B's rows are runs of the phase planes of the group's input
+ * channels, built once per part. False if the buffers cannot be had. */
+LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float *w,
+                                     const float *bias, float *y, LjAct act, int64_t lo,
+                                     int64_t hi) {
+    LjWindow win = window_of(s);
+    LjPhases q = lj_phases(&win, 48); /* the product's column block */
+    int64_t taps = s->kh * s->kw, kdim = s->cg * taps, per_c = s->sh * s->sw * q.size;
+    int64_t *koff = malloc((size_t)kdim * sizeof *koff + (size_t)(s->cg * per_c) * sizeof(float));
+    if (!koff)
+        return false;
+    float *planes = (float *)(koff + kdim);
+    for (int64_t c = 0; c < s->cg; c++)
+        for (int64_t i = 0; i < s->kh; i++)
+            for (int64_t j = 0; j < s->kw; j++)
+                koff[(c * s->kh + i) * s->kw + j] = c * per_c + lj_tap_offset(&win, &q, i, j);
+    ConvPart p;
+    for (int64_t u = lo; conv_parts(s, lo, hi, &p, &u);) {
+        const float *xg = x + (p.img * s->c + p.g * s->cg) * s->h * s->w;
+        for (int64_t c = 0; c < s->cg; c++)
+            lj_build_phases(&win, &q, xg + c * s->h * s->w, 0.0f, planes + c * per_c);
+        int64_t m0 = p.g * s->mg + p.r0;
+        LjGemm g = {
+            .m = p.r1 - p.r0,
+            .n = s->oh * q.wq,
+            .k = kdim,
+            .a = w + m0 * kdim,
+            .lda = kdim,
+            .b = planes,
+            .koff = koff,
+            .wq = q.wq,
+            .ow = s->ow,
+            .c = y + (p.img * s->m + m0) * s->oh * s->ow,
+            .ldc = s->oh * s->ow,
+            .bias = bias ? bias + m0 : NULL,
+            .bias_rows = true,
+            .act = act,
+        };
+        lj_sgemm(&g);
+    }
+    free(koff);
+    return true;
 }
 
 LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
@@ -150,5 +213,8 @@ LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, in
         lj_depthwise(&g, s.c, ops[1], ops[2], bias, ops[0], act, lo, hi);
         return;
     }
-    conv_gemm(&s, ops[1], ops[2], bias, ops[0], act, lo, hi);
+    if (is_pointwise(&s))
+        conv_pointwise(&s, ops[1], ops[2], bias, ops[0], act, lo, hi);
+    else if (!conv_planes(&s, ops[1], ops[2], bias, ops[0], act, lo, hi) && lo == 0)
+        libjit_generic(d, ops);
 }

@@ -8,17 +8,11 @@ enum {
     OUT_FLOATS = 16 * 1024,      /* one flattened output plane: 64 KB */
 };
 
-typedef struct Phases {
-    int64_t hq, wq;  /* rows and width of a phase plane holding every tap's input */
-    int64_t npos;    /* flattened outputs computed: oh * wq rounded up to STEP */
-    int64_t size;    /* floats per phase plane, with the rows the last step overreads */
-} Phases;
-
-static Phases phases_of(const LjWindow *g) {
-    Phases q;
+LjPhases lj_phases(const LjWindow *g, int64_t step) {
+    LjPhases q;
     q.hq = g->oh + (g->kh - 1) * g->dh / g->sh;
     q.wq = g->ow + (g->kw - 1) * g->dw / g->sw;
-    q.npos = (g->oh * q.wq + STEP - 1) / STEP * STEP;
+    q.npos = (g->oh * q.wq + step - 1) / step * step;
     /* The last step reads up to npos - 1 + (hq - oh) * wq + (wq - ow). */
     int64_t rows = (q.npos + q.wq - 1) / q.wq + (q.hq - g->oh) + 1;
     q.size = rows * q.wq;
@@ -28,7 +22,7 @@ static Phases phases_of(const LjWindow *g) {
 bool lj_window_fits(const LjWindow *g) {
     if (g->oh <= 0 || g->ow <= 0)
         return false;
-    Phases q = phases_of(g);
+    LjPhases q = lj_phases(g, STEP);
     return g->sh * g->sw * q.size <= PLANE_FLOATS && q.npos <= OUT_FLOATS;
 }
 
@@ -60,13 +54,23 @@ static void gather_row(float *dst, const float *row, int64_t w, int64_t col0, in
         dst[i] = fill;
 }
 
-/* Phase plane (rp, cp) at buf + (rp*sw + cp)*size:
- * P[r][c] = x[r*sh + rp - ph][c*sw + cp - pw], `fill` outside the input. */
-static void build_phases(const LjWindow *g, const Phases *q, const float *x, float fill,
-                         float *buf) {
+/* Whether some tap reads phase (rp, cp). */
+static bool phase_used(const LjWindow *g, int64_t rp, int64_t cp) {
+    bool row = false, col = false;
+    for (int64_t i = 0; i < g->kh; i++)
+        row |= i * g->dh % g->sh == rp;
+    for (int64_t j = 0; j < g->kw; j++)
+        col |= j * g->dw % g->sw == cp;
+    return row && col;
+}
+
+void lj_build_phases(const LjWindow *g, const LjPhases *q, const float *x, float fill,
+                     float *buf) {
     int64_t rows = q->size / q->wq;
     for (int64_t rp = 0; rp < g->sh; rp++) {
         for (int64_t cp = 0; cp < g->sw; cp++) {
+            if (!phase_used(g, rp, cp))
+                continue;
             float *p = buf + (rp * g->sw + cp) * q->size;
             for (int64_t r = 0; r < rows; r++) {
                 int64_t y = r * g->sh + rp - g->ph;
@@ -81,16 +85,13 @@ static void build_phases(const LjWindow *g, const Phases *q, const float *x, flo
     }
 }
 
-/* The input run of tap (i, j) within the phase planes. */
-LJ_INLINE const float *tap_src(const LjWindow *g, const Phases *q, const float *buf, int64_t i,
-                               int64_t j) {
+int64_t lj_tap_offset(const LjWindow *g, const LjPhases *q, int64_t i, int64_t j) {
     int64_t ri = i * g->dh, cj = j * g->dw;
-    return buf + ((ri % g->sh) * g->sw + cj % g->sw) * q->size + (ri / g->sh) * q->wq +
-           cj / g->sw;
+    return ((ri % g->sh) * g->sw + cj % g->sw) * q->size + (ri / g->sh) * q->wq + cj / g->sw;
 }
 
 /* y[oy][0 .. ow) = out[oy*wq ..]: drops the columns computed past ow. */
-static void compact(const LjWindow *g, const Phases *q, const float *out, float *y) {
+static void compact(const LjWindow *g, const LjPhases *q, const float *out, float *y) {
     for (int64_t oy = 0; oy < g->oh; oy++) {
         const float *src = out + oy * q->wq;
         float *dst = y + oy * g->ow;
@@ -106,11 +107,11 @@ LJ_VECTOR_FN void lj_depthwise(const LjWindow *g, int64_t c, const float *x, con
                                const float *bias, float *y, LjAct act, int64_t lo, int64_t hi) {
     float buf[PLANE_FLOATS] __attribute__((aligned(64)));
     float out[OUT_FLOATS] __attribute__((aligned(64)));
-    Phases q = phases_of(g);
+    LjPhases q = lj_phases(g, STEP);
     int64_t taps = g->kh * g->kw;
     for (int64_t pl = lo; pl < hi; pl++) {
         int64_t ch = pl % c;
-        build_phases(g, &q, x + pl * g->h * g->w, 0.0f, buf);
+        lj_build_phases(g, &q, x + pl * g->h * g->w, 0.0f, buf);
         const float *wk = w + ch * taps;
         v16f b0 = lj_splat(bias ? bias[ch] : 0.0f);
         for (int64_t p0 = 0; p0 < q.npos; p0 += STEP) {
@@ -119,7 +120,7 @@ LJ_VECTOR_FN void lj_depthwise(const LjWindow *g, int64_t c, const float *x, con
                 acc[u] = b0;
             for (int64_t i = 0; i < g->kh; i++) {
                 for (int64_t j = 0; j < g->kw; j++) {
-                    const float *src = tap_src(g, &q, buf, i, j) + p0;
+                    const float *src = buf + lj_tap_offset(g, &q, i, j) + p0;
                     float wv = wk[i * g->kw + j];
                     for (int u = 0; u < U; u++)
                         acc[u] += wv * lj_load(src + u * LJ_VL);
@@ -146,7 +147,7 @@ static int64_t axis_count(int64_t o, int64_t s, int64_t p, int64_t p_end, int64_
 }
 
 /* The divisor of every flattened output position (1 past ow). */
-static void avg_counts(const LjWindow *g, const Phases *q, bool include_pad, float *cnt) {
+static void avg_counts(const LjWindow *g, const LjPhases *q, bool include_pad, float *cnt) {
     for (int64_t p = 0; p < q->npos; p++)
         cnt[p] = 1;
     for (int64_t oy = 0; oy < g->oh; oy++) {
@@ -166,20 +167,20 @@ LJ_VECTOR_FN void lj_pool(const LjWindow *g, LjPool kind, bool count_include_pad
     float buf[PLANE_FLOATS] __attribute__((aligned(64)));
     float out[OUT_FLOATS] __attribute__((aligned(64)));
     float cnt[OUT_FLOATS] __attribute__((aligned(64)));
-    Phases q = phases_of(g);
+    LjPhases q = lj_phases(g, STEP);
     bool max = kind == LJ_POOL_MAX;
     float fill = max ? -__builtin_inff() : 0.0f;
     if (!max)
         avg_counts(g, &q, count_include_pad, cnt);
     for (int64_t pl = lo; pl < hi; pl++) {
-        build_phases(g, &q, x + pl * g->h * g->w, fill, buf);
+        lj_build_phases(g, &q, x + pl * g->h * g->w, fill, buf);
         for (int64_t p0 = 0; p0 < q.npos; p0 += STEP) {
             v16f acc[U];
             for (int u = 0; u < U; u++)
                 acc[u] = lj_splat(fill);
             for (int64_t i = 0; i < g->kh; i++) {
                 for (int64_t j = 0; j < g->kw; j++) {
-                    const float *src = tap_src(g, &q, buf, i, j) + p0;
+                    const float *src = buf + lj_tap_offset(g, &q, i, j) + p0;
                     for (int u = 0; u < U; u++) {
                         v16f v = lj_load(src + u * LJ_VL);
                         acc[u] = max ? lj_max(acc[u], v) : acc[u] + v;

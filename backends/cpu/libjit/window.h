@@ -19,6 +19,22 @@ typedef struct LjWindow {
     int64_t ph_end, pw_end; /* pooling's count_include_pad only */
 } LjWindow;
 
+/* The phase planes of one input plane: sh*sw planes of `size` floats
+ * (rp*sw + cp first), each hq rows of wq; outputs computed over the
+ * flattened oh x wq grid, npos of them (rounded up to the caller's step),
+ * and the planes long enough for the last step's reads. */
+typedef struct LjPhases {
+    int64_t hq, wq, npos, size;
+} LjPhases;
+
+LjPhases lj_phases(const LjWindow *g, int64_t step);
+/* Fills the phases some tap reads (the others are left as they are), `fill`
+ * where the window is outside the input. */
+void lj_build_phases(const LjWindow *g, const LjPhases *q, const float *x, float fill,
+                     float *buf);
+/* Where tap (i, j)'s input run starts in the planes. */
+int64_t lj_tap_offset(const LjWindow *g, const LjPhases *q, int64_t i, int64_t j);
+
 /* Whether the phase planes of one plane fit the kernels' stack buffers. */
 bool lj_window_fits(const LjWindow *g);
 
