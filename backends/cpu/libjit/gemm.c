@@ -206,11 +206,12 @@ static void pack_plain(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int6
  * KC is, and the deeper the better: it is read in runs of KC along its
  * rows, and short runs spread over many rows (8 rows of 1 KB at a time,
  * 18 KB apart, in a 512-channel 3x3 convolution) defeat the prefetchers;
- * there the B block alone bounds KC. */
-static int64_t pick_kc(const LjGemm *g) {
+ * there the B block alone bounds KC. (Unpacked, B's panels are read in
+ * place and only a partial last one is packed, on the stack.) */
+static int64_t pick_kc(const LjGemm *g, bool packed) {
     int64_t kc = L2_BUDGET / (4 * (g->m > 0 ? g->m : 1));
     kc = kc > KC_MAX ? KC_MAX : kc < KC_MIN ? KC_MIN : kc;
-    if (g->n <= NC) {
+    if (packed && g->n <= NC) {
         int64_t width = (g->n + LJ_VL - 1) / LJ_VL * LJ_VL;
         kc = BIG_BLOCK / (4 * width);
         kc = kc > KC_MAX ? kc : KC_MAX;
@@ -241,7 +242,7 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
     if (g->m <= 0 || g->n <= 0)
         return;
     bool packed = g->koff || packs_b(g);
-    int64_t kc_max = pick_kc(g), nc_max = g->n < NC ? (g->n + NR - 1) / NR * NR : NC;
+    int64_t kc_max = pick_kc(g, packed), nc_max = g->n < NC ? (g->n + NR - 1) / NR * NR : NC;
     float *block = stack_block, *heap = NULL;
     if (packed && kc_max * nc_max > KC_MAX * NC) {
         heap = aligned_alloc(64, (size_t)(kc_max * nc_max) * sizeof(float));

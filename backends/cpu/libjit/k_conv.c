@@ -3,8 +3,8 @@
  *
  * Two algorithms, chosen by shape:
  *  - depthwise (one input and one output channel per group): a direct
- *    kernel over phase-split padded planes (window.h), as the product would
- *    be 1 x (kh*kw) per output row -- all overhead, no reuse;
+ *    kernel with 16 channels in the vector lanes (depthwise.c), as the
+ *    product would be 1 x (kh*kw) per output row -- all overhead, no reuse;
  *  - everything else: per image and group, the product
  *        y[m][oy*ow + ox] = sum_k w[m][k] * col[k][oy*ow + ox]
  *    with k = (channel, tap) (gemm.h). A 1x1 stride-1 convolution's column
@@ -86,26 +86,40 @@ LJ_INLINE LjWindow window_of(const Conv *s) {
     return g;
 }
 
-/* Depthwise, and its planes fit the direct kernel's buffers (else the
- * product form runs it, one output channel per group). */
-LJ_INLINE bool use_direct(const Conv *s) {
-    LjWindow g = window_of(s);
-    return is_depthwise(s) && lj_window_fits(&g);
-}
-
 LJ_INLINE int64_t row_blocks(const Conv *s) {
     return (s->mg + ROWS_PER_UNIT - 1) / ROWS_PER_UNIT;
 }
 
-/* Units: (image, channel) planes for depthwise, else (image, group, block
- * of ROWS_PER_UNIT output channels). */
+/* Units: (image, block of 16 channels) for depthwise, else (image, group,
+ * block of ROWS_PER_UNIT output channels). */
 LIBJIT_WORK libjit_conv_f32_work(const int64_t *d) {
     Conv s = conv_of(d);
     if (!s.fast)
         return 1;
-    if (use_direct(&s))
-        return s.n * s.c;
+    if (is_depthwise(&s))
+        return s.n * lj_depthwise_blocks(s.c);
     return s.n * s.group * row_blocks(&s);
+}
+
+/* Depthwise units [lo, hi) with channels in lanes; without the memory for
+ * that, plane by plane over phase planes on the stack, or the interpreter's
+ * kernel when even those do not fit. */
+LJ_INLINE void conv_depthwise(const int64_t *d, const Conv *s, void *const *ops, const float *bias,
+                              LjAct act, int64_t lo, int64_t hi) {
+    LjWindow g = window_of(s);
+    if (lj_depthwise_lanes(&g, s->c, ops[1], ops[2], bias, ops[0], act, lo, hi))
+        return;
+    if (!lj_window_fits(&g)) {
+        if (lo == 0)
+            libjit_generic(d, ops);
+        return;
+    }
+    int64_t blocks = lj_depthwise_blocks(s->c);
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t p0 = u / blocks * s->c + u % blocks * LJ_VL;
+        int64_t p1 = p0 + (s->c - u % blocks * LJ_VL < LJ_VL ? s->c - u % blocks * LJ_VL : LJ_VL);
+        lj_depthwise(&g, s->c, ops[1], ops[2], bias, ops[0], act, p0, p1);
+    }
 }
 
 /* The product for units [lo, hi) of one (image, group): rows r0 .. r1. */
@@ -208,9 +222,8 @@ LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, in
     }
     const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
     LjAct act = lj_act_of(d);
-    if (use_direct(&s)) {
-        LjWindow g = window_of(&s);
-        lj_depthwise(&g, s.c, ops[1], ops[2], bias, ops[0], act, lo, hi);
+    if (is_depthwise(&s)) {
+        conv_depthwise(d, &s, ops, bias, act, lo, hi);
         return;
     }
     if (is_pointwise(&s))

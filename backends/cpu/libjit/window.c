@@ -26,32 +26,48 @@ bool lj_window_fits(const LjWindow *g) {
     return g->sh * g->sw * q.size <= PLANE_FLOATS && q.npos <= OUT_FLOATS;
 }
 
-/* dst[i] = row[col0 + i*stride] for i < n, `fill` outside [0, w). */
-static void gather_row(float *dst, const float *row, int64_t w, int64_t col0, int64_t stride,
-                       int64_t n, float fill) {
-    int64_t lo = col0 >= 0 ? 0 : (-col0 + stride - 1) / stride;
-    int64_t hi = col0 >= w ? 0 : (w - col0 + stride - 1) / stride;
-    hi = hi < n ? hi : n;
-    lo = lo < hi ? lo : hi;
+LJ_INLINE void fill_run(float *dst, int64_t n, float fill) {
+    v16f f = lj_splat(fill);
     int64_t i = 0;
-    for (; i < lo; i++)
+    for (; i + LJ_VL <= n; i += LJ_VL)
+        lj_store(dst + i, f);
+    for (; i < n; i++)
         dst[i] = fill;
-    const float *src = row + col0;
-    if (stride == 1) {
-        for (; i + LJ_VL <= hi; i += LJ_VL)
+}
+
+/* dst[i] = src[i*stride] for i < n. Runs of 16 or more end with a vector
+ * that overlaps the one before instead of a scalar tail; stride 2 takes the
+ * even lanes of 32 loads while they stay inside the run. */
+LJ_INLINE void copy_run(float *dst, const float *src, int64_t stride, int64_t n) {
+    int64_t i = 0;
+    if (stride == 1 && n >= LJ_VL) {
+        for (; i + LJ_VL <= n; i += LJ_VL)
             lj_store(dst + i, lj_load(src + i));
-    } else if (stride == 2) {
-        /* Even lanes of 32 consecutive inputs, while all 32 are inside. */
-        for (; i + LJ_VL <= hi && col0 + 2 * i + 2 * LJ_VL <= w; i += LJ_VL) {
+        if (i < n)
+            lj_store(dst + n - LJ_VL, lj_load(src + n - LJ_VL));
+        return;
+    }
+    if (stride == 2) {
+        for (; i + LJ_VL < n; i += LJ_VL) { /* reads up to src[2i + 31] <= src[2(n-1)] */
             v16f a = lj_load(src + 2 * i), b = lj_load(src + 2 * i + LJ_VL);
             lj_store(dst + i, __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
                                                       22, 24, 26, 28, 30));
         }
     }
-    for (; i < hi; i++)
-        dst[i] = src[i * stride];
     for (; i < n; i++)
-        dst[i] = fill;
+        dst[i] = src[i * stride];
+}
+
+/* dst[i] = row[col0 + i*stride] for i < n, `fill` outside [0, w). */
+LJ_INLINE void gather_row(float *dst, const float *row, int64_t w, int64_t col0, int64_t stride,
+                          int64_t n, float fill) {
+    int64_t lo = col0 >= 0 ? 0 : (-col0 + stride - 1) / stride;
+    int64_t hi = col0 >= w ? 0 : (w - col0 + stride - 1) / stride;
+    hi = hi < n ? hi : n;
+    lo = lo < hi ? lo : hi;
+    fill_run(dst, lo, fill);
+    copy_run(dst + lo, row + col0 + lo * stride, stride, hi - lo);
+    fill_run(dst + hi, n - hi, fill);
 }
 
 /* Whether some tap reads phase (rp, cp). */
@@ -75,8 +91,7 @@ void lj_build_phases(const LjWindow *g, const LjPhases *q, const float *x, float
             for (int64_t r = 0; r < rows; r++) {
                 int64_t y = r * g->sh + rp - g->ph;
                 if (y < 0 || y >= g->h || r >= q->hq) {
-                    for (int64_t c = 0; c < q->wq; c++)
-                        p[r * q->wq + c] = fill;
+                    fill_run(p + r * q->wq, q->wq, fill);
                     continue;
                 }
                 gather_row(p + r * q->wq, x + y * g->w, g->w, cp - g->pw, g->sw, q->wq, fill);

@@ -44,6 +44,14 @@ bool lj_window_fits(const LjWindow *g);
 void lj_depthwise(const LjWindow *g, int64_t c, const float *x, const float *w, const float *bias,
                   float *y, LjAct act, int64_t lo, int64_t hi);
 
+/* depthwise.c: the same with 16 channels in the vector lanes (transposed
+ * in and out), no padding built; units are (image, block of 16 channels),
+ * [lo, hi) of n * lj_depthwise_blocks(c). False if its buffers (the size of
+ * one block's input and output) cannot be allocated. */
+int64_t lj_depthwise_blocks(int64_t c);
+bool lj_depthwise_lanes(const LjWindow *g, int64_t c, const float *x, const float *w,
+                        const float *bias, float *y, LjAct act, int64_t lo, int64_t hi);
+
 typedef enum { LJ_POOL_MAX, LJ_POOL_AVG } LjPool;
 
 /* Max or average pooling of planes [lo, hi). count_include_pad as ONNX. */
