@@ -1,6 +1,5 @@
 /* The f32 matrix product engine (gemm.h), blocked after Goto and van de
- * Geijn, "Anatomy of high-performance matrix multiplication" (2008), in the
- * loop order of BLIS.
+ * Geijn, "Anatomy of high-performance matrix multiplication" (2008).
  *
  * Register tile: MR rows of C by NV vectors of 16 columns. Per step of k
  * the microkernel loads NV vectors of packed B and broadcasts MR entries of
@@ -12,6 +11,9 @@
  * fewer loads than FMAs, so the two FMA ports stay the limit. MR = 8 also
  * divides the channel counts of the common CNNs, so row tails are rare; the
  * 48-column width keeps tails small on 56-, 28- and 14-wide feature maps.
+ * (The tile is sized for AVX-512: with AVX2's 16 ymm registers, 24 v16f
+ * accumulators spill. The bitcode is compiled for no CPU, so choosing a
+ * smaller tile there needs code generation to say which CPU it targets.)
  *
  * Blocking, from the outside in (Goto's order):
  *   j0: NC columns: the B block (KC x NC, packed as 48-column panels) is
@@ -20,17 +22,17 @@
  *   i0: MR rows: the A micro-panel (MR x KC) stays in L1 across
  *   jr: the block's panels, streamed from L2.
  * So A, usually the weights, is read once per NC columns: once in all for
- * the small feature maps of late layers, where the weights are largest.
- * KC is picked per product so that the A block fits half of L2. The block
- * lives on the stack (240 KB: generated code runs on threads with the
- * default 8 MB stacks).
+ * the small feature maps of late layers, where the weights are largest
+ * (and KC is then as deep as the B block allows, pick_kc). The block lives
+ * on the stack (240 KB: generated code runs on threads with the default
+ * 8 MB stacks), a deep one on the heap.
  *
  * A B given by row offsets (a convolution's input, gemm.h) is blocked the
- * same way, without the NC level: its panel rows are runs of the phase
- * planes, so packing a panel is 48-float copies -- where im2col's index
- * arithmetic and edge tests cost a third of a 3x3 convolution's time.
- * Its C goes through the column map (the extra columns of the phase
- * planes' width dropped), on store and on reload between k blocks. */
+ * same way: its panel rows are runs of the phase planes, so packing a panel
+ * is 48-float copies -- where im2col's index arithmetic and edge tests
+ * cost a third of a 3x3 convolution's time. Its C goes through the column
+ * map (the extra columns of the phase planes' width dropped), on store and
+ * on reload between k blocks. */
 #include "backends/cpu/libjit/gemm.h"
 
 #include <stdlib.h>
@@ -56,7 +58,7 @@ typedef struct Tile {
     float *c;
     int64_t ldc;
     int64_t ncols; /* valid columns in the tile (<= nv*16) */
-    int64_t col0, wq, ow; /* with wq: product column col0 + j is C's (j / wq, j % wq) */
+    int64_t col0, wq, ow; /* with wq: the tile's column j is the product's col0 + j, mapped */
     unsigned flags;
     const float *bias_row, *bias_col; /* at the tile's first row / column */
     LjAct act;

@@ -1,14 +1,16 @@
-/* Sliding windows over one plane at a time: depthwise convolution and
- * pooling (2-D, NCHW planes).
+/* Sliding windows over NCHW planes: pooling and depthwise convolution, and
+ * the phase planes that convolution's product reads its column rows from.
  *
- * Both run over phase planes: the plane, padded, is split by the residues
+ * Phase planes: the plane, padded, is split by the residues
  * of its coordinates modulo the strides, so that the input of window tap
  * (i, j) for every output is one contiguous run,
  *     out[oy][ox] <- Q[(i*dh) % sh][(j*dw) % sw][oy + (i*dh)/sh][ox + (j*dw)/sw],
  * and over a flattened output of width wq (the phase planes' width), whose
  * columns past ow are computed and dropped. Every tap is then one vector
  * load per 16 outputs, with no edge tests and no strided access, for any
- * stride, pad and dilation. */
+ * stride, pad and dilation. Pooling and the stack-only depthwise kernel
+ * (window.c) build them one plane at a time; the faster depthwise kernel
+ * (depthwise.c) puts channels in the lanes instead. */
 #ifndef GLOWC_LIBJIT_WINDOW_H
 #define GLOWC_LIBJIT_WINDOW_H
 
@@ -38,9 +40,9 @@ int64_t lj_tap_offset(const LjWindow *g, const LjPhases *q, int64_t i, int64_t j
 /* Whether the phase planes of one plane fit the kernels' stack buffers. */
 bool lj_window_fits(const LjWindow *g);
 
-/* Depthwise convolution of `planes` channel planes (of one or more images),
- * w [c][1][kh][kw], bias [c] or NULL; planes [lo, hi) of the c-periodic
- * sequence. */
+/* Depthwise convolution of channel planes [lo, hi) (image-major: plane p is
+ * channel p % c), w [c][1][kh][kw], bias [c] or NULL. Stack buffers only:
+ * the fallback of lj_depthwise_lanes. */
 void lj_depthwise(const LjWindow *g, int64_t c, const float *x, const float *w, const float *bias,
                   float *y, LjAct act, int64_t lo, int64_t hi);
 
