@@ -155,12 +155,15 @@ static ConvSpec random_conv(uint64_t *s) {
 
 static void test_conv_shapes(void **state) {
     /* The product's blockings: K past one k block (256), N past one column
-     * block (480), row counts past one work unit (64), and the shapes of
-     * the models at reduced size. */
+     * block (240), row counts past one work unit (64), deep k blocks on the
+     * heap (small N, large K), and the shapes of the models at reduced
+     * size. */
     static const ConvSpec fixed[] = {
         {2, 1, 64, 30, 30, 72, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true},
         {2, 1, 300, 7, 7, 130, 1, 1, 1, 1, 1, 1, 1, {0}, NULL, 0, 0, true},
         {2, 1, 520, 5, 9, 17, 1, 1, 1, 1, 1, 1, 1, {0}, "clip", 0, 6, false},
+        {2, 1, 1500, 12, 12, 24, 1, 1, 1, 1, 1, 1, 1, {0}, "relu", 0, 0, true},
+        {2, 1, 200, 9, 9, 20, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL, 0, 0, true},
         {2, 1, 3, 45, 45, 16, 7, 7, 2, 2, 1, 1, 1, {3, 3, 3, 3}, "relu", 0, 0, true},
         {2, 1, 32, 28, 28, 32, 3, 3, 1, 1, 1, 1, 32, {1, 1, 1, 1}, "clip", 0, 6, true},
         {2, 1, 48, 29, 29, 48, 3, 3, 2, 2, 1, 1, 48, {1, 1, 1, 1}, "clip", 0, 6, true},

@@ -127,9 +127,9 @@ typedef struct ConvPart {
     int64_t img, g, r0, r1;
 } ConvPart;
 
-/* Splits units [lo, hi) by (image, group): one product per part for all
+/* The next part of units [*u, hi), split by (image, group): one product for all
  * its row blocks, so that a thread builds the phase planes once per part. */
-LJ_INLINE int conv_parts(const Conv *s, int64_t lo, int64_t hi, ConvPart *part, int64_t *u) {
+LJ_INLINE int conv_parts(const Conv *s, int64_t hi, ConvPart *part, int64_t *u) {
     int64_t blocks = row_blocks(s);
     if (*u >= hi)
         return 0;
@@ -149,7 +149,7 @@ LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const flo
                                         int64_t hi) {
     int64_t plane = s->h * s->w;
     ConvPart p;
-    for (int64_t u = lo; conv_parts(s, lo, hi, &p, &u);) {
+    for (int64_t u = lo; conv_parts(s, hi, &p, &u);) {
         int64_t m0 = p.g * s->mg + p.r0;
         LjGemm g = {
             .m = p.r1 - p.r0,
@@ -186,7 +186,7 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
             for (int64_t j = 0; j < s->kw; j++)
                 koff[(c * s->kh + i) * s->kw + j] = c * per_c + lj_tap_offset(&win, &q, i, j);
     ConvPart p;
-    for (int64_t u = lo; conv_parts(s, lo, hi, &p, &u);) {
+    for (int64_t u = lo; conv_parts(s, hi, &p, &u);) {
         const float *xg = x + (p.img * s->c + p.g * s->cg) * s->h * s->w;
         for (int64_t c = 0; c < s->cg; c++)
             lj_build_phases(&win, &q, xg + c * s->h * s->w, 0.0f, planes + c * per_c);
