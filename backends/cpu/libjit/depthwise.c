@@ -10,7 +10,8 @@
  * padding is ever built -- and the result is transposed back. The
  * transposes cost about as much as copying the input and the output once;
  * every vector lane does useful work whatever the feature map's size.
- * A blocked channel layout (NCHW16c) would make both transposes vanish. */
+ * Max and average pooling run the same way (lj_pool_lanes). A blocked
+ * channel layout (NCHW16c) would make both transposes vanish. */
 #include <stdlib.h>
 
 #include "backends/cpu/libjit/window.h"
@@ -89,28 +90,56 @@ LJ_INLINE void tap_range(int64_t at, int64_t d, int64_t k, int64_t in, int64_t *
         *hi = *lo;
 }
 
-enum { OX = 8 }; /* outputs in flight: a window's taps are a chain of dependent FMAs */
+enum { OX = 8 }; /* outputs in flight: a window's taps are a chain of dependent ops */
+
+/* What a window does with its taps: convolve (the block's weights), or
+ * pool (max, or the sum divided by ONNX's count). */
+typedef enum { WIN_CONV, WIN_MAX, WIN_AVG } WinOp;
+
+LJ_INLINE v16f win_init(WinOp op, v16f bias) {
+    return op == WIN_CONV ? bias : lj_splat(op == WIN_MAX ? -__builtin_inff() : 0.0f);
+}
+
+LJ_INLINE v16f win_tap(WinOp op, v16f acc, const float *wt, v16f x) {
+    return op == WIN_CONV ? acc + lj_load(wt) * x : op == WIN_MAX ? lj_max(acc, x) : acc + x;
+}
+
+/* The taps average pooling counts along one axis: those inside the input,
+ * or with count_include_pad those before the end pad (ceil_mode's overhang
+ * past it never counts). */
+LJ_INLINE int64_t win_count(const LjWindow *g, bool include_pad, int64_t at, int64_t d, int64_t k,
+                            int64_t in, int64_t pad_end) {
+    int64_t lo, hi;
+    tap_range(at, d, k, include_pad ? in + pad_end : in, &lo, &hi);
+    return include_pad ? hi : hi - lo;
+}
 
 /* Output (oy, ox) of one block, its window clipped at the borders. */
-LJ_INLINE v16f one_window(const LjWindow *g, const float *xt, const float *wt, v16f acc,
-                          int64_t oy, int64_t ox) {
+LJ_INLINE v16f one_window(WinOp op, bool include_pad, const LjWindow *g, const float *xt,
+                          const float *wt, v16f bias, int64_t oy, int64_t ox) {
     int64_t iy = oy * g->sh - g->ph, ix = ox * g->sw - g->pw, i0, i1, j0, j1;
     tap_range(iy, g->dh, g->kh, g->h, &i0, &i1);
     tap_range(ix, g->dw, g->kw, g->w, &j0, &j1);
+    v16f acc = win_init(op, bias);
     for (int64_t i = i0; i < i1; i++) {
         const float *row = xt + ((iy + i * g->dh) * g->w + ix) * LJ_VL;
-        const float *wr = wt + i * g->kw * LJ_VL;
         for (int64_t j = j0; j < j1; j++)
-            acc += lj_load(wr + j * LJ_VL) * lj_load(row + j * g->dw * LJ_VL);
+            acc = win_tap(op, acc, wt + (i * g->kw + j) * LJ_VL, lj_load(row + j * g->dw * LJ_VL));
+    }
+    if (op == WIN_AVG) {
+        int64_t n = win_count(g, include_pad, iy, g->dh, g->kh, g->h, g->ph_end) *
+                    win_count(g, include_pad, ix, g->dw, g->kw, g->w, g->pw_end);
+        acc /= (float)(n ? n : 1);
     }
     return acc;
 }
 
 /* One block of channels: xt [h*w][16] in, ot [oh*ow][16] out. Where the
  * windows of OX neighbouring outputs are whole along x, they advance
- * together: OX independent accumulators, each tap's weights loaded once. */
-static void block_windows(const LjWindow *g, const float *xt, const float *wt, v16f bias,
-                          LjAct act, float *ot) {
+ * together: OX independent accumulators, each tap's weights loaded once.
+ * op is a constant in each caller, so its tests fold. */
+LJ_INLINE void block_windows(WinOp op, bool include_pad, const LjWindow *g, const float *xt,
+                             const float *wt, v16f bias, LjAct act, float *ot) {
     /* Outputs whose window is inside the input along x: [x_lo, x_hi). */
     int64_t x_lo = (g->pw + g->sw - 1) / g->sw;
     int64_t x_hi = g->w - 1 - (g->kw - 1) * g->dw + g->pw;
@@ -120,28 +149,33 @@ static void block_windows(const LjWindow *g, const float *xt, const float *wt, v
     for (int64_t oy = 0; oy < g->oh; oy++) {
         int64_t iy = oy * g->sh - g->ph, i0, i1;
         tap_range(iy, g->dh, g->kh, g->h, &i0, &i1);
+        /* Inside along x, the count is kw whatever include_pad says. */
+        float n = (float)(win_count(g, include_pad, iy, g->dh, g->kh, g->h, g->ph_end) * g->kw);
         float *orow = ot + oy * g->ow * LJ_VL;
         int64_t ox = 0;
         for (; ox < x_lo; ox++)
-            lj_store(orow + ox * LJ_VL, lj_act(one_window(g, xt, wt, bias, oy, ox), act));
+            lj_store(orow + ox * LJ_VL,
+                     lj_act(one_window(op, include_pad, g, xt, wt, bias, oy, ox), act));
         for (; ox + OX <= x_hi; ox += OX) {
             v16f acc[OX];
             for (int u = 0; u < OX; u++)
-                acc[u] = bias;
+                acc[u] = win_init(op, bias);
             for (int64_t i = i0; i < i1; i++) {
                 const float *row = xt + ((iy + i * g->dh) * g->w + ox * g->sw - g->pw) * LJ_VL;
                 for (int64_t j = 0; j < g->kw; j++) {
-                    v16f wv = lj_load(wt + (i * g->kw + j) * LJ_VL);
-                    const float *src = row + j * g->dw * LJ_VL;
+                    const float *src = row + j * g->dw * LJ_VL, *wk = wt + (i * g->kw + j) * LJ_VL;
                     for (int u = 0; u < OX; u++)
-                        acc[u] += wv * lj_load(src + u * g->sw * LJ_VL);
+                        acc[u] = win_tap(op, acc[u], wk, lj_load(src + u * g->sw * LJ_VL));
                 }
             }
-            for (int u = 0; u < OX; u++)
-                lj_store(orow + (ox + u) * LJ_VL, lj_act(acc[u], act));
+            for (int u = 0; u < OX; u++) {
+                v16f v = op == WIN_AVG ? acc[u] / (n > 0 ? n : 1.0f) : acc[u];
+                lj_store(orow + (ox + u) * LJ_VL, lj_act(v, act));
+            }
         }
         for (; ox < g->ow; ox++)
-            lj_store(orow + ox * LJ_VL, lj_act(one_window(g, xt, wt, bias, oy, ox), act));
+            lj_store(orow + ox * LJ_VL,
+                     lj_act(one_window(op, include_pad, g, xt, wt, bias, oy, ox), act));
     }
 }
 
@@ -166,7 +200,30 @@ LJ_VECTOR_FN bool lj_depthwise_lanes(const LjWindow *g, int64_t c, const float *
         for (int l = 0; l < cn && bias; l++)
             b[l] = bias[c0 + l];
         to_lanes(xt, x + (img * c + c0) * in, in, cn, in);
-        block_windows(g, xt, wt, lj_load(b), act, ot);
+        block_windows(WIN_CONV, false, g, xt, wt, lj_load(b), act, ot);
+        from_lanes(y + (img * c + c0) * out, ot, out, cn, out);
+    }
+    free(xt);
+    return true;
+}
+
+LJ_VECTOR_FN bool lj_pool_lanes(const LjWindow *g, LjPool kind, bool count_include_pad,
+                                int64_t c, const float *x, float *y, int64_t lo, int64_t hi) {
+    int64_t in = g->h * g->w, out = g->oh * g->ow;
+    float *xt = aligned_alloc(64, (size_t)(in + out) * LJ_VL * sizeof(float));
+    if (!xt)
+        return false;
+    float *ot = xt + in * LJ_VL;
+    int64_t blocks = lj_depthwise_blocks(c);
+    LjAct none = {0, 0, 0};
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t img = u / blocks, c0 = u % blocks * LJ_VL;
+        int cn = (int)(c - c0 < LJ_VL ? c - c0 : LJ_VL);
+        to_lanes(xt, x + (img * c + c0) * in, in, cn, in);
+        if (kind == LJ_POOL_MAX)
+            block_windows(WIN_MAX, false, g, xt, NULL, lj_splat(0), none, ot);
+        else
+            block_windows(WIN_AVG, count_include_pad, g, xt, NULL, lj_splat(0), none, ot);
         from_lanes(y + (img * c + c0) * out, ot, out, cn, out);
     }
     free(xt);

@@ -1,8 +1,9 @@
-/* Pooling, f32 NCHW: max_pool and avg_pool over 1 or 2 spatial axes (the
- * phase-plane kernels of window.c), global_avg_pool and global_max_pool
+/* Pooling, f32 NCHW: max_pool and avg_pool over 1 or 2 spatial axes (16
+ * channels in the vector lanes, depthwise.c; without heap memory, the
+ * phase-plane kernel of window.c), global_avg_pool and global_max_pool
  * (one vector reduction per plane). Other ranks, max_pool's optional index
- * result and planes too large for the stack buffers run the interpreter's
- * kernel. Threads split the (image, channel) planes. */
+ * result, and no memory at all run the interpreter's kernel. Threads split
+ * (image, block of 16 channels) units, and planes for the global pools. */
 #include "backends/cpu/libjit/kernels.h"
 #include "backends/cpu/libjit/window.h"
 
@@ -37,7 +38,7 @@ LJ_INLINE bool window_of(const int64_t *d, LjWindow *g) {
         .ph_end = ns == 2 ? list_at(d, AK_pads, 2, 0) : 0,
         .pw_end = list_at(d, AK_pads, ns + a, 0),
     };
-    return lj_window_fits(g);
+    return true;
 }
 
 LJ_INLINE int64_t planes(const int64_t *d) {
@@ -55,20 +56,26 @@ LJ_INLINE void unit_planes(const int64_t *d, int64_t lo, int64_t hi, int64_t *p0
 
 LJ_INLINE int64_t window_work(const int64_t *d) {
     LjWindow g;
-    return window_of(d, &g) ? plane_units(d) : 1;
+    return window_of(d, &g) ? lj_dim(d, 0, 0) * lj_depthwise_blocks(lj_dim(d, 0, 1)) : 1;
 }
 
 LJ_INLINE void pool_run(const int64_t *d, void *const *ops, LjPool kind, int64_t lo, int64_t hi) {
     LjWindow g;
-    if (!window_of(d, &g)) {
+    int64_t c = lj_dim(d, 0, 1), blocks = lj_depthwise_blocks(c);
+    bool incl = lj_attr_int(d, AK_count_include_pad, 0) != 0;
+    const float *x = ops[lj_nops(d) - 1];
+    if (window_of(d, &g) && lj_pool_lanes(&g, kind, incl, c, x, ops[0], lo, hi))
+        return;
+    if (!window_of(d, &g) || !lj_window_fits(&g)) {
         if (lo == 0)
             libjit_generic(d, ops);
         return;
     }
-    int64_t p0, p1;
-    unit_planes(d, lo, hi, &p0, &p1);
-    lj_pool(&g, kind, lj_attr_int(d, AK_count_include_pad, 0) != 0, ops[lj_nops(d) - 1], ops[0],
-            p0, p1);
+    for (int64_t u = lo; u < hi; u++) { /* the planes of the unit's channels */
+        int64_t p0 = u / blocks * c + u % blocks * LJ_VL;
+        int64_t p1 = p0 + (c - u % blocks * LJ_VL < LJ_VL ? c - u % blocks * LJ_VL : LJ_VL);
+        lj_pool(&g, kind, incl, x, ops[0], p0, p1);
+    }
 }
 
 LIBJIT_WORK libjit_max_pool_f32_work(const int64_t *d) {

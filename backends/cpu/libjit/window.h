@@ -56,6 +56,12 @@ bool lj_depthwise_lanes(const LjWindow *g, int64_t c, const float *x, const floa
 
 typedef enum { LJ_POOL_MAX, LJ_POOL_AVG } LjPool;
 
+/* Pooling with channels in lanes, units as lj_depthwise_lanes' (padding
+ * never read: windows are clipped, and averages divide by ONNX's count).
+ * False if its buffers cannot be allocated. */
+bool lj_pool_lanes(const LjWindow *g, LjPool kind, bool count_include_pad, int64_t c,
+                   const float *x, float *y, int64_t lo, int64_t hi);
+
 /* Max or average pooling of planes [lo, hi). count_include_pad as ONNX. */
 void lj_pool(const LjWindow *g, LjPool kind, bool count_include_pad, const float *x, float *y,
              int64_t lo, int64_t hi);
