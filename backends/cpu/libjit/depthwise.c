@@ -100,8 +100,11 @@ LJ_INLINE v16f win_init(WinOp op, v16f bias) {
     return op == WIN_CONV ? bias : lj_splat(op == WIN_MAX ? -__builtin_inff() : 0.0f);
 }
 
-LJ_INLINE v16f win_tap(WinOp op, v16f acc, const float *wt, v16f x) {
-    return op == WIN_CONV ? acc + lj_load(wt) * x : op == WIN_MAX ? lj_max(acc, x) : acc + x;
+/* Tap t of a window (pooling has no weights: wt is NULL there). */
+LJ_INLINE v16f win_tap(WinOp op, v16f acc, const float *wt, int64_t t, v16f x) {
+    if (op == WIN_CONV)
+        return acc + lj_load(wt + t * LJ_VL) * x;
+    return op == WIN_MAX ? lj_max(acc, x) : acc + x;
 }
 
 /* The taps average pooling counts along one axis: those inside the input,
@@ -124,7 +127,7 @@ LJ_INLINE v16f one_window(WinOp op, bool include_pad, const LjWindow *g, const f
     for (int64_t i = i0; i < i1; i++) {
         const float *row = xt + ((iy + i * g->dh) * g->w + ix) * LJ_VL;
         for (int64_t j = j0; j < j1; j++)
-            acc = win_tap(op, acc, wt + (i * g->kw + j) * LJ_VL, lj_load(row + j * g->dw * LJ_VL));
+            acc = win_tap(op, acc, wt, i * g->kw + j, lj_load(row + j * g->dw * LJ_VL));
     }
     if (op == WIN_AVG) {
         int64_t n = win_count(g, include_pad, iy, g->dh, g->kh, g->h, g->ph_end) *
@@ -163,9 +166,9 @@ LJ_INLINE void block_windows(WinOp op, bool include_pad, const LjWindow *g, cons
             for (int64_t i = i0; i < i1; i++) {
                 const float *row = xt + ((iy + i * g->dh) * g->w + ox * g->sw - g->pw) * LJ_VL;
                 for (int64_t j = 0; j < g->kw; j++) {
-                    const float *src = row + j * g->dw * LJ_VL, *wk = wt + (i * g->kw + j) * LJ_VL;
+                    const float *src = row + j * g->dw * LJ_VL;
                     for (int u = 0; u < OX; u++)
-                        acc[u] = win_tap(op, acc[u], wk, lj_load(src + u * g->sw * LJ_VL));
+                        acc[u] = win_tap(op, acc[u], wt, i * g->kw + j, lj_load(src + u * g->sw * LJ_VL));
                 }
             }
             for (int u = 0; u < OX; u++) {
