@@ -40,7 +40,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect \
-        bench clean
+        test-kernels bench bench-kernels clean
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/glowc
@@ -124,6 +124,54 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libglowc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libglowc.a $(LIBS) -lcmocka -o $@
 
+# ---- libjit kernels as native objects: their test and benchmark -----------
+# Generated code inlines the kernels from bitcode with constant descriptors;
+# here they are plain objects that a test calls with descriptors built at
+# run time. The test runs twice: built for the baseline target (as the
+# bitcode is) and for this CPU (as code generation optimises it).
+NATIVE := -march=native -Wno-invalid-feature-combination
+KERNEL_SRCS := $(filter-out %/runtime.c %/memory.c,$(wildcard backends/cpu/libjit/*.c)) \
+               tests/kernels/harness.c
+KBASE_OBJS := $(KERNEL_SRCS:%.c=$(BUILD)/kbase/%.o)
+KNATIVE_OBJS := $(KERNEL_SRCS:%.c=$(BUILD)/knative/%.o)
+KLIBS := $(BUILD)/libglowc.a $(LIBS) -lpthread
+
+$(BUILD)/kbase/%.o: %.c $(GEN)/onnx/onnx.pb-c.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/knative/%.o: %.c $(GEN)/onnx/onnx.pb-c.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(NATIVE) -c $< -o $@
+
+$(BUILD)/tests/test_kernels: tests/kernels/test_kernels.c $(KBASE_OBJS) $(BUILD)/libglowc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(KBASE_OBJS) $(KLIBS) -lcmocka -o $@
+
+$(BUILD)/tests/test_kernels_native: tests/kernels/test_kernels.c $(KNATIVE_OBJS) $(BUILD)/libglowc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(NATIVE) $< $(KNATIVE_OBJS) $(KLIBS) -lcmocka -o $@
+
+$(BUILD)/tests/bench_conv: tests/kernels/bench_conv.c $(KNATIVE_OBJS) $(BUILD)/libglowc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(NATIVE) $< $(KNATIVE_OBJS) $(KLIBS) -o $@
+
+# Under the sanitizers (test-san) the baseline build only.
+test-kernels: $(BUILD)/tests/test_kernels $(if $(filter 1,$(SAN)),,$(BUILD)/tests/test_kernels_native)
+	$(BUILD)/tests/test_kernels
+ifneq ($(SAN),1)
+	$(BUILD)/tests/test_kernels_native
+endif
+
+$(BUILD)/tests/bench_model: tests/kernels/bench_model.c $(KNATIVE_OBJS) $(BUILD)/libglowc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(NATIVE) $< $(KNATIVE_OBJS) $(KLIBS) -o $@
+
+# Not part of `make test`: timings, single-threaded, minimum of repeated runs.
+# bench_model MODEL.onnx breaks a model's time down by node kind.
+bench-kernels: $(BUILD)/tests/bench_conv $(BUILD)/tests/bench_model
+	$(BUILD)/tests/bench_conv all
+
 # ---- demo: the bundled digits model ----------------------------------------
 demo: $(BUILD)/glowc
 	@$(PYTHON) fixtures/models/digits_demo.py $(BUILD)/glowc
@@ -134,15 +182,16 @@ LIT := $(PYTHON) $(LLVM_BIN)/../build/utils/lit/lit.py
 
 test: $(DEPS_STAMP)
 	$(MAKE) test-san
+	$(MAKE) test-kernels
 	$(MAKE) test-conform
 	$(MAKE) test-models
 	$(MAKE) test-bundle
 	$(MAKE) test-bisect
 	@echo "make test: all passed"
 
-# Unit and fixture tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Unit, fixture and kernel tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-san:
-	$(MAKE) BUILD=$(SAN_BUILD) SAN=1 test-unit test-lit
+	$(MAKE) BUILD=$(SAN_BUILD) SAN=1 test-unit test-lit test-kernels
 
 test-unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done

@@ -92,6 +92,10 @@ LJ_INLINE size_t lj_elem_size(int elem) {
     default: return 1;
     }
 }
+/* Runs the reference interpreter's kernel for d's node kind (generic.c):
+ * the fallback of a fast kernel for the shapes it does not cover. Returns
+ * 0, or 1 if the kernel failed. */
+int libjit_generic(const int64_t *d, void *const *ops);
 
 /* Runs worker over [0, n) on the runtime's threads (inline when rt is NULL
  * or has one thread). */

@@ -1,0 +1,298 @@
+/* The f32 matrix product engine (gemm.h), blocked after Goto and van de
+ * Geijn, "Anatomy of high-performance matrix multiplication" (2008).
+ *
+ * Register tile: MR rows of C by NV vectors of 16 columns. Per step of k
+ * the microkernel loads NV vectors of packed B and broadcasts MR entries of
+ * A straight from memory (the broadcast folds into the FMA as a memory
+ * operand), so a tile costs MR*NV accumulators + NV B registers. With the 32
+ * zmm registers of AVX-512, MR = 8 and NV = 3 (24 accumulators) leaves room
+ * for the B vectors and does 24 FMAs per 3 + 8 loads: enough independent
+ * accumulators to cover the FMA latency (4 cycles x 2 ports needs 8) and
+ * fewer loads than FMAs, so the two FMA ports stay the limit. MR = 8 also
+ * divides the channel counts of the common CNNs, so row tails are rare; the
+ * 48-column width keeps tails small on 56-, 28- and 14-wide feature maps.
+ * (The tile is sized for AVX-512: with AVX2's 16 ymm registers, 24 v16f
+ * accumulators spill. The bitcode is compiled for no CPU, so choosing a
+ * smaller tile there needs code generation to say which CPU it targets.)
+ *
+ * Blocking, from the outside in (Goto's order):
+ *   j0: NC columns: the B block (KC x NC, packed as 48-column panels) is
+ *       reused by every row of C from L2;
+ *   k0: KC deep -- C is reloaded between k blocks;
+ *   i0: MR rows: the A micro-panel (MR x KC) stays in L1 across
+ *   jr: the block's panels, streamed from L2.
+ * So A, usually the weights, is read once per NC columns: once in all for
+ * the small feature maps of late layers, where the weights are largest
+ * (and KC is then as deep as the B block allows, pick_kc). The block lives
+ * on the stack (240 KB: generated code runs on threads with the default
+ * 8 MB stacks), a deep one on the heap.
+ *
+ * A B given by row offsets (a convolution's input, gemm.h) is blocked the
+ * same way: its panel rows are runs of the phase planes, so packing a panel
+ * is 48-float copies -- where im2col's index arithmetic and edge tests
+ * cost a third of a 3x3 convolution's time. Its C goes through the column
+ * map (the extra columns of the phase planes' width dropped), on store and
+ * on reload between k blocks. */
+#include "backends/cpu/libjit/gemm.h"
+
+#include <stdlib.h>
+
+enum {
+    MR = 8,          /* rows of the register tile */
+    NV = 3,          /* 16-lane vectors across it */
+    NR = NV * LJ_VL, /* its columns */
+    KC_MAX = 256,    /* B panel 256 x 48 floats = 48 KB: most of L1 */
+    KC_MIN = 64,
+    NC = 240,        /* B block columns: 5 panels, KC x NC = 240 KB, in L2 */
+    L2_BUDGET = 1 << 20,
+    BIG_BLOCK = 3 << 19, /* a deep B block on the heap: 1.5 MB, most of L2 */
+};
+
+enum { FIRST = 1, LAST = 2 };
+
+typedef struct Tile {
+    const float *a; /* MR rows of A at the block's first k */
+    int64_t lda;
+    const float *b; /* B panel: kc steps of nv*16 floats, bs floats apart */
+    int64_t bs;
+    float *c;
+    int64_t ldc;
+    int64_t ncols; /* valid columns in the tile (<= nv*16) */
+    int64_t col0, wq, ow; /* with wq: the tile's column j is the product's col0 + j, mapped */
+    unsigned flags;
+    const float *bias_row, *bias_col; /* at the tile's first row / column */
+    LjAct act;
+} Tile;
+
+/* acc[r][v] starts from the bias (first k block) or from C (later ones). */
+#define TILE_LOOP_R _Pragma("clang loop unroll(full)") for (int r = 0; r < mr; r++)
+#define TILE_LOOP_V _Pragma("clang loop unroll(full)") for (int v = 0; v < nv; v++)
+
+LJ_INLINE v16f load_c(const float *p, int64_t valid) {
+    return valid >= LJ_VL ? lj_load(p) : lj_load_part(p, valid);
+}
+
+LJ_INLINE void store_c(float *p, v16f x, int64_t valid) {
+    if (valid >= LJ_VL)
+        lj_store(p, x);
+    else
+        lj_store_part(p, x, valid);
+}
+
+/* Row r of a tile between C and row[], through the column map: the tile's
+ * columns past ow in each output row (the phase planes' extra width) are
+ * dropped on store and read as 0. */
+LJ_INLINE void move_mapped(const Tile *t, int r, float *row, bool store) {
+    float *c = t->c + r * t->ldc;
+    for (int64_t j = 0; j < t->ncols;) {
+        int64_t col = t->col0 + j, oy = col / t->wq, ox = col % t->wq;
+        int64_t run = t->wq - ox < t->ncols - j ? t->wq - ox : t->ncols - j;
+        for (int64_t i = 0; i < run; i++) {
+            if (store && ox + i < t->ow)
+                c[oy * t->ow + ox + i] = row[j + i];
+            else if (!store)
+                row[j + i] = ox + i < t->ow ? c[oy * t->ow + ox + i] : 0;
+        }
+        j += run;
+    }
+}
+
+/* The microkernel for an mr x nv tile; mr, nv and mapped (C through the
+ * column map) are constants in every specialisation (tile_kernel's
+ * switch), so the loops unroll and acc lives in registers. */
+LJ_INLINE void tile_body(const int mr, const int nv, const bool mapped, int64_t kc,
+                         const Tile *t) {
+    v16f acc[MR][NV];
+    const bool whole = t->ncols == nv * LJ_VL;
+    float row[NR];
+    TILE_LOOP_R {
+        if (mapped && !(t->flags & FIRST))
+            move_mapped(t, r, row, false);
+        TILE_LOOP_V {
+            int64_t valid = t->ncols - v * LJ_VL;
+            if (!(t->flags & FIRST) && mapped)
+                acc[r][v] = lj_load(row + v * LJ_VL);
+            else if (!(t->flags & FIRST))
+                acc[r][v] = whole ? lj_load(t->c + r * t->ldc + v * LJ_VL)
+                                  : load_c(t->c + r * t->ldc + v * LJ_VL, valid);
+            else if (t->bias_row)
+                acc[r][v] = lj_splat(t->bias_row[r]);
+            else if (t->bias_col)
+                acc[r][v] = whole ? lj_load(t->bias_col + v * LJ_VL)
+                                  : load_c(t->bias_col + v * LJ_VL, valid);
+            else
+                acc[r][v] = lj_splat(0);
+        }
+    }
+    const float *a = t->a, *b = t->b;
+    const int64_t lda = t->lda, bs = t->bs;
+    for (int64_t k = 0; k < kc; k++, b += bs) {
+        v16f bv[NV];
+        TILE_LOOP_V { bv[v] = lj_load(b + v * LJ_VL); }
+        TILE_LOOP_R {
+            float av = a[r * lda + k];
+            TILE_LOOP_V { acc[r][v] += av * bv[v]; }
+        }
+    }
+    TILE_LOOP_R {
+        TILE_LOOP_V {
+            v16f x = acc[r][v];
+            if (t->flags & LAST)
+                x = lj_act(x, t->act);
+            float *p = t->c + r * t->ldc + v * LJ_VL;
+            if (mapped)
+                lj_store(row + v * LJ_VL, x);
+            else if (whole)
+                lj_store(p, x);
+            else
+                store_c(p, x, t->ncols - v * LJ_VL);
+        }
+        if (mapped)
+            move_mapped(t, r, row, true);
+    }
+}
+
+#define TILE_NV(R, OFFS)                                                                        \
+    if (nv == 3)                                                                                \
+        tile_body(R, 3, OFFS, kc, t);                                                           \
+    else if (nv == 2)                                                                           \
+        tile_body(R, 2, OFFS, kc, t);                                                           \
+    else                                                                                        \
+        tile_body(R, 1, OFFS, kc, t);
+#define TILE_CASE(R)                                                                            \
+    case R:                                                                                     \
+        if (t->wq) {                                                                            \
+            TILE_NV(R, true)                                                                    \
+        } else {                                                                                \
+            TILE_NV(R, false)                                                                   \
+        }                                                                                       \
+        return;
+
+LJ_VECTOR_FN static void tile_kernel(int mr, int nv, int64_t kc, const Tile *t) {
+    switch (mr) {
+        TILE_CASE(8)
+        TILE_CASE(7)
+        TILE_CASE(6)
+        TILE_CASE(5)
+        TILE_CASE(4)
+        TILE_CASE(3)
+        TILE_CASE(2)
+        TILE_CASE(1)
+    }
+}
+
+/* ---- packing B ----------------------------------------------------------- */
+
+/* Panel[k][0 .. w) = B[k0 + k][j0 .. j0 + cols), zero beyond cols (w is
+ * nv*16 >= cols). */
+static void pack_plain(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int64_t cols, int w,
+                       float *panel) {
+    for (int64_t k = 0; k < kc; k++) {
+        const float *src = g->b + (k0 + k) * g->ldb + j0;
+        float *dst = panel + k * w;
+        int64_t j = 0;
+        for (; j + LJ_VL <= cols; j += LJ_VL)
+            lj_store(dst + j, lj_load(src + j));
+        for (; j < cols; j++)
+            dst[j] = src[j];
+        for (; j < w; j++)
+            dst[j] = 0;
+    }
+}
+
+/* ---- the blocked product ------------------------------------------------- */
+
+/* KC: as deep as allowed while the m x KC block of A fits the L2 budget;
+ * then evened out so the last k block is not a sliver. With one column
+ * block (the small feature maps of late layers) A is read once whatever
+ * KC is, and the deeper the better: it is read in runs of KC along its
+ * rows, and short runs spread over many rows (8 rows of 1 KB at a time,
+ * 18 KB apart, in a 512-channel 3x3 convolution) defeat the prefetchers;
+ * there the B block alone bounds KC. (Unpacked, B's panels are read in
+ * place and only a partial last one is packed, on the stack.) */
+static int64_t pick_kc(const LjGemm *g, bool packed) {
+    int64_t kc = L2_BUDGET / (4 * (g->m > 0 ? g->m : 1));
+    kc = kc > KC_MAX ? KC_MAX : kc < KC_MIN ? KC_MIN : kc;
+    if (packed && g->n <= NC) {
+        int64_t width = (g->n + LJ_VL - 1) / LJ_VL * LJ_VL;
+        kc = BIG_BLOCK / (4 * width);
+        kc = kc > KC_MAX ? kc : KC_MAX;
+    }
+    int64_t blocks = (g->k + kc - 1) / kc;
+    return blocks ? (g->k + blocks - 1) / blocks : 1;
+}
+
+/* A plain B that feeds few rows of A (fully_connected at batch 1: one; a
+ * transformer's 32 tokens; a convolution to 16-32 channels) is read in
+ * place: packing would copy each element to use it at most 4 times, and
+ * the copy cost more than the strided reads it saves (measured: 15-20%
+ * on the 32-row products of the transformer encoder). The last, partial
+ * panel is still packed, so that no load runs past a row. */
+static bool packs_b(const LjGemm *g) {
+    return g->m > 4 * MR;
+}
+
+/* Panel[k][0 .. w) = B[k0 + k][j0 .. j0 + w) of a B by row offsets: one
+ * copy per row (the planes are readable that far, gemm.h). */
+static void pack_rows(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int w, float *panel) {
+    for (int64_t k = 0; k < kc; k++) {
+        const float *src = g->b + g->koff[k0 + k] + j0;
+        for (int v = 0; v < w; v += LJ_VL)
+            lj_store(panel + k * w + v, lj_load(src + v));
+    }
+}
+
+LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
+    float stack_block[KC_MAX * NC] __attribute__((aligned(64)));
+    if (g->m <= 0 || g->n <= 0)
+        return;
+    bool packed = g->koff || packs_b(g);
+    int64_t kc_max = pick_kc(g, packed), nc_max = g->n < NC ? (g->n + NR - 1) / NR * NR : NC;
+    float *block = stack_block, *heap = NULL;
+    if (packed && kc_max * nc_max > KC_MAX * NC) {
+        heap = aligned_alloc(64, (size_t)(kc_max * nc_max) * sizeof(float));
+        if (heap)
+            block = heap;
+        else
+            kc_max = KC_MAX; /* no memory for the deep block: shallow ones */
+    }
+    for (int64_t j0 = 0; j0 < g->n; j0 += NC) {
+        int64_t nc = g->n - j0 < NC ? g->n - j0 : NC;
+        /* k == 0: C is bias (+ act) alone; one pass with empty panels. */
+        int64_t k0 = 0;
+        do {
+            int64_t kc = g->k - k0 < kc_max ? g->k - k0 : kc_max;
+            unsigned flags = (k0 == 0 ? FIRST : 0) | (k0 + kc >= g->k ? LAST : 0);
+            /* Panel jr / NR of the block at block + jr * kc. */
+            for (int64_t jr = 0; jr < nc; jr += NR) {
+                int64_t cols = nc - jr < NR ? nc - jr : NR;
+                int w = (int)((cols + LJ_VL - 1) / LJ_VL) * LJ_VL;
+                if (g->koff)
+                    pack_rows(g, k0, kc, j0 + jr, w, block + jr * kc);
+                else if (packed || cols < NR)
+                    pack_plain(g, k0, kc, j0 + jr, cols, w, block + jr * kc);
+            }
+            for (int64_t i0 = 0; i0 < g->m; i0 += MR) {
+                int mr = g->m - i0 < MR ? (int)(g->m - i0) : MR;
+                for (int64_t jr = 0; jr < nc; jr += NR) {
+                    int64_t cols = nc - jr < NR ? nc - jr : NR;
+                    int nv = (int)((cols + LJ_VL - 1) / LJ_VL);
+                    Tile t = {.a = g->a + i0 * g->lda + k0, .lda = g->lda, .b = block + jr * kc,
+                              .bs = nv * LJ_VL, .c = g->c + i0 * g->ldc + j0 + jr,
+                              .ldc = g->ldc, .ncols = cols, .flags = flags, .act = g->act};
+                    if (!packed && cols == NR)
+                        t.b = g->b + k0 * g->ldb + j0 + jr, t.bs = g->ldb;
+                    if (g->koff) /* C through the column map */
+                        t.c = g->c + i0 * g->ldc, t.col0 = j0 + jr, t.wq = g->wq, t.ow = g->ow;
+                    if (g->bias && g->bias_rows)
+                        t.bias_row = g->bias + i0;
+                    else if (g->bias)
+                        t.bias_col = g->bias + j0 + jr;
+                    tile_kernel(mr, nv, kc, &t);
+                }
+            }
+            k0 += kc;
+        } while (k0 < g->k);
+    }
+    free(heap);
+}

@@ -1,0 +1,39 @@
+/* The f32 matrix product behind conv, fully_connected and matmul:
+ *
+ *     C[m][n] = act(sum_k A[m][k] * B[k][n] + bias)
+ *
+ * A is read in place (row-major, any leading dimension): its entries are
+ * broadcast, so it needs no packing -- which matters because A is usually a
+ * constant weight matrix that would otherwise be copied on every call. B is
+ * the vector operand: a row-major matrix (packed panel by panel), or rows
+ * given by offsets into one buffer -- a convolution's column matrix, whose
+ * row for (channel, tap) is a run of the input's phase planes (window.h),
+ * so that the column matrix never exists. */
+#ifndef GLOWC_LIBJIT_GEMM_H
+#define GLOWC_LIBJIT_GEMM_H
+
+#include "backends/cpu/libjit/vec.h"
+
+typedef struct LjGemm {
+    int64_t m, n, k;
+    const float *a;
+    int64_t lda;
+    const float *b; /* B[k][n] = b[k*ldb + n] */
+    int64_t ldb;
+    /* Or B[k][n] = b[koff[k] + n], read in place (readable for n rounded up
+     * to 48), and column n of the product is C's column (n / wq)*ow + n % wq,
+     * dropped when n % wq >= ow. Bias per row. */
+    const int64_t *koff;
+    int64_t wq, ow;
+    float *c;
+    int64_t ldc;
+    const float *bias; /* NULL, or one value per row (bias_rows) or per column */
+    bool bias_rows;
+    LjAct act;
+} LjGemm;
+
+/* The whole product on the calling thread. Threads split it by rows: each
+ * takes a slice of A, C and a per-row bias. */
+void lj_sgemm(const LjGemm *g);
+
+#endif

@@ -1,0 +1,233 @@
+/* libjit_conv_f32: NCHW convolution with 1 or 2 spatial axes (others run
+ * the interpreter's kernel).
+ *
+ * Two algorithms, chosen by shape:
+ *  - depthwise (one input and one output channel per group): a direct
+ *    kernel with 16 channels in the vector lanes (depthwise.c), as the
+ *    product would be 1 x (kh*kw) per output row -- all overhead, no reuse;
+ *  - everything else: per image and group, the product
+ *        y[m][oy*ow + ox] = sum_k w[m][k] * col[k][oy*ow + ox]
+ *    with k = (channel, tap) (gemm.h). A 1x1 stride-1 convolution's column
+ *    matrix is its input itself; for the others, the input is copied once
+ *    into phase planes (window.h) -- padded, split by stride residues --
+ *    where the column matrix's row (c, i, j) is one contiguous run, so the
+ *    product reads it in place through a table of row offsets, computing
+ *    wq >= ow columns per output row and dropping the extra ones. Weights
+ *    are the broadcast operand and need no packing.
+ * The fused activation and the bias are applied in the product's epilogue,
+ * while the tile is in registers.
+ *
+ * Threads split images, groups and blocks of output channels; a block is a
+ * multiple of the register tile's 8 rows, so splitting costs no tails.
+ *
+ * The phase planes and the offset table live on the heap (about the size of
+ * the input): when malloc fails, the interpreter's kernel runs instead. */
+#include <stdlib.h>
+
+#include "backends/cpu/libjit/gemm.h"
+#include "backends/cpu/libjit/kernels.h"
+#include "backends/cpu/libjit/window.h"
+
+enum { ROWS_PER_UNIT = 64 };
+
+typedef struct Conv {
+    int64_t n, c, h, w, m, oh, ow, group, cg, mg;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    bool fast; /* 1 or 2 spatial axes */
+} Conv;
+
+LJ_INLINE int64_t list_at(const int64_t *d, int key, int i, int64_t dflt) {
+    int n;
+    const int64_t *v = lj_attr(d, key, &n);
+    return v && i < n ? v[i] : dflt;
+}
+
+/* Operands: 0 y, 1 x, 2 w, 3 bias (optional). One spatial axis is two with
+ * a height of 1. */
+LJ_INLINE Conv conv_of(const int64_t *d) {
+    Conv s = {0};
+    int ns = lj_rank(d, 1) - 2;
+    s.fast = ns == 1 || ns == 2;
+    if (!s.fast)
+        return s;
+    int x = ns - 1; /* index of the last spatial axis */
+    s.n = lj_dim(d, 1, 0);
+    s.c = lj_dim(d, 1, 1);
+    s.m = lj_dim(d, 0, 1);
+    s.group = lj_attr_int(d, AK_group, 1);
+    s.cg = s.c / s.group;
+    s.mg = s.m / s.group;
+    s.h = ns == 2 ? lj_dim(d, 1, 2) : 1;
+    s.w = lj_dim(d, 1, 2 + x);
+    s.oh = ns == 2 ? lj_dim(d, 0, 2) : 1;
+    s.ow = lj_dim(d, 0, 2 + x);
+    s.kh = ns == 2 ? lj_dim(d, 2, 2) : 1;
+    s.kw = lj_dim(d, 2, 2 + x);
+    s.sh = ns == 2 ? list_at(d, AK_strides, 0, 1) : 1;
+    s.sw = list_at(d, AK_strides, x, 1);
+    s.ph = ns == 2 ? list_at(d, AK_pads, 0, 0) : 0;
+    s.pw = list_at(d, AK_pads, x, 0);
+    s.dh = ns == 2 ? list_at(d, AK_dilations, 0, 1) : 1;
+    s.dw = list_at(d, AK_dilations, x, 1);
+    return s;
+}
+
+LJ_INLINE bool is_depthwise(const Conv *s) {
+    return s->cg == 1 && s->mg == 1;
+}
+
+LJ_INLINE bool is_pointwise(const Conv *s) {
+    return s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->ph == 0 && s->pw == 0;
+}
+
+LJ_INLINE LjWindow window_of(const Conv *s) {
+    LjWindow g = {s->h, s->w, s->oh, s->ow, s->kh, s->kw, s->sh, s->sw, s->ph, s->pw, s->dh, s->dw,
+                  0, 0};
+    return g;
+}
+
+LJ_INLINE int64_t row_blocks(const Conv *s) {
+    return (s->mg + ROWS_PER_UNIT - 1) / ROWS_PER_UNIT;
+}
+
+/* Units: (image, block of 16 channels) for depthwise, else (image, group,
+ * block of ROWS_PER_UNIT output channels). */
+LIBJIT_WORK libjit_conv_f32_work(const int64_t *d) {
+    Conv s = conv_of(d);
+    if (!s.fast)
+        return 1;
+    if (is_depthwise(&s))
+        return s.n * lj_depthwise_blocks(s.c);
+    return s.n * s.group * row_blocks(&s);
+}
+
+/* Depthwise units [lo, hi) with channels in lanes; without the memory for
+ * that, plane by plane over phase planes on the stack, or the interpreter's
+ * kernel when even those do not fit. */
+LJ_INLINE void conv_depthwise(const int64_t *d, const Conv *s, void *const *ops, const float *bias,
+                              LjAct act, int64_t lo, int64_t hi) {
+    LjWindow g = window_of(s);
+    if (lj_depthwise_lanes(&g, s->c, ops[1], ops[2], bias, ops[0], act, lo, hi))
+        return;
+    if (!lj_window_fits(&g)) {
+        if (lo == 0)
+            libjit_generic(d, ops);
+        return;
+    }
+    int64_t blocks = lj_depthwise_blocks(s->c);
+    for (int64_t u = lo; u < hi; u++) {
+        int64_t p0 = u / blocks * s->c + u % blocks * LJ_VL;
+        int64_t p1 = p0 + (s->c - u % blocks * LJ_VL < LJ_VL ? s->c - u % blocks * LJ_VL : LJ_VL);
+        lj_depthwise(&g, s->c, ops[1], ops[2], bias, ops[0], act, p0, p1);
+    }
+}
+
+/* The product for units [lo, hi) of one (image, group): rows r0 .. r1. */
+typedef struct ConvPart {
+    int64_t img, g, r0, r1;
+} ConvPart;
+
+/* The next part of units [*u, hi), split by (image, group): one product for all
+ * its row blocks, so that a thread builds the phase planes once per part. */
+LJ_INLINE int conv_parts(const Conv *s, int64_t hi, ConvPart *part, int64_t *u) {
+    int64_t blocks = row_blocks(s);
+    if (*u >= hi)
+        return 0;
+    int64_t ig = *u / blocks, last = (ig + 1) * blocks < hi ? (ig + 1) * blocks : hi;
+    part->img = ig / s->group;
+    part->g = ig % s->group;
+    part->r0 = (*u % blocks) * ROWS_PER_UNIT;
+    part->r1 = (last - ig * blocks) * ROWS_PER_UNIT < s->mg ? (last - ig * blocks) * ROWS_PER_UNIT
+                                                            : s->mg;
+    *u = last;
+    return 1;
+}
+
+/* 1x1, stride 1, no pad: B is the input itself, row-major. */
+LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const float *w,
+                                        const float *bias, float *y, LjAct act, int64_t lo,
+                                        int64_t hi) {
+    int64_t plane = s->h * s->w;
+    ConvPart p;
+    for (int64_t u = lo; conv_parts(s, hi, &p, &u);) {
+        int64_t m0 = p.g * s->mg + p.r0;
+        LjGemm g = {
+            .m = p.r1 - p.r0,
+            .n = plane,
+            .k = s->cg,
+            .a = w + m0 * s->cg,
+            .lda = s->cg,
+            .b = x + (p.img * s->c + p.g * s->cg) * plane,
+            .ldb = plane,
+            .c = y + (p.img * s->m + m0) * plane,
+            .ldc = plane,
+            .bias = bias ? bias + m0 : NULL,
+            .bias_rows = true,
+            .act = act,
+        };
+        lj_sgemm(&g);
+    }
+}
+
+/* The rest: B's rows are runs of the phase planes of the group's input
+ * channels, built once per part. False if the buffers cannot be had. */
+LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float *w,
+                                     const float *bias, float *y, LjAct act, int64_t lo,
+                                     int64_t hi) {
+    LjWindow win = window_of(s);
+    LjPhases q = lj_phases(&win, 48); /* the product's column block */
+    int64_t taps = s->kh * s->kw, kdim = s->cg * taps, per_c = s->sh * s->sw * q.size;
+    int64_t *koff = malloc((size_t)kdim * sizeof *koff + (size_t)(s->cg * per_c) * sizeof(float));
+    if (!koff)
+        return false;
+    float *planes = (float *)(koff + kdim);
+    for (int64_t c = 0; c < s->cg; c++)
+        for (int64_t i = 0; i < s->kh; i++)
+            for (int64_t j = 0; j < s->kw; j++)
+                koff[(c * s->kh + i) * s->kw + j] = c * per_c + lj_tap_offset(&win, &q, i, j);
+    ConvPart p;
+    for (int64_t u = lo; conv_parts(s, hi, &p, &u);) {
+        const float *xg = x + (p.img * s->c + p.g * s->cg) * s->h * s->w;
+        for (int64_t c = 0; c < s->cg; c++)
+            lj_build_phases(&win, &q, xg + c * s->h * s->w, 0.0f, planes + c * per_c);
+        int64_t m0 = p.g * s->mg + p.r0;
+        LjGemm g = {
+            .m = p.r1 - p.r0,
+            .n = s->oh * q.wq,
+            .k = kdim,
+            .a = w + m0 * kdim,
+            .lda = kdim,
+            .b = planes,
+            .koff = koff,
+            .wq = q.wq,
+            .ow = s->ow,
+            .c = y + (p.img * s->m + m0) * s->oh * s->ow,
+            .ldc = s->oh * s->ow,
+            .bias = bias ? bias + m0 : NULL,
+            .bias_rows = true,
+            .act = act,
+        };
+        lj_sgemm(&g);
+    }
+    free(koff);
+    return true;
+}
+
+LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
+    Conv s = conv_of(d);
+    if (!s.fast) {
+        if (lo == 0)
+            libjit_generic(d, ops);
+        return;
+    }
+    const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
+    LjAct act = lj_act_of(d);
+    if (is_depthwise(&s)) {
+        conv_depthwise(d, &s, ops, bias, act, lo, hi);
+        return;
+    }
+    if (is_pointwise(&s))
+        conv_pointwise(&s, ops[1], ops[2], bias, ops[0], act, lo, hi);
+    else if (!conv_planes(&s, ops[1], ops[2], bias, ops[0], act, lo, hi) && lo == 0)
+        libjit_generic(d, ops);
+}

@@ -1,0 +1,172 @@
+/* Pooling, f32 NCHW: max_pool and avg_pool over 1 or 2 spatial axes (16
+ * channels in the vector lanes, depthwise.c; without heap memory, the
+ * phase-plane kernel of window.c), global_avg_pool and global_max_pool
+ * (one vector reduction per plane). Other ranks, max_pool's optional index
+ * result, and no memory at all run the interpreter's kernel. Threads split
+ * (image, block of 16 channels) units, and planes for the global pools. */
+#include "backends/cpu/libjit/kernels.h"
+#include "backends/cpu/libjit/window.h"
+
+enum { PLANES_PER_UNIT = 4 };
+
+LJ_INLINE int64_t list_at(const int64_t *d, int key, int i, int64_t dflt) {
+    int n;
+    const int64_t *v = lj_attr(d, key, &n);
+    return v && i < n ? v[i] : dflt;
+}
+
+/* Operand 0 is y, the input is the last operand. One spatial axis is two
+ * with a height of 1. */
+LJ_INLINE bool window_of(const int64_t *d, LjWindow *g) {
+    int x = lj_nops(d) - 1, ns = lj_rank(d, x) - 2;
+    if (lj_nres(d) != 1 || (ns != 1 && ns != 2))
+        return false;
+    int a = ns - 1;
+    *g = (LjWindow){
+        .h = ns == 2 ? lj_dim(d, x, 2) : 1,
+        .w = lj_dim(d, x, 2 + a),
+        .oh = ns == 2 ? lj_dim(d, 0, 2) : 1,
+        .ow = lj_dim(d, 0, 2 + a),
+        .kh = ns == 2 ? list_at(d, AK_kernel, 0, 1) : 1,
+        .kw = list_at(d, AK_kernel, a, 1),
+        .sh = ns == 2 ? list_at(d, AK_strides, 0, 1) : 1,
+        .sw = list_at(d, AK_strides, a, 1),
+        .ph = ns == 2 ? list_at(d, AK_pads, 0, 0) : 0,
+        .pw = list_at(d, AK_pads, a, 0),
+        .dh = ns == 2 ? list_at(d, AK_dilations, 0, 1) : 1,
+        .dw = list_at(d, AK_dilations, a, 1),
+        .ph_end = ns == 2 ? list_at(d, AK_pads, 2, 0) : 0,
+        .pw_end = list_at(d, AK_pads, ns + a, 0),
+    };
+    return true;
+}
+
+LJ_INLINE int64_t planes(const int64_t *d) {
+    return lj_dim(d, 0, 0) * lj_dim(d, 0, 1);
+}
+
+LJ_INLINE int64_t plane_units(const int64_t *d) {
+    return (planes(d) + PLANES_PER_UNIT - 1) / PLANES_PER_UNIT;
+}
+
+LJ_INLINE void unit_planes(const int64_t *d, int64_t lo, int64_t hi, int64_t *p0, int64_t *p1) {
+    *p0 = lo * PLANES_PER_UNIT < planes(d) ? lo * PLANES_PER_UNIT : planes(d);
+    *p1 = hi * PLANES_PER_UNIT < planes(d) ? hi * PLANES_PER_UNIT : planes(d);
+}
+
+LJ_INLINE int64_t window_work(const int64_t *d) {
+    LjWindow g;
+    return window_of(d, &g) ? lj_dim(d, 0, 0) * lj_depthwise_blocks(lj_dim(d, 0, 1)) : 1;
+}
+
+LJ_INLINE void pool_run(const int64_t *d, void *const *ops, LjPool kind, int64_t lo, int64_t hi) {
+    LjWindow g;
+    int64_t c = lj_dim(d, 0, 1), blocks = lj_depthwise_blocks(c);
+    bool incl = lj_attr_int(d, AK_count_include_pad, 0) != 0;
+    const float *x = ops[lj_nops(d) - 1];
+    if (window_of(d, &g) && lj_pool_lanes(&g, kind, incl, c, x, ops[0], lo, hi))
+        return;
+    if (!window_of(d, &g) || !lj_window_fits(&g)) {
+        if (lo == 0)
+            libjit_generic(d, ops);
+        return;
+    }
+    for (int64_t u = lo; u < hi; u++) { /* the planes of the unit's channels */
+        int64_t p0 = u / blocks * c + u % blocks * LJ_VL;
+        int64_t p1 = p0 + (c - u % blocks * LJ_VL < LJ_VL ? c - u % blocks * LJ_VL : LJ_VL);
+        lj_pool(&g, kind, incl, x, ops[0], p0, p1);
+    }
+}
+
+LIBJIT_WORK libjit_max_pool_f32_work(const int64_t *d) {
+    return window_work(d);
+}
+
+LIBJIT_KERNEL libjit_max_pool_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
+    pool_run(d, ops, LJ_POOL_MAX, lo, hi);
+}
+
+LIBJIT_WORK libjit_avg_pool_f32_work(const int64_t *d) {
+    return window_work(d);
+}
+
+LIBJIT_KERNEL libjit_avg_pool_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
+    pool_run(d, ops, LJ_POOL_AVG, lo, hi);
+}
+
+/* ---- global pooling ------------------------------------------------------- */
+
+/* Sum of n floats, four vector accumulators (the add latency). */
+LJ_INLINE float plane_sum(const float *x, int64_t n) {
+    v16f acc[4] = {{0}, {0}, {0}, {0}};
+    int64_t i = 0;
+    for (; i + 4 * LJ_VL <= n; i += 4 * LJ_VL)
+        for (int u = 0; u < 4; u++)
+            acc[u] += lj_load(x + i + u * LJ_VL);
+    for (; i + LJ_VL <= n; i += LJ_VL)
+        acc[0] += lj_load(x + i);
+    v16f v = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    float s = 0;
+    for (int l = 0; l < LJ_VL; l++)
+        s += v[l];
+    for (; i < n; i++)
+        s += x[i];
+    return s;
+}
+
+/* Max of n floats; NaN anywhere gives NaN, as the interpreter. */
+LJ_INLINE float plane_max(const float *x, int64_t n) {
+    v16f acc = lj_splat(-__builtin_inff());
+    v16i nan = {0};
+    int64_t i = 0;
+    for (; i + LJ_VL <= n; i += LJ_VL) {
+        v16f v = lj_load(x + i);
+        nan |= v != v;
+        acc = lj_max(acc, v);
+    }
+    float m = -__builtin_inff();
+    bool any_nan = false;
+    for (int l = 0; l < LJ_VL; l++) {
+        any_nan |= nan[l] != 0;
+        m = acc[l] > m ? acc[l] : m;
+    }
+    for (; i < n; i++) {
+        any_nan |= x[i] != x[i];
+        m = x[i] > m ? x[i] : m;
+    }
+    return any_nan ? __builtin_nanf("") : m;
+}
+
+LJ_INLINE int64_t plane_size(const int64_t *d) {
+    int64_t p = planes(d);
+    return p ? lj_numel(d, 1) / p : 0;
+}
+
+LIBJIT_WORK libjit_global_avg_pool_f32_work(const int64_t *d) {
+    return plane_units(d);
+}
+
+/* The sum is divided (not multiplied by 1/n) so that it rounds once. */
+LIBJIT_KERNEL libjit_global_avg_pool_f32(const int64_t *d, void *const *ops, int64_t lo,
+                                         int64_t hi) {
+    int64_t p0, p1, n = plane_size(d);
+    unit_planes(d, lo, hi, &p0, &p1);
+    float *y = ops[0];
+    const float *x = ops[1];
+    for (int64_t p = p0; p < p1; p++)
+        y[p] = plane_sum(x + p * n, n) / (float)(n ? n : 1);
+}
+
+LIBJIT_WORK libjit_global_max_pool_f32_work(const int64_t *d) {
+    return plane_units(d);
+}
+
+LIBJIT_KERNEL libjit_global_max_pool_f32(const int64_t *d, void *const *ops, int64_t lo,
+                                         int64_t hi) {
+    int64_t p0, p1, n = plane_size(d);
+    unit_planes(d, lo, hi, &p0, &p1);
+    float *y = ops[0];
+    const float *x = ops[1];
+    for (int64_t p = p0; p < p1; p++)
+        y[p] = plane_max(x + p * n, n);
+}

@@ -1,0 +1,184 @@
+/* Micro-benchmark of libjit_conv_f32 against the interpreter's conv on the
+ * convolutions of ResNet-50 and MobileNet-V2 at batch 1 (as glowc -O2 leaves
+ * them: batch norms folded, activations fused), single-threaded. Reports the
+ * minimum time over repeated runs, as GFLOP/s (2 flops per multiply-add).
+ *
+ * usage: bench_conv [resnet50|resnet18|mobilenet_v2|all] [--no-interp] [--reps N]
+ *                   [--only I] (the I-th shape of the table alone, for a profiler) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends/cpu/libjit/kernels.h"
+#include "tests/kernels/harness.h"
+
+typedef struct Shape {
+    const char *model;
+    int count; /* times it occurs in the model */
+    int64_t c, h, m, k, stride, pad, group;
+    const char *act;
+} Shape;
+
+/* From `glowc opt -O2 MODEL.onnx` (square inputs and kernels throughout). */
+static const Shape shapes[] = {
+    {"resnet50", 1, 3, 224, 64, 7, 2, 3, 1, "relu"},
+    {"resnet50", 1, 64, 56, 64, 1, 1, 0, 1, "relu"},
+    {"resnet50", 3, 64, 56, 64, 3, 1, 1, 1, "relu"},
+    {"resnet50", 4, 64, 56, 256, 1, 1, 0, 1, NULL},
+    {"resnet50", 2, 256, 56, 64, 1, 1, 0, 1, "relu"},
+    {"resnet50", 1, 256, 56, 128, 1, 1, 0, 1, "relu"},
+    {"resnet50", 1, 128, 56, 128, 3, 2, 1, 1, "relu"},
+    {"resnet50", 4, 128, 28, 512, 1, 1, 0, 1, NULL},
+    {"resnet50", 1, 256, 56, 512, 1, 2, 0, 1, NULL},
+    {"resnet50", 3, 512, 28, 128, 1, 1, 0, 1, "relu"},
+    {"resnet50", 3, 128, 28, 128, 3, 1, 1, 1, "relu"},
+    {"resnet50", 1, 512, 28, 256, 1, 1, 0, 1, "relu"},
+    {"resnet50", 1, 256, 28, 256, 3, 2, 1, 1, "relu"},
+    {"resnet50", 6, 256, 14, 1024, 1, 1, 0, 1, NULL},
+    {"resnet50", 1, 512, 28, 1024, 1, 2, 0, 1, NULL},
+    {"resnet50", 5, 1024, 14, 256, 1, 1, 0, 1, "relu"},
+    {"resnet50", 5, 256, 14, 256, 3, 1, 1, 1, "relu"},
+    {"resnet50", 1, 1024, 14, 512, 1, 1, 0, 1, "relu"},
+    {"resnet50", 1, 512, 14, 512, 3, 2, 1, 1, "relu"},
+    {"resnet50", 3, 512, 7, 2048, 1, 1, 0, 1, NULL},
+    {"resnet50", 1, 1024, 14, 2048, 1, 2, 0, 1, NULL},
+    {"resnet50", 2, 2048, 7, 512, 1, 1, 0, 1, "relu"},
+    {"resnet50", 2, 512, 7, 512, 3, 1, 1, 1, "relu"},
+    {"resnet18", 1, 3, 224, 64, 7, 2, 3, 1, "relu"},
+    {"resnet18", 4, 64, 56, 64, 3, 1, 1, 1, "relu"},
+    {"resnet18", 1, 64, 56, 128, 3, 2, 1, 1, "relu"},
+    {"resnet18", 3, 128, 28, 128, 3, 1, 1, 1, "relu"},
+    {"resnet18", 1, 64, 56, 128, 1, 2, 0, 1, NULL},
+    {"resnet18", 1, 128, 28, 256, 3, 2, 1, 1, "relu"},
+    {"resnet18", 3, 256, 14, 256, 3, 1, 1, 1, "relu"},
+    {"resnet18", 1, 128, 28, 256, 1, 2, 0, 1, NULL},
+    {"resnet18", 1, 256, 14, 512, 3, 2, 1, 1, "relu"},
+    {"resnet18", 3, 512, 7, 512, 3, 1, 1, 1, "relu"},
+    {"resnet18", 1, 256, 14, 512, 1, 2, 0, 1, NULL},
+    {"mobilenet_v2", 1, 3, 224, 32, 3, 2, 1, 1, "clip"},
+    {"mobilenet_v2", 1, 32, 112, 32, 3, 1, 1, 32, "clip"},
+    {"mobilenet_v2", 1, 32, 112, 16, 1, 1, 0, 1, NULL},
+    {"mobilenet_v2", 1, 16, 112, 96, 1, 1, 0, 1, "clip"},
+    {"mobilenet_v2", 1, 96, 112, 96, 3, 2, 1, 96, "clip"},
+    {"mobilenet_v2", 1, 96, 56, 24, 1, 1, 0, 1, NULL},
+    {"mobilenet_v2", 2, 24, 56, 144, 1, 1, 0, 1, "clip"},
+    {"mobilenet_v2", 1, 144, 56, 144, 3, 1, 1, 144, "clip"},
+    {"mobilenet_v2", 1, 144, 56, 24, 1, 1, 0, 1, NULL},
+    {"mobilenet_v2", 1, 144, 56, 144, 3, 2, 1, 144, "clip"},
+    {"mobilenet_v2", 1, 144, 28, 32, 1, 1, 0, 1, NULL},
+    {"mobilenet_v2", 3, 32, 28, 192, 1, 1, 0, 1, "clip"},
+    {"mobilenet_v2", 2, 192, 28, 192, 3, 1, 1, 192, "clip"},
+    {"mobilenet_v2", 2, 192, 28, 32, 1, 1, 0, 1, NULL},
+    {"mobilenet_v2", 1, 192, 28, 192, 3, 2, 1, 192, "clip"},
+    {"mobilenet_v2", 1, 192, 14, 64, 1, 1, 0, 1, NULL},
+    {"mobilenet_v2", 4, 64, 14, 384, 1, 1, 0, 1, "clip"},
+    {"mobilenet_v2", 4, 384, 14, 384, 3, 1, 1, 384, "clip"},
+    {"mobilenet_v2", 3, 384, 14, 64, 1, 1, 0, 1, NULL},
+    {"mobilenet_v2", 1, 384, 14, 96, 1, 1, 0, 1, NULL},
+    {"mobilenet_v2", 3, 96, 14, 576, 1, 1, 0, 1, "clip"},
+    {"mobilenet_v2", 2, 576, 14, 576, 3, 1, 1, 576, "clip"},
+    {"mobilenet_v2", 2, 576, 14, 96, 1, 1, 0, 1, NULL},
+    {"mobilenet_v2", 1, 576, 14, 576, 3, 2, 1, 576, "clip"},
+    {"mobilenet_v2", 1, 576, 7, 160, 1, 1, 0, 1, NULL},
+    {"mobilenet_v2", 3, 160, 7, 960, 1, 1, 0, 1, "clip"},
+    {"mobilenet_v2", 3, 960, 7, 960, 3, 1, 1, 960, "clip"},
+    {"mobilenet_v2", 2, 960, 7, 160, 1, 1, 0, 1, NULL},
+    {"mobilenet_v2", 1, 960, 7, 320, 1, 1, 0, 1, NULL},
+    {"mobilenet_v2", 1, 320, 7, 1280, 1, 1, 0, 1, "clip"},
+};
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void build(Case *c, const Shape *s) {
+    int64_t o = (s->h + 2 * s->pad - s->k) / s->stride + 1;
+    int64_t y[4] = {1, s->m, o, o}, x[4] = {1, s->c, s->h, s->h};
+    int64_t w[4] = {s->m, s->c / s->group, s->k, s->k}, b[1] = {s->m};
+    desc_begin(&c->d, NK_CONV, 1);
+    desc_operand(&c->d, 4, y);
+    desc_operand(&c->d, 4, x);
+    desc_operand(&c->d, 4, w);
+    desc_operand(&c->d, 1, b);
+    desc_ints(&c->d, AK_kernel, 2, (int64_t[]){s->k, s->k});
+    desc_ints(&c->d, AK_strides, 2, (int64_t[]){s->stride, s->stride});
+    desc_ints(&c->d, AK_pads, 4, (int64_t[]){s->pad, s->pad, s->pad, s->pad});
+    desc_ints(&c->d, AK_dilations, 2, (int64_t[]){1, 1});
+    desc_int(&c->d, AK_group, s->group);
+    if (s->act) {
+        desc_str(&c->d, AK_act, s->act);
+        if (!strcmp(s->act, "clip")) {
+            desc_float(&c->d, AK_act_alpha, 0);
+            desc_float(&c->d, AK_act_beta, 6);
+        }
+    }
+}
+
+static double flops(const Shape *s) {
+    int64_t o = (s->h + 2 * s->pad - s->k) / s->stride + 1;
+    return 2.0 * (double)(s->m * o * o) * (double)(s->c / s->group * s->k * s->k);
+}
+
+/* Minimum seconds of `reps` runs (at least 0.2 s of them, at most 2000). */
+static double time_min(const Case *c, bool interp, int reps) {
+    double best = 1e30, start = now();
+    for (int r = 0; r < 2000 && (r < reps || now() - start < 0.2); r++) {
+        double t0 = now();
+        if (interp)
+            libjit_generic(c->d.w, c->ref);
+        else
+            libjit_conv_f32(c->d.w, c->fast, 0, libjit_conv_f32_work(c->d.w));
+        double t = now() - t0;
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
+int main(int argc, char **argv) {
+    const char *model = "resnet50";
+    bool interp = true;
+    int reps = 20, only = -1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--no-interp"))
+            interp = false;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else
+            model = argv[i];
+    }
+    printf("%-13s %5s %4s %5s %2s %1s %4s %-5s %10s %9s %9s %7s\n", "model", "cin", "hw", "cout", "k",
+           "s", "grp", "act", "MFLOP", "fast GF/s", "interp", "speedup");
+    double total_flops = 0, total_fast = 0, total_interp = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const Shape *s = &shapes[i];
+        if ((strcmp(model, "all") && strcmp(model, s->model)) || (only >= 0 && only != (int)i))
+            continue;
+        Case c;
+        build(&c, s);
+        case_alloc(&c, i);
+        case_reference(&c, false); /* fills the reference inputs */
+        double tf = time_min(&c, false, reps);
+        double ti = interp ? time_min(&c, true, 2) : 0;
+        double f = flops(s);
+        total_flops += f * s->count;
+        total_fast += tf * s->count;
+        total_interp += ti * s->count;
+        printf("%-13s %5lld %4lld %5lld %2lld %1lld %4lld %-5s %10.1f %9.1f %9.1f %7.1f\n", s->model,
+               (long long)s->c, (long long)s->h, (long long)s->m, (long long)s->k,
+               (long long)s->stride, (long long)s->group, s->act ? s->act : "-", f * 1e-6,
+               f / tf * 1e-9, interp ? f / ti * 1e-9 : 0, interp ? ti / tf : 0);
+        case_free(&c);
+    }
+    printf("all convolutions, weighted by count: %.2f GFLOP in %.2f ms fast (%.1f GFLOP/s)",
+           total_flops * 1e-9, total_fast * 1e3, total_flops / total_fast * 1e-9);
+    if (interp)
+        printf(", %.1f ms interpreter (%.1f GFLOP/s)", total_interp * 1e3,
+               total_flops / total_interp * 1e-9);
+    printf("\n");
+    return 0;
+}

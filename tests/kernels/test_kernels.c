@@ -1,0 +1,749 @@
+/* The fast libjit kernels against the reference interpreter's kernels, over
+ * many shapes: odd sizes, every stride, pad, dilation and group form,
+ * tails of every tile, in-place operands, fused activations.
+ *
+ * Error bounds. Where a kernel sums (conv, fully_connected, matmul, average
+ * pooling, sum reductions), it and the interpreter add the same terms in
+ * different orders (and one with FMA): each is within gamma_n * S of the
+ * exact sum, S = sum |terms|, gamma_n = n u / (1 - n u), u = 2^-24, n the
+ * number of terms (Higham, ch. 3), so they differ by at most 2 gamma_n S.
+ * S is measured by running the reference on |inputs| (without the
+ * activation). An activation after the sum scales that by its Lipschitz
+ * constant (1, or 1/4 for sigmoid) and adds its own error: the vector
+ * exp/sigmoid/tanh are within 1/2/1 ulp of the correctly rounded value
+ * (measured on a dense sweep of [-120, 120]; allowed 1/2/2 here), and
+ * sigmoid's quotient flushes to 0 below 1.2e-38. The interpreter's gelu,
+ * 0.5 x (1 + erf(x / sqrt 2)) in double, cancels for x << 0 to about 1e-16
+ * |x| absolute; the kernel's form with erfc does not, so the bound there is
+ * that absolute error. Kernels that do not sum (max, relu, add, mul, copies)
+ * must match exactly. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backends/cpu/libjit/kernels.h"
+#include "tests/kernels/harness.h"
+
+static const double FLT_TINY = 1.1754943508222875e-38;
+
+static int64_t rnd(uint64_t *s, int64_t lo, int64_t hi) {
+    return lo + (int64_t)(rng_next(s) % (uint64_t)(hi - lo + 1));
+}
+
+/* The tolerance of an n-term sum followed by activation `act`. */
+static Tol sum_tol(int64_t n, const char *act) {
+    Tol t = {2.1 * gamma_f32(n), 0, 0};
+    if (act && !strcmp(act, "sigmoid")) {
+        t.rel_mag *= 0.25;
+        t.ulps = 2;
+        t.abs = FLT_TINY;
+    } else if (act && !strcmp(act, "tanh")) {
+        t.ulps = 2;
+    }
+    return t;
+}
+
+/* ---- conv ---------------------------------------------------------------- */
+
+typedef struct ConvSpec {
+    int ns; /* spatial axes: 1 or 2 */
+    int64_t n, c, h, w, m, kh, kw, sh, sw, dh, dw, group;
+    int64_t pads[4]; /* top, left, bottom, right */
+    const char *act;
+    float alpha, beta;
+    bool bias;
+} ConvSpec;
+
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
+    int64_t span = d * (k - 1) + 1;
+    return in + p0 + p1 < span ? 0 : (in + p0 + p1 - span) / s + 1;
+}
+
+static void build_conv(Desc *d, const ConvSpec *k, bool with_act) {
+    int64_t oh = out_size(k->h, k->kh, k->sh, k->dh, k->pads[0], k->pads[2]);
+    int64_t ow = out_size(k->w, k->kw, k->sw, k->dw, k->pads[1], k->pads[3]);
+    desc_begin(d, NK_CONV, 1);
+    if (k->ns == 2) {
+        desc_operand(d, 4, (int64_t[]){k->n, k->m, oh, ow});
+        desc_operand(d, 4, (int64_t[]){k->n, k->c, k->h, k->w});
+        desc_operand(d, 4, (int64_t[]){k->m, k->c / k->group, k->kh, k->kw});
+    } else {
+        desc_operand(d, 3, (int64_t[]){k->n, k->m, ow});
+        desc_operand(d, 3, (int64_t[]){k->n, k->c, k->w});
+        desc_operand(d, 3, (int64_t[]){k->m, k->c / k->group, k->kw});
+    }
+    if (k->bias)
+        desc_operand(d, 1, (int64_t[]){k->m});
+    if (k->ns == 2) {
+        desc_ints(d, AK_kernel, 2, (int64_t[]){k->kh, k->kw});
+        desc_ints(d, AK_strides, 2, (int64_t[]){k->sh, k->sw});
+        desc_ints(d, AK_pads, 4, k->pads);
+        desc_ints(d, AK_dilations, 2, (int64_t[]){k->dh, k->dw});
+    } else {
+        desc_ints(d, AK_kernel, 1, (int64_t[]){k->kw});
+        desc_ints(d, AK_strides, 1, (int64_t[]){k->sw});
+        desc_ints(d, AK_pads, 2, (int64_t[]){k->pads[1], k->pads[3]});
+        desc_ints(d, AK_dilations, 1, (int64_t[]){k->dw});
+    }
+    desc_int(d, AK_group, k->group);
+    if (with_act && k->act) {
+        desc_str(d, AK_act, k->act);
+        desc_float(d, AK_act_alpha, k->alpha);
+        desc_float(d, AK_act_beta, k->beta);
+    }
+}
+
+static double check_conv(const ConvSpec *k, uint64_t seed) {
+    Case c = {0};
+    build_conv(&c.d, k, true);
+    build_conv(&c.dmag, k, false);
+    case_alloc(&c, seed);
+    assert_true(case_reference(&c, true));
+    run_kernel(&c.d, libjit_conv_f32, libjit_conv_f32_work, c.fast);
+    char what[200];
+    snprintf(what, sizeof what,
+             "conv n%lld c%lld %lldx%lld -> m%lld k%lldx%lld s%lld,%lld d%lld,%lld "
+             "p%lld,%lld,%lld,%lld g%lld %s%s",
+             (long long)k->n, (long long)k->c, (long long)k->h, (long long)k->w,
+             (long long)k->m, (long long)k->kh, (long long)k->kw, (long long)k->sh,
+             (long long)k->sw, (long long)k->dh, (long long)k->dw, (long long)k->pads[0],
+             (long long)k->pads[1], (long long)k->pads[2], (long long)k->pads[3],
+             (long long)k->group, k->act ? k->act : "-", k->bias ? " bias" : "");
+    double worst = case_check(&c, 0, sum_tol(k->c / k->group * k->kh * k->kw + 1, k->act), what);
+    case_free(&c);
+    return worst;
+}
+
+static const char *const acts[] = {NULL, "relu", "clip", "sigmoid", "tanh", "leaky_relu"};
+
+static ConvSpec random_conv(uint64_t *s) {
+    ConvSpec k = {.ns = rnd(s, 0, 9) ? 2 : 1, .n = rnd(s, 0, 4) ? 1 : 2};
+    int form = (int)rnd(s, 0, 19); /* 0-11 dense, 12-16 depthwise, 17-19 grouped */
+    k.group = 1;
+    k.c = rnd(s, 1, 40);
+    k.m = rnd(s, 1, rnd(s, 0, 3) ? 40 : 150);
+    if (form >= 12 && form <= 16) {
+        k.group = k.c = k.m = rnd(s, 1, 24);
+    } else if (form > 16) {
+        k.group = rnd(s, 2, 4);
+        k.c = k.group * rnd(s, 1, 8);
+        k.m = k.group * rnd(s, 1, 12);
+    }
+    int64_t big = rnd(s, 0, 5) ? 24 : 64;
+    k.h = k.ns == 2 ? rnd(s, 1, big) : 1;
+    k.w = rnd(s, 1, big);
+    static const int64_t ks[] = {1, 1, 2, 3, 3, 3, 5, 7};
+    k.kh = k.ns == 2 ? ks[rnd(s, 0, 7)] : 1;
+    k.kw = k.ns == 2 && rnd(s, 0, 3) ? k.kh : ks[rnd(s, 0, 7)];
+    k.sh = k.ns == 2 ? rnd(s, 1, 3) : 1;
+    k.sw = rnd(s, 0, 2) ? k.sh : rnd(s, 1, 3);
+    k.dh = k.ns == 2 && !rnd(s, 0, 5) ? 2 : 1;
+    k.dw = !rnd(s, 0, 5) ? 2 : 1;
+    for (int i = 0; i < 4; i++)
+        k.pads[i] = (k.ns == 2 || i % 2) && rnd(s, 0, 2) ? rnd(s, 0, (i % 2 ? k.kw : k.kh) - 1) : 0;
+    k.act = acts[rnd(s, 0, 5)];
+    k.alpha = k.act && !strcmp(k.act, "clip") ? -0.5f : 0.1f;
+    k.beta = 0.75f;
+    k.bias = rnd(s, 0, 4) != 0;
+    return k;
+}
+
+static void test_conv_shapes(void **state) {
+    /* The product's blockings: K past one k block (256), N past one column
+     * block (240), row counts past one work unit (64), deep k blocks on the
+     * heap (small N, large K), and the shapes of the models at reduced
+     * size. */
+    static const ConvSpec fixed[] = {
+        {2, 1, 64, 30, 30, 72, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true},
+        {2, 1, 300, 7, 7, 130, 1, 1, 1, 1, 1, 1, 1, {0}, NULL, 0, 0, true},
+        {2, 1, 520, 5, 9, 17, 1, 1, 1, 1, 1, 1, 1, {0}, "clip", 0, 6, false},
+        {2, 1, 1500, 12, 12, 24, 1, 1, 1, 1, 1, 1, 1, {0}, "relu", 0, 0, true},
+        {2, 1, 200, 9, 9, 20, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL, 0, 0, true},
+        {2, 1, 3, 45, 45, 16, 7, 7, 2, 2, 1, 1, 1, {3, 3, 3, 3}, "relu", 0, 0, true},
+        {2, 1, 32, 28, 28, 32, 3, 3, 1, 1, 1, 1, 32, {1, 1, 1, 1}, "clip", 0, 6, true},
+        {2, 1, 48, 29, 29, 48, 3, 3, 2, 2, 1, 1, 48, {1, 1, 1, 1}, "clip", 0, 6, true},
+        {2, 1, 24, 14, 14, 24, 5, 5, 2, 2, 1, 1, 24, {2, 2, 2, 2}, NULL, 0, 0, true},
+        {2, 1, 40, 16, 16, 80, 1, 1, 2, 2, 1, 1, 1, {0}, NULL, 0, 0, true},
+        {2, 1, 16, 112, 112, 8, 3, 3, 1, 1, 1, 1, 8, {1, 1, 1, 1}, "sigmoid", 0, 0, true},
+        {2, 2, 8, 9, 9, 8, 3, 3, 1, 1, 2, 2, 8, {2, 2, 2, 2}, "tanh", 0, 0, false},
+    };
+    double worst = 0;
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
+        double r = check_conv(&fixed[i], i);
+        worst = r > worst ? r : worst;
+    }
+    printf("conv fixed shapes: worst error %.3f of the bound\n", worst);
+    assert_true(worst <= 1);
+}
+
+static void test_conv_random(void **state) {
+    uint64_t s = 12345;
+    double worst = 0;
+    int ran = 0;
+    for (int i = 0; i < 400; i++) {
+        ConvSpec k = random_conv(&s);
+        if (out_size(k.h, k.kh, k.sh, k.dh, k.pads[0], k.pads[2]) < 1 ||
+            out_size(k.w, k.kw, k.sw, k.dw, k.pads[1], k.pads[3]) < 1)
+            continue;
+        double r = check_conv(&k, (uint64_t)i);
+        worst = r > worst ? r : worst;
+        ran++;
+    }
+    printf("conv: %d random shapes, worst error %.3f of the bound\n", ran, worst);
+    assert_true(worst <= 1);
+}
+
+/* ---- fully_connected, matmul ------------------------------------------------ */
+
+static void test_fully_connected(void **state) {
+    uint64_t s = 777;
+    double worst = 0;
+    for (int i = 0; i < 120; i++) {
+        int64_t m = rnd(&s, 0, 2) ? 1 : rnd(&s, 1, 70), k = rnd(&s, 0, 3) ? rnd(&s, 1, 80) : rnd(&s, 200, 700);
+        int64_t n = rnd(&s, 1, rnd(&s, 0, 1) ? 60 : 500);
+        const char *act = acts[rnd(&s, 0, 5)];
+        Case c = {0};
+        for (int pass = 0; pass < 2; pass++) {
+            Desc *d = pass ? &c.dmag : &c.d;
+            desc_begin(d, NK_FULLY_CONNECTED, 1);
+            desc_operand(d, 2, (int64_t[]){m, n});
+            desc_operand(d, 2, (int64_t[]){m, k});
+            desc_operand(d, 2, (int64_t[]){k, n});
+            desc_operand(d, 1, (int64_t[]){n});
+            if (!pass && act) {
+                desc_str(d, AK_act, act);
+                desc_float(d, AK_act_alpha, -0.25f);
+                desc_float(d, AK_act_beta, 0.5f);
+            }
+        }
+        case_alloc(&c, (uint64_t)i);
+        assert_true(case_reference(&c, true));
+        run_kernel(&c.d, libjit_fully_connected_f32, libjit_fully_connected_f32_work, c.fast);
+        char what[120];
+        snprintf(what, sizeof what, "fully_connected %lldx%lld . %lldx%lld %s", (long long)m,
+                 (long long)k, (long long)k, (long long)n, act ? act : "-");
+        double r = case_check(&c, 0, sum_tol(k + 1, act), what);
+        worst = r > worst ? r : worst;
+        case_free(&c);
+    }
+    printf("fully_connected: worst error %.3f of the bound\n", worst);
+    assert_true(worst <= 1);
+}
+
+static void test_matmul(void **state) {
+    uint64_t s = 4242;
+    double worst = 0;
+    for (int i = 0; i < 150; i++) {
+        int64_t m = rnd(&s, 1, 40), k = rnd(&s, 1, rnd(&s, 0, 3) ? 40 : 300), n = rnd(&s, 1, 120);
+        int ba = (int)rnd(&s, 0, 2), bb = (int)rnd(&s, 0, 2), rank = ba > bb ? ba : bb;
+        int64_t batch[2] = {rnd(&s, 1, 4), rnd(&s, 1, 3)};
+        int64_t ad[5], bd[5], yd[5];
+        int ra = 0, rb = 0, ry = 0;
+        /* Batch axes right-aligned; an operand has 1 where it broadcasts. */
+        for (int j = 0; j < rank; j++) {
+            int64_t full = batch[2 - rank + j];
+            if (j >= rank - ba)
+                ad[ra++] = rnd(&s, 0, 3) ? full : 1;
+            if (j >= rank - bb)
+                bd[rb++] = rnd(&s, 0, 3) ? full : 1;
+        }
+        for (int j = 0; j < rank; j++) {
+            int64_t x = j >= rank - ba ? ad[j - (rank - ba)] : 1, y = j >= rank - bb ? bd[j - (rank - bb)] : 1;
+            yd[ry++] = x > y ? x : y;
+        }
+        bool a1 = rank == 0 && !rnd(&s, 0, 5), b1 = rank == 0 && !rnd(&s, 0, 5);
+        if (!a1)
+            ad[ra++] = m;
+        ad[ra++] = k;
+        bd[rb++] = k;
+        if (!b1)
+            bd[rb++] = n;
+        if (!a1)
+            yd[ry++] = m;
+        if (!b1)
+            yd[ry++] = n;
+        Case c = {0};
+        desc_begin(&c.d, NK_MATMUL, 1);
+        desc_operand(&c.d, ry, yd);
+        desc_operand(&c.d, ra, ad);
+        desc_operand(&c.d, rb, bd);
+        case_alloc(&c, (uint64_t)i);
+        assert_true(case_reference(&c, true));
+        run_kernel(&c.d, libjit_matmul_f32, libjit_matmul_f32_work, c.fast);
+        char what[120];
+        snprintf(what, sizeof what, "matmul rank %d x rank %d, m%lld k%lld n%lld", ra, rb, (long long)m,
+                 (long long)k, (long long)n);
+        double r = case_check(&c, 0, sum_tol(k, NULL), what);
+        worst = r > worst ? r : worst;
+        case_free(&c);
+    }
+    printf("matmul: worst error %.3f of the bound\n", worst);
+    assert_true(worst <= 1);
+}
+
+/* ---- pooling ------------------------------------------------------------------ */
+
+/* window_out_size (core/infer.c), for ceil_mode. */
+static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1, bool ceil) {
+    int64_t avail = in + p0 + p1 - (d * (k - 1) + 1);
+    if (avail < 0)
+        return 0;
+    if (!ceil)
+        return avail / s + 1;
+    int64_t out = (avail + s - 1) / s + 1;
+    return (out - 1) * s >= in + p0 ? out - 1 : out;
+}
+
+static void test_pool(void **state) {
+    uint64_t s = 99;
+    double worst = 0;
+    int ran = 0;
+    for (int i = 0; i < 300; i++) {
+        bool avg = rnd(&s, 0, 1), ceil = !rnd(&s, 0, 2), incl = rnd(&s, 0, 1);
+        int ns = rnd(&s, 0, 7) ? 2 : 1;
+        int64_t n = rnd(&s, 1, 2), c = rnd(&s, 1, 9), h = ns == 2 ? rnd(&s, 1, 40) : 1, w = rnd(&s, 1, 40);
+        int64_t kh = ns == 2 ? rnd(&s, 1, 4) : 1, kw = rnd(&s, 1, 4), sh = ns == 2 ? rnd(&s, 1, 3) : 1;
+        int64_t sw = rnd(&s, 1, 3), dh = ns == 2 && !rnd(&s, 0, 5) ? 2 : 1, dw = !rnd(&s, 0, 5) ? 2 : 1;
+        int64_t p[4] = {ns == 2 ? rnd(&s, 0, kh - 1) : 0, rnd(&s, 0, kw - 1), ns == 2 ? rnd(&s, 0, kh - 1) : 0,
+                        rnd(&s, 0, kw - 1)};
+        int64_t oh = ns == 2 ? pool_out(h, kh, sh, dh, p[0], p[2], ceil) : 1;
+        int64_t ow = pool_out(w, kw, sw, dw, p[1], p[3], ceil);
+        if (oh < 1 || ow < 1)
+            continue;
+        Case cs = {0};
+        desc_begin(&cs.d, avg ? NK_AVG_POOL : NK_MAX_POOL, 1);
+        if (ns == 2) {
+            desc_operand(&cs.d, 4, (int64_t[]){n, c, oh, ow});
+            desc_operand(&cs.d, 4, (int64_t[]){n, c, h, w});
+            desc_ints(&cs.d, AK_kernel, 2, (int64_t[]){kh, kw});
+            desc_ints(&cs.d, AK_strides, 2, (int64_t[]){sh, sw});
+            desc_ints(&cs.d, AK_pads, 4, p);
+            desc_ints(&cs.d, AK_dilations, 2, (int64_t[]){dh, dw});
+        } else {
+            desc_operand(&cs.d, 3, (int64_t[]){n, c, ow});
+            desc_operand(&cs.d, 3, (int64_t[]){n, c, w});
+            desc_ints(&cs.d, AK_kernel, 1, (int64_t[]){kw});
+            desc_ints(&cs.d, AK_strides, 1, (int64_t[]){sw});
+            desc_ints(&cs.d, AK_pads, 2, (int64_t[]){p[1], p[3]});
+            desc_ints(&cs.d, AK_dilations, 1, (int64_t[]){dw});
+        }
+        desc_int(&cs.d, AK_ceil_mode, ceil);
+        if (avg)
+            desc_int(&cs.d, AK_count_include_pad, incl);
+        case_alloc(&cs, (uint64_t)i);
+        assert_true(case_reference(&cs, avg));
+        run_kernel(&cs.d, avg ? libjit_avg_pool_f32 : libjit_max_pool_f32,
+                   avg ? libjit_avg_pool_f32_work : libjit_max_pool_f32_work, cs.fast);
+        char what[160];
+        snprintf(what, sizeof what, "%s %lldx%lld k%lldx%lld s%lld,%lld d%lld,%lld p%lld,%lld,%lld,%lld%s%s",
+                 avg ? "avg_pool" : "max_pool", (long long)h, (long long)w, (long long)kh, (long long)kw,
+                 (long long)sh, (long long)sw, (long long)dh, (long long)dw, (long long)p[0], (long long)p[1],
+                 (long long)p[2], (long long)p[3], ceil ? " ceil" : "", incl ? " incl" : "");
+        /* The average: a sum of kh*kw terms, then one rounded division. */
+        Tol t = avg ? sum_tol(kh * kw + 2, NULL) : (Tol){0, 0, 0};
+        double r = case_check(&cs, 0, t, what);
+        worst = r > worst ? r : worst;
+        ran++;
+        case_free(&cs);
+    }
+    printf("pooling: %d shapes, worst error %.3f of the bound\n", ran, worst);
+    assert_true(worst <= 1);
+}
+
+static void test_global_pool(void **state) {
+    uint64_t s = 5;
+    double worst = 0;
+    for (int i = 0; i < 60; i++) {
+        bool avg = rnd(&s, 0, 1);
+        int64_t n = rnd(&s, 1, 2), c = rnd(&s, 1, 40), h = rnd(&s, 1, 30), w = rnd(&s, 1, 30);
+        Case cs = {0};
+        desc_begin(&cs.d, avg ? NK_GLOBAL_AVG_POOL : NK_GLOBAL_MAX_POOL, 1);
+        desc_operand(&cs.d, 4, (int64_t[]){n, c, 1, 1});
+        desc_operand(&cs.d, 4, (int64_t[]){n, c, h, w});
+        case_alloc(&cs, (uint64_t)i);
+        assert_true(case_reference(&cs, avg));
+        run_kernel(&cs.d, avg ? libjit_global_avg_pool_f32 : libjit_global_max_pool_f32,
+                   avg ? libjit_global_avg_pool_f32_work : libjit_global_max_pool_f32_work, cs.fast);
+        double r = case_check(&cs, 0, avg ? sum_tol(h * w + 2, NULL) : (Tol){0, 0, 0},
+                              avg ? "global_avg_pool" : "global_max_pool");
+        worst = r > worst ? r : worst;
+        case_free(&cs);
+    }
+    printf("global pooling: worst error %.3f of the bound\n", worst);
+    assert_true(worst <= 1);
+}
+
+/* ---- elementwise ------------------------------------------------------------- */
+
+typedef struct Elementwise {
+    const char *name;
+    NodeKind kind;
+    KernelFn fn;
+    WorkFn work;
+} Elementwise;
+
+#define ELEMENTWISE_ROW(name, KIND) {#name, KIND, libjit_##name##_f32, libjit_##name##_f32_work},
+static const Elementwise unaries[] = {LJ_UNARY_KERNELS(ELEMENTWISE_ROW)};
+static const Elementwise binaries[] = {LJ_BINARY_KERNELS(ELEMENTWISE_ROW)};
+
+/* Exact, except the approximations vec.h states, gelu (libm's erfc in
+ * double against erf, then the cancellation the header describes) and
+ * powf (1 ulp); hard_sigmoid and hard_swish round alpha*x + beta in f32
+ * where the interpreter rounds once from double. */
+static Tol unary_tol(NodeKind k) {
+    switch (k) {
+    case NK_EXP: return (Tol){0, 1, FLT_TINY};
+    case NK_SIGMOID: return (Tol){0, 2, FLT_TINY};
+    case NK_TANH: return (Tol){0, 2, 0};
+    case NK_GELU: return (Tol){0, 2, 1e-14};
+    case NK_HARD_SIGMOID:
+    case NK_HARD_SWISH: return (Tol){0, 3, 2e-7};
+    default: return (Tol){0, 0, 0};
+    }
+}
+
+static void test_unary(void **state) {
+    uint64_t s = 31;
+    double worst = 0;
+    for (size_t u = 0; u < sizeof unaries / sizeof *unaries; u++) {
+        const Elementwise *e = &unaries[u];
+        for (int i = 0; i < 24; i++) {
+            int64_t dims[3] = {rnd(&s, 1, 3), rnd(&s, 1, 40), rnd(&s, 1, i < 4 ? 20000 : 100)};
+            float scale = i % 3 == 0 ? 100.0f : i % 3 == 1 ? 1.0f : 8.0f;
+            Case c = {0};
+            desc_begin(&c.d, e->kind, 1);
+            desc_operand(&c.d, 3, dims);
+            desc_operand(&c.d, 3, dims);
+            if (e->kind == NK_CLIP) {
+                if (i % 4 != 1)
+                    desc_float(&c.d, AK_min, -0.3f);
+                if (i % 4 != 2)
+                    desc_float(&c.d, AK_max, 0.6f);
+            }
+            if (e->kind == NK_LEAKY_RELU && i % 2)
+                desc_float(&c.d, AK_alpha, 0.2f);
+            if (e->kind == NK_HARD_SIGMOID && i % 2) {
+                desc_float(&c.d, AK_alpha, 0.3f);
+                desc_float(&c.d, AK_beta, 0.4f);
+            }
+            case_alloc(&c, (uint64_t)i);
+            float *x = c.fast[1];
+            for (int64_t j = 0; j < desc_numel(&c.d, 1); j++)
+                x[j] *= scale;
+            if (i % 2)
+                case_alias(&c, 0, 1);
+            assert_true(case_reference(&c, false));
+            run_kernel(&c.d, e->fn, e->work, c.fast);
+            char what[80];
+            snprintf(what, sizeof what, "%s %lldx%lldx%lld%s", e->name, (long long)dims[0],
+                     (long long)dims[1], (long long)dims[2], i % 2 ? " in place" : "");
+            double r = case_check(&c, 0, unary_tol(e->kind), what);
+            worst = r > worst ? r : worst;
+            case_free(&c);
+        }
+    }
+    printf("unary: worst error %.3f of the bound\n", worst);
+    assert_true(worst <= 1);
+}
+
+/* A random broadcast: the output shape, then each operand keeps a suffix
+ * of its axes with some of them 1. */
+static int bcast_operand(uint64_t *s, int rank, const int64_t *out, int64_t *dims) {
+    int r = rnd(s, 0, 3) ? rank : (int)rnd(s, 0, rank);
+    for (int i = 0; i < r; i++)
+        dims[i] = rnd(s, 0, 2) ? out[rank - r + i] : 1;
+    return r;
+}
+
+static void test_binary(void **state) {
+    uint64_t s = 17;
+    double worst = 0;
+    for (size_t b = 0; b < sizeof binaries / sizeof *binaries; b++) {
+        const Elementwise *e = &binaries[b];
+        for (int i = 0; i < 60; i++) {
+            int rank = (int)rnd(&s, 0, 4);
+            int64_t out[4], ad[4], bd[4];
+            for (int j = 0; j < rank; j++)
+                out[j] = rnd(&s, 1, j == rank - 1 && i < 8 ? 3000 : 20);
+            int ra = bcast_operand(&s, rank, out, ad), rb = bcast_operand(&s, rank, out, bd);
+            if (i % 5 == 0) /* the per-channel and scalar forms of the models */
+                ra = rank, memcpy(ad, out, sizeof out), rb = 0;
+            /* The output is the broadcast of the two. */
+            for (int j = 0; j < rank; j++) {
+                int64_t x = j >= rank - ra ? ad[j - (rank - ra)] : 1, y = j >= rank - rb ? bd[j - (rank - rb)] : 1;
+                out[j] = x > y ? x : y;
+            }
+            Case c = {0};
+            desc_begin(&c.d, e->kind, 1);
+            desc_operand(&c.d, rank, out);
+            desc_operand(&c.d, ra, ad);
+            desc_operand(&c.d, rb, bd);
+            case_alloc(&c, (uint64_t)i);
+            if (e->kind == NK_POW) { /* positive bases; exponent 2 as layer norm's */
+                float *x = c.fast[1], *y = c.fast[2];
+                for (int64_t j = 0; j < desc_numel(&c.d, 1); j++)
+                    x[j] = fabsf(x[j]) * 4;
+                for (int64_t j = 0; j < desc_numel(&c.d, 2); j++)
+                    y[j] = rb == 0 && i % 2 ? 2.0f : y[j] * 3;
+            }
+            if (i % 3 == 1 && desc_numel(&c.d, 1) == desc_numel(&c.d, 0))
+                case_alias(&c, 0, 1);
+            else if (i % 3 == 2 && desc_numel(&c.d, 2) == desc_numel(&c.d, 0))
+                case_alias(&c, 0, 2);
+            assert_true(case_reference(&c, false));
+            run_kernel(&c.d, e->fn, e->work, c.fast);
+            char what[80];
+            snprintf(what, sizeof what, "%s rank %d: %d, %d%s", e->name, rank, ra, rb, c.alias[0] ? " in place" : "");
+            double r = case_check(&c, 0, e->kind == NK_POW ? (Tol){0, 1, 0} : (Tol){0, 0, 0}, what);
+            worst = r > worst ? r : worst;
+            case_free(&c);
+        }
+    }
+    printf("binary: worst error %.3f of the bound\n", worst);
+    assert_true(worst <= 1);
+}
+
+/* ---- reductions, data movement ------------------------------------------------ */
+
+static void test_reduce(void **state) {
+    static const struct {
+        NodeKind kind;
+        KernelFn fn;
+        WorkFn work;
+    } kinds[] = {
+        {NK_REDUCE_SUM, libjit_reduce_sum_f32, libjit_reduce_sum_f32_work},
+        {NK_REDUCE_MEAN, libjit_reduce_mean_f32, libjit_reduce_mean_f32_work},
+        {NK_REDUCE_MAX, libjit_reduce_max_f32, libjit_reduce_max_f32_work},
+        {NK_REDUCE_MIN, libjit_reduce_min_f32, libjit_reduce_min_f32_work},
+    };
+    uint64_t s = 3;
+    double worst = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        for (int i = 0; i < 80; i++) {
+            int rank = (int)rnd(&s, 1, 4), nax = 0;
+            int64_t x[4], y[4], axes[4], len = 1;
+            bool keep = rnd(&s, 0, 1), red[4];
+            for (int j = 0; j < rank; j++) {
+                x[j] = rnd(&s, 1, rnd(&s, 0, 3) ? 12 : 300);
+                red[j] = rnd(&s, 0, 1);
+            }
+            if (i % 4 == 0) /* the last axis, as lowered softmax and layer norm */
+                for (int j = 0; j < rank; j++)
+                    red[j] = j == rank - 1;
+            bool all = true; /* no axes: all of them (the attribute absent or empty) */
+            for (int j = 0; j < rank; j++)
+                all &= !red[j];
+            bool list_none = all && rnd(&s, 0, 1);
+            int ry = 0;
+            for (int j = 0; j < rank; j++) {
+                if (red[j] || all) {
+                    if (!all)
+                        axes[nax++] = rnd(&s, 0, 1) ? j : j - rank;
+                    len *= x[j];
+                    if (keep)
+                        y[ry++] = 1;
+                } else {
+                    y[ry++] = x[j];
+                }
+            }
+            Case c = {0};
+            desc_begin(&c.d, kinds[k].kind, 1);
+            desc_operand(&c.d, ry, y);
+            desc_operand(&c.d, rank, x);
+            if (!list_none)
+                desc_ints(&c.d, AK_axes, nax, axes);
+            desc_int(&c.d, AK_keepdims, keep);
+            case_alloc(&c, (uint64_t)i);
+            bool sum = kinds[k].kind == NK_REDUCE_SUM || kinds[k].kind == NK_REDUCE_MEAN;
+            assert_true(case_reference(&c, sum));
+            run_kernel(&c.d, kinds[k].fn, kinds[k].work, c.fast);
+            /* f32 sums against the interpreter's double: gamma_len + 1 rounding. */
+            Tol t = sum ? (Tol){1.05 * gamma_f32(len + 2), 0, 0} : (Tol){0, 0, 0};
+            char what[120];
+            int at = snprintf(what, sizeof what, "%s x", node_kind_name(kinds[k].kind));
+            for (int j = 0; j < rank; j++)
+                at += snprintf(what + at, sizeof what - (size_t)at, " %lld%s", (long long)x[j], red[j] ? "r" : "");
+            double r = case_check(&c, 0, t, what);
+            worst = r > worst ? r : worst;
+            case_free(&c);
+        }
+    }
+    printf("reductions: worst error %.3f of the bound\n", worst);
+    assert_true(worst <= 1);
+}
+
+static void test_transpose(void **state) {
+    uint64_t s = 8;
+    double worst = 0;
+    for (int i = 0; i < 120; i++) {
+        int rank = (int)rnd(&s, 1, 5);
+        int64_t x[5], y[5], perm[5];
+        for (int j = 0; j < rank; j++) {
+            x[j] = rnd(&s, 1, rank > 3 ? 7 : 40);
+            perm[j] = j;
+        }
+        for (int j = rank - 1; j > 0; j--) {
+            int t = (int)rnd(&s, 0, j);
+            int64_t v = perm[j];
+            perm[j] = perm[t];
+            perm[t] = v;
+        }
+        bool given = rnd(&s, 0, 5) != 0;
+        for (int j = 0; j < rank; j++)
+            y[j] = x[given ? perm[j] : rank - 1 - j];
+        Case c = {0};
+        desc_begin(&c.d, NK_TRANSPOSE, 1);
+        desc_operand(&c.d, rank, y);
+        desc_operand(&c.d, rank, x);
+        if (given)
+            desc_ints(&c.d, AK_perm, rank, perm);
+        case_alloc(&c, (uint64_t)i);
+        assert_true(case_reference(&c, false));
+        run_kernel(&c.d, libjit_transpose_f32, libjit_transpose_f32_work, c.fast);
+        double r = case_check(&c, 0, (Tol){0, 0, 0}, "transpose");
+        worst = r > worst ? r : worst;
+        case_free(&c);
+    }
+    assert_true(worst <= 1);
+}
+
+/* slice_params (core/infer.c): the output's size along one axis. */
+static int64_t slice_count(int64_t dim, int64_t b, int64_t e, int64_t st) {
+    if (b < 0)
+        b = b < -dim ? 0 : b + dim;
+    if (e < 0)
+        e = e < -dim ? (st > 0 ? 0 : -1) : e + dim;
+    if (st > 0) {
+        b = b > dim ? dim : b;
+        e = e > dim ? dim : e;
+    } else {
+        b = b > dim - 1 ? dim - 1 : b;
+        e = e > dim - 1 ? dim - 1 : e;
+    }
+    int64_t c = st > 0 ? (e - b + st - 1) / st : (b - e + (-st) - 1) / (-st);
+    return c > 0 ? c : 0;
+}
+
+static void test_slice(void **state) {
+    uint64_t s = 21;
+    double worst = 0;
+    int ran = 0;
+    for (int i = 0; i < 200; i++) {
+        int rank = (int)rnd(&s, 1, 4);
+        int64_t x[4], y[4], st[4], en[4], sp[4];
+        for (int j = 0; j < rank; j++) {
+            x[j] = rnd(&s, 1, 30);
+            sp[j] = rnd(&s, 0, 2) ? 1 : rnd(&s, 0, 1) ? rnd(&s, 2, 3) : -rnd(&s, 1, 3);
+            st[j] = rnd(&s, -x[j] - 2, x[j] + 2);
+            en[j] = rnd(&s, 0, 4) ? rnd(&s, -x[j] - 2, x[j] + 2) : (sp[j] > 0 ? INT64_MAX : INT64_MIN);
+            y[j] = slice_count(x[j], st[j], en[j], sp[j]);
+        }
+        bool empty = false;
+        for (int j = 0; j < rank; j++)
+            empty |= y[j] == 0;
+        if (empty)
+            continue;
+        Case c = {0};
+        desc_begin(&c.d, NK_SLICE, 1);
+        desc_operand(&c.d, rank, y);
+        desc_operand(&c.d, rank, x);
+        desc_ints(&c.d, AK_starts, rank, st);
+        desc_ints(&c.d, AK_ends, rank, en);
+        desc_ints(&c.d, AK_steps, rank, sp);
+        case_alloc(&c, (uint64_t)i);
+        assert_true(case_reference(&c, false));
+        run_kernel(&c.d, libjit_slice_f32, libjit_slice_f32_work, c.fast);
+        double r = case_check(&c, 0, (Tol){0, 0, 0}, "slice");
+        worst = r > worst ? r : worst;
+        ran++;
+        case_free(&c);
+    }
+    printf("slice: %d shapes\n", ran);
+    assert_true(worst <= 1);
+}
+
+static void test_gather(void **state) {
+    uint64_t s = 64;
+    double worst = 0;
+    for (int i = 0; i < 100; i++) {
+        int rank = (int)rnd(&s, 1, 4), irank = (int)rnd(&s, 0, 2);
+        int64_t x[4], idx[2], y[6];
+        for (int j = 0; j < rank; j++)
+            x[j] = rnd(&s, 1, 20);
+        for (int j = 0; j < irank; j++)
+            idx[j] = rnd(&s, 1, 6);
+        int axis = (int)rnd(&s, 0, rank - 1), ry = 0;
+        for (int j = 0; j < rank; j++) {
+            if (j == axis)
+                for (int t = 0; t < irank; t++)
+                    y[ry++] = idx[t];
+            else
+                y[ry++] = x[j];
+        }
+        ElemKind ie = rnd(&s, 0, 1) ? ELEM_I64 : ELEM_I32;
+        Case c = {0};
+        desc_begin(&c.d, NK_GATHER, 1);
+        desc_operand(&c.d, ry, y);
+        desc_operand(&c.d, rank, x);
+        desc_operand_elem(&c.d, ie, irank, idx);
+        desc_int(&c.d, AK_axis, rnd(&s, 0, 1) ? axis : axis - rank);
+        case_alloc(&c, (uint64_t)i);
+        for (int64_t j = 0; j < desc_numel(&c.d, 2); j++) {
+            int64_t v = rnd(&s, -x[axis], x[axis] - 1);
+            if (ie == ELEM_I64)
+                ((int64_t *)c.fast[2])[j] = v;
+            else
+                ((int32_t *)c.fast[2])[j] = (int32_t)v;
+        }
+        assert_true(case_reference(&c, false));
+        run_kernel(&c.d, libjit_gather_f32, libjit_gather_f32_work, c.fast);
+        double r = case_check(&c, 0, (Tol){0, 0, 0}, "gather");
+        worst = r > worst ? r : worst;
+        case_free(&c);
+    }
+    assert_true(worst <= 1);
+}
+
+static void test_cast(void **state) {
+    static const ElemKind from[] = {ELEM_I64, ELEM_I32, ELEM_F64, ELEM_F32};
+    double worst = 0;
+    for (size_t f = 0; f < sizeof from / sizeof *from; f++) {
+        Case c = {0};
+        int64_t dims[2] = {37, 1001};
+        desc_begin(&c.d, NK_CAST, 1);
+        desc_operand(&c.d, 2, dims);
+        desc_operand_elem(&c.d, from[f], 2, dims);
+        desc_int(&c.d, AK_to, ELEM_F32);
+        case_alloc(&c, f);
+        assert_true(case_reference(&c, false));
+        run_kernel(&c.d, libjit_cast_f32, libjit_cast_f32_work, c.fast);
+        double r = case_check(&c, 0, (Tol){0, 0, 0}, "cast");
+        worst = r > worst ? r : worst;
+        case_free(&c);
+    }
+    assert_true(worst <= 1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv_shapes),
+        cmocka_unit_test(test_conv_random),
+        cmocka_unit_test(test_fully_connected),
+        cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_pool),
+        cmocka_unit_test(test_global_pool),
+        cmocka_unit_test(test_unary),
+        cmocka_unit_test(test_binary),
+        cmocka_unit_test(test_reduce),
+        cmocka_unit_test(test_transpose),
+        cmocka_unit_test(test_slice),
+        cmocka_unit_test(test_gather),
+        cmocka_unit_test(test_cast),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
