@@ -34,7 +34,7 @@ LIB_SRCS := $(wildcard core/*.c core/onnx/*.c backends/*.c backends/interp/*.c \
 TUI_SRCS := $(wildcard tui/*.c)
 PB_SRC   := $(GEN)/onnx/onnx.pb-c.c
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o $(BUILD)/gen/libjit_bc.o \
-            $(BUILD)/gen/exe_runtime_bc.o
+            $(BUILD)/gen/exe_runtime_bc.o $(BUILD)/gen/fallback_rt.o
 TUI_OBJS := $(TUI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
@@ -108,6 +108,33 @@ $(GEN)/exe_runtime_bc.c: build/exe_runtime.bc
 	cd build && xxd -i -n exe_runtime_bc exe_runtime.bc | sed 's/^unsigned/const unsigned/' > ../$@
 
 $(BUILD)/gen/exe_runtime_bc.o: $(GEN)/exe_runtime_bc.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -w -c $< -o $@
+
+# The fallback kernel of compiled executables and bundles: fallback.c with
+# the interpreter and the core code it reaches, partially linked into one
+# object whose only global symbol is libjit_generic (so it clashes with
+# nothing it is linked with), and embedded in glowc. Built without
+# sanitizers (it runs in programs that have no sanitizer runtime).
+FALLBACK_SRCS := backends/cpu/fallback.c $(wildcard core/*.c backends/interp/*.c)
+build/rt/%.o: %.c $(GEN)/onnx/onnx.pb-c.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -O2 -fPIC -c $< -o $@
+
+build/fallback_rt.o: $(FALLBACK_SRCS:%.c=build/rt/%.o)
+	@rm -f build/rt/fallback.a
+	$(LLVM_BIN)/llvm-ar rcs build/rt/fallback.a $(filter-out build/rt/backends/cpu/fallback.o,$^)
+	ld -r -o $@.tmp build/rt/backends/cpu/fallback.o build/rt/fallback.a
+	$(LLVM_BIN)/llvm-objcopy --strip-debug --keep-global-symbol=libjit_generic $@.tmp $@
+	@rm -f $@.tmp
+	@if nm -u $@ | grep -E ' U (LLVM|protobuf_c|onnx__)'; then \
+	  echo "fallback_rt.o needs more than libc and libm"; exit 1; fi
+
+$(GEN)/fallback_rt.c: build/fallback_rt.o
+	@mkdir -p $(GEN)
+	cd build && xxd -i -n fallback_rt_o fallback_rt.o | sed 's/^unsigned/const unsigned/' > ../$@
+
+$(BUILD)/gen/fallback_rt.o: $(GEN)/fallback_rt.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c17 -w -c $< -o $@
 

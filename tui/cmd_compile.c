@@ -52,10 +52,6 @@ int cmd_compile(int argc, char **argv) {
         diag_error(&d, NULL, "usage: glowc compile MODEL (-o EXE | --bundle DIR)");
         goto done;
     }
-    if (ca.fallback) {
-        diag_error(&d, NULL, "compile: --fallback=interp is for JIT runs only");
-        goto done;
-    }
     char entry[128];
     entry_name(ca.model, entry, sizeof entry);
     ca.backend = "cpu";

@@ -180,34 +180,81 @@ static bool write_all(const char *path, const void *data, size_t len, DiagList *
     return ok;
 }
 
-static bool run_linker(const char *obj, const char *out, DiagList *d) {
-    char *argv[] = {"clang-19", (char *)obj, "-o", (char *)out, "-lm", "-lpthread", NULL};
+static bool run_tool(char **argv, const char *out, DiagList *d) {
     pid_t pid;
     int status;
     if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) || waitpid(pid, &status, 0) < 0 ||
         !WIFEXITED(status) || WEXITSTATUS(status)) {
-        diag_error(d, NULL, "linking '%s' with clang-19 failed", out);
+        diag_error(d, NULL, "writing '%s': %s failed", out, argv[0]);
         return false;
     }
     return true;
 }
 
+/* The fallback kernel (fallback.c with the interpreter, a relocatable object
+ * whose only global symbol is libjit_generic, embedded in glowc) goes into
+ * every program whose code still calls it: a libjit kernel hands it the
+ * shapes it has no fast path for. Written next to OUT; the caller removes it. */
+static bool needs_fallback(const CpuModule *m) {
+    return LLVMGetNamedFunction(m->mod, "libjit_generic") != NULL;
+}
+
+static bool write_fallback(const char *out, char *path, size_t len, DiagList *d) {
+    snprintf(path, len, "%s.fallback%d.o", out, (int)getpid());
+    return write_all(path, fallback_rt_o, fallback_rt_o_len, d);
+}
+
 bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
     StrBuf obj;
     sb_init(&obj);
-    char objpath[4200], tmp[4200];
+    char objpath[4200], tmp[4200], fb[4200] = "";
     snprintf(objpath, sizeof objpath, "%s.o.tmp%d", path, (int)getpid());
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
     bool ok = cpu_emit(m, false, &obj, d) && write_all(objpath, obj.data, obj.len, d) &&
-              run_linker(objpath, tmp, d);
+              (!needs_fallback(m) || write_fallback(path, fb, sizeof fb, d));
+    if (ok) {
+        char *argv[8] = {"clang-19", objpath, "-o", tmp, "-lm", "-lpthread"};
+        if (fb[0])
+            argv[6] = fb;
+        ok = run_tool(argv, path, d);
+    }
     sb_free(&obj);
     remove(objpath);
+    if (fb[0])
+        remove(fb);
     if (ok && rename(tmp, path)) {
         diag_error(d, NULL, "cannot write '%s': %s", path, strerror(errno));
         ok = false;
     }
     if (!ok)
         remove(tmp);
+    return ok;
+}
+
+/* The bundle's object: the model's code, with the fallback kernel linked in
+ * (ld -r) and made local, so that two bundles link into one program. */
+static bool write_bundle_object(CpuModule *m, const char *path, DiagList *d) {
+    StrBuf obj;
+    sb_init(&obj);
+    char tmp[4200], fb[4200] = "", joined[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+    snprintf(joined, sizeof joined, "%s.joined%d", path, (int)getpid());
+    bool ok = cpu_emit(m, false, &obj, d) && write_all(tmp, obj.data, obj.len, d);
+    if (ok && needs_fallback(m)) {
+        char *ld[] = {"clang-19", "-r", tmp, fb, "-o", joined, NULL};
+        char *loc[] = {"llvm-objcopy-19", "--localize-symbol=libjit_generic", joined, NULL};
+        ok = write_fallback(path, fb, sizeof fb, d) && run_tool(ld, path, d) &&
+             run_tool(loc, path, d) && !rename(joined, tmp);
+    }
+    if (ok && rename(tmp, path)) {
+        diag_error(d, NULL, "cannot write '%s': %s", path, strerror(errno));
+        ok = false;
+    }
+    sb_free(&obj);
+    remove(tmp);
+    remove(joined);
+    if (fb[0])
+        remove(fb);
     return ok;
 }
 
@@ -270,16 +317,12 @@ bool cpu_write_bundle(CpuModule *m, const char *dir, const char *model_path, Dia
         return false;
     }
     char path[4200];
-    StrBuf obj, h;
-    sb_init(&obj);
+    StrBuf h;
     sb_init(&h);
     size_t wbytes = (size_t)(m->p->const_bytes > 0 ? m->p->const_bytes : 1);
     unsigned char *blob = calloc(wbytes, 1);
-    bool ok = blob && cpu_weights_blob(m->p, blob) && cpu_emit(m, false, &obj, d);
-    if (ok) {
-        snprintf(path, sizeof path, "%s/%s.o", dir, m->entry);
-        ok = write_all(path, obj.data, obj.len, d);
-    }
+    snprintf(path, sizeof path, "%s/%s.o", dir, m->entry);
+    bool ok = blob && cpu_weights_blob(m->p, blob) && write_bundle_object(m, path, d);
     if (ok) {
         snprintf(path, sizeof path, "%s/%s.weights", dir, m->entry);
         ok = write_all(path, blob, (size_t)m->p->const_bytes, d);
@@ -290,7 +333,6 @@ bool cpu_write_bundle(CpuModule *m, const char *dir, const char *model_path, Dia
         ok = write_all(path, h.data, h.len, d);
     }
     free(blob);
-    sb_free(&obj);
     sb_free(&h);
     return ok;
 }

@@ -204,7 +204,8 @@ static void emit_kernel(CG *g, const LirInstr *i, LLVMValueRef kernel, const cha
 }
 
 /* if (libjit_generic(desc, ops)) return index + 1; -- the fallback lives in
- * glowc (JIT) or is linked in (executables), so only declared here. */
+ * glowc (JIT) or is linked in (executables and bundles, aot.c), so only
+ * declared here. */
 static void emit_generic(CG *g, LLVMValueRef desc, int index) {
     LLVMValueRef fn = LLVMGetNamedFunction(g->mod, "libjit_generic");
     if (!fn) {
@@ -233,7 +234,7 @@ static void emit_compute(CG *g, LirInstr *i, int index) {
     int64_t w[MAX_DESC];
     int nw = build_desc(i, nk, w);
     LLVMValueRef kernel = nw ? LLVMGetNamedFunction(g->mod, name) : NULL;
-    if (!kernel && (!g->m->opt.fallback || g->m->opt.output != CPU_JIT)) {
+    if (!kernel && !g->m->opt.fallback) {
         cpu_note_missing(g->m, i, nw ? name : "an attribute too large for a descriptor");
         return;
     }

@@ -66,5 +66,7 @@ extern const unsigned char libjit_bc[];
 extern const unsigned int libjit_bc_len;
 extern const unsigned char exe_runtime_bc[];
 extern const unsigned int exe_runtime_bc_len;
+extern const unsigned char fallback_rt_o[];
+extern const unsigned int fallback_rt_o_len;
 
 #endif

@@ -130,16 +130,10 @@ bool cpu_report_missing(CpuModule *m, DiagList *d) {
     sb_init(&sb);
     for (int i = 0; i < m->nmissing; i++)
         sb_printf(&sb, "%s%s", i ? ", " : "", m->missing[i]);
-    if (m->opt.output == CPU_JIT)
-        diag_error(d, NULL,
-                   "the cpu backend has no kernel for: %s (--fallback=interp runs them with the "
-                   "interpreter's kernels)",
-                   sb_str(&sb));
-    else
-        diag_error(d, NULL,
-                   "the cpu backend has no kernel for: %s (compiled programs cannot fall back to "
-                   "the interpreter)",
-                   sb_str(&sb));
+    diag_error(d, NULL,
+               "the cpu backend has no kernel for: %s (--fallback=interp runs them with the "
+               "interpreter's kernels)",
+               sb_str(&sb));
     sb_free(&sb);
     return false;
 }
