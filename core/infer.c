@@ -53,6 +53,16 @@ bool axis_normalize(int64_t axis, int rank, int *out) {
     return true;
 }
 
+/* Dimension arithmetic on attribute values, which a hostile file may set to
+ * anything: false on overflow instead of undefined behaviour. */
+static bool dim_add(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+
+static bool dim_mul(int64_t a, int64_t b, int64_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+
 static const Type *op_type(const Node *n, int i) {
     return &n->ops[i]->type;
 }
@@ -534,17 +544,32 @@ bool window_from_node(const Node *n, int nspatial, const Type *kernel_from, Wind
 }
 
 int64_t window_out_size(const Window *w, int i, int64_t in) {
-    int64_t span = w->dilation[i] * (w->kernel[i] - 1) + 1;
-    int64_t avail = in + w->pad_begin[i] + w->pad_end[i] - span;
+    int64_t span, padded, last;
+    if (!dim_mul(w->dilation[i], w->kernel[i] - 1, &span) ||
+        !dim_add(in, w->pad_begin[i], &padded) || !dim_add(padded, w->pad_end[i], &padded))
+        return -1;
+    int64_t avail = padded - span - 1; /* both operands >= 0: no overflow */
     if (avail < 0)
         return 0;
     if (!w->ceil_mode)
         return avail / w->stride[i] + 1;
-    int64_t out = (avail + w->stride[i] - 1) / w->stride[i] + 1;
+    int64_t out = avail / w->stride[i] + (avail % w->stride[i] != 0) + 1;
     /* The last window must start inside the input or the begin padding. */
-    if ((out - 1) * w->stride[i] >= in + w->pad_begin[i])
+    if (!dim_mul(out - 1, w->stride[i], &last) || last >= in + w->pad_begin[i])
         out--;
     return out;
+}
+
+/* Sets result i to r unless a window size overflowed (-1). */
+static bool set_window_result(Node *n, DiagList *d, const Type *r, int i) {
+    for (int k = 2; k < r->rank; k++) {
+        if (r->dims[k] < 0) {
+            node_error(d, n, "window attributes overflow the size of axis %d", k);
+            return false;
+        }
+    }
+    n->res[i].type = *r;
+    return true;
 }
 
 static bool infer_conv(Node *n, DiagList *d) {
@@ -569,7 +594,7 @@ static bool infer_conv(Node *n, DiagList *d) {
         }
     }
     int64_t c = x->dims[1], m = w->dims[0];
-    if (c % win.group || m % win.group || w->dims[1] * win.group != c) {
+    if (c % win.group || m % win.group || w->dims[1] != c / win.group) {
         node_error(d, n, "input has %lld channels but weight expects %lld x group %lld",
                    (long long)c, (long long)w->dims[1], (long long)win.group);
         return false;
@@ -585,8 +610,7 @@ static bool infer_conv(Node *n, DiagList *d) {
     r.dims[1] = m;
     for (int i = 0; i < ns; i++)
         r.dims[2 + i] = window_out_size(&win, i, x->dims[2 + i]);
-    n->res[0].type = r;
-    return true;
+    return set_window_result(n, d, &r, 0);
 }
 
 static bool infer_conv_transpose(Node *n, DiagList *d) {
@@ -604,7 +628,11 @@ static bool infer_conv_transpose(Node *n, DiagList *d) {
                    (long long)w->dims[0]);
         return false;
     }
-    int64_t m = w->dims[1] * win.group;
+    int64_t m;
+    if (!dim_mul(w->dims[1], win.group, &m)) {
+        node_error(d, n, "group %lld is too large", (long long)win.group);
+        return false;
+    }
     if (n->nops == 3) {
         const Type *b = op_type(n, 2);
         if (b->rank != 1 || b->dims[0] != m) {
@@ -615,13 +643,20 @@ static bool infer_conv_transpose(Node *n, DiagList *d) {
     Type r = *x;
     r.dims[1] = m;
     for (int i = 0; i < ns; i++) {
-        r.dims[2 + i] = win.stride[i] * (x->dims[2 + i] - 1) + win.out_padding[i] +
-                        (win.kernel[i] - 1) * win.dilation[i] + 1 - win.pad_begin[i] -
-                        win.pad_end[i];
-        if (r.dims[2 + i] < 0) {
+        /* stride * (in - 1) + out_padding + (kernel - 1) * dilation + 1 - pads */
+        int64_t a, b, o;
+        if (!dim_mul(win.stride[i], x->dims[2 + i] - 1, &a) ||
+            !dim_mul(win.kernel[i] - 1, win.dilation[i], &b) || !dim_add(a, b, &o) ||
+            !dim_add(o, win.out_padding[i] + 1, &o) || !dim_add(o, -win.pad_begin[i], &o) ||
+            !dim_add(o, -win.pad_end[i], &o)) {
+            node_error(d, n, "window attributes overflow the size of axis %d", 2 + i);
+            return false;
+        }
+        if (o < 0) {
             node_error(d, n, "negative output size");
             return false;
         }
+        r.dims[2 + i] = o;
     }
     n->res[0].type = r;
     return true;
@@ -639,7 +674,8 @@ static bool infer_pool(Node *n, DiagList *d) {
     Type r = *x;
     for (int i = 0; i < win.nspatial; i++)
         r.dims[2 + i] = window_out_size(&win, i, x->dims[2 + i]);
-    n->res[0].type = r;
+    if (!set_window_result(n, d, &r, 0))
+        return false;
     if (n->nres == 2) {
         n->res[1].type = r;
         n->res[1].type.elem = ELEM_I64;
@@ -910,7 +946,10 @@ static bool infer_concat(Node *n, DiagList *d) {
                        tstr(x, b));
             return false;
         }
-        r.dims[axis] += t->dims[axis];
+        if (!dim_add(r.dims[axis], t->dims[axis], &r.dims[axis])) {
+            node_error(d, n, "concatenated axis overflows 64 bits");
+            return false;
+        }
     }
     n->res[0].type = r;
     return true;
@@ -938,7 +977,10 @@ static bool infer_split(Node *n, DiagList *d) {
         }
         n->res[i].type = *x;
         n->res[i].type.dims[axis] = s;
-        total += s;
+        if (!dim_add(total, s, &total)) {
+            node_error(d, n, "split sizes overflow 64 bits");
+            return false;
+        }
     }
     if (total != x->dims[axis]) {
         node_error(d, n, "split sizes add up to %lld, axis has %lld", (long long)total,
@@ -969,10 +1011,15 @@ void slice_params(const Node *n, const Type *in, int64_t *start, int64_t *step, 
             b = b > dim - 1 ? dim - 1 : b;
             en = en > dim - 1 ? dim - 1 : en;
         }
-        int64_t c = st > 0 ? (en - b + st - 1) / st : (b - en + (-st) - 1) / (-st);
+        /* b and en are clamped to [-1, dim]; the step may be anything */
+        int64_t c;
+        if (st > 0)
+            c = en > b ? (en - b - 1) / st + 1 : 0;
+        else
+            c = b > en ? (int64_t)((uint64_t)(b - en - 1) / (0 - (uint64_t)st)) + 1 : 0;
         start[i] = b;
         step[i] = st;
-        count[i] = c > 0 ? c : 0;
+        count[i] = c;
     }
 }
 
@@ -1112,7 +1159,10 @@ static bool infer_tile(Node *n, DiagList *d) {
             node_error(d, n, "negative repeat");
             return false;
         }
-        r.dims[i] *= rep[i];
+        if (!dim_mul(r.dims[i], rep[i], &r.dims[i])) {
+            node_error(d, n, "result too large");
+            return false;
+        }
     }
     int64_t numel;
     if (!type_numel_checked(&r, &numel)) {
@@ -1138,7 +1188,11 @@ static bool infer_pad(Node *n, DiagList *d) {
     }
     Type r = *x;
     for (int i = 0; i < x->rank; i++) {
-        r.dims[i] += pads[i] + pads[x->rank + i];
+        if (!dim_add(r.dims[i], pads[i], &r.dims[i]) ||
+            !dim_add(r.dims[i], pads[x->rank + i], &r.dims[i])) {
+            node_error(d, n, "padding of axis %d overflows 64 bits", i);
+            return false;
+        }
         if (r.dims[i] < 0 || (strcmp(mode, "constant") && x->dims[i] == 0 && r.dims[i] > 0)) {
             node_error(d, n, "bad padding for axis %d", i);
             return false;
@@ -1152,15 +1206,17 @@ static bool infer_depth_to_space(Node *n, DiagList *d) {
     if (!need_rank(n, d, 0, 4, 4))
         return false;
     const Type *x = op_type(n, 0);
-    int64_t b = node_attr_int(n, AK_blocksize, 0);
-    if (b < 1 || x->dims[1] % (b * b)) {
+    int64_t b = node_attr_int(n, AK_blocksize, 0), bb;
+    if (b < 1 || !dim_mul(b, b, &bb) || x->dims[1] % bb) {
         node_error(d, n, "channels not divisible by blocksize squared");
         return false;
     }
     Type r = *x;
-    r.dims[1] /= b * b;
-    r.dims[2] *= b;
-    r.dims[3] *= b;
+    r.dims[1] /= bb;
+    if (!dim_mul(r.dims[2], b, &r.dims[2]) || !dim_mul(r.dims[3], b, &r.dims[3])) {
+        node_error(d, n, "result too large");
+        return false;
+    }
     n->res[0].type = r;
     return true;
 }
@@ -1175,7 +1231,11 @@ static bool infer_space_to_depth(Node *n, DiagList *d) {
         return false;
     }
     Type r = *x;
-    r.dims[1] *= b * b;
+    int64_t bb;
+    if (!dim_mul(b, b, &bb) || !dim_mul(r.dims[1], bb, &r.dims[1])) {
+        node_error(d, n, "result too large");
+        return false;
+    }
     r.dims[2] /= b;
     r.dims[3] /= b;
     n->res[0].type = r;

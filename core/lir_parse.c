@@ -183,6 +183,11 @@ static void assign_ids(LParser *ps) {
 }
 
 LirProgram *lir_parse(const char *text, size_t len, const char *filename, DiagList *d) {
+    return lir_parse_limited(text, len, filename, 0, d);
+}
+
+LirProgram *lir_parse_limited(const char *text, size_t len, const char *filename,
+                              uint64_t max_memory, DiagList *d) {
     if (memchr(text, 0, len)) {
         diag_error(d, NULL, "%s: file contains a NUL byte", filename);
         return NULL;
@@ -190,7 +195,7 @@ LirProgram *lir_parse(const char *text, size_t len, const char *filename, DiagLi
     LParser ps = {0};
     ps.p = lir_new(filename);
     ps.p->text = arena_strndup(ps.p->arena, text, len);
-    rd_init(&ps.r, text, len, d, ps.p->arena);
+    rd_init(&ps.r, ps.p->text, len, max_memory, d, ps.p->arena);
     arena_set_oom_handler(ps.p->arena, &ps.oom);
     if (setjmp(ps.oom)) {
         diag_error(d, NULL, "out of memory while parsing");

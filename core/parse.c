@@ -293,6 +293,11 @@ static void parse_function(Parser *ps) {
 }
 
 Module *parse_module(const char *text, size_t len, const char *filename, DiagList *d) {
+    return parse_module_limited(text, len, filename, 0, d);
+}
+
+Module *parse_module_limited(const char *text, size_t len, const char *filename,
+                             uint64_t max_memory, DiagList *d) {
     if (memchr(text, 0, len)) {
         diag_error(d, NULL, "%s: file contains a NUL byte", filename);
         return NULL;
@@ -304,7 +309,7 @@ Module *parse_module(const char *text, size_t len, const char *filename, DiagLis
         return NULL;
     }
     ps.m->text = arena_strndup(ps.m->arena, text, len);
-    rd_init(&ps.r, text, len, d, ps.m->arena);
+    rd_init(&ps.r, ps.m->text, len, max_memory, d, ps.m->arena);
     arena_set_oom_handler(ps.m->arena, &ps.oom);
     if (setjmp(ps.oom)) {
         diag_error(d, NULL, "out of memory while parsing");

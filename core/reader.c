@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-void rd_init(Reader *r, const char *text, size_t len, DiagList *d, Arena *a) {
+void rd_init(Reader *r, const char *text, size_t len, uint64_t max_memory, DiagList *d,
+             Arena *a) {
     r->text = r->p = r->line_start = text;
+    r->budget = max_memory ? max_memory : UINT64_MAX;
     r->end = text + len;
     r->line = 1;
     r->d = d;
@@ -328,19 +330,36 @@ static void rd_store_number(Reader *ps, Tensor *t, int64_t i, const char *at) {
     tensor_set_f64(t, i, v);
 }
 
-Tensor *rd_constant_data(Reader *ps, const Type *t) {
+/* The tensor for constant data of type t, within the budget. */
+static Tensor *rd_new_constant(Reader *ps, const Type *t, const char *at) {
+    uint64_t bytes = type_bytes(t); /* rd_type checked the count */
+    if (bytes > ps->budget)
+        rd_error(ps, at, "constant of %llu bytes exceeds the memory budget (%llu bytes left)",
+                 (unsigned long long)bytes, (unsigned long long)ps->budget);
     Tensor *x = tensor_new(ps->arena, t);
     if (!x)
-        rd_error(ps, ps->p, "constant too large");
-    int64_t numel = tensor_numel(x);
+        rd_error(ps, at, "constant too large");
+    ps->budget -= bytes;
+    return x;
+}
+
+Tensor *rd_constant_data(Reader *ps, const Type *t) {
+    rd_skip_ws(ps);
+    const char *at = ps->p;
+    int64_t numel = type_numel(t);
+    Tensor *x;
     if (rd_keyword(ps, "splat")) {
+        x = rd_new_constant(ps, t, at);
         rd_expect(ps, '<', "after splat");
-        rd_store_number(ps, x, 0, ps->p);
+        uint64_t bits[2] = {0}; /* the value, also for a tensor of no elements */
+        Tensor v = {.type = type_scalar(t->elem), .data = bits};
+        rd_store_number(ps, &v, 0, ps->p);
         size_t es = elem_size(t->elem);
-        for (int64_t i = 1; i < numel; i++)
-            memcpy((char *)x->data + (size_t)i * es, x->data, es);
+        for (int64_t i = 0; i < numel; i++)
+            memcpy((char *)x->data + (size_t)i * es, bits, es);
         rd_expect(ps, '>', "to end splat");
     } else if (rd_keyword(ps, "dense")) {
+        x = rd_new_constant(ps, t, at);
         rd_expect(ps, '<', "after dense");
         rd_expect(ps, '[', "to start the elements");
         const char *start = ps->p;
@@ -358,14 +377,16 @@ Tensor *rd_constant_data(Reader *ps, const Type *t) {
         rd_expect(ps, ']', "to end the elements");
         rd_expect(ps, '>', "to end dense");
     } else if (rd_keyword(ps, "opaque")) {
+        /* elided data: only the type and the hash, nothing to allocate */
+        x = arena_alloc(ps->arena, sizeof *x);
+        x->type = *t;
         rd_expect(ps, '<', "after opaque");
-        const char *at = ps->p;
+        const char *hat = ps->p;
         char *h = rd_string(ps);
         char *endp;
         x->elided_hash = strtoull(h, &endp, 16);
         if (!*h || *endp)
-            rd_error(ps, at, "expected a hexadecimal hash");
-        x->data = NULL;
+            rd_error(ps, hat, "expected a hexadecimal hash");
         rd_expect(ps, '>', "to end opaque");
     } else {
         rd_error(ps, ps->p, "expected constant data: dense<[...]>, splat<v> or opaque<\"hash\">");

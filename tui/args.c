@@ -45,6 +45,12 @@ bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagL
         ca->verify_each = true;
     } else if ((v = option_value("--backend", argc, argv, i))) {
         ca->backend = v;
+    } else if ((v = option_value("--max-memory", argc, argv, i))) {
+        if (!cli_parse_size(v, &ca->max_memory)) {
+            diag_error(d, NULL, "--max-memory expects a positive size in bytes, with an optional "
+                       "K, M, G or T (powers of 1024), got '%s'", v);
+            *bad = true;
+        }
     } else {
         return false;
     }
@@ -81,6 +87,7 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
         .break_pass = ca->break_pass,
         .verify_each = ca->verify_each,
         .backend = ca->backend ? backend_find(ca->backend) : NULL,
+        .max_memory = ca->max_memory ? ca->max_memory : cli_physical_memory(),
     };
 }
 

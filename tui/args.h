@@ -20,6 +20,7 @@ typedef struct CommonArgs {
     const char *break_pass;
     bool verify_each;
     const char *backend;
+    uint64_t max_memory; /* --max-memory; 0: the machine's physical memory */
 } CommonArgs;
 
 /* Consumes argv[*i] (and its value) if it is a common option; false if not.

@@ -147,10 +147,7 @@ bool k_gemm(const KernelArgs *a) {
         double v = tensor_get_f64(Y, i) * alpha;
         if (Cin)
             v += beta * tensor_get_f64(Cin, bc.off[0]);
-        if (elem_is_float(Y->type.elem))
-            tensor_set_f64(Y, i, v);
-        else
-            tensor_set_i64(Y, i, (int64_t)v);
+        tensor_set_f64(Y, i, v); /* integers: truncated, out-of-range defined */
     }
     return true;
 }

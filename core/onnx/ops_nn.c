@@ -61,9 +61,16 @@ static bool read_window(OnnxNode *on, const Type *x, const Type *w, WindowAttrs 
     } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
         for (int i = 0; i < wa->ns; i++) {
             int64_t in = x->dims[2 + i], s = wa->strides[i];
-            int64_t out = (in + s - 1) / s;
-            int64_t span = (wa->kernel[i] - 1) * wa->dilations[i] + 1;
-            int64_t total = (out - 1) * s + span - in;
+            int64_t out = in / s + (in % s != 0);
+            /* total = (out - 1) * s + (kernel - 1) * dilation + 1 - in */
+            int64_t a, span, total;
+            if (__builtin_mul_overflow(out - 1, s, &a) ||
+                __builtin_mul_overflow(wa->kernel[i] - 1, wa->dilations[i], &span) ||
+                __builtin_add_overflow(a, span, &total) ||
+                __builtin_sub_overflow(total, in - 1, &total)) {
+                on_error(on, "kernel, strides or dilations overflow 64 bits");
+                return false;
+            }
             if (total < 0)
                 total = 0;
             int64_t small = total / 2, big = total - small;
@@ -98,6 +105,18 @@ bool import_conv(OnnxNode *on) {
     return on_done(on, n);
 }
 
+/* The total padding that makes a transposed convolution's axis i `out` long:
+ * strides * (in - 1) + outpad + (kernel - 1) * dilations + 1 - out; false
+ * when a hostile attribute overflows 64 bits. */
+static bool transpose_padding(const WindowAttrs *wa, int i, int64_t in, int64_t outpad,
+                              int64_t out, int64_t *total) {
+    int64_t a, b;
+    return !__builtin_mul_overflow(wa->strides[i], in - 1, &a) &&
+           !__builtin_mul_overflow(wa->kernel[i] - 1, wa->dilations[i], &b) &&
+           !__builtin_add_overflow(a, b, total) && !__builtin_add_overflow(*total, outpad, total) &&
+           !__builtin_add_overflow(*total, 1, total) && !__builtin_sub_overflow(*total, out, total);
+}
+
 /* output_shape, when given, decides the padding (split as auto_pad says:
  * SAME_UPPER puts the larger half at the end). */
 bool import_conv_transpose(OnnxNode *on) {
@@ -116,18 +135,24 @@ bool import_conv_transpose(OnnxNode *on) {
         return false;
     }
     int nos = on_attr_ints(on, "output_shape", outshape, MAX_RANK + 2);
+    if (nos > 0 && nos < wa.ns) {
+        on_error(on, "output_shape must have at least %d entries", wa.ns);
+        return false;
+    }
     if (nos > 0 || same) {
         bool upper = strcmp(ap, "SAME_LOWER") != 0;
         for (int i = 0; i < wa.ns; i++) {
             int64_t in = x->dims[2 + i];
-            int64_t out = nos > 0 ? outshape[nos - wa.ns + i] : in * wa.strides[i];
-            int64_t total = wa.strides[i] * (in - 1) + outpad[i] +
-                            (wa.kernel[i] - 1) * wa.dilations[i] + 1 - out;
-            if (total < 0) {
-                /* negative padding: the extra size becomes output padding */
-                outpad[i] += -total;
-                total = 0;
+            int64_t out, total;
+            bool ok = nos > 0 ? (out = outshape[nos - wa.ns + i], true)
+                              : !__builtin_mul_overflow(in, wa.strides[i], &out);
+            if (!ok || !transpose_padding(&wa, i, in, outpad[i], out, &total) ||
+                (total < 0 && __builtin_sub_overflow(outpad[i], total, &outpad[i]))) {
+                on_error(on, "window attributes overflow 64 bits");
+                return false;
             }
+            if (total < 0) /* negative padding: the extra size became output padding */
+                total = 0;
             int64_t small = total / 2, big = total - small;
             wa.pads[i] = upper ? small : big;
             wa.pads[wa.ns + i] = upper ? big : small;
