@@ -143,7 +143,8 @@ fuzz: $(DEPS_STAMP)
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  echo "== fuzz $$t for $(FUZZ_SECONDS) s"; \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t; \
-	  $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) \
+	  dict=$(FUZZ_BUILD)/seeds/$$t.dict; [ -f $$dict ] && dict=-dict=$$dict || dict=; \
+	  $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) $$dict \
 	    -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t/ \
 	    $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/seeds/$$t tests/fuzz/regress/$$t \
 	    2>$(FUZZ_BUILD)/fuzz_$$t.log || { tail -60 $(FUZZ_BUILD)/fuzz_$$t.log; exit 1; }; \

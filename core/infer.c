@@ -647,7 +647,8 @@ static bool infer_conv_transpose(Node *n, DiagList *d) {
         int64_t a, b, o;
         if (!dim_mul(win.stride[i], x->dims[2 + i] - 1, &a) ||
             !dim_mul(win.kernel[i] - 1, win.dilation[i], &b) || !dim_add(a, b, &o) ||
-            !dim_add(o, win.out_padding[i] + 1, &o) || !dim_add(o, -win.pad_begin[i], &o) ||
+            !dim_add(o, win.out_padding[i], &o) || !dim_add(o, 1, &o) ||
+            !dim_add(o, -win.pad_begin[i], &o) ||
             !dim_add(o, -win.pad_end[i], &o)) {
             node_error(d, n, "window attributes overflow the size of axis %d", 2 + i);
             return false;
@@ -1188,6 +1189,10 @@ static bool infer_pad(Node *n, DiagList *d) {
     }
     Type r = *x;
     for (int i = 0; i < x->rank; i++) {
+        if (pads[i] < -x->dims[i] || pads[x->rank + i] < -x->dims[i]) {
+            node_error(d, n, "padding of axis %d removes more than the axis holds", i);
+            return false;
+        }
         if (!dim_add(r.dims[i], pads[i], &r.dims[i]) ||
             !dim_add(r.dims[i], pads[x->rank + i], &r.dims[i])) {
             node_error(d, n, "padding of axis %d overflows 64 bits", i);
@@ -1343,6 +1348,14 @@ bool infer_node(Node *n, DiagList *d) {
     if (n->nops > 0 && !ty_accepts(kind_ty[n->kind], op_type(n, 0)->elem)) {
         node_error(d, n, "does not accept element kind %s", elem_name(op_type(n, 0)->elem));
         return false;
+    }
+    /* Kinds whose result type is declared (reshape, expand...) read it. */
+    for (int i = 0; i < n->nres; i++) {
+        int64_t numel;
+        if (!type_numel_checked(&n->res[i].type, &numel)) {
+            node_error(d, n, "declared result %d has too many elements", i);
+            return false;
+        }
     }
     if (!infer_fns[n->kind](n, d))
         return false;

@@ -199,7 +199,7 @@ static Value *legacy_broadcast(OnnxNode *on, Value *a, Value *b) {
     int64_t axis = on_attr_int(on, "axis", 0);
     if (axis < 0)
         axis += a->type.rank;
-    if (axis < 0 || axis + b->type.rank > a->type.rank) {
+    if (axis < 0 || axis > a->type.rank - b->type.rank) {
         on_error(on, "broadcast axis out of range");
         return NULL;
     }

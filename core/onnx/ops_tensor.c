@@ -207,7 +207,7 @@ bool import_reshape(OnnxNode *on) {
         t.dims[i] = d;
         overflow |= __builtin_mul_overflow(known, d, &known);
     }
-    if (overflow && known) { /* a later 0 makes an overflowed product 0 */
+    if (overflow) {
         on_error(on, "shape has more elements than 64 bits count");
         return false;
     }

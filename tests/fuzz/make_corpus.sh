@@ -72,6 +72,40 @@ with open(os.path.join(out, "v2.npy"), "wb") as f:
 with open(os.path.join(out, "v3.npy"), "wb") as f:
     np.lib.format.write_array(f, np.arange(4, dtype='f4'), version=(3, 0))
 PY
+# Dictionaries of the words each format is made of (libFuzzer -dict), taken
+# from the tables so that they follow new operators.
+words() { sed -n "s/^$1(\([A-Z0-9_]*\), *\([a-z0-9_]*\).*/\2/p" "$2"; }
+# Numbers at the edges of 32 and 64 bits, where dimension arithmetic overflows.
+bignums() {
+    printf '"%s"\n' 9223372036854775807 -9223372036854775808 4611686018427387904 \
+        3037000500 18446744073709551615 2147483647 -2147483648 4294967296 -1
+}
+attrs() { sed -n 's/^ATTR(\([a-z0-9_]*\),.*/\1/p' core/attrs.def; }
+{
+    for w in $(words NODE core/nodes.def) $(attrs) $(words ELEM core/elems.def) \
+             func return constant dense splat opaque loc; do
+        printf '"%s"\n' "$w"
+    done
+    printf '"%s"\n' '%' '->' '<' '>' 'x' '{' '}' '[' ']' '#1' '// -----'
+    bignums
+} >"$OUT/hl.dict"
+{
+    for w in $(words INSTR core/instrs.def) $(words NODE core/nodes.def) $(attrs) $(words ELEM core/elems.def) \
+             declare program weight mutable const in out @in @out @inout dense splat opaque loc; do
+        printf '"%s"\n' "$w"
+    done
+    bignums
+} >"$OUT/lir.dict"
+{
+    sed -n 's/^ONNX_OP("\([A-Za-z0-9]*\)".*/"\1"/p' core/onnx/ops.def
+    grep -ho 'on_attr_[a-z]*(on, "[a-z_]*"' core/onnx/*.c | sed 's/.*, //' | sort -u
+    # the same edges as varints (int attributes, dims) and as raw int64 data
+    printf '"%s"\n' '\xff\xff\xff\xff\xff\xff\xff\xff\x7f' '\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01' \
+        '\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01' '\x80\x80\x80\x80\x08' '\xff\xff\xff\xff\x07' \
+        '\xff\xff\xff\xff\xff\xff\xff\x7f' '\x00\x00\x00\x00\x00\x00\x00\x80' \
+        '\x00\x00\x80\x7f' '\x00\x00\xc0\x7f' '\x00\x00\x80\xff'
+} >"$OUT/onnx.dict"
+
 for t in hl lir onnx tensor npy; do
     printf '%s: %s seeds\n' "$t" "$(ls "$OUT/$t" | wc -l)"
 done
