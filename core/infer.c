@@ -1212,7 +1212,11 @@ static bool infer_depth_to_space(Node *n, DiagList *d) {
         return false;
     const Type *x = op_type(n, 0);
     int64_t b = node_attr_int(n, AK_blocksize, 0), bb;
-    if (b < 1 || !dim_mul(b, b, &bb) || x->dims[1] % bb) {
+    if (b >= 1 && !dim_mul(b, b, &bb)) {
+        node_error(d, n, "blocksize %lld is too large", (long long)b);
+        return false;
+    }
+    if (b < 1 || x->dims[1] % bb) {
         node_error(d, n, "channels not divisible by blocksize squared");
         return false;
     }

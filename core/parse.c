@@ -21,6 +21,7 @@ typedef struct Parser {
     Function *f;
     Sym *syms;
     int nsyms, syms_cap;
+    uint64_t max_memory; /* no value may need more (0: no limit) */
     jmp_buf oom;
 } Parser;
 
@@ -112,6 +113,12 @@ static void check_node(Parser *ps, Node *n, const char *at) {
     diag_free(&scratch);
     if (!ok)
         rd_error(&ps->r, at, "%s", msg);
+    for (int i = 0; ps->max_memory && i < n->nres; i++) {
+        uint64_t bytes = type_bytes(&n->res[i].type);
+        if (bytes > ps->max_memory)
+            rd_error(&ps->r, at, "result %d needs %llu bytes, more than the memory budget of %llu "
+                     "bytes", i, (unsigned long long)bytes, (unsigned long long)ps->max_memory);
+    }
     for (int i = 0; i < k; i++) {
         if (!type_equal(&declared[i], &n->res[i].type)) {
             char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
@@ -182,6 +189,9 @@ static void parse_params(Parser *ps) {
         RdLabel l = rd_label(&ps->r);
         rd_expect(&ps->r, ':', "after the parameter name");
         Type t = rd_type(&ps->r);
+        if (ps->max_memory && type_bytes(&t) > ps->max_memory)
+            rd_error(&ps->r, l.at, "parameter needs %llu bytes, more than the memory budget of %llu "
+                     "bytes", (unsigned long long)type_bytes(&t), (unsigned long long)ps->max_memory);
         Node *n = graph_add_param(ps->f, l.name ? l.name : "", &t);
         n->loc = rd_loc(&ps->r, l.at);
         if (!l.name)
@@ -310,6 +320,7 @@ Module *parse_module_limited(const char *text, size_t len, const char *filename,
     }
     ps.m->text = arena_strndup(ps.m->arena, text, len);
     rd_init(&ps.r, ps.m->text, len, max_memory, d, ps.m->arena);
+    ps.max_memory = max_memory;
     arena_set_oom_handler(ps.m->arena, &ps.oom);
     if (setjmp(ps.oom)) {
         diag_error(d, NULL, "out of memory while parsing");

@@ -27,7 +27,7 @@ typedef struct CommonArgs {
  * Sets *bad (with a diagnostic) when the option is malformed. */
 bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagList *d);
 void args_free(CommonArgs *ca);
-/* Reads the --input files into `a`. */
+/* Reads the --input files (.npy, or .pb TensorProto) into `a`. */
 bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d);
 /* Session options from the arguments (known inputs in `known`). */
 SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known);

@@ -13,7 +13,7 @@ static const Command commands[] = {
      "run a pass pipeline (default -O2) and print the resulting text IR"},
     {"passes", cmd_passes, "glowc passes", "list the passes and the pipelines"},
     {"run", cmd_run,
-     "glowc run MODEL [-O0|-O1|-O2|--passes=...] [--input NAME=FILE.npy]... [--output-dir DIR] "
+     "glowc run MODEL [-O0|-O1|-O2|--passes=...] [--input NAME=FILE.npy|.pb]... [--output-dir DIR] "
      "[--dim NAME=VALUE]... [--max-memory=SIZE] [--break-pass=PASS]",
      "run a model on the reference interpreter (default -O0: the imported graph)"},
     {"bisect", cmd_bisect,

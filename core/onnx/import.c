@@ -361,6 +361,23 @@ Node *on_node(OnnxNode *on, NodeKind k, int nops, Value *const *ops, int nres) {
     return n;
 }
 
+/* A value no machine within the budget could hold is refused here, at
+ * import, rather than when a run tries to allocate it. */
+static bool results_fit(OnnxNode *on, const Node *n) {
+    uint64_t max = on->ic->opt->max_memory;
+    for (int i = 0; max && i < n->nres; i++) {
+        uint64_t bytes = type_bytes(&n->res[i].type);
+        if (bytes > max) {
+            char t[TYPE_STR_MAX];
+            on_error(on, "result %s needs %llu bytes, more than the memory budget of %llu bytes "
+                     "(--max-memory)", type_str(&n->res[i].type, t),
+                     (unsigned long long)bytes, (unsigned long long)max);
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool infer_at(OnnxNode *on, Node *n) {
     DiagList scratch;
     diag_init(&scratch, NULL);
@@ -369,9 +386,11 @@ static bool infer_at(OnnxNode *on, Node *n) {
         /* Re-say the message at the ONNX node (the graph node may be a helper). */
         for (const Diag *g = scratch.head; g; g = g->next)
             on_error(on, "%s", g->msg);
-        graph_remove_node(on->f, n);
     }
     diag_free(&scratch);
+    ok = ok && results_fit(on, n);
+    if (!ok)
+        graph_remove_node(on->f, n);
     return ok;
 }
 
@@ -483,17 +502,16 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
             poisoned = true;
         }
     }
-    OpHandler fn = NULL;
     bool foreign = np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx");
+    OpHandler fn = foreign ? NULL : find_handler(op);
     if (!foreign && ic->opset == 0) {
         on_error(&on, "the model imports no opset of the default domain");
         poisoned = true;
-    }
-    if (!poisoned && !foreign)
-        fn = find_handler(op);
-    if (!poisoned && !fn)
+    } else if (!fn) {
+        /* also after an unsupported node upstream: every one is listed */
         record_unsupported(ic, foreign ? arena_printf(a, "%s.%s", np->domain, op) : op,
                            on.where);
+    }
     bool ok = !poisoned && fn && fn(&on);
     for (int i = 0; i < on.nout; i++) {
         if (!np->output[i][0])

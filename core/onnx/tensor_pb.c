@@ -28,6 +28,12 @@ static char *external_path(const char *dir, const char *loc, Arena *a, const cha
         diag_error(d, what, "external data location '%s' is an absolute path", loc);
         return NULL;
     }
+    for (const char *p = loc; *p; p += strcspn(p, "/"), p += *p == '/') {
+        if (!strncmp(p, "..", 2) && (p[2] == '/' || !p[2])) {
+            diag_error(d, what, "external data location '%s' leaves the model's folder", loc);
+            return NULL;
+        }
+    }
     char joined[PATH_MAX];
     if ((size_t)snprintf(joined, sizeof joined, "%s/%s", dir, loc) >= sizeof joined) {
         diag_error(d, what, "external data location '%s' is too long", loc);
