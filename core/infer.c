@@ -515,6 +515,7 @@ bool window_from_node(const Node *n, int nspatial, const Type *kernel_from, Wind
     const int64_t *k = node_attr_ints(n, AK_kernel, &kn);
     if (k && kn != nspatial)
         return false;
+    int64_t ksize = 1; /* the kernels walk every window position */
     for (int i = 0; i < nspatial; i++) {
         if (k)
             w->kernel[i] = k[i];
@@ -522,7 +523,7 @@ bool window_from_node(const Node *n, int nspatial, const Type *kernel_from, Wind
             w->kernel[i] = kernel_from->dims[2 + i];
         else
             return false;
-        if (w->kernel[i] < 1)
+        if (w->kernel[i] < 1 || !dim_mul(ksize, w->kernel[i], &ksize))
             return false;
     }
     int64_t pads[2 * MAX_RANK];

@@ -232,8 +232,10 @@ static bool conv_f32(const KernelArgs *a, const ConvGeom *g) {
     bool direct = pointwise(g);
     float *col = NULL;
     if (!direct) {
-        col = malloc((size_t)(g->cg * g->ksize * g->out_size + 1) * sizeof(float));
-        if (!col)
+        int64_t n;
+        if (__builtin_mul_overflow(g->cg * g->ksize, g->out_size, &n) ||
+            (uint64_t)n >= SIZE_MAX / sizeof(float) ||
+            !(col = malloc((size_t)(n + 1) * sizeof(float))))
             return kernel_fail(a, "out of memory for the column buffer");
     }
     int64_t kdim = g->cg * g->ksize;
@@ -276,7 +278,8 @@ static bool conv_generic(const KernelArgs *a, const ConvGeom *g) {
                             int64_t p = oidx[i] * g->w.stride[i] - g->w.pad_begin[i] +
                                         kidx[i] * g->w.dilation[i];
                             inside = p >= 0 && p < g->in_sp[i];
-                            off = off * g->in_sp[i] + p;
+                            if (inside)
+                                off = off * g->in_sp[i] + p;
                         }
                         if (inside)
                             acc += tensor_get_f64(X, (b * g->c + gr * g->cg + c) * g->in_size +
@@ -346,7 +349,8 @@ static bool pool_kernel(const KernelArgs *a, PoolKind kind) {
                         inside = false;
                     if (q >= xt->dims[2 + i] + w.pad_end[i])
                         in_padded = false;
-                    off = off * xt->dims[2 + i] + q;
+                    if (inside) /* q may be far into the padding otherwise */
+                        off = off * xt->dims[2 + i] + q;
                 }
                 padded_count += in_padded;
                 if (inside) {

@@ -256,6 +256,24 @@ static Tensor *known_input(ImportCtx *ic, const Node *param) {
     return NULL;
 }
 
+/* Folding at import is for shape computations, which are small: bigger
+ * values, and windowed operators (whose cost their sizes do not bound), are
+ * left to the graph's constant folding, so that a short hostile model cannot
+ * make the import compute for minutes. */
+enum { FOLD_MAX_ELEMENTS = 4096 };
+
+static bool foldable(const Node *n) {
+    if (node_kind_has_attr(n->kind, AK_kernel))
+        return false;
+    for (int i = 0; i < n->nops; i++)
+        if (type_numel(&n->ops[i]->type) > FOLD_MAX_ELEMENTS)
+            return false;
+    for (int i = 0; i < n->nres; i++)
+        if (type_numel(&n->res[i].type) > FOLD_MAX_ELEMENTS)
+            return false;
+    return true;
+}
+
 /* Evaluates v at compile time if everything it depends on is constant. */
 static Tensor *fold_value(ImportCtx *ic, Value *v, int depth) {
     Node *n = v->def;
@@ -272,7 +290,7 @@ static Tensor *fold_value(ImportCtx *ic, Value *v, int depth) {
         }
         return t;
     }
-    if (depth > 256 || !ic->opt->fold)
+    if (depth > 256 || !ic->opt->fold || !foldable(n))
         return NULL;
     if (n->id < ic->folded_cap && ic->folded[n->id])
         return ic->folded[n->id][v->index];
