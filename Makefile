@@ -144,9 +144,10 @@ fuzz: $(DEPS_STAMP)
 	  echo "== fuzz $$t for $(FUZZ_SECONDS) s"; \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t; \
 	  dict=$(FUZZ_BUILD)/seeds/$$t.dict; [ -f $$dict ] && dict=-dict=$$dict || dict=; \
+	  regress=tests/fuzz/regress/$$t; [ -d $$regress ] || regress=; \
 	  $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) $$dict \
 	    -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t/ \
-	    $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/seeds/$$t tests/fuzz/regress/$$t \
+	    $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/seeds/$$t $$regress \
 	    2>$(FUZZ_BUILD)/fuzz_$$t.log || { tail -60 $(FUZZ_BUILD)/fuzz_$$t.log; exit 1; }; \
 	  grep -E '^stat::number_of_executed_units|^stat::average_exec_per_sec' $(FUZZ_BUILD)/fuzz_$$t.log; \
 	done
