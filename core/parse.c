@@ -21,6 +21,8 @@ typedef struct Parser {
     Function *f;
     Sym *syms;
     int nsyms, syms_cap;
+    int *index; /* open addressing over syms: position + 1, 0 when empty */
+    size_t index_cap;
     uint64_t max_memory; /* no value may need more (0: no limit) */
     jmp_buf oom;
 } Parser;
@@ -31,13 +33,25 @@ static bool kind_allows(AttrKey key, void *ctx) {
 
 /* ---- symbols ---------------------------------------------------------------- */
 
-static Sym *find_sym(Parser *ps, const RdLabel *l) {
-    for (int i = 0; i < ps->nsyms; i++) {
-        Sym *s = &ps->syms[i];
-        if (l->name ? (s->label && !strcmp(s->label, l->name)) : (!s->label && s->id == l->id))
-            return s;
+/* The index slot of label (name, id): where it is, or the empty slot where
+ * it would go. A hashed index keeps files with many values linear. */
+static int *sym_slot(Parser *ps, const char *name, int id) {
+    size_t mask = ps->index_cap - 1, i = rd_label_hash(name, id) & mask;
+    for (;; i = (i + 1) & mask) {
+        int k = ps->index[i];
+        if (!k)
+            return &ps->index[i];
+        const Sym *s = &ps->syms[k - 1];
+        if (name ? (s->label && !strcmp(s->label, name)) : (!s->label && s->id == id))
+            return &ps->index[i];
     }
-    return NULL;
+}
+
+static Sym *find_sym(Parser *ps, const RdLabel *l) {
+    if (!ps->index_cap)
+        return NULL;
+    int k = *sym_slot(ps, l->name, l->id);
+    return k ? &ps->syms[k - 1] : NULL;
 }
 
 static void define_sym(Parser *ps, const RdLabel *l, Node *n) {
@@ -49,6 +63,14 @@ static void define_sym(Parser *ps, const RdLabel *l, Node *n) {
         ps->syms_cap = cap;
     }
     ps->syms[ps->nsyms++] = (Sym){l->name, l->id, n};
+    if ((size_t)ps->nsyms * 2 > ps->index_cap) { /* rebuild, twice as large */
+        ps->index_cap = ps->index_cap ? ps->index_cap * 2 : 128;
+        ps->index = arena_alloc_array(ps->m->arena, ps->index_cap, sizeof(int));
+        for (int i = 0; i < ps->nsyms; i++)
+            *sym_slot(ps, ps->syms[i].label, ps->syms[i].id) = i + 1;
+    } else {
+        *sym_slot(ps, l->name, l->id) = ps->nsyms;
+    }
 }
 
 /* Numeric labels are node ids; named ones get ids after every numeric one

@@ -268,6 +268,15 @@ Type rd_type(Reader *ps) {
 }
 
 
+uint64_t rd_label_hash(const char *name, int id) {
+    uint64_t h = 1469598103934665603ull;
+    if (!name)
+        return ((uint64_t)id + 1) * 0x9e3779b97f4a7c15ull;
+    for (; *name; name++)
+        h = (h ^ (unsigned char)*name) * 1099511628211ull;
+    return h;
+}
+
 RdLabel rd_label(Reader *ps) {
     rd_skip_ws(ps);
     RdLabel l = {.at = ps->p};

@@ -54,6 +54,9 @@ double rd_number(Reader *r, bool *is_int, const char *what);
 ElemKind rd_elem(Reader *r);
 Type rd_type(Reader *r);
 RdLabel rd_label(Reader *r);
+/* For the parsers' symbol indexes: a hash of a label (name, or number when
+ * name is NULL). */
+uint64_t rd_label_hash(const char *name, int id);
 /* dense<[...]>, splat<v> or opaque<"hash"> for a tensor of type t. Data
  * beyond the budget is an error, not an allocation: splat<0> of a huge type
  * is a short text. */

@@ -435,9 +435,20 @@ bool import_expand(OnnxNode *on) {
     int n;
     if (!on_const_ints(on, 1, "shape", shape, MAX_RANK, &n))
         return false;
+    for (int i = 0; i < n; i++) {
+        if (shape[i] < 0) {
+            on_error(on, "negative dimension %lld in shape", (long long)shape[i]);
+            return false;
+        }
+    }
     Type want = type_make(on->in[0]->type.elem, n, shape), t;
     if (!type_broadcast(&on->in[0]->type, &want, &t)) {
         on_error(on, "input does not broadcast to the shape");
+        return false;
+    }
+    int64_t numel;
+    if (!type_numel_checked(&t, &numel)) {
+        on_error(on, "shape has more elements than 64 bits count");
         return false;
     }
     Node *e = on_node(on, NK_EXPAND, 1, on->in, 1);
