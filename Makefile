@@ -15,6 +15,9 @@ CFLAGS_BASE := -std=c17 $(WARN) -D_GNU_SOURCE -I. -I$(GEN) -I$(LLVM_INC) -MMD -M
 ifeq ($(SAN),1)
   OPTFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
+else ifeq ($(SAN),fuzz)
+  OPTFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+              -fno-sanitize-recover=undefined
 else
   OPTFLAGS := -O2 -g
 endif
@@ -40,7 +43,8 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect \
-        test-kernels bench bench-kernels clean
+        test-kernels bench bench-kernels clean \
+        fuzz fuzz-bins fuzz-corpus test-fuzz-regress
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/glowc
@@ -214,6 +218,7 @@ test: $(DEPS_STAMP)
 	$(MAKE) test-models
 	$(MAKE) test-bundle
 	$(MAKE) test-bisect
+	$(MAKE) test-fuzz-regress
 	@echo "make test: all passed"
 
 # Unit, fixture and kernel tests under AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -254,6 +259,51 @@ test-bisect: $(BUILD)/glowc
 # Not part of make test: timings are not correctness.
 bench: $(BUILD)/glowc
 	$(PYTHON) tests/bench/bench.py $(BUILD)/glowc
+
+# ---- fuzzing (libFuzzer; tests/fuzz) -----------------------------------------
+# One binary per input reader, built with its own sanitized library in
+# build/fuzz. `make fuzz FUZZ_SECONDS=N` runs each target for N seconds, one
+# at a time, and stops at the first crash, leak, timeout or out-of-memory;
+# the finding is saved under build/fuzz/artifacts/TARGET/.
+FUZZ_BUILD   := build/fuzz
+FUZZ_TARGETS := onnx hl lir npy tensor
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS   := -timeout=2 -rss_limit_mb=2048
+FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
+
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libglowc.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(BUILD)/libglowc.a $(LIBS) -o $@
+
+fuzz-bins: $(FUZZ_BINS)
+
+fuzz-corpus: $(BUILD)/glowc
+	tests/fuzz/make_corpus.sh $(BUILD)/glowc $(FUZZ_BUILD)/seeds
+
+fuzz: $(DEPS_STAMP)
+	$(MAKE) BUILD=$(FUZZ_BUILD) SAN=fuzz fuzz-bins
+	$(MAKE) fuzz-corpus
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "== fuzz $$t for $(FUZZ_SECONDS) s"; \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t; \
+	  dict=$(FUZZ_BUILD)/seeds/$$t.dict; [ -f $$dict ] && dict=-dict=$$dict || dict=; \
+	  regress=tests/fuzz/regress/$$t; [ -d $$regress ] || regress=; \
+	  $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) $$dict \
+	    -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t/ \
+	    $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/seeds/$$t $$regress \
+	    2>$(FUZZ_BUILD)/fuzz_$$t.log || { tail -60 $(FUZZ_BUILD)/fuzz_$$t.log; exit 1; }; \
+	  grep -E '^stat::number_of_executed_units|^stat::average_exec_per_sec' $(FUZZ_BUILD)/fuzz_$$t.log; \
+	done
+
+# Every input a fuzzer once crashed on is replayed (tests/fuzz/regress/TARGET/).
+test-fuzz-regress: $(DEPS_STAMP)
+	$(MAKE) BUILD=$(FUZZ_BUILD) SAN=fuzz fuzz-bins
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  files=$$(find tests/fuzz/regress/$$t -type f 2>/dev/null | sort); \
+	  [ -z "$$files" ] && continue; \
+	  echo "== fuzz regressions: $$t ($$(echo "$$files" | wc -l) inputs)"; \
+	  $(FUZZ_BUILD)/fuzz_$$t $(FUZZ_FLAGS) $$files 2>$(FUZZ_BUILD)/regress_$$t.log || \
+	    { tail -60 $(FUZZ_BUILD)/regress_$$t.log; exit 1; }; \
+	done
 
 clean:
 	rm -rf build

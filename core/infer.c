@@ -556,6 +556,7 @@ bool window_from_node(const Node *n, int nspatial, const Type *kernel_from, Wind
     const int64_t *k = node_attr_ints(n, AK_kernel, &kn);
     if (k && kn != nspatial)
         return false;
+    int64_t ksize = 1; /* the kernels walk every window position */
     for (int i = 0; i < nspatial; i++) {
         if (k)
             w->kernel[i] = k[i];
@@ -563,7 +564,7 @@ bool window_from_node(const Node *n, int nspatial, const Type *kernel_from, Wind
             w->kernel[i] = kernel_from->dims[2 + i];
         else
             return false;
-        if (w->kernel[i] < 1)
+        if (w->kernel[i] < 1 || !mul_dims(ksize, w->kernel[i], &ksize))
             return false;
     }
     int64_t pads[2 * MAX_RANK];
@@ -1077,7 +1078,7 @@ void slice_params(const Node *n, const Type *in, int64_t *start, int64_t *step, 
         int64_t c = dist <= 0 ? 0 : st > 0 ? (dist - 1) / st + 1 : -((dist - 1) / st) + 1;
         start[i] = b;
         step[i] = st;
-        count[i] = c > 0 ? c : 0;
+        count[i] = c;
     }
 }
 
@@ -1903,6 +1904,14 @@ bool infer_node(Node *n, DiagList *d) {
     if (n->nops > 0 && !ty_accepts(kind_ty[n->kind], op_type(n, 0)->elem)) {
         node_error(d, n, "does not accept element kind %s", elem_name(op_type(n, 0)->elem));
         return false;
+    }
+    /* Kinds whose result type is declared (reshape, expand...) read it. */
+    for (int i = 0; i < n->nres; i++) {
+        int64_t numel;
+        if (!type_numel_checked(&n->res[i].type, &numel)) {
+            node_error(d, n, "declared result %d has too many elements", i);
+            return false;
+        }
     }
     if (!infer_fns[n->kind](n, d))
         return false;

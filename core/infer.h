@@ -31,7 +31,8 @@ typedef struct Window {
 } Window;
 /* kernel_from: the weight type (conv) or NULL (pooling: the kernel attribute). */
 bool window_from_node(const Node *n, int nspatial, const Type *kernel_from, Window *w);
-/* Output size of a window sliding over `in` positions (pooling/conv). */
+/* Output size of a window sliding over `in` positions (pooling/conv); -1
+ * when the window's attributes overflow 64 bits. */
 int64_t window_out_size(const Window *w, int axis, int64_t in);
 
 /* slice: per-axis start, step and element count after ONNX clamping. */

@@ -19,16 +19,30 @@ typedef struct LParser {
     LirProgram *p;
     LSym *syms;
     int nsyms, cap;
+    int *index; /* open addressing over syms: position + 1, 0 when empty */
+    size_t index_cap;
     jmp_buf oom;
 } LParser;
 
-static LSym *find(LParser *ps, const RdLabel *l) {
-    for (int i = 0; i < ps->nsyms; i++) {
-        LSym *s = &ps->syms[i];
-        if (l->name ? (s->label && !strcmp(s->label, l->name)) : (!s->label && s->id == l->id))
-            return s;
+/* The index slot of label (name, id): where it is, or the empty slot where
+ * it would go. A hashed index keeps files with many buffers linear. */
+static int *slot(LParser *ps, const char *name, int id) {
+    size_t mask = ps->index_cap - 1, i = rd_label_hash(name, id) & mask;
+    for (;; i = (i + 1) & mask) {
+        int k = ps->index[i];
+        if (!k)
+            return &ps->index[i];
+        const LSym *s = &ps->syms[k - 1];
+        if (name ? (s->label && !strcmp(s->label, name)) : (!s->label && s->id == id))
+            return &ps->index[i];
     }
-    return NULL;
+}
+
+static LSym *find(LParser *ps, const RdLabel *l) {
+    if (!ps->index_cap)
+        return NULL;
+    int k = *slot(ps, l->name, l->id);
+    return k ? &ps->syms[k - 1] : NULL;
 }
 
 static void define(LParser *ps, const RdLabel *l, LirBuf *b) {
@@ -40,6 +54,14 @@ static void define(LParser *ps, const RdLabel *l, LirBuf *b) {
                               sizeof *ps->syms);
     }
     ps->syms[ps->nsyms++] = (LSym){l->name, l->id, b};
+    if ((size_t)ps->nsyms * 2 > ps->index_cap) { /* rebuild, twice as large */
+        ps->index_cap = ps->index_cap ? ps->index_cap * 2 : 128;
+        ps->index = arena_alloc_array(ps->p->arena, ps->index_cap, sizeof(int));
+        for (int i = 0; i < ps->nsyms; i++)
+            *slot(ps, ps->syms[i].label, ps->syms[i].id) = i + 1;
+    } else {
+        *slot(ps, l->name, l->id) = ps->nsyms;
+    }
     if (l->name)
         b->label = l->name;
     else
@@ -183,6 +205,11 @@ static void assign_ids(LParser *ps) {
 }
 
 LirProgram *lir_parse(const char *text, size_t len, const char *filename, DiagList *d) {
+    return lir_parse_limited(text, len, filename, 0, d);
+}
+
+LirProgram *lir_parse_limited(const char *text, size_t len, const char *filename,
+                              uint64_t max_memory, DiagList *d) {
     if (memchr(text, 0, len)) {
         diag_error(d, NULL, "%s: file contains a NUL byte", filename);
         return NULL;
@@ -195,7 +222,7 @@ LirProgram *lir_parse(const char *text, size_t len, const char *filename, DiagLi
         lir_destroy(ps.p);
         return NULL;
     }
-    rd_init(&ps.r, ps.p->text, len, d, ps.p->arena); /* the NUL-terminated copy */
+    rd_init(&ps.r, ps.p->text, len, max_memory, d, ps.p->arena); /* the NUL-terminated copy */
     arena_set_oom_handler(ps.p->arena, &ps.oom);
     if (setjmp(ps.oom)) {
         diag_error(d, NULL, "out of memory while parsing");

@@ -104,8 +104,8 @@ static void check_view(Verifier *v, const LirInstr *i) {
         fail(v, i, "a view keeps its buffer's element kind");
         return;
     }
-    int64_t need = view->offset + type_numel(&view->type);
-    if (view->offset < 0 || need > type_numel(&base->type))
+    int64_t size = type_numel(&view->type), have = type_numel(&base->type);
+    if (view->offset < 0 || size > have || view->offset > have - size)
         fail(v, i, "view of %lld elements at offset %lld exceeds its buffer of %lld",
              (long long)type_numel(&view->type), (long long)view->offset,
              (long long)type_numel(&base->type));
@@ -119,7 +119,8 @@ static void check_insert(Verifier *v, const LirInstr *i) {
         return;
     }
     for (int k = 0; k < dst->rank; k++) {
-        if (a->ints.v[k] < 0 || a->ints.v[k] + src->dims[k] > dst->dims[k]) {
+        if (a->ints.v[k] < 0 || src->dims[k] > dst->dims[k] ||
+            a->ints.v[k] > dst->dims[k] - src->dims[k]) {
             fail(v, i, "the inserted tensor does not fit at axis %d", k);
             return;
         }

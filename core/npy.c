@@ -18,8 +18,9 @@ static const NpyKind npy_kinds[] = {
     {"u8", ELEM_U64}, {"b1", ELEM_BOOL},
 };
 
-static bool fail(DiagList *d, const char *path, const char *msg) {
-    diag_error(d, NULL, "%s: %s", path, msg);
+/* The file is named by the diagnostic's file field (npy_read sets it). */
+static bool fail(DiagList *d, const char *msg) {
+    diag_error(d, NULL, "%s", msg);
     return false;
 }
 
@@ -70,10 +71,10 @@ static bool parse_shape(const char *h, Type *t) {
     }
 }
 
-Tensor *npy_read(const void *data, size_t len, const char *path, Arena *a, DiagList *d) {
+static Tensor *npy_parse(const void *data, size_t len, Arena *a, DiagList *d) {
     const unsigned char *b = data;
     if (len < 10 || memcmp(b, "\x93NUMPY", 6)) {
-        fail(d, path, "not a .npy file (bad magic)");
+        fail(d, "not a .npy file (bad magic)");
         return NULL;
     }
     int major = b[6];
@@ -83,22 +84,22 @@ Tensor *npy_read(const void *data, size_t len, const char *path, Arena *a, DiagL
         off = 10;
     } else if (major == 2 || major == 3) {
         if (len < 12) {
-            fail(d, path, "truncated header");
+            fail(d, "truncated header");
             return NULL;
         }
         hlen = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
         off = 12;
     } else {
-        fail(d, path, "unsupported .npy format version");
+        fail(d, "unsupported .npy format version");
         return NULL;
     }
     if (hlen > len - off || hlen > 1 << 20) {
-        fail(d, path, "header longer than the file");
+        fail(d, "header longer than the file");
         return NULL;
     }
     char *h = malloc(hlen + 1);
     if (!h) {
-        fail(d, path, "out of memory");
+        fail(d, "out of memory");
         return NULL;
     }
     memcpy(h, b + off, hlen);
@@ -113,15 +114,15 @@ Tensor *npy_read(const void *data, size_t len, const char *path, Arena *a, DiagL
     }
     free(h);
     if (!ok) {
-        fail(d, path, "malformed header (need 'descr' and 'shape')");
+        fail(d, "malformed header (need 'descr' and 'shape')");
         return NULL;
     }
     if (fo && strstr(fortran, "True") == fortran + strspn(fortran, " ")) {
-        fail(d, path, "Fortran-order arrays are not supported (save with C order)");
+        fail(d, "Fortran-order arrays are not supported (save with C order)");
         return NULL;
     }
     if (descr[0] == '>') {
-        fail(d, path, "big-endian arrays are not supported");
+        fail(d, "big-endian arrays are not supported");
         return NULL;
     }
     /* strchr finds the terminator too: an empty descr has no order char. */
@@ -134,23 +135,22 @@ Tensor *npy_read(const void *data, size_t len, const char *path, Arena *a, DiagL
         }
     }
     if (!found) {
-        diag_error(d, NULL, "%s: unsupported element type '%s'", path, descr);
+        diag_error(d, NULL, "unsupported element type '%s'", descr);
         return NULL;
     }
     int64_t numel;
     if (!type_numel_checked(&t, &numel)) {
-        fail(d, path, "shape overflows");
+        fail(d, "shape overflows");
         return NULL;
     }
     size_t bytes = (size_t)numel * elem_size(t.elem), have = len - off - hlen;
     if (bytes != have) {
-        diag_error(d, NULL, "%s: data holds %zu bytes, the header's shape needs %zu", path, have,
-                   bytes);
+        diag_error(d, NULL, "data holds %zu bytes, the header's shape needs %zu", have, bytes);
         return NULL;
     }
     Tensor *x = tensor_new(a, &t);
     if (!x) {
-        fail(d, path, "out of memory");
+        fail(d, "out of memory");
         return NULL;
     }
     memcpy(x->data, b + off + hlen, bytes);
@@ -158,6 +158,14 @@ Tensor *npy_read(const void *data, size_t len, const char *path, Arena *a, DiagL
         for (int64_t i = 0; i < numel; i++)
             ((uint8_t *)x->data)[i] = ((uint8_t *)x->data)[i] != 0;
     return x;
+}
+
+Tensor *npy_read(const void *data, size_t len, const char *path, Arena *a, DiagList *d) {
+    const char *saved_file = d->file;
+    d->file = path;
+    Tensor *t = npy_parse(data, len, a, d);
+    d->file = saved_file;
+    return t;
 }
 
 bool npy_write(const Tensor *t, StrBuf *out) {

@@ -21,6 +21,9 @@ typedef struct Parser {
     Function *f;
     Sym *syms;
     int nsyms, syms_cap;
+    int *index; /* open addressing over syms: position + 1, 0 when empty */
+    size_t index_cap;
+    uint64_t max_memory; /* no value may need more (0: no limit) */
     jmp_buf oom;
 } Parser;
 
@@ -30,13 +33,25 @@ static bool kind_allows(AttrKey key, void *ctx) {
 
 /* ---- symbols ---------------------------------------------------------------- */
 
-static Sym *find_sym(Parser *ps, const RdLabel *l) {
-    for (int i = 0; i < ps->nsyms; i++) {
-        Sym *s = &ps->syms[i];
-        if (l->name ? (s->label && !strcmp(s->label, l->name)) : (!s->label && s->id == l->id))
-            return s;
+/* The index slot of label (name, id): where it is, or the empty slot where
+ * it would go. A hashed index keeps files with many values linear. */
+static int *sym_slot(Parser *ps, const char *name, int id) {
+    size_t mask = ps->index_cap - 1, i = rd_label_hash(name, id) & mask;
+    for (;; i = (i + 1) & mask) {
+        int k = ps->index[i];
+        if (!k)
+            return &ps->index[i];
+        const Sym *s = &ps->syms[k - 1];
+        if (name ? (s->label && !strcmp(s->label, name)) : (!s->label && s->id == id))
+            return &ps->index[i];
     }
-    return NULL;
+}
+
+static Sym *find_sym(Parser *ps, const RdLabel *l) {
+    if (!ps->index_cap)
+        return NULL;
+    int k = *sym_slot(ps, l->name, l->id);
+    return k ? &ps->syms[k - 1] : NULL;
 }
 
 static void define_sym(Parser *ps, const RdLabel *l, Node *n) {
@@ -48,6 +63,14 @@ static void define_sym(Parser *ps, const RdLabel *l, Node *n) {
         ps->syms_cap = cap;
     }
     ps->syms[ps->nsyms++] = (Sym){l->name, l->id, n};
+    if ((size_t)ps->nsyms * 2 > ps->index_cap) { /* rebuild, twice as large */
+        ps->index_cap = ps->index_cap ? ps->index_cap * 2 : 128;
+        ps->index = arena_alloc_array(ps->m->arena, ps->index_cap, sizeof(int));
+        for (int i = 0; i < ps->nsyms; i++)
+            *sym_slot(ps, ps->syms[i].label, ps->syms[i].id) = i + 1;
+    } else {
+        *sym_slot(ps, l->name, l->id) = ps->nsyms;
+    }
 }
 
 /* Numeric labels are node ids; named ones get ids after every numeric one
@@ -112,6 +135,12 @@ static void check_node(Parser *ps, Node *n, const char *at) {
     diag_free(&scratch);
     if (!ok)
         rd_error(&ps->r, at, "%s", msg);
+    for (int i = 0; ps->max_memory && i < n->nres; i++) {
+        uint64_t bytes = type_bytes(&n->res[i].type);
+        if (bytes > ps->max_memory)
+            rd_error(&ps->r, at, "result %d needs %llu bytes, more than the memory budget of %llu "
+                     "bytes", i, (unsigned long long)bytes, (unsigned long long)ps->max_memory);
+    }
     for (int i = 0; i < k; i++) {
         if (!type_equal(&declared[i], &n->res[i].type)) {
             char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
@@ -184,6 +213,9 @@ static void parse_params(Parser *ps) {
         RdLabel l = rd_label(&ps->r);
         rd_expect(&ps->r, ':', "after the parameter name");
         Type t = rd_type(&ps->r);
+        if (ps->max_memory && type_bytes(&t) > ps->max_memory)
+            rd_error(&ps->r, l.at, "parameter needs %llu bytes, more than the memory budget of %llu "
+                     "bytes", (unsigned long long)type_bytes(&t), (unsigned long long)ps->max_memory);
         Node *n = graph_add_param(ps->f, l.name ? l.name : "", &t);
         n->loc = rd_loc(&ps->r, l.at);
         if (!l.name)
@@ -295,6 +327,11 @@ static void parse_function(Parser *ps) {
 }
 
 Module *parse_module(const char *text, size_t len, const char *filename, DiagList *d) {
+    return parse_module_limited(text, len, filename, 0, d);
+}
+
+Module *parse_module_limited(const char *text, size_t len, const char *filename,
+                             uint64_t max_memory, DiagList *d) {
     if (memchr(text, 0, len)) {
         diag_error(d, NULL, "%s: file contains a NUL byte", filename);
         return NULL;
@@ -313,7 +350,8 @@ Module *parse_module(const char *text, size_t len, const char *filename, DiagLis
     }
     /* Read the NUL-terminated copy: the caller's buffer need not be, and a
      * look at the character under the cursor at the end must stay inside. */
-    rd_init(&ps.r, ps.m->text, len, d, ps.m->arena);
+    rd_init(&ps.r, ps.m->text, len, max_memory, d, ps.m->arena);
+    ps.max_memory = max_memory;
     arena_set_oom_handler(ps.m->arena, &ps.oom);
     if (setjmp(ps.oom)) {
         diag_error(d, NULL, "out of memory while parsing");

@@ -10,5 +10,9 @@
 #include "core/graph.h"
 
 Module *parse_module(const char *text, size_t len, const char *filename, DiagList *d);
+/* Same, refusing constant data beyond max_memory bytes in all (0: no
+ * limit), so that a short file cannot ask for terabytes with splat<>. */
+Module *parse_module_limited(const char *text, size_t len, const char *filename,
+                             uint64_t max_memory, DiagList *d);
 
 #endif

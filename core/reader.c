@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-void rd_init(Reader *r, const char *text, size_t len, DiagList *d, Arena *a) {
+void rd_init(Reader *r, const char *text, size_t len, uint64_t max_memory, DiagList *d,
+             Arena *a) {
     r->text = r->p = r->line_start = text;
+    r->budget = max_memory ? max_memory : UINT64_MAX;
     r->end = text + len;
     r->line = 1;
     r->d = d;
@@ -266,6 +268,15 @@ Type rd_type(Reader *ps) {
 }
 
 
+uint64_t rd_label_hash(const char *name, int id) {
+    uint64_t h = 1469598103934665603ull;
+    if (!name)
+        return ((uint64_t)id + 1) * 0x9e3779b97f4a7c15ull;
+    for (; *name; name++)
+        h = (h ^ (unsigned char)*name) * 1099511628211ull;
+    return h;
+}
+
 RdLabel rd_label(Reader *ps) {
     rd_skip_ws(ps);
     RdLabel l = {.at = ps->p};
@@ -348,21 +359,36 @@ static Tensor *rd_opaque(Reader *ps, const Type *t) {
     return x;
 }
 
-Tensor *rd_constant_data(Reader *ps, const Type *t) {
-    if (rd_keyword(ps, "opaque"))
-        return rd_opaque(ps, t);
+/* The tensor for constant data of type t, within the budget. */
+static Tensor *rd_new_constant(Reader *ps, const Type *t, const char *at) {
+    uint64_t bytes = type_bytes(t); /* rd_type checked the count */
+    if (bytes > ps->budget)
+        rd_error(ps, at, "constant of %llu bytes exceeds the memory budget (%llu bytes left)",
+                 (unsigned long long)bytes, (unsigned long long)ps->budget);
     Tensor *x = tensor_new(ps->arena, t);
     if (!x)
-        rd_error(ps, ps->p, "constant too large");
-    int64_t numel = tensor_numel(x);
+        rd_error(ps, at, "constant too large");
+    ps->budget -= bytes;
+    return x;
+}
+
+Tensor *rd_constant_data(Reader *ps, const Type *t) {
+    rd_skip_ws(ps);
+    const char *at = ps->p;
+    int64_t numel = type_numel(t);
+    Tensor *x;
     if (rd_keyword(ps, "splat")) {
+        x = rd_new_constant(ps, t, at);
         rd_expect(ps, '<', "after splat");
-        rd_store_number(ps, x, 0, ps->p);
+        uint64_t bits[2] = {0}; /* the value, also for a tensor of no elements */
+        Tensor v = {.type = type_scalar(t->elem), .data = bits};
+        rd_store_number(ps, &v, 0, ps->p);
         size_t es = elem_size(t->elem);
-        for (int64_t i = 1; i < numel; i++)
-            memcpy((char *)x->data + (size_t)i * es, x->data, es);
+        for (int64_t i = 0; i < numel; i++)
+            memcpy((char *)x->data + (size_t)i * es, bits, es);
         rd_expect(ps, '>', "to end splat");
     } else if (rd_keyword(ps, "dense")) {
+        x = rd_new_constant(ps, t, at);
         rd_expect(ps, '<', "after dense");
         rd_expect(ps, '[', "to start the elements");
         const char *start = ps->p;
@@ -380,6 +406,8 @@ Tensor *rd_constant_data(Reader *ps, const Type *t) {
                      (long long)numel);
         rd_expect(ps, ']', "to end the elements");
         rd_expect(ps, '>', "to end dense");
+    } else if (rd_keyword(ps, "opaque")) {
+        x = rd_opaque(ps, t);
     } else {
         rd_error(ps, ps->p, "expected constant data: dense<[...]>, splat<v> or opaque<\"hash\">");
     }

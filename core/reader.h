@@ -18,6 +18,7 @@ typedef struct Reader {
     const char *line_start;
     DiagList *d;
     Arena *arena; /* strings and constant data */
+    uint64_t budget; /* bytes constant data may still take (UINT64_MAX: no limit) */
     jmp_buf fail;
 } Reader;
 
@@ -30,7 +31,11 @@ typedef struct RdLabel {
 /* Attribute keys an attribute list may hold (with `what` naming the op). */
 typedef bool (*RdAttrAllowed)(AttrKey key, void *ctx);
 
-void rd_init(Reader *r, const char *text, size_t len, DiagList *d, Arena *a);
+/* text[len] must be a NUL (the parsers read their own copy): the few reads
+ * that look one character ahead, and strtoull, stop there. Constant data may
+ * take max_memory bytes in all (0: no limit). */
+void rd_init(Reader *r, const char *text, size_t len, uint64_t max_memory, DiagList *d,
+             Arena *a);
 SrcLoc rd_loc(const Reader *r, const char *at);
 __attribute__((noreturn, format(printf, 3, 4))) void rd_error(Reader *r, const char *at,
                                                               const char *fmt, ...);
@@ -49,7 +54,12 @@ double rd_number(Reader *r, bool *is_int, const char *what);
 ElemKind rd_elem(Reader *r);
 Type rd_type(Reader *r);
 RdLabel rd_label(Reader *r);
-/* dense<[...]>, splat<v> or opaque<"hash"> for a tensor of type t. */
+/* For the parsers' symbol indexes: a hash of a label (name, or number when
+ * name is NULL). */
+uint64_t rd_label_hash(const char *name, int id);
+/* dense<[...]>, splat<v> or opaque<"hash"> for a tensor of type t. Data
+ * beyond the budget is an error, not an allocation: splat<0> of a huge type
+ * is a short text. */
 Tensor *rd_constant_data(Reader *r, const Type *t);
 /* One `key=value`, or a whole `{...}` list (absent braces: nothing). */
 void rd_attr(Reader *r, Node *n, RdAttrAllowed allowed, void *ctx, const char *what);

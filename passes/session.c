@@ -211,11 +211,11 @@ Session *session_open_text(const char *name, const char *text, size_t len,
     Session *s = session_new(name, opt);
     double t0 = now();
     if (has_suffix(name, ".lir")) {
-        s->lir = lir_parse(text, len, name, &s->diags);
+        s->lir = lir_parse_limited(text, len, name, s->opt.max_memory, &s->diags);
         import_lir_step(s, t0);
         return s;
     }
-    s->work = parse_module(text, len, name, &s->diags);
+    s->work = parse_module_limited(text, len, name, s->opt.max_memory, &s->diags);
     import_step(s, t0);
     return s;
 }
@@ -226,7 +226,7 @@ Session *session_open(const char *path, const SessionOptions *opt) {
     if (has_suffix(path, ".lir")) {
         size_t len;
         char *text = read_all(path, &len, &s->diags);
-        s->lir = text ? lir_parse(text, len, path, &s->diags) : NULL;
+        s->lir = text ? lir_parse_limited(text, len, path, s->opt.max_memory, &s->diags) : NULL;
         free(text);
         import_lir_step(s, t0);
         return s;
@@ -235,7 +235,7 @@ Session *session_open(const char *path, const SessionOptions *opt) {
         size_t len;
         char *text = read_all(path, &len, &s->diags);
         if (text)
-            s->work = parse_module(text, len, path, &s->diags);
+            s->work = parse_module_limited(text, len, path, s->opt.max_memory, &s->diags);
         free(text);
     } else {
         ImportOptions io = {

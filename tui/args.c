@@ -33,7 +33,7 @@ bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagL
     } else if ((v = option_value("--input", argc, argv, i))) {
         const char *eq = strchr(v, '=');
         if (!eq || eq == v || !eq[1] || ca->ninputs == MAX_CLI_INPUTS) {
-            diag_error(d, NULL, "--input expects NAME=FILE.npy, got '%s'", v);
+            diag_error(d, NULL, "--input expects NAME=FILE.npy (or FILE.pb), got '%s'", v);
             *bad = true;
         } else {
             ca->input_names[ca->ninputs] = strndup(v, (size_t)(eq - v));
@@ -59,6 +59,12 @@ bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagL
             *bad = true;
         }
         ca->fallback = true;
+    } else if ((v = option_value("--max-memory", argc, argv, i))) {
+        if (!cli_parse_size(v, &ca->max_memory)) {
+            diag_error(d, NULL, "--max-memory expects a positive size in bytes, with an optional "
+                       "K, M, G or T (powers of 1024), got '%s'", v);
+            *bad = true;
+        }
     } else {
         return false;
     }
@@ -105,8 +111,13 @@ void args_free(CommonArgs *ca) {
 bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d) {
     for (int i = 0; i < ca->ninputs; i++) {
         size_t len;
-        char *buf = cli_read_file(ca->input_files[i], &len, d);
-        ca->input_values[i] = buf ? npy_read(buf, len, ca->input_files[i], a, d) : NULL;
+        const char *path = ca->input_files[i];
+        char *buf = cli_read_file(path, &len, d);
+        /* .pb: a serialized TensorProto, as in the ONNX test data */
+        if (buf && cli_has_suffix(path, ".pb"))
+            ca->input_values[i] = onnx_read_tensor(buf, len, path, a, NULL, d);
+        else
+            ca->input_values[i] = buf ? npy_read(buf, len, path, a, d) : NULL;
         free(buf);
         if (!ca->input_values[i])
             return false;
@@ -128,6 +139,7 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
         .target_cpu = ca->target_cpu,
         .fallback = ca->fallback,
         .threads = ca->threads ? ca->threads : 1,
+        .max_memory = ca->max_memory ? ca->max_memory : cli_physical_memory(),
     };
 }
 

@@ -23,6 +23,7 @@ typedef struct CommonArgs {
     const char *target_cpu;
     int threads;
     bool fallback;
+    uint64_t max_memory; /* --max-memory; 0: the machine's physical memory */
 } CommonArgs;
 
 /* A command's own options: consumes argv[*i] (and its value, advancing *i)
@@ -39,7 +40,7 @@ bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn ow
  * Sets *bad (with a diagnostic) when the option is malformed. */
 bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagList *d);
 void args_free(CommonArgs *ca);
-/* Reads the --input files into `a`. */
+/* Reads the --input files (.npy, or .pb TensorProto) into `a`. */
 bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d);
 /* Session options from the arguments (known inputs in `known`). */
 SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known);

@@ -36,6 +36,12 @@ bool cli_has_suffix(const char *s, const char *suffix);
  * failed run never leaves a half-written file. */
 bool cli_write_file(const char *path, const void *data, size_t len, DiagList *d);
 
+/* "64M", "2G", "1048576": a positive size in bytes, suffixes in powers of
+ * 1024 (--max-memory). */
+bool cli_parse_size(const char *arg, uint64_t *out);
+/* The machine's physical memory in bytes: the default --max-memory. */
+uint64_t cli_physical_memory(void);
+
 /* "NAME=VALUE" for --dim. */
 bool cli_parse_dim(const char *arg, DimBinding *out, DiagList *d);
 

@@ -154,7 +154,8 @@ static ResultKind run_data_set(const char *test, const char *set, const ConformO
     for (int i = 0; i < nin; i++)
         known[i] = (KnownInput){in_names[i][0] ? in_names[i] : NULL, i, ins[i]};
     SessionOptions so = {.known = known, .nknown = nin, .verify_each = o->verify_each,
-                         .backend = o->backend, .fallback = o->fallback, .threads = 1};
+                         .backend = o->backend, .fallback = o->fallback,  .threads = 1,
+                         .max_memory = cli_physical_memory()};
     s = session_open(model, &so);
     free(model);
     if (!s->work || !session_set_pipeline(s, o->pipeline) ||

@@ -1,6 +1,8 @@
-/* Parsing of --dim bindings. */
+/* Parsing of --dim bindings and of sizes (--max-memory). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tui/cli.h"
 
@@ -15,4 +17,30 @@ bool cli_parse_dim(const char *arg, DimBinding *out, DiagList *d) {
     out->name = strndup(arg, (size_t)(eq - arg));
     out->value = v;
     return true;
+}
+
+bool cli_parse_size(const char *arg, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (end == arg || errno || arg[0] == '-' || !v)
+        return false;
+    int shift = 0;
+    if (*end) {
+        const char *units = "KMGT", *u = strchr(units, *end);
+        if (!u || end[1])
+            return false;
+        shift = 10 * (int)(u - units + 1);
+    }
+    if (v > UINT64_MAX >> shift)
+        return false;
+    *out = (uint64_t)v << shift;
+    return true;
+}
+
+uint64_t cli_physical_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || size <= 0)
+        return 0; /* unknown: no limit */
+    return (uint64_t)pages * (uint64_t)size;
 }

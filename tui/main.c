@@ -5,15 +5,16 @@
 #include "tui/cli.h"
 
 static const Command commands[] = {
-    {"print", cmd_print, "glowc print MODEL.onnx|FILE.hl", "print a model as high-level text IR"},
+    {"print", cmd_print, "glowc print [--max-memory=SIZE] MODEL.onnx|FILE.hl",
+     "print a model as high-level text IR"},
     {"opt", cmd_opt,
      "glowc opt [-O0|-O1|-O2|--passes=a,b,c] [--print-after-all|--print-after=PASS|"
      "--print-before=PASS] [--verify-each] [--time-passes] [--stats] [--break-pass=PASS] FILE",
      "run a pass pipeline (default -O2) and print the resulting text IR"},
     {"passes", cmd_passes, "glowc passes", "list the passes and the pipelines"},
     {"run", cmd_run,
-     "glowc run MODEL [-O0|-O1|-O2|--passes=...] [--input NAME=FILE.npy]... [--output-dir DIR] "
-     "[--dim NAME=VALUE]... [--break-pass=PASS]",
+     "glowc run MODEL [-O0|-O1|-O2|--passes=...] [--input NAME=FILE.npy|.pb]... [--output-dir DIR] "
+     "[--dim NAME=VALUE]... [--max-memory=SIZE] [--break-pass=PASS]",
      "run a model on the reference interpreter (default -O0: the imported graph)"},
     {"bisect", cmd_bisect,
      "glowc bisect MODEL [-O2|--passes=...] [--input NAME=FILE.npy]... [--rtol R] [--atol A] "

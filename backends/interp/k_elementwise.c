@@ -76,6 +76,18 @@
         return true;                                                                         \
     }
 
+/* Truncates toward zero; NaN gives 0 and out-of-range saturates (a plain
+ * cast would be undefined for attribute values such as inf). */
+static int64_t f64_to_i64(double v) {
+    if (isnan(v))
+        return 0;
+    if (v >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (v <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)v;
+}
+
 static double sigmoid(double x) {
     return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
 }
@@ -89,7 +101,7 @@ static double dsign(double x) {
     return x > 0 ? 1 : x < 0 ? -1 : x; /* keeps NaN and signed zero */
 }
 
-UNARY_NUM(abs, , fabs(x), x < 0 ? -x : x)
+UNARY_NUM(abs, , fabs(x), x < 0 ? (int64_t)(0 - (uint64_t)x) : x)
 UNARY_NUM(neg, , -x, (int64_t)(0 - (uint64_t)x))
 UNARY_FLOAT(ceil, , ceil(x))
 UNARY_FLOAT(floor, , floor(x))
@@ -138,7 +150,7 @@ UNARY_NUM(shrink,
           double bias = node_attr_float(node, AK_bias, 0.0f);
           double lambd = node_attr_float(node, AK_lambd, 0.5f),
           x < -lambd ? x + bias : x > lambd ? x - bias : 0,
-          x < -lambd ? (int64_t)(x + bias) : x > lambd ? (int64_t)(x - bias) : 0)
+          x < -lambd ? f64_to_i64(x + bias) : x > lambd ? f64_to_i64(x - bias) : 0)
 
 /* An absent bound is no bound; NaN passes through. */
 bool k_clip(const KernelArgs *a) {
@@ -169,9 +181,9 @@ bool k_clip(const KernelArgs *a) {
         } else {
             int64_t x = tensor_get_i64(in, i);
             if (has_lo && (double)x < lo)
-                x = (int64_t)lo;
+                x = f64_to_i64(lo);
             if (has_hi && (double)x > hi)
-                x = (int64_t)hi;
+                x = f64_to_i64(hi);
             tensor_set_i64(out, i, x);
         }
     }
@@ -300,6 +312,13 @@ static int64_t imod(int64_t x, int64_t y) {
     return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
 }
 
+/* Mod with the dividend's sign (C's %), ONNX's fmod=1. */
+static int64_t ifmod(int64_t x, int64_t y) {
+    if (y == 0 || (y == -1 && x == INT64_MIN))
+        return 0;
+    return x % y;
+}
+
 static int64_t ipow(int64_t x, int64_t y) {
     if (y < 0)
         return x == 1 ? 1 : x == -1 ? (y % 2 ? -1 : 1) : 0;
@@ -328,7 +347,7 @@ BINARY(div, , x / y, idiv(x, y))
 BINARY(min, , isnan(x) || isnan(y) ? NAN : fmin(x, y), x < y ? x : y)
 BINARY(max, , isnan(x) || isnan(y) ? NAN : fmax(x, y), x > y ? x : y)
 BINARY(mod, bool use_fmod = node_attr_int(node, AK_fmod, 0) != 0,
-       use_fmod ? fmod(x, y) : fmod_python(x, y), use_fmod ? (y ? x % y : 0) : imod(x, y))
+       use_fmod ? fmod(x, y) : fmod_python(x, y), use_fmod ? ifmod(x, y) : imod(x, y))
 BINARY(pow, , pow(x, y), ipow(x, y))
 BINARY(prelu, , x < 0 ? y * x : x, x < 0 ? WRAP(*) : x)
 

@@ -150,10 +150,7 @@ bool k_gemm(const KernelArgs *a) {
         double v = tensor_get_f64(Y, i) * alpha;
         if (Cin)
             v += beta * tensor_get_f64(Cin, bc.off[0]);
-        if (elem_is_float(Y->type.elem))
-            tensor_set_f64(Y, i, v);
-        else
-            tensor_set_i64(Y, i, (int64_t)v);
+        tensor_set_f64(Y, i, v); /* integers: truncated, out-of-range defined */
     }
     return true;
 }
@@ -375,8 +372,10 @@ static bool conv_f32(const KernelArgs *a, const ConvGeom *g) {
     bool direct = pointwise(g);
     float *col = NULL;
     if (!direct) {
-        col = malloc((size_t)(g->cg * g->ksize * g->out_size + 1) * sizeof(float));
-        if (!col)
+        int64_t n;
+        if (__builtin_mul_overflow(g->cg * g->ksize, g->out_size, &n) ||
+            (uint64_t)n >= SIZE_MAX / sizeof(float) ||
+            !(col = malloc((size_t)(n + 1) * sizeof(float))))
             return kernel_fail(a, "out of memory for the column buffer");
     }
     int64_t kdim = g->cg * g->ksize;
@@ -419,7 +418,8 @@ static bool conv_generic(const KernelArgs *a, const ConvGeom *g) {
                             int64_t p = oidx[i] * g->w.stride[i] - g->w.pad_begin[i] +
                                         kidx[i] * g->w.dilation[i];
                             inside = p >= 0 && p < g->in_sp[i];
-                            off = off * g->in_sp[i] + p;
+                            if (inside)
+                                off = off * g->in_sp[i] + p;
                         }
                         if (inside)
                             acc += tensor_get_f64(X, (b * g->c + gr * g->cg + c) * g->in_size +
@@ -610,8 +610,10 @@ static bool pool_kernel(const KernelArgs *a, PoolKind kind) {
                         inside = false;
                     if (q >= xt->dims[2 + i] + w.pad_end[i])
                         in_padded = false;
-                    off = off * xt->dims[2 + i] + q;
-                    int j = ns - 1 - i; /* the same position, last axis slowest */
+                    if (inside) /* q may be far into the padding otherwise */
+                        off = off * xt->dims[2 + i] + q;
+                }
+                for (int j = ns - 1; inside && col_major && j >= 0; j--) { /* last axis slowest */
                     int64_t qj = oidx[j] * w.stride[j] - w.pad_begin[j] + kidx[j] * w.dilation[j];
                     off_cm = off_cm * xt->dims[2 + j] + qj;
                 }

@@ -80,8 +80,8 @@ static bool reduce(const KernelArgs *a) {
             case R_MAX: *r = v > *r ? v : *r; break;
             case R_MIN: *r = v < *r ? v : *r; break;
             case R_PROD: *r = (int64_t)((uint64_t)*r * (uint64_t)v); break;
-            case R_L1: *r += v < 0 ? -v : v; break;
-            case R_L2: case R_SUM_SQUARE: *r += v * v; break;
+            case R_L1: *r = (int64_t)((uint64_t)*r + (v < 0 ? 0 - (uint64_t)v : (uint64_t)v)); break;
+            case R_L2: case R_SUM_SQUARE: *r = (int64_t)((uint64_t)*r + (uint64_t)v * (uint64_t)v); break;
             default: *r = (int64_t)((uint64_t)*r + (uint64_t)v); break;
             }
         }
@@ -104,14 +104,15 @@ static bool reduce(const KernelArgs *a) {
                 v = log(v);
             tensor_set_f64(Y, o, v);
         } else {
+            /* the double results go through tensor_set_f64, which defines
+             * NaN and out-of-range conversions */
             int64_t v = iacc[o];
-            if (kind == R_MEAN)
-                v = count ? v / count : 0;
-            else if (kind == R_L2)
-                v = (int64_t)sqrt((double)v);
+            if (kind == R_L2)
+                tensor_set_f64(Y, o, sqrt((double)v));
             else if (kind == R_LOG_SUM || kind == R_LOG_SUM_EXP)
-                v = (int64_t)log(kind == R_LOG_SUM ? (double)v : (double)v);
-            tensor_set_i64(Y, o, v);
+                tensor_set_f64(Y, o, log((double)v));
+            else
+                tensor_set_i64(Y, o, kind == R_MEAN ? (count ? v / count : 0) : v);
         }
     }
     free(acc);

@@ -37,6 +37,7 @@ struct ImportCtx {
     Unsupported unsupported[64];
     int nunsupported;
     bool any_unsupported;
+    uint64_t tensor_bytes; /* tensors made so far, against opt->max_memory */
 };
 
 /* ---- value map ---------------------------------------------------------- */
@@ -84,6 +85,31 @@ static Value *map_get(const ImportCtx *ic, const char *name) {
         i = (i + 1) & (ic->map_cap - 1);
     }
     return NULL;
+}
+
+/* ---- the memory budget ------------------------------------------------------ */
+
+/* What is left of --max-memory for tensors made at import (UINT64_MAX: no
+ * limit). Initializers, constants and folded values all count, so that a
+ * hostile model cannot add up many tensors that each fit. */
+static uint64_t budget_left(const ImportCtx *ic) {
+    uint64_t max = ic->opt->max_memory;
+    if (!max)
+        return UINT64_MAX;
+    return max > ic->tensor_bytes ? max - ic->tensor_bytes : 0;
+}
+
+/* Takes `bytes` from the budget, or says what does not fit (at `where`). */
+static bool budget_take(ImportCtx *ic, uint64_t bytes, const char *where) {
+    if (bytes > budget_left(ic)) {
+        diag_error(ic->d, where,
+                   "needs %llu bytes, more than the %llu bytes left of the memory budget "
+                   "(--max-memory)",
+                   (unsigned long long)bytes, (unsigned long long)budget_left(ic));
+        return false;
+    }
+    ic->tensor_bytes += bytes;
+    return true;
 }
 
 /* ---- handler helpers: attributes ------------------------------------------ */
@@ -158,8 +184,11 @@ Tensor *on_attr_tensor(OnnxNode *on, const char *name) {
     if (!a || !a->t)
         return NULL;
     const char *what = arena_printf(on->d->arena, "%s: attribute '%s'", on->where, name);
-    return tensor_from_proto(a->t, on->f->module->arena, on->ic->dir, on->ic->opt->max_memory,
-                             what, on->d);
+    Tensor *t = tensor_from_proto(a->t, on->f->module->arena, on->ic->dir,
+                                  budget_left(on->ic), what, on->d);
+    if (t)
+        on->ic->tensor_bytes += tensor_bytes(t);
+    return t;
 }
 
 /* ---- handler helpers: diagnostics ------------------------------------------ */
@@ -238,6 +267,24 @@ static Tensor *known_input(ImportCtx *ic, const Node *param) {
     return NULL;
 }
 
+/* Folding at import is for shape computations, which are small: bigger
+ * values, and windowed operators (whose cost their sizes do not bound), are
+ * left to the graph's constant folding, so that a short hostile model cannot
+ * make the import compute for minutes. */
+enum { FOLD_MAX_ELEMENTS = 4096 };
+
+static bool foldable(const Node *n) {
+    if (node_kind_has_attr(n->kind, AK_kernel))
+        return false;
+    for (int i = 0; i < n->nops; i++)
+        if (type_numel(&n->ops[i]->type) > FOLD_MAX_ELEMENTS)
+            return false;
+    for (int i = 0; i < n->nres; i++)
+        if (type_numel(&n->res[i].type) > FOLD_MAX_ELEMENTS)
+            return false;
+    return true;
+}
+
 /* Evaluates v at compile time if everything it depends on is constant. */
 static Tensor *fold_value(ImportCtx *ic, Value *v, int depth) {
     Node *n = v->def;
@@ -254,7 +301,7 @@ static Tensor *fold_value(ImportCtx *ic, Value *v, int depth) {
         }
         return t;
     }
-    if (depth > 256 || !ic->opt->fold)
+    if (depth > 256 || !ic->opt->fold || !foldable(n))
         return NULL;
     if (n->id < ic->folded_cap && ic->folded[n->id])
         return ic->folded[n->id][v->index];
@@ -264,6 +311,11 @@ static Tensor *fold_value(ImportCtx *ic, Value *v, int depth) {
     for (int i = 0; i < n->nops; i++)
         if (!(ops[i] = fold_value(ic, n->ops[i], depth + 1)))
             return NULL;
+    uint64_t bytes = 0;
+    for (int i = 0; i < n->nres; i++)
+        bytes += type_bytes(&n->res[i].type); /* each checked by infer_node */
+    if (!budget_take(ic, bytes, node_where(n)))
+        return NULL;
     Tensor **res = arena_alloc_array(ic->m->arena, (size_t)n->nres, sizeof *res);
     DiagList scratch;
     diag_init(&scratch, NULL);
@@ -338,6 +390,23 @@ Node *on_node(OnnxNode *on, NodeKind k, int nops, Value *const *ops, int nres) {
     return n;
 }
 
+/* A value no machine within the budget could hold is refused here, at
+ * import, rather than when a run tries to allocate it. */
+static bool results_fit(OnnxNode *on, const Node *n) {
+    uint64_t max = on->ic->opt->max_memory;
+    for (int i = 0; max && i < n->nres; i++) {
+        uint64_t bytes = type_bytes(&n->res[i].type);
+        if (bytes > max) {
+            char t[TYPE_STR_MAX];
+            on_error(on, "result %s needs %llu bytes, more than the memory budget of %llu bytes "
+                     "(--max-memory)", type_str(&n->res[i].type, t),
+                     (unsigned long long)bytes, (unsigned long long)max);
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool infer_at(OnnxNode *on, Node *n) {
     DiagList scratch;
     diag_init(&scratch, NULL);
@@ -346,9 +415,11 @@ static bool infer_at(OnnxNode *on, Node *n) {
         /* Re-say the message at the ONNX node (the graph node may be a helper). */
         for (const Diag *g = scratch.head; g; g = g->next)
             on_error(on, "%s", g->msg);
-        graph_remove_node(on->f, n);
     }
     diag_free(&scratch);
+    ok = ok && results_fit(on, n);
+    if (!ok)
+        graph_remove_node(on->f, n);
     return ok;
 }
 
@@ -370,6 +441,13 @@ Value *on_tmp(OnnxNode *on, Node *n) {
 }
 
 Tensor *on_tensor(OnnxNode *on, const Type *t) {
+    int64_t numel;
+    if (!type_numel_checked(t, &numel)) {
+        on_error(on, "tensor has more elements than 64 bits count");
+        return NULL;
+    }
+    if (!budget_take(on->ic, type_bytes(t), on->where))
+        return NULL;
     return tensor_new(on->f->module->arena, t);
 }
 
@@ -381,6 +459,8 @@ Value *on_const(OnnxNode *on, Tensor *t) {
 Value *on_scalar_const(OnnxNode *on, ElemKind k, double v) {
     Type t = type_scalar(k);
     Tensor *x = on_tensor(on, &t);
+    if (!x)
+        return NULL;
     tensor_set_f64(x, 0, v);
     return on_const(on, x);
 }
@@ -457,17 +537,16 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
             poisoned = true;
         }
     }
-    OpHandler fn = NULL;
     bool foreign = np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx");
+    OpHandler fn = foreign ? NULL : find_handler(op);
     if (!foreign && ic->opset == 0) {
         on_error(&on, "the model imports no opset of the default domain");
         poisoned = true;
-    }
-    if (!poisoned && !foreign)
-        fn = find_handler(op);
-    if (!poisoned && !fn)
+    } else if (!fn) {
+        /* also after an unsupported node upstream: every one is listed */
         record_unsupported(ic, foreign ? arena_printf(a, "%s.%s", np->domain, op) : op,
                            on.where);
+    }
     bool ok = !poisoned && fn && fn(&on);
     for (int i = 0; i < on.nout; i++) {
         if (!np->output[i][0])
@@ -554,7 +633,10 @@ static bool import_input(ImportCtx *ic, const Onnx__ValueInfoProto *vi, UnboundD
         return false;
     }
     if (ok && ic->opt->max_memory && (uint64_t)numel * elem_size(k) > ic->opt->max_memory) {
-        diag_error(ic->d, where, "needs more than the memory budget");
+        diag_error(ic->d, where,
+                   "needs %llu bytes, more than the memory budget of %llu bytes (--max-memory)",
+                   (unsigned long long)numel * elem_size(k),
+                   (unsigned long long)ic->opt->max_memory);
         return false;
     }
     if (!ok)
@@ -641,17 +723,80 @@ static void pb_free(void *ctx, void *p) {
     (void)p;
 }
 
+/* protobuf-c unpacks nested messages by recursion, without a limit: a
+ * GraphProto nested in attributes thousands deep would overflow the stack.
+ * So the wire format is walked first, following only message-typed fields
+ * (as the generated descriptors say), and nesting beyond PB_MAX_DEPTH is
+ * refused. Malformed bytes are left for protobuf-c to report. */
+enum { PB_MAX_DEPTH = 64 };
+
+static bool pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+    *v = 0;
+    for (int shift = 0; *p < end && shift < 64; shift += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return true;
+    }
+    return false;
+}
+
+static bool pb_depth_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
+                        int depth) {
+    if (depth > PB_MAX_DEPTH)
+        return false;
+    const uint8_t *end = p + len;
+    while (p < end) {
+        uint64_t tag, n;
+        if (!pb_varint(&p, end, &tag))
+            return true;
+        switch (tag & 7) {
+        case 0:
+            if (!pb_varint(&p, end, &n))
+                return true;
+            break;
+        case 1:
+            if (end - p < 8)
+                return true;
+            p += 8;
+            break;
+        case 5:
+            if (end - p < 4)
+                return true;
+            p += 4;
+            break;
+        case 2: {
+            if (!pb_varint(&p, end, &n) || n > (uint64_t)(end - p))
+                return true;
+            const ProtobufCFieldDescriptor *f =
+                tag >> 3 <= UINT32_MAX
+                    ? protobuf_c_message_descriptor_get_field(desc, (unsigned)(tag >> 3))
+                    : NULL;
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+                !pb_depth_ok(f->descriptor, p, (size_t)n, depth + 1))
+                return false;
+            p += n;
+            break;
+        }
+        default:
+            return true; /* groups: protobuf-c refuses them */
+        }
+    }
+    return true;
+}
+
 static bool import_graph(ImportCtx *ic, const Onnx__GraphProto *g) {
     Function *f = ic->f;
     for (size_t i = 0; i < g->n_initializer; i++) {
         const Onnx__TensorProto *tp = g->initializer[i];
         const char *name = tp->name ? tp->name : "";
         const char *what = arena_printf(ic->d->arena, "initializer '%s'", name);
-        Tensor *t = tensor_from_proto(tp, ic->m->arena, ic->dir, ic->opt->max_memory, what, ic->d);
+        Tensor *t = tensor_from_proto(tp, ic->m->arena, ic->dir, budget_left(ic), what, ic->d);
         if (!t) {
             map_put(ic, name, &ic->poison);
             continue;
         }
+        ic->tensor_bytes += tensor_bytes(t);
         map_put(ic, name, &graph_add_constant(f, name, t)->res[0]);
     }
     UnboundDim unbound[32];
@@ -716,11 +861,14 @@ Module *onnx_import_buffer(const void *data, size_t len, const char *path,
     arena_set_oom_handler(scratch, &oom);
     arena_set_oom_handler(m->arena, &oom);
     ProtobufCAllocator alloc = {pb_alloc, pb_free, scratch};
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(&alloc, len, data);
+    bool shallow = pb_depth_ok(&onnx__model_proto__descriptor, data, len, 0);
+    Onnx__ModelProto *mp = shallow ? onnx__model_proto__unpack(&alloc, len, data) : NULL;
     bool ok = mp && mp->graph;
     if (!ok)
         diag_error(d, NULL, "not a valid ONNX model (%s)",
-                   mp ? "it has no graph" : "truncated or corrupted protobuf");
+                   !shallow ? "messages nested more than 64 deep"
+                   : mp     ? "it has no graph"
+                            : "truncated or corrupted protobuf");
     ImportCtx ic = {.d = d, .opt = opt, .m = m};
     if (ok) {
         ic.opset = default_opset(mp);

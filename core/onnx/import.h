@@ -74,6 +74,7 @@ void on_bind(OnnxNode *on, int i, Value *v);
 /* A constant node holding t (named after the ONNX node). */
 Value *on_const(OnnxNode *on, Tensor *t);
 Value *on_scalar_const(OnnxNode *on, ElemKind k, double v);
+/* A zeroed tensor counted against the memory budget; NULL after an error. */
 Tensor *on_tensor(OnnxNode *on, const Type *t);
 void on_error(OnnxNode *on, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* An error that marks the model as using something unsupported (a feature of
@@ -82,7 +83,8 @@ void on_unsupported(OnnxNode *on, const char *fmt, ...) __attribute__((format(pr
 void on_note(OnnxNode *on, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Tensor from a TensorProto (initializers, attributes, .pb files). `dir` is
- * the model's folder for external data (NULL: external data refused). */
+ * the model's folder for external data (NULL: external data refused); a
+ * tensor of more than max_bytes is refused. */
 Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir,
                           uint64_t max_bytes, const char *what, DiagList *d);
 

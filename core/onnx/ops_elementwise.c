@@ -142,6 +142,10 @@ bool import_dropout(OnnxNode *on) {
         Tensor *t = on_const_input(on, 2, "training_mode");
         if (!t)
             return false;
+        if (tensor_numel(t) != 1) {
+            on_error(on, "training_mode must be a scalar");
+            return false;
+        }
         if (tensor_get_i64(t, 0)) {
             on_unsupported(on, "training-mode dropout is not supported (glowc compiles inference)");
             return false;
@@ -154,6 +158,8 @@ bool import_dropout(OnnxNode *on) {
         Type t = n->res[0].type;
         t.elem = on->opset >= 12 ? ELEM_BOOL : t.elem;
         Tensor *mask = on_tensor(on, &t);
+        if (!mask)
+            return false;
         for (int64_t i = 0; i < tensor_numel(mask); i++)
             tensor_set_f64(mask, i, 1);
         on_bind(on, 1, on_const(on, mask));
@@ -193,7 +199,7 @@ static Value *legacy_broadcast(OnnxNode *on, Value *a, Value *b) {
     int64_t axis = on_attr_int(on, "axis", 0);
     if (axis < 0)
         axis += a->type.rank;
-    if (axis < 0 || axis + b->type.rank > a->type.rank) {
+    if (axis < 0 || axis > a->type.rank - b->type.rank) {
         on_error(on, "broadcast axis out of range");
         return NULL;
     }
@@ -325,5 +331,7 @@ bool import_mean(OnnxNode *on) {
     if (!sum)
         return false;
     Value *ops[2] = {sum, on_scalar_const(on, sum->type.elem, on->nin)};
+    if (!ops[1])
+        return false;
     return on_done(on, on_node(on, NK_DIV, 2, ops, 1));
 }

@@ -61,9 +61,16 @@ static bool read_window(OnnxNode *on, const Type *x, const Type *w, WindowAttrs 
     } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
         for (int i = 0; i < wa->ns; i++) {
             int64_t in = x->dims[2 + i], s = wa->strides[i];
-            int64_t out = (in + s - 1) / s;
-            int64_t span = (wa->kernel[i] - 1) * wa->dilations[i] + 1;
-            int64_t total = (out - 1) * s + span - in;
+            int64_t out = in / s + (in % s != 0);
+            /* total = (out - 1) * s + (kernel - 1) * dilation + 1 - in */
+            int64_t a, span, total;
+            if (__builtin_mul_overflow(out - 1, s, &a) ||
+                __builtin_mul_overflow(wa->kernel[i] - 1, wa->dilations[i], &span) ||
+                __builtin_add_overflow(a, span, &total) ||
+                __builtin_sub_overflow(total, in - 1, &total)) {
+                on_error(on, "kernel, strides or dilations overflow 64 bits");
+                return false;
+            }
             if (total < 0)
                 total = 0;
             int64_t small = total / 2, big = total - small;
@@ -98,6 +105,18 @@ bool import_conv(OnnxNode *on) {
     return on_done(on, n);
 }
 
+/* The total padding that makes a transposed convolution's axis i `out` long:
+ * strides * (in - 1) + outpad + (kernel - 1) * dilations + 1 - out; false
+ * when a hostile attribute overflows 64 bits. */
+static bool transpose_padding(const WindowAttrs *wa, int i, int64_t in, int64_t outpad,
+                              int64_t out, int64_t *total) {
+    int64_t a, b;
+    return !__builtin_mul_overflow(wa->strides[i], in - 1, &a) &&
+           !__builtin_mul_overflow(wa->kernel[i] - 1, wa->dilations[i], &b) &&
+           !__builtin_add_overflow(a, b, total) && !__builtin_add_overflow(*total, outpad, total) &&
+           !__builtin_add_overflow(*total, 1, total) && !__builtin_sub_overflow(*total, out, total);
+}
+
 /* output_shape, when given, decides the padding, split as ONNX's reference
  * does: SAME_UPPER puts the larger half at the end, anything else at the
  * start. A negative total (the output is larger than the input covers)
@@ -126,10 +145,14 @@ bool import_conv_transpose(OnnxNode *on) {
         bool upper = !strcmp(ap, "SAME_UPPER");
         for (int i = 0; i < wa.ns; i++) {
             int64_t in = x->dims[2 + i];
-            int64_t out = nos > 0 ? outshape[nos - wa.ns + i] : in * wa.strides[i];
-            int64_t total = wa.strides[i] * (in - 1) + outpad[i] +
-                            (wa.kernel[i] - 1) * wa.dilations[i] + 1 - out;
-            int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2); /* floor */
+            int64_t out, total;
+            bool ok = nos > 0 ? (out = outshape[nos - wa.ns + i], true)
+                              : !__builtin_mul_overflow(in, wa.strides[i], &out);
+            if (!ok || !transpose_padding(&wa, i, in, outpad[i], out, &total)) {
+                on_error(on, "window attributes overflow 64 bits");
+                return false;
+            }
+            int64_t half = total / 2 - (total < 0 && total % 2 != 0); /* floor */
             wa.pads[i] = upper ? half : total - half;
             wa.pads[wa.ns + i] = upper ? total - half : half;
         }

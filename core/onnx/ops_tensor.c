@@ -16,11 +16,13 @@ bool import_constant(OnnxNode *on) {
             return false;
     } else if (on_has_attr(on, "value_float")) {
         Type ty = type_scalar(ELEM_F32);
-        t = on_tensor(on, &ty);
+        if (!(t = on_tensor(on, &ty)))
+            return false;
         tensor_set_f64(t, 0, on_attr_float(on, "value_float", 0));
     } else if (on_has_attr(on, "value_int")) {
         Type ty = type_scalar(ELEM_I64);
-        t = on_tensor(on, &ty);
+        if (!(t = on_tensor(on, &ty)))
+            return false;
         tensor_set_i64(t, 0, on_attr_int(on, "value_int", 0));
     } else if (on_has_attr(on, "value_floats") || on_has_attr(on, "value_ints")) {
         bool floats = on_has_attr(on, "value_floats");
@@ -29,7 +31,8 @@ bool import_constant(OnnxNode *on) {
         int n = floats ? on_attr_floats(on, "value_floats", fv, 4096)
                        : on_attr_ints(on, "value_ints", iv, 4096);
         Type ty = type_make(floats ? ELEM_F32 : ELEM_I64, 1, (int64_t[]){n});
-        t = on_tensor(on, &ty);
+        if (!(t = on_tensor(on, &ty)))
+            return false;
         for (int i = 0; i < n; i++) {
             if (floats)
                 tensor_set_f64(t, i, fv[i]);
@@ -66,10 +69,8 @@ bool import_constant_of_shape(OnnxNode *on) {
         return false;
     }
     Tensor *x = on_tensor(on, &t);
-    if (!x) {
-        on_error(on, "out of memory");
+    if (!x)
         return false;
-    }
     size_t es = elem_size(t.elem);
     for (int64_t i = 0; value && i < numel; i++)
         memcpy((char *)x->data + (size_t)i * es, value->data, es);
@@ -117,6 +118,8 @@ bool import_shape(OnnxNode *on) {
     end = end < start ? start : end > x->rank ? x->rank : end;
     Type t = type_make(ELEM_I64, 1, (int64_t[]){end - start});
     Tensor *s = on_tensor(on, &t);
+    if (!s)
+        return false;
     for (int64_t i = start; i < end; i++)
         tensor_set_i64(s, i - start, x->dims[i]);
     on_bind(on, 0, on_const(on, s));
@@ -128,6 +131,8 @@ bool import_size(OnnxNode *on) {
         return false;
     Type t = type_scalar(ELEM_I64);
     Tensor *s = on_tensor(on, &t);
+    if (!s)
+        return false;
     tensor_set_i64(s, 0, type_numel(&on->in[0]->type));
     on_bind(on, 0, on_const(on, s));
     return true;
@@ -145,6 +150,10 @@ bool import_range(OnnxNode *on) {
                            "they decide the result's length");
         return false;
     }
+    if (tensor_numel(s) != 1 || tensor_numel(l) != 1 || tensor_numel(d) != 1) {
+        on_error(on, "start, limit and delta must be scalars");
+        return false;
+    }
     ElemKind k = s->type.elem;
     bool flt = elem_is_float(k);
     double start = tensor_get_f64(s, 0), limit = tensor_get_f64(l, 0), delta = tensor_get_f64(d, 0);
@@ -155,18 +164,21 @@ bool import_range(OnnxNode *on) {
     double count = ceil((limit - start) / delta);
     if (count < 0)
         count = 0;
-    if (count > 1e9) {
+    if (!(count <= 1e9)) { /* also NaN, from infinite or NaN operands */
         on_error(on, "range too long");
         return false;
     }
     Type t = type_make(k, 1, (int64_t[]){(int64_t)count});
     Tensor *x = on_tensor(on, &t);
-    int64_t istart = tensor_get_i64(s, 0), idelta = tensor_get_i64(d, 0);
+    if (!x)
+        return false;
+    /* Integer ranges wrap like the element kind would, never overflow. */
+    uint64_t istart = (uint64_t)tensor_get_i64(s, 0), idelta = (uint64_t)tensor_get_i64(d, 0);
     for (int64_t i = 0; i < (int64_t)count; i++) {
         if (flt)
             tensor_set_f64(x, i, start + (double)i * delta);
         else
-            tensor_set_i64(x, i, istart + i * idelta);
+            tensor_set_i64(x, i, (int64_t)(istart + (uint64_t)i * idelta));
     }
     on_bind(on, 0, on_const(on, x));
     return true;
@@ -200,6 +212,7 @@ bool import_reshape(OnnxNode *on) {
     Type t = {.elem = x->elem, .rank = n};
     int infer = -1;
     int64_t known = 1;
+    bool overflow = false;
     for (int i = 0; i < n; i++) {
         int64_t d = shape[i];
         if (d == 0 && !allowzero) {
@@ -222,7 +235,11 @@ bool import_reshape(OnnxNode *on) {
             return false;
         }
         t.dims[i] = d;
-        known *= d;
+        overflow |= __builtin_mul_overflow(known, d, &known);
+    }
+    if (overflow) {
+        on_error(on, "shape has more elements than 64 bits count");
+        return false;
     }
     int64_t numel = type_numel(x);
     if (infer >= 0) {
@@ -328,6 +345,10 @@ bool import_split(OnnxNode *on) {
     else if (on_in(on, 1) && !on_const_ints(on, 1, "split", split, 256, &n))
         return false;
     int nres = on->nout;
+    if (nres < 1 || nres > 256) {
+        on_error(on, "has %d outputs; glowc splits into 1 to 256", nres);
+        return false;
+    }
     if (n >= 0 && n != nres) {
         on_error(on, "split has %d sizes for %d outputs", n, nres);
         return false;
@@ -340,7 +361,7 @@ bool import_split(OnnxNode *on) {
     ax = (int)(axis < 0 ? axis + x->rank : axis);
     if (n < 0) {
         /* Equal parts; opset 18 lets the last be smaller. */
-        int64_t len = x->dims[ax], part = (len + nres - 1) / (nres ? nres : 1);
+        int64_t len = x->dims[ax], part = len / nres + (len % nres != 0);
         if (on->opset < 18 && len % nres) {
             on_error(on, "axis of size %lld does not split into %d equal parts", (long long)len,
                      nres);
@@ -361,6 +382,8 @@ bool import_split(OnnxNode *on) {
  * "before index 0" (negative step) is stored as -(dim+1), which reads back
  * as itself under the clamping rules. */
 bool import_slice(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, on->opset < 10 ? 1 : 5))
+        return false;
     const Type *x = &on->in[0]->type;
     int64_t starts[MAX_RANK], ends[MAX_RANK], axes[MAX_RANK], steps[MAX_RANK];
     int ns, ne, na = -1, nt = -1;
@@ -442,9 +465,20 @@ bool import_expand(OnnxNode *on) {
     int n;
     if (!on_const_ints(on, 1, "shape", shape, MAX_RANK, &n))
         return false;
+    for (int i = 0; i < n; i++) {
+        if (shape[i] < 0) {
+            on_error(on, "negative dimension %lld in shape", (long long)shape[i]);
+            return false;
+        }
+    }
     Type want = type_make(on->in[0]->type.elem, n, shape), t;
     if (!type_broadcast(&on->in[0]->type, &want, &t)) {
         on_error(on, "input does not broadcast to the shape");
+        return false;
+    }
+    int64_t numel;
+    if (!type_numel_checked(&t, &numel)) {
+        on_error(on, "shape has more elements than 64 bits count");
         return false;
     }
     Node *e = on_node(on, NK_EXPAND, 1, on->in, 1);
@@ -465,6 +499,8 @@ bool import_tile(OnnxNode *on) {
 }
 
 bool import_pad(OnnxNode *on) {
+    if (!on_need_inputs(on, 1, on->opset < 11 ? 1 : 4))
+        return false;
     const Type *x = &on->in[0]->type;
     int64_t pads[2 * MAX_RANK];
     int np;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/onnx/import.h"
 
@@ -17,7 +18,8 @@ static const char *ext_value(const Onnx__TensorProto *tp, const char *key) {
 
 /* The external file's path, if it stays inside dir once symlinks and ".."
  * are resolved. */
-static char *external_path(const char *dir, const char *loc, const char *what, DiagList *d) {
+static char *external_path(const char *dir, const char *loc, Arena *a, const char *what,
+                           DiagList *d) {
     if (!dir) {
         diag_error(d, what, "external data is not allowed here");
         return NULL;
@@ -26,48 +28,86 @@ static char *external_path(const char *dir, const char *loc, const char *what, D
         diag_error(d, what, "external data location '%s' is an absolute path", loc);
         return NULL;
     }
+    for (const char *p = loc; *p; p += strcspn(p, "/"), p += *p == '/') {
+        if (!strncmp(p, "..", 2) && (p[2] == '/' || !p[2])) {
+            diag_error(d, what, "external data location '%s' leaves the model's folder", loc);
+            return NULL;
+        }
+    }
     char joined[PATH_MAX];
-    snprintf(joined, sizeof joined, "%s/%s", dir, loc);
+    if ((size_t)snprintf(joined, sizeof joined, "%s/%s", dir, loc) >= sizeof joined) {
+        diag_error(d, what, "external data location '%s' is too long", loc);
+        return NULL;
+    }
     char real_dir[PATH_MAX], real_file[PATH_MAX];
     if (!realpath(dir, real_dir) || !realpath(joined, real_file)) {
         diag_error(d, what, "cannot open external data '%s': %s", loc, strerror(errno));
         return NULL;
     }
     size_t n = strlen(real_dir);
+    if (n == 1) /* the model sits in "/" */
+        n = 0;
     if (strncmp(real_file, real_dir, n) || real_file[n] != '/') {
         diag_error(d, what, "external data '%s' lies outside the model's folder", loc);
         return NULL;
     }
-    return strdup(real_file);
+    return arena_strdup(a, real_file);
 }
 
-static bool read_external(const Onnx__TensorProto *tp, Tensor *t, const char *dir,
-                          const char *what, DiagList *d) {
+/* A decimal field of external_data ("offset", "length"): -1 when malformed. */
+static long long ext_number(const char *s) {
+    if (!s)
+        return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    return !*s || *end || errno || v < 0 ? -1 : v;
+}
+
+/* The external file of the tensor, once it is known to hold `want` bytes at
+ * *offset: checked before the tensor is allocated, so that a hostile header
+ * cannot make us reserve memory the file does not back. */
+static const char *check_external(const Onnx__TensorProto *tp, const char *dir, uint64_t want,
+                                  Arena *a, long long *offset, const char *what, DiagList *d) {
     const char *loc = ext_value(tp, "location");
     if (!loc) {
         diag_error(d, what, "external data without a location");
-        return false;
+        return NULL;
     }
-    char *path = external_path(dir, loc, what, d);
+    const char *len_s = ext_value(tp, "length");
+    long long off = ext_number(ext_value(tp, "offset")), len = ext_number(len_s);
+    if (off < 0 || len < 0) {
+        diag_error(d, what, "external data has a malformed %s", off < 0 ? "offset" : "length");
+        return NULL;
+    }
+    if (len_s && (uint64_t)len != want) {
+        diag_error(d, what, "external data length %lld does not match the tensor's %llu bytes",
+                   len, (unsigned long long)want);
+        return NULL;
+    }
+    const char *path = external_path(dir, loc, a, what, d);
     if (!path)
-        return false;
-    const char *off_s = ext_value(tp, "offset"), *len_s = ext_value(tp, "length");
-    long long off = off_s ? atoll(off_s) : 0;
-    size_t want = tensor_bytes(t);
-    if (len_s && (size_t)atoll(len_s) != want) {
-        diag_error(d, what, "external data length %s does not match the tensor's %zu bytes",
-                   len_s, want);
-        free(path);
-        return false;
+        return NULL;
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < (uint64_t)off ||
+        (uint64_t)st.st_size - (uint64_t)off < want) {
+        diag_error(d, what, "external data '%s' does not hold %llu bytes at offset %lld", loc,
+                   (unsigned long long)want, off);
+        return NULL;
     }
+    *offset = off;
+    return path;
+}
+
+static bool read_external(const char *path, long long off, Tensor *t, const char *what,
+                          DiagList *d) {
+    size_t want = tensor_bytes(t);
     FILE *f = fopen(path, "rb");
-    bool ok = f && off >= 0 && fseek(f, off, SEEK_SET) == 0 && fread(t->data, 1, want, f) == want;
-    if (!ok)
-        diag_error(d, what, "cannot read %zu bytes of external data from '%s' at offset %lld",
-                   want, loc, off);
+    bool ok = f && fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(t->data, 1, want, f) == want;
     if (f)
         fclose(f);
-    free(path);
+    if (!ok)
+        diag_error(d, what, "cannot read %zu bytes of external data at offset %lld", want, off);
     return ok;
 }
 
@@ -148,8 +188,10 @@ Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir
         return NULL;
     }
     uint64_t bytes = (uint64_t)numel * elem_size(k);
-    if (max_bytes && bytes > max_bytes) {
-        diag_error(d, what, "%llu bytes exceed the memory budget of %llu bytes",
+    if (bytes > max_bytes) {
+        diag_error(d, what,
+                   "needs %llu bytes, more than the %llu bytes left of the memory budget "
+                   "(--max-memory)",
                    (unsigned long long)bytes, (unsigned long long)max_bytes);
         return NULL;
     }
@@ -170,13 +212,18 @@ Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir
             return NULL;
         }
     }
+    long long ext_off = 0;
+    const char *ext_path =
+        external ? check_external(tp, dir, bytes, a, &ext_off, what, d) : NULL;
+    if (external && !ext_path)
+        return NULL;
     Tensor *t = tensor_new(a, &ty);
     if (!t) {
         diag_error(d, what, "out of memory for %llu bytes", (unsigned long long)bytes);
         return NULL;
     }
     if (external)
-        return read_external(tp, t, dir, what, d) ? t : NULL;
+        return read_external(ext_path, ext_off, t, what, d) ? t : NULL;
     if (tp->has_raw_data) {
         if (bytes)
             memcpy(t->data, tp->raw_data.data, bytes);
@@ -211,7 +258,7 @@ Tensor *onnx_read_tensor(const void *data, size_t len, const char *path, Arena *
         diag_error(d, NULL, "not a valid TensorProto (truncated or corrupted)");
     } else {
         const char *what = arena_printf(d->arena, "tensor '%s'", tp->name ? tp->name : "");
-        t = tensor_from_proto(tp, a, NULL, 0, what, d);
+        t = tensor_from_proto(tp, a, NULL, UINT64_MAX, what, d);
         if (t && name)
             *name = arena_strdup(a, tp->name ? tp->name : "");
     }
