@@ -40,7 +40,7 @@ TUI_OBJS := $(TUI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san clean
+.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-tui clean
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/glowc
@@ -97,6 +97,7 @@ test: $(DEPS_STAMP)
 	$(MAKE) test-san
 	$(MAKE) test-conform
 	$(MAKE) test-models
+	$(MAKE) test-tui
 	@echo "make test: all passed"
 
 # Unit and fixture tests under AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -107,11 +108,16 @@ test-unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
 test-lit: $(BUILD)/glowc
-	PATH="$(LLVM_BIN):$$PATH" $(LIT) -sv --param glowc=$(abspath $(BUILD)/glowc) fixtures
+	PATH="$(LLVM_BIN):$$PATH" LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
+	  $(LIT) -sv --param glowc=$(abspath $(BUILD)/glowc) fixtures
 
 CONFORM_DIRS := $(addprefix /usr/share/libonnx-testdata/data/,node pytorch-converted pytorch-operator simple)
 test-conform: $(BUILD)/glowc
 	tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
+
+# The terminal explorer under tmux: keys in, screen content checked.
+test-tui: $(BUILD)/glowc
+	tests/tui/explore_test.sh $(BUILD)/glowc
 
 test-models: $(BUILD)/glowc
 	$(PYTHON) tests/models/run_models.py $(BUILD)/glowc

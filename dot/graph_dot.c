@@ -166,16 +166,35 @@ static bool write_source(Agraph_t *g, StrBuf *out, DiagList *d) {
     return ok;
 }
 
-static bool render(Agraph_t *g, DotFormat fmt, StrBuf *out, DiagList *d) {
+struct DotContext {
+    GVC_t *gvc;
+};
+
+DotContext *dot_context_new(void) {
+    DotContext *c = calloc(1, sizeof *c);
+    if (c)
+        c->gvc = gvContext();
+    return c;
+}
+
+void dot_context_free(DotContext *c) {
+    if (c && c->gvc)
+        gvFreeContext(c->gvc);
+    free(c);
+}
+
+static bool render(DotContext *c, Agraph_t *g, DotFormat fmt, StrBuf *out, DiagList *d) {
     if (fmt == DOT_SOURCE)
         return write_source(g, out, d);
+    if (!c || !c->gvc) {
+        diag_error(d, NULL, "graphviz is not available to render the graph");
+        return false;
+    }
     /* Graphviz reports on stderr, which would tear a terminal UI. */
     agseterrf(silent);
-    GVC_t *gvc = gvContext();
-    if (!gvc || gvLayout(gvc, g, "dot")) {
+    GVC_t *gvc = c->gvc;
+    if (gvLayout(gvc, g, "dot")) {
         diag_error(d, NULL, "graphviz could not lay out the graph");
-        if (gvc)
-            gvFreeContext(gvc);
         return false;
     }
     char *data = NULL;
@@ -188,7 +207,6 @@ static bool render(Agraph_t *g, DotFormat fmt, StrBuf *out, DiagList *d) {
     if (data)
         gvFreeRenderData(data);
     gvFreeLayout(gvc, g);
-    gvFreeContext(gvc);
     return ok;
 }
 
@@ -394,7 +412,7 @@ static int *longest_paths(const Function *f) {
     return rank;
 }
 
-bool dot_graph(const Function *f, const Function *prev, const char *title, DotFormat fmt,
+bool dot_graph(DotContext *c, const Function *f, const Function *prev, const char *title, DotFormat fmt,
                StrBuf *out, DiagList *d) {
     Dot dt;
     dot_open(&dt, title, f->nparams + f->nconsts + f->nnodes + f->noutputs);
@@ -411,7 +429,7 @@ bool dot_graph(const Function *f, const Function *prev, const char *title, DotFo
             operand_edge(&dt, by_id, n, k, to);
     }
     graph_outputs(&dt, by_id, f);
-    bool ok = render(dt.g, fmt, out, d);
+    bool ok = render(c, dt.g, fmt, out, d);
     prev_lines_free(&pl);
     free(dt.rank);
     free(by_id);
@@ -616,7 +634,7 @@ static void order_edge(LirDot *ld, Agnode_t *from, Agnode_t *to) {
     set(e, "weight", "20");
 }
 
-bool dot_lir(const LirProgram *p, const LirProgram *prev, const char *title, DotFormat fmt,
+bool dot_lir(DotContext *c, const LirProgram *p, const LirProgram *prev, const char *title, DotFormat fmt,
              StrBuf *out, DiagList *d) {
     LirProgram *pm = (LirProgram *)p; /* numbering only rewrites the indices */
     lir_number(pm);
@@ -638,7 +656,7 @@ bool dot_lir(const LirProgram *p, const LirProgram *prev, const char *title, Dot
             order_edge(&ld, last, in);
         last = in;
     }
-    bool ok = render(ld.dt.g, fmt, out, d);
+    bool ok = render(c, ld.dt.g, fmt, out, d);
     line_set_free(&ls);
     free(ld.rank);
     free(ld.buf);

@@ -20,16 +20,23 @@
 
 typedef enum { DOT_SOURCE, DOT_SVG, DOT_PNG } DotFormat;
 
+/* A Graphviz context, for rendering. Make one and keep it for the process's
+ * work: Graphviz 2.42's pango plugin remembers a font name that freeing a
+ * context frees, so a second context would read freed memory. */
+typedef struct DotContext DotContext;
+DotContext *dot_context_new(void);
+void dot_context_free(DotContext *c);
+
 /* The format a file name asks for (.dot, .gv, .svg, .png); false if none. */
 bool dot_format_from_path(const char *path, DotFormat *out);
 
 /* The graph of f, highlighting what differs from `prev` (NULL: nothing),
  * with `title` on top (NULL: none). Binary formats land in `out` with their
- * length in out->len. */
-bool dot_graph(const Function *f, const Function *prev, const char *title, DotFormat fmt,
+ * length in out->len; they need a context (DOT_SOURCE takes NULL). */
+bool dot_graph(DotContext *c, const Function *f, const Function *prev, const char *title, DotFormat fmt,
                StrBuf *out, DiagList *d);
 /* The program p, highlighting what differs from `prev` (NULL: nothing). */
-bool dot_lir(const LirProgram *p, const LirProgram *prev, const char *title, DotFormat fmt,
+bool dot_lir(DotContext *c, const LirProgram *p, const LirProgram *prev, const char *title, DotFormat fmt,
              StrBuf *out, DiagList *d);
 
 #endif

@@ -173,8 +173,10 @@ void memplan_svg(const MemPlan *m, const char *title, StrBuf *out) {
         double y = top + ph - ph * (double)(r->offset + r->size) / ymax;
         sb_printf(out, "<g><title>");
         xml_text(out, r->label);
-        sb_printf(out, " %s, offset %lld, %lld bytes, live %d..%d, from ", r->type,
-                  (long long)r->offset, (long long)r->size, r->first, r->last);
+        sb_putc(out, ' ');
+        xml_text(out, r->type); /* f32<...>: the angle brackets need escaping */
+        sb_printf(out, ", offset %lld, %lld bytes, live %d..%d, from ", (long long)r->offset,
+                  (long long)r->size, r->first, r->last);
         xml_text(out, r->origin);
         sb_printf(out,
                   "</title><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" "

@@ -43,7 +43,9 @@ static bool emit(const Session *s, int k, const DotArgs *da, DiagList *d) {
     }
     StrBuf sb;
     sb_init(&sb);
-    bool ok = explore_dot(s, k, da->lir, fmt, &sb, d);
+    DotContext *c = fmt == DOT_SOURCE ? NULL : dot_context_new();
+    bool ok = explore_dot(c, s, k, da->lir, fmt, &sb, d);
+    dot_context_free(c);
     if (ok && da->output)
         ok = cli_write_file(da->output, sb.data, sb.len, d);
     else if (ok)

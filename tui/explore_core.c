@@ -41,6 +41,7 @@ void explore_init(Explorer *e, CommonArgs *args, const char *pipeline) {
     e->args = args;
     e->pipeline = strdup(pipeline ? pipeline : "-O2");
     e->tol = (Tolerance){.rtol = 1e-3};
+    e->dot = dot_context_new();
 }
 
 void explore_free(Explorer *e) {
@@ -48,6 +49,7 @@ void explore_free(Explorer *e) {
     free(e->model);
     free(e->pipeline);
     free(e->error);
+    dot_context_free(e->dot);
     memset(e, 0, sizeof *e);
 }
 
@@ -401,7 +403,7 @@ static bool view_of_step(const Session *s, int k, ExploreView v, int width, StrB
             sb_append(out, "no DOT at this step: it failed (see the lir view)\n");
             return true;
         }
-        return explore_dot(s, k, lir, DOT_SOURCE, out, d);
+        return explore_dot(NULL, s, k, lir, DOT_SOURCE, out, d);
     }
     case VIEW_LIR: view_lir(s, k, out); return true;
     case VIEW_MEM: view_mem(s, k, width, out); return true;
@@ -469,7 +471,8 @@ static void picture_title(const Session *s, int k, int shown, StrBuf *out) {
         sb_printf(out, " (the graph of step %d: %s)", shown, s->steps[shown].name);
 }
 
-static bool dot_of_lir(const Session *s, int k, DotFormat fmt, StrBuf *out, DiagList *d) {
+static bool dot_of_lir(DotContext *c, const Session *s, int k, DotFormat fmt, StrBuf *out,
+                       DiagList *d) {
     const Step *st = &s->steps[k];
     if (!st->lir) {
         diag_error(d, NULL, "step %d (%s) has no low-level program", k, st->name);
@@ -479,14 +482,15 @@ static bool dot_of_lir(const Session *s, int k, DotFormat fmt, StrBuf *out, Diag
     StrBuf title;
     sb_init(&title);
     picture_title(s, k, k, &title);
-    bool ok = dot_lir(st->lir, prev, sb_str(&title), fmt, out, d);
+    bool ok = dot_lir(c, st->lir, prev, sb_str(&title), fmt, out, d);
     sb_free(&title);
     return ok;
 }
 
-bool explore_dot(const Session *s, int k, bool lir, DotFormat fmt, StrBuf *out, DiagList *d) {
+bool explore_dot(DotContext *c, const Session *s, int k, bool lir, DotFormat fmt, StrBuf *out,
+                 DiagList *d) {
     if (lir)
-        return dot_of_lir(s, k, fmt, out, d);
+        return dot_of_lir(c, s, k, fmt, out, d);
     int g = k;
     while (g >= 0 && !s->steps[g].graph)
         g--;
@@ -502,7 +506,7 @@ bool explore_dot(const Session *s, int k, bool lir, DotFormat fmt, StrBuf *out, 
     StrBuf title;
     sb_init(&title);
     picture_title(s, k, g, &title);
-    bool ok = dot_graph(s->steps[g].graph->main, prev, sb_str(&title), fmt, out, d);
+    bool ok = dot_graph(c, s->steps[g].graph->main, prev, sb_str(&title), fmt, out, d);
     sb_free(&title);
     return ok;
 }
@@ -546,7 +550,8 @@ bool explore_write_picture(const Explorer *e, const char *path, bool mem, StrBuf
     bool lir = step_is_lir(&e->s->steps[k]);
     StrBuf pic;
     sb_init(&pic);
-    bool ok = explore_dot(e->s, k, lir, fmt, &pic, d) && cli_write_file(path, pic.data, pic.len, d);
+    bool ok = explore_dot(e->dot, e->s, k, lir, fmt, &pic, d) &&
+              cli_write_file(path, pic.data, pic.len, d);
     if (ok)
         sb_printf(out, "wrote %s (%s of step %d: %s)\n", path, lir ? "low-level program" : "graph",
                   k, e->s->steps[k].name);

@@ -39,6 +39,7 @@ typedef struct Explorer {
     char *pipeline;    /* the pipeline in use: "-O2" or a pass list */
     char *error;       /* why the last load failed, as the diagnostics read */
     Tolerance tol;
+    DotContext *dot;   /* Graphviz, kept for the explorer's life */
 } Explorer;
 
 void explore_init(Explorer *e, CommonArgs *args, const char *pipeline);
@@ -109,7 +110,8 @@ bool explore_write_picture(const Explorer *e, const char *path, bool mem, StrBuf
 /* The graph (or with lir, the low-level program) of step k in `fmt`,
  * highlighting what step k changed. A graph view of a low-level step shows
  * the last graph before it. */
-bool explore_dot(const Session *s, int k, bool lir, DotFormat fmt, StrBuf *out, DiagList *d);
+bool explore_dot(DotContext *c, const Session *s, int k, bool lir, DotFormat fmt, StrBuf *out,
+                 DiagList *d);
 /* Writes an executable from the current step's code generation, when the
  * pipeline has one. */
 bool explore_compile(const Explorer *e, const char *path, StrBuf *out, DiagList *d);

@@ -157,8 +157,9 @@ static void list_commands(StrBuf *out) {
 static bool do_help(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     sb_append(out, "commands:\n");
     list_commands(out);
-    sb_append(out, "A step is a number or a pass name (the next step of that name). Lines "
-                   "starting with # are comments.\n");
+    sb_append(out, "A step is a number or a pass name (the next step of that name). 'show diff'\n"
+                   "diffs the step's own IR (or VIEW) against the step before. Lines starting\n"
+                   "with # are comments.\n");
     return true;
 }
 
@@ -170,12 +171,12 @@ static bool do_quit(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
 static const ReplCommand command_table[] = {
     {"load", do_load, 1, 1, "load FILE", "load a model (.onnx, .hl, .lir) and run the pipeline"},
     {"pipeline", do_pipeline, 1, 1, "pipeline -O0|-O1|-O2|a,b,c", "choose the pipeline and run it"},
-    {"steps", do_steps, 0, 0, "steps", "list the steps (> marks the current one)"},
+    {"steps", do_steps, 0, 0, "steps", "list the steps (* marks the current one)"},
     {"step", do_step, 1, 1, "step N|NAME", "go to a step"},
     {"next", do_next, 0, 1, "next [N]", "go N steps forward"},
     {"prev", do_prev, 0, 1, "prev [N]", "go N steps back"},
-    {"show", do_show, 1, 2, "show graph|dot|lir|mem|llvm|diff [VIEW]|stats",
-     "show a view of the current step"},
+    {"show", do_show, 1, 2, "show VIEW, show diff [VIEW]",
+     "a view of the current step: graph dot lir mem llvm stats"},
     {"node", do_node, 1, 1, "node NAME", "a node, its operands and users, its history"},
     {"svg", do_svg, 1, 2, "svg FILE [--mem]",
      "write the current step's graph (or memory map) as .svg/.png/.dot"},
