@@ -217,7 +217,9 @@ static void change_text(const Step *st, int k, char *buf, size_t size) {
 }
 
 static void size_text(const Step *st, char *buf, size_t size) {
-    if (step_is_lir(st))
+    if (st->failed)
+        buf[0] = 0; /* its IR broke: no counts were taken */
+    else if (step_is_lir(st))
         snprintf(buf, size, "%d instrs", st->ninstrs);
     else
         snprintf(buf, size, "%d nodes", st->nnodes);
@@ -680,8 +682,10 @@ static int count_lines(const char *s) {
     return n;
 }
 
-/* LLVM functions whose definition names the node (the hook for code
- * generation that names its functions after what they compute). */
+/* LLVM functions whose definition names the node. This is the hook for
+ * code generation: when the session can say which function each
+ * instruction became (the CPU backend records it per instruction index),
+ * history_llvm should list those for the node's instructions instead. */
 static void llvm_functions_for(const char *llvm, const char *name, StrBuf *out) {
     int found = 0;
     for (const char *p = llvm; *p;) {
