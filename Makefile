@@ -23,12 +23,16 @@ else
 endif
 CFLAGS  := $(CFLAGS_BASE) $(OPTFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS := $(OPTFLAGS)
-LIBS    := -lprotobuf-c -L/usr/lib/llvm-19/lib -lLLVM-19 -lpthread -lm
+# Graphviz (DOT and SVG in dot/) and ncurses (the explorer) as pkg-config says;
+# expanded late, once `make deps` has installed them.
+GUI_PKGS := libcgraph libgvc ncursesw
+LIBS     = -lprotobuf-c -L/usr/lib/llvm-19/lib -lLLVM-19 -lpthread -lm \
+           $(shell pkg-config --libs $(GUI_PKGS) 2>/dev/null)
 
 # Debian packages the build, the tests and the model scripts need.
 PACKAGES := clang-19 llvm-19-dev llvm-19-tools lld-19 libclang-rt-19-dev \
             libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata \
-            libgraphviz-dev graphviz libncurses-dev libcmocka-dev tmux librsvg2-bin \
+            libgraphviz-dev graphviz libncurses-dev libcmocka-dev tmux librsvg2-bin pkg-config \
             python3 python3-numpy python3-onnx python3-torch python3-torchvision \
             python3-sklearn xxd
 
@@ -44,7 +48,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect \
         test-kernels bench bench-kernels clean \
-        fuzz fuzz-bins fuzz-corpus test-fuzz-regress
+        fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/glowc
@@ -219,6 +223,7 @@ test: $(DEPS_STAMP)
 	$(MAKE) test-bundle
 	$(MAKE) test-bisect
 	$(MAKE) test-fuzz-regress
+	$(MAKE) test-tui
 	@echo "make test: all passed"
 
 # Unit, fixture and kernel tests under AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -229,7 +234,8 @@ test-unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
 test-lit: $(BUILD)/glowc
-	PATH="$(LLVM_BIN):$$PATH" $(LIT) -sv --param glowc=$(abspath $(BUILD)/glowc) fixtures
+	PATH="$(LLVM_BIN):$$PATH" LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
+	  $(LIT) -sv --param glowc=$(abspath $(BUILD)/glowc) fixtures
 
 CONFORM_DIRS := $(addprefix /usr/share/libonnx-testdata/data/,node pytorch-converted pytorch-operator simple)
 # The imported graph, the optimised one, the low-level program against its
@@ -241,6 +247,10 @@ test-conform: $(BUILD)/glowc
 	    tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
 	CONFORM_ARGS="-O2 --backend=cpu --fallback=interp" \
 	    tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
+
+# The terminal explorer under tmux: keys in, screen content checked.
+test-tui: $(BUILD)/glowc
+	tests/tui/explore_test.sh $(BUILD)/glowc
 
 # Every model against torch: the imported graph on the interpreter, the
 # optimised and allocated program on interp-lir, and native code.

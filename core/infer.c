@@ -710,7 +710,7 @@ static bool infer_conv_transpose(Node *n, DiagList *d) {
         int64_t a, b, size;
         if (!mul_dims(win.stride[i], x->dims[2 + i] - 1, &a) ||
             !mul_dims(win.kernel[i] - 1, win.dilation[i], &b) || !add_dims(a, b, &size) ||
-            !add_dims(size, win.out_padding[i] + 1, &size) ||
+            !add_dims(size, win.out_padding[i], &size) || !add_dims(size, 1, &size) ||
             !add_dims(size, -win.pad_begin[i], &size) || !add_dims(size, -win.pad_end[i], &size)) {
             node_error(d, n, "output size overflows");
             return false;

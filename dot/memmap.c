@@ -56,11 +56,18 @@ void memplan_free(MemPlan *m) {
     memset(m, 0, sizeof *m);
 }
 
-void memplan_table(const MemPlan *m, StrBuf *out) {
+/* The letter the text chart draws row i with. */
+static const char chart_marks[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+static void table(const MemPlan *m, bool marks, StrBuf *out) {
+    if (marks)
+        sb_append(out, "   ");
     sb_printf(out, "%-8s %12s %12s %6s %6s  %-22s %s\n", "buffer", "offset", "size", "first",
               "last", "type", "from");
     for (int i = 0; i < m->n; i++) {
         const MemRow *r = &m->rows[i];
+        if (marks)
+            sb_printf(out, "%c  ", chart_marks[i % 62]);
         sb_printf(out, "%-8s %12lld %12lld %6d %6d  %-22s %s\n", r->label, (long long)r->offset,
                   (long long)r->size, r->first, r->last, r->type, r->origin);
     }
@@ -68,6 +75,14 @@ void memplan_table(const MemPlan *m, StrBuf *out) {
               (long long)m->const_bytes, (long long)m->mutable_bytes);
     sb_printf(out, "arena %lld bytes, lower bound %lld bytes, naive %lld bytes\n",
               (long long)m->arena, (long long)m->lower_bound, (long long)m->naive);
+}
+
+void memplan_table(const MemPlan *m, StrBuf *out) {
+    table(m, false, out);
+}
+
+void memplan_table_marked(const MemPlan *m, StrBuf *out) {
+    table(m, true, out);
 }
 
 static void json_string(StrBuf *out, const char *s) {
@@ -158,8 +173,10 @@ void memplan_svg(const MemPlan *m, const char *title, StrBuf *out) {
         double y = top + ph - ph * (double)(r->offset + r->size) / ymax;
         sb_printf(out, "<g><title>");
         xml_text(out, r->label);
-        sb_printf(out, " %s, offset %lld, %lld bytes, live %d..%d, from ", r->type,
-                  (long long)r->offset, (long long)r->size, r->first, r->last);
+        sb_putc(out, ' ');
+        xml_text(out, r->type); /* f32<...>: the angle brackets need escaping */
+        sb_printf(out, ", offset %lld, %lld bytes, live %d..%d, from ", (long long)r->offset,
+                  (long long)r->size, r->first, r->last);
         xml_text(out, r->origin);
         sb_printf(out,
                   "</title><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" "
@@ -182,7 +199,6 @@ void memplan_text_chart(const MemPlan *m, int width, int height, StrBuf *out) {
     memset(grid, '.', (size_t)width * (size_t)height);
     int steps = m->ninstrs > 0 ? m->ninstrs : 1;
     double ymax = (double)(m->arena > 0 ? m->arena : 1);
-    static const char marks[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     for (int i = 0; i < m->n; i++) {
         const MemRow *r = &m->rows[i];
         int x0 = (int)((double)r->first * width / steps), x1 = (int)((double)(r->last + 1) * width / steps);
@@ -194,7 +210,7 @@ void memplan_text_chart(const MemPlan *m, int width, int height, StrBuf *out) {
             y1 = y0 + 1;
         for (int y = y0; y < y1 && y < height; y++)
             for (int x = x0; x < x1 && x < width; x++)
-                grid[(size_t)(height - 1 - y) * (size_t)width + (size_t)x] = marks[i % 62];
+                grid[(size_t)(height - 1 - y) * (size_t)width + (size_t)x] = chart_marks[i % 62];
     }
     for (int y = 0; y < height; y++) {
         sb_append_n(out, grid + (size_t)y * (size_t)width, (size_t)width);

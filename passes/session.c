@@ -631,3 +631,63 @@ int session_noutputs(const Session *s) {
 const char *session_output_name(const Session *s, int i) {
     return s->work ? s->work->main->output_names[i] : nth_weight(s->lir, LB_OUT, i)->name;
 }
+
+/* ---- running any step (the explorer) -------------------------------------------- */
+
+typedef struct StepObs {
+    StepObserver observe;
+    void *ctx;
+} StepObs;
+
+static void observe_node(void *ctx, const Node *n, Tensor *const *results) {
+    const StepObs *so = ctx;
+    for (int r = 0; r < n->nres; r++)
+        so->observe(so->ctx, n->name, r, results[r]);
+}
+
+static void observe_instr(void *ctx, const LirInstr *i, const Tensor *ops,
+                          const Tensor *storage) {
+    const StepObs *so = ctx;
+    int result = 0;
+    for (int k = 0; k < i->nops; k++) {
+        if (i->roles[k] == ROLE_IN)
+            continue;
+        so->observe(so->ctx, i->name, result, &ops[k]);
+        if (i->ops[k]->kind == LB_VIEW)
+            so->observe(so->ctx, i->name, result, &storage[k]);
+        result++;
+    }
+}
+
+static bool run_lir_step(const Step *st, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                         DiagList *d, StepObs *so) {
+    LirProgram *p = lir_clone(st->lir);
+    PassContext pc = {.d = d};
+    if (!p->allocated)
+        lir_allocate(p, &pc); /* interp_run_lir says so if this failed */
+    bool ok = interp_run_lir_observed(p, inputs, outputs, a, d,
+                                      so->observe ? observe_instr : NULL, so);
+    lir_destroy(p);
+    return ok;
+}
+
+bool session_run_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                      DiagList *d, StepObserver observe, void *observe_ctx) {
+    if (k < 0 || k >= s->nsteps) {
+        diag_error(d, NULL, "there is no step %d", k);
+        return false;
+    }
+    const Step *st = &s->steps[k];
+    StepObs so = {observe, observe_ctx};
+    if (st->failed) {
+        diag_error(d, NULL, "step %d (%s) failed: its IR cannot run", k, st->name);
+        return false;
+    }
+    if (st->graph)
+        return interp_run(st->graph->main, inputs, outputs, a, d, observe ? observe_node : NULL,
+                          &so);
+    if (st->lir)
+        return run_lir_step(st, inputs, outputs, a, d, &so);
+    diag_error(d, NULL, "step %d (%s) has no IR the interpreter runs", k, st->name);
+    return false;
+}

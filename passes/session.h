@@ -111,6 +111,20 @@ bool session_want_codegen(Session *s);
 bool session_execute(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,
                      DiagList *d);
 
+/* ---- running any step (the explorer's layer-by-layer views) ----------------- */
+
+/* One value computed while a step runs: the provenance name of what computed
+ * it (the graph node's name, or the instruction's), which of its results,
+ * and the tensor, valid only during the call. A low-level instruction that
+ * writes through a view reports the view, then the whole buffer it lies in. */
+typedef void (*StepObserver)(void *ctx, const char *name, int result, const Tensor *value);
+
+/* Runs the model as it is after step k: a graph step on the interpreter, a
+ * low-level step on a copy of its program, given a memory plan when it has
+ * none yet. Inputs as for session_execute; `observe` may be NULL. */
+bool session_run_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                      DiagList *d, StepObserver observe, void *observe_ctx);
+
 /* The pipelines by level, NULL-terminated. */
 const char *const *pipeline_by_level(const char *level);
 

@@ -170,14 +170,21 @@ bool cpu_add_output_parts(CpuModule *m, DiagList *d) {
 
 /* ---- writing files -------------------------------------------------------------- */
 
-static bool write_all(const char *path, const void *data, size_t len, DiagList *d) {
+/* Writes path; a failure names `shown` (the file the user asked for, when
+ * path is a temporary next to it). */
+static bool write_as(const char *path, const char *shown, const void *data, size_t len,
+                     DiagList *d) {
     FILE *f = fopen(path, "wb");
     bool ok = f && fwrite(data, 1, len, f) == len;
     if (f && fclose(f))
         ok = false;
     if (!ok)
-        diag_error(d, NULL, "cannot write '%s': %s", path, strerror(errno));
+        diag_error(d, NULL, "cannot write '%s': %s", shown, strerror(errno));
     return ok;
+}
+
+static bool write_all(const char *path, const void *data, size_t len, DiagList *d) {
+    return write_as(path, path, data, len, d);
 }
 
 static bool run_tool(char **argv, const char *out, DiagList *d) {
@@ -201,7 +208,7 @@ static bool needs_fallback(const CpuModule *m) {
 
 static bool write_fallback(const char *out, char *path, size_t len, DiagList *d) {
     snprintf(path, len, "%s.fallback%d.o", out, (int)getpid());
-    return write_all(path, fallback_rt_o, fallback_rt_o_len, d);
+    return write_as(path, out, fallback_rt_o, fallback_rt_o_len, d);
 }
 
 bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
@@ -210,7 +217,7 @@ bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
     char objpath[4200], tmp[4200], fb[4200] = "";
     snprintf(objpath, sizeof objpath, "%s.o.tmp%d", path, (int)getpid());
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    bool ok = cpu_emit(m, false, &obj, d) && write_all(objpath, obj.data, obj.len, d) &&
+    bool ok = cpu_emit(m, false, &obj, d) && write_as(objpath, path, obj.data, obj.len, d) &&
               (!needs_fallback(m) || write_fallback(path, fb, sizeof fb, d));
     if (ok) {
         char *argv[8] = {"clang-19", objpath, "-o", tmp, "-lm", "-lpthread"};
@@ -239,7 +246,7 @@ static bool write_bundle_object(CpuModule *m, const char *path, DiagList *d) {
     char tmp[4200], fb[4200] = "", joined[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
     snprintf(joined, sizeof joined, "%s.joined%d", path, (int)getpid());
-    bool ok = cpu_emit(m, false, &obj, d) && write_all(tmp, obj.data, obj.len, d);
+    bool ok = cpu_emit(m, false, &obj, d) && write_as(tmp, path, obj.data, obj.len, d);
     if (ok && needs_fallback(m)) {
         char *ld[] = {"clang-19", "-r", tmp, fb, "-o", joined, NULL};
         char *loc[] = {"llvm-objcopy-19", "--localize-symbol=libjit_generic", joined, NULL};

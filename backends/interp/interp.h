@@ -30,6 +30,15 @@ bool interp_run(Function *f, Tensor *const *inputs, Tensor **outputs, Arena *a, 
  * weights, outputs (allocated in `a`) in the order of its output weights. */
 bool interp_run_lir(LirProgram *p, Tensor *const *inputs, Tensor **outputs, Arena *a,
                     DiagList *d);
+/* The same, reporting every instruction that writes memory (not the
+ * alloc/dealloc/view bookkeeping) right after it ran: ops[k] is operand k as
+ * the instruction sees it, storage[k] the whole buffer it lies in (the same
+ * for a non-view). Valid only during the call: a later instruction may reuse
+ * the memory. */
+typedef void (*LirObserver)(void *ctx, const LirInstr *i, const Tensor *ops,
+                            const Tensor *storage);
+bool interp_run_lir_observed(LirProgram *p, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                             DiagList *d, LirObserver observe, void *observe_ctx);
 
 /* The interpreter's native set (what lowering leaves alone). */
 bool interp_is_native(const Node *n);

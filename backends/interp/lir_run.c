@@ -83,8 +83,27 @@ static bool run_instr(LirRun *r, LirInstr *i) {
     }
 }
 
+/* Hands the observer each operand and its whole storage. */
+static void observe_instr(const LirRun *r, const LirInstr *i, LirObserver observe, void *ctx) {
+    if (i->kind == IK_ALLOC || i->kind == IK_DEALLOC || i->kind == IK_TENSORVIEW)
+        return;
+    Tensor *ops = arena_alloc_array(r->scratch, (size_t)i->nops + 1, sizeof(Tensor));
+    Tensor *storage = arena_alloc_array(r->scratch, (size_t)i->nops + 1, sizeof(Tensor));
+    for (int k = 0; k < i->nops; k++) {
+        LirBuf *s = lir_storage(i->ops[k]);
+        ops[k] = operand(r, i->ops[k]);
+        storage[k] = (Tensor){.type = s->type, .data = r->base[s->id]};
+    }
+    observe(ctx, i, ops, storage);
+}
+
 bool interp_run_lir(LirProgram *p, Tensor *const *inputs, Tensor **outputs, Arena *a,
                     DiagList *d) {
+    return interp_run_lir_observed(p, inputs, outputs, a, d, NULL, NULL);
+}
+
+bool interp_run_lir_observed(LirProgram *p, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                             DiagList *d, LirObserver observe, void *observe_ctx) {
     if (!p->allocated) {
         diag_error(d, NULL, "the program has no memory plan (run the allocate pass)");
         return false;
@@ -125,8 +144,11 @@ bool interp_run_lir(LirProgram *p, Tensor *const *inputs, Tensor **outputs, Aren
         case LB_VIEW: break;
         }
     }
-    for (LirInstr *i = p->first; i && ok; i = i->next)
+    for (LirInstr *i = p->first; i && ok; i = i->next) {
         ok = run_instr(&r, i);
+        if (ok && observe)
+            observe_instr(&r, i, observe, observe_ctx);
+    }
     arena_destroy(r.scratch);
     return ok;
 }

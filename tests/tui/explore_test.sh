@@ -1,0 +1,255 @@
+#!/bin/bash
+# The terminal explorer under tmux: starts `glowc explore` on a small model
+# in a detached 120x40 terminal, presses keys, and checks what the screen
+# shows -- stepping through passes, switching views, searching, writing SVG
+# (checked to be well-formed XML with the expected number of nodes),
+# running, comparing, resizing to 80x24, quitting, and the terminal being
+# restored after q, SIGINT and SIGTERM, and after a model that fails to load.
+#
+# usage: tests/tui/explore_test.sh [path/to/glowc]     (exit status 0: all passed)
+set -u
+
+GLOWC=$(realpath "${1:-build/glowc}")
+PYTHON=/usr/bin/python3
+WORK=$(mktemp -d /tmp/glowc-tui.XXXXXX)
+SOCK="glowc-tui-$$"
+TMUX_CMD=(tmux -L "$SOCK")
+FAILED=0
+
+cleanup() {
+    "${TMUX_CMD[@]}" kill-server 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+cat > "$WORK/model.hl" <<'EOF'
+func @main(%x: f32<1x1x4x4>) -> (y: f32<1x2x4x4>) {
+  %w = constant f32<2x1x3x3> dense<[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, -0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7, -0.8, -0.9]>
+  %b = constant f32<2> dense<[0.5, -0.5]>
+  %s = constant f32<1x2x4x4> splat<2>
+  %1 = conv(%x, %w, %b) {kernel=[3,3] strides=[1,1] pads=[1,1,1,1] dilations=[1,1] group=1} : f32<1x2x4x4> loc("Conv_0")
+  %2 = relu(%1) : f32<1x2x4x4> loc("Relu_1")
+  %3 = relu(%1) : f32<1x2x4x4> loc("Relu_2")
+  %4 = add(%2, %3) : f32<1x2x4x4> loc("Add_3")
+  %5 = mul(%4, %s) : f32<1x2x4x4> loc("Mul_4")
+  return %5
+}
+EOF
+printf 'not an onnx model' > "$WORK/broken.onnx"
+
+# Runs the explorer, then reports how it ended and whether the terminal is
+# back in canonical mode with echo (what a crashed curses program leaves off).
+cat > "$WORK/wrap.sh" <<'EOF'
+#!/bin/bash
+trap 'true' INT
+"$@"
+echo "EXIT=$?"
+stty -a | tr ' ;' '\n\n' | grep -x -- '-\?icanon\|-\?echo' | tr '\n' ' ' | sed 's/^/TTY=/'
+echo
+sleep 600
+EOF
+chmod +x "$WORK/wrap.sh"
+
+fail() {
+    echo "FAIL: $*"
+    echo "---- screen ----"
+    "${TMUX_CMD[@]}" capture-pane -t ui -p
+    echo "----------------"
+    FAILED=1
+}
+
+screen() {
+    "${TMUX_CMD[@]}" capture-pane -t ui -p
+}
+
+# Waits (up to 30 s: opening a model runs the pipeline down to LLVM's O3)
+# until the screen shows the fixed string $1.
+expect() {
+    for _ in $(seq 300); do
+        screen | grep -qF -- "$1" && return 0
+        sleep 0.1
+    done
+    fail "expected on screen: $1"
+    return 1
+}
+
+# The screen must not show $1.
+refute() {
+    screen | grep -qF -- "$1" && fail "did not expect on screen: $1"
+    return 0
+}
+
+keys() {
+    "${TMUX_CMD[@]}" send-keys -t ui "$@"
+    sleep 0.2
+}
+
+start() {
+    "${TMUX_CMD[@]}" kill-session -t ui 2>/dev/null
+    "${TMUX_CMD[@]}" new-session -d -s ui -x "$1" -y "$2" -c "$WORK" "$WORK/wrap.sh" "${@:3}"
+}
+
+# Counts the SVG's node groups; fails unless it parses and has $2 of them.
+check_svg() {
+    local n
+    n=$("$PYTHON" - "$1" <<'EOF'
+import sys
+import xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+ns = '{http://www.w3.org/2000/svg}'
+print(sum(1 for g in root.iter(ns + 'g') if g.get('class') == 'node'))
+EOF
+) || { fail "$1 is not well-formed XML"; return 1; }
+    [ "$n" = "$2" ] || fail "$1 has $n node elements, expected $2"
+}
+
+PASSES=cse,fuse-activation,dce,irgen,share-buffers,allocate
+
+# ---- stepping through the pipeline --------------------------------------------
+start 120 40 "$GLOWC" explore model.hl --passes=$PASSES
+expect "model.hl | step 0/8: import | graph"
+expect "0 import"
+expect "2 fuse-activation"
+expect "6 allocate"
+expect "7 codegen"
+expect "8 llvm-opt"
+expect 'func @main(%x: f32<1x1x4x4>)'
+expect "1 graph 2 dot 3 lir 4 mem 5 llvm 6 diff 7 stats"
+
+keys n                                   # the next step that changed something
+expect "step 1/8: cse"
+keys j j                                 # the cursor moves; the current step stays
+expect "step 1/8: cse"
+keys Enter                               # ... until Enter selects
+expect "step 3/8: dce"
+keys p                                   # back to the previous step that changed
+expect "step 2/8: fuse-activation"
+refute 'act="relu"'                      # beyond the pane's right edge ...
+keys Right Right Right Right Right Right Right Right Right Right
+expect 'act="relu"'                      # ... until scrolled sideways
+keys Left Left Left Left Left Left Left Left Left Left
+expect '  %1 = conv(%x, %w, %b)'
+
+# ---- views --------------------------------------------------------------------
+keys 6
+expect "+++ step 2 fuse-activation (graph)"
+expect '-  %2 = relu(%1)'
+keys 3
+expect "no low-level IR at this step: it appears at step 4 (irgen)"
+keys 2
+expect "digraph glowc {"
+keys 7
+expect "step 2: fuse-activation (graph)"
+expect "changed: yes"
+keys 5
+expect "no LLVM IR at this step"
+
+# ---- search -------------------------------------------------------------------
+keys 1
+keys / C o n v _ 0 Enter
+expect "/Conv_0: line 5, match 1 of 1"
+keys n
+expect "match 1 of 1"
+keys Escape
+refute "/Conv_0"
+
+# ---- SVG of the graph ------------------------------------------------------------
+keys s
+expect "wrote $WORK/glowc-model-step2.svg"
+# input, three constants, conv, add, mul, output
+check_svg "$WORK/glowc-model-step2.svg" 8
+
+# ---- the low-level steps, the memory map and its SVG ------------------------------
+keys n n n
+expect "step 6/8: allocate"
+keys 4
+expect "memory plan after step 6 (allocate)"
+expect "arena 128 bytes, lower bound 128 bytes"
+keys s
+expect "wrote $WORK/glowc-model-step6-mem.svg"
+"$PYTHON" -c "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])" \
+    "$WORK/glowc-model-step6-mem.svg" || fail "the memory map SVG is not well-formed"
+keys 3
+expect "program {"
+keys s                                   # at a low-level step: the program's picture
+expect "wrote $WORK/glowc-model-step6.svg"
+check_svg "$WORK/glowc-model-step6.svg" 12
+
+# ---- code generation: the LLVM IR before and after LLVM's optimisation ---------
+keys n
+expect "step 7/8: codegen"
+keys 5
+expect "; ModuleID = 'libjit.bc'"         # the kernels' library comes first
+keys / d e f i n e Space i 3 2 Space @ g l o w c _ m a i n Enter
+expect "define i32 @glowc_main("
+keys Escape
+keys n
+expect "step 8/8: llvm-opt"
+keys / @ g l o w c _ m a i n '(' Enter
+expect "@glowc_main(ptr"
+keys Escape
+keys p p
+expect "step 6/8: allocate"
+
+# ---- run and compare ------------------------------------------------------------
+keys r
+expect "run at step 6 (allocate) on the interpreter"
+expect "max abs diff from step 0: 0 (within tolerance)"
+keys c
+expect "Conv_0"
+expect "(as Relu_1)"
+expect "3 values compared, 0 beyond tolerance"
+keys 1                                   # a view key leaves the output
+expect "func @main"
+
+# ---- help, an unknown key -----------------------------------------------------
+keys '?'
+expect "next/previous step that changed"
+keys Z
+expect "unknown key; ? shows the keys"
+
+# ---- 80x24 and resizing ------------------------------------------------------------
+"${TMUX_CMD[@]}" resize-window -t ui -x 80 -y 24
+sleep 0.5
+expect "1 graph 2 dot 3 lir 4 mem 5 llvm 6 diff 7 stats"
+expect "model.hl | step 6/8: allocate"
+[ "$(screen | wc -l)" -le 24 ] || fail "more than 24 rows at 80x24"
+screen | "$PYTHON" -c 'import sys; sys.exit(any(len(l.rstrip("\n")) > 80 for l in sys.stdin))' ||
+    fail "a row wider than 80 columns"
+"${TMUX_CMD[@]}" resize-window -t ui -x 120 -y 40
+sleep 0.5
+expect "model.hl | step 6/8: allocate"
+
+# ---- q restores the terminal --------------------------------------------------
+keys q
+expect "EXIT=0"
+expect "TTY=icanon echo"
+
+# ---- SIGINT and SIGTERM restore it too ---------------------------------------------
+start 100 30 "$GLOWC" explore model.hl --passes=$PASSES
+expect "step 0/8: import"
+keys C-c
+expect "EXIT=130"
+expect "TTY=icanon echo"
+
+start 100 30 "$GLOWC" explore model.hl --passes=$PASSES
+expect "step 0/8: import"
+pid=$("${TMUX_CMD[@]}" list-panes -t ui -F '#{pane_pid}')
+kill -TERM "$(pgrep -P "$pid" -x glowc)"
+expect "EXIT=143"
+expect "TTY=icanon echo"
+
+# ---- a model that does not load opens the explorer on the error -----------------
+start 100 30 "$GLOWC" explore broken.onnx
+expect "broken.onnx: error:"
+expect "The model could not be loaded; q quits."
+keys 6                                   # any view shows why
+expect "The model could not be loaded; q quits."
+expect "broken.onnx | no model | diff"
+keys q
+expect "EXIT=0"
+
+if [ "$FAILED" = 0 ]; then
+    echo "explore_test: all passed"
+fi
+exit "$FAILED"

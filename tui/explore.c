@@ -1,0 +1,739 @@
+/* glowc explore: the terminal UI over a compilation session. A left pane
+ * lists the steps (a cursor, and the current step marked); the main pane
+ * shows a view of the current step chosen by number keys; the status line
+ * says where one is and what just happened. Everything it shows comes from
+ * the explorer core (explore_core.h), the same text the REPL prints; this
+ * file only lays it out, colours it and reads keys. All of its state lives
+ * in one Tui struct. */
+#include <locale.h>
+#include <ncurses.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tui/explore_core.h"
+#include "tui/term_signal.h"
+
+#define DEFAULT_MODEL "fixtures/models/digits.onnx"
+
+/* What the main pane holds: a view of the current step, or the output of
+ * a command (run, compare, help) until a view key is pressed. */
+typedef enum { PANE_VIEW, PANE_OUTPUT } PaneKind;
+
+enum { COLOR_ADDED = 1, COLOR_REMOVED, COLOR_HUNK, COLOR_MATCH, COLOR_STATUS, COLOR_CURRENT,
+       COLOR_DIM, COLOR_TAB };
+
+typedef struct Tui {
+    Explorer e;
+    PaneKind pane;
+    ExploreView view;      /* the view on show (or last shown) */
+    ExploreView diff_base; /* what view 6 diffs: the last other view */
+    char *output_title;    /* PANE_OUTPUT: what the text is */
+    StrBuf text;           /* the pane's text ... */
+    char **lines;          /* ... split into lines (tabs expanded) */
+    int nlines;
+    int top, hscroll;      /* the first line and column shown */
+    int cursor;            /* the step the left pane's cursor is on */
+    int list_top;          /* the first step the left pane shows */
+    bool stale;            /* the text must be made again */
+    int shown_step, shown_width;
+    char search[128];      /* the pattern of the last search ("" : none) */
+    int match;             /* the line of the current match, -1: none */
+    char message[512];     /* the last message, for the status line */
+    bool colors;
+    bool quit;
+} Tui;
+
+/* ---- the pane's text ----------------------------------------------------------- */
+
+static void free_lines(Tui *t) {
+    for (int i = 0; i < t->nlines; i++)
+        free(t->lines[i]);
+    free(t->lines);
+    t->lines = NULL;
+    t->nlines = 0;
+}
+
+/* One line with tabs expanded to 8 columns and control bytes dropped. */
+static char *expand_line(const char *p, size_t len) {
+    StrBuf sb;
+    sb_init(&sb);
+    for (size_t i = 0, col = 0; i < len; i++) {
+        if (p[i] == '\t') {
+            do
+                sb_putc(&sb, ' ');
+            while (++col % 8);
+        } else if ((unsigned char)p[i] >= 32 || p[i] < 0) {
+            sb_putc(&sb, p[i]);
+            col++;
+        }
+    }
+    return sb_take(&sb);
+}
+
+static void split_text(Tui *t) {
+    free_lines(t);
+    const char *s = sb_str(&t->text);
+    int cap = 64;
+    t->lines = malloc((size_t)cap * sizeof *t->lines);
+    for (const char *p = s; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (t->nlines == cap)
+            t->lines = realloc(t->lines, (size_t)(cap *= 2) * sizeof *t->lines);
+        t->lines[t->nlines++] = expand_line(p, len);
+        p = e ? e + 1 : p + len;
+    }
+}
+
+static void set_message(Tui *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_message(Tui *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->message, sizeof t->message, fmt, ap);
+    va_end(ap);
+}
+
+/* The first error of d, on one line, for the status line. */
+static void message_from_diags(Tui *t, const DiagList *d) {
+    StrBuf sb;
+    sb_init(&sb);
+    diag_render(d, &sb);
+    const char *s = sb_str(&sb);
+    size_t len = strcspn(s, "\n");
+    set_message(t, "%.*s", (int)(len < sizeof t->message - 1 ? len : sizeof t->message - 1), s);
+    sb_free(&sb);
+}
+
+static int main_width(void) {
+    int left = COLS / 3 < 30 ? COLS / 3 : 30;
+    return COLS - left - 1;
+}
+
+static void make_view_text(Tui *t) {
+    sb_clear(&t->text);
+    if (!t->e.s) {
+        sb_append(&t->text, t->e.error ? t->e.error : "no model\n");
+        sb_append(&t->text, "\nThe model could not be loaded; q quits.\n");
+        return;
+    }
+    DiagList d;
+    diag_init(&d, NULL);
+    if (!explore_view(&t->e, t->view, t->diff_base, main_width(), &t->text, &d)) {
+        diag_render(&d, &t->text);
+        message_from_diags(t, &d);
+    }
+    diag_free(&d);
+}
+
+/* Makes the pane's text again when the step, the view or the width changed. */
+static void refresh_text(Tui *t) {
+    int step = explore_current(&t->e);
+    bool width_matters = t->view == VIEW_MEM || t->view == VIEW_DIFF;
+    if (t->pane == PANE_VIEW &&
+        (t->stale || step != t->shown_step || (width_matters && main_width() != t->shown_width))) {
+        make_view_text(t);
+        split_text(t);
+        t->shown_step = step;
+        t->shown_width = main_width();
+        t->stale = false;
+        if (t->top >= t->nlines)
+            t->top = 0;
+        t->match = -1;
+    }
+}
+
+static void show_output(Tui *t, const char *title, StrBuf *text) {
+    sb_free(&t->text);
+    t->text = *text;
+    sb_init(text);
+    free(t->output_title);
+    t->output_title = strdup(title);
+    t->pane = PANE_OUTPUT;
+    t->top = t->hscroll = 0;
+    t->match = -1;
+    split_text(t);
+}
+
+static void choose_view(Tui *t, ExploreView v) {
+    if (v != VIEW_DIFF)
+        t->diff_base = v;
+    if (t->pane == PANE_VIEW && t->view == v)
+        return;
+    t->view = v;
+    t->pane = PANE_VIEW;
+    t->stale = true;
+    t->top = t->hscroll = 0;
+}
+
+/* ---- drawing ------------------------------------------------------------------- */
+
+static attr_t color(const Tui *t, int pair, attr_t fallback) {
+    return t->colors ? COLOR_PAIR(pair) : fallback;
+}
+
+static int left_width(void) {
+    return COLS / 3 < 30 ? COLS / 3 : 30;
+}
+
+static int pane_rows(void) {
+    return LINES - 2; /* the tab line above, the status line below */
+}
+
+static void draw_step(Tui *t, int k, int row, int width) {
+    const Step *st = explore_step(&t->e, k);
+    bool current = k == explore_current(&t->e);
+    char name[64], line[128];
+    snprintf(name, sizeof name, "%s", st->name);
+    char change[32];
+    if (st->failed)
+        snprintf(change, sizeof change, "FAIL");
+    else if (k == 0)
+        change[0] = 0;
+    else if (!st->changed)
+        snprintf(change, sizeof change, ".");
+    else
+        snprintf(change, sizeof change, "+%d-%d", st->lines_added, st->lines_removed);
+    int name_w = width - 5 - (int)strlen(change) - 1;
+    if (name_w < 4)
+        name_w = 4;
+    snprintf(line, sizeof line, "%c%3d %-*.*s %s", current ? '>' : ' ', k, name_w, name_w, name,
+             change);
+    attr_t a = A_NORMAL;
+    if (!st->changed && !st->failed)
+        a |= color(t, COLOR_DIM, A_DIM);
+    if (st->failed)
+        a |= color(t, COLOR_REMOVED, A_BOLD);
+    if (current)
+        a |= A_BOLD;
+    if (k == t->cursor)
+        a |= A_REVERSE;
+    attron(a);
+    mvaddnstr(row, 0, line, width);
+    for (int x = (int)strlen(line); x < width; x++)
+        addch(' ');
+    attroff(a);
+}
+
+static void draw_steps(Tui *t) {
+    int width = left_width(), rows = pane_rows() + 1, n = explore_nsteps(&t->e);
+    if (t->cursor < t->list_top)
+        t->list_top = t->cursor;
+    if (t->cursor >= t->list_top + rows)
+        t->list_top = t->cursor - rows + 1;
+    for (int r = 0; r < rows; r++) {
+        int k = t->list_top + r;
+        if (k < n)
+            draw_step(t, k, r, width);
+        else
+            mvhline(r, 0, ' ', width);
+    }
+    mvvline(0, width, ACS_VLINE, rows);
+}
+
+static attr_t line_attr(const Tui *t, const char *line) {
+    bool diff = t->pane == PANE_VIEW && t->view == VIEW_DIFF;
+    if (diff && (!strncmp(line, "+++", 3) || !strncmp(line, "---", 3)))
+        return A_BOLD;
+    if (diff && line[0] == '+')
+        return color(t, COLOR_ADDED, A_BOLD);
+    if (diff && line[0] == '-')
+        return color(t, COLOR_REMOVED, A_UNDERLINE);
+    if (diff && line[0] == '@')
+        return color(t, COLOR_HUNK, A_DIM);
+    if (!strncmp(line, ">>>", 3) || strstr(line, "BEYOND TOLERANCE") ||
+        !strncmp(line, "FIRST BAD", 9))
+        return color(t, COLOR_REMOVED, A_BOLD);
+    return A_NORMAL;
+}
+
+/* The line from column hscroll, with the search pattern's matches marked. */
+static void draw_line(Tui *t, int row, int x0, int width, const char *line) {
+    size_t len = strlen(line);
+    const char *s = (size_t)t->hscroll < len ? line + t->hscroll : "";
+    attr_t base = line_attr(t, line);
+    size_t plen = strlen(t->search);
+    move(row, x0);
+    int col = 0;
+    while (*s && col < width) {
+        const char *m = plen ? strstr(s, t->search) : NULL;
+        size_t plain = m ? (size_t)(m - s) : strlen(s);
+        int n = (int)plain < width - col ? (int)plain : width - col;
+        attron(base);
+        addnstr(s, n);
+        attroff(base);
+        col += n;
+        s += n;
+        if (!m || col >= width || s != m)
+            continue;
+        int k = (int)plen < width - col ? (int)plen : width - col;
+        attron(color(t, COLOR_MATCH, A_REVERSE));
+        addnstr(s, k);
+        attroff(color(t, COLOR_MATCH, A_REVERSE));
+        col += k;
+        s += plen;
+    }
+    /* At the last column the cursor has wrapped: clearing would wipe the
+     * next row's step list. */
+    if (col < width)
+        clrtoeol();
+}
+
+static void draw_tabs(Tui *t, int x0, int width) {
+    move(0, x0);
+    clrtoeol();
+    int col = 0;
+    for (int v = 0; v < VIEW_COUNT && col < width; v++) {
+        char tab[24];
+        snprintf(tab, sizeof tab, "%s%d %s", v ? " " : "", v + 1, explore_view_name((ExploreView)v));
+        bool on = t->pane == PANE_VIEW && t->view == (ExploreView)v;
+        attr_t a = on ? (color(t, COLOR_TAB, A_REVERSE) | A_BOLD) : A_NORMAL;
+        attron(a);
+        addnstr(tab, width - col);
+        attroff(a);
+        col += (int)strlen(tab);
+    }
+    if (t->pane == PANE_OUTPUT && col < width) {
+        attron(A_BOLD);
+        addnstr(" | ", width - col);
+        addnstr(t->output_title, width - col - 3);
+        attroff(A_BOLD);
+    }
+}
+
+static void draw_main(Tui *t) {
+    int x0 = left_width() + 1, width = COLS - x0, rows = pane_rows();
+    draw_tabs(t, x0, width);
+    for (int r = 0; r < rows; r++) {
+        int i = t->top + r;
+        if (i < t->nlines) {
+            draw_line(t, r + 1, x0, width, t->lines[i]);
+        } else {
+            move(r + 1, x0);
+            clrtoeol();
+        }
+    }
+}
+
+static void draw_status(Tui *t) {
+    StrBuf sb;
+    sb_init(&sb);
+    const char *model = t->e.model ? t->e.model : "no model";
+    const char *slash = strrchr(model, '/');
+    sb_printf(&sb, " %s | ", slash ? slash + 1 : model);
+    explore_where(&t->e, &sb);
+    sb_printf(&sb, " | %s", t->pane == PANE_OUTPUT ? t->output_title
+                                                    : explore_view_name(t->view));
+    if (t->nlines > pane_rows())
+        sb_printf(&sb, " %d%%", (t->top + pane_rows()) * 100 / t->nlines > 100
+                                    ? 100
+                                    : (t->top + pane_rows()) * 100 / t->nlines);
+    if (t->message[0])
+        sb_printf(&sb, " | %s", t->message);
+    attr_t a = color(t, COLOR_STATUS, A_REVERSE);
+    attron(a);
+    mvaddnstr(LINES - 1, 0, sb_str(&sb), COLS);
+    for (int x = (int)sb.len; x < COLS; x++)
+        addch(' ');
+    attroff(a);
+    sb_free(&sb);
+}
+
+static void draw(Tui *t) {
+    refresh_text(t);
+    erase();
+    if (LINES < 5 || COLS < 20) {
+        mvaddnstr(0, 0, "terminal too small", COLS);
+        refresh();
+        return;
+    }
+    draw_steps(t);
+    draw_main(t);
+    draw_status(t);
+    refresh();
+}
+
+/* ---- commands -------------------------------------------------------------------- */
+
+static void select_step(Tui *t, int k) {
+    explore_set_current(&t->e, k);
+    t->cursor = explore_current(&t->e);
+    if (t->pane == PANE_OUTPUT)
+        t->pane = PANE_VIEW;
+    t->stale = true;
+    t->message[0] = 0;
+}
+
+static void move_changed(Tui *t, int dir) {
+    if (!explore_move(&t->e, dir, true)) {
+        set_message(t, "no %s step changed anything", dir > 0 ? "later" : "earlier");
+        return;
+    }
+    select_step(t, explore_current(&t->e));
+}
+
+static void scroll_to(Tui *t, int top) {
+    int max = t->nlines - pane_rows();
+    t->top = top > max ? max : top;
+    if (t->top < 0)
+        t->top = 0;
+}
+
+static int find_match(const Tui *t, int from, int dir) {
+    for (int j = 0; j < t->nlines; j++) {
+        int i = ((from + dir * j) % t->nlines + t->nlines) % t->nlines;
+        if (strstr(t->lines[i], t->search))
+            return i;
+    }
+    return -1;
+}
+
+static void goto_match(Tui *t, int from, int dir) {
+    if (!t->nlines || !t->search[0])
+        return;
+    int i = find_match(t, from, dir);
+    if (i < 0) {
+        set_message(t, "'%s' not found", t->search);
+        return;
+    }
+    t->match = i;
+    scroll_to(t, i - pane_rows() / 3);
+    int nth = 0, total = 0;
+    for (int j = 0; j < t->nlines; j++) {
+        if (strstr(t->lines[j], t->search)) {
+            total++;
+            nth += j <= i;
+        }
+    }
+    set_message(t, "/%s: line %d, match %d of %d (n/N; Esc clears)", t->search, i + 1, nth, total);
+}
+
+/* Reads a line at the status line (for /). False if abandoned. */
+static bool prompt(Tui *t, const char *what, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = 0;
+    curs_set(1);
+    for (;;) {
+        attr_t a = color(t, COLOR_STATUS, A_REVERSE);
+        attron(a);
+        mvaddnstr(LINES - 1, 0, what, COLS);
+        addnstr(buf, COLS - (int)strlen(what));
+        attroff(a);
+        clrtoeol();
+        refresh();
+        int c = getch();
+        if (term_signal_caught())
+            break;
+        if (c == ERR)
+            continue;
+        if (c == 27) {
+            len = 0;
+            break;
+        }
+        if (c == '\n' || c == '\r' || c == KEY_ENTER)
+            break;
+        if ((c == KEY_BACKSPACE || c == 127 || c == 8) && len > 0)
+            buf[--len] = 0;
+        else if (c >= 32 && c < 127 && len + 1 < size) {
+            buf[len++] = (char)c;
+            buf[len] = 0;
+        }
+    }
+    curs_set(0);
+    buf[len] = 0;
+    return len > 0;
+}
+
+static void search(Tui *t) {
+    char pattern[sizeof t->search];
+    if (!prompt(t, "/", pattern, sizeof pattern)) {
+        t->search[0] = 0;
+        t->message[0] = 0;
+        return;
+    }
+    snprintf(t->search, sizeof t->search, "%s", pattern);
+    goto_match(t, t->top, 1);
+}
+
+/* "glowc-MODEL-stepK.svg" in the current directory. */
+static void picture_path(const Tui *t, bool mem, char *buf, size_t size) {
+    const char *model = t->e.model ? t->e.model : "model";
+    const char *slash = strrchr(model, '/');
+    const char *base = slash ? slash + 1 : model;
+    const char *dot = strrchr(base, '.');
+    int n = dot ? (int)(dot - base) : (int)strlen(base);
+    snprintf(buf, size, "glowc-%.*s-step%d%s.svg", n, base, explore_current(&t->e),
+             mem ? "-mem" : "");
+}
+
+static void write_svg(Tui *t) {
+    bool mem = t->pane == PANE_VIEW && t->view == VIEW_MEM;
+    char path[512];
+    picture_path(t, mem, path, sizeof path);
+    set_message(t, "writing %s ...", path);
+    draw(t);
+    StrBuf out;
+    sb_init(&out);
+    DiagList d;
+    diag_init(&d, NULL);
+    if (explore_write_picture(&t->e, path, mem, &out, &d)) {
+        char cwd[400];
+        set_message(t, "wrote %s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", path);
+    } else {
+        message_from_diags(t, &d);
+    }
+    diag_free(&d);
+    sb_free(&out);
+}
+
+/* The summary a command ends its output with. */
+static void last_line_message(Tui *t, const char *title, const char *text) {
+    size_t len = strlen(text);
+    while (len && text[len - 1] == '\n')
+        len--;
+    size_t start = len;
+    while (start && text[start - 1] != '\n')
+        start--;
+    set_message(t, "%s: %.*s", title, (int)(len - start), text + start);
+}
+
+typedef bool (*RunFn)(const Explorer *e, char *const *inputs, int n, StrBuf *out, DiagList *d);
+
+static void run_command(Tui *t, RunFn fn, const char *title) {
+    set_message(t, "%s: running ...", title);
+    draw(t);
+    StrBuf out;
+    sb_init(&out);
+    DiagList d;
+    diag_init(&d, NULL);
+    bool ok = fn(&t->e, NULL, 0, &out, &d);
+    if (!ok) {
+        diag_render(&d, &out);
+        message_from_diags(t, &d);
+    } else {
+        const char *p = strstr(sb_str(&out), "max abs diff from step 0:");
+        if (p)
+            set_message(t, "%s: %.*s", title, (int)strcspn(p, "\n"), p);
+        else
+            last_line_message(t, title, sb_str(&out));
+    }
+    show_output(t, title, &out);
+    sb_free(&out);
+    diag_free(&d);
+}
+
+/* Narrow enough for the main pane of an 80-column terminal. */
+static const char help_text[] =
+    "keys\n"
+    "  j k, Down Up  move the cursor in the steps\n"
+    "  Enter         select the step under it\n"
+    "  n p           next/previous step that changed\n"
+    "  1..7          views: 1 graph  2 dot  3 lir\n"
+    "                4 mem  5 llvm  6 diff  7 stats\n"
+    "                (6 diffs the last view against\n"
+    "                the previous step)\n"
+    "  /             search the view; n N: next and\n"
+    "                previous match; Esc: stop\n"
+    "  g G           top / bottom of the view\n"
+    "  PgUp PgDn     a page (also b, Space)\n"
+    "  J K           a line down / up\n"
+    "  Left Right    sideways\n"
+    "  s             write the graph as SVG (in view\n"
+    "                4: the memory map)\n"
+    "  r             run this step: outputs, and the\n"
+    "                difference from step 0\n"
+    "  c             compare every value with step 0\n"
+    "  ?             this help;  q  quit\n"
+    "\n"
+    "steps: > the current one, +A-R lines added\n"
+    "and removed, . no change, FAIL failed\n";
+
+static void show_help(Tui *t) {
+    StrBuf sb;
+    sb_init(&sb);
+    sb_append(&sb, help_text);
+    show_output(t, "help", &sb);
+    sb_free(&sb);
+}
+
+static void cursor_move(Tui *t, int delta) {
+    int n = explore_nsteps(&t->e);
+    t->cursor += delta;
+    if (t->cursor >= n)
+        t->cursor = n - 1;
+    if (t->cursor < 0)
+        t->cursor = 0;
+}
+
+static bool navigation_key(Tui *t, int c) {
+    int page = pane_rows() > 1 ? pane_rows() - 1 : 1;
+    switch (c) {
+    case 'g': case KEY_HOME: scroll_to(t, 0); return true;
+    case 'G': case KEY_END: scroll_to(t, t->nlines); return true;
+    case KEY_NPAGE: case ' ': scroll_to(t, t->top + page); return true;
+    case KEY_PPAGE: case 'b': scroll_to(t, t->top - page); return true;
+    case 'J': scroll_to(t, t->top + 1); return true;
+    case 'K': scroll_to(t, t->top - 1); return true;
+    case KEY_RIGHT: t->hscroll += 8; return true;
+    case KEY_LEFT: t->hscroll = t->hscroll > 8 ? t->hscroll - 8 : 0; return true;
+    case 'j': case KEY_DOWN: cursor_move(t, 1); return true;
+    case 'k': case KEY_UP: cursor_move(t, -1); return true;
+    case '\n': case '\r': case KEY_ENTER: select_step(t, t->cursor); return true;
+    default: return false;
+    }
+}
+
+static void handle_key(Tui *t, int c) {
+    if (navigation_key(t, c))
+        return;
+    if (c >= '1' && c < '1' + VIEW_COUNT) {
+        choose_view(t, (ExploreView)(c - '1'));
+        return;
+    }
+    switch (c) {
+    case 'q': t->quit = true; return;
+    case 'n':
+        if (t->search[0])
+            goto_match(t, t->match >= 0 ? t->match + 1 : t->top, 1);
+        else
+            move_changed(t, 1);
+        return;
+    case 'N': goto_match(t, t->match >= 0 ? t->match - 1 : t->top, -1); return;
+    case 'p': move_changed(t, -1); return;
+    case '/': search(t); return;
+    case 27: t->search[0] = 0; t->match = -1; t->message[0] = 0; return;
+    case 's': write_svg(t); return;
+    case 'r': run_command(t, explore_run, "run"); return;
+    case 'c': run_command(t, explore_compare, "compare"); return;
+    case '?': case 'h': show_help(t); return;
+    case KEY_RESIZE: return;
+    default: set_message(t, "unknown key; ? shows the keys"); return;
+    }
+}
+
+/* ---- the terminal ------------------------------------------------------------------ */
+
+static void start_curses(Tui *t) {
+    setlocale(LC_ALL, "");
+    initscr();
+    cbreak();
+    noecho();
+    keypad(stdscr, TRUE);
+    curs_set(0);
+    set_escdelay(25);
+    timeout(250); /* wake up to notice a signal */
+    t->colors = has_colors();
+    if (!t->colors)
+        return;
+    start_color();
+    use_default_colors();
+    init_pair(COLOR_ADDED, COLOR_GREEN, -1);
+    init_pair(COLOR_REMOVED, COLOR_RED, -1);
+    init_pair(COLOR_HUNK, COLOR_CYAN, -1);
+    init_pair(COLOR_MATCH, COLOR_BLACK, COLOR_YELLOW);
+    init_pair(COLOR_STATUS, COLOR_BLACK, COLOR_CYAN);
+    init_pair(COLOR_CURRENT, COLOR_YELLOW, -1);
+    init_pair(COLOR_DIM, COLOR_BLUE, -1);
+    init_pair(COLOR_TAB, COLOR_BLACK, COLOR_WHITE);
+}
+
+static void loop(Tui *t) {
+    while (!t->quit && !term_signal_caught()) {
+        draw(t);
+        int c = getch();
+        if (c == ERR)
+            continue;
+        handle_key(t, c);
+    }
+}
+
+/* The bundled model: in the current directory, or beside the binary. */
+static char *default_model(void) {
+    if (!access(DEFAULT_MODEL, R_OK))
+        return strdup(DEFAULT_MODEL);
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            StrBuf sb;
+            sb_init(&sb);
+            sb_printf(&sb, "%s/../%s", exe, DEFAULT_MODEL);
+            if (!access(sb_str(&sb), R_OK))
+                return sb_take(&sb);
+            sb_free(&sb);
+        }
+    }
+    return strdup(DEFAULT_MODEL);
+}
+
+static int explore(CommonArgs *ca) {
+    Tui t = {0};
+    explore_init(&t.e, ca, ca->pipeline);
+    sb_init(&t.text);
+    t.shown_step = -1;
+    t.match = -1;
+    t.stale = true;
+    char *model = ca->model ? strdup(ca->model) : default_model();
+    StrBuf out;
+    sb_init(&out);
+    DiagList d;
+    diag_init(&d, NULL);
+    explore_load(&t.e, model, &out, &d);
+    if (!t.e.s && !ca->model)
+        set_message(&t, "no model given, and the bundled %s did not load", DEFAULT_MODEL);
+    else if (diag_has_errors(&d))
+        message_from_diags(&t, &d);
+    else
+        set_message(&t, "? shows the keys");
+    sb_free(&out);
+    diag_free(&d);
+    free(model);
+    TermSignals ts;
+    start_curses(&t);
+    term_signal_install(&ts, true); /* after initscr, replacing ncurses' own */
+    loop(&t);
+    endwin();
+    term_signal_finish(&ts); /* re-raises a caught signal, terminal restored */
+    free_lines(&t);
+    sb_free(&t.text);
+    free(t.output_title);
+    explore_free(&t.e);
+    return 0;
+}
+
+int cmd_explore(int argc, char **argv) {
+    DiagList d;
+    diag_init(&d, NULL);
+    CommonArgs ca = {0};
+    int status = 1;
+    for (int i = 1; i < argc; i++) {
+        bool bad;
+        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
+            if (bad)
+                goto done;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            diag_error(&d, NULL, "explore: unknown option '%s'", argv[i]);
+            goto done;
+        } else if (!ca.model) {
+            ca.model = argv[i];
+        } else {
+            diag_error(&d, NULL, "explore: more than one model given");
+            goto done;
+        }
+    }
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        diag_error(&d, NULL, "explore needs a terminal (for scripts, use 'glowc repl')");
+        goto done;
+    }
+    status = explore(&ca);
+done:
+    cli_report(&d);
+    args_free(&ca);
+    diag_free(&d);
+    return status;
+}

@@ -1,0 +1,1339 @@
+/* The explorer's core: sessions, steps, views, runs, comparisons and node
+ * histories as text, for the REPL and the TUI alike. */
+#include "tui/explore_core.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/cpu/cpu.h"
+#include "core/lir_print.h"
+#include "core/print.h"
+#include "core/textdiff.h"
+#include "dot/memmap.h"
+
+/* The LLVM IR a step carries: the CPU backend's code generation and LLVM
+ * optimisation steps keep it. */
+static const char *step_llvm_text(const Step *st) {
+    return st->llvm_text;
+}
+
+/* A step that holds the low-level program rather than a graph. */
+static bool step_is_lir(const Step *st) {
+    return !st->graph && (st->lir || (st->lir_text && !st->text) || st->level == PASS_LIR);
+}
+
+static void render_diags(const DiagList *d, char **out) {
+    StrBuf sb;
+    sb_init(&sb);
+    diag_render(d, &sb);
+    free(*out);
+    *out = sb_take(&sb);
+}
+
+/* ---- session ------------------------------------------------------------------- */
+
+void explore_init(Explorer *e, CommonArgs *args, const char *pipeline) {
+    memset(e, 0, sizeof *e);
+    e->args = args;
+    /* The explorer shows every level down to LLVM IR: the CPU backend unless
+     * asked otherwise, with the interpreter's kernels for what it lacks. */
+    if (!args->backend) {
+        args->backend = "cpu";
+        args->fallback = true;
+    }
+    e->pipeline = strdup(pipeline ? pipeline : "-O2");
+    e->tol = (Tolerance){.rtol = 1e-3};
+    e->dot = dot_context_new();
+}
+
+void explore_free(Explorer *e) {
+    session_free(e->s);
+    free(e->model);
+    free(e->pipeline);
+    free(e->error);
+    dot_context_free(e->dot);
+    memset(e, 0, sizeof *e);
+}
+
+/* The session's diagnostics move to d (so they are reported once). */
+static void take_diags(Explorer *e, DiagList *d) {
+    diag_append(d, &e->s->diags);
+    diag_clear(&e->s->diags);
+}
+
+/* A pipeline that allocates goes on to code generation and LLVM's
+ * optimisation when the backend compiles, so that every level is in view. */
+static bool wants_codegen(const Session *s) {
+    if (!s->opt.backend || !s->opt.backend->compiles)
+        return false;
+    for (int i = 0; i < s->npipeline; i++)
+        if (!strcmp(s->pipeline[i], "allocate"))
+            return true;
+    return false;
+}
+
+static bool run_pipeline(Explorer *e, const char *spec, StrBuf *out, DiagList *d) {
+    Session *s = e->s;
+    if (!session_set_pipeline(s, spec)) {
+        take_diags(e, d);
+        return false;
+    }
+    if (spec != e->pipeline) {
+        free(e->pipeline);
+        e->pipeline = strdup(spec);
+    }
+    bool ok = (!wants_codegen(s) || session_want_codegen(s)) &&
+              (!s->opt.backend->runs_lir || session_want_lir(s)) && session_run(s);
+    s->current = 0;
+    sb_printf(out, "%s: %d steps (%s)", s->path, s->nsteps, spec[0] ? spec : "no passes");
+    const Step *last = &s->steps[s->nsteps - 1];
+    if (last->failed)
+        sb_printf(out, "; step %d (%s) failed", s->nsteps - 1, last->name);
+    sb_putc(out, '\n');
+    if (!ok) {
+        DiagList mine;
+        diag_init(&mine, NULL);
+        diag_append(&mine, &s->diags);
+        render_diags(&mine, &e->error);
+        diag_free(&mine);
+    }
+    take_diags(e, d);
+    return ok;
+}
+
+bool explore_load(Explorer *e, const char *path, StrBuf *out, DiagList *d) {
+    session_free(e->s);
+    e->s = NULL;
+    free(e->model);
+    e->model = strdup(path);
+    free(e->error);
+    e->error = NULL;
+    SessionOptions so = args_session_options(e->args, NULL);
+    Session *s = session_open(path, &so);
+    if (!s->work && !s->lir) {
+        if (!diag_has_errors(&s->diags))
+            diag_error(&s->diags, NULL, "'%s' holds no model", path);
+        render_diags(&s->diags, &e->error);
+        diag_append(d, &s->diags);
+        session_free(s);
+        return false;
+    }
+    e->s = s;
+    return run_pipeline(e, e->pipeline, out, d);
+}
+
+static bool need_session(const Explorer *e, DiagList *d) {
+    if (e->s)
+        return true;
+    if (e->model)
+        diag_error(d, NULL, "no model: '%s' did not load (see above)", e->model);
+    else
+        diag_error(d, NULL, "no model loaded (use: load FILE)");
+    return false;
+}
+
+bool explore_set_pipeline(Explorer *e, const char *spec, StrBuf *out, DiagList *d) {
+    if (!need_session(e, d))
+        return false;
+    return run_pipeline(e, spec, out, d);
+}
+
+/* ---- steps --------------------------------------------------------------------- */
+
+int explore_nsteps(const Explorer *e) {
+    return e->s ? e->s->nsteps : 0;
+}
+
+int explore_current(const Explorer *e) {
+    return e->s ? e->s->current : 0;
+}
+
+const Step *explore_step(const Explorer *e, int k) {
+    return e->s && k >= 0 && k < e->s->nsteps ? &e->s->steps[k] : NULL;
+}
+
+void explore_set_current(Explorer *e, int k) {
+    if (!e->s || !e->s->nsteps)
+        return;
+    e->s->current = k < 0 ? 0 : k >= e->s->nsteps ? e->s->nsteps - 1 : k;
+}
+
+static bool all_digits(const char *s) {
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s))
+            return false;
+    return true;
+}
+
+/* The first step named `name` after `from`, wrapping; -1 if none. */
+static int find_step(const Session *s, const char *name, int from) {
+    for (int j = 1; j <= s->nsteps; j++) {
+        int k = (from + j) % s->nsteps;
+        if (!strcmp(s->steps[k].name, name))
+            return k;
+    }
+    return -1;
+}
+
+bool explore_goto(Explorer *e, const char *arg, StrBuf *out, DiagList *d) {
+    if (!need_session(e, d))
+        return false;
+    Session *s = e->s;
+    int k = all_digits(arg) ? atoi(arg) : find_step(s, arg, s->current);
+    if (k < 0 || k >= s->nsteps) {
+        if (all_digits(arg))
+            diag_error(d, NULL, "no step %s: the steps are 0 to %d", arg, s->nsteps - 1);
+        else
+            diag_error(d, NULL, "no step named '%s' (see: steps)", arg);
+        return false;
+    }
+    s->current = k;
+    explore_where(e, out);
+    sb_putc(out, '\n');
+    return true;
+}
+
+static bool step_did_something(const Step *st) {
+    return st->changed || st->failed;
+}
+
+bool explore_move(Explorer *e, int delta, bool changed_only) {
+    if (!e->s || !delta)
+        return false;
+    Session *s = e->s;
+    int k = s->current, dir = delta > 0 ? 1 : -1;
+    for (int left = abs(delta); left > 0; left--) {
+        int next = k + dir;
+        while (changed_only && next >= 0 && next < s->nsteps &&
+               !step_did_something(&s->steps[next]))
+            next += dir;
+        if (next < 0 || next >= s->nsteps)
+            break;
+        k = next;
+    }
+    if (k == s->current)
+        return false;
+    s->current = k;
+    return true;
+}
+
+static void change_text(const Step *st, int k, char *buf, size_t size) {
+    if (st->failed)
+        snprintf(buf, size, "FAILED");
+    else if (k == 0)
+        snprintf(buf, size, "import");
+    else if (!st->changed)
+        snprintf(buf, size, "-");
+    else
+        snprintf(buf, size, "+%d -%d", st->lines_added, st->lines_removed);
+}
+
+static void size_text(const Step *st, char *buf, size_t size) {
+    if (st->failed)
+        buf[0] = 0; /* its IR broke: no counts were taken */
+    else if (step_is_lir(st))
+        snprintf(buf, size, "%d instrs", st->ninstrs);
+    else
+        snprintf(buf, size, "%d nodes", st->nnodes);
+}
+
+void explore_step_brief(const Explorer *e, int k, char *buf, size_t size) {
+    const Step *st = explore_step(e, k);
+    if (!st) {
+        snprintf(buf, size, "?");
+        return;
+    }
+    char change[32];
+    change_text(st, k, change, sizeof change);
+    snprintf(buf, size, "%-17s %s", st->name, change);
+}
+
+void explore_steps(const Explorer *e, StrBuf *out) {
+    if (!e->s) {
+        sb_append(out, "no model loaded\n");
+        return;
+    }
+    for (int k = 0; k < e->s->nsteps; k++) {
+        const Step *st = &e->s->steps[k];
+        char change[32], size[32];
+        change_text(st, k, change, sizeof change);
+        size_text(st, size, sizeof size);
+        sb_printf(out, "%c %3d  %-18s %-8s %-14s %s\n", k == e->s->current ? '*' : ' ', k,
+                  st->name, pass_level_name(st->level), change, size);
+    }
+}
+
+void explore_where(const Explorer *e, StrBuf *out) {
+    const Step *st = explore_step(e, explore_current(e));
+    if (!st) {
+        sb_append(out, "no model");
+        return;
+    }
+    sb_printf(out, "step %d/%d: %s", e->s->current, e->s->nsteps - 1, st->name);
+    if (st->failed)
+        sb_append(out, " (failed)");
+    else if (e->s->current > 0 && !st->changed)
+        sb_append(out, " (no change)");
+}
+
+/* ---- views ---------------------------------------------------------------------- */
+
+static const char *const view_names[VIEW_COUNT] = {"graph", "dot",  "lir",  "mem",
+                                                   "llvm",  "diff", "stats"};
+
+const char *explore_view_name(ExploreView v) {
+    return v < VIEW_COUNT ? view_names[v] : "?";
+}
+
+bool explore_view_from_name(const char *name, ExploreView *out) {
+    for (int v = 0; v < VIEW_COUNT; v++) {
+        if (!strcmp(name, view_names[v])) {
+            *out = (ExploreView)v;
+            return true;
+        }
+    }
+    return false;
+}
+
+static int first_step_with_lir(const Session *s) {
+    for (int k = 0; k < s->nsteps; k++)
+        if (s->steps[k].lir || s->steps[k].lir_text)
+            return k;
+    return -1;
+}
+
+static void view_graph(const Session *s, int k, StrBuf *out) {
+    const Step *st = &s->steps[k];
+    if (st->text)
+        sb_append(out, st->text);
+    else
+        sb_append(out, "no graph at this step: the input was low-level IR\n");
+}
+
+static void view_lir(const Session *s, int k, StrBuf *out) {
+    const Step *st = &s->steps[k];
+    if (st->lir_text) {
+        sb_append(out, st->lir_text);
+        return;
+    }
+    int first = first_step_with_lir(s);
+    if (first < 0)
+        sb_append(out, "no low-level IR at this step: the pipeline does not generate it "
+                       "(try: pipeline -O2)\n");
+    else
+        sb_printf(out, "no low-level IR at this step: it appears at step %d (%s)\n", first,
+                  s->steps[first].name);
+}
+
+static void view_mem(const Session *s, int k, int width, StrBuf *out) {
+    const Step *st = &s->steps[k];
+    if (!st->lir || !st->lir->allocated) {
+        sb_append(out, "no memory plan at this step: the low-level program is not allocated "
+                       "yet\n");
+        return;
+    }
+    MemPlan m;
+    memplan_from_lir(st->lir, &m);
+    int w = width > 20 ? width - 8 : 60;
+    sb_printf(out, "memory plan after step %d (%s): address up (arena %lld bytes), "
+                   "instruction 0..%d across\n",
+              k, st->name, (long long)m.arena, m.ninstrs > 0 ? m.ninstrs - 1 : 0);
+    memplan_text_chart(&m, w, 12, out);
+    sb_putc(out, '\n');
+    memplan_table_marked(&m, out);
+    memplan_free(&m);
+}
+
+static void view_llvm(const Session *s, int k, StrBuf *out) {
+    const char *t = step_llvm_text(&s->steps[k]);
+    sb_append(out, t ? t : "no LLVM IR at this step\n");
+}
+
+/* Node kinds by count, most frequent first (ties by name). */
+static void kind_counts(const Step *st, StrBuf *out) {
+    int order[NK_COUNT], n = 0;
+    for (int k = 0; k < NK_COUNT; k++)
+        if (st->kind_counts[k])
+            order[n++] = k;
+    for (int i = 1; i < n; i++) {
+        for (int j = i; j > 0; j--) {
+            int a = order[j - 1], b = order[j];
+            bool swap = st->kind_counts[b] > st->kind_counts[a] ||
+                        (st->kind_counts[b] == st->kind_counts[a] &&
+                         strcmp(node_kind_name((NodeKind)b), node_kind_name((NodeKind)a)) < 0);
+            if (!swap)
+                break;
+            order[j - 1] = b;
+            order[j] = a;
+        }
+    }
+    sb_append(out, "node kinds:");
+    for (int i = 0; i < n; i++)
+        sb_printf(out, "%s %s %d", i ? "," : "", node_kind_name((NodeKind)order[i]),
+                  st->kind_counts[order[i]]);
+    sb_putc(out, '\n');
+}
+
+static void view_stats(const Session *s, int k, StrBuf *out) {
+    const Step *st = &s->steps[k];
+    sb_printf(out, "step %d: %s (%s)\n", k, st->name, pass_level_name(st->level));
+    if (st->failed)
+        sb_append(out, "FAILED\n");
+    else if (k > 0)
+        sb_printf(out, "changed: %s, +%d -%d lines\n", st->changed ? "yes" : "no",
+                  st->lines_added, st->lines_removed);
+    if (st->text)
+        sb_printf(out, "graph: %d nodes, %d constants\n", st->nnodes, st->nconsts);
+    if (st->lir)
+        sb_printf(out, "low-level program: %d instructions\n", st->ninstrs);
+    for (int i = 0; i < st->nstats; i++)
+        sb_printf(out, "  %-28s %ld\n", st->stats[i].name, st->stats[i].count);
+    if (st->peak_before || st->peak_after)
+        sb_printf(out, "peak live bytes: given order %lld, chosen order %lld\n",
+                  (long long)st->peak_before, (long long)st->peak_after);
+    if (st->lir && st->lir->allocated)
+        sb_printf(out, "memory: arena %lld bytes, lower bound %lld bytes, naive %lld bytes\n",
+                  (long long)st->arena_bytes, (long long)st->lower_bound,
+                  (long long)st->naive_bytes);
+    if (st->text)
+        kind_counts(st, out);
+    sb_printf(out, "time: %.4f s\n", st->seconds);
+}
+
+/* The view that shows a step's own IR. */
+static ExploreView own_view(const Step *st) {
+    if (step_llvm_text(st))
+        return VIEW_LLVM;
+    return step_is_lir(st) ? VIEW_LIR : VIEW_GRAPH;
+}
+
+static bool view_of_step(const Session *s, int k, ExploreView v, int width, StrBuf *out,
+                         DiagList *d) {
+    switch (v) {
+    case VIEW_GRAPH: view_graph(s, k, out); return true;
+    case VIEW_DOT: {
+        bool lir = step_is_lir(&s->steps[k]);
+        if (lir && !s->steps[k].lir) {
+            sb_append(out, "no DOT at this step: it failed (see the lir view)\n");
+            return true;
+        }
+        return explore_dot(NULL, s, k, lir, DOT_SOURCE, out, d);
+    }
+    case VIEW_LIR: view_lir(s, k, out); return true;
+    case VIEW_MEM: view_mem(s, k, width, out); return true;
+    case VIEW_LLVM: view_llvm(s, k, out); return true;
+    case VIEW_STATS: view_stats(s, k, out); return true;
+    case VIEW_DIFF:
+    case VIEW_COUNT: break;
+    }
+    return false;
+}
+
+/* One side of a diff: a step without the IR the view shows counts as
+ * empty, so the step that brings it shows it all as added. */
+static bool diff_side(const Session *s, int k, ExploreView v, int width, StrBuf *out,
+                      DiagList *d) {
+    const Step *st = &s->steps[k];
+    if ((v == VIEW_LIR && !st->lir_text) || (v == VIEW_LLVM && !step_llvm_text(st)) ||
+        (v == VIEW_GRAPH && !st->text) || (v == VIEW_MEM && !(st->lir && st->lir->allocated)))
+        return true;
+    return view_of_step(s, k, v, width, out, d);
+}
+
+static bool view_diff(const Session *s, int k, ExploreView base, int width, StrBuf *out,
+                      DiagList *d) {
+    if (base == VIEW_DIFF || base == VIEW_COUNT)
+        base = own_view(&s->steps[k]);
+    if (k == 0) {
+        sb_append(out, "step 0 is the import: there is no step before it\n");
+        return true;
+    }
+    StrBuf a, b;
+    sb_init(&a);
+    sb_init(&b);
+    bool ok = diff_side(s, k - 1, base, width, &a, d) && diff_side(s, k, base, width, &b, d);
+    if (ok) {
+        char na[96], nb[96];
+        snprintf(na, sizeof na, "step %d %s (%s)", k - 1, s->steps[k - 1].name,
+                 explore_view_name(base));
+        snprintf(nb, sizeof nb, "step %d %s (%s)", k, s->steps[k].name, explore_view_name(base));
+        size_t before = out->len;
+        textdiff_unified(sb_str(&a), sb_str(&b), na, nb, 3, out);
+        if (out->len == before)
+            sb_printf(out, "no change in the %s view from step %d (%s) to step %d (%s)\n",
+                      explore_view_name(base), k - 1, s->steps[k - 1].name, k, s->steps[k].name);
+    }
+    sb_free(&a);
+    sb_free(&b);
+    return ok;
+}
+
+bool explore_view(const Explorer *e, ExploreView v, ExploreView base, int width, StrBuf *out,
+                  DiagList *d) {
+    if (!need_session(e, d))
+        return false;
+    if (v == VIEW_DIFF)
+        return view_diff(e->s, e->s->current, base, width, out, d);
+    return view_of_step(e->s, e->s->current, v, width, out, d);
+}
+
+/* ---- pictures ------------------------------------------------------------------- */
+
+static void picture_title(const Session *s, int k, int shown, StrBuf *out) {
+    sb_printf(out, "%s, step %d: %s", s->path, k, s->steps[k].name);
+    if (shown != k)
+        sb_printf(out, " (the graph of step %d: %s)", shown, s->steps[shown].name);
+}
+
+static bool dot_of_lir(DotContext *c, const Session *s, int k, DotFormat fmt, StrBuf *out,
+                       DiagList *d) {
+    const Step *st = &s->steps[k];
+    if (!st->lir) {
+        diag_error(d, NULL, "step %d (%s) has no low-level program", k, st->name);
+        return false;
+    }
+    const LirProgram *prev = k > 0 && st->changed ? s->steps[k - 1].lir : NULL;
+    StrBuf title;
+    sb_init(&title);
+    picture_title(s, k, k, &title);
+    bool ok = dot_lir(c, st->lir, prev, sb_str(&title), fmt, out, d);
+    sb_free(&title);
+    return ok;
+}
+
+bool explore_dot(DotContext *c, const Session *s, int k, bool lir, DotFormat fmt, StrBuf *out,
+                 DiagList *d) {
+    if (lir)
+        return dot_of_lir(c, s, k, fmt, out, d);
+    int g = k;
+    while (g >= 0 && !s->steps[g].graph)
+        g--;
+    if (g < 0) {
+        diag_error(d, NULL, "step %d (%s) has no graph before it (the input was low-level IR)",
+                   k, s->steps[k].name);
+        return false;
+    }
+    /* Highlight what this step did, when it is a graph step that did something. */
+    const Function *prev = NULL;
+    if (g == k && k > 0 && s->steps[k].changed && s->steps[k - 1].graph)
+        prev = s->steps[k - 1].graph->main;
+    StrBuf title;
+    sb_init(&title);
+    picture_title(s, k, g, &title);
+    bool ok = dot_graph(c, s->steps[g].graph->main, prev, sb_str(&title), fmt, out, d);
+    sb_free(&title);
+    return ok;
+}
+
+static bool write_mem_svg(const Explorer *e, const char *path, StrBuf *out, DiagList *d) {
+    const Step *st = &e->s->steps[e->s->current];
+    if (!st->lir || !st->lir->allocated) {
+        diag_error(d, NULL, "no memory plan at step %d (%s): the program is not allocated yet",
+                   e->s->current, st->name);
+        return false;
+    }
+    MemPlan m;
+    memplan_from_lir(st->lir, &m);
+    StrBuf svg, title;
+    sb_init(&svg);
+    sb_init(&title);
+    picture_title(e->s, e->s->current, e->s->current, &title);
+    memplan_svg(&m, sb_str(&title), &svg);
+    bool ok = cli_write_file(path, sb_str(&svg), svg.len, d);
+    if (ok)
+        sb_printf(out, "wrote %s (memory map of step %d, %d buffers)\n", path, e->s->current,
+                  m.n);
+    memplan_free(&m);
+    sb_free(&svg);
+    sb_free(&title);
+    return ok;
+}
+
+bool explore_write_picture(const Explorer *e, const char *path, bool mem, StrBuf *out,
+                           DiagList *d) {
+    if (!need_session(e, d))
+        return false;
+    if (mem)
+        return write_mem_svg(e, path, out, d);
+    DotFormat fmt;
+    if (!dot_format_from_path(path, &fmt)) {
+        diag_error(d, NULL, "cannot tell the format of '%s': name it .svg, .png or .dot", path);
+        return false;
+    }
+    int k = e->s->current;
+    bool lir = step_is_lir(&e->s->steps[k]);
+    StrBuf pic;
+    sb_init(&pic);
+    bool ok = explore_dot(e->dot, e->s, k, lir, fmt, &pic, d) &&
+              cli_write_file(path, pic.data, pic.len, d);
+    if (ok)
+        sb_printf(out, "wrote %s (%s of step %d: %s)\n", path, lir ? "low-level program" : "graph",
+                  k, e->s->steps[k].name);
+    sb_free(&pic);
+    return ok;
+}
+
+/* Writes a standalone executable of the model through the pipeline being
+ * explored: a session of its own, since the explorer's made its LLVM module
+ * for the JIT (an executable's module has main() linked in). */
+bool explore_compile(const Explorer *e, const char *path, StrBuf *out, DiagList *d) {
+    if (!need_session(e, d))
+        return false;
+    SessionOptions so = args_session_options(e->args, NULL);
+    so.backend = backend_find("cpu");
+    so.fallback = true;
+    so.cpu_output = CPU_EXECUTABLE;
+    Session *s = session_open(e->model, &so);
+    bool ok = (s->work || s->lir) && session_set_pipeline(s, e->pipeline) &&
+              session_want_codegen(s) && session_run(s) && s->cpu &&
+              cpu_write_executable(s->cpu, path, d);
+    if (ok)
+        sb_printf(out, "wrote %s\n", path);
+    diag_append(d, &s->diags);
+    session_free(s);
+    return ok;
+}
+
+/* ---- node history --------------------------------------------------------------- */
+
+static Node *find_node(Function *f, const char *name) {
+    if (name[0] == '%' && all_digits(name + 1))
+        return graph_find_id(f, atoi(name + 1));
+    return graph_find_name(f, name[0] == '%' ? name + 1 : name);
+}
+
+static void node_line(const Node *n, StrBuf *out) {
+    PrintOptions po = PRINT_DEFAULTS;
+    print_node(n, &po, out);
+}
+
+static void describe_operand(const Value *v, StrBuf *out) {
+    const Node *def = v->def;
+    sb_append(out, "    ");
+    print_value_ref(v, out);
+    sb_printf(out, "  %s ", def->kind == NK_PLACEHOLDER ? "input" : node_kind_name(def->kind));
+    print_type(&v->type, out);
+    if (def->name && def->name[0])
+        sb_printf(out, "  \"%s\"", def->name);
+    sb_putc(out, '\n');
+}
+
+static void describe_users(Function *f, const Node *n, StrBuf *out) {
+    int users = 0;
+    sb_append(out, "  users:\n");
+    for (const Node *u = f->first; u; u = u->next) {
+        for (int k = 0; k < u->nops; k++) {
+            if (u->ops[k]->def != n)
+                continue;
+            sb_append(out, "    ");
+            node_line(u, out);
+            sb_putc(out, '\n');
+            users++;
+            break;
+        }
+    }
+    for (int i = 0; i < f->noutputs; i++) {
+        if (f->outputs[i]->def == n) {
+            sb_printf(out, "    returned as output '%s'\n", f->output_names[i]);
+            users++;
+        }
+    }
+    if (!users)
+        sb_append(out, "    none\n");
+}
+
+static void describe_node(Function *f, Node *n, StrBuf *out) {
+    sb_append(out, "  ");
+    node_line(n, out);
+    sb_putc(out, '\n');
+    sb_append(out, "  operands:\n");
+    for (int k = 0; k < n->nops; k++)
+        describe_operand(n->ops[k], out);
+    if (!n->nops)
+        sb_append(out, "    none\n");
+    describe_users(f, n, out);
+}
+
+/* Everything step k has under provenance `name`: graph node lines, or
+ * low-level instruction lines. */
+static void lines_for(const Step *st, const char *name, StrBuf *out) {
+    PrintOptions po = PRINT_DEFAULTS;
+    if (st->graph) {
+        Function *f = st->graph->main;
+        for (const Node *n = f->first; n; n = n->next) {
+            if (strcmp(n->name, name))
+                continue;
+            print_node(n, &po, out);
+            sb_putc(out, '\n');
+        }
+        return;
+    }
+    if (!st->lir)
+        return;
+    for (const LirInstr *i = st->lir->first; i; i = i->next) {
+        if (i->dead || !i->name || strcmp(i->name, name))
+            continue;
+        lir_print_instr(i, &po, out);
+        sb_putc(out, '\n');
+    }
+}
+
+static void indent_lines(const char *text, const char *indent, StrBuf *out) {
+    for (const char *p = text; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        sb_append(out, indent);
+        sb_append_n(out, p, len);
+        sb_putc(out, '\n');
+        p = e ? e + 1 : p + len;
+    }
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* LLVM functions whose definition names the node (when the session no
+ * longer holds the CPU module that records it per instruction). */
+static void llvm_functions_for(const char *llvm, const char *name, StrBuf *out) {
+    int found = 0;
+    for (const char *p = llvm; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len > 7 && !strncmp(p, "define ", 7) && memmem(p, len, name, strlen(name))) {
+            sb_append(out, "    ");
+            sb_append_n(out, p, len);
+            sb_putc(out, '\n');
+            found++;
+        }
+        p = e ? e + 1 : p + len;
+    }
+    if (!found)
+        sb_append(out, "    no LLVM function is named after it\n");
+}
+
+/* What the code generator made of the node's instructions: the kernel each
+ * one calls (the CPU module records it by instruction index). */
+static bool history_codegen(const Session *s, const char *name, StrBuf *out) {
+    if (!s->cpu || !s->lir)
+        return false;
+    int index = 0, found = 0;
+    for (const LirInstr *i = s->lir->first; i; i = i->next, index++) {
+        const char *fn = cpu_instr_function(s->cpu, index);
+        if (i->dead || !i->name || strcmp(i->name, name) || !fn)
+            continue;
+        if (!found++)
+            sb_append(out, "  LLVM functions (code generation):\n");
+        sb_printf(out, "    instruction %d %s calls %s", index, instr_kind_name(i->kind), fn);
+        if (strcmp(fn, "libjit_generic")) /* a kernel, run by the thread pool */
+            sb_printf(out, " in glowc_worker%d", index);
+        sb_putc(out, '\n');
+    }
+    if (!found)
+        sb_append(out, "  LLVM: none of its instructions calls a kernel (views and copies)\n");
+    return true;
+}
+
+static void history_llvm(const Session *s, const char *name, StrBuf *out) {
+    if (history_codegen(s, name, out))
+        return;
+    for (int k = s->nsteps - 1; k >= 0; k--) {
+        const char *llvm = step_llvm_text(&s->steps[k]);
+        if (!llvm)
+            continue;
+        sb_printf(out, "  LLVM IR of step %d (%s):\n", k, s->steps[k].name);
+        llvm_functions_for(llvm, name, out);
+        return;
+    }
+    sb_append(out, "  LLVM: no LLVM IR at any step (the pipeline has no code generation)\n");
+}
+
+/* The steps where what `name` became changed, with its lines then. */
+static bool history(const Session *s, const char *name, StrBuf *out) {
+    char *prev = NULL;
+    bool seen = false;
+    sb_printf(out, "history of '%s':\n", name);
+    for (int k = 0; k < s->nsteps; k++) {
+        const Step *st = &s->steps[k];
+        if (!st->graph && !st->lir)
+            continue; /* a failed step */
+        StrBuf now;
+        sb_init(&now);
+        lines_for(st, name, &now);
+        bool same = prev && !strcmp(prev, sb_str(&now));
+        if (!same && (now.len || (prev && prev[0]))) {
+            bool lowered = k > 0 && step_is_lir(st) && !step_is_lir(&s->steps[k - 1]);
+            const char *what = !now.len  ? "gone"
+                               : !seen   ? "appears"
+                               : lowered ? "becomes"
+                                         : "changed";
+            int n = count_lines(sb_str(&now));
+            sb_printf(out, "  step %d %s: %s", k, st->name, what);
+            if (n)
+                sb_printf(out, " (%d %s)", n,
+                          step_is_lir(st) ? (n == 1 ? "instruction" : "instructions")
+                                          : (n == 1 ? "node" : "nodes"));
+            sb_putc(out, '\n');
+            indent_lines(sb_str(&now), "      ", out);
+        }
+        seen |= now.len > 0;
+        free(prev);
+        prev = sb_take(&now);
+    }
+    free(prev);
+    history_llvm(s, name, out);
+    return seen;
+}
+
+bool explore_node(const Explorer *e, const char *name, StrBuf *out, DiagList *d) {
+    if (!need_session(e, d))
+        return false;
+    const Session *s = e->s;
+    /* A low-level step describes the node in the last graph before it. */
+    int g = s->current;
+    while (g > 0 && !s->steps[g].graph)
+        g--;
+    const Step *st = &s->steps[g];
+    const char *prov = name;
+    Node *n = st->graph ? find_node(st->graph->main, name) : NULL;
+    if (n) {
+        sb_printf(out, "node '%s' at step %d (%s):\n", name, g, st->name);
+        describe_node(st->graph->main, n, out);
+        prov = n->name && n->name[0] ? n->name : name;
+    } else if (st->graph) {
+        sb_printf(out, "no node '%s' at step %d (%s)\n", name, g, st->name);
+    }
+    StrBuf h;
+    sb_init(&h);
+    bool seen = history(s, prov, &h);
+    if (!seen && !n) {
+        diag_error(d, NULL, "no node or instruction named '%s' at any step", name);
+        sb_free(&h);
+        return false;
+    }
+    sb_append(out, sb_str(&h));
+    sb_free(&h);
+    return true;
+}
+
+/* ---- running -------------------------------------------------------------------- */
+
+typedef struct RunInputs {
+    Arena *a;
+    Tensor **tensors;
+    bool generated[MAX_CLI_INPUTS];
+} RunInputs;
+
+static bool bind_inputs(const Explorer *e, char *const *specs, int n, RunInputs *ri,
+                        DiagList *d) {
+    CommonArgs ca = {0};
+    bool bad = false;
+    for (int i = 0; i < n && !bad; i++) {
+        char *argv[2] = {"--input", specs[i]};
+        int at = 0;
+        args_common(&ca, 2, argv, &at, &bad, d);
+    }
+    ri->a = arena_new();
+    ri->tensors = !bad && args_load_inputs(&ca, ri->a, d)
+                      ? args_bind_inputs(&ca, e->s, ri->a, false, d)
+                      : NULL;
+    for (int p = 0; ri->tensors && p < session_ninputs(e->s) && p < MAX_CLI_INPUTS; p++) {
+        ri->generated[p] = true;
+        for (int i = 0; i < ca.ninputs; i++)
+            if (!strcmp(ca.input_names[i], session_input_name(e->s, p)))
+                ri->generated[p] = false;
+    }
+    args_free(&ca);
+    return ri->tensors != NULL;
+}
+
+static void describe_inputs(const Explorer *e, const RunInputs *ri, StrBuf *out) {
+    for (int p = 0; p < session_ninputs(e->s); p++) {
+        sb_printf(out, "  input '%s' ", session_input_name(e->s, p));
+        print_type(session_input_type(e->s, p), out);
+        sb_append(out, p < MAX_CLI_INPUTS && ri->generated[p] ? ": fixed-seed generator\n"
+                                                             : ": given\n");
+    }
+}
+
+static void print_values(const Tensor *t, StrBuf *out) {
+    print_type(&t->type, out);
+    sb_append(out, " [");
+    int64_t n = tensor_numel(t), show = n < 8 ? n : 8;
+    for (int64_t i = 0; i < show; i++) {
+        if (i)
+            sb_append(out, ", ");
+        print_elem(t, i, out);
+    }
+    sb_append(out, n > show ? ", ...]" : "]");
+}
+
+static double tolerance_atol(const Tolerance *tol, double scale) {
+    return tol->atol_given ? tol->atol : 1e-4 * scale;
+}
+
+static TensorDiff judge_value(const Tensor *got, const Tensor *want, double scale,
+                              const Tolerance *tol) {
+    return tensor_compare(got, want, tol->rtol, tolerance_atol(tol, scale));
+}
+
+static double max_magnitude(const Tensor *t) {
+    return tensor_compare(t, t, 0, 0).max_abs_want;
+}
+
+static Tensor **run_at(const Explorer *e, int k, const RunInputs *ri, DiagList *d) {
+    int n = session_noutputs(e->s);
+    Tensor **outs = arena_alloc_array(ri->a, (size_t)n + 1, sizeof(Tensor *));
+    return session_run_step(e->s, k, ri->tensors, outs, ri->a, d, NULL, NULL) ? outs : NULL;
+}
+
+static void describe_output_diff(const Tensor *got, const Tensor *want, const Tolerance *tol,
+                                 StrBuf *out) {
+    TensorDiff df = judge_value(got, want, max_magnitude(want), tol);
+    if (!df.same_type) {
+        sb_append(out, "    differs from step 0 in type\n");
+        return;
+    }
+    sb_printf(out, "    max abs diff from step 0: %.3g (%s)\n", df.max_abs,
+              df.ok ? "within tolerance" : "BEYOND TOLERANCE");
+}
+
+bool explore_run(const Explorer *e, char *const *inputs, int ninputs, StrBuf *out, DiagList *d) {
+    if (!need_session(e, d))
+        return false;
+    RunInputs ri = {0};
+    int k = e->s->current;
+    bool ok = bind_inputs(e, inputs, ninputs, &ri, d);
+    Tensor **got = ok ? run_at(e, k, &ri, d) : NULL;
+    Tensor **ref = got && k > 0 ? run_at(e, 0, &ri, d) : got;
+    if (ref) {
+        sb_printf(out, "run at step %d (%s) on the interpreter\n", k, e->s->steps[k].name);
+        describe_inputs(e, &ri, out);
+        for (int i = 0; i < session_noutputs(e->s); i++) {
+            sb_printf(out, "  output '%s' ", session_output_name(e->s, i));
+            print_values(got[i], out);
+            sb_putc(out, '\n');
+            describe_output_diff(got[i], ref[i], &e->tol, out);
+        }
+    }
+    arena_destroy(ri.a);
+    return ref != NULL;
+}
+
+/* ---- layer-by-layer comparison -------------------------------------------------- */
+
+/* Values by (provenance name, result): a small open-addressing table. */
+typedef struct Entry {
+    const char *name;
+    int result;
+    Tensor *value;  /* the reference's (arena copy) */
+    double scale;   /* its largest magnitude */
+    int order;      /* the current run's record, -1 if none */
+} Entry;
+
+typedef struct Table {
+    Entry *e;
+    int cap, n;
+} Table;
+
+static uint64_t key_hash(const char *name, int result) {
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)result;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return h;
+}
+
+static Entry *table_slot(Table *t, const char *name, int result) {
+    if (!t->cap)
+        return NULL;
+    for (uint64_t i = key_hash(name, result);; i++) {
+        Entry *x = &t->e[i & (uint64_t)(t->cap - 1)];
+        if (!x->name || (x->result == result && !strcmp(x->name, name)))
+            return x;
+    }
+}
+
+static Entry *table_get(Table *t, const char *name, int result) {
+    Entry *x = table_slot(t, name, result);
+    return x && x->name ? x : NULL;
+}
+
+static Entry *table_put(Table *t, const char *name, int result) {
+    if (2 * (t->n + 1) > t->cap) {
+        Table bigger = {calloc((size_t)(t->cap ? 2 * t->cap : 64), sizeof(Entry)),
+                        t->cap ? 2 * t->cap : 64, 0};
+        for (int i = 0; i < t->cap; i++) {
+            if (t->e[i].name) {
+                *table_slot(&bigger, t->e[i].name, t->e[i].result) = t->e[i];
+                bigger.n++;
+            }
+        }
+        free(t->e);
+        *t = bigger;
+    }
+    Entry *x = table_slot(t, name, result);
+    if (!x->name) {
+        *x = (Entry){.name = name, .result = result, .order = -1};
+        t->n++;
+    }
+    return x;
+}
+
+/* One line of the comparison: a value of the current step against the
+ * reference value it was matched with (`as`: a later node of the import
+ * whose value it computes, when not its own). */
+typedef struct Record {
+    const char *name;
+    int result;
+    const char *as;
+    Type type;
+    TensorDiff diff;
+    bool live; /* a later value of the same name replaced it */
+} Record;
+
+typedef struct Compare {
+    Arena *a;
+    Table ref;
+    Record *rec;
+    int nrec, cap;
+    const Tolerance *tol;
+    const Function *f0;  /* the import's graph, for chains; NULL for .lir input */
+    Table wanted;        /* the names worth keeping from the reference run */
+} Compare;
+
+static void keep_reference(void *ctx, const char *name, int result, const Tensor *value) {
+    Compare *c = ctx;
+    if (!name || !name[0] || !table_get(&c->wanted, name, 0))
+        return;
+    Entry *x = table_put(&c->ref, arena_strdup(c->a, name), result);
+    x->value = tensor_clone(c->a, value);
+    x->scale = max_magnitude(value);
+}
+
+/* The node of the import that is the last one named `name`. */
+static const Node *last_named(const Function *f, const char *name) {
+    const Node *found = NULL;
+    for (const Node *n = f->first; n; n = n->next)
+        if (!strcmp(n->name, name))
+            found = n;
+    return found;
+}
+
+static bool uses(const Node *u, const Node *n) {
+    for (int k = 0; k < u->nops; k++)
+        if (u->ops[k]->def == n)
+            return true;
+    return false;
+}
+
+/* u reads n and computes a value of n's type: a pass that fuses u into n
+ * (an activation into the convolution before it) leaves n computing u's
+ * value, under n's name. */
+static bool absorbable(const Node *u, const Node *n) {
+    return u->nres == 1 && n->nres == 1 && uses(u, n) &&
+           type_equal(&u->res[0].type, &n->res[0].type);
+}
+
+enum { ABSORB_HOPS = 3 };
+
+/* The import's value, down such chains from n, that `value` matches. */
+static const Entry *absorbed(Compare *c, const Node *n, const Tensor *value, int hops,
+                             TensorDiff *df) {
+    for (const Node *u = n->next; u && hops > 0; u = u->next) {
+        if (!absorbable(u, n))
+            continue;
+        const Entry *y = u->name[0] ? table_get(&c->ref, u->name, 0) : NULL;
+        if (y && type_equal(&y->value->type, &value->type)) {
+            *df = judge_value(value, y->value, y->scale, c->tol);
+            if (df->ok)
+                return y;
+        }
+        if ((y = absorbed(c, u, value, hops - 1, df)))
+            return y;
+    }
+    return NULL;
+}
+
+static void add_record(Compare *c, Entry *x, const Record *r) {
+    if (x->order >= 0)
+        c->rec[x->order].live = false;
+    if (c->nrec == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 64;
+        c->rec = realloc(c->rec, (size_t)c->cap * sizeof *c->rec);
+    }
+    x->order = c->nrec;
+    c->rec[c->nrec++] = *r;
+}
+
+/* Matches a value of the current step with the import's value of the same
+ * name, or failing tolerance, with the value of a node it may have absorbed
+ * (up to three steps down). */
+static void match_value(void *ctx, const char *name, int result, const Tensor *value) {
+    Compare *c = ctx;
+    if (!name || !name[0])
+        return;
+    Entry *x = table_get(&c->ref, name, result);
+    if (!x || !type_equal(&x->value->type, &value->type))
+        return;
+    Record r = {x->name, result, NULL, value->type, {0}, true};
+    r.diff = judge_value(value, x->value, x->scale, c->tol);
+    const Node *n = !r.diff.ok && c->f0 && result == 0 ? last_named(c->f0, name) : NULL;
+    TensorDiff df;
+    const Entry *y = n ? absorbed(c, n, value, ABSORB_HOPS, &df) : NULL;
+    if (y) {
+        r.diff = df;
+        r.as = y->name;
+    }
+    add_record(c, x, &r);
+}
+
+static void want(Compare *c, const char *name) {
+    if (name && name[0] && !table_get(&c->wanted, name, 0))
+        table_put(&c->wanted, name, 0);
+}
+
+static void want_absorbable(Compare *c, const Node *n, int hops) {
+    for (const Node *u = n->next; u && hops > 0; u = u->next) {
+        if (absorbable(u, n)) {
+            want(c, u->name);
+            want_absorbable(c, u, hops - 1);
+        }
+    }
+}
+
+/* Keeping every value of the reference run would hold a whole model's
+ * activations: only the names the current step computes, and the chains
+ * match_value may follow from them, are kept. */
+static void want_names_of(Compare *c, const Step *st) {
+    if (st->graph) {
+        for (const Node *n = st->graph->main->first; n; n = n->next)
+            want(c, n->name);
+    } else if (st->lir) {
+        for (const LirInstr *i = st->lir->first; i; i = i->next)
+            want(c, i->name);
+    }
+    if (!c->f0)
+        return;
+    int n = c->wanted.cap;
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    for (int i = 0; i < n; i++)
+        names[i] = c->wanted.e[i].name;
+    for (int i = 0; i < n; i++) {
+        const Node *x = names[i] ? last_named(c->f0, names[i]) : NULL;
+        if (x)
+            want_absorbable(c, x, ABSORB_HOPS);
+    }
+    free(names);
+}
+
+static void print_records(const Compare *c, StrBuf *out) {
+    int first_bad = -1, shown = 0, bad = 0;
+    for (int i = 0; i < c->nrec; i++)
+        if (c->rec[i].live && !c->rec[i].diff.ok && first_bad < 0)
+            first_bad = i;
+    sb_printf(out, "%3s %4s %-40s %-24s %s\n", "", "#", "value", "type", "max abs diff");
+    for (int i = 0; i < c->nrec; i++) {
+        const Record *r = &c->rec[i];
+        if (!r->live)
+            continue;
+        char type[TYPE_STR_MAX], name[512];
+        snprintf(name, sizeof name, r->result ? "%s#%d" : "%s", r->name, r->result);
+        bad += !r->diff.ok;
+        sb_printf(out, "%3s %4d %-40s %-24s %.3g", i == first_bad ? ">>>" : "", shown++, name,
+                  type_str(&r->type, type), r->diff.max_abs);
+        if (r->as)
+            sb_printf(out, " (as %s)", r->as);
+        if (!r->diff.ok)
+            sb_append(out, r->diff.mismatches && r->diff.max_abs == 0 ? " NAN/INF MISMATCH"
+                                                                      : " BEYOND TOLERANCE");
+        sb_putc(out, '\n');
+    }
+    sb_printf(out, "%d values compared, %d beyond tolerance", shown, bad);
+    if (first_bad >= 0)
+        sb_printf(out, "; the first is '%s'", c->rec[first_bad].name);
+    sb_putc(out, '\n');
+}
+
+bool explore_compare(const Explorer *e, char *const *inputs, int ninputs, StrBuf *out,
+                     DiagList *d) {
+    if (!need_session(e, d))
+        return false;
+    Session *s = e->s;
+    int k = s->current;
+    RunInputs ri = {0};
+    Compare c = {.a = arena_new(), .tol = &e->tol};
+    c.f0 = s->steps[0].graph ? s->steps[0].graph->main : NULL;
+    want_names_of(&c, &s->steps[k]);
+    int nout = session_noutputs(s);
+    Tensor **outs = NULL;
+    bool ok = bind_inputs(e, inputs, ninputs, &ri, d);
+    if (ok) {
+        outs = arena_alloc_array(ri.a, (size_t)nout + 1, sizeof(Tensor *));
+        ok = session_run_step(s, 0, ri.tensors, outs, ri.a, d, keep_reference, &c) &&
+             session_run_step(s, k, ri.tensors, outs, ri.a, d, match_value, &c);
+    }
+    if (ok) {
+        sb_printf(out, "compare step %d (%s) with step 0 (import), values matched by name, "
+                       "rtol %g\n",
+                  k, s->steps[k].name, e->tol.rtol);
+        print_records(&c, out);
+    }
+    free(c.ref.e);
+    free(c.wanted.e);
+    free(c.rec);
+    arena_destroy(c.a);
+    arena_destroy(ri.a);
+    return ok;
+}
+
+/* ---- bisection ------------------------------------------------------------------ */
+
+/* The worst output of `got` against `want`: the first beyond tolerance,
+ * else the one with the largest difference. */
+typedef struct Verdict {
+    bool ok;
+    int output;
+    TensorDiff diff;
+    double atol;
+} Verdict;
+
+static Verdict judge_outputs(int n, Tensor **got, Tensor **want, const Tolerance *tol) {
+    Verdict v = {.ok = true, .output = 0};
+    for (int i = 0; i < n; i++) {
+        double atol = tolerance_atol(tol, max_magnitude(want[i]));
+        TensorDiff df = tensor_compare(got[i], want[i], tol->rtol, atol);
+        if (!df.ok) {
+            if (v.ok)
+                v = (Verdict){false, i, df, atol};
+        } else if (v.ok && df.max_abs >= v.diff.max_abs) {
+            v = (Verdict){true, i, df, atol};
+        }
+    }
+    return v;
+}
+
+static void show_change(const Session *s, int k, StrBuf *out) {
+    StrBuf sb;
+    sb_init(&sb);
+    const Step *a = &s->steps[k - 1], *b = &s->steps[k];
+    bool lir = b->lir_text != NULL;
+    textdiff_unified(lir ? (a->lir_text ? a->lir_text : "") : a->text ? a->text : "",
+                     lir ? b->lir_text : b->text ? b->text : "", a->name, b->name, 1, &sb);
+    sb_printf(out, "what %s changed:\n", b->name);
+    int lines = 0;
+    for (const char *p = sb_str(&sb); *p && lines < 60; lines++) {
+        const char *e = strchr(p, '\n');
+        int len = e ? (int)(e - p) : (int)strlen(p);
+        sb_printf(out, "  %.*s\n", len, p);
+        p = e ? e + 1 : p + len;
+    }
+    if (lines == 60)
+        sb_append(out, "  ...\n");
+    sb_free(&sb);
+}
+
+/* Step k exists (running the pipeline on to it if need be). */
+static bool have_step(Session *s, int k) {
+    while (k >= s->nsteps && !session_done(s) && !s->steps[s->nsteps - 1].failed)
+        session_step(s);
+    return k < s->nsteps;
+}
+
+static void report_bad(const Session *s, int k, const Verdict *v, const Tolerance *tol,
+                       StrBuf *out) {
+    const char *name = session_output_name(s, v->output);
+    sb_printf(out, "FIRST BAD PASS: %s (step %d)\n", s->steps[k].name, k);
+    if (!v->diff.same_type)
+        sb_printf(out, "  output '%s' changed type\n", name);
+    else
+        sb_printf(out,
+                  "  output '%s': %lld elements beyond tolerance, largest difference %.6g at "
+                  "index %lld (expected %.9g, got %.9g; atol %.3g, rtol %.3g)\n",
+                  name, (long long)v->diff.mismatches, v->diff.max_abs,
+                  (long long)v->diff.worst, v->diff.want_at_worst, v->diff.got_at_worst,
+                  v->atol, tol->rtol);
+    show_change(s, k, out);
+}
+
+/* 1: step k is bad (reported), 0: it is fine. */
+static int bisect_step(Session *s, int k, Tensor *const *inputs, Tensor **ref,
+                       const Tolerance *tol, double *max_seen, StrBuf *out, DiagList *d) {
+    const Step *st = &s->steps[k];
+    if (st->failed) {
+        sb_printf(out, "FIRST BAD PASS: %s (step %d) failed\n", st->name, k);
+        show_change(s, k, out);
+        return 1;
+    }
+    if (!st->changed) {
+        sb_printf(out, "  %-3d %-16s no change\n", k, st->name);
+        return 0;
+    }
+    Arena *a = arena_new();
+    int n = session_noutputs(s);
+    Tensor **got = arena_alloc_array(a, (size_t)n + 1, sizeof(Tensor *));
+    DiagList rd;
+    diag_init(&rd, s->path);
+    int status = 0;
+    if (!session_run_step(s, k, inputs, got, a, &rd, NULL, NULL)) {
+        sb_printf(out, "FIRST BAD PASS: %s (step %d): the graph no longer runs\n", st->name, k);
+        diag_append(d, &rd);
+        show_change(s, k, out);
+        status = 1;
+    } else {
+        Verdict v = judge_outputs(n, got, ref, tol);
+        if (v.diff.max_abs > *max_seen)
+            *max_seen = v.diff.max_abs;
+        if (v.ok)
+            sb_printf(out, "  %-3d %-16s ok (max abs diff %.3g)\n", k, st->name, v.diff.max_abs);
+        else
+            report_bad(s, k, &v, tol, out);
+        status = v.ok ? 0 : 1;
+    }
+    diag_free(&rd);
+    arena_destroy(a);
+    return status;
+}
+
+int explore_bisect_session(Session *s, Tensor *const *inputs, const Tolerance *tol,
+                           StrBuf *out, DiagList *d) {
+    if (!s->nsteps || !s->steps[0].graph) {
+        diag_error(d, NULL, "bisect needs a graph (an .onnx or .hl model)");
+        return -1;
+    }
+    Arena *a = arena_new();
+    Tensor **ref = arena_alloc_array(a, (size_t)session_noutputs(s) + 1, sizeof(Tensor *));
+    int found = -1;
+    if (session_run_step(s, 0, inputs, ref, a, d, NULL, NULL)) {
+        sb_printf(out, "bisecting %d passes of %s against the imported graph\n", s->npipeline,
+                  s->path);
+        double max_seen = 0;
+        found = 0;
+        for (int k = 1; !found && have_step(s, k); k++)
+            found = bisect_step(s, k, inputs, ref, tol, &max_seen, out, d);
+        if (!found)
+            sb_printf(out, "no pass moves the outputs beyond tolerance (largest difference %.3g)\n",
+                      max_seen);
+    }
+    arena_destroy(a);
+    return found;
+}
+
+bool explore_bisect(const Explorer *e, char *const *inputs, int ninputs, StrBuf *out,
+                    DiagList *d) {
+    if (!need_session(e, d))
+        return false;
+    RunInputs ri = {0};
+    bool ok = bind_inputs(e, inputs, ninputs, &ri, d) &&
+              explore_bisect_session(e->s, ri.tensors, &e->tol, out, d) >= 0;
+    arena_destroy(ri.a);
+    return ok;
+}

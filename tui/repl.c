@@ -1,0 +1,402 @@
+/* glowc repl: the explorer as commands, one per line, from the terminal
+ * (with line editing), a script (-c) or standard input. Output is plain text
+ * on stdout, errors on stderr; reading a script, each command is echoed as
+ * "> command" first, so a transcript reads (and FileChecks) in order, and
+ * the exit status says whether every command succeeded. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tui/explore_core.h"
+#include "tui/lineedit.h"
+#include "tui/term_signal.h"
+
+enum { MAX_WORDS = 64 };
+
+typedef struct Repl {
+    Explorer e;
+    bool quit;
+} Repl;
+
+typedef bool (*CommandFn)(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d);
+
+typedef struct ReplCommand {
+    const char *name;
+    CommandFn run;
+    int min_args, max_args; /* words after the name; -1: any */
+    const char *usage;
+    const char *help;
+} ReplCommand;
+
+static const ReplCommand *commands(int *n);
+
+/* ---- the commands ---------------------------------------------------------------- */
+
+static bool do_load(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    return explore_load(&r->e, argv[1], out, d);
+}
+
+static bool do_pipeline(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    return explore_set_pipeline(&r->e, argv[1], out, d);
+}
+
+static bool do_steps(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    explore_steps(&r->e, out);
+    return true;
+}
+
+static bool do_step(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    return explore_goto(&r->e, argv[1], out, d);
+}
+
+static bool move(Repl *r, int dir, int argc, char **argv, StrBuf *out, DiagList *d) {
+    int n = argc > 1 ? atoi(argv[1]) : 1;
+    if (!r->e.s) {
+        diag_error(d, NULL, "no model loaded (use: load FILE)");
+        return false;
+    }
+    if (n <= 0) {
+        diag_error(d, NULL, "%s takes a positive count, not '%s'", argv[0], argv[1]);
+        return false;
+    }
+    if (!explore_move(&r->e, dir * n, false)) {
+        diag_error(d, NULL, "already at the %s step", dir > 0 ? "last" : "first");
+        return false;
+    }
+    explore_where(&r->e, out);
+    sb_putc(out, '\n');
+    return true;
+}
+
+static bool do_next(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    return move(r, 1, argc, argv, out, d);
+}
+
+static bool do_prev(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    return move(r, -1, argc, argv, out, d);
+}
+
+static bool do_show(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    ExploreView v, base = VIEW_COUNT;
+    if (!explore_view_from_name(argv[1], &v) || (argc > 2 && !explore_view_from_name(argv[2], &base))) {
+        diag_error(d, NULL, "show: unknown view '%s'; the views are graph, dot, lir, mem, llvm, "
+                            "diff [VIEW], stats",
+                   argc > 2 && explore_view_from_name(argv[1], &v) ? argv[2] : argv[1]);
+        return false;
+    }
+    if (argc > 2 && v != VIEW_DIFF) {
+        diag_error(d, NULL, "show: only 'diff' takes a second view (the one to diff)");
+        return false;
+    }
+    return explore_view(&r->e, v, base, 80, out, d);
+}
+
+static bool do_node(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    return explore_node(&r->e, argv[1], out, d);
+}
+
+static bool do_svg(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    bool mem = argc > 2 && !strcmp(argv[2], "--mem");
+    if (argc > 2 && !mem) {
+        diag_error(d, NULL, "svg: unknown option '%s' (svg FILE [--mem])", argv[2]);
+        return false;
+    }
+    return explore_write_picture(&r->e, argv[1], mem, out, d);
+}
+
+/* "--input NAME=FILE" (or --input=NAME=FILE) pairs: the NAME=FILE parts. */
+static bool input_specs(int argc, char **argv, char **specs, int *n, DiagList *d) {
+    *n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--input") && i + 1 < argc)
+            specs[(*n)++] = argv[++i];
+        else if (!strncmp(argv[i], "--input=", 8))
+            specs[(*n)++] = argv[i] + 8;
+        else {
+            diag_error(d, NULL, "%s: expected --input NAME=FILE.npy, got '%s'", argv[0], argv[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool do_run(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    char *specs[MAX_WORDS];
+    int n;
+    return input_specs(argc, argv, specs, &n, d) && explore_run(&r->e, specs, n, out, d);
+}
+
+static bool do_compare(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    char *specs[MAX_WORDS];
+    int n;
+    return input_specs(argc, argv, specs, &n, d) && explore_compare(&r->e, specs, n, out, d);
+}
+
+static bool do_bisect(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    char *specs[MAX_WORDS];
+    int n;
+    return input_specs(argc, argv, specs, &n, d) && explore_bisect(&r->e, specs, n, out, d);
+}
+
+static bool do_compile(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    if (strcmp(argv[1], "-o")) {
+        diag_error(d, NULL, "compile: usage: compile -o FILE");
+        return false;
+    }
+    return explore_compile(&r->e, argv[2], out, d);
+}
+
+static void list_commands(StrBuf *out) {
+    int n;
+    const ReplCommand *c = commands(&n);
+    for (int i = 0; i < n; i++)
+        sb_printf(out, "  %-34s %s\n", c[i].usage, c[i].help);
+}
+
+static bool do_help(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    sb_append(out, "commands:\n");
+    list_commands(out);
+    sb_append(out, "A step is a number or a pass name (the next step of that name). 'show diff'\n"
+                   "diffs the step's own IR (or VIEW) against the step before. Lines starting\n"
+                   "with # are comments.\n");
+    return true;
+}
+
+static bool do_quit(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    r->quit = true;
+    return true;
+}
+
+static const ReplCommand command_table[] = {
+    {"load", do_load, 1, 1, "load FILE", "load a model (.onnx, .hl, .lir) and run the pipeline"},
+    {"pipeline", do_pipeline, 1, 1, "pipeline -O0|-O1|-O2|a,b,c", "choose the pipeline and run it"},
+    {"steps", do_steps, 0, 0, "steps", "list the steps (* marks the current one)"},
+    {"step", do_step, 1, 1, "step N|NAME", "go to a step"},
+    {"next", do_next, 0, 1, "next [N]", "go N steps forward"},
+    {"prev", do_prev, 0, 1, "prev [N]", "go N steps back"},
+    {"show", do_show, 1, 2, "show VIEW, show diff [VIEW]",
+     "a view of the current step: graph dot lir mem llvm stats"},
+    {"node", do_node, 1, 1, "node NAME", "a node, its operands and users, its history"},
+    {"svg", do_svg, 1, 2, "svg FILE [--mem]",
+     "write the current step's graph (or memory map) as .svg/.png/.dot"},
+    {"run", do_run, 0, -1, "run [--input NAME=FILE.npy]...",
+     "run the current step; outputs and difference from step 0"},
+    {"compare", do_compare, 0, -1, "compare [--input NAME=FILE.npy]...",
+     "every value of the current step against step 0"},
+    {"bisect", do_bisect, 0, -1, "bisect [--input NAME=FILE.npy]...",
+     "the first step whose outputs leave step 0's"},
+    {"compile", do_compile, 2, 2, "compile -o FILE", "write the generated code (needs codegen)"},
+    {"help", do_help, 0, 1, "help", "this list"},
+    {"quit", do_quit, 0, 0, "quit", "leave (also: exit, end of input)"},
+    {"exit", do_quit, 0, 0, "exit", "leave"},
+};
+
+static const ReplCommand *commands(int *n) {
+    *n = (int)(sizeof command_table / sizeof command_table[0]);
+    return command_table;
+}
+
+/* ---- dispatch -------------------------------------------------------------------- */
+
+/* Levenshtein distance, for "did you mean". */
+static int distance(const char *a, const char *b) {
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 30 || lb > 30)
+        return 99;
+    int row[32];
+    for (int j = 0; j <= lb; j++)
+        row[j] = j;
+    for (int i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+static void unknown_command(const char *word, DiagList *d) {
+    int n;
+    const ReplCommand *c = commands(&n);
+    StrBuf names;
+    sb_init(&names);
+    const char *near = NULL;
+    for (int i = 0; i < n; i++) {
+        sb_printf(&names, "%s%s", i ? ", " : "", c[i].name);
+        if (!near && distance(word, c[i].name) <= 2)
+            near = c[i].name;
+    }
+    if (near)
+        diag_error(d, NULL, "unknown command '%s' (did you mean '%s'?); the commands are: %s", word,
+                   near, sb_str(&names));
+    else
+        diag_error(d, NULL, "unknown command '%s'; the commands are: %s", word, sb_str(&names));
+    sb_free(&names);
+}
+
+/* Splits a line into words: blanks separate, "double quotes" group. */
+static int split_words(char *line, char **words) {
+    int n = 0;
+    char *p = line;
+    while (*p && n < MAX_WORDS) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p || *p == '#')
+            break;
+        bool quoted = *p == '"';
+        char *w = quoted ? ++p : p;
+        while (*p && (quoted ? *p != '"' : *p != ' ' && *p != '\t'))
+            p++;
+        if (*p)
+            *p++ = 0;
+        words[n++] = w;
+    }
+    return n;
+}
+
+static bool dispatch(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    int n;
+    const ReplCommand *c = commands(&n);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(argv[0], c[i].name))
+            continue;
+        int nargs = argc - 1;
+        if (nargs < c[i].min_args || (c[i].max_args >= 0 && nargs > c[i].max_args)) {
+            diag_error(d, NULL, "usage: %s", c[i].usage);
+            return false;
+        }
+        return c[i].run(r, argc, argv, out, d);
+    }
+    unknown_command(argv[0], d);
+    return false;
+}
+
+/* Runs one line; false if its command failed. */
+static bool run_line(Repl *r, char *line, bool echo) {
+    char *words[MAX_WORDS];
+    size_t len = strlen(line);
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        line[--len] = 0;
+    if (echo && line[0] && line[strspn(line, " \t")] != '#')
+        printf("> %s\n", line + strspn(line, " \t"));
+    int argc = split_words(line, words);
+    if (!argc)
+        return true;
+    StrBuf out;
+    sb_init(&out);
+    DiagList d;
+    diag_init(&d, NULL);
+    bool ok = dispatch(r, argc, words, &out, &d);
+    fputs(sb_str(&out), stdout);
+    fflush(stdout);
+    cli_report(&d);
+    fflush(stderr);
+    sb_free(&out);
+    diag_free(&d);
+    return ok;
+}
+
+/* ---- input sources --------------------------------------------------------------- */
+
+static bool run_stream(Repl *r, FILE *f) {
+    bool ok = true;
+    char *line = NULL;
+    size_t cap = 0;
+    while (!r->quit && getline(&line, &cap, f) >= 0)
+        ok &= run_line(r, line, true);
+    free(line);
+    return ok;
+}
+
+static void run_terminal(Repl *r) {
+    LineEdit le;
+    lineedit_init(&le, STDIN_FILENO, STDOUT_FILENO);
+    TermSignals ts;
+    term_signal_install(&ts, false);
+    printf("glowc repl: 'help' lists the commands, 'quit' leaves\n");
+    fflush(stdout);
+    while (!r->quit && !term_signal_caught()) {
+        StrBuf prompt;
+        sb_init(&prompt);
+        sb_append(&prompt, "glowc");
+        if (r->e.s)
+            sb_printf(&prompt, " [%d %s]", r->e.s->current, r->e.s->steps[r->e.s->current].name);
+        sb_append(&prompt, "> ");
+        char *line = lineedit_read(&le, sb_str(&prompt));
+        sb_free(&prompt);
+        if (!line)
+            break;
+        lineedit_remember(&le, line);
+        run_line(r, line, false);
+        free(line);
+    }
+    lineedit_free(&le);
+    term_signal_finish(&ts);
+}
+
+int cmd_repl(int argc, char **argv) {
+    DiagList d;
+    diag_init(&d, NULL);
+    CommonArgs ca = {0};
+    const char *script = NULL;
+    int status = 1;
+    for (int i = 1; i < argc; i++) {
+        bool bad;
+        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
+            if (bad)
+                goto done;
+        } else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
+            script = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            diag_error(&d, NULL, "repl: unknown option '%s' (or missing value)", argv[i]);
+            goto done;
+        } else if (!ca.model) {
+            ca.model = argv[i];
+        } else {
+            diag_error(&d, NULL, "repl: more than one model given");
+            goto done;
+        }
+    }
+    FILE *in = script ? fopen(script, "r") : NULL;
+    if (script && !in) {
+        diag_error(&d, NULL, "repl: cannot open script '%s'", script);
+        goto done;
+    }
+    Repl r = {0};
+    explore_init(&r.e, &ca, ca.pipeline);
+    bool ok = true;
+    if (ca.model) {
+        StrBuf out;
+        sb_init(&out);
+        ok = explore_load(&r.e, ca.model, &out, &d);
+        fputs(sb_str(&out), stdout);
+        fflush(stdout);
+        sb_free(&out);
+        cli_report(&d);
+        diag_clear(&d);
+    }
+    if (in)
+        ok &= run_stream(&r, in);
+    else if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))
+        run_terminal(&r);
+    else
+        ok &= run_stream(&r, stdin);
+    if (in)
+        fclose(in);
+    explore_free(&r.e);
+    status = ok ? 0 : 1;
+done:
+    cli_report(&d);
+    args_free(&ca);
+    diag_free(&d);
+    return status;
+}
