@@ -69,6 +69,10 @@ $(DEPS_STAMP): Makefile
 	@mkdir -p build && touch $@
 
 # ---- generated protobuf-c code from the installed onnx.proto ---------------
+# onnx.proto arrives with libonnx-dev: on a fresh machine `make deps` brings it.
+$(ONNX_PROTO): | $(DEPS_STAMP)
+	@test -f $@ || { echo "$@ is missing: is libonnx-dev installed?"; exit 1; }
+
 $(GEN)/onnx/onnx.pb-c.c $(GEN)/onnx/onnx.pb-c.h: $(ONNX_PROTO) | $(DEPS_STAMP)
 	@mkdir -p $(GEN)
 	protoc-c --c_out=$(GEN) -I/usr/include $(ONNX_PROTO)
