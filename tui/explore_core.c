@@ -734,8 +734,9 @@ static bool history_codegen(const Session *s, const char *name, StrBuf *out) {
         if (!found++)
             sb_append(out, "  LLVM functions (code generation):\n");
         sb_printf(out, "    instruction %d %s calls %s", index, instr_kind_name(i->kind), fn);
-        if (strcmp(fn, "libjit_generic")) /* a kernel, run by the thread pool */
-            sb_printf(out, " in glowc_worker%d", index);
+        const char *worker = cpu_instr_worker(s->cpu, index);
+        if (worker) /* a kernel, run by the thread pool */
+            sb_printf(out, " in %s", worker);
         sb_putc(out, '\n');
     }
     if (!found)

@@ -3,7 +3,8 @@
  *   ops[...] = the operands' addresses (base + planned offset)
  *   n = libjit_K_work(desc_i)                    (folds to a constant)
  *   libjit_parallel(rt, n, worker_i, ops)        worker_i calls libjit_K(desc_i, ...)
- * where desc_i is a private constant array (backends/cpu/libjit/desc.h):
+ * where desc_i is a private constant array (backends/cpu/libjit/desc.h),
+ * and instructions with the same kernel and descriptor share a worker:
  * once the kernel is inlined into worker_i, every shape, stride and
  * attribute is a constant to the optimiser. Copies become memmove, views
  * and allocations cost nothing (their addresses are constants). */
@@ -30,6 +31,16 @@ typedef struct CG {
     int max_ops;
     DiagList *d;
     bool ok;
+    /* Workers made so far, by kernel and descriptor: instructions with the
+     * same shapes and attributes share one (ResNet-50's 53 convolutions
+     * have 23 distinct ones), which is that much less code for O3. */
+    struct Worker {
+        uint64_t hash;
+        LLVMValueRef kernel, desc, fn;
+        int64_t *words;
+        int nwords;
+    } *workers;
+    int nworkers, cap_workers;
 } CG;
 
 static const char *const ljs_names[LJS_COUNT] = {
@@ -188,19 +199,64 @@ static LLVMValueRef make_worker(CG *g, LLVMValueRef kernel, LLVMValueRef desc, i
     return w;
 }
 
-static void emit_kernel(CG *g, const LirInstr *i, LLVMValueRef kernel, const char *name,
-                        LLVMValueRef desc, int index) {
+static uint64_t words_hash(const int64_t *w, int n) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the words */
+    for (int k = 0; k < n; k++) {
+        h ^= (uint64_t)w[k];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* The worker (and descriptor) for kernel + words: an existing one with the
+ * same of both, or a new one named after instruction `index`. */
+static struct Worker *find_worker(CG *g, LLVMValueRef kernel, const int64_t *w, int nw,
+                                  int index) {
+    uint64_t h = words_hash(w, nw);
+    for (int k = 0; k < g->nworkers; k++) {
+        struct Worker *x = &g->workers[k];
+        if (x->hash == h && x->kernel == kernel && x->nwords == nw &&
+            !memcmp(x->words, w, (size_t)nw * sizeof *w))
+            return x;
+    }
+    if (g->nworkers == g->cap_workers) {
+        int cap = g->cap_workers ? 2 * g->cap_workers : 64;
+        struct Worker *grown = realloc(g->workers, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        g->workers = grown;
+        g->cap_workers = cap;
+    }
+    struct Worker *x = &g->workers[g->nworkers];
+    x->words = malloc((size_t)nw * sizeof *w);
+    if (!x->words)
+        return NULL;
+    memcpy(x->words, w, (size_t)nw * sizeof *w);
+    x->nwords = nw;
+    x->hash = h;
+    x->kernel = kernel;
+    x->desc = desc_global(g, w, nw, index);
+    x->fn = make_worker(g, kernel, x->desc, index);
+    g->nworkers++;
+    return x;
+}
+
+static void emit_kernel(CG *g, LLVMValueRef kernel, const char *name, const int64_t *w, int nw,
+                        int index) {
+    struct Worker *x = find_worker(g, kernel, w, nw, index);
+    LLVMValueRef par = runtime_fn(g, "libjit_parallel");
+    if (!x || !par) {
+        g->ok = false;
+        return;
+    }
     char work_name[160];
     snprintf(work_name, sizeof work_name, "%s_work", name);
     LLVMValueRef work_fn = LLVMGetNamedFunction(g->mod, work_name);
-    LLVMValueRef n = work_fn ? call(g, work_fn, &desc, 1) : LLVMConstInt(g->i64, 1, false);
-    LLVMValueRef worker = make_worker(g, kernel, desc, index);
-    LLVMValueRef par = runtime_fn(g, "libjit_parallel");
-    if (!par)
-        return;
-    LLVMValueRef args[4] = {g->rt, n, worker, g->ops};
+    LLVMValueRef n = work_fn ? call(g, work_fn, &x->desc, 1) : LLVMConstInt(g->i64, 1, false);
+    LLVMValueRef args[4] = {g->rt, n, x->fn, g->ops};
     call(g, par, args, 4);
-    (void)i;
+    size_t len;
+    g->m->instr_worker[index] = strdup(LLVMGetValueName2(x->fn, &len));
 }
 
 /* if (libjit_generic(desc, ops)) return index + 1; -- the fallback lives in
@@ -227,10 +283,21 @@ static void note_function(CG *g, int index, const char *name) {
     g->m->instr_fn[index] = strdup(name);
 }
 
+/* A depthwise convolution (one channel per group, more than one group):
+ * its own kernel, libjit_conv_dw_f32 (k_conv.c says why). */
+static bool is_depthwise_conv(const LirInstr *i) {
+    if (i->kind != IK_OF_NODE(NK_CONV) || i->nops < 3 || i->ops[1]->type.rank < 3)
+        return false;
+    const Attr *a = instr_attr(i, AK_group);
+    int64_t group = a ? a->i : 1, c = i->ops[1]->type.dims[1], m = i->ops[0]->type.dims[1];
+    return group > 1 && group == c && group == m;
+}
+
 static void emit_compute(CG *g, LirInstr *i, int index) {
     NodeKind nk = NODE_OF_IK(i->kind);
     char name[128];
-    snprintf(name, sizeof name, "libjit_%s_%s", node_kind_name(nk), elem_name(i->ops[0]->type.elem));
+    snprintf(name, sizeof name, "libjit_%s%s_%s", node_kind_name(nk),
+             is_depthwise_conv(i) ? "_dw" : "", elem_name(i->ops[0]->type.elem));
     int64_t w[MAX_DESC];
     int nw = build_desc(i, nk, w);
     LLVMValueRef kernel = nw ? LLVMGetNamedFunction(g->mod, name) : NULL;
@@ -244,14 +311,13 @@ static void emit_compute(CG *g, LirInstr *i, int index) {
         g->ok = false;
         return;
     }
-    LLVMValueRef desc = desc_global(g, w, nw, index);
     store_operands(g, i);
     if (kernel) {
-        emit_kernel(g, i, kernel, name, desc, index);
+        emit_kernel(g, kernel, name, w, nw, index);
         note_function(g, index, name);
     } else {
         cpu_note_fallback(g->m, i);
-        emit_generic(g, desc, index);
+        emit_generic(g, desc_global(g, w, nw, index), index);
         note_function(g, index, "libjit_generic");
     }
 }
@@ -345,9 +411,13 @@ CpuModule *cpu_codegen(LirProgram *p, const CpuOptions *o, DiagList *d) {
     lir_number(p);
     m->ninstrs = p->ninstrs;
     m->instr_fn = calloc((size_t)p->ninstrs + 1, sizeof *m->instr_fn);
+    m->instr_worker = calloc((size_t)p->ninstrs + 1, sizeof *m->instr_worker);
     int index = 0;
     for (LirInstr *i = p->first; i; i = i->next, index++)
         emit_instr(&g, i, index);
+    for (int k = 0; k < g.nworkers; k++)
+        free(g.workers[k].words);
+    free(g.workers);
     LLVMBuildRet(g.b, LLVMConstInt(g.i32, 0, false));
     LLVMDisposeBuilder(g.b);
     if (!cpu_report_missing(m, d) || !g.ok || !cpu_add_output_parts(m, d)) {

@@ -39,6 +39,9 @@ int cpu_fallback_count(const CpuModule *m);
 const char *cpu_fallback_what(const CpuModule *m, int i);
 /* The kernel (or fallback) each instruction calls, by program index. */
 const char *cpu_instr_function(const CpuModule *m, int index);
+/* The generated worker function that runs it on the thread pool (shared by
+ * instructions with the same kernel and descriptor), or NULL. */
+const char *cpu_instr_worker(const CpuModule *m, int index);
 const char *cpu_target_cpu(const CpuModule *m);
 void cpu_module_free(CpuModule *m);
 

@@ -23,6 +23,7 @@ struct CpuModule {
     char **fallback; /* instructions run by the interpreter's kernel */
     int nfallback;
     char **instr_fn; /* by instruction index: the function it calls (or NULL) */
+    char **instr_worker; /* by instruction index: the worker that calls it (or NULL) */
     int ninstrs;
 };
 

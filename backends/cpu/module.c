@@ -75,9 +75,13 @@ void cpu_module_free(CpuModule *m) {
     for (int i = 0; i < m->nfallback; i++)
         free(m->fallback[i]);
     free(m->fallback);
-    for (int i = 0; i < m->ninstrs; i++)
+    for (int i = 0; i < m->ninstrs; i++) {
         free(m->instr_fn[i]);
+        if (m->instr_worker)
+            free(m->instr_worker[i]);
+    }
     free(m->instr_fn);
+    free(m->instr_worker);
     free(m);
 }
 
@@ -150,6 +154,10 @@ const char *cpu_instr_function(const CpuModule *m, int index) {
     return index >= 0 && index < m->ninstrs ? m->instr_fn[index] : NULL;
 }
 
+const char *cpu_instr_worker(const CpuModule *m, int index) {
+    return index >= 0 && index < m->ninstrs && m->instr_worker ? m->instr_worker[index] : NULL;
+}
+
 const char *cpu_target_cpu(const CpuModule *m) {
     return m->cpu;
 }
@@ -211,7 +219,11 @@ bool cpu_optimize(CpuModule *m, DiagList *d) {
     LLVMPassBuilderOptionsSetLoopVectorization(po, true);
     LLVMPassBuilderOptionsSetSLPVectorization(po, true);
     LLVMPassBuilderOptionsSetLoopUnrolling(po, true);
-    LLVMErrorRef err = LLVMRunPasses(m->mod, "default<O3>", m->tm, po);
+    /* First inline the kernels into their workers and fold their constant
+     * descriptors, dropping what no worker reaches (the paths of other
+     * shapes, unused kernels), so that O3 spends no time on dead code. */
+    LLVMErrorRef err = LLVMRunPasses(
+        m->mod, "always-inline,function(sccp,simplifycfg),globaldce,default<O3>", m->tm, po);
     LLVMDisposePassBuilderOptions(po);
     if (err) {
         char *msg = LLVMGetErrorMessage(err);

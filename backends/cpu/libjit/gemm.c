@@ -126,6 +126,8 @@ LJ_INLINE void tile_body(const int mr, const int nv, const bool mapped, int64_t 
     }
     const float *a = t->a, *b = t->b;
     const int64_t lda = t->lda, bs = t->bs;
+    _Pragma("clang loop unroll(disable)") /* 24 multiply-adds a step: enough; unrolled
+                                             * 48 tile shapes cost seconds of compile */
     for (int64_t k = 0; k < kc; k++, b += bs) {
         v16f bv[NV];
         TILE_LOOP_V { bv[v] = lj_load(b + v * LJ_VL); }
@@ -134,10 +136,14 @@ LJ_INLINE void tile_body(const int mr, const int nv, const bool mapped, int64_t 
             TILE_LOOP_V { acc[r][v] += av * bv[v]; }
         }
     }
+    /* The cheap activations in registers; sigmoid and tanh (dozens of
+     * instructions each) once per row after the store, out of line, rather
+     * than unrolled over every accumulator of all 48 tile shapes. */
+    const bool late_act = (t->flags & LAST) && lj_act_is_costly(t->act);
     TILE_LOOP_R {
         TILE_LOOP_V {
             v16f x = acc[r][v];
-            if (t->flags & LAST)
+            if ((t->flags & LAST) && !late_act)
                 x = lj_act(x, t->act);
             float *p = t->c + r * t->ldc + v * LJ_VL;
             if (mapped)
@@ -147,8 +153,12 @@ LJ_INLINE void tile_body(const int mr, const int nv, const bool mapped, int64_t 
             else
                 store_c(p, x, t->ncols - v * LJ_VL);
         }
+        if (mapped && late_act)
+            lj_act_span(row, t->ncols, t->act);
         if (mapped)
             move_mapped(t, r, row, true);
+        else if (late_act)
+            lj_act_span(t->c + r * t->ldc, t->ncols, t->act);
     }
 }
 
@@ -171,14 +181,18 @@ LJ_INLINE void tile_body(const int mr, const int nv, const bool mapped, int64_t 
 LJ_VECTOR_FN static void tile_kernel(int mr, int nv, int64_t kc, const Tile *t) {
     switch (mr) {
         TILE_CASE(8)
-        TILE_CASE(7)
-        TILE_CASE(6)
-        TILE_CASE(5)
         TILE_CASE(4)
-        TILE_CASE(3)
         TILE_CASE(2)
         TILE_CASE(1)
     }
+}
+
+LJ_VECTOR_FN void lj_act_span(float *p, int64_t n, LjAct a) {
+    int64_t i = 0;
+    for (; i + LJ_VL <= n; i += LJ_VL)
+        lj_store(p + i, lj_act(lj_load(p + i), a));
+    if (i < n)
+        lj_store_part(p + i, lj_act(lj_load_part(p + i, n - i), a), n - i);
 }
 
 /* ---- packing B ----------------------------------------------------------- */
@@ -236,7 +250,7 @@ static bool packs_b(const LjGemm *g) {
  * copy per row (the planes are readable that far, gemm.h). */
 static void pack_rows(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int w, float *panel) {
     for (int64_t k = 0; k < kc; k++) {
-        const float *src = g->b + g->koff[k0 + k] + j0;
+        const float *src = g->b + g->koff[k0 + k] + g->n0 + j0;
         for (int v = 0; v < w; v += LJ_VL)
             lj_store(panel + k * w + v, lj_load(src + v));
     }
@@ -272,8 +286,11 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
                 else if (packed || cols < NR)
                     pack_plain(g, k0, kc, j0 + jr, cols, w, block + jr * kc);
             }
-            for (int64_t i0 = 0; i0 < g->m; i0 += MR) {
-                int mr = g->m - i0 < MR ? (int)(g->m - i0) : MR;
+            /* Tails of rows as tiles of 4, 2, 1: fewer tile shapes to
+             * compile, and MR = 8 divides most channel counts. */
+            for (int64_t i0 = 0, mr; i0 < g->m; i0 += mr) {
+                int64_t left = g->m - i0;
+                mr = left >= MR ? MR : left >= 4 ? 4 : left >= 2 ? 2 : 1;
                 for (int64_t jr = 0; jr < nc; jr += NR) {
                     int64_t cols = nc - jr < NR ? nc - jr : NR;
                     int nv = (int)((cols + LJ_VL - 1) / LJ_VL);
@@ -283,12 +300,12 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
                     if (!packed && cols == NR)
                         t.b = g->b + k0 * g->ldb + j0 + jr, t.bs = g->ldb;
                     if (g->koff) /* C through the column map */
-                        t.c = g->c + i0 * g->ldc, t.col0 = j0 + jr, t.wq = g->wq, t.ow = g->ow;
+                        t.c = g->c + i0 * g->ldc, t.col0 = g->n0 + j0 + jr, t.wq = g->wq, t.ow = g->ow;
                     if (g->bias && g->bias_rows)
                         t.bias_row = g->bias + i0;
                     else if (g->bias)
                         t.bias_col = g->bias + j0 + jr;
-                    tile_kernel(mr, nv, kc, &t);
+                    tile_kernel((int)mr, nv, kc, &t);
                 }
             }
             k0 += kc;

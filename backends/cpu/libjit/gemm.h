@@ -25,6 +25,7 @@ typedef struct LjGemm {
      * dropped when n % wq >= ow. Bias per row. */
     const int64_t *koff;
     int64_t wq, ow;
+    int64_t n0; /* with koff: product column 0 is column n0 of the full map */
     float *c;
     int64_t ldc;
     const float *bias; /* NULL, or one value per row (bias_rows) or per column */

@@ -3,8 +3,8 @@
  *
  * Two algorithms, chosen by shape:
  *  - depthwise (one input and one output channel per group): a direct
- *    kernel with 16 channels in the vector lanes (depthwise.c), as the
- *    product would be 1 x (kh*kw) per output row -- all overhead, no reuse;
+ *    kernel over each plane's phase rows (dwconv.c), as the product would
+ *    be 1 x (kh*kw) per output row -- all overhead, no reuse;
  *  - everything else: per image and group, the product
  *        y[m][oy*ow + ox] = sum_k w[m][k] * col[k][oy*ow + ox]
  *    with k = (channel, tap) (gemm.h). A 1x1 stride-1 convolution's column
@@ -17,8 +17,9 @@
  * The fused activation and the bias are applied in the product's epilogue,
  * while the tile is in registers.
  *
- * Threads split images, groups and blocks of output channels; a block is a
- * multiple of the register tile's 8 rows, so splitting costs no tails.
+ * Threads split images, groups, and a grid of output-channel by column
+ * blocks (grid_of): multiples of the register tile's 8 rows and of the
+ * 48-column panels, so splitting costs no tails.
  *
  * The phase planes and the offset table live on the heap (about the size of
  * the input): when malloc fails, the interpreter's kernel runs instead. */
@@ -28,7 +29,12 @@
 #include "backends/cpu/libjit/kernels.h"
 #include "backends/cpu/libjit/window.h"
 
-enum { ROWS_PER_UNIT = 64 };
+/* The product of one (image, group) is split into a grid of units: blocks
+ * of at most ROWS_MAX output channels (multiples of the register tile's 8
+ * rows) by blocks of columns (multiples of the 48-column panels), enough of
+ * them (GRID_UNITS) that threads share even a 16-channel layer evenly,
+ * none narrower than COLS_MIN so that a unit still amortises its panels. */
+enum { ROWS_MAX = 64, GRID_UNITS = 8, COLS_MIN = 96, PANEL = 48 };
 
 typedef struct Conv {
     int64_t n, c, h, w, m, oh, ow, group, cg, mg;
@@ -86,61 +92,92 @@ LJ_INLINE LjWindow window_of(const Conv *s) {
     return g;
 }
 
-LJ_INLINE int64_t row_blocks(const Conv *s) {
-    return (s->mg + ROWS_PER_UNIT - 1) / ROWS_PER_UNIT;
+/* Columns of one (image, group)'s product: output positions, over the
+ * phase planes' wider rows unless the input is its own column matrix. */
+LJ_INLINE int64_t product_cols(const Conv *s) {
+    if (is_pointwise(s))
+        return s->h * s->w;
+    LjWindow win = window_of(s);
+    return s->oh * lj_phases(&win, PANEL).wq;
 }
 
-/* Units: (image, block of 16 channels) for depthwise, else (image, group,
- * block of ROWS_PER_UNIT output channels). */
+typedef struct Grid {
+    int64_t rows, nrb;  /* rows per block, row blocks */
+    int64_t cols, ncb;  /* columns per block, column blocks */
+} Grid;
+
+LJ_INLINE int64_t round_up(int64_t x, int64_t to) {
+    return (x + to - 1) / to * to;
+}
+
+LJ_INLINE Grid grid_of(const Conv *s) {
+    Grid g;
+    g.nrb = (s->mg + ROWS_MAX - 1) / ROWS_MAX;
+    g.rows = round_up((s->mg + g.nrb - 1) / g.nrb, 8);
+    g.nrb = (s->mg + g.rows - 1) / g.rows;
+    int64_t n = product_cols(s);
+    int64_t want = (GRID_UNITS + g.nrb - 1) / g.nrb, most = n / COLS_MIN;
+    g.ncb = want < most ? want : most > 0 ? most : 1;
+    g.cols = round_up((n + g.ncb - 1) / g.ncb, PANEL);
+    g.ncb = (n + g.cols - 1) / g.cols;
+    return g;
+}
+
+/* Units: channel planes for depthwise, else (image, group,
+ * column block, row block) -- row blocks innermost, so that a thread's
+ * range is whole column blocks where it can be. */
 LIBJIT_WORK libjit_conv_f32_work(const int64_t *d) {
     Conv s = conv_of(d);
     if (!s.fast)
         return 1;
     if (is_depthwise(&s))
-        return s.n * lj_depthwise_blocks(s.c);
-    return s.n * s.group * row_blocks(&s);
+        return s.n * s.c;
+    Grid g = grid_of(&s);
+    return s.n * s.group * g.nrb * g.ncb;
 }
 
-/* Depthwise units [lo, hi) with channels in lanes; without the memory for
- * that, plane by plane over phase planes on the stack, or the interpreter's
- * kernel when even those do not fit. */
+/* Depthwise planes [lo, hi): over phase rows, or without the memory for
+ * that, over phase planes on the stack, or the interpreter's kernel when
+ * even those do not fit. `dw` is lj_dwconv itself where the window is a
+ * constant (libjit_conv_dw_f32), its out-of-line copy elsewhere. */
+typedef bool (*DwFn)(const LjWindow *, int64_t, const float *, const float *, const float *,
+                     float *, LjAct, int64_t, int64_t);
+
 LJ_INLINE void conv_depthwise(const int64_t *d, const Conv *s, void *const *ops, const float *bias,
-                              LjAct act, int64_t lo, int64_t hi) {
+                              LjAct act, int64_t lo, int64_t hi, DwFn dw) {
     LjWindow g = window_of(s);
-    if (lj_depthwise_lanes(&g, s->c, ops[1], ops[2], bias, ops[0], act, lo, hi))
+    if (dw(&g, s->c, ops[1], ops[2], bias, ops[0], act, lo, hi))
         return;
     if (!lj_window_fits(&g)) {
         if (lo == 0)
             libjit_generic(d, ops);
         return;
     }
-    int64_t blocks = lj_depthwise_blocks(s->c);
-    for (int64_t u = lo; u < hi; u++) {
-        int64_t p0 = u / blocks * s->c + u % blocks * LJ_VL;
-        int64_t p1 = p0 + (s->c - u % blocks * LJ_VL < LJ_VL ? s->c - u % blocks * LJ_VL : LJ_VL);
-        lj_depthwise(&g, s->c, ops[1], ops[2], bias, ops[0], act, p0, p1);
-    }
+    lj_depthwise(&g, s->c, ops[1], ops[2], bias, ops[0], act, lo, hi);
 }
 
-/* The product for units [lo, hi) of one (image, group): rows r0 .. r1. */
+/* A run of units within one (image, group) and one column block: rows
+ * [r0, r1) by product columns [c0, c1). */
 typedef struct ConvPart {
-    int64_t img, g, r0, r1;
+    int64_t img, g, r0, r1, c0, c1;
 } ConvPart;
 
-/* The next part of units [*u, hi), split by (image, group): one product for all
- * its row blocks, so that a thread builds the phase planes once per part. */
-LJ_INLINE int conv_parts(const Conv *s, int64_t hi, ConvPart *part, int64_t *u) {
-    int64_t blocks = row_blocks(s);
+/* The next part of units [*u, hi); false when there is none. */
+LJ_INLINE bool conv_parts(const Conv *s, const Grid *gr, int64_t n, int64_t hi, ConvPart *part,
+                          int64_t *u) {
     if (*u >= hi)
-        return 0;
-    int64_t ig = *u / blocks, last = (ig + 1) * blocks < hi ? (ig + 1) * blocks : hi;
+        return false;
+    int64_t per_part = gr->nrb * gr->ncb, ig = *u / per_part, in = *u % per_part;
+    int64_t cb = in / gr->nrb, rb = in % gr->nrb;
+    int64_t run = gr->nrb - rb < hi - *u ? gr->nrb - rb : hi - *u;
     part->img = ig / s->group;
     part->g = ig % s->group;
-    part->r0 = (*u % blocks) * ROWS_PER_UNIT;
-    part->r1 = (last - ig * blocks) * ROWS_PER_UNIT < s->mg ? (last - ig * blocks) * ROWS_PER_UNIT
-                                                            : s->mg;
-    *u = last;
-    return 1;
+    part->r0 = rb * gr->rows;
+    part->r1 = (rb + run) * gr->rows < s->mg ? (rb + run) * gr->rows : s->mg;
+    part->c0 = cb * gr->cols;
+    part->c1 = part->c0 + gr->cols < n ? part->c0 + gr->cols : n;
+    *u += run;
+    return true;
 }
 
 /* 1x1, stride 1, no pad: B is the input itself, row-major. */
@@ -148,18 +185,19 @@ LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const flo
                                         const float *bias, float *y, LjAct act, int64_t lo,
                                         int64_t hi) {
     int64_t plane = s->h * s->w;
+    Grid gr = grid_of(s);
     ConvPart p;
-    for (int64_t u = lo; conv_parts(s, hi, &p, &u);) {
+    for (int64_t u = lo; conv_parts(s, &gr, plane, hi, &p, &u);) {
         int64_t m0 = p.g * s->mg + p.r0;
         LjGemm g = {
             .m = p.r1 - p.r0,
-            .n = plane,
+            .n = p.c1 - p.c0,
             .k = s->cg,
             .a = w + m0 * s->cg,
             .lda = s->cg,
-            .b = x + (p.img * s->c + p.g * s->cg) * plane,
+            .b = x + (p.img * s->c + p.g * s->cg) * plane + p.c0,
             .ldb = plane,
-            .c = y + (p.img * s->m + m0) * plane,
+            .c = y + (p.img * s->m + m0) * plane + p.c0,
             .ldc = plane,
             .bias = bias ? bias + m0 : NULL,
             .bias_rows = true,
@@ -175,7 +213,7 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
                                      const float *bias, float *y, LjAct act, int64_t lo,
                                      int64_t hi) {
     LjWindow win = window_of(s);
-    LjPhases q = lj_phases(&win, 48); /* the product's column block */
+    LjPhases q = lj_phases(&win, PANEL);
     int64_t taps = s->kh * s->kw, kdim = s->cg * taps, per_c = s->sh * s->sw * q.size;
     int64_t *koff = malloc((size_t)kdim * sizeof *koff + (size_t)(s->cg * per_c) * sizeof(float));
     if (!koff)
@@ -185,15 +223,21 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
         for (int64_t i = 0; i < s->kh; i++)
             for (int64_t j = 0; j < s->kw; j++)
                 koff[(c * s->kh + i) * s->kw + j] = c * per_c + lj_tap_offset(&win, &q, i, j);
+    Grid gr = grid_of(s);
+    int64_t n = s->oh * q.wq, built = -1; /* the (image, group) in the planes */
     ConvPart p;
-    for (int64_t u = lo; conv_parts(s, hi, &p, &u);) {
-        const float *xg = x + (p.img * s->c + p.g * s->cg) * s->h * s->w;
-        for (int64_t c = 0; c < s->cg; c++)
-            lj_build_phases(&win, &q, xg + c * s->h * s->w, 0.0f, planes + c * per_c);
+    for (int64_t u = lo; conv_parts(s, &gr, n, hi, &p, &u);) {
+        int64_t ig = p.img * s->group + p.g;
+        if (ig != built) {
+            const float *xg = x + (p.img * s->c + p.g * s->cg) * s->h * s->w;
+            for (int64_t c = 0; c < s->cg; c++)
+                lj_build_phases(&win, &q, xg + c * s->h * s->w, 0.0f, planes + c * per_c);
+            built = ig;
+        }
         int64_t m0 = p.g * s->mg + p.r0;
         LjGemm g = {
             .m = p.r1 - p.r0,
-            .n = s->oh * q.wq,
+            .n = p.c1 - p.c0,
             .k = kdim,
             .a = w + m0 * kdim,
             .lda = kdim,
@@ -201,6 +245,7 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
             .koff = koff,
             .wq = q.wq,
             .ow = s->ow,
+            .n0 = p.c0,
             .c = y + (p.img * s->m + m0) * s->oh * s->ow,
             .ldc = s->oh * s->ow,
             .bias = bias ? bias + m0 : NULL,
@@ -223,11 +268,30 @@ LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, in
     const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
     LjAct act = lj_act_of(d);
     if (is_depthwise(&s)) {
-        conv_depthwise(d, &s, ops, bias, act, lo, hi);
+        conv_depthwise(d, &s, ops, bias, act, lo, hi, lj_dwconv_outline);
         return;
     }
     if (is_pointwise(&s))
         conv_pointwise(&s, ops[1], ops[2], bias, ops[0], act, lo, hi);
     else if (!conv_planes(&s, ops[1], ops[2], bias, ops[0], act, lo, hi) && lo == 0)
         libjit_generic(d, ops);
+}
+
+/* Depthwise convolutions alone (code generation calls this one for them):
+ * here the phase-row kernel is inlined with the window a constant, where
+ * libjit_conv_f32, inlined into every convolution's worker, calls it out of
+ * line -- inlining it there would put its unrolled tiles into every worker
+ * before the depthwise test folded away (tripling ResNet-50's compile time). */
+LIBJIT_WORK libjit_conv_dw_f32_work(const int64_t *d) {
+    return libjit_conv_f32_work(d);
+}
+
+LIBJIT_KERNEL libjit_conv_dw_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
+    Conv s = conv_of(d);
+    if (!s.fast || !is_depthwise(&s)) {
+        libjit_conv_f32(d, ops, lo, hi);
+        return;
+    }
+    const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
+    conv_depthwise(d, &s, ops, bias, lj_act_of(d), lo, hi, lj_dwconv);
 }

@@ -13,6 +13,8 @@
 /* k_conv.c */
 LJ_DECLARE_KERNEL(conv_f32)
 LJ_DECLARE_WORK(conv_f32)
+LJ_DECLARE_KERNEL(conv_dw_f32)
+LJ_DECLARE_WORK(conv_dw_f32)
 
 /* k_gemm.c */
 LJ_DECLARE_KERNEL(fully_connected_f32)

@@ -1,33 +1,63 @@
 /* The runtime a generated program calls for threads: a small pool of
  * pthreads that split a kernel's outer loop into contiguous ranges, one per
  * thread, the caller taking the first. Compiled into every program (JIT,
- * executable, bundle), so the generated code needs only libc and pthreads. */
+ * executable, bundle), so the generated code needs only libc and pthreads.
+ *
+ * A model is a sequence of a few hundred kernel calls of 5-500 us each, one
+ * parallel region per call. Waking a thread through a condition variable
+ * costs 10-50 us under a hypervisor -- as much as the smaller calls -- so
+ * the workers spin on the job counter between calls, and sleep only after
+ * SPIN_NS without work (between inferences). The caller waits for the
+ * workers by spinning too: the regions are short and balanced. */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "backends/cpu/libjit/libjit.h"
 
 enum { MAX_THREADS = 64 };
 
+/* How long an idle worker spins before it sleeps: long enough to bridge
+ * the gap between two kernels (and the caller's own work between them),
+ * short enough not to burn a core between inferences for long. */
+#define SPIN_NS 2000000L
+/* Spins (about 10 us) before a waiting thread also yields its core. */
+#define YIELD_AFTER 2000
+
 struct LibjitRuntime {
     int nthreads;
     pthread_t threads[MAX_THREADS];
-    pthread_mutex_t mutex;
-    pthread_cond_t start, done;
-    /* the job being run */
+    /* the job being run, published by `generation` (release) */
     LibjitWorker worker;
     void *const *ops;
     int64_t n;
-    long generation;
-    int busy;
-    bool stop;
+    _Atomic long generation;
+    _Atomic int busy;   /* workers still running the current job */
+    _Atomic int asleep; /* workers blocked on `wake` */
+    _Atomic bool stop;
+    pthread_mutex_t mutex;
+    pthread_cond_t wake;
 };
 
 typedef struct WorkerArg {
     LibjitRuntime *rt;
     int index;
 } WorkerArg;
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
 
 static void run_range(LibjitRuntime *rt, int index) {
     int64_t per = (rt->n + rt->nthreads - 1) / rt->nthreads;
@@ -36,25 +66,50 @@ static void run_range(LibjitRuntime *rt, int index) {
         rt->worker(rt->ops, lo, hi);
 }
 
+/* Waits for a generation other than `seen` (or stop): spinning, then
+ * asleep. Returns the new generation. */
+static long wait_for_job(LibjitRuntime *rt, long seen) {
+    long g;
+    long deadline = 0;
+    for (int spins = 0;; spins++) {
+        g = atomic_load_explicit(&rt->generation, memory_order_acquire);
+        if (g != seen || atomic_load_explicit(&rt->stop, memory_order_relaxed))
+            return g;
+        cpu_relax();
+        if (spins > YIELD_AFTER)
+            sched_yield();
+        if ((spins & 1023) != 1023)
+            continue;
+        long t = now_ns();
+        if (!deadline)
+            deadline = t + SPIN_NS;
+        else if (t > deadline)
+            break;
+    }
+    pthread_mutex_lock(&rt->mutex);
+    atomic_fetch_add(&rt->asleep, 1);
+    /* The caller bumps the generation, then looks at `asleep` under the
+     * mutex: re-checking here, under the same mutex, loses no wake-up. */
+    while ((g = atomic_load(&rt->generation)) == seen && !atomic_load(&rt->stop))
+        pthread_cond_wait(&rt->wake, &rt->mutex);
+    atomic_fetch_sub(&rt->asleep, 1);
+    pthread_mutex_unlock(&rt->mutex);
+    return g;
+}
+
 static void *thread_main(void *p) {
     WorkerArg *arg = p;
     LibjitRuntime *rt = arg->rt;
-    long seen = 0;
-    pthread_mutex_lock(&rt->mutex);
-    for (;;) {
-        while (!rt->stop && rt->generation == seen)
-            pthread_cond_wait(&rt->start, &rt->mutex);
-        if (rt->stop)
-            break;
-        seen = rt->generation;
-        pthread_mutex_unlock(&rt->mutex);
-        run_range(rt, arg->index);
-        pthread_mutex_lock(&rt->mutex);
-        if (--rt->busy == 0)
-            pthread_cond_signal(&rt->done);
-    }
-    pthread_mutex_unlock(&rt->mutex);
+    int index = arg->index;
     free(arg);
+    long seen = 0;
+    for (;;) {
+        seen = wait_for_job(rt, seen);
+        if (atomic_load(&rt->stop))
+            break;
+        run_range(rt, index);
+        atomic_fetch_sub_explicit(&rt->busy, 1, memory_order_release);
+    }
     return NULL;
 }
 
@@ -64,10 +119,13 @@ LibjitRuntime *libjit_runtime_new(int nthreads) {
         return NULL;
     rt->nthreads = nthreads < 1 ? 1 : nthreads > MAX_THREADS ? MAX_THREADS : nthreads;
     pthread_mutex_init(&rt->mutex, NULL);
-    pthread_cond_init(&rt->start, NULL);
-    pthread_cond_init(&rt->done, NULL);
+    pthread_cond_init(&rt->wake, NULL);
     for (int i = 1; i < rt->nthreads; i++) {
         WorkerArg *arg = malloc(sizeof *arg);
+        if (!arg) {
+            rt->nthreads = i;
+            break;
+        }
         arg->rt = rt;
         arg->index = i;
         if (pthread_create(&rt->threads[i], NULL, thread_main, arg)) {
@@ -83,14 +141,13 @@ void libjit_runtime_free(LibjitRuntime *rt) {
     if (!rt)
         return;
     pthread_mutex_lock(&rt->mutex);
-    rt->stop = true;
-    pthread_cond_broadcast(&rt->start);
+    atomic_store(&rt->stop, true);
+    pthread_cond_broadcast(&rt->wake);
     pthread_mutex_unlock(&rt->mutex);
     for (int i = 1; i < rt->nthreads; i++)
         pthread_join(rt->threads[i], NULL);
     pthread_mutex_destroy(&rt->mutex);
-    pthread_cond_destroy(&rt->start);
-    pthread_cond_destroy(&rt->done);
+    pthread_cond_destroy(&rt->wake);
     free(rt);
 }
 
@@ -99,17 +156,22 @@ void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *co
         worker(ops, 0, n > 0 ? n : 0);
         return;
     }
-    pthread_mutex_lock(&rt->mutex);
     rt->worker = worker;
     rt->ops = ops;
     rt->n = n;
-    rt->busy = rt->nthreads - 1;
-    rt->generation++;
-    pthread_cond_broadcast(&rt->start);
-    pthread_mutex_unlock(&rt->mutex);
+    atomic_store_explicit(&rt->busy, rt->nthreads - 1, memory_order_relaxed);
+    atomic_fetch_add(&rt->generation, 1); /* seq_cst: ordered before `asleep` is read */
+    if (atomic_load(&rt->asleep)) {
+        pthread_mutex_lock(&rt->mutex);
+        pthread_cond_broadcast(&rt->wake);
+        pthread_mutex_unlock(&rt->mutex);
+    }
     run_range(rt, 0);
-    pthread_mutex_lock(&rt->mutex);
-    while (rt->busy)
-        pthread_cond_wait(&rt->done, &rt->mutex);
-    pthread_mutex_unlock(&rt->mutex);
+    /* A worker that lost its core to another process (a loaded machine)
+     * is waited for by yielding, so that it can get it back. */
+    for (int spins = 0; atomic_load_explicit(&rt->busy, memory_order_acquire); spins++) {
+        cpu_relax();
+        if (spins > YIELD_AFTER)
+            sched_yield();
+    }
 }

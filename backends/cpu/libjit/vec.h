@@ -150,4 +150,13 @@ LJ_INLINE v16f lj_act(v16f v, LjAct a) {
     }
 }
 
+/* Sigmoid and tanh: worth a loop of their own rather than inlining into
+ * every register of a tile. */
+LJ_INLINE bool lj_act_is_costly(LjAct a) {
+    return a.kind == LJS_sigmoid || a.kind == LJS_tanh;
+}
+
+/* p[0 .. n) = act(p[0 .. n)), out of line (gemm.c). */
+void lj_act_span(float *p, int64_t n, LjAct a);
+
 #endif

@@ -54,6 +54,16 @@ int64_t lj_depthwise_blocks(int64_t c);
 bool lj_depthwise_lanes(const LjWindow *g, int64_t c, const float *x, const float *w,
                         const float *bias, float *y, LjAct act, int64_t lo, int64_t hi);
 
+/* dwconv.c: the same, vectors along the output rows of each plane over its
+ * phase rows; planes [lo, hi) as lj_depthwise's. False if its buffer (the
+ * size of one padded plane, lj_dwconv_scratch) cannot be allocated. */
+size_t lj_dwconv_scratch(const LjWindow *g);
+bool lj_dwconv(const LjWindow *g, int64_t c, const float *x, const float *w, const float *bias,
+               float *y, LjAct act, int64_t lo, int64_t hi);
+/* The same, never inlined: one copy for every window. */
+bool lj_dwconv_outline(const LjWindow *g, int64_t c, const float *x, const float *w,
+                       const float *bias, float *y, LjAct act, int64_t lo, int64_t hi);
+
 typedef enum { LJ_POOL_MAX, LJ_POOL_AVG } LjPool;
 
 /* Pooling with channels in lanes, units as lj_depthwise_lanes' (padding
