@@ -183,7 +183,7 @@ static LLVMValueRef runtime_fn(CG *g, const char *name) {
     return fn;
 }
 
-/* worker_i(ops, lo, hi) { kernel(desc_i, ops, lo, hi); } */
+/* worker_i(ops, lo, hi, sc) { kernel(desc_i, ops, lo, hi, sc); } */
 static LLVMValueRef make_worker(CG *g, LLVMValueRef kernel, LLVMValueRef desc, int index) {
     char name[32];
     snprintf(name, sizeof name, "glowc_worker%d", index);
@@ -192,8 +192,9 @@ static LLVMValueRef make_worker(CG *g, LLVMValueRef kernel, LLVMValueRef desc, i
     LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(g->ctx, w, "entry");
     LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
     LLVMPositionBuilderAtEnd(b, bb);
-    LLVMValueRef args[4] = {desc, LLVMGetParam(w, 0), LLVMGetParam(w, 1), LLVMGetParam(w, 2)};
-    LLVMBuildCall2(b, LLVMGlobalGetValueType(kernel), kernel, args, 4, "");
+    LLVMValueRef args[5] = {desc, LLVMGetParam(w, 0), LLVMGetParam(w, 1), LLVMGetParam(w, 2),
+                            LLVMGetParam(w, 3)};
+    LLVMBuildCall2(b, LLVMGlobalGetValueType(kernel), kernel, args, 5, "");
     LLVMBuildRetVoid(b);
     LLVMDisposeBuilder(b);
     return w;
@@ -396,8 +397,8 @@ CpuModule *cpu_codegen(LirProgram *p, const CpuOptions *o, DiagList *d) {
     g.i32 = LLVMInt32TypeInContext(g.ctx);
     g.i64 = LLVMInt64TypeInContext(g.ctx);
     g.ptr = LLVMPointerTypeInContext(g.ctx, 0);
-    LLVMTypeRef wparams[3] = {g.ptr, g.i64, g.i64};
-    g.worker_ty = LLVMFunctionType(LLVMVoidTypeInContext(g.ctx), wparams, 3, false);
+    LLVMTypeRef wparams[4] = {g.ptr, g.i64, g.i64, g.ptr};
+    g.worker_ty = LLVMFunctionType(LLVMVoidTypeInContext(g.ctx), wparams, 4, false);
     if (!load_bitcode(&g)) {
         cpu_module_free(m);
         return NULL;

@@ -86,7 +86,7 @@ CpuExec *cpu_jit(CpuModule *m, int threads, DiagList *d) {
         cpu_exec_free(e);
         return NULL;
     }
-    e->rt = threads > 1 ? ((RuntimeNewFn)rt_new)(threads) : NULL;
+    e->rt = ((RuntimeNewFn)rt_new)(threads); /* one thread too: it keeps the scratch */
     return e;
 }
 

@@ -118,7 +118,7 @@ static void run_step(const Run *s) {
     else if (i->kind == IK_INSERT)
         insert(i, s->ops[0], s->ops[1]);
     else if (s->f && i->ops[0]->type.elem == ELEM_F32)
-        s->f->fn(s->d->w, s->ops, 0, s->f->work(s->d->w));
+        s->f->fn(s->d->w, s->ops, 0, s->f->work(s->d->w), NULL);
     else
         libjit_generic(s->d->w, (void *const *)s->ops);
 }

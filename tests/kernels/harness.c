@@ -117,15 +117,19 @@ uint64_t rng_next(uint64_t *s) {
 
 void run_kernel(const Desc *d, KernelFn fn, WorkFn work, void *const *ops) {
     if (!work) {
-        fn(d->w, ops, 0, 1);
+        fn(d->w, ops, 0, 1, NULL);
         return;
     }
     int64_t n = work(d->w);
-    /* Units in the order 0, n-1, 1, n-2, ...: disjoint ranges, out of order. */
+    /* Units in the order 0, n-1, 1, n-2, ...: disjoint ranges, out of order;
+     * the even ones with a runtime's scratch, kept (and so reused, stale)
+     * from unit to unit, the odd ones with scratch allocated per call. */
+    LjScratch sc = {0};
     for (int64_t i = 0; i < n; i++) {
         int64_t u = i % 2 ? n - 1 - i / 2 : i / 2;
-        fn(d->w, ops, u, u + 1);
+        fn(d->w, ops, u, u + 1, i % 2 ? NULL : &sc);
     }
+    lj_scratch_release(&sc);
 }
 
 /* Exact sizes (at least 1 byte), so that AddressSanitizer sees a kernel

@@ -33,7 +33,8 @@ int64_t desc_numel(const Desc *d, int op);
 struct LirInstr;
 void desc_from_instr(Desc *d, const struct LirInstr *i);
 
-typedef void (*KernelFn)(const int64_t *d, void *const *ops, int64_t lo, int64_t hi);
+typedef void (*KernelFn)(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                         LjScratch *sc);
 typedef int64_t (*WorkFn)(const int64_t *d);
 
 /* Runs fn over its work units [0, work(d)) one unit at a time, in a

@@ -136,6 +136,15 @@ static bool load_inputs(const Args *a, uint8_t *mutables, Arena *arena, DiagList
     return true;
 }
 
+/* The inputs are read into a scratch arena, freed before the run: the
+ * program's own memory is the weights, the mutables and the activations. */
+static bool load_inputs_scratch(const Args *a, uint8_t *mutables, DiagList *d) {
+    Arena *scratch = arena_new();
+    bool ok = scratch && load_inputs(a, mutables, scratch, d);
+    arena_destroy(scratch);
+    return ok;
+}
+
 static bool write_outputs(const Args *a, const uint8_t *mutables, DiagList *d) {
     const GlowcModelInfo *m = &glowc_model_info;
     const char *dir = a->out_dir ? a->out_dir : ".";
@@ -185,7 +194,9 @@ static int cmp_double(const void *x, const void *y) {
 
 static int run(const Args *a, uint8_t *mutables, uint8_t *acts) {
     const GlowcModelInfo *m = &glowc_model_info;
-    LibjitRuntime *rt = a->threads > 1 ? libjit_runtime_new(a->threads) : NULL;
+    /* Even for one thread: the runtime keeps the kernels' scratch from call
+     * to call (libjit.h), which keeps the heap at its largest request. */
+    LibjitRuntime *rt = libjit_runtime_new(a->threads);
     int status = glowc_main((uint8_t *)m->weights, mutables, acts, rt); /* warm-up or the run */
     if (!status && a->bench > 0) {
         double *t = malloc((size_t)a->bench * sizeof *t);
@@ -217,7 +228,7 @@ int main(int argc, char **argv) {
     uint8_t *mutables = arena_alloc_big(arena, (size_t)m->mutable_bytes + 64);
     uint8_t *acts = arena_alloc_big(arena, (size_t)m->activation_bytes + 64);
     int status = 1;
-    if (mutables && acts && load_inputs(&a, mutables, arena, &d) && !run(&a, mutables, acts) &&
+    if (mutables && acts && load_inputs_scratch(&a, mutables, &d) && !run(&a, mutables, acts) &&
         (a.bench || write_outputs(&a, mutables, &d)))
         status = 0;
     StrBuf sb;

@@ -188,9 +188,10 @@ int64_t lj_depthwise_blocks(int64_t c) {
 
 LJ_VECTOR_FN bool lj_depthwise_lanes(const LjWindow *g, int64_t c, const float *x,
                                      const float *w, const float *bias, float *y, LjAct act,
-                                     int64_t lo, int64_t hi) {
+                                     int64_t lo, int64_t hi, LjScratch *sc) {
     int64_t in = g->h * g->w, out = g->oh * g->ow, taps = g->kh * g->kw;
-    float *xt = aligned_alloc(64, (size_t)(in + out + taps) * LJ_VL * sizeof(float));
+    float *xt =
+        lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)(in + out + taps) * LJ_VL * sizeof(float));
     if (!xt)
         return false;
     float *ot = xt + in * LJ_VL, *wt = ot + out * LJ_VL;
@@ -206,14 +207,15 @@ LJ_VECTOR_FN bool lj_depthwise_lanes(const LjWindow *g, int64_t c, const float *
         block_windows(WIN_CONV, false, g, xt, wt, lj_load(b), act, ot);
         from_lanes(y + (img * c + c0) * out, ot, out, cn, out);
     }
-    free(xt);
+    lj_scratch_put(sc, xt);
     return true;
 }
 
 LJ_VECTOR_FN bool lj_pool_lanes(const LjWindow *g, LjPool kind, bool count_include_pad,
-                                int64_t c, const float *x, float *y, int64_t lo, int64_t hi) {
+                                int64_t c, const float *x, float *y, int64_t lo, int64_t hi,
+                                LjScratch *sc) {
     int64_t in = g->h * g->w, out = g->oh * g->ow;
-    float *xt = aligned_alloc(64, (size_t)(in + out) * LJ_VL * sizeof(float));
+    float *xt = lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)(in + out) * LJ_VL * sizeof(float));
     if (!xt)
         return false;
     float *ot = xt + in * LJ_VL;
@@ -229,6 +231,6 @@ LJ_VECTOR_FN bool lj_pool_lanes(const LjWindow *g, LjPool kind, bool count_inclu
             block_windows(WIN_AVG, count_include_pad, g, xt, NULL, lj_splat(0), none, ot);
         from_lanes(y + (img * c + c0) * out, ot, out, cn, out);
     }
-    free(xt);
+    lj_scratch_put(sc, xt);
     return true;
 }

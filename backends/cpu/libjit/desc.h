@@ -60,6 +60,8 @@ enum {
 
 /* The runtime each generated program calls into for threads. */
 typedef struct LibjitRuntime LibjitRuntime;
-typedef void (*LibjitWorker)(void *const *ops, int64_t lo, int64_t hi);
+/* A thread's kernel scratch, owned by the runtime (libjit.h). */
+typedef struct LjScratch LjScratch;
+typedef void (*LibjitWorker)(void *const *ops, int64_t lo, int64_t hi, LjScratch *sc);
 
 #endif

@@ -100,7 +100,8 @@ LJ_INLINE void dw_tile(int64_t R, int64_t C, const DwPlan *p, const float *buf, 
             v16f wv = lj_splat(wk[i * g->kw + j]);
             int64_t ph = j * g->dw % g->sw, shift = j * g->dw / g->sw + cv * LJ_VL;
             DW_LOOP_R {
-                const float *src = phase_row(p, (float *)buf, (oy + r) * g->sh + i * g->dh, ph) + shift;
+                int64_t row = (oy + r) * g->sh + i * g->dh;
+                const float *src = phase_row(p, (float *)buf, row, ph) + shift;
                 DW_LOOP_C { acc[r][c] += wv * lj_load(src + c * LJ_VL); }
             }
         }
@@ -148,11 +149,12 @@ size_t lj_dwconv_scratch(const LjWindow *g) {
 
 /* Inlined into each convolution's worker, where the window is constant:
  * the tap loops unroll and the tile shape is chosen at compile time. */
-__attribute__((always_inline)) bool lj_dwconv(const LjWindow *g, int64_t c, const float *x, const float *w,
-                            const float *bias, float *y, LjAct act, int64_t lo, int64_t hi) {
+__attribute__((always_inline)) bool lj_dwconv(const LjWindow *g, int64_t c, const float *x,
+                                               const float *w, const float *bias, float *y,
+                                               LjAct act, int64_t lo, int64_t hi, LjScratch *sc) {
     DwPlan p = dw_plan(g);
     size_t bytes = lj_dwconv_scratch(g);
-    float *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    float *buf = lj_scratch_get(sc, LJ_SCRATCH_PLANES, bytes);
     if (!buf)
         return false;
     __builtin_memset(buf, 0, bytes);
@@ -162,12 +164,12 @@ __attribute__((always_inline)) bool lj_dwconv(const LjWindow *g, int64_t c, cons
         dw_fill(&p, x + pl * g->h * g->w, buf);
         dw_plane(&p, buf, w + ch * taps, bias ? bias[ch] : 0.0f, act, y + pl * g->oh * g->ow);
     }
-    free(buf);
+    lj_scratch_put(sc, buf);
     return true;
 }
 
 LJ_VECTOR_FN bool lj_dwconv_outline(const LjWindow *g, int64_t c, const float *x, const float *w,
                                     const float *bias, float *y, LjAct act, int64_t lo,
-                                    int64_t hi) {
-    return lj_dwconv(g, c, x, w, bias, y, act, lo, hi);
+                                    int64_t hi, LjScratch *sc) {
+    return lj_dwconv(g, c, x, w, bias, y, act, lo, hi, sc);
 }

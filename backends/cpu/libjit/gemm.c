@@ -45,7 +45,7 @@ enum {
     KC_MIN = 64,
     NC = 240,        /* B block columns: 5 panels, KC x NC = 240 KB, in L2 */
     L2_BUDGET = 1 << 20,
-    BIG_BLOCK = 3 << 19, /* a deep B block on the heap: 1.5 MB, most of L2 */
+    BIG_BLOCK = 1 << 20, /* a deep B block on the heap: 1 MB, half of L2 */
 };
 
 enum { FIRST = 1, LAST = 2 };
@@ -264,7 +264,7 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
     int64_t kc_max = pick_kc(g, packed), nc_max = g->n < NC ? (g->n + NR - 1) / NR * NR : NC;
     float *block = stack_block, *heap = NULL;
     if (packed && kc_max * nc_max > KC_MAX * NC) {
-        heap = aligned_alloc(64, (size_t)(kc_max * nc_max) * sizeof(float));
+        heap = lj_scratch_get(g->sc, LJ_SCRATCH_PACK, (size_t)(kc_max * nc_max) * sizeof(float));
         if (heap)
             block = heap;
         else
@@ -311,5 +311,6 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
             k0 += kc;
         } while (k0 < g->k);
     }
-    free(heap);
+    if (heap)
+        lj_scratch_put(g->sc, heap);
 }

@@ -31,6 +31,7 @@ typedef struct LjGemm {
     const float *bias; /* NULL, or one value per row (bias_rows) or per column */
     bool bias_rows;
     LjAct act;
+    LjScratch *sc; /* the deep packing block's buffer; NULL: malloc per call */
 } LjGemm;
 
 /* The whole product on the calling thread. Threads split it by rows: each

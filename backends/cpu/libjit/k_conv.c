@@ -92,11 +92,22 @@ LJ_INLINE LjWindow window_of(const Conv *s) {
     return g;
 }
 
+/* 1x1 with a stride, no padding read (ResNet's downsampling shortcuts):
+ * B is the input subsampled, where phase planes would build every phase
+ * and read one -- four times the buffer and the copying at stride 2. */
+LJ_INLINE bool is_subsampled(const Conv *s) {
+    return s->kh == 1 && s->kw == 1 && s->ph == 0 && s->pw == 0 && !is_pointwise(s) &&
+           (s->oh - 1) * s->sh < s->h && (s->ow - 1) * s->sw < s->w;
+}
+
 /* Columns of one (image, group)'s product: output positions, over the
- * phase planes' wider rows unless the input is its own column matrix. */
+ * phase planes' wider rows unless the input (or its subsampling) is its
+ * own column matrix. */
 LJ_INLINE int64_t product_cols(const Conv *s) {
     if (is_pointwise(s))
         return s->h * s->w;
+    if (is_subsampled(s))
+        return s->oh * s->ow;
     LjWindow win = window_of(s);
     return s->oh * lj_phases(&win, PANEL).wq;
 }
@@ -141,12 +152,12 @@ LIBJIT_WORK libjit_conv_f32_work(const int64_t *d) {
  * even those do not fit. `dw` is lj_dwconv itself where the window is a
  * constant (libjit_conv_dw_f32), its out-of-line copy elsewhere. */
 typedef bool (*DwFn)(const LjWindow *, int64_t, const float *, const float *, const float *,
-                     float *, LjAct, int64_t, int64_t);
+                     float *, LjAct, int64_t, int64_t, LjScratch *);
 
 LJ_INLINE void conv_depthwise(const int64_t *d, const Conv *s, void *const *ops, const float *bias,
-                              LjAct act, int64_t lo, int64_t hi, DwFn dw) {
+                              LjAct act, int64_t lo, int64_t hi, LjScratch *sc, DwFn dw) {
     LjWindow g = window_of(s);
-    if (dw(&g, s->c, ops[1], ops[2], bias, ops[0], act, lo, hi))
+    if (dw(&g, s->c, ops[1], ops[2], bias, ops[0], act, lo, hi, sc))
         return;
     if (!lj_window_fits(&g)) {
         if (lo == 0)
@@ -183,7 +194,7 @@ LJ_INLINE bool conv_parts(const Conv *s, const Grid *gr, int64_t n, int64_t hi, 
 /* 1x1, stride 1, no pad: B is the input itself, row-major. */
 LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const float *w,
                                         const float *bias, float *y, LjAct act, int64_t lo,
-                                        int64_t hi) {
+                                        int64_t hi, LjScratch *sc) {
     int64_t plane = s->h * s->w;
     Grid gr = grid_of(s);
     ConvPart p;
@@ -202,20 +213,69 @@ LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const flo
             .bias = bias ? bias + m0 : NULL,
             .bias_rows = true,
             .act = act,
+            .sc = sc,
         };
         lj_sgemm(&g);
     }
+}
+
+/* Strided 1x1: B is the group's input channels subsampled, built once per
+ * part. False if the buffer cannot be had. */
+LJ_VECTOR_FN static bool conv_subsampled(const Conv *s, const float *x, const float *w,
+                                         const float *bias, float *y, LjAct act, int64_t lo,
+                                         int64_t hi, LjScratch *sc) {
+    int64_t plane = s->oh * s->ow;
+    float *sub = lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)(s->cg * plane) * sizeof(float));
+    if (!sub)
+        return false;
+    Grid gr = grid_of(s);
+    int64_t built = -1; /* the (image, group) in sub */
+    ConvPart p;
+    for (int64_t u = lo; conv_parts(s, &gr, plane, hi, &p, &u);) {
+        int64_t ig = p.img * s->group + p.g;
+        if (ig != built) {
+            const float *xg = x + (p.img * s->c + p.g * s->cg) * s->h * s->w;
+            for (int64_t c = 0; c < s->cg; c++)
+                for (int64_t oy = 0; oy < s->oh; oy++) {
+                    const float *src = xg + (c * s->h + oy * s->sh) * s->w;
+                    float *dst = sub + c * plane + oy * s->ow;
+                    for (int64_t ox = 0; ox < s->ow; ox++)
+                        dst[ox] = src[ox * s->sw];
+                }
+            built = ig;
+        }
+        int64_t m0 = p.g * s->mg + p.r0;
+        LjGemm g = {
+            .m = p.r1 - p.r0,
+            .n = p.c1 - p.c0,
+            .k = s->cg,
+            .a = w + m0 * s->cg,
+            .lda = s->cg,
+            .b = sub + p.c0,
+            .ldb = plane,
+            .c = y + (p.img * s->m + m0) * plane + p.c0,
+            .ldc = plane,
+            .bias = bias ? bias + m0 : NULL,
+            .bias_rows = true,
+            .act = act,
+            .sc = sc,
+        };
+        lj_sgemm(&g);
+    }
+    lj_scratch_put(sc, sub);
+    return true;
 }
 
 /* The rest: B's rows are runs of the phase planes of the group's input
  * channels, built once per part. False if the buffers cannot be had. */
 LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float *w,
                                      const float *bias, float *y, LjAct act, int64_t lo,
-                                     int64_t hi) {
+                                     int64_t hi, LjScratch *sc) {
     LjWindow win = window_of(s);
     LjPhases q = lj_phases(&win, PANEL);
     int64_t taps = s->kh * s->kw, kdim = s->cg * taps, per_c = s->sh * s->sw * q.size;
-    int64_t *koff = malloc((size_t)kdim * sizeof *koff + (size_t)(s->cg * per_c) * sizeof(float));
+    size_t bytes = (size_t)kdim * sizeof(int64_t) + (size_t)(s->cg * per_c) * sizeof(float);
+    int64_t *koff = lj_scratch_get(sc, LJ_SCRATCH_PLANES, bytes);
     if (!koff)
         return false;
     float *planes = (float *)(koff + kdim);
@@ -251,14 +311,16 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
             .bias = bias ? bias + m0 : NULL,
             .bias_rows = true,
             .act = act,
+            .sc = sc,
         };
         lj_sgemm(&g);
     }
-    free(koff);
+    lj_scratch_put(sc, koff);
     return true;
 }
 
-LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
+LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                              LjScratch *sc) {
     Conv s = conv_of(d);
     if (!s.fast) {
         if (lo == 0)
@@ -268,12 +330,15 @@ LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, in
     const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
     LjAct act = lj_act_of(d);
     if (is_depthwise(&s)) {
-        conv_depthwise(d, &s, ops, bias, act, lo, hi, lj_dwconv_outline);
+        conv_depthwise(d, &s, ops, bias, act, lo, hi, sc, lj_dwconv_outline);
         return;
     }
     if (is_pointwise(&s))
-        conv_pointwise(&s, ops[1], ops[2], bias, ops[0], act, lo, hi);
-    else if (!conv_planes(&s, ops[1], ops[2], bias, ops[0], act, lo, hi) && lo == 0)
+        conv_pointwise(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc);
+    else if (is_subsampled(&s)) {
+        if (!conv_subsampled(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc) && lo == 0)
+            libjit_generic(d, ops);
+    } else if (!conv_planes(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc) && lo == 0)
         libjit_generic(d, ops);
 }
 
@@ -286,12 +351,13 @@ LIBJIT_WORK libjit_conv_dw_f32_work(const int64_t *d) {
     return libjit_conv_f32_work(d);
 }
 
-LIBJIT_KERNEL libjit_conv_dw_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
+LIBJIT_KERNEL libjit_conv_dw_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                 LjScratch *sc) {
     Conv s = conv_of(d);
     if (!s.fast || !is_depthwise(&s)) {
-        libjit_conv_f32(d, ops, lo, hi);
+        libjit_conv_f32(d, ops, lo, hi, sc);
         return;
     }
     const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
-    conv_depthwise(d, &s, ops, bias, lj_act_of(d), lo, hi, lj_dwconv);
+    conv_depthwise(d, &s, ops, bias, lj_act_of(d), lo, hi, sc, lj_dwconv);
 }

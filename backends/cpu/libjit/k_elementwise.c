@@ -108,7 +108,7 @@ LJ_INLINE void unary_run(NodeKind k, const int64_t *d, void *const *ops, int64_t
         return chunks(lj_numel(d, 0));                                                        \
     }                                                                                         \
     LIBJIT_KERNEL libjit_##name##_f32(const int64_t *d, void *const *ops, int64_t lo,         \
-                                      int64_t hi) {                                           \
+                                      int64_t hi, LjScratch *sc) {                            \
         unary_run(KIND, d, ops, lo, hi);                                                      \
     }
 
@@ -255,7 +255,7 @@ LJ_INLINE void binary_run(NodeKind k, const int64_t *d, void *const *ops, int64_
         return chunks(lj_numel(d, 0));                                                        \
     }                                                                                         \
     LIBJIT_KERNEL libjit_##name##_f32(const int64_t *d, void *const *ops, int64_t lo,         \
-                                      int64_t hi) {                                           \
+                                      int64_t hi, LjScratch *sc) {                            \
         if (lj_elem(d, 1) != ELEM_F32 || lj_elem(d, 2) != ELEM_F32) {                         \
             if (lo == 0)                                                                      \
                 libjit_generic(d, ops);                                                       \

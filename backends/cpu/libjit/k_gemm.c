@@ -23,7 +23,7 @@ LIBJIT_WORK libjit_fully_connected_f32_work(const int64_t *d) {
 
 /* Operands: 0 y [M,N], 1 x [M,K], 2 w [K,N], 3 b [N]. */
 LIBJIT_KERNEL libjit_fully_connected_f32(const int64_t *d, void *const *ops, int64_t lo,
-                                         int64_t hi) {
+                                         int64_t hi, LjScratch *sc) {
     int64_t m = lj_dim(d, 0, 0), n = lj_dim(d, 0, 1), k = lj_dim(d, 1, 1);
     int64_t j0 = lo * COLS_PER_UNIT, j1 = hi * COLS_PER_UNIT < n ? hi * COLS_PER_UNIT : n;
     if (j0 >= j1)
@@ -42,6 +42,7 @@ LIBJIT_KERNEL libjit_fully_connected_f32(const int64_t *d, void *const *ops, int
         .ldc = n,
         .bias = b + j0,
         .act = lj_act_of(d),
+        .sc = sc,
     };
     lj_sgemm(&g);
 }
@@ -96,7 +97,8 @@ LIBJIT_WORK libjit_matmul_f32_work(const int64_t *d) {
     return s.nbatch * col_units(s.n);
 }
 
-LIBJIT_KERNEL libjit_matmul_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
+LIBJIT_KERNEL libjit_matmul_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                LjScratch *sc) {
     if (lj_elem(d, 1) != ELEM_F32 || lj_elem(d, 2) != ELEM_F32) {
         if (lo == 0)
             libjit_generic(d, ops);
@@ -128,6 +130,7 @@ LIBJIT_KERNEL libjit_matmul_f32(const int64_t *d, void *const *ops, int64_t lo, 
             .ldb = s.n,
             .c = y + batch * s.m * s.n + j0,
             .ldc = s.n,
+            .sc = sc,
         };
         lj_sgemm(&g);
         u = last;

@@ -172,7 +172,7 @@ LJ_INLINE void red_run(Red r, const int64_t *d, void *const *ops, int64_t lo, in
         return red_work(d);                                                                   \
     }                                                                                         \
     LIBJIT_KERNEL libjit_##name##_f32(const int64_t *d, void *const *ops, int64_t lo,         \
-                                      int64_t hi) {                                           \
+                                      int64_t hi, LjScratch *sc) {                            \
         red_run(RED, d, ops, lo, hi);                                                         \
     }
 
@@ -278,7 +278,8 @@ LIBJIT_WORK libjit_transpose_f32_work(const int64_t *d) {
     return chunks(lj_numel(d, 0));
 }
 
-LIBJIT_KERNEL libjit_transpose_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
+LIBJIT_KERNEL libjit_transpose_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                   LjScratch *sc) {
     Walk w = transpose_walk(d);
     walk_run(&w, d, ops, lo, hi);
 }
@@ -311,7 +312,8 @@ LIBJIT_WORK libjit_slice_f32_work(const int64_t *d) {
     return chunks(lj_numel(d, 0));
 }
 
-LIBJIT_KERNEL libjit_slice_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
+LIBJIT_KERNEL libjit_slice_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                               LjScratch *sc) {
     Walk w = slice_walk(d);
     walk_run(&w, d, ops, lo, hi);
 }
@@ -337,7 +339,8 @@ LIBJIT_WORK libjit_gather_f32_work(const int64_t *d) {
     return chunks(lj_numel(d, 0));
 }
 
-LIBJIT_KERNEL libjit_gather_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
+LIBJIT_KERNEL libjit_gather_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                LjScratch *sc) {
     int ie = lj_elem(d, 2);
     if (ie != ELEM_I64 && ie != ELEM_I32) {
         fallback(d, ops, lo);
@@ -371,7 +374,8 @@ LIBJIT_WORK libjit_cast_f32_work(const int64_t *d) {
 }
 
 /* Through double, as the interpreter's element accessors round. */
-LIBJIT_KERNEL libjit_cast_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
+LIBJIT_KERNEL libjit_cast_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                              LjScratch *sc) {
     int64_t n = lj_numel(d, 0), e0 = min64(lo * CHUNK, n), e1 = min64(hi * CHUNK, n);
     float *y = ops[0];
     switch (lj_elem(d, 1)) {

@@ -59,12 +59,13 @@ LJ_INLINE int64_t window_work(const int64_t *d) {
     return window_of(d, &g) ? lj_dim(d, 0, 0) * lj_depthwise_blocks(lj_dim(d, 0, 1)) : 1;
 }
 
-LJ_INLINE void pool_run(const int64_t *d, void *const *ops, LjPool kind, int64_t lo, int64_t hi) {
+LJ_INLINE void pool_run(const int64_t *d, void *const *ops, LjPool kind, int64_t lo, int64_t hi,
+                        LjScratch *sc) {
     LjWindow g;
     int64_t c = lj_dim(d, 0, 1), blocks = lj_depthwise_blocks(c);
     bool incl = lj_attr_int(d, AK_count_include_pad, 0) != 0;
     const float *x = ops[lj_nops(d) - 1];
-    if (window_of(d, &g) && lj_pool_lanes(&g, kind, incl, c, x, ops[0], lo, hi))
+    if (window_of(d, &g) && lj_pool_lanes(&g, kind, incl, c, x, ops[0], lo, hi, sc))
         return;
     if (!window_of(d, &g) || !lj_window_fits(&g)) {
         if (lo == 0)
@@ -82,16 +83,18 @@ LIBJIT_WORK libjit_max_pool_f32_work(const int64_t *d) {
     return window_work(d);
 }
 
-LIBJIT_KERNEL libjit_max_pool_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
-    pool_run(d, ops, LJ_POOL_MAX, lo, hi);
+LIBJIT_KERNEL libjit_max_pool_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                  LjScratch *sc) {
+    pool_run(d, ops, LJ_POOL_MAX, lo, hi, sc);
 }
 
 LIBJIT_WORK libjit_avg_pool_f32_work(const int64_t *d) {
     return window_work(d);
 }
 
-LIBJIT_KERNEL libjit_avg_pool_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
-    pool_run(d, ops, LJ_POOL_AVG, lo, hi);
+LIBJIT_KERNEL libjit_avg_pool_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                  LjScratch *sc) {
+    pool_run(d, ops, LJ_POOL_AVG, lo, hi, sc);
 }
 
 /* ---- global pooling ------------------------------------------------------- */
@@ -148,7 +151,7 @@ LIBJIT_WORK libjit_global_avg_pool_f32_work(const int64_t *d) {
 
 /* The sum is divided (not multiplied by 1/n) so that it rounds once. */
 LIBJIT_KERNEL libjit_global_avg_pool_f32(const int64_t *d, void *const *ops, int64_t lo,
-                                         int64_t hi) {
+                                         int64_t hi, LjScratch *sc) {
     int64_t p0, p1, n = plane_size(d);
     unit_planes(d, lo, hi, &p0, &p1);
     float *y = ops[0];
@@ -162,7 +165,7 @@ LIBJIT_WORK libjit_global_max_pool_f32_work(const int64_t *d) {
 }
 
 LIBJIT_KERNEL libjit_global_max_pool_f32(const int64_t *d, void *const *ops, int64_t lo,
-                                         int64_t hi) {
+                                         int64_t hi, LjScratch *sc) {
     int64_t p0, p1, n = plane_size(d);
     unit_planes(d, lo, hi, &p0, &p1);
     float *y = ops[0];

@@ -7,7 +7,8 @@
 #include "backends/cpu/libjit/libjit.h"
 
 #define LJ_DECLARE_KERNEL(name)                                                              \
-    LIBJIT_KERNEL libjit_##name(const int64_t *d, void *const *ops, int64_t lo, int64_t hi);
+    LIBJIT_KERNEL libjit_##name(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,  \
+                                LjScratch *sc);
 #define LJ_DECLARE_WORK(name) LIBJIT_WORK libjit_##name##_work(const int64_t *d);
 
 /* k_conv.c */

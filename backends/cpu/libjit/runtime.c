@@ -40,6 +40,7 @@ struct LibjitRuntime {
     _Atomic bool stop;
     pthread_mutex_t mutex;
     pthread_cond_t wake;
+    LjScratch scratch[MAX_THREADS]; /* thread i's, touched by thread i alone */
 };
 
 typedef struct WorkerArg {
@@ -63,7 +64,7 @@ static void run_range(LibjitRuntime *rt, int index) {
     int64_t per = (rt->n + rt->nthreads - 1) / rt->nthreads;
     int64_t lo = per * index, hi = lo + per < rt->n ? lo + per : rt->n;
     if (lo < hi)
-        rt->worker(rt->ops, lo, hi);
+        rt->worker(rt->ops, lo, hi, &rt->scratch[index]);
 }
 
 /* Waits for a generation other than `seen` (or stop): spinning, then
@@ -148,12 +149,14 @@ void libjit_runtime_free(LibjitRuntime *rt) {
         pthread_join(rt->threads[i], NULL);
     pthread_mutex_destroy(&rt->mutex);
     pthread_cond_destroy(&rt->wake);
+    for (int i = 0; i < rt->nthreads; i++)
+        lj_scratch_release(&rt->scratch[i]);
     free(rt);
 }
 
 void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *const *ops) {
     if (!rt || rt->nthreads <= 1 || n <= 1) {
-        worker(ops, 0, n > 0 ? n : 0);
+        worker(ops, 0, n > 0 ? n : 0, rt ? &rt->scratch[0] : NULL);
         return;
     }
     rt->worker = worker;

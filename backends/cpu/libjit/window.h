@@ -52,17 +52,19 @@ void lj_depthwise(const LjWindow *g, int64_t c, const float *x, const float *w, 
  * one block's input and output) cannot be allocated. */
 int64_t lj_depthwise_blocks(int64_t c);
 bool lj_depthwise_lanes(const LjWindow *g, int64_t c, const float *x, const float *w,
-                        const float *bias, float *y, LjAct act, int64_t lo, int64_t hi);
+                        const float *bias, float *y, LjAct act, int64_t lo, int64_t hi,
+                        LjScratch *sc);
 
 /* dwconv.c: the same, vectors along the output rows of each plane over its
  * phase rows; planes [lo, hi) as lj_depthwise's. False if its buffer (the
  * size of one padded plane, lj_dwconv_scratch) cannot be allocated. */
 size_t lj_dwconv_scratch(const LjWindow *g);
 bool lj_dwconv(const LjWindow *g, int64_t c, const float *x, const float *w, const float *bias,
-               float *y, LjAct act, int64_t lo, int64_t hi);
+               float *y, LjAct act, int64_t lo, int64_t hi, LjScratch *sc);
 /* The same, never inlined: one copy for every window. */
 bool lj_dwconv_outline(const LjWindow *g, int64_t c, const float *x, const float *w,
-                       const float *bias, float *y, LjAct act, int64_t lo, int64_t hi);
+                       const float *bias, float *y, LjAct act, int64_t lo, int64_t hi,
+                       LjScratch *sc);
 
 typedef enum { LJ_POOL_MAX, LJ_POOL_AVG } LjPool;
 
@@ -70,7 +72,7 @@ typedef enum { LJ_POOL_MAX, LJ_POOL_AVG } LjPool;
  * never read: windows are clipped, and averages divide by ONNX's count).
  * False if its buffers cannot be allocated. */
 bool lj_pool_lanes(const LjWindow *g, LjPool kind, bool count_include_pad, int64_t c,
-                   const float *x, float *y, int64_t lo, int64_t hi);
+                   const float *x, float *y, int64_t lo, int64_t hi, LjScratch *sc);
 
 /* Max or average pooling of planes [lo, hi). count_include_pad as ONNX. */
 void lj_pool(const LjWindow *g, LjPool kind, bool count_include_pad, const float *x, float *y,
