@@ -109,6 +109,16 @@ $(BUILD)/gen/libjit_bc.o: $(GEN)/libjit_bc.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c17 -w -c $< -o $@
 
+# The CPU names LLVM knows for the host's target, so that --target-cpu=TYPO
+# is an error rather than LLVM's warning and generic code.
+$(GEN)/target_cpus.h: | $(DEPS_STAMP)
+	@mkdir -p $(GEN)
+	$(LLVM_BIN)/llc -mtriple=$$($(LLVM_BIN)/llvm-config --host-target) -mcpu=help </dev/null 2>&1 | \
+	  awk '/Available CPUs/ {f = 1; next} /Available features/ {f = 0} \
+	       f && NF >= 3 && $$2 == "-" {print "\"" $$1 "\","}' > $@.tmp
+	test -s $@.tmp && mv $@.tmp $@
+$(BUILD)/backends/cpu/module.o: $(GEN)/target_cpus.h
+
 # main() of compiled executables, with the core code it reads .npy files by.
 EXE_RT_SRCS := backends/cpu/exe/main.c core/npy.c core/arena.c core/diag.c core/strbuf.c \
                core/tensor.c core/types.c

@@ -27,6 +27,18 @@ LLVMTargetMachineRef cpu_new_target_machine(const CpuModule *m) {
                                    LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelDefault);
 }
 
+/* The CPU names of the host's target (generated from llc -mcpu=help). */
+static const char *const target_cpus[] = {
+#include "target_cpus.h"
+};
+
+static bool known_cpu(const char *name) {
+    for (size_t i = 0; i < sizeof target_cpus / sizeof *target_cpus; i++)
+        if (!strcmp(name, target_cpus[i]))
+            return true;
+    return false;
+}
+
 CpuModule *cpu_module_new(LirProgram *p, const CpuOptions *o, DiagList *d) {
     init_llvm();
     CpuModule *m = calloc(1, sizeof *m);
@@ -45,6 +57,17 @@ CpuModule *cpu_module_new(LirProgram *p, const CpuOptions *o, DiagList *d) {
         m->features = strdup(f);
         LLVMDisposeMessage(f);
     } else {
+        if (!known_cpu(o->target_cpu)) {
+            StrBuf sb;
+            sb_init(&sb);
+            for (size_t i = 0; i < sizeof target_cpus / sizeof *target_cpus; i++)
+                sb_printf(&sb, "%s%s", i ? " " : "", target_cpus[i]);
+            diag_error(d, NULL, "unknown --target-cpu '%s'; LLVM knows: native %s",
+                       o->target_cpu, sb_str(&sb));
+            sb_free(&sb);
+            cpu_module_free(m);
+            return NULL;
+        }
         m->cpu = strdup(o->target_cpu);
         m->features = strdup("");
     }
