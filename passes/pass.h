@@ -31,6 +31,7 @@ typedef struct PassContext {
     bool broken;
     /* Peak live activation bytes before and after scheduling (schedule pass). */
     int64_t peak_before, peak_after;
+    bool one_order; /* schedule: the graph admits a single order */
     /* The memory plan's figures (allocate pass). */
     int64_t arena_bytes, lower_bound, naive_bytes;
 } PassContext;

@@ -24,6 +24,7 @@ typedef struct Sched {
     int *cons_at;   /* consumers of position p: cons[cons_at[p] .. cons_at[p+1]) */
     int *cons;
     bool *is_output;
+    int *ops; /* operands() scratch: room for the most operands of a node */
 } Sched;
 
 static int64_t result_bytes(const Node *n) {
@@ -33,7 +34,8 @@ static int64_t result_bytes(const Node *n) {
     return b;
 }
 
-/* Distinct compute operands of node position p, by position. */
+/* Distinct compute operands of node position p, by position, into out
+ * (room for the node's operand count). */
 static int operands(const Sched *s, int p, int *out) {
     const Node *n = s->nodes[p];
     int k = 0;
@@ -63,13 +65,17 @@ static bool sched_init(Sched *s, Function *f) {
         return false;
     for (int i = 0; i < f->next_id; i++)
         s->index[i] = -1;
-    int p = 0;
+    int p = 0, most = 1;
     for (Node *n = f->first; n; n = n->next, p++) {
         s->nodes[p] = n;
         s->index[n->id] = p;
         s->size[p] = result_bytes(n);
+        most = n->nops > most ? n->nops : most;
     }
-    int ops[256];
+    s->ops = malloc((size_t)most * sizeof *s->ops);
+    if (!s->ops)
+        return false;
+    int *ops = s->ops;
     for (p = 0; p < s->n; p++) {
         int k = operands(s, p, ops);
         for (int j = 0; j < k; j++)
@@ -110,6 +116,7 @@ static void sched_free(Sched *s) {
     free(s->cons_at);
     free(s->cons);
     free(s->is_output);
+    free(s->ops);
 }
 
 /* Peak live bytes of running the nodes in `order` (positions). */
@@ -117,7 +124,7 @@ static int64_t peak_of(const Sched *s, const int *order) {
     int *left = malloc((size_t)(s->n + 1) * sizeof *left);
     memcpy(left, s->users, (size_t)s->n * sizeof *left);
     int64_t live = 0, peak = 0;
-    int ops[256];
+    int *ops = s->ops;
     for (int i = 0; i < s->n; i++) {
         int p = order[i];
         live += s->size[p];
@@ -137,7 +144,7 @@ static int64_t peak_of(const Sched *s, const int *order) {
 /* ---- depth first, biggest subtree first --------------------------------- */
 
 static void subtree_mem(const Sched *s, int64_t *mem) {
-    int ops[256];
+    int *ops = s->ops;
     for (int p = 0; p < s->n; p++) { /* operands come first in a valid order */
         int64_t m = s->size[p];
         int k = operands(s, p, ops);
@@ -148,13 +155,10 @@ static void subtree_mem(const Sched *s, int64_t *mem) {
     }
 }
 
-static void dfs_visit(const Sched *s, const int64_t *mem, int p, bool *done, int *order, int *len) {
-    if (done[p])
-        return;
-    done[p] = true; /* a DAG: marking early cannot skip a needed operand */
-    int ops[256];
+/* Operands of p sorted for the depth-first order: biggest memory first,
+ * ties in the given order. */
+static int sorted_operands(const Sched *s, const int64_t *mem, int p, int *ops) {
     int k = operands(s, p, ops);
-    /* Biggest memory first; ties keep the given order. */
     for (int i = 1; i < k; i++)
         for (int j = i; j > 0 && (mem[ops[j]] > mem[ops[j - 1]] ||
                                   (mem[ops[j]] == mem[ops[j - 1]] && ops[j] < ops[j - 1])); j--) {
@@ -162,25 +166,65 @@ static void dfs_visit(const Sched *s, const int64_t *mem, int p, bool *done, int
             ops[j] = ops[j - 1];
             ops[j - 1] = t;
         }
-    for (int i = 0; i < k; i++)
-        dfs_visit(s, mem, ops[i], done, order, len);
-    order[(*len)++] = p;
+    return k;
+}
+
+/* Post-order from p, with an explicit stack (a chain of many thousand
+ * nodes must not exhaust the C stack). Each frame's sorted operands live
+ * in `opbuf` at the frame's base (at most the total operand count). */
+typedef struct DfsFrame {
+    int p, k, next, base;
+} DfsFrame;
+
+static void dfs_visit(const Sched *s, const int64_t *mem, int root, bool *done, int *order,
+                      int *len, DfsFrame *stack, int *opbuf) {
+    if (done[root])
+        return;
+    done[root] = true; /* a DAG: marking early cannot skip a needed operand */
+    int top = 0;
+    stack[0] = (DfsFrame){root, sorted_operands(s, mem, root, opbuf), 0, 0};
+    while (top >= 0) {
+        DfsFrame *f = &stack[top];
+        if (f->next < f->k) {
+            int c = opbuf[f->base + f->next++];
+            if (done[c])
+                continue;
+            done[c] = true;
+            int base = f->base + f->k;
+            stack[++top] = (DfsFrame){c, sorted_operands(s, mem, c, opbuf + base), 0, base};
+        } else {
+            order[(*len)++] = f->p;
+            top--;
+        }
+    }
 }
 
 static void dfs_order(const Sched *s, int *order) {
     int64_t *mem = calloc((size_t)s->n + 1, sizeof *mem);
     bool *done = calloc((size_t)s->n + 1, sizeof *done);
-    subtree_mem(s, mem);
+    DfsFrame *stack = malloc(((size_t)s->n + 1) * sizeof *stack);
+    size_t total = 1;
+    for (int p = 0; p < s->n; p++)
+        total += (size_t)s->nodes[p]->nops;
+    int *opbuf = malloc(total * sizeof *opbuf);
     int len = 0;
-    for (int i = 0; i < s->f->noutputs; i++) {
-        int q = s->index[s->f->outputs[i]->def->id];
-        if (q >= 0)
-            dfs_visit(s, mem, q, done, order, &len);
+    if (mem && done && stack && opbuf) {
+        subtree_mem(s, mem);
+        for (int i = 0; i < s->f->noutputs; i++) {
+            int q = s->index[s->f->outputs[i]->def->id];
+            if (q >= 0)
+                dfs_visit(s, mem, q, done, order, &len, stack, opbuf);
+        }
+        for (int p = 0; p < s->n; p++) /* nodes no output needs keep their place at the end */
+            dfs_visit(s, mem, p, done, order, &len, stack, opbuf);
+    } else { /* out of memory: the given order */
+        for (int p = 0; p < s->n; p++)
+            order[p] = p;
     }
-    for (int p = 0; p < s->n; p++) /* nodes no output needs keep their place at the end */
-        dfs_visit(s, mem, p, done, order, &len);
     free(mem);
     free(done);
+    free(stack);
+    free(opbuf);
 }
 
 /* ---- greedy by net memory ----------------------------------------------- */
@@ -190,7 +234,7 @@ static void greedy_order(const Sched *s, int *order) {
     int *left = malloc((size_t)(s->n + 1) * sizeof *left);
     bool *done = calloc((size_t)s->n + 1, sizeof *done);
     memcpy(left, s->users, (size_t)s->n * sizeof *left);
-    int ops[256];
+    int *ops = s->ops;
     for (int p = 0; p < s->n; p++)
         pending[p] = operands(s, p, ops);
     for (int i = 0; i < s->n; i++) {
@@ -221,6 +265,20 @@ static void greedy_order(const Sched *s, int *order) {
     free(pending);
     free(left);
     free(done);
+}
+
+/* Whether the given (valid) order is the only one: every node uses the
+ * node before it (a chain, as DenseNet's concatenations make it). */
+static bool only_order(const Sched *s) {
+    for (int p = 1; p < s->n; p++) {
+        int k = operands(s, p, s->ops);
+        bool uses = false;
+        for (int j = 0; j < k; j++)
+            uses |= s->ops[j] == p - 1;
+        if (!uses)
+            return false;
+    }
+    return true;
 }
 
 static void apply_order(Sched *s, const int *order) {
@@ -266,6 +324,7 @@ bool pass_schedule(Function *f, PassContext *ctx) {
         apply_order(&s, best);
     ctx->peak_before = p_given;
     ctx->peak_after = p_best;
+    ctx->one_order = only_order(&s);
     if (changed)
         pass_rewrote(ctx, f, f->outputs[0]);
     free(given);

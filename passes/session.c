@@ -473,6 +473,7 @@ bool session_step(Session *s) {
     st->nstats = ctx.nstats;
     st->peak_before = ctx.peak_before;
     st->peak_after = ctx.peak_after;
+    st->one_order = ctx.one_order;
     st->failed = s->diags.errors > errors || (pi->level == PASS_LIR && !s->lir) ||
                  (pi->level == PASS_CODEGEN && !changed);
     if (!st->failed && s->opt.verify_each && pi->level != PASS_CODEGEN && !verify_step(s, pi))

@@ -48,6 +48,7 @@ typedef struct Step {
     PassStat stats[32];
     int nstats;
     int64_t peak_before, peak_after; /* schedule only */
+    bool one_order;                  /* schedule: no other order exists */
     double seconds;
 } Step;
 

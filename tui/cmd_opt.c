@@ -83,9 +83,13 @@ static void print_stats(const Session *s) {
             fprintf(stderr, "%s(%d nodes, +%d -%d lines)", st->nstats ? "  " : "", st->nnodes,
                     st->lines_added, st->lines_removed);
         fputc('\n', stderr);
-        if (!strcmp(st->name, "schedule"))
+        if (!strcmp(st->name, "schedule")) {
             fprintf(stderr, "  %-16s peak live bytes: given order %lld, chosen order %lld\n", "",
                     (long long)st->peak_before, (long long)st->peak_after);
+            if (st->one_order)
+                fprintf(stderr, "  %-16s (the only order: every node uses the one before it)\n",
+                        "");
+        }
         if (st->lir && st->lir->allocated && !strcmp(st->name, "allocate"))
             fprintf(stderr, "  %-16s arena %lld bytes, lower bound %lld bytes, naive %lld bytes\n",
                     "", (long long)st->arena_bytes, (long long)st->lower_bound,

@@ -397,6 +397,8 @@ static void view_stats(const Session *s, int k, StrBuf *out) {
     if (st->peak_before || st->peak_after)
         sb_printf(out, "peak live bytes: given order %lld, chosen order %lld\n",
                   (long long)st->peak_before, (long long)st->peak_after);
+    if (st->one_order)
+        sb_printf(out, "(the only order: every node uses the one before it)\n");
     if (st->lir && st->lir->allocated)
         sb_printf(out, "memory: arena %lld bytes, lower bound %lld bytes, naive %lld bytes\n",
                   (long long)st->arena_bytes, (long long)st->lower_bound,
