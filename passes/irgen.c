@@ -32,8 +32,19 @@ static void set_buf(Gen *g, const Node *n, int res, LirBuf *b) {
     g->vals[n->id][res] = b;
 }
 
-static bool reshape_like(NodeKind k) {
-    return k == NK_RESHAPE || k == NK_FLATTEN || k == NK_SQUEEZE || k == NK_UNSQUEEZE;
+/* Nodes whose result is their operand's memory under another type (or the
+ * same one: identity, inference dropout), which irgen turns into a view
+ * rather than a copy, so that no backend needs a kernel for them. */
+static bool reshape_like(const Node *n) {
+    switch (n->kind) {
+    case NK_RESHAPE:
+    case NK_FLATTEN:
+    case NK_SQUEEZE:
+    case NK_UNSQUEEZE:
+    case NK_IDENTITY: return true;
+    case NK_DROPOUT: return n->nres == 1;
+    default: return false;
+    }
 }
 
 /* The element offset of a region of `t` that starts at `start` with sizes
@@ -141,7 +152,7 @@ static void gen_compute(Gen *g, const Node *n) {
 }
 
 static void gen_node(Gen *g, const Node *n) {
-    if (reshape_like(n->kind)) {
+    if (reshape_like(n)) {
         set_buf(g, n, 0, view_of(g, buf_of(g, n->ops[0]), 0, &n->res[0].type, n->name));
         return;
     }

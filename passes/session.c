@@ -540,15 +540,19 @@ bool session_append_pipeline(Session *s, const char *spec) {
 }
 
 bool session_want_lir(Session *s) {
-    bool has_irgen = s->from_lir, has_alloc = false;
+    bool has_irgen = s->from_lir, has_alloc = false, has_lower = false;
     for (int i = 0; i < s->npipeline; i++) {
         const PassInfo *pi = pass_find(s->pipeline[i]);
         has_irgen |= pi->step == STEP_IRGEN;
+        has_lower |= pi->level == PASS_LOWERING;
         if (pi->level == PASS_LIR)
             has_alloc = pi->run_lir == lir_allocate; /* the last LIR pass must be allocate */
     }
+    /* Lowering is what lets a backend run the graph at all (-O0 included),
+     * not an optimisation: a pipeline without it gets it before irgen. */
     if (!has_irgen)
-        return session_append_pipeline(s, "irgen,shorten-lifetimes,allocate");
+        return session_append_pipeline(s, has_lower ? "irgen,shorten-lifetimes,allocate"
+                                                    : "lower,irgen,shorten-lifetimes,allocate");
     if (!has_alloc)
         return session_append_pipeline(s, "allocate");
     return true;

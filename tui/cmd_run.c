@@ -73,7 +73,12 @@ static bool run_write_outputs(const Session *s, Tensor *const *outputs, const ch
 static int run_model(CommonArgs *ca, const char *out_dir, DiagList *d) {
     Arena *a = arena_new();
     KnownInput known[MAX_CLI_INPUTS];
-    Session *s = args_load_inputs(ca, a, d) ? args_open_session(ca, "-O0", known, d) : NULL;
+    /* The graph interpreter runs the imported graph as is by default; a
+     * backend that runs the low-level program or native code is a compiler,
+     * and compiles with -O2 unless told otherwise. */
+    const Backend *b = ca->backend ? backend_find(ca->backend) : NULL;
+    const char *dflt = b && (b->runs_lir || b->compiles) ? "-O2" : "-O0";
+    Session *s = args_load_inputs(ca, a, d) ? args_open_session(ca, dflt, known, d) : NULL;
     bool ok = s && session_run(s);
     if (s && !ok)
         diag_append(d, &s->diags);
