@@ -138,7 +138,7 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
         .backend = ca->backend ? backend_find(ca->backend) : NULL,
         .target_cpu = ca->target_cpu,
         .fallback = ca->fallback,
-        .threads = ca->threads ? ca->threads : 1,
+        .threads = ca->threads ? ca->threads : cli_cpu_count(),
         .max_memory = ca->max_memory ? ca->max_memory : cli_physical_memory(),
     };
 }

@@ -44,6 +44,8 @@ bool cli_write_file(const char *path, const void *data, size_t len, DiagList *d)
 bool cli_parse_size(const char *arg, uint64_t *out);
 /* The machine's physical memory in bytes: the default --max-memory. */
 uint64_t cli_physical_memory(void);
+/* Online CPUs (1 to 64): the default --threads. */
+int cli_cpu_count(void);
 
 /* "NAME=VALUE" for --dim. */
 bool cli_parse_dim(const char *arg, DimBinding *out, DiagList *d);
