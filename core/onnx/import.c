@@ -566,13 +566,32 @@ typedef struct UnboundDim {
     int axis;
 } UnboundDim;
 
-static bool bind_dim(ImportCtx *ic, const char *input, int axis, const char *sym, int64_t *out,
-                     UnboundDim *unbound, int *nunbound) {
+/* The value given for the graph input that will be parameter `index`
+ * (conform's test data, run --input), matched as known_input does. */
+static const Tensor *given_value(const ImportCtx *ic, const char *name, int index) {
+    for (int i = 0; i < ic->opt->nknown; i++) {
+        const KnownInput *k = &ic->opt->known[i];
+        if (k->name && k->name[0] ? !strcmp(k->name, name) : k->index == index)
+            return k->value;
+    }
+    return NULL;
+}
+
+/* A symbolic dimension: bound by --dim, else by the shape of the value given
+ * for the input (it runs on that value, so no other size would do), else a
+ * leading one defaults to 1. */
+static bool bind_dim(ImportCtx *ic, const char *input, int axis, const char *sym,
+                     const Tensor *given, int rank, int64_t *out, UnboundDim *unbound,
+                     int *nunbound) {
     for (int i = 0; i < ic->opt->ndims; i++) {
         if (sym && !strcmp(ic->opt->dims[i].name, sym)) {
             *out = ic->opt->dims[i].value;
             return true;
         }
+    }
+    if (given && given->type.rank == rank) {
+        *out = given->type.dims[axis];
+        return true;
     }
     if (axis == 0) {
         *out = 1;
@@ -612,6 +631,7 @@ static bool import_input(ImportCtx *ic, const Onnx__ValueInfoProto *vi, UnboundD
         return false;
     }
     Type t = {.elem = k, .rank = (int)tt->shape->n_dim};
+    const Tensor *given = given_value(ic, name, ic->f->nparams);
     bool ok = true;
     for (int i = 0; i < t.rank; i++) {
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[i];
@@ -625,7 +645,7 @@ static bool import_input(ImportCtx *ic, const Onnx__ValueInfoProto *vi, UnboundD
                     dim->dim_param[0]
                 ? dim->dim_param
                 : NULL;
-        ok &= bind_dim(ic, name, i, sym, &t.dims[i], unbound, nunbound);
+        ok &= bind_dim(ic, name, i, sym, given, t.rank, &t.dims[i], unbound, nunbound);
     }
     int64_t numel;
     if (ok && !type_numel_checked(&t, &numel)) {
