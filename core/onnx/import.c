@@ -10,9 +10,11 @@
 #include "core/onnx/import.h"
 #include "core/print.h"
 
+/* An ONNX name stands for a graph value or, during import only, a sequence. */
 typedef struct MapEntry {
     const char *name;
     Value *value;
+    OnnxSeq *seq;
 } MapEntry;
 
 typedef struct Unsupported {
@@ -34,6 +36,9 @@ struct ImportCtx {
     Tensor ***folded; /* by node id: the results of a folded node */
     int folded_cap;
     Value **known_const; /* by param index: the constant made from a known input */
+    Node **walk;         /* depends_on_input: nodes visited, and a mark by node id */
+    bool *walk_seen;
+    int walk_cap;
     Unsupported unsupported[64];
     int nunsupported;
     bool any_unsupported;
@@ -49,7 +54,7 @@ static uint64_t hash_str(const char *s) {
     return h;
 }
 
-static void map_put(ImportCtx *ic, const char *name, Value *v);
+static void map_put_entry(ImportCtx *ic, const char *name, Value *v, OnnxSeq *seq);
 
 static void map_grow(ImportCtx *ic) {
     MapEntry *old = ic->map;
@@ -59,10 +64,10 @@ static void map_grow(ImportCtx *ic) {
     ic->map_count = 0;
     for (size_t i = 0; i < old_cap; i++)
         if (old[i].name)
-            map_put(ic, old[i].name, old[i].value);
+            map_put_entry(ic, old[i].name, old[i].value, old[i].seq);
 }
 
-static void map_put(ImportCtx *ic, const char *name, Value *v) {
+static void map_put_entry(ImportCtx *ic, const char *name, Value *v, OnnxSeq *seq) {
     if ((ic->map_count + 1) * 2 > ic->map_cap)
         map_grow(ic);
     size_t i = hash_str(name) & (ic->map_cap - 1);
@@ -73,18 +78,34 @@ static void map_put(ImportCtx *ic, const char *name, Value *v) {
         ic->map_count++;
     }
     ic->map[i].value = v;
+    ic->map[i].seq = seq;
 }
 
-static Value *map_get(const ImportCtx *ic, const char *name) {
+static void map_put(ImportCtx *ic, const char *name, Value *v) {
+    map_put_entry(ic, name, v, NULL);
+}
+
+static const MapEntry *map_find(const ImportCtx *ic, const char *name) {
     if (!ic->map_cap)
         return NULL;
     size_t i = hash_str(name) & (ic->map_cap - 1);
     while (ic->map[i].name) {
         if (!strcmp(ic->map[i].name, name))
-            return ic->map[i].value;
+            return &ic->map[i];
         i = (i + 1) & (ic->map_cap - 1);
     }
     return NULL;
+}
+
+/* The value named `name`, or NULL when the name is unknown or a sequence. */
+static Value *map_get(const ImportCtx *ic, const char *name) {
+    const MapEntry *e = map_find(ic, name);
+    return e ? e->value : NULL;
+}
+
+static OnnxSeq *map_get_seq(const ImportCtx *ic, const char *name) {
+    const MapEntry *e = map_find(ic, name);
+    return e ? e->seq : NULL;
 }
 
 /* ---- the memory budget ------------------------------------------------------ */
@@ -339,6 +360,51 @@ Tensor *on_try_const(OnnxNode *on, Value *v) {
     return v ? fold_value(on->ic, v, 0) : NULL;
 }
 
+/* Does v depend on a graph input? A walk over its operands, each node once
+ * (a chain of diamonds must not take exponential time), and at most
+ * WALK_MAX nodes (many nodes each asking about a long chain must not take
+ * quadratic time): a bigger subgraph counts as depending on an input, which
+ * is always correct, as the callers then take the value at run time. */
+enum { WALK_MAX = 1024 };
+
+static bool depends_on_input(ImportCtx *ic, const Value *v) {
+    Function *f = ic->f;
+    if (f->next_id > ic->walk_cap) {
+        int cap = f->next_id * 2;
+        ic->walk = arena_grow(ic->m->arena, ic->walk, (size_t)ic->walk_cap, (size_t)cap,
+                              sizeof *ic->walk);
+        ic->walk_seen = arena_grow(ic->m->arena, ic->walk_seen, (size_t)ic->walk_cap,
+                                   (size_t)cap, sizeof *ic->walk_seen);
+        ic->walk_cap = cap;
+    }
+    int nwalk = 0;
+    bool found = false;
+    ic->walk[nwalk++] = v->def;
+    ic->walk_seen[v->def->id] = true;
+    for (int i = 0; i < nwalk && !found; i++) {
+        Node *n = ic->walk[i];
+        found = n->kind == NK_PLACEHOLDER || nwalk > WALK_MAX;
+        for (int k = 0; k < n->nops; k++) {
+            Node *d = n->ops[k]->def;
+            if (!ic->walk_seen[d->id]) {
+                ic->walk_seen[d->id] = true;
+                ic->walk[nwalk++] = d;
+            }
+        }
+    }
+    for (int i = 0; i < nwalk; i++)
+        ic->walk_seen[ic->walk[i]->id] = false;
+    return found;
+}
+
+Tensor *on_try_static(OnnxNode *on, Value *v) {
+    return v && !depends_on_input(on->ic, v) ? fold_value(on->ic, v, 0) : NULL;
+}
+
+OnnxSeq *on_seq_in(const OnnxNode *on, int i) {
+    return i < on->nin && on->seq ? on->seq[i] : NULL;
+}
+
 Tensor *on_const_input(OnnxNode *on, int i, const char *what) {
     Value *v = on_in(on, i);
     if (!v) {
@@ -428,6 +494,11 @@ void on_bind(OnnxNode *on, int i, Value *v) {
         map_put(on->ic, on->proto->output[i], v);
 }
 
+void on_bind_seq(OnnxNode *on, int i, OnnxSeq *s) {
+    if (i < on->nout && on->proto->output[i][0])
+        map_put_entry(on->ic, on->proto->output[i], NULL, s);
+}
+
 bool on_done(OnnxNode *on, Node *n) {
     if (!infer_at(on, n))
         return false;
@@ -475,17 +546,19 @@ Value *on_in_or_zero(OnnxNode *on, int i, ElemKind k) {
 typedef struct OpEntry {
     const char *op;
     OpHandler fn;
+    bool takes_seq;
 } OpEntry;
 
 static const OpEntry op_table[] = {
-#define ONNX_OP(op_type, handler) {op_type, handler},
+#define ONNX_OP(op_type, handler) {op_type, handler, false},
+#define ONNX_SEQ_OP(op_type, handler) {op_type, handler, true},
 #include "core/onnx/ops.def"
 };
 
-static OpHandler find_handler(const char *op) {
+static const OpEntry *find_handler(const char *op) {
     for (size_t i = 0; i < sizeof op_table / sizeof op_table[0]; i++)
         if (!strcmp(op_table[i].op, op))
-            return op_table[i].fn;
+            return &op_table[i];
     return NULL;
 }
 
@@ -524,21 +597,33 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
     on.nin = (int)np->n_input;
     on.nout = (int)np->n_output;
     on.in = arena_alloc_array(a, (size_t)(on.nin ? on.nin : 1), sizeof(Value *));
+    bool foreign = np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx");
+    const OpEntry *entry = foreign ? NULL : find_handler(op);
+    OpHandler fn = entry ? entry->fn : NULL;
+    if (entry && entry->takes_seq)
+        on.seq = arena_alloc_array(a, (size_t)(on.nin ? on.nin : 1), sizeof(OnnxSeq *));
     bool poisoned = false;
     for (int i = 0; i < on.nin; i++) {
         const char *name = np->input[i];
         if (!name[0])
             continue;
         on.in[i] = map_get(ic, name);
-        if (!on.in[i]) {
+        OnnxSeq *seq = map_get_seq(ic, name);
+        if (seq && on.seq) {
+            on.seq[i] = seq;
+        } else if (seq) {
+            /* an unsupported operator is listed as such below instead */
+            if (fn)
+                on_unsupported(&on, "input '%s' is a sequence; glowc resolves sequences at "
+                                    "import, through the sequence operators only", name);
+            poisoned = true;
+        } else if (!on.in[i]) {
             on_error(&on, "input '%s' is not defined before this node", name);
             poisoned = true;
         } else if (on.in[i] == &ic->poison) {
             poisoned = true;
         }
     }
-    bool foreign = np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx");
-    OpHandler fn = foreign ? NULL : find_handler(op);
     if (!foreign && ic->opset == 0) {
         on_error(&on, "the model imports no opset of the default domain");
         poisoned = true;
@@ -551,10 +636,10 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
     for (int i = 0; i < on.nout; i++) {
         if (!np->output[i][0])
             continue;
-        Value *v = map_get(ic, np->output[i]);
-        if (!ok || !v)
+        bool bound = map_get(ic, np->output[i]) || map_get_seq(ic, np->output[i]);
+        if (!ok || !bound)
             map_put(ic, np->output[i], &ic->poison);
-        if (ok && !v && i == 0) /* a handler must bind every output it produces */
+        if (ok && !bound && i == 0) /* a handler must bind every output it produces */
             on_error(&on, "output '%s' was not produced", np->output[i]);
     }
 }
@@ -566,13 +651,32 @@ typedef struct UnboundDim {
     int axis;
 } UnboundDim;
 
-static bool bind_dim(ImportCtx *ic, const char *input, int axis, const char *sym, int64_t *out,
-                     UnboundDim *unbound, int *nunbound) {
+/* The value given for the graph input that will be parameter `index`
+ * (conform's test data, run --input), matched as known_input does. */
+static const Tensor *given_value(const ImportCtx *ic, const char *name, int index) {
+    for (int i = 0; i < ic->opt->nknown; i++) {
+        const KnownInput *k = &ic->opt->known[i];
+        if (k->name && k->name[0] ? !strcmp(k->name, name) : k->index == index)
+            return k->value;
+    }
+    return NULL;
+}
+
+/* A symbolic dimension: bound by --dim, else by the shape of the value given
+ * for the input (it runs on that value, so no other size would do), else a
+ * leading one defaults to 1. */
+static bool bind_dim(ImportCtx *ic, const char *input, int axis, const char *sym,
+                     const Tensor *given, int rank, int64_t *out, UnboundDim *unbound,
+                     int *nunbound) {
     for (int i = 0; i < ic->opt->ndims; i++) {
         if (sym && !strcmp(ic->opt->dims[i].name, sym)) {
             *out = ic->opt->dims[i].value;
             return true;
         }
+    }
+    if (given && given->type.rank == rank) {
+        *out = given->type.dims[axis];
+        return true;
     }
     if (axis == 0) {
         *out = 1;
@@ -612,6 +716,7 @@ static bool import_input(ImportCtx *ic, const Onnx__ValueInfoProto *vi, UnboundD
         return false;
     }
     Type t = {.elem = k, .rank = (int)tt->shape->n_dim};
+    const Tensor *given = given_value(ic, name, ic->f->nparams);
     bool ok = true;
     for (int i = 0; i < t.rank; i++) {
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[i];
@@ -625,7 +730,7 @@ static bool import_input(ImportCtx *ic, const Onnx__ValueInfoProto *vi, UnboundD
                     dim->dim_param[0]
                 ? dim->dim_param
                 : NULL;
-        ok &= bind_dim(ic, name, i, sym, &t.dims[i], unbound, nunbound);
+        ok &= bind_dim(ic, name, i, sym, given, t.rank, &t.dims[i], unbound, nunbound);
     }
     int64_t numel;
     if (ok && !type_numel_checked(&t, &numel)) {
@@ -819,6 +924,12 @@ static bool import_graph(ImportCtx *ic, const Onnx__GraphProto *g) {
     const char **names = arena_alloc_array(ic->m->arena, g->n_output + 1, sizeof(char *));
     for (size_t i = 0; i < g->n_output; i++) {
         names[i] = g->output[i]->name ? g->output[i]->name : "";
+        if (map_get_seq(ic, names[i])) {
+            diag_error(ic->d, NULL, "graph output '%s' is a sequence; glowc resolves sequences "
+                       "at import and returns tensors only", names[i]);
+            ic->any_unsupported = true;
+            return false;
+        }
         outs[i] = map_get(ic, names[i]);
         if (!outs[i] || outs[i] == &ic->poison) {
             diag_error(ic->d, NULL, "graph output '%s' is not produced by any node", names[i]);

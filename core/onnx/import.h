@@ -13,6 +13,9 @@
 #include "onnx/onnx.pb-c.h"
 
 typedef struct ImportCtx ImportCtx;
+/* A sequence value, which lives only during import (ops_sequence.c): its
+ * length is static, so it resolves to graph values and never reaches the IR. */
+typedef struct OnnxSeq OnnxSeq;
 
 typedef struct OnnxNode {
     ImportCtx *ic;
@@ -24,12 +27,14 @@ typedef struct OnnxNode {
     const char *where; /* "node 'Conv_3' (Conv)" */
     int opset;         /* of the default domain */
     int nin, nout;
-    Value **in; /* NULL for an absent optional input */
+    Value **in;    /* NULL for an absent optional input, or a sequence */
+    OnnxSeq **seq; /* the sequence inputs (ONNX_SEQ_OP handlers only), else NULL */
 } OnnxNode;
 
 typedef bool (*OpHandler)(OnnxNode *on);
 
 #define ONNX_OP(op_type, handler) bool handler(OnnxNode *on);
+#define ONNX_SEQ_OP(op_type, handler) bool handler(OnnxNode *on);
 #include "core/onnx/ops.def"
 
 /* ---- attributes ---- */
@@ -61,6 +66,12 @@ bool on_const_ints(OnnxNode *on, int i, const char *what, int64_t *out, int max,
 bool on_const_floats(OnnxNode *on, int i, const char *what, float *out, int max, int *n);
 /* Like on_const_input, but NULL without an error when the value is not known. */
 Tensor *on_try_const(OnnxNode *on, Value *v);
+/* Like on_try_const, but never through a known input: for values that decide
+ * no shape, which the graph can take at run time instead of specialising the
+ * model to them. */
+Tensor *on_try_static(OnnxNode *on, Value *v);
+/* The sequence given as input i, or NULL when it is a tensor or absent. */
+OnnxSeq *on_seq_in(const OnnxNode *on, int i);
 
 /* ---- emitting ---- */
 /* A new node (named after the ONNX node) appended to the function. */
@@ -71,6 +82,8 @@ bool on_done(OnnxNode *on, Node *n);
 Value *on_tmp(OnnxNode *on, Node *n);
 /* Binds ONNX output i to v. */
 void on_bind(OnnxNode *on, int i, Value *v);
+/* Binds ONNX output i to a sequence (allocated in the module's arena). */
+void on_bind_seq(OnnxNode *on, int i, OnnxSeq *s);
 /* A constant node holding t (named after the ONNX node). */
 Value *on_const(OnnxNode *on, Tensor *t);
 Value *on_scalar_const(OnnxNode *on, ElemKind k, double v);

@@ -1,7 +1,8 @@
 /* ONNX import: a ModelProto (protobuf-c, generated at build time from the
  * installed onnx.proto) becomes a Module with static shapes.
  *
- * Symbolic dimensions are bound by name (--dim), a leading one defaults to 1.
+ * Symbolic dimensions are bound by name (--dim), else by the shape of a
+ * `known` value given for the input, else a leading one defaults to 1.
  * Operands that decide a shape (Reshape's shape, Slice's starts, ...) must be
  * constants; a subgraph computing one from constants (Shape -> Gather ->
  * Concat, as exporters emit) is evaluated at import through `fold`, which the
