@@ -137,7 +137,8 @@ void *arena_grow(Arena *a, void *old, size_t old_count, size_t new_count, size_t
 char *arena_strndup(Arena *a, const char *s, size_t n) {
     char *p = arena_alloc(a, n + 1);
     if (p) {
-        memcpy(p, s, n);
+        if (n) /* an empty protobuf string has no data pointer */
+            memcpy(p, s, n);
         p[n] = 0;
     }
     return p;

@@ -41,7 +41,8 @@ static bool reserve(StrBuf *sb, size_t extra) {
 void sb_append_n(StrBuf *sb, const char *s, size_t n) {
     if (!reserve(sb, n))
         return;
-    memcpy(sb->data + sb->len, s, n);
+    if (n) /* s may be NULL when empty */
+        memcpy(sb->data + sb->len, s, n);
     sb->len += n;
     sb->data[sb->len] = 0;
 }

@@ -127,17 +127,20 @@ static bool read_typed(const Onnx__TensorProto *tp, Tensor *t, int64_t numel, co
     case ELEM_F32:
         if (!check_count(tp->n_float_data, numel, "float_data", what, d))
             return false;
-        memcpy(t->data, tp->float_data, (size_t)numel * 4);
+        if (numel) /* no data pointer when empty */
+            memcpy(t->data, tp->float_data, (size_t)numel * 4);
         return true;
     case ELEM_F64:
         if (!check_count(tp->n_double_data, numel, "double_data", what, d))
             return false;
-        memcpy(t->data, tp->double_data, (size_t)numel * 8);
+        if (numel)
+            memcpy(t->data, tp->double_data, (size_t)numel * 8);
         return true;
     case ELEM_I64:
         if (!check_count(tp->n_int64_data, numel, "int64_data", what, d))
             return false;
-        memcpy(t->data, tp->int64_data, (size_t)numel * 8);
+        if (numel)
+            memcpy(t->data, tp->int64_data, (size_t)numel * 8);
         return true;
     case ELEM_U32:
     case ELEM_U64:
