@@ -132,6 +132,60 @@ static bool alias_copies(LirProgram *p, LirBuf *d) {
     return true;
 }
 
+/* The third case: `copy @out D[o..e), @in T[o..e)` between two activations
+ * of the same size, the part already at the offset the destination wants
+ * (ShuffleNet's unit: the untouched half of the shuffled input is
+ * concatenated with the branch's result, at the same place). When T's other
+ * parts are read for the last time before anything writes D, and nothing
+ * writes D's part [o, e) before the copy, D can be T: every later write to D
+ * lands in T's dead parts, and the copy is a copy onto itself. */
+static LirInstr *first_touch(LirProgram *p, LirBuf *storage) {
+    Region whole = {storage, 0, type_numel(&storage->type)};
+    for (LirInstr *i = p->first; i; i = i->next)
+        if (instr_touches(i, whole))
+            return i;
+    return NULL;
+}
+
+static bool coalesce(LirProgram *p, LirInstr *copy) {
+    Region dr = buf_region(copy->ops[0]), sr = buf_region(copy->ops[1]);
+    LirBuf *d = dr.storage, *t = sr.storage;
+    if (d == t || d->kind != LB_ALLOC || t->kind != LB_ALLOC || dr.begin != sr.begin ||
+        d->type.elem != t->type.elem || type_numel(&d->type) != type_numel(&t->type))
+        return false;
+    LirInstr *dalloc = find_alloc_instr(d), *talloc = find_alloc_instr(t);
+    LirInstr *start = first_touch(p, d), *mention = first_use(p, d);
+    if (!dalloc || !talloc || !start || !mention)
+        return false;
+    /* T exists before D is first mentioned (where D's stand-in view goes). */
+    bool t_first = false;
+    for (LirInstr *i = p->first; i && i != mention; i = i->next)
+        t_first |= i == talloc;
+    if (!t_first)
+        return false;
+    Region twhole = {t, 0, type_numel(&t->type)};
+    LirInstr *i = start;
+    for (; i && i != copy; i = i->next)
+        if (instr_touches(i, twhole) || instr_writes(i, dr))
+            return false;
+    if (!i || used_after(copy, t))
+        return false;
+    LirInstr *tdealloc = lir_find_dealloc(p, t), *ddealloc = lir_find_dealloc(p, d);
+    LirBuf *view = lir_view(p, mention, t, 0, &d->type, d->name);
+    if (tdealloc)
+        lir_remove(p, tdealloc);
+    if (ddealloc) {
+        LirBuf *ops[1] = {t};
+        OperandRole roles[1] = {ROLE_OUT};
+        lir_insert(p, ddealloc, IK_DEALLOC, 1, ops, roles);
+        lir_remove(p, ddealloc);
+    }
+    lir_remove(p, dalloc);
+    lir_replace_buf(p, d, view);
+    lir_remove(p, copy);
+    return true;
+}
+
 bool lir_copy_elim(LirProgram *p, PassContext *ctx) {
     bool changed = false;
     for (LirInstr *i = p->first, *next; i; i = next) {
@@ -147,6 +201,13 @@ bool lir_copy_elim(LirProgram *p, PassContext *ctx) {
             pass_stat(ctx, "buffers-aliased", 1);
             changed = true;
         }
+    }
+    for (LirInstr *i = p->first, *next; i; i = next) {
+        next = i->next;
+        if (i->kind != IK_COPY || !coalesce(p, i))
+            continue;
+        pass_stat(ctx, "buffers-coalesced", 1);
+        changed = true;
     }
     long copies = 0;
     for (LirInstr *i = p->first; i; i = i->next)
