@@ -45,6 +45,11 @@ bool cli_parse_size(const char *arg, uint64_t *out);
 /* The machine's physical memory in bytes: the default --max-memory. */
 uint64_t cli_physical_memory(void);
 
+/* A whole decimal integer in [lo, hi] ("2x", "" and overflow are not). */
+bool cli_parse_int(const char *arg, long long lo, long long hi, long long *out);
+/* A finite number >= 0 (--rtol, --atol). */
+bool cli_parse_tolerance(const char *arg, double *out);
+
 /* "NAME=VALUE" for --dim. */
 bool cli_parse_dim(const char *arg, DimBinding *out, DiagList *d);
 
