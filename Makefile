@@ -121,7 +121,7 @@ $(BUILD)/backends/cpu/module.o: $(GEN)/target_cpus.h
 
 # main() of compiled executables, with the core code it reads .npy files by.
 EXE_RT_SRCS := backends/cpu/exe/main.c core/npy.c core/arena.c core/diag.c core/strbuf.c \
-               core/tensor.c core/types.c
+               core/tensor.c core/types.c core/file.c
 build/exe_runtime.bc: $(EXE_RT_SRCS:%.c=build/bc/%.bc)
 	$(LLVM_BIN)/llvm-link $^ -o $@
 

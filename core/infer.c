@@ -39,6 +39,11 @@ void node_error(DiagList *d, const Node *n, const char *fmt, ...) {
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* A list without a file (a command's own, at run time) is given the
+     * node's: "model.onnx: node ..." or "file.hl:3:8: ..." either way. */
+    const char *saved = d->file;
+    if (!saved && n->func && n->func->module && n->func->module->source[0])
+        d->file = n->func->module->source;
     if (n->loc.line > 0) {
         char line[512];
         diag_add(d, DIAG_ERROR, NULL, n->loc, line_of(n, line, sizeof line), "%s: %s",
@@ -46,6 +51,7 @@ void node_error(DiagList *d, const Node *n, const char *fmt, ...) {
     } else {
         diag_error(d, node_where(n), "%s", msg);
     }
+    d->file = saved;
 }
 
 bool axis_normalize(int64_t axis, int rank, int *out) {

@@ -211,7 +211,10 @@ LirProgram *lir_parse(const char *text, size_t len, const char *filename, DiagLi
 LirProgram *lir_parse_limited(const char *text, size_t len, const char *filename,
                               uint64_t max_memory, DiagList *d) {
     if (memchr(text, 0, len)) {
-        diag_error(d, NULL, "%s: file contains a NUL byte", filename);
+        const char *saved = d->file; /* the file is named once, as the location */
+        d->file = saved ? saved : filename;
+        diag_error(d, NULL, "contains a NUL byte: a binary file, not text IR");
+        d->file = saved;
         return NULL;
     }
     LParser ps = {0};

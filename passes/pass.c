@@ -24,6 +24,20 @@ const PassInfo *pass_find(const char *name) {
     return NULL;
 }
 
+const PassInfo *pass_lookup(const char *name, const char *option, DiagList *d) {
+    const PassInfo *p = pass_find(name);
+    if (p)
+        return p;
+    StrBuf sb;
+    sb_init(&sb);
+    for (int i = 0; i < NPASSES; i++)
+        sb_printf(&sb, "%s%s", i ? ", " : "", registry[i].name);
+    diag_error(d, NULL, "%s%sunknown pass '%s'; the passes are: %s", option ? option : "",
+               option ? ": " : "", name, sb_str(&sb));
+    sb_free(&sb);
+    return NULL;
+}
+
 int pass_count(void) {
     return NPASSES;
 }

@@ -60,6 +60,9 @@ typedef struct PassInfo {
 #include "passes/passes.def"
 
 const PassInfo *pass_find(const char *name);
+/* pass_find, or NULL after "OPTION: unknown pass 'NAME'; the passes are:
+ * ..." (option may be NULL). */
+const PassInfo *pass_lookup(const char *name, const char *option, DiagList *d);
 int pass_count(void);
 const PassInfo *pass_at(int i);
 const char *pass_level_name(PassLevel l);

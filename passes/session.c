@@ -8,6 +8,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "backends/interp/interp.h"
+#include "core/file.h"
 #include "core/parse.h"
 #include "core/print.h"
 #include "core/lir_print.h"
@@ -46,6 +47,17 @@ const char *const *pipeline_by_level(const char *level) {
     if (!strcmp(level, "-O2"))
         return pipeline_o2;
     return NULL;
+}
+
+bool pipeline_check(const char *spec, DiagList *d) {
+    if (pipeline_by_level(spec))
+        return true;
+    char *copy = strdup(spec), *save = NULL;
+    bool ok = copy != NULL;
+    for (char *tok = strtok_r(copy, ",", &save); ok && tok; tok = strtok_r(NULL, ",", &save))
+        ok = pass_lookup(tok, NULL, d) != NULL;
+    free(copy);
+    return ok;
 }
 
 /* ---- snapshots ----------------------------------------------------------------- */
@@ -141,36 +153,6 @@ static void free_step(Step *st) {
 
 /* ---- loading -------------------------------------------------------------------- */
 
-/* The whole file; works for pipes too (no seeking). */
-static char *read_all(const char *path, size_t *len, DiagList *d) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        diag_error(d, NULL, "cannot open '%s'", path);
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
-        n += got;
-        if (n == cap) {
-            char *nb = realloc(buf, (cap *= 2) + 1);
-            if (!nb)
-                free(buf);
-            buf = nb;
-        }
-    }
-    bool bad = !buf || ferror(f);
-    fclose(f);
-    if (bad) {
-        diag_error(d, NULL, "cannot read '%s'", path);
-        free(buf);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
-
 static bool has_suffix(const char *s, const char *suffix) {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && !strcmp(s + a - b, suffix);
@@ -206,10 +188,22 @@ static void import_lir_step(Session *s, double t0) {
     snapshot_lir(s, st);
 }
 
+/* --dim binds an ONNX model's symbolic dimensions; text IR has none. */
+static bool no_dims_for_text(Session *s) {
+    if (!s->opt.ndims)
+        return true;
+    diag_error(&s->diags, NULL,
+               "--dim %s: text IR has no symbolic dimensions (its shapes are static)",
+               s->opt.dims[0].name);
+    return false;
+}
+
 Session *session_open_text(const char *name, const char *text, size_t len,
                            const SessionOptions *opt) {
     Session *s = session_new(name, opt);
     double t0 = now();
+    if (!no_dims_for_text(s))
+        return s;
     if (has_suffix(name, ".lir")) {
         s->lir = lir_parse_limited(text, len, name, s->opt.max_memory, &s->diags);
         import_lir_step(s, t0);
@@ -223,9 +217,12 @@ Session *session_open_text(const char *name, const char *text, size_t len,
 Session *session_open(const char *path, const SessionOptions *opt) {
     Session *s = session_new(path, opt);
     double t0 = now();
+    bool text = has_suffix(path, ".lir") || has_suffix(path, ".hl") || !strcmp(path, "/dev/stdin");
+    if (text && !no_dims_for_text(s))
+        return s;
     if (has_suffix(path, ".lir")) {
         size_t len;
-        char *text = read_all(path, &len, &s->diags);
+        char *text = file_read_all(path, &len, &s->diags);
         s->lir = text ? lir_parse_limited(text, len, path, s->opt.max_memory, &s->diags) : NULL;
         free(text);
         import_lir_step(s, t0);
@@ -233,7 +230,7 @@ Session *session_open(const char *path, const SessionOptions *opt) {
     }
     if (has_suffix(path, ".hl") || !strcmp(path, "/dev/stdin")) {
         size_t len;
-        char *text = read_all(path, &len, &s->diags);
+        char *text = file_read_all(path, &len, &s->diags);
         if (text)
             s->work = parse_module_limited(text, len, path, s->opt.max_memory, &s->diags);
         free(text);
@@ -281,12 +278,7 @@ void session_free(Session *s) {
 /* ---- pipeline ------------------------------------------------------------------- */
 
 static void unknown_pass(Session *s, const char *name) {
-    StrBuf sb;
-    sb_init(&sb);
-    for (int i = 0; i < pass_count(); i++)
-        sb_printf(&sb, "%s%s", i ? ", " : "", pass_at(i)->name);
-    diag_error(&s->diags, NULL, "unknown pass '%s'; the passes are: %s", name, sb_str(&sb));
-    sb_free(&sb);
+    pass_lookup(name, NULL, &s->diags);
 }
 
 /* Graph passes come before irgen, LIR passes after it (a .lir input starts
@@ -572,8 +564,8 @@ bool session_want_codegen(Session *s) {
     return has_opt || session_append_pipeline(s, "llvm-opt");
 }
 
-bool session_execute(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,
-                     DiagList *d) {
+static bool execute(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                    DiagList *d) {
     if (s->opt.backend->compiles) {
         if (!s->exec && s->cpu) {
             s->exec = cpu_jit(s->cpu, s->opt.threads, d);
@@ -600,6 +592,18 @@ bool session_execute(Session *s, Tensor *const *inputs, Tensor **outputs, Arena 
         return false;
     }
     return interp_run(s->work->main, inputs, outputs, a, d, NULL, NULL);
+}
+
+bool session_execute(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                     DiagList *d) {
+    /* What fails at run time (a kernel, a weight the text elided) is named
+     * with the model's file, also in a caller's list that has none. */
+    const char *saved = d->file;
+    if (!saved)
+        d->file = s->path;
+    bool ok = execute(s, inputs, outputs, a, d);
+    d->file = saved;
+    return ok;
 }
 
 /* The k-th weight of a kind in a program, in declaration order. */

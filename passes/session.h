@@ -128,5 +128,9 @@ bool session_run_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs
 
 /* The pipelines by level, NULL-terminated. */
 const char *const *pipeline_by_level(const char *level);
+/* A pipeline (-O0..-O2 or a list of passes) names only passes that exist;
+ * false after "unknown pass" (pass_lookup). Its order is checked when a
+ * session takes it. */
+bool pipeline_check(const char *spec, DiagList *d);
 
 #endif

@@ -20,6 +20,46 @@ static const char *option_value(const char *opt, int argc, char **argv, int *i) 
     return NULL;
 }
 
+static bool add_dim(CommonArgs *ca, const char *v, DiagList *d) {
+    if (ca->ndims == MAX_CLI_INPUTS) {
+        diag_error(d, NULL, "--dim: more than %d given", MAX_CLI_INPUTS);
+        return false;
+    }
+    DimBinding *b = &ca->dims[ca->ndims];
+    if (!cli_parse_dim(v, b, d))
+        return false;
+    ca->ndims++;
+    for (int k = 0; k < ca->ndims - 1; k++) {
+        if (!strcmp(ca->dims[k].name, b->name)) {
+            diag_error(d, NULL, "--dim %s given twice", b->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool add_input(CommonArgs *ca, const char *v, DiagList *d) {
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || !eq[1]) {
+        diag_error(d, NULL, "--input expects NAME=FILE.npy (or FILE.pb), got '%s'", v);
+        return false;
+    }
+    if (ca->ninputs == MAX_CLI_INPUTS) {
+        diag_error(d, NULL, "--input: more than %d given", MAX_CLI_INPUTS);
+        return false;
+    }
+    size_t n = (size_t)(eq - v);
+    for (int k = 0; k < ca->ninputs; k++) {
+        if (strlen(ca->input_names[k]) == n && !strncmp(ca->input_names[k], v, n)) {
+            diag_error(d, NULL, "--input %s given twice", ca->input_names[k]);
+            return false;
+        }
+    }
+    ca->input_names[ca->ninputs] = strndup(v, n);
+    ca->input_files[ca->ninputs++] = eq + 1;
+    return true;
+}
+
 bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagList *d) {
     const char *a = argv[*i], *v;
     *bad = false;
@@ -28,17 +68,9 @@ bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagL
     } else if ((v = option_value("--passes", argc, argv, i))) {
         ca->pipeline = v;
     } else if ((v = option_value("--dim", argc, argv, i))) {
-        if (ca->ndims == MAX_CLI_INPUTS || !cli_parse_dim(v, &ca->dims[ca->ndims++], d))
-            *bad = true;
+        *bad = !add_dim(ca, v, d);
     } else if ((v = option_value("--input", argc, argv, i))) {
-        const char *eq = strchr(v, '=');
-        if (!eq || eq == v || !eq[1] || ca->ninputs == MAX_CLI_INPUTS) {
-            diag_error(d, NULL, "--input expects NAME=FILE.npy (or FILE.pb), got '%s'", v);
-            *bad = true;
-        } else {
-            ca->input_names[ca->ninputs] = strndup(v, (size_t)(eq - v));
-            ca->input_files[ca->ninputs++] = eq + 1;
-        }
+        *bad = !add_input(ca, v, d);
     } else if ((v = option_value("--break-pass", argc, argv, i))) {
         ca->break_pass = v;
     } else if (!strcmp(a, "--verify-each")) {
@@ -48,11 +80,12 @@ bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagL
     } else if ((v = option_value("--target-cpu", argc, argv, i))) {
         ca->target_cpu = v;
     } else if ((v = option_value("--threads", argc, argv, i))) {
-        ca->threads = atoi(v);
-        if (ca->threads < 1 || ca->threads > 64) {
+        long long t;
+        if (!cli_parse_int(v, 1, 64, &t)) {
             diag_error(d, NULL, "--threads takes 1 to 64, not '%s'", v);
             *bad = true;
         }
+        ca->threads = (int)t;
     } else if ((v = option_value("--fallback", argc, argv, i))) {
         if (strcmp(v, "interp")) {
             diag_error(d, NULL, "--fallback takes 'interp', not '%s'", v);
@@ -164,27 +197,33 @@ static Session *finish_open(Session *s, CommonArgs *ca, const char *dflt, DiagLi
     return s;
 }
 
-Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, DiagList *d) {
+/* The options that name things, checked before a model is loaded. */
+static bool check_names(const CommonArgs *ca, DiagList *d) {
     if (ca->backend && !backend_find(ca->backend)) {
         diag_error(d, NULL, "unknown backend '%s' (known: %s)", ca->backend, backend_names());
-        return NULL;
+        return false;
     }
-    if (ca->break_pass && !pass_find(ca->break_pass)) {
-        diag_error(d, NULL, "--break-pass: unknown pass '%s' (see 'glowc passes')",
-                   ca->break_pass);
+    return !ca->break_pass || pass_lookup(ca->break_pass, "--break-pass", d);
+}
+
+Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, DiagList *d) {
+    if (!check_names(ca, d))
         return NULL;
-    }
     SessionOptions so = args_session_options(ca, known);
     return finish_open(session_open(ca->model, &so), ca, dflt, d);
 }
 
 Session *args_open_session_with(CommonArgs *ca, const SessionOptions *so, const char *dflt,
                                 DiagList *d) {
+    if (!check_names(ca, d))
+        return NULL;
     return finish_open(session_open(ca->model, so), ca, dflt, d);
 }
 
 Session *args_open_session_text(CommonArgs *ca, const char *dflt, const char *text,
                                 DiagList *d) {
+    if (!check_names(ca, d))
+        return NULL;
     SessionOptions so = args_session_options(ca, NULL);
     return finish_open(session_open_text(ca->model, text, strlen(text), &so), ca, dflt, d);
 }
@@ -239,39 +278,72 @@ void args_fill_random(Tensor *t, uint64_t seed) {
     }
 }
 
-Tensor **args_bind_inputs(const CommonArgs *ca, const Session *s, Arena *a, bool announce,
-                          DiagList *d) {
-    int n = session_ninputs(s);
-    Tensor **inputs = arena_alloc_array(a, (size_t)n + 1, sizeof(Tensor *));
-    bool used[MAX_CLI_INPUTS] = {0};
-    for (int p = 0; p < n; p++) {
-        const char *name = session_input_name(s, p);
-        const Type *type = session_input_type(s, p);
-        for (int i = 0; i < ca->ninputs; i++) {
-            if (strcmp(ca->input_names[i], name))
-                continue;
-            used[i] = true;
-            inputs[p] = ca->input_values[i];
-            if (!type_equal(&inputs[p]->type, type)) {
-                char want[TYPE_STR_MAX], got[TYPE_STR_MAX];
-                diag_error(d, NULL, "--input %s: the model expects %s, the file holds %s", name,
-                           type_str(type, want), type_str(&inputs[p]->type, got));
-            }
+/* The model's input names, for an error about one it does not have. */
+static void input_names(const Session *s, StrBuf *sb) {
+    for (int p = 0; p < session_ninputs(s); p++)
+        sb_printf(sb, "%s'%s'", p ? ", " : "", session_input_name(s, p));
+    if (!session_ninputs(s))
+        sb_append(sb, "none");
+}
+
+static int input_index(const Session *s, const char *name) {
+    for (int p = 0; p < session_ninputs(s); p++)
+        if (!strcmp(session_input_name(s, p), name))
+            return p;
+    return -1;
+}
+
+/* Everything wrong with the --input options, before any input is filled
+ * (and announced) from the generator. */
+static bool check_inputs(const CommonArgs *ca, const Session *s, DiagList *d) {
+    int errors = d->errors;
+    if (s->from_lir && !s->opt.backend->runs_lir && !s->opt.backend->compiles) {
+        diag_error(d, NULL, "'%s' is low-level IR: run it with --backend=interp-lir or "
+                   "--backend=cpu (the %s backend runs graphs)", ca->model, s->opt.backend->name);
+        return false;
+    }
+    for (int i = 0; i < ca->ninputs; i++) {
+        int p = input_index(s, ca->input_names[i]);
+        if (p < 0) {
+            StrBuf names;
+            sb_init(&names);
+            input_names(s, &names);
+            diag_error(d, NULL, "--input %s: the model has no input of that name (its inputs: %s)",
+                       ca->input_names[i], sb_str(&names));
+            sb_free(&names);
+            continue;
         }
-        if (!inputs[p]) {
-            inputs[p] = tensor_new(a, type);
-            args_fill_random(inputs[p], (uint64_t)p + 1);
-            if (announce) {
-                char b[TYPE_STR_MAX];
-                fprintf(stderr,
-                        "glowc: input '%s' (%s) not given: filled from the fixed-seed generator\n",
-                        name, type_str(type, b));
-            }
+        const Type *type = session_input_type(s, p);
+        if (!type_equal(&ca->input_values[i]->type, type)) {
+            char want[TYPE_STR_MAX], got[TYPE_STR_MAX];
+            diag_error(d, NULL, "--input %s: the model expects %s, '%s' holds %s",
+                       ca->input_names[i], type_str(type, want), ca->input_files[i],
+                       type_str(&ca->input_values[i]->type, got));
         }
     }
+    return d->errors == errors;
+}
+
+Tensor **args_bind_inputs(const CommonArgs *ca, const Session *s, Arena *a, bool announce,
+                          DiagList *d) {
+    if (!check_inputs(ca, s, d))
+        return NULL;
+    int n = session_ninputs(s);
+    Tensor **inputs = arena_alloc_array(a, (size_t)n + 1, sizeof(Tensor *));
     for (int i = 0; i < ca->ninputs; i++)
-        if (!used[i])
-            diag_error(d, NULL, "--input %s: the model has no input of that name",
-                       ca->input_names[i]);
-    return diag_has_errors(d) ? NULL : inputs;
+        inputs[input_index(s, ca->input_names[i])] = ca->input_values[i];
+    for (int p = 0; p < n; p++) {
+        if (inputs[p])
+            continue;
+        const Type *type = session_input_type(s, p);
+        inputs[p] = tensor_new(a, type);
+        args_fill_random(inputs[p], (uint64_t)p + 1);
+        if (announce) {
+            char b[TYPE_STR_MAX];
+            fprintf(stderr,
+                    "glowc: input '%s' (%s) not given: filled from the fixed-seed generator\n",
+                    session_input_name(s, p), type_str(type, b));
+        }
+    }
+    return inputs;
 }

@@ -47,6 +47,11 @@ uint64_t cli_physical_memory(void);
 /* Online CPUs (1 to 64): the default --threads. */
 int cli_cpu_count(void);
 
+/* A whole decimal integer in [lo, hi] ("2x", "" and overflow are not). */
+bool cli_parse_int(const char *arg, long long lo, long long hi, long long *out);
+/* A finite number >= 0 (--rtol, --atol). */
+bool cli_parse_tolerance(const char *arg, double *out);
+
 /* "NAME=VALUE" for --dim. */
 bool cli_parse_dim(const char *arg, DimBinding *out, DiagList *d);
 

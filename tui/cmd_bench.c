@@ -63,7 +63,12 @@ done:
 static int iters_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
     if (strcmp(argv[*i], "--iters") || *i + 1 >= argc)
         return 0;
-    *(int *)ctx = atoi(argv[++*i]);
+    long long n;
+    if (!cli_parse_int(argv[++*i], 1, 100000, &n)) {
+        diag_error(d, NULL, "bench: --iters takes 1 to 100000, not '%s'", argv[*i]);
+        return -1;
+    }
+    *(int *)ctx = (int)n;
     return 1;
 }
 
@@ -72,11 +77,7 @@ int cmd_bench(int argc, char **argv) {
     diag_init(&d, NULL);
     CommonArgs ca = {0};
     int iters = 10, status = 1;
-    if (!args_parse(&ca, argc, argv, "bench", iters_option, &iters, &d))
-        ; /* reported */
-    else if (iters < 1 || iters > 100000)
-        diag_error(&d, NULL, "bench: --iters must be between 1 and 100000");
-    else
+    if (args_parse(&ca, argc, argv, "bench", iters_option, &iters, &d))
         status = bench(&ca, iters, &d);
     cli_report(&d);
     args_free(&ca);

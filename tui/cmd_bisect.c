@@ -30,16 +30,15 @@ static int bisect(CommonArgs *ca, const Tolerance *tol, DiagList *d) {
 
 static int tolerance_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
     Tolerance *tol = ctx;
-    if (*i + 1 >= argc)
+    const char *a = argv[*i];
+    bool rtol = !strcmp(a, "--rtol");
+    if ((!rtol && strcmp(a, "--atol")) || *i + 1 >= argc)
         return 0;
-    if (!strcmp(argv[*i], "--rtol")) {
-        tol->rtol = atof(argv[++*i]);
-    } else if (!strcmp(argv[*i], "--atol")) {
-        tol->atol = atof(argv[++*i]);
-        tol->atol_given = true;
-    } else {
-        return 0;
+    if (!cli_parse_tolerance(argv[++*i], rtol ? &tol->rtol : &tol->atol)) {
+        diag_error(d, NULL, "bisect: %s takes a number >= 0, not '%s'", a, argv[*i]);
+        return -1;
     }
+    tol->atol_given |= !rtol;
     return 1;
 }
 

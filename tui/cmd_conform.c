@@ -106,11 +106,18 @@ static int read_pbs(const char *dir, const char *prefix, Arena *a, Tensor **ts,
     return n;
 }
 
+/* The first error on one line; one that ends in ':' ("pass 'P' broke the
+ * verifier:") is followed by the next, which says what. */
 static void first_error(const DiagList *d, char *out, size_t len) {
     for (const Diag *g = d->head; g; g = g->next) {
         if (g->level != DIAG_ERROR)
             continue;
-        snprintf(out, len, "%s%s%s", g->where ? g->where : "", g->where ? ": " : "", g->msg);
+        size_t n = strlen(g->msg);
+        const Diag *next = n && g->msg[n - 1] == ':' ? g->next : NULL;
+        const char *nwhere = next && next->where ? next->where : NULL;
+        snprintf(out, len, "%s%s%s%s%s%s%s", g->where ? g->where : "", g->where ? ": " : "",
+                 g->msg, next ? " " : "", nwhere ? nwhere : "", nwhere ? ": " : "",
+                 next ? next->msg : "");
         return;
     }
     snprintf(out, len, "unknown error");
@@ -434,15 +441,21 @@ int cmd_conform(int argc, char **argv) {
                 goto done;
             }
         }
-        else if (!strcmp(a, "--rtol") && v)
-            o.rtol = atof(argv[++i]);
-        else if (!strcmp(a, "--atol") && v)
-            o.atol = atof(argv[++i]);
-        else if ((!strcmp(a, "--jobs") || !strcmp(a, "-j")) && v)
-            o.jobs = atoi(argv[++i]);
-        else if (!strcmp(a, "--timeout") && v)
-            o.timeout_s = atoi(argv[++i]);
-        else if (!strcmp(a, "--verbose") || !strcmp(a, "-v"))
+        else if ((!strcmp(a, "--rtol") || !strcmp(a, "--atol")) && v) {
+            if (!cli_parse_tolerance(argv[++i], a[2] == 'r' ? &o.rtol : &o.atol)) {
+                diag_error(&d, NULL, "conform: %s takes a number >= 0, not '%s'", a, argv[i]);
+                goto done;
+            }
+        } else if ((!strcmp(a, "--jobs") || !strcmp(a, "-j") || !strcmp(a, "--timeout")) && v) {
+            bool jobs = strcmp(a, "--timeout");
+            long long n;
+            if (!cli_parse_int(argv[++i], 1, jobs ? 64 : 86400, &n)) {
+                diag_error(&d, NULL, "conform: %s takes 1 to %d, not '%s'", a, jobs ? 64 : 86400,
+                           argv[i]);
+                goto done;
+            }
+            *(jobs ? &o.jobs : &o.timeout_s) = (int)n;
+        } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v"))
             o.verbose = true;
         else if (a[0] == '-') {
             diag_error(&d, NULL, "conform: unknown option '%s'", a);
@@ -450,8 +463,10 @@ int cmd_conform(int argc, char **argv) {
         } else if (collect_tests(a, &tests, &ntests, &cap, &d) < 0)
             goto done;
     }
-    if (o.jobs < 1 || o.jobs > 64)
-        o.jobs = 1;
+    if (o.jobs > 64)
+        o.jobs = 64; /* the machine's core count, as the default */
+    if (!pipeline_check(o.pipeline, &d))
+        goto done;
     if (!ntests) {
         diag_error(&d, NULL, "conform: no tests found (give folders holding model.onnx)");
         goto done;

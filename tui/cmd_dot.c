@@ -19,8 +19,13 @@ static int chosen_step(const Session *s, const DotArgs *da, DiagList *d) {
     for (int k = 0; k < s->nsteps; k++)
         if (!strcmp(s->steps[k].name, da->after))
             return k;
-    diag_error(d, NULL, "dot: --after=%s: no such step in the pipeline (the steps: import and "
-                        "the pipeline's passes)", da->after);
+    StrBuf sb;
+    sb_init(&sb);
+    for (int k = 0; k < s->nsteps; k++)
+        sb_printf(&sb, "%s%s", k ? ", " : "", s->steps[k].name);
+    diag_error(d, NULL, "dot: --after=%s: no such step in the pipeline; the steps are: %s",
+               da->after, sb_str(&sb));
+    sb_free(&sb);
     return -1;
 }
 

@@ -5,12 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/file.h"
 #include "dot/memmap.h"
 #include "tui/args.h"
-
-static bool write_text(const char *path, const StrBuf *sb, DiagList *d) {
-    return cli_write_file(path, sb->data ? sb->data : "", sb->len, d);
-}
 
 typedef struct MemArgs {
     const char *svg, *json;
@@ -51,26 +48,28 @@ int cmd_mem(int argc, char **argv) {
     }
     MemPlan m;
     memplan_from_lir(s->lir, &m);
-    StrBuf sb;
+    StrBuf sb, g, j;
     sb_init(&sb);
+    sb_init(&g);
+    sb_init(&j);
     memplan_table(&m, &sb);
-    bool ok = true;
+    /* --svg and --json are written both or neither. */
+    FileOut files[2];
+    int n = 0;
     if (svg) {
-        StrBuf g;
-        sb_init(&g);
         memplan_svg(&m, ca.model, &g);
-        ok &= write_text(svg, &g, &d);
-        sb_free(&g);
+        files[n++] = (FileOut){svg, sb_str(&g), g.len};
     }
     if (json) {
-        StrBuf j;
-        sb_init(&j);
         memplan_json(&m, &j);
-        ok &= write_text(json, &j, &d);
-        sb_free(&j);
+        files[n++] = (FileOut){json, sb_str(&j), j.len};
     }
-    fputs(sb_str(&sb), stdout);
+    bool ok = file_write_all(files, n, &d);
+    if (ok)
+        fputs(sb_str(&sb), stdout);
     sb_free(&sb);
+    sb_free(&g);
+    sb_free(&j);
     memplan_free(&m);
     diag_append(&d, &s->diags);
     session_free(s);

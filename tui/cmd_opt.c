@@ -119,10 +119,12 @@ static int opt_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
     const char *a = argv[*i];
     if (!strcmp(a, "--print-after-all")) {
         oa->print_after_all = true;
-    } else if (!strncmp(a, "--print-after=", 14)) {
-        oa->print_after = a + 14;
-    } else if (!strncmp(a, "--print-before=", 15)) {
-        oa->print_before = a + 15;
+    } else if (!strncmp(a, "--print-after=", 14) || !strncmp(a, "--print-before=", 15)) {
+        bool after = a[8] == 'a';
+        const char *name = strchr(a, '=') + 1;
+        if (!pass_lookup(name, after ? "opt: --print-after" : "opt: --print-before", d))
+            return -1;
+        *(after ? &oa->print_after : &oa->print_before) = name;
     } else if (!strcmp(a, "--time-passes")) {
         oa->time_passes = true;
     } else if (!strcmp(a, "--stats")) {
@@ -145,10 +147,35 @@ static int opt_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
     return 1;
 }
 
+/* --print-after=P and --print-before=P name a pass of the pipeline: one
+ * that is not would print nothing. */
+static bool in_pipeline(const Session *s, const char *option, const char *name, DiagList *d) {
+    if (!name)
+        return true;
+    for (int i = 0; i < s->npipeline; i++)
+        if (!strcmp(s->pipeline[i], name))
+            return true;
+    StrBuf sb;
+    sb_init(&sb);
+    for (int i = 0; i < s->npipeline; i++)
+        sb_printf(&sb, "%s%s", i ? ", " : "", s->pipeline[i]);
+    diag_error(d, NULL, "opt: %s=%s: the pipeline has no pass '%s' (its passes: %s)", option, name,
+               name, s->npipeline ? sb_str(&sb) : "none");
+    sb_free(&sb);
+    return false;
+}
+
 static bool opt_one(Session *s, const OptArgs *oa, DiagList *d) {
     const char *emit = oa->emit ? oa->emit : s->from_lir ? "lir" : "graph";
     bool native = strcmp(emit, "graph") && strcmp(emit, "lir");
     bool ok = native ? session_want_codegen(s) : strcmp(emit, "lir") || session_want_lir(s);
+    if (ok && s->from_lir && !strcmp(emit, "graph")) {
+        diag_error(d, NULL, "opt: --emit=graph: '%s' is low-level IR, which has no graph "
+                   "(--emit=lir, llvm, llvm-opt or asm)", s->path);
+        ok = false;
+    }
+    ok = ok && in_pipeline(s, "--print-after", oa->print_after, d) &&
+         in_pipeline(s, "--print-before", oa->print_before, d);
     ok = ok && session_run(s);
     print_steps(s, oa);
     if (ok && !oa->print_after_all && !oa->print_after && !oa->print_before) {
@@ -192,6 +219,12 @@ int cmd_opt(int argc, char **argv) {
     }
     size_t len;
     char *text = cli_read_file(ca.model, &len, &d);
+    if (text && memchr(text, 0, len)) {
+        diag_error(&d, NULL, "opt: --split-input-file: '%s' contains a NUL byte: a binary file, "
+                   "not text IR", ca.model);
+        free(text);
+        text = NULL;
+    }
     if (!text)
         goto done;
     char **chunks;
@@ -218,8 +251,10 @@ done:
 }
 
 int cmd_passes(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
+    if (argc > 1) {
+        fprintf(stderr, "error: passes: takes no arguments, got '%s'\n", argv[1]);
+        return 1;
+    }
     for (int i = 0; i < pass_count(); i++) {
         const PassInfo *p = pass_at(i);
         printf("%-16s %-9s %s\n", p->name, pass_level_name(p->level), p->description);

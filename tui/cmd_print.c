@@ -1,4 +1,5 @@
 /* glowc print: a model as high-level text IR. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,9 +9,15 @@
 
 static int print_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
     PrintOptions *po = ctx;
-    if (!strcmp(argv[*i], "--dense-limit") && *i + 1 < argc)
-        po->dense_limit = atoi(argv[++*i]);
-    else if (!strcmp(argv[*i], "--no-loc"))
+    long long n;
+    if (!strcmp(argv[*i], "--dense-limit") && *i + 1 < argc) {
+        if (!cli_parse_int(argv[++*i], 0, INT_MAX, &n)) {
+            diag_error(d, NULL, "print: --dense-limit takes a count of elements >= 0, not '%s'",
+                       argv[*i]);
+            return -1;
+        }
+        po->dense_limit = (int)n;
+    } else if (!strcmp(argv[*i], "--no-loc"))
         po->no_loc = true;
     else
         return 0;

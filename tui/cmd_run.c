@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "backends/interp/interp.h"
+#include "core/file.h"
 #include "core/npy.h"
 #include "core/print.h"
 #include "tui/args.h"
@@ -40,33 +41,51 @@ static void print_output(const char *name, const Tensor *t) {
     sb_free(&sb);
 }
 
-/* Writes every output as <dir>/<name>.npy: all serialised first, then each
- * written through a temporary file, so a failure leaves nothing half-done. */
+/* Two output names that differ only where a file name cannot ('a/b' and
+ * 'a_b') would be one file. */
+static bool distinct_files(const Session *s, FileOut *files, int nout, DiagList *d) {
+    for (int i = 0; i < nout; i++) {
+        for (int j = 0; j < i; j++) {
+            if (strcmp(files[i].path, files[j].path))
+                continue;
+            diag_error(d, NULL, "outputs '%s' and '%s' would both be written to '%s'",
+                       session_output_name(s, j), session_output_name(s, i), files[i].path);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Writes every output as <dir>/<name>.npy, all or none (file_write_all). */
 static bool run_write_outputs(const Session *s, Tensor *const *outputs, const char *out_dir,
                               DiagList *d) {
     int nout = session_noutputs(s);
     const char *dir = out_dir ? out_dir : ".";
-    if (out_dir && mkdir(dir, 0777) && errno != EEXIST) {
-        diag_error(d, NULL, "cannot create output directory '%s': %s", dir, strerror(errno));
-        return false;
-    }
     bool ok = true;
     StrBuf *bufs = calloc((size_t)nout + 1, sizeof(StrBuf));
+    FileOut *files = calloc((size_t)nout + 1, sizeof(FileOut));
     for (int i = 0; ok && i < nout; i++) {
+        files[i].path = output_file_name(dir, session_output_name(s, i));
         if (!npy_write(outputs[i], &bufs[i])) {
             diag_error(d, NULL, "output '%s': cannot write %s as .npy", session_output_name(s, i),
                        elem_name(outputs[i]->type.elem));
             ok = false;
         }
+        files[i].data = bufs[i].data;
+        files[i].len = bufs[i].len;
     }
-    for (int i = 0; ok && i < nout; i++) {
-        char *path = output_file_name(dir, session_output_name(s, i));
-        ok = cli_write_file(path, bufs[i].data, bufs[i].len, d);
-        free(path);
+    ok = ok && distinct_files(s, files, nout, d);
+    if (ok && out_dir && mkdir(dir, 0777) && errno != EEXIST) {
+        diag_error(d, NULL, "cannot create output directory '%s': %s", dir, strerror(errno));
+        ok = false;
     }
-    for (int i = 0; i < nout; i++)
+    ok = ok && file_write_all(files, nout, d);
+    for (int i = 0; i < nout; i++) {
         sb_free(&bufs[i]);
+        free((char *)files[i].path);
+    }
     free(bufs);
+    free(files);
     return ok;
 }
 

@@ -1,16 +1,38 @@
-/* Parsing of --dim bindings and of sizes (--max-memory). */
+/* Parsing of option values: --dim bindings, numbers, sizes (--max-memory). */
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "tui/cli.h"
 
+bool cli_parse_int(const char *arg, long long lo, long long hi, long long *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(arg, &end, 10);
+    if (!isdigit((unsigned char)arg[arg[0] == '-']) || *end || errno || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool cli_parse_tolerance(const char *arg, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (end == arg || *end || errno || !isfinite(v) || v < 0)
+        return false;
+    *out = v;
+    return true;
+}
+
 bool cli_parse_dim(const char *arg, DimBinding *out, DiagList *d) {
     const char *eq = strchr(arg, '=');
-    char *end;
-    long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
-    if (!eq || eq == arg || !eq[1] || *end || v < 0) {
+    long long v;
+    if (!eq || eq == arg || !cli_parse_int(eq + 1, 0, INT64_MAX, &v)) {
         diag_error(d, NULL, "--dim expects NAME=VALUE with VALUE >= 0, got '%s'", arg);
         return false;
     }

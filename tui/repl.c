@@ -3,6 +3,8 @@
  * on stdout, errors on stderr; reading a script, each command is echoed as
  * "> command" first, so a transcript reads (and FileChecks) in order, and
  * the exit status says whether every command succeeded. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,16 +53,16 @@ static bool do_step(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
 }
 
 static bool move(Repl *r, int dir, int argc, char **argv, StrBuf *out, DiagList *d) {
-    int n = argc > 1 ? atoi(argv[1]) : 1;
+    long long n = 1;
     if (!r->e.s) {
         diag_error(d, NULL, "no model loaded (use: load FILE)");
         return false;
     }
-    if (n <= 0) {
+    if (argc > 1 && !cli_parse_int(argv[1], 1, INT_MAX, &n)) {
         diag_error(d, NULL, "%s takes a positive count, not '%s'", argv[0], argv[1]);
         return false;
     }
-    if (!explore_move(&r->e, dir * n, false)) {
+    if (!explore_move(&r->e, dir * (int)n, false)) {
         diag_error(d, NULL, "already at the %s step", dir > 0 ? "last" : "first");
         return false;
     }
@@ -307,13 +309,18 @@ static bool run_line(Repl *r, char *line, bool echo) {
 
 /* ---- input sources --------------------------------------------------------------- */
 
-static bool run_stream(Repl *r, FILE *f) {
+/* A script that cannot be read (a directory) is an error, not an empty one. */
+static bool run_stream(Repl *r, FILE *f, const char *name) {
     bool ok = true;
     char *line = NULL;
     size_t cap = 0;
     while (!r->quit && getline(&line, &cap, f) >= 0)
         ok &= run_line(r, line, true);
     free(line);
+    if (ferror(f)) {
+        fprintf(stderr, "error: repl: cannot read script '%s': %s\n", name, strerror(errno));
+        return false;
+    }
     return ok;
 }
 
@@ -368,7 +375,7 @@ int cmd_repl(int argc, char **argv) {
     }
     FILE *in = script ? fopen(script, "r") : NULL;
     if (script && !in) {
-        diag_error(&d, NULL, "repl: cannot open script '%s'", script);
+        diag_error(&d, NULL, "repl: cannot open script '%s': %s", script, strerror(errno));
         goto done;
     }
     Repl r = {0};
@@ -385,11 +392,11 @@ int cmd_repl(int argc, char **argv) {
         diag_clear(&d);
     }
     if (in)
-        ok &= run_stream(&r, in);
+        ok &= run_stream(&r, in, script);
     else if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))
         run_terminal(&r);
     else
-        ok &= run_stream(&r, stdin);
+        ok &= run_stream(&r, stdin, "standard input");
     if (in)
         fclose(in);
     explore_free(&r.e);

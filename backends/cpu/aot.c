@@ -11,6 +11,7 @@
  * much memory to give it and where each input and output lives; NAME.weights
  * is the constant memory, to be loaded by the caller. */
 #include "backends/cpu/cpu_internal.h"
+#include "core/file.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -73,8 +74,9 @@ static LLVMValueRef io_table(CpuModule *m, LLVMTypeRef io_ty, LirBufKind kind, i
 static LLVMValueRef weights_global(CpuModule *m, DiagList *d) {
     size_t bytes = (size_t)(m->p->const_bytes > 0 ? m->p->const_bytes : 1);
     unsigned char *blob = calloc(bytes, 1);
-    if (!blob || !cpu_weights_blob(m->p, blob)) {
-        diag_error(d, NULL, "cannot lay out the weights (out of memory, or elided data)");
+    if (!blob)
+        diag_error(d, NULL, "out of memory for %zu bytes of weights", bytes);
+    if (!blob || !cpu_weights_blob(m->p, blob, d)) {
         free(blob);
         return NULL;
     }
@@ -183,10 +185,6 @@ static bool write_as(const char *path, const char *shown, const void *data, size
     return ok;
 }
 
-static bool write_all(const char *path, const void *data, size_t len, DiagList *d) {
-    return write_as(path, path, data, len, d);
-}
-
 static bool run_tool(char **argv, const char *out, DiagList *d) {
     pid_t pid;
     int status;
@@ -238,24 +236,29 @@ bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
     return ok;
 }
 
-/* The bundle's object: the model's code, with the fallback kernel linked in
- * (ld -r) and made local, so that two bundles link into one program. */
-static bool write_bundle_object(CpuModule *m, const char *path, DiagList *d) {
+/* The bundle's object in *out (malloc'd): the model's code, with the
+ * fallback kernel linked in (ld -r, through temporaries beside `path`) and
+ * made local, so that two bundles link into one program. */
+static bool bundle_object(CpuModule *m, const char *path, char **out, size_t *len,
+                          DiagList *d) {
     StrBuf obj;
     sb_init(&obj);
+    *out = NULL;
+    bool ok = cpu_emit(m, false, &obj, d);
+    if (ok && !needs_fallback(m)) {
+        *len = obj.len;
+        *out = sb_take(&obj);
+        return true;
+    }
     char tmp[4200], fb[4200] = "", joined[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
     snprintf(joined, sizeof joined, "%s.joined%d", path, (int)getpid());
-    bool ok = cpu_emit(m, false, &obj, d) && write_as(tmp, path, obj.data, obj.len, d);
-    if (ok && needs_fallback(m)) {
+    ok = ok && write_as(tmp, path, obj.data, obj.len, d);
+    if (ok) {
         char *ld[] = {"clang-19", "-r", tmp, fb, "-o", joined, NULL};
         char *loc[] = {"llvm-objcopy-19", "--localize-symbol=libjit_generic", joined, NULL};
         ok = write_fallback(path, fb, sizeof fb, d) && run_tool(ld, path, d) &&
-             run_tool(loc, path, d) && !rename(joined, tmp);
-    }
-    if (ok && rename(tmp, path)) {
-        diag_error(d, NULL, "cannot write '%s': %s", path, strerror(errno));
-        ok = false;
+             run_tool(loc, path, d) && (*out = file_read_all(joined, len, d)) != NULL;
     }
     sb_free(&obj);
     remove(tmp);
@@ -324,22 +327,29 @@ bool cpu_write_bundle(CpuModule *m, const char *dir, const char *model_path, Dia
         diag_error(d, NULL, "cannot create '%s': %s", dir, strerror(errno));
         return false;
     }
-    char path[4200];
+    /* The three files are written all or none (file_write_all). */
+    char opath[4200], wpath[4200], hpath[4200], *obj = NULL;
+    size_t olen = 0;
+    snprintf(opath, sizeof opath, "%s/%s.o", dir, m->entry);
+    snprintf(wpath, sizeof wpath, "%s/%s.weights", dir, m->entry);
+    snprintf(hpath, sizeof hpath, "%s/%s.h", dir, m->entry);
     StrBuf h;
     sb_init(&h);
     size_t wbytes = (size_t)(m->p->const_bytes > 0 ? m->p->const_bytes : 1);
     unsigned char *blob = calloc(wbytes, 1);
-    snprintf(path, sizeof path, "%s/%s.o", dir, m->entry);
-    bool ok = blob && cpu_weights_blob(m->p, blob) && write_bundle_object(m, path, d);
-    if (ok) {
-        snprintf(path, sizeof path, "%s/%s.weights", dir, m->entry);
-        ok = write_all(path, blob, (size_t)m->p->const_bytes, d);
-    }
+    if (!blob)
+        diag_error(d, NULL, "out of memory for %zu bytes of weights", wbytes);
+    bool ok = blob && cpu_weights_blob(m->p, blob, d) && bundle_object(m, opath, &obj, &olen, d);
     if (ok) {
         bundle_header(m, model_path, &h);
-        snprintf(path, sizeof path, "%s/%s.h", dir, m->entry);
-        ok = write_all(path, h.data, h.len, d);
+        FileOut files[] = {
+            {opath, obj, olen},
+            {wpath, blob, (size_t)m->p->const_bytes},
+            {hpath, sb_str(&h), h.len},
+        };
+        ok = file_write_all(files, 3, d);
     }
+    free(obj);
     free(blob);
     sb_free(&h);
     return ok;

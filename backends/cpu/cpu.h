@@ -57,8 +57,9 @@ void cpu_exec_free(CpuExec *e);
 bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d);
 bool cpu_write_bundle(CpuModule *m, const char *dir, const char *model_path, DiagList *d);
 
-/* The whole program's constant weights laid out as the plan says. */
-bool cpu_weights_blob(const LirProgram *p, unsigned char *blob);
+/* The whole program's constant weights laid out as the plan says; false,
+ * naming it, when a weight has no data (a text input that elided it). */
+bool cpu_weights_blob(const LirProgram *p, unsigned char *blob, DiagList *d);
 
 /* The fallback kernel generated code calls (see fallback.c). */
 int libjit_generic(const int64_t *d, void *const *ops);

@@ -81,8 +81,12 @@ CpuExec *cpu_jit(CpuModule *m, int threads, DiagList *d) {
     e->weights = zeroed(e->mem, m->p->const_bytes);
     e->mutables = zeroed(e->mem, m->p->mutable_bytes);
     e->acts = zeroed(e->mem, m->p->arena_bytes);
-    if (!e->weights || !e->mutables || !e->acts || !cpu_weights_blob(m->p, e->weights)) {
-        diag_error(d, NULL, "cannot lay out the weights (out of memory, or elided data)");
+    if (!e->weights || !e->mutables || !e->acts) {
+        diag_error(d, NULL, "out of memory for the weights, inputs, outputs and activations");
+        cpu_exec_free(e);
+        return NULL;
+    }
+    if (!cpu_weights_blob(m->p, e->weights, d)) {
         cpu_exec_free(e);
         return NULL;
     }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/file.h"
 #include "core/infer.h"
 #include "core/onnx/import.h"
 #include "core/print.h"
@@ -765,6 +766,52 @@ static void report_unbound(ImportCtx *ic, const UnboundDim *u, int n) {
     sb_free(&sb);
 }
 
+/* The symbolic dimension names of the graph's inputs, each once, in order. */
+static int symbolic_dims(const Onnx__GraphProto *g, const char **names, int max) {
+    int n = 0;
+    for (size_t i = 0; i < g->n_input; i++) {
+        const Onnx__TypeProto *tp = g->input[i]->type;
+        const Onnx__TensorShapeProto *sh =
+            tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type
+                ? tp->tensor_type->shape
+                : NULL;
+        for (size_t k = 0; sh && k < sh->n_dim; k++) {
+            const Onnx__TensorShapeProto__Dimension *dim = sh->dim[k];
+            if (dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ||
+                !dim->dim_param[0])
+                continue;
+            bool seen = false;
+            for (int j = 0; j < n && !seen; j++)
+                seen = !strcmp(names[j], dim->dim_param);
+            if (!seen && n < max)
+                names[n++] = dim->dim_param;
+        }
+    }
+    return n;
+}
+
+/* A --dim that names no symbolic dimension (a typo, or another model's) is
+ * an error that lists the names there are. */
+static void report_unused_dims(ImportCtx *ic, const Onnx__GraphProto *g) {
+    const char *names[64];
+    int n = symbolic_dims(g, names, 64);
+    for (int b = 0; b < ic->opt->ndims; b++) {
+        const char *want = ic->opt->dims[b].name;
+        bool found = false;
+        for (int j = 0; j < n && !found; j++)
+            found = !strcmp(names[j], want);
+        if (found)
+            continue;
+        StrBuf sb;
+        sb_init(&sb);
+        for (int j = 0; j < n; j++)
+            sb_printf(&sb, "%s'%s'", j ? ", " : "", names[j]);
+        diag_error(ic->d, NULL, "--dim %s: the model has no symbolic dimension of that name (%s%s)",
+                   want, n ? "its symbolic dimensions: " : "it has none", sb_str(&sb));
+        sb_free(&sb);
+    }
+}
+
 /* ---- cleanup ------------------------------------------------------------- */
 
 /* Drops nodes and constants nothing reaches from the outputs: the shape
@@ -914,6 +961,7 @@ static bool import_graph(ImportCtx *ic, const Onnx__GraphProto *g) {
             map_put(ic, vi->name ? vi->name : "", &ic->poison);
     }
     report_unbound(ic, unbound, nunbound);
+    report_unused_dims(ic, g);
     ic->known_const = arena_alloc_array(ic->m->arena, (size_t)f->nparams + 1, sizeof(Value *));
     for (size_t i = 0; i < g->n_node; i++)
         import_node(ic, g->node[i], (int)i);
@@ -1008,28 +1056,11 @@ Module *onnx_import_buffer(const void *data, size_t len, const char *path,
 }
 
 Module *onnx_import_file(const char *path, const ImportOptions *opt, DiagList *d) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        diag_error(d, NULL, "cannot open '%s'", path);
+    size_t size;
+    char *buf = file_read_all(path, &size, d);
+    if (!buf)
         return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (size < 0) {
-        fclose(f);
-        diag_error(d, NULL, "cannot read '%s'", path);
-        return NULL;
-    }
-    void *buf = malloc(size ? (size_t)size : 1);
-    size_t got = buf ? fread(buf, 1, (size_t)size, f) : 0;
-    fclose(f);
-    if (!buf || got != (size_t)size) {
-        free(buf);
-        diag_error(d, NULL, "cannot read '%s'", path);
-        return NULL;
-    }
-    Module *m = onnx_import_buffer(buf, (size_t)size, path, opt, d);
+    Module *m = onnx_import_buffer(buf, size, path, opt, d);
     free(buf);
     return m;
 }

@@ -3,6 +3,7 @@
  * model, writes one .npy per output and prints each output's type, or
  * times runs (--bench N). Needs only libc, libm and pthreads; the weights
  * are in the binary. The .npy code is core/npy.c, linked in as bitcode. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "backends/cpu/exe/model_info.h"
+#include "core/file.h"
 #include "core/npy.h"
 
 typedef struct Args {
@@ -28,27 +30,69 @@ static int usage(const char *prog) {
     return 1;
 }
 
-static bool parse(int argc, char **argv, Args *a) {
-    for (int i = 1; i < argc; i++) {
-        bool v = i + 1 < argc;
-        if (!strcmp(argv[i], "--input") && v && a->ninputs < 64) {
-            char *arg = argv[++i], *eq = strchr(arg, '=');
-            if (!eq)
-                return false;
-            *eq = 0;
-            a->names[a->ninputs] = arg;
-            a->files[a->ninputs++] = eq + 1;
-        } else if (!strcmp(argv[i], "--output-dir") && v) {
-            a->out_dir = argv[++i];
-        } else if (!strcmp(argv[i], "--bench") && v) {
-            a->bench = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--threads") && v) {
-            a->threads = atoi(argv[++i]);
-        } else {
+/* A whole decimal count in [lo, hi] ("2x" and overflow are not). */
+static bool count_value(const char *opt, const char *v, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (!isdigit((unsigned char)v[0]) || *end || errno || n < lo || n > hi) {
+        fprintf(stderr, "error: %s takes %ld to %ld, not '%s'\n", opt, lo, hi, v);
+        return false;
+    }
+    *out = (int)n;
+    return true;
+}
+
+static bool add_input(Args *a, char *arg) {
+    char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) {
+        fprintf(stderr, "error: --input expects NAME=FILE.npy, got '%s'\n", arg);
+        return false;
+    }
+    *eq = 0;
+    for (int k = 0; k < a->ninputs; k++) {
+        if (!strcmp(a->names[k], arg)) {
+            fprintf(stderr, "error: --input %s given twice\n", arg);
             return false;
         }
     }
-    return a->bench >= 0 && a->threads >= 0;
+    if (a->ninputs == 64) {
+        fprintf(stderr, "error: --input: more than 64 given\n");
+        return false;
+    }
+    a->names[a->ninputs] = arg;
+    a->files[a->ninputs++] = eq + 1;
+    return true;
+}
+
+/* One error saying what is wrong, then the usage. */
+static bool parse(int argc, char **argv, Args *a) {
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        bool known = !strcmp(o, "--input") || !strcmp(o, "--output-dir") ||
+                     !strcmp(o, "--bench") || !strcmp(o, "--threads");
+        if (!known) {
+            fprintf(stderr, "error: unknown %s '%s'\n", o[0] == '-' ? "option" : "argument", o);
+            return false;
+        }
+        if (i + 1 == argc) {
+            fprintf(stderr, "error: %s needs a value\n", o);
+            return false;
+        }
+        char *v = argv[++i];
+        bool ok = true;
+        if (!strcmp(o, "--input"))
+            ok = add_input(a, v);
+        else if (!strcmp(o, "--output-dir"))
+            a->out_dir = v;
+        else if (!strcmp(o, "--bench"))
+            ok = count_value(o, v, 1, 1000000, &a->bench);
+        else
+            ok = count_value(o, v, 1, 64, &a->threads);
+        if (!ok)
+            return false;
+    }
+    return true;
 }
 
 static Type io_type(const GlowcIo *io) {
@@ -56,22 +100,6 @@ static Type io_type(const GlowcIo *io) {
     for (int i = 0; i < io->rank; i++)
         t.dims[i] = io->dims[i];
     return t;
-}
-
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap)
-            buf = realloc(buf, cap *= 2);
-    }
-    fclose(f);
-    *len = n;
-    return buf;
 }
 
 /* The generator of glowc run: xorshift64*, floats in [-1, 1). */
@@ -98,7 +126,11 @@ static bool load_inputs(const Args *a, uint8_t *mutables, Arena *arena, DiagList
         for (int i = 0; i < m->ninputs && !found; i++)
             found = !strcmp(m->inputs[i].name, a->names[k]);
         if (!found) {
-            fprintf(stderr, "error: the model has no input '%s'\n", a->names[k]);
+            fprintf(stderr, "error: --input %s: the model has no input of that name (its inputs:",
+                    a->names[k]);
+            for (int i = 0; i < m->ninputs; i++)
+                fprintf(stderr, "%s '%s'", i ? "," : "", m->inputs[i].name);
+            fprintf(stderr, "%s)\n", m->ninputs ? "" : " none");
             return false;
         }
     }
@@ -110,11 +142,9 @@ static bool load_inputs(const Args *a, uint8_t *mutables, Arena *arena, DiagList
             if (strcmp(a->names[k], io->name))
                 continue;
             size_t len;
-            char *buf = read_file(a->files[k], &len);
-            if (!buf) {
-                fprintf(stderr, "error: cannot read '%s': %s\n", a->files[k], strerror(errno));
+            char *buf = file_read_all(a->files[k], &len, d);
+            if (!buf)
                 return false;
-            }
             t = npy_read(buf, len, a->files[k], arena, d);
             free(buf);
             if (!t)
@@ -146,40 +176,54 @@ static bool load_inputs_scratch(const Args *a, uint8_t *mutables, DiagList *d) {
     return ok;
 }
 
+/* <dir>/<name>.npy, '/' in the name made '_' as glowc run does. */
+static char *output_path(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 8;
+    char *p = malloc(n);
+    if (!p)
+        return NULL;
+    char *q = p + snprintf(p, n, "%s/", dir);
+    for (const char *s = name; *s; s++)
+        *q++ = *s == '/' ? '_' : *s;
+    strcpy(q, ".npy");
+    return p;
+}
+
+/* Every output or none (file_write_all); then their types on stdout. */
 static bool write_outputs(const Args *a, const uint8_t *mutables, DiagList *d) {
     const GlowcModelInfo *m = &glowc_model_info;
     const char *dir = a->out_dir ? a->out_dir : ".";
-    if (a->out_dir && mkdir(dir, 0777) && errno != EEXIST) {
-        fprintf(stderr, "error: cannot create '%s': %s\n", dir, strerror(errno));
-        return false;
-    }
-    for (int i = 0; i < m->noutputs; i++) {
+    int n = m->noutputs;
+    StrBuf *bufs = calloc((size_t)n + 1, sizeof *bufs);
+    FileOut *files = calloc((size_t)n + 1, sizeof *files);
+    bool ok = bufs && files;
+    for (int i = 0; ok && i < n; i++) {
         const GlowcIo *io = &m->outputs[i];
         Tensor t = {.type = io_type(io), .data = (void *)(mutables + io->offset)};
-        StrBuf sb;
-        sb_init(&sb);
-        npy_write(&t, &sb);
-        char path[4096], tmp[4200];
-        snprintf(path, sizeof path, "%s/", dir);
-        size_t n = strlen(path);
-        for (const char *s = io->name; *s && n + 5 < sizeof path; s++)
-            path[n++] = *s == '/' ? '_' : *s;
-        snprintf(path + n, sizeof path - n, ".npy");
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        FILE *f = fopen(tmp, "wb");
-        bool ok = f && fwrite(sb.data, 1, sb.len, f) == sb.len;
-        ok = f && !fclose(f) && ok && !rename(tmp, path);
-        sb_free(&sb);
-        if (!ok) {
-            fprintf(stderr, "error: cannot write '%s'\n", path);
-            remove(tmp);
-            return false;
-        }
-        char ts[TYPE_STR_MAX];
-        printf("%s: %s\n", io->name, type_str(&t.type, ts));
+        sb_init(&bufs[i]);
+        char *path = output_path(dir, io->name);
+        ok = path && npy_write(&t, &bufs[i]);
+        files[i] = (FileOut){path, bufs[i].data, bufs[i].len};
     }
-    (void)d;
-    return true;
+    if (!ok)
+        diag_error(d, NULL, "out of memory");
+    if (ok && a->out_dir && mkdir(dir, 0777) && errno != EEXIST) {
+        diag_error(d, NULL, "cannot create '%s': %s", dir, strerror(errno));
+        ok = false;
+    }
+    ok = ok && file_write_all(files, n, d);
+    for (int i = 0; ok && i < n; i++) {
+        char ts[TYPE_STR_MAX];
+        Type t = io_type(&m->outputs[i]);
+        printf("%s: %s\n", m->outputs[i].name, type_str(&t, ts));
+    }
+    for (int i = 0; bufs && files && i < n; i++) {
+        sb_free(&bufs[i]);
+        free((char *)files[i].path);
+    }
+    free(bufs);
+    free(files);
+    return ok;
 }
 
 static double now_ms(void) {
