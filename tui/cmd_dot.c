@@ -66,7 +66,9 @@ static int dot_model(CommonArgs *ca, const DotArgs *da, DiagList *d) {
         return 1;
     bool ok = (!da->lir || da->after || session_want_lir(s)) && session_run(s);
     int k = da->lir && !da->after ? last_lir_step(s, d) : chosen_step(s, da, d);
-    ok = k >= 0 && emit(s, k, da, d) && ok;
+    /* A failed pipeline still shows its last good snapshot on stdout, but
+     * leaves no file behind: a written file means a command that worked. */
+    ok = k >= 0 && (ok || !da->output) && emit(s, k, da, d) && ok;
     diag_append(d, &s->diags);
     session_free(s);
     return ok ? 0 : 1;
