@@ -340,10 +340,9 @@ static void view_mem(const Session *s, int k, int width, StrBuf *out) {
     }
     MemPlan m;
     memplan_from_lir(st->lir, &m);
-    int w = width > 20 ? width - 8 : 60;
-    sb_printf(out, "memory plan after step %d (%s): address up (arena %lld bytes), "
-                   "instruction 0..%d across\n",
-              k, st->name, (long long)m.arena, m.ninstrs > 0 ? m.ninstrs - 1 : 0);
+    int w = width > 28 ? width - 1 : 68;
+    sb_printf(out, "memory plan after step %d (%s): %d buffer%s in an arena of %lld bytes\n", k,
+              st->name, m.n, m.n == 1 ? "" : "s", (long long)m.arena);
     memplan_text_chart(&m, w, 12, out);
     sb_putc(out, '\n');
     memplan_table_marked(&m, out);
@@ -408,10 +407,18 @@ static void view_stats(const Session *s, int k, StrBuf *out) {
     sb_printf(out, "time: %.4f s\n", st->seconds);
 }
 
-/* The view that shows a step's own IR. */
-static ExploreView own_view(const Step *st) {
+static bool step_allocated(const Step *st) {
+    return st->lir && st->lir->allocated;
+}
+
+/* The view that shows what step k did: its own IR, or the memory map at
+ * the step that allocates the program (its text shows no offsets). */
+static ExploreView own_view(const Session *s, int k) {
+    const Step *st = &s->steps[k];
     if (step_llvm_text(st))
         return VIEW_LLVM;
+    if (k > 0 && step_allocated(st) && !step_allocated(&s->steps[k - 1]))
+        return VIEW_MEM;
     return step_is_lir(st) ? VIEW_LIR : VIEW_GRAPH;
 }
 
@@ -451,7 +458,7 @@ static bool diff_side(const Session *s, int k, ExploreView v, int width, StrBuf 
 static bool view_diff(const Session *s, int k, ExploreView base, int width, StrBuf *out,
                       DiagList *d) {
     if (base == VIEW_DIFF || base == VIEW_COUNT)
-        base = own_view(&s->steps[k]);
+        base = own_view(s, k);
     if (k == 0) {
         sb_append(out, "step 0 is the import: there is no step before it\n");
         return true;
