@@ -540,9 +540,11 @@ static void goto_match(Tui *t, int from, int dir) {
     set_message(t, "/%s: line %d, match %d of %d (n/N; Esc clears)", t->search, i + 1, nth, total);
 }
 
-/* Reads a line at the status line (for /). False if abandoned. */
+/* Reads a line at the status line (for / and o). False if abandoned (Esc,
+ * a signal); an empty line is true. */
 static bool prompt(Tui *t, const char *what, char *buf, size_t size) {
     size_t len = 0;
+    bool entered = false;
     buf[0] = 0;
     curs_set(1);
     for (;;) {
@@ -562,8 +564,10 @@ static bool prompt(Tui *t, const char *what, char *buf, size_t size) {
             len = 0;
             break;
         }
-        if (c == '\n' || c == '\r' || c == KEY_ENTER)
+        if (c == '\n' || c == '\r' || c == KEY_ENTER) {
+            entered = true;
             break;
+        }
         if ((c == KEY_BACKSPACE || c == 127 || c == 8) && len > 0)
             buf[--len] = 0;
         else if (c >= 32 && c < 127 && len + 1 < size) {
@@ -573,18 +577,46 @@ static bool prompt(Tui *t, const char *what, char *buf, size_t size) {
     }
     curs_set(0);
     buf[len] = 0;
-    return len > 0;
+    return entered;
 }
 
 static void search(Tui *t) {
     char pattern[sizeof t->search];
-    if (!prompt(t, "/", pattern, sizeof pattern)) {
+    if (!prompt(t, "/", pattern, sizeof pattern) || !pattern[0]) {
         t->search[0] = 0;
         t->message[0] = 0;
         return;
     }
     snprintf(t->search, sizeof t->search, "%s", pattern);
     goto_match(t, t->top, 1);
+}
+
+/* An operator's history, as `node NAME` prints it: the node now, and what
+ * it became down to the LLVM kernel (the generated code does not carry the
+ * ONNX names, so searching the LLVM view for one finds nothing). Without a
+ * name, the search pattern's. */
+static void show_node(Tui *t) {
+    char name[256];
+    if (!prompt(t, "node (name or %id; Enter: the search pattern): ", name, sizeof name))
+        return;
+    if (!name[0] && !t->search[0]) {
+        set_message(t, "no name given, and no search pattern");
+        return;
+    }
+    if (!name[0])
+        snprintf(name, sizeof name, "%s", t->search);
+    StrBuf out;
+    sb_init(&out);
+    DiagList d;
+    diag_init(&d, NULL);
+    if (explore_node(&t->e, name, &out, &d))
+        set_message(t, "the history of '%s'", name);
+    else
+        message_from_diags(t, &d);
+    diag_render(&d, &out);
+    show_output(t, "node", &out);
+    sb_free(&out);
+    diag_free(&d);
 }
 
 /* "glowc-MODEL-stepK.svg" in the current directory. */
@@ -718,6 +750,8 @@ static const char help_text[] =
     "  r             run this step: outputs, and the\n"
     "                difference from step 0\n"
     "  c             compare every value with step 0\n"
+    "  o             an operator's history, down to\n"
+    "                its LLVM kernel (node NAME)\n"
     "  ?             this help;  q  quit\n"
     "\n"
     "steps: > the current one, +A-R lines added\n"
@@ -780,6 +814,7 @@ static void handle_key(Tui *t, int c) {
     case 's': write_svg(t); return;
     case 'r': run_command(t, explore_run, "run"); return;
     case 'c': run_command(t, explore_compare, "compare"); return;
+    case 'o': show_node(t); return;
     case '?': case 'h': show_help(t); return;
     case KEY_RESIZE: return;
     default: set_message(t, "unknown key; ? shows the keys"); return;

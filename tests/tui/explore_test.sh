@@ -224,6 +224,19 @@ expect "4 values compared, 0 beyond tolerance"
 keys 1                                   # a view key leaves the output
 expect "func @main"
 
+# ---- an operator's history: the fused relu down to the kernel computing it -----
+keys o R e l u _ 1 Enter
+expect "history of 'Relu_1':"
+expect "gone: its users now read %1 (conv \"Conv_0\"), followed from here"
+expect "LLVM functions (code generation) of 'Conv_0':"
+keys / C o n v _ 0 Enter                 # o with no name takes the search pattern
+keys o Enter
+expect "history of 'Conv_0':"
+keys Escape
+keys o N o p e Enter
+expect "no node or instruction named 'Nope' at any step"
+keys 1
+
 # ---- help, an unknown key -----------------------------------------------------
 keys '?'
 expect "next/previous step that changed"
