@@ -22,7 +22,7 @@ static void print_loc(const char *name, const char *label, const PrintOptions *o
     sb_putc(out, ')');
 }
 
-static void print_weight(const LirBuf *b, const PrintOptions *opt, StrBuf *out) {
+void lir_print_weight(const LirBuf *b, const PrintOptions *opt, StrBuf *out) {
     sb_append(out, "  ");
     lir_print_buf_ref(b, out);
     sb_append(out, " = weight ");
@@ -79,7 +79,7 @@ void lir_print(const LirProgram *p, const PrintOptions *opt, StrBuf *out) {
     for (int b = 0; b < p->nbufs; b++) {
         const LirBuf *w = p->bufs[b];
         if (!w->dead && (w->kind == LB_CONST || w->kind == LB_IN || w->kind == LB_OUT))
-            print_weight(w, opt, out);
+            lir_print_weight(w, opt, out);
     }
     sb_append(out, "}\nprogram {\n");
     for (const LirInstr *i = p->first; i; i = i->next) {

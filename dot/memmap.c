@@ -132,6 +132,15 @@ static void xml_text(StrBuf *out, const char *s) {
     }
 }
 
+/* A round step (1, 2, 5 times a power of ten) giving at most `most` ticks
+ * over n positions. */
+static int tick_step(int n, int most) {
+    for (int p = 1;; p *= 10)
+        for (int k = 0; k < 3; k++)
+            if ((int64_t)n <= (int64_t)most * p * (int[]){1, 2, 5}[k])
+                return p * (int[]){1, 2, 5}[k];
+}
+
 /* Colours cycle through a small palette, by row, so neighbours differ. */
 static const char *const palette[] = {"#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3",
                                       "#b3de69", "#fccde5", "#bc80bd", "#ccebc5", "#ffed6f"};
@@ -160,8 +169,16 @@ void memplan_svg(const MemPlan *m, const char *title, StrBuf *out) {
         sb_printf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%lld</text>\n", left - 5,
                   y + 4, (long long)(ymax * t / 4));
     }
+    int tick = tick_step(steps, 10);
+    for (int t = 0; t < steps; t += tick) {
+        double x = left + pw * (t + 0.5) / steps;
+        sb_printf(out,
+                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>"
+                  "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%d</text>\n",
+                  x, top + ph, x, top + ph + 4, x, top + ph + 15, t);
+    }
     sb_printf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">instruction index (0..%d)</text>\n",
-              left + pw / 2, H - 15, steps);
+              left + pw / 2, H - 12, steps - 1);
     sb_printf(out, "<text x=\"15\" y=\"%.1f\" transform=\"rotate(-90 15 %.1f)\" "
                    "text-anchor=\"middle\">address (bytes)</text>\n",
               top + ph / 2, top + ph / 2);
@@ -192,7 +209,22 @@ void memplan_svg(const MemPlan *m, const char *title, StrBuf *out) {
     sb_append(out, "</svg>\n");
 }
 
+/* "512", "3.8K", "4.0M": an address for the chart's axis, at most 6 wide. */
+static void short_bytes(int64_t b, char *buf, size_t size) {
+    if (b < 1024)
+        snprintf(buf, size, "%lld", (long long)b);
+    else if (b < 1024 * 1024)
+        snprintf(buf, size, "%.1fK", (double)b / 1024);
+    else if (b < (int64_t)1024 * 1024 * 1024)
+        snprintf(buf, size, "%.1fM", (double)b / (1024 * 1024));
+    else
+        snprintf(buf, size, "%.1fG", (double)b / (1024.0 * 1024 * 1024));
+}
+
+enum { AXIS_W = 8 }; /* "  4.0M |" */
+
 void memplan_text_chart(const MemPlan *m, int width, int height, StrBuf *out) {
+    width -= AXIS_W;
     if (width < 10 || height < 3)
         return;
     char *grid = malloc((size_t)width * (size_t)height);
@@ -212,9 +244,36 @@ void memplan_text_chart(const MemPlan *m, int width, int height, StrBuf *out) {
             for (int x = x0; x < x1 && x < width; x++)
                 grid[(size_t)(height - 1 - y) * (size_t)width + (size_t)x] = chart_marks[i % 62];
     }
+    /* Addresses at the top, the middle and the bottom row: the address
+     * where each row starts. */
     for (int y = 0; y < height; y++) {
+        char label[16] = "";
+        int row = height - 1 - y;
+        if (y == 0 || y == height / 2 || y == height - 1)
+            short_bytes((int64_t)(ymax * row / height), label, sizeof label);
+        sb_printf(out, "%*s |", AXIS_W - 2, label);
         sb_append_n(out, grid + (size_t)y * (size_t)width, (size_t)width);
         sb_putc(out, '\n');
     }
     free(grid);
+    /* The instruction index under a column every few columns. */
+    sb_printf(out, "%*s +", AXIS_W - 2, "");
+    for (int x = 0; x < width; x++)
+        sb_putc(out, '-');
+    sb_putc(out, '\n');
+    StrBuf ticks;
+    sb_init(&ticks);
+    int every = tick_step(steps, width / 8 > 1 ? width / 8 : 1);
+    for (int t = 0; t < steps; t += every) {
+        int col = (int)((double)t * width / steps);
+        if ((int)ticks.len > col)
+            continue;
+        while ((int)ticks.len < col)
+            sb_putc(&ticks, ' ');
+        sb_printf(&ticks, "%d", t);
+    }
+    sb_printf(out, "%*s  %s\n", AXIS_W - 2, "", sb_str(&ticks));
+    sb_printf(out, "%*s  address up, instruction index across (0..%d)\n", AXIS_W - 2, "",
+              steps - 1);
+    sb_free(&ticks);
 }

@@ -32,7 +32,9 @@ void memplan_table(const MemPlan *m, StrBuf *out);
 void memplan_table_marked(const MemPlan *m, StrBuf *out);
 void memplan_json(const MemPlan *m, StrBuf *out);
 void memplan_svg(const MemPlan *m, const char *title, StrBuf *out);
-/* A width x height character chart (address up, instruction across). */
+/* A character chart `width` wide (an address axis included) and `height`
+ * rows high, address up, instruction across, with the instruction index
+ * marked below. */
 void memplan_text_chart(const MemPlan *m, int width, int height, StrBuf *out);
 
 #endif

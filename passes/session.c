@@ -99,6 +99,24 @@ static void snapshot(Session *s, Step *st) {
     }
 }
 
+/* The text a low-level step's change is counted on: the program, and once
+ * it is allocated, a line per placed buffer -- the program's text does not
+ * show offsets, and allocation would otherwise count as no change. */
+static char *counted_lir_text(const char *lir_text, const LirProgram *p) {
+    StrBuf sb;
+    sb_init(&sb);
+    sb_append(&sb, lir_text ? lir_text : "");
+    for (int b = 0; p && p->allocated && b < p->nbufs; b++) {
+        const LirBuf *x = p->bufs[b];
+        if (x->kind != LB_ALLOC || x->dead)
+            continue;
+        sb_append(&sb, "place ");
+        lir_print_buf_ref(x, &sb);
+        sb_printf(&sb, " at %lld\n", (long long)x->address);
+    }
+    return sb_take(&sb);
+}
+
 static void snapshot_lir(Session *s, Step *st) {
     st->lir = lir_clone(s->lir);
     StrBuf sb;
@@ -115,9 +133,13 @@ static void snapshot_lir(Session *s, Step *st) {
         st->nnodes = prev->nnodes;
         st->nconsts = prev->nconsts;
         memcpy(st->kind_counts, prev->kind_counts, sizeof st->kind_counts);
-        DiffCounts dc = textdiff_count(prev->lir_text ? prev->lir_text : "", st->lir_text);
+        char *a = counted_lir_text(prev->lir_text, prev->lir);
+        char *b = counted_lir_text(st->lir_text, st->lir);
+        DiffCounts dc = textdiff_count(a, b);
         st->lines_added = dc.added;
         st->lines_removed = dc.removed;
+        free(a);
+        free(b);
     }
 }
 

@@ -7,10 +7,13 @@
  * in one Tui struct. */
 #include <locale.h>
 #include <ncurses.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tui/explore_core.h"
@@ -44,6 +47,7 @@ typedef struct Tui {
     char message[512];     /* the last message, for the status line */
     bool colors;
     bool quit;
+    TermSignals signals;   /* ours, from curses' start to its end */
 } Tui;
 
 /* ---- the pane's text ----------------------------------------------------------- */
@@ -102,6 +106,10 @@ static void message_from_diags(Tui *t, const DiagList *d) {
     sb_init(&sb);
     diag_render(d, &sb);
     const char *s = sb_str(&sb);
+    /* The model's path is on the status line already. */
+    size_t plen = t->e.model ? strlen(t->e.model) : 0;
+    if (plen && !strncmp(s, t->e.model, plen) && !strncmp(s + plen, ": ", 2))
+        s += plen + 2;
     size_t len = strcspn(s, "\n");
     set_message(t, "%.*s", (int)(len < sizeof t->message - 1 ? len : sizeof t->message - 1), s);
     sb_free(&sb);
@@ -112,10 +120,41 @@ static int main_width(void) {
     return COLS - left - 1;
 }
 
+/* Text folded at `width` columns, at a blank where there is one, the
+ * continuation indented: an error names a long path before it says what
+ * is wrong, and a narrow pane would show only the path. Indented lines
+ * (a source line and the caret under it) are left whole. */
+static void wrap_text(const char *text, int width, StrBuf *out) {
+    if (width < 20)
+        width = 20;
+    for (const char *p = text; *p;) {
+        const char *end = p + strcspn(p, "\n");
+        bool indented = *p == ' ';
+        for (bool first = true; first || p < end; first = false) {
+            int room = first ? width : width - 4;
+            size_t n = (size_t)(end - p);
+            if (!indented && (int)n > room) {
+                n = (size_t)room;
+                while (n > (size_t)room / 2 && p[n] != ' ')
+                    n--;
+                if (p[n] != ' ')
+                    n = (size_t)room;
+            }
+            if (!first)
+                sb_append(out, "    ");
+            sb_append_n(out, p, n);
+            sb_putc(out, '\n');
+            for (p += n; p < end && *p == ' '; p++) /* the blank at the fold */
+                ;
+        }
+        p = *end ? end + 1 : end;
+    }
+}
+
 static void make_view_text(Tui *t) {
     sb_clear(&t->text);
     if (!t->e.s) {
-        sb_append(&t->text, t->e.error ? t->e.error : "no model\n");
+        wrap_text(t->e.error ? t->e.error : "no model\n", main_width() - 4, &t->text);
         sb_append(&t->text, "\nThe model could not be loaded; q quits.\n");
         return;
     }
@@ -223,7 +262,16 @@ static void draw_steps(Tui *t) {
         t->list_top = t->cursor;
     if (t->cursor >= t->list_top + rows)
         t->list_top = t->cursor - rows + 1;
-    for (int r = 0; r < rows; r++) {
+    /* No blank rows below the last step while earlier ones are hidden (the
+     * window grew). */
+    if (t->list_top > n - rows)
+        t->list_top = n - rows > 0 ? n - rows : 0;
+    if (!n) {
+        attron(A_DIM);
+        mvaddnstr(0, 0, " no steps", width);
+        attroff(A_DIM);
+    }
+    for (int r = !n; r < rows; r++) {
         int k = t->list_top + r;
         if (k < n)
             draw_step(t, k, r, width);
@@ -244,7 +292,7 @@ static attr_t line_attr(const Tui *t, const char *line) {
     if (diff && line[0] == '@')
         return color(t, COLOR_HUNK, A_DIM);
     if (!strncmp(line, ">>>", 3) || strstr(line, "BEYOND TOLERANCE") ||
-        !strncmp(line, "FIRST BAD", 9))
+        strstr(line, " BEYOND ") || !strncmp(line, "FIRST BAD", 9))
         return color(t, COLOR_REMOVED, A_BOLD);
     return A_NORMAL;
 }
@@ -318,20 +366,27 @@ static void draw_main(Tui *t) {
 }
 
 static void draw_status(Tui *t) {
-    StrBuf sb;
+    StrBuf where, sb;
+    sb_init(&where);
     sb_init(&sb);
+    explore_where(&t->e, &where);
     const char *model = t->e.model ? t->e.model : "no model";
     const char *slash = strrchr(model, '/');
-    sb_printf(&sb, " %s | ", slash ? slash + 1 : model);
-    explore_where(&t->e, &sb);
-    sb_printf(&sb, " | %s", t->pane == PANE_OUTPUT ? t->output_title
-                                                    : explore_view_name(t->view));
-    if (t->nlines > pane_rows())
-        sb_printf(&sb, " %d%%", (t->top + pane_rows()) * 100 / t->nlines > 100
-                                    ? 100
-                                    : (t->top + pane_rows()) * 100 / t->nlines);
-    if (t->message[0])
+    sb_printf(&sb, " %s | %s | %s", slash ? slash + 1 : model, sb_str(&where),
+              t->pane == PANE_OUTPUT ? t->output_title : explore_view_name(t->view));
+    if (t->nlines > pane_rows()) {
+        int pct = (t->top + pane_rows()) * 100 / t->nlines;
+        sb_printf(&sb, " %d%%", pct > 100 ? 100 : pct);
+    }
+    if (t->message[0]) {
+        /* Too narrow for it all: the step and the message, which says what
+         * just happened, before the model and the view. */
+        if ((int)(sb.len + 3 + strlen(t->message)) > COLS) {
+            sb_clear(&sb);
+            sb_printf(&sb, " %s", sb_str(&where));
+        }
         sb_printf(&sb, " | %s", t->message);
+    }
     attr_t a = color(t, COLOR_STATUS, A_REVERSE);
     attron(a);
     mvaddnstr(LINES - 1, 0, sb_str(&sb), COLS);
@@ -339,10 +394,19 @@ static void draw_status(Tui *t) {
         addch(' ');
     attroff(a);
     sb_free(&sb);
+    sb_free(&where);
+}
+
+static void scroll_to(Tui *t, int top) {
+    int max = t->nlines - pane_rows();
+    t->top = top > max ? max : top;
+    if (t->top < 0)
+        t->top = 0;
 }
 
 static void draw(Tui *t) {
     refresh_text(t);
+    scroll_to(t, t->top); /* the window may have grown past the text's end */
     erase();
     if (LINES < 5 || COLS < 20) {
         mvaddnstr(0, 0, "terminal too small", COLS);
@@ -353,6 +417,79 @@ static void draw(Tui *t) {
     draw_main(t);
     draw_status(t);
     refresh();
+}
+
+/* ---- long operations -------------------------------------------------------------- */
+
+/* Loading a model, running it or laying out a picture of it takes seconds
+ * on a large one. It runs in a thread of its own while this one keeps the
+ * terminal: the status line counts the seconds, and SIGINT or SIGTERM end
+ * the program at once, terminal restored, instead of after the work. While
+ * it runs the screen is drawn only from what the work does not change (the
+ * status line; loading, which makes the session, has a screen of its own). */
+typedef struct Job {
+    void (*run)(void *arg);
+    void *arg;
+    atomic_bool done;
+} Job;
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *job_main(void *p) {
+    Job *job = p;
+    sigset_t set; /* signals go to the thread that keeps the terminal */
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGWINCH);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    job->run(job->arg);
+    atomic_store(&job->done, true);
+    return NULL;
+}
+
+/* After a signal: the terminal back as it was, and the signal's own end. */
+static void leave_on_signal(Tui *t) {
+    if (!term_signal_caught())
+        return;
+    endwin();
+    term_signal_finish(&t->signals); /* re-raises: does not return */
+    _exit(1);
+}
+
+static void draw_loading(const Tui *t, const char *model, double seconds);
+
+static void busy(Tui *t, const char *what, bool loading, void (*run)(void *), void *arg) {
+    Job job = {run, arg, false};
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, (size_t)64 << 20); /* no shallower than the main thread's */
+    pthread_t thread;
+    bool started = pthread_create(&thread, &attr, job_main, &job) == 0;
+    pthread_attr_destroy(&attr);
+    if (!started) {
+        run(arg);
+        return;
+    }
+    double t0 = seconds_now();
+    while (!atomic_load(&job.done)) {
+        double spent = seconds_now() - t0;
+        if (loading) {
+            draw_loading(t, what, spent);
+        } else {
+            set_message(t, "%s ... %.0f s", what, spent);
+            draw_status(t);
+            refresh();
+        }
+        getch(); /* keys pressed meanwhile are dropped; a resize is redrawn after */
+        leave_on_signal(t);
+    }
+    pthread_join(thread, NULL);
 }
 
 /* ---- commands -------------------------------------------------------------------- */
@@ -372,13 +509,6 @@ static void move_changed(Tui *t, int dir) {
         return;
     }
     select_step(t, explore_current(&t->e));
-}
-
-static void scroll_to(Tui *t, int top) {
-    int max = t->nlines - pane_rows();
-    t->top = top > max ? max : top;
-    if (t->top < 0)
-        t->top = 0;
 }
 
 static int find_match(const Tui *t, int from, int dir) {
@@ -410,9 +540,11 @@ static void goto_match(Tui *t, int from, int dir) {
     set_message(t, "/%s: line %d, match %d of %d (n/N; Esc clears)", t->search, i + 1, nth, total);
 }
 
-/* Reads a line at the status line (for /). False if abandoned. */
+/* Reads a line at the status line (for / and o). False if abandoned (Esc,
+ * a signal); an empty line is true. */
 static bool prompt(Tui *t, const char *what, char *buf, size_t size) {
     size_t len = 0;
+    bool entered = false;
     buf[0] = 0;
     curs_set(1);
     for (;;) {
@@ -432,8 +564,10 @@ static bool prompt(Tui *t, const char *what, char *buf, size_t size) {
             len = 0;
             break;
         }
-        if (c == '\n' || c == '\r' || c == KEY_ENTER)
+        if (c == '\n' || c == '\r' || c == KEY_ENTER) {
+            entered = true;
             break;
+        }
         if ((c == KEY_BACKSPACE || c == 127 || c == 8) && len > 0)
             buf[--len] = 0;
         else if (c >= 32 && c < 127 && len + 1 < size) {
@@ -443,18 +577,46 @@ static bool prompt(Tui *t, const char *what, char *buf, size_t size) {
     }
     curs_set(0);
     buf[len] = 0;
-    return len > 0;
+    return entered;
 }
 
 static void search(Tui *t) {
     char pattern[sizeof t->search];
-    if (!prompt(t, "/", pattern, sizeof pattern)) {
+    if (!prompt(t, "/", pattern, sizeof pattern) || !pattern[0]) {
         t->search[0] = 0;
         t->message[0] = 0;
         return;
     }
     snprintf(t->search, sizeof t->search, "%s", pattern);
     goto_match(t, t->top, 1);
+}
+
+/* An operator's history, as `node NAME` prints it: the node now, and what
+ * it became down to the LLVM kernel (the generated code does not carry the
+ * ONNX names, so searching the LLVM view for one finds nothing). Without a
+ * name, the search pattern's. */
+static void show_node(Tui *t) {
+    char name[256];
+    if (!prompt(t, "node (name or %id; Enter: the search pattern): ", name, sizeof name))
+        return;
+    if (!name[0] && !t->search[0]) {
+        set_message(t, "no name given, and no search pattern");
+        return;
+    }
+    if (!name[0])
+        snprintf(name, sizeof name, "%s", t->search);
+    StrBuf out;
+    sb_init(&out);
+    DiagList d;
+    diag_init(&d, NULL);
+    if (explore_node(&t->e, name, &out, &d))
+        set_message(t, "the history of '%s'", name);
+    else
+        message_from_diags(t, &d);
+    diag_render(&d, &out);
+    show_output(t, "node", &out);
+    sb_free(&out);
+    diag_free(&d);
 }
 
 /* "glowc-MODEL-stepK.svg" in the current directory. */
@@ -468,60 +630,103 @@ static void picture_path(const Tui *t, bool mem, char *buf, size_t size) {
              mem ? "-mem" : "");
 }
 
+typedef struct PictureJob {
+    const Explorer *e;
+    const char *path;
+    bool mem, ok;
+    StrBuf out;
+    DiagList d;
+} PictureJob;
+
+static void picture_job(void *arg) {
+    PictureJob *j = arg;
+    j->ok = explore_write_picture(j->e, j->path, j->mem, &j->out, &j->d);
+}
+
 static void write_svg(Tui *t) {
     bool mem = t->pane == PANE_VIEW && t->view == VIEW_MEM;
-    char path[512];
+    char path[512], what[600];
     picture_path(t, mem, path, sizeof path);
-    set_message(t, "writing %s ...", path);
+    snprintf(what, sizeof what, "writing %s", path);
+    set_message(t, "%s ...", what);
     draw(t);
-    StrBuf out;
-    sb_init(&out);
-    DiagList d;
-    diag_init(&d, NULL);
-    if (explore_write_picture(&t->e, path, mem, &out, &d)) {
+    PictureJob j = {.e = &t->e, .path = path, .mem = mem};
+    sb_init(&j.out);
+    diag_init(&j.d, NULL);
+    busy(t, what, false, picture_job, &j);
+    if (j.ok) {
         char cwd[400];
         set_message(t, "wrote %s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", path);
     } else {
-        message_from_diags(t, &d);
+        message_from_diags(t, &j.d);
     }
-    diag_free(&d);
-    sb_free(&out);
+    diag_free(&j.d);
+    sb_free(&j.out);
 }
 
 /* The summary a command ends its output with. */
-static void last_line_message(Tui *t, const char *title, const char *text) {
+static void last_line_message(Tui *t, const char *text) {
     size_t len = strlen(text);
     while (len && text[len - 1] == '\n')
         len--;
     size_t start = len;
     while (start && text[start - 1] != '\n')
         start--;
-    set_message(t, "%s: %.*s", title, (int)(len - start), text + start);
+    set_message(t, "%.*s", (int)(len - start), text + start);
 }
 
 typedef bool (*RunFn)(const Explorer *e, char *const *inputs, int n, StrBuf *out, DiagList *d);
 
-static void run_command(Tui *t, RunFn fn, const char *title) {
-    set_message(t, "%s: running ...", title);
-    draw(t);
-    StrBuf out;
-    sb_init(&out);
-    DiagList d;
-    diag_init(&d, NULL);
-    bool ok = fn(&t->e, NULL, 0, &out, &d);
-    if (!ok) {
-        diag_render(&d, &out);
-        message_from_diags(t, &d);
-    } else {
-        const char *p = strstr(sb_str(&out), "max abs diff from step 0:");
-        if (p)
-            set_message(t, "%s: %.*s", title, (int)strcspn(p, "\n"), p);
-        else
-            last_line_message(t, title, sb_str(&out));
+/* The summary a command ends its output with; for a comparison, the
+ * first value beyond tolerance first, since the status line may be short. */
+static void summary_message(Tui *t, const char *text) {
+    const char *first = strstr(text, "; the first is ");
+    int n, bad;
+    const char *line = first ? first : text;
+    while (line > text && line[-1] != '\n')
+        line--;
+    if (first && sscanf(line, "%d values compared, %d beyond tolerance", &n, &bad) == 2) {
+        first += strlen("; the first is ");
+        set_message(t, "first beyond tolerance: %.*s (%d of %d values)",
+                    (int)strcspn(first, "\n"), first, bad, n);
+        return;
     }
-    show_output(t, title, &out);
-    sb_free(&out);
-    diag_free(&d);
+    last_line_message(t, text);
+}
+
+typedef struct RunJob {
+    Explorer *e;
+    RunFn fn;
+    StrBuf out;
+    DiagList d;
+    bool ok;
+} RunJob;
+
+static void run_job(void *arg) {
+    RunJob *j = arg;
+    j->ok = j->fn(j->e, NULL, 0, &j->out, &j->d);
+}
+
+static void run_command(Tui *t, RunFn fn, const char *title) {
+    set_message(t, "%s ...", title);
+    draw(t);
+    RunJob j = {.e = &t->e, .fn = fn};
+    sb_init(&j.out);
+    diag_init(&j.d, NULL);
+    busy(t, title, false, run_job, &j);
+    if (!j.ok) {
+        diag_render(&j.d, &j.out);
+        message_from_diags(t, &j.d);
+    } else {
+        const char *p = strstr(sb_str(&j.out), "max abs diff from step 0:");
+        if (p)
+            set_message(t, "%.*s", (int)strcspn(p, "\n"), p);
+        else
+            summary_message(t, sb_str(&j.out));
+    }
+    show_output(t, title, &j.out);
+    sb_free(&j.out);
+    diag_free(&j.d);
 }
 
 /* Narrow enough for the main pane of an 80-column terminal. */
@@ -545,6 +750,8 @@ static const char help_text[] =
     "  r             run this step: outputs, and the\n"
     "                difference from step 0\n"
     "  c             compare every value with step 0\n"
+    "  o             an operator's history, down to\n"
+    "                its LLVM kernel (node NAME)\n"
     "  ?             this help;  q  quit\n"
     "\n"
     "steps: > the current one, +A-R lines added\n"
@@ -607,6 +814,7 @@ static void handle_key(Tui *t, int c) {
     case 's': write_svg(t); return;
     case 'r': run_command(t, explore_run, "run"); return;
     case 'c': run_command(t, explore_compare, "compare"); return;
+    case 'o': show_node(t); return;
     case '?': case 'h': show_help(t); return;
     case KEY_RESIZE: return;
     default: set_message(t, "unknown key; ? shows the keys"); return;
@@ -615,18 +823,38 @@ static void handle_key(Tui *t, int c) {
 
 /* ---- the terminal ------------------------------------------------------------------ */
 
-static void start_curses(Tui *t) {
+/* Curses on the terminal, if it can move the cursor (TERM=dumb cannot: it
+ * would get the screen as a stream of characters). Colours when it has
+ * them and NO_COLOR is not set. */
+static bool start_curses(Tui *t, DiagList *d) {
     setlocale(LC_ALL, "");
-    initscr();
+    const char *term = getenv("TERM");
+    SCREEN *screen = newterm(NULL, stdout, stdin);
+    if (!screen) {
+        diag_error(d, NULL, "explore: unknown terminal type '%s' (TERM); for scripts, use "
+                            "'glowc repl'",
+                   term ? term : "");
+        return false;
+    }
+    const char *cup = tigetstr("cup");
+    if (!cup || cup == (const char *)-1) {
+        endwin();
+        delscreen(screen);
+        diag_error(d, NULL, "explore: the terminal '%s' (TERM) cannot move the cursor; use one "
+                            "that can, or 'glowc repl'",
+                   term ? term : "");
+        return false;
+    }
     cbreak();
     noecho();
     keypad(stdscr, TRUE);
     curs_set(0);
     set_escdelay(25);
     timeout(250); /* wake up to notice a signal */
-    t->colors = has_colors();
+    const char *no_color = getenv("NO_COLOR");
+    t->colors = has_colors() && !(no_color && no_color[0]);
     if (!t->colors)
-        return;
+        return true;
     start_color();
     use_default_colors();
     init_pair(COLOR_ADDED, COLOR_GREEN, -1);
@@ -637,6 +865,26 @@ static void start_curses(Tui *t) {
     init_pair(COLOR_CURRENT, COLOR_YELLOW, -1);
     init_pair(COLOR_DIM, COLOR_BLUE, -1);
     init_pair(COLOR_TAB, COLOR_BLACK, COLOR_WHITE);
+    return true;
+}
+
+/* What the screen shows while the model loads (a large one takes seconds:
+ * the whole pipeline runs, down to LLVM). */
+static void draw_loading(const Tui *t, const char *model, double seconds) {
+    erase();
+    attr_t a = color(t, COLOR_STATUS, A_REVERSE);
+    StrBuf sb;
+    sb_init(&sb);
+    const char *slash = strrchr(model, '/');
+    sb_printf(&sb, " loading %s: the import and every step ... %.0f s", slash ? slash + 1 : model,
+              seconds);
+    attron(a);
+    mvaddnstr(LINES - 1, 0, sb_str(&sb), COLS);
+    for (int x = (int)sb.len; x < COLS; x++)
+        addch(' ');
+    attroff(a);
+    sb_free(&sb);
+    refresh();
 }
 
 static void loop(Tui *t) {
@@ -671,34 +919,45 @@ static char *default_model(void) {
     return strdup(DEFAULT_MODEL);
 }
 
-static int explore(CommonArgs *ca) {
+typedef struct LoadJob {
+    Explorer *e;
+    const char *model;
+    StrBuf out;
+    DiagList d;
+} LoadJob;
+
+static void load_job(void *arg) {
+    LoadJob *j = arg;
+    explore_load(j->e, j->model, &j->out, &j->d);
+}
+
+static int explore(CommonArgs *ca, DiagList *d) {
     Tui t = {0};
+    if (!start_curses(&t, d))
+        return 1;
+    term_signal_install(&t.signals, true); /* replacing ncurses' own */
     explore_init(&t.e, ca, ca->pipeline);
     sb_init(&t.text);
     t.shown_step = -1;
     t.match = -1;
     t.stale = true;
     char *model = ca->model ? strdup(ca->model) : default_model();
-    StrBuf out;
-    sb_init(&out);
-    DiagList d;
-    diag_init(&d, NULL);
-    explore_load(&t.e, model, &out, &d);
+    LoadJob j = {.e = &t.e, .model = model};
+    sb_init(&j.out);
+    diag_init(&j.d, NULL);
+    busy(&t, model, true, load_job, &j);
     if (!t.e.s && !ca->model)
         set_message(&t, "no model given, and the bundled %s did not load", DEFAULT_MODEL);
-    else if (diag_has_errors(&d))
-        message_from_diags(&t, &d);
+    else if (diag_has_errors(&j.d))
+        message_from_diags(&t, &j.d);
     else
         set_message(&t, "? shows the keys");
-    sb_free(&out);
-    diag_free(&d);
+    sb_free(&j.out);
+    diag_free(&j.d);
     free(model);
-    TermSignals ts;
-    start_curses(&t);
-    term_signal_install(&ts, true); /* after initscr, replacing ncurses' own */
     loop(&t);
     endwin();
-    term_signal_finish(&ts); /* re-raises a caught signal, terminal restored */
+    term_signal_finish(&t.signals); /* re-raises a caught signal, terminal restored */
     free_lines(&t);
     sb_free(&t.text);
     free(t.output_title);
@@ -730,7 +989,7 @@ int cmd_explore(int argc, char **argv) {
         diag_error(&d, NULL, "explore needs a terminal (for scripts, use 'glowc repl')");
         goto done;
     }
-    status = explore(&ca);
+    status = explore(&ca, &d);
 done:
     cli_report(&d);
     args_free(&ca);

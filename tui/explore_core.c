@@ -340,10 +340,9 @@ static void view_mem(const Session *s, int k, int width, StrBuf *out) {
     }
     MemPlan m;
     memplan_from_lir(st->lir, &m);
-    int w = width > 20 ? width - 8 : 60;
-    sb_printf(out, "memory plan after step %d (%s): address up (arena %lld bytes), "
-                   "instruction 0..%d across\n",
-              k, st->name, (long long)m.arena, m.ninstrs > 0 ? m.ninstrs - 1 : 0);
+    int w = width > 28 ? width - 1 : 68;
+    sb_printf(out, "memory plan after step %d (%s): %d buffer%s in an arena of %lld bytes\n", k,
+              st->name, m.n, m.n == 1 ? "" : "s", (long long)m.arena);
     memplan_text_chart(&m, w, 12, out);
     sb_putc(out, '\n');
     memplan_table_marked(&m, out);
@@ -408,10 +407,18 @@ static void view_stats(const Session *s, int k, StrBuf *out) {
     sb_printf(out, "time: %.4f s\n", st->seconds);
 }
 
-/* The view that shows a step's own IR. */
-static ExploreView own_view(const Step *st) {
+static bool step_allocated(const Step *st) {
+    return st->lir && st->lir->allocated;
+}
+
+/* The view that shows what step k did: its own IR, or the memory map at
+ * the step that allocates the program (its text shows no offsets). */
+static ExploreView own_view(const Session *s, int k) {
+    const Step *st = &s->steps[k];
     if (step_llvm_text(st))
         return VIEW_LLVM;
+    if (k > 0 && step_allocated(st) && !step_allocated(&s->steps[k - 1]))
+        return VIEW_MEM;
     return step_is_lir(st) ? VIEW_LIR : VIEW_GRAPH;
 }
 
@@ -451,7 +458,7 @@ static bool diff_side(const Session *s, int k, ExploreView v, int width, StrBuf 
 static bool view_diff(const Session *s, int k, ExploreView base, int width, StrBuf *out,
                       DiagList *d) {
     if (base == VIEW_DIFF || base == VIEW_COUNT)
-        base = own_view(&s->steps[k]);
+        base = own_view(s, k);
     if (k == 0) {
         sb_append(out, "step 0 is the import: there is no step before it\n");
         return true;
@@ -662,28 +669,70 @@ static void describe_node(Function *f, Node *n, StrBuf *out) {
     describe_users(f, n, out);
 }
 
-/* Everything step k has under provenance `name`: graph node lines, or
- * low-level instruction lines. */
-static void lines_for(const Step *st, const char *name, StrBuf *out) {
+/* The last compute node of f named `name` (the one whose value is the
+ * node's). */
+static const Node *last_named(const Function *f, const char *name) {
+    const Node *found = NULL;
+    for (const Node *n = f->first; n; n = n->next)
+        if (!strcmp(n->name, name))
+            found = n;
+    return found;
+}
+
+static bool uses(const Node *u, const Node *n) {
+    for (int k = 0; k < u->nops; k++)
+        if (u->ops[k]->def == n)
+            return true;
+    return false;
+}
+
+/* Everything step k has under provenance `name`: graph node lines
+ * (inputs and constants first), or low-level weights and instructions.
+ * Returns how many of the lines are inputs, constants or weights. */
+static int lines_for(const Step *st, const char *name, StrBuf *out) {
     PrintOptions po = PRINT_DEFAULTS;
+    int storage = 0;
     if (st->graph) {
         Function *f = st->graph->main;
+        for (int pass = 0; pass < 2; pass++) {
+            int n = pass ? f->nconsts : f->nparams;
+            for (int i = 0; i < n; i++) {
+                const Node *x = pass ? f->consts[i] : f->params[i];
+                if (strcmp(x->name, name))
+                    continue;
+                print_node(x, &po, out);
+                sb_putc(out, '\n');
+                storage++;
+            }
+        }
         for (const Node *n = f->first; n; n = n->next) {
             if (strcmp(n->name, name))
                 continue;
             print_node(n, &po, out);
             sb_putc(out, '\n');
         }
-        return;
+        return storage;
     }
     if (!st->lir)
-        return;
+        return 0;
+    for (int b = 0; b < st->lir->nbufs; b++) {
+        const LirBuf *w = st->lir->bufs[b];
+        if (w->dead || w->kind > LB_OUT || !w->name || strcmp(w->name, name))
+            continue;
+        StrBuf line;
+        sb_init(&line);
+        lir_print_weight(w, &po, &line);
+        sb_append(out, sb_str(&line) + strspn(sb_str(&line), " "));
+        sb_free(&line);
+        storage++;
+    }
     for (const LirInstr *i = st->lir->first; i; i = i->next) {
         if (i->dead || !i->name || strcmp(i->name, name))
             continue;
         lir_print_instr(i, &po, out);
         sb_putc(out, '\n');
     }
+    return storage;
 }
 
 static void indent_lines(const char *text, const char *indent, StrBuf *out) {
@@ -723,25 +772,41 @@ static void llvm_functions_for(const char *llvm, const char *name, StrBuf *out) 
         sb_append(out, "    no LLVM function is named after it\n");
 }
 
+static bool is_weight(const LirProgram *p, const char *name) {
+    for (int b = 0; b < p->nbufs; b++)
+        if (!p->bufs[b]->dead && p->bufs[b]->kind <= LB_OUT && p->bufs[b]->name &&
+            !strcmp(p->bufs[b]->name, name))
+            return true;
+    return false;
+}
+
 /* What the code generator made of the node's instructions: the kernel each
  * one calls (the CPU module records it by instruction index). */
 static bool history_codegen(const Session *s, const char *name, StrBuf *out) {
     if (!s->cpu || !s->lir)
         return false;
-    int index = 0, found = 0;
+    int index = 0, found = 0, mine = 0;
     for (const LirInstr *i = s->lir->first; i; i = i->next, index++) {
+        if (i->dead || !i->name || strcmp(i->name, name))
+            continue;
+        mine++;
         const char *fn = cpu_instr_function(s->cpu, index);
-        if (i->dead || !i->name || strcmp(i->name, name) || !fn)
+        if (!fn)
             continue;
         if (!found++)
-            sb_append(out, "  LLVM functions (code generation):\n");
+            sb_printf(out, "  LLVM functions (code generation) of '%s':\n", name);
         sb_printf(out, "    instruction %d %s calls %s", index, instr_kind_name(i->kind), fn);
         const char *worker = cpu_instr_worker(s->cpu, index);
         if (worker) /* a kernel, run by the thread pool */
             sb_printf(out, " in %s", worker);
         sb_putc(out, '\n');
     }
-    if (!found)
+    if (!mine && is_weight(s->lir, name))
+        sb_printf(out, "  LLVM: '%s' is a weight: data the generated code reads, not code\n",
+                  name);
+    else if (!mine)
+        sb_printf(out, "  LLVM: '%s' has no instructions in the final program\n", name);
+    else if (!found)
         sb_append(out, "  LLVM: none of its instructions calls a kernel (views and copies)\n");
     return true;
 }
@@ -760,10 +825,110 @@ static void history_llvm(const Session *s, const char *name, StrBuf *out) {
     sb_append(out, "  LLVM: no LLVM IR at any step (the pipeline has no code generation)\n");
 }
 
-/* The steps where what `name` became changed, with its lines then. */
+/* What reads the value of `n` (of f) in place of it in g, the graph one
+ * step later, where n is gone: through n's users that g still has (by
+ * name), the node now in n's operand slot -- the convolution a fused
+ * activation's users read, the survivor of a merge, a folded constant.
+ * A user gone as well is followed in turn (a few levels): what replaced
+ * it computes n's work too. NULL if nothing read n, or nothing maps. */
+/* The first node that may use n: inputs and constants are not in the list. */
+static const Node *first_user_candidate(const Function *f, const Node *n) {
+    return node_is_storage(n) ? f->first : n->next;
+}
+
+static const Node *replacement(const Function *f, const Function *g, const Node *n, int depth) {
+    for (const Node *u = first_user_candidate(f, n); u; u = u->next) {
+        if (!u->name[0] || !uses(u, n))
+            continue;
+        const Node *v = last_named(g, u->name);
+        if (!v) {
+            const Node *x = depth > 0 ? replacement(f, g, u, depth - 1) : NULL;
+            if (x)
+                return x;
+            continue;
+        }
+        for (int k = 0; k < u->nops && k < v->nops; k++) {
+            const Node *x = v->ops[k]->def;
+            if (u->ops[k]->def == n && x->name[0] && strcmp(x->name, n->name))
+                return x;
+        }
+    }
+    for (int i = 0; i < f->noutputs && i < g->noutputs; i++) {
+        const Node *x = g->outputs[i]->def;
+        if (f->outputs[i]->def == n && x->name[0] && strcmp(x->name, n->name))
+            return x;
+    }
+    return NULL;
+}
+
+/* A node of f named `name`: the last compute node, else an input or constant. */
+static const Node *named_node(const Function *f, const char *name) {
+    const Node *n = last_named(f, name);
+    for (int i = 0; !n && i < f->nconsts; i++)
+        if (!strcmp(f->consts[i]->name, name))
+            n = f->consts[i];
+    for (int i = 0; !n && i < f->nparams; i++)
+        if (!strcmp(f->params[i]->name, name))
+            n = f->params[i];
+    return n;
+}
+
+static bool has_users(const Function *f, const Node *n) {
+    for (const Node *u = first_user_candidate(f, n); u; u = u->next)
+        if (uses(u, n))
+            return true;
+    for (int i = 0; i < f->noutputs; i++)
+        if (f->outputs[i]->def == n)
+            return true;
+    return false;
+}
+
+/* Why the node named `name` in `before` has no compute node in step st's
+ * graph: nothing used it, or what its users read instead (*next, the name
+ * history goes on to follow). `gone`: nothing at all is left of it (not
+ * even a constant it was folded into). */
+static void gone_reason(const Function *before, const Step *st, const char *name, bool gone,
+                        StrBuf *out, const char **next) {
+    *next = NULL;
+    const Node *n = before ? named_node(before, name) : NULL;
+    if (!n || !st->graph)
+        return;
+    if (!has_users(before, n)) {
+        if (gone)
+            sb_append(out, ": nothing used its value");
+        return;
+    }
+    const Node *x = replacement(before, st->graph->main, n, 3);
+    if (!x)
+        return;
+    sb_append(out, ": its users now read ");
+    print_value_ref(&x->res[0], out);
+    sb_printf(out, " (%s \"%s\"), followed from here",
+              x->kind == NK_PLACEHOLDER ? "input" : node_kind_name(x->kind), x->name);
+    *next = x->name;
+}
+
+enum { MAX_FOLLOWED = 8 };
+
+/* What n lines of a step's history are, `storage` of them weights. */
+static const char *line_noun(const Step *st, int n, int storage) {
+    if (!step_is_lir(st))
+        return n == 1 ? "node" : "nodes";
+    if (storage == n)
+        return n == 1 ? "weight" : "weights";
+    return storage ? "lines" : n == 1 ? "instruction" : "instructions";
+}
+
+/* The steps where what `name` became changed, with its lines then. A node
+ * that disappears into another (fused, merged, folded) is followed into
+ * it, so that the history reaches the instructions and the LLVM code that
+ * compute its value. */
 static bool history(const Session *s, const char *name, StrBuf *out) {
     char *prev = NULL;
     bool seen = false;
+    const char *following = name;
+    const Function *before = NULL; /* the last graph seen */
+    int followed = 0;
     sb_printf(out, "history of '%s':\n", name);
     for (int k = 0; k < s->nsteps; k++) {
         const Step *st = &s->steps[k];
@@ -771,29 +936,49 @@ static bool history(const Session *s, const char *name, StrBuf *out) {
             continue; /* a failed step */
         StrBuf now;
         sb_init(&now);
-        lines_for(st, name, &now);
+        int storage = lines_for(st, following, &now);
         bool same = prev && !strcmp(prev, sb_str(&now));
         if (!same && (now.len || (prev && prev[0]))) {
             bool lowered = k > 0 && step_is_lir(st) && !step_is_lir(&s->steps[k - 1]);
-            const char *what = !now.len  ? "gone"
-                               : !seen   ? "appears"
-                               : lowered ? "becomes"
-                                         : "changed";
             int n = count_lines(sb_str(&now));
-            sb_printf(out, "  step %d %s: %s", k, st->name, what);
-            if (n)
-                sb_printf(out, " (%d %s)", n,
-                          step_is_lir(st) ? (n == 1 ? "instruction" : "instructions")
-                                          : (n == 1 ? "node" : "nodes"));
+            /* No compute node of that name is left: gone, or a constant
+             * under its name -- folded, or an operand of what its users
+             * read now (the bias of a fused matmul-add). */
+            bool computes = before && last_named(before, following);
+            const char *next = NULL;
+            StrBuf why;
+            sb_init(&why);
+            if (!now.len || (st->graph && storage == n && computes))
+                gone_reason(before, st, following, !now.len, &why, &next);
+            const char *what = !now.len || next ? "gone"
+                               : !seen          ? "appears"
+                               : storage == n && computes ? "becomes a constant"
+                               : lowered                  ? "becomes"
+                                                          : "changed";
+            sb_printf(out, "  step %d %s: ", k, st->name);
+            if (following != name)
+                sb_printf(out, "'%s' ", following);
+            sb_append(out, what);
+            if (n && !next)
+                sb_printf(out, " (%d %s)", n, line_noun(st, n, storage));
+            sb_append(out, sb_str(&why));
+            sb_free(&why);
             sb_putc(out, '\n');
+            if (next && followed++ < MAX_FOLLOWED) {
+                following = next;
+                sb_clear(&now);
+                lines_for(st, following, &now);
+            }
             indent_lines(sb_str(&now), "      ", out);
         }
         seen |= now.len > 0;
         free(prev);
         prev = sb_take(&now);
+        if (st->graph)
+            before = st->graph->main;
     }
     free(prev);
-    history_llvm(s, name, out);
+    history_llvm(s, following, out);
     return seen;
 }
 
@@ -1000,7 +1185,8 @@ typedef struct Record {
     const char *as;
     Type type;
     TensorDiff diff;
-    bool live; /* a later value of the same name replaced it */
+    bool live;   /* a later value of the same name replaced it */
+    bool output; /* one of the graph's outputs, `name` its output name */
 } Record;
 
 typedef struct Compare {
@@ -1020,22 +1206,6 @@ static void keep_reference(void *ctx, const char *name, int result, const Tensor
     Entry *x = table_put(&c->ref, arena_strdup(c->a, name), result);
     x->value = tensor_clone(c->a, value);
     x->scale = max_magnitude(value);
-}
-
-/* The node of the import that is the last one named `name`. */
-static const Node *last_named(const Function *f, const char *name) {
-    const Node *found = NULL;
-    for (const Node *n = f->first; n; n = n->next)
-        if (!strcmp(n->name, name))
-            found = n;
-    return found;
-}
-
-static bool uses(const Node *u, const Node *n) {
-    for (int k = 0; k < u->nops; k++)
-        if (u->ops[k]->def == n)
-            return true;
-    return false;
 }
 
 /* u reads n and computes a value of n's type: a pass that fuses u into n
@@ -1087,7 +1257,7 @@ static void match_value(void *ctx, const char *name, int result, const Tensor *v
     Entry *x = table_get(&c->ref, name, result);
     if (!x || !type_equal(&x->value->type, &value->type))
         return;
-    Record r = {x->name, result, NULL, value->type, {0}, true};
+    Record r = {x->name, result, NULL, value->type, {0}, true, false};
     r.diff = judge_value(value, x->value, x->scale, c->tol);
     const Node *n = !r.diff.ok && c->f0 && result == 0 ? last_named(c->f0, name) : NULL;
     TensorDiff df;
@@ -1138,31 +1308,68 @@ static void want_names_of(Compare *c, const Step *st) {
     free(names);
 }
 
+/* The graph's outputs as the last values of the comparison: a pass may
+ * leave every named value right and still corrupt an output afterwards
+ * (a low-level pass that writes the output buffer again, say). */
+static void add_output_records(Compare *c, const Session *s, Tensor **got, Tensor **want) {
+    for (int i = 0; i < session_noutputs(s); i++) {
+        if (!got[i] || !want[i])
+            continue;
+        Record r = {session_output_name(s, i), 0, NULL, got[i]->type, {0}, true, true};
+        r.diff = judge_value(got[i], want[i], max_magnitude(want[i]), c->tol);
+        Entry x = {.order = -1};
+        add_record(c, &x, &r);
+    }
+}
+
+static void record_label(const Record *r, char *buf, size_t size) {
+    int n = r->output ? snprintf(buf, size, "output '%s'", r->name)
+                      : snprintf(buf, size, r->result ? "%s#%d" : "%s", r->name, r->result);
+    if (r->as && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, " (as %s)", r->as);
+}
+
+static const char *verdict(const TensorDiff *df) {
+    if (df->ok)
+        return "ok";
+    if (!df->same_type)
+        return "TYPE";
+    return df->mismatches && df->max_abs == 0 ? "NAN/INF" : "BEYOND";
+}
+
+/* The short columns first and the name last, so that a narrow pane (the
+ * TUI at 80 columns) still shows each value's difference and verdict. */
 static void print_records(const Compare *c, StrBuf *out) {
-    int first_bad = -1, shown = 0, bad = 0;
-    for (int i = 0; i < c->nrec; i++)
-        if (c->rec[i].live && !c->rec[i].diff.ok && first_bad < 0)
+    int first_bad = -1, shown = 0, bad = 0, name_w = 5;
+    enum { NAME_W_MAX = 40 }; /* a longer name pushes only its own type out */
+    char label[600], type[TYPE_STR_MAX];
+    for (int i = 0; i < c->nrec; i++) {
+        if (!c->rec[i].live)
+            continue;
+        if (!c->rec[i].diff.ok && first_bad < 0)
             first_bad = i;
-    sb_printf(out, "%3s %4s %-40s %-24s %s\n", "", "#", "value", "type", "max abs diff");
+        record_label(&c->rec[i], label, sizeof label);
+        if ((int)strlen(label) > name_w)
+            name_w = (int)strlen(label) < NAME_W_MAX ? (int)strlen(label) : NAME_W_MAX;
+    }
+    sb_printf(out, "%3s %4s  %-9s %-7s %-*s  %s\n", "", "#", "max diff", "verdict", name_w,
+              "value", "type");
     for (int i = 0; i < c->nrec; i++) {
         const Record *r = &c->rec[i];
         if (!r->live)
             continue;
-        char type[TYPE_STR_MAX], name[512];
-        snprintf(name, sizeof name, r->result ? "%s#%d" : "%s", r->name, r->result);
         bad += !r->diff.ok;
-        sb_printf(out, "%3s %4d %-40s %-24s %.3g", i == first_bad ? ">>>" : "", shown++, name,
-                  type_str(&r->type, type), r->diff.max_abs);
-        if (r->as)
-            sb_printf(out, " (as %s)", r->as);
-        if (!r->diff.ok)
-            sb_append(out, r->diff.mismatches && r->diff.max_abs == 0 ? " NAN/INF MISMATCH"
-                                                                      : " BEYOND TOLERANCE");
-        sb_putc(out, '\n');
+        record_label(r, label, sizeof label);
+        char diff[32];
+        snprintf(diff, sizeof diff, "%.3g", r->diff.max_abs);
+        sb_printf(out, "%3s %4d  %-9s %-7s %-*s  %s\n", i == first_bad ? ">>>" : "", shown++,
+                  r->diff.same_type ? diff : "-", verdict(&r->diff), name_w, label,
+                  type_str(&r->type, type));
     }
     sb_printf(out, "%d values compared, %d beyond tolerance", shown, bad);
     if (first_bad >= 0)
-        sb_printf(out, "; the first is '%s'", c->rec[first_bad].name);
+        sb_printf(out, "; the first is %s'%s'", c->rec[first_bad].output ? "output " : "",
+                  c->rec[first_bad].name);
     sb_putc(out, '\n');
 }
 
@@ -1177,14 +1384,16 @@ bool explore_compare(const Explorer *e, char *const *inputs, int ninputs, StrBuf
     c.f0 = s->steps[0].graph ? s->steps[0].graph->main : NULL;
     want_names_of(&c, &s->steps[k]);
     int nout = session_noutputs(s);
-    Tensor **outs = NULL;
+    Tensor **want = NULL, **got = NULL;
     bool ok = bind_inputs(e, inputs, ninputs, &ri, d);
     if (ok) {
-        outs = arena_alloc_array(ri.a, (size_t)nout + 1, sizeof(Tensor *));
-        ok = session_run_step(s, 0, ri.tensors, outs, ri.a, d, keep_reference, &c) &&
-             session_run_step(s, k, ri.tensors, outs, ri.a, d, match_value, &c);
+        want = arena_alloc_array(ri.a, (size_t)nout + 1, sizeof(Tensor *));
+        got = arena_alloc_array(ri.a, (size_t)nout + 1, sizeof(Tensor *));
+        ok = session_run_step(s, 0, ri.tensors, want, ri.a, d, keep_reference, &c) &&
+             session_run_step(s, k, ri.tensors, got, ri.a, d, match_value, &c);
     }
     if (ok) {
+        add_output_records(&c, s, got, want);
         sb_printf(out, "compare step %d (%s) with step 0 (import), values matched by name, "
                        "rtol %g\n",
                   k, s->steps[k].name, e->tol.rtol);

@@ -3,8 +3,10 @@
 # in a detached 120x40 terminal, presses keys, and checks what the screen
 # shows -- stepping through passes, switching views, searching, writing SVG
 # (checked to be well-formed XML with the expected number of nodes),
-# running, comparing, resizing to 80x24, quitting, and the terminal being
-# restored after q, SIGINT and SIGTERM, and after a model that fails to load.
+# running, comparing, resizing to 80x24 and back, quitting, and the terminal
+# being restored after q, SIGINT and SIGTERM (also while a model loads),
+# after a model that fails to load, and on a terminal that cannot move the
+# cursor.
 #
 # usage: tests/tui/explore_test.sh [path/to/glowc]     (exit status 0: all passed)
 set -u
@@ -73,6 +75,16 @@ expect() {
     return 1
 }
 
+# The same for an extended regular expression.
+expect_re() {
+    for _ in $(seq 300); do
+        screen | grep -qE -- "$1" && return 0
+        sleep 0.1
+    done
+    fail "expected on screen (regex): $1"
+    return 1
+}
+
 # The screen must not show $1.
 refute() {
     screen | grep -qF -- "$1" && fail "did not expect on screen: $1"
@@ -83,6 +95,11 @@ keys() {
     "${TMUX_CMD[@]}" send-keys -t ui "$@"
     sleep 0.2
 }
+
+# A session that outlives the others keeps the server up: killing the last
+# session ends the server, and a new session started meanwhile fails
+# ("server exited unexpectedly").
+"${TMUX_CMD[@]}" new-session -d -s keep sleep 3600
 
 start() {
     "${TMUX_CMD[@]}" kill-session -t ui 2>/dev/null
@@ -110,7 +127,7 @@ start 120 40 "$GLOWC" explore model.hl --passes=$PASSES
 expect "model.hl | step 0/8: import | graph"
 expect "0 import"
 expect "2 fuse-activation"
-expect "6 allocate"
+expect_re "6 allocate +\+1-0"             # allocation places a buffer: a change
 expect "7 codegen"
 expect "8 llvm-opt"
 expect 'func @main(%x: f32<1x1x4x4>)'
@@ -163,8 +180,12 @@ check_svg "$WORK/glowc-model-step2.svg" 8
 keys n n n
 expect "step 6/8: allocate"
 keys 4
-expect "memory plan after step 6 (allocate)"
+expect "memory plan after step 6 (allocate): 1 buffer in an arena of 128 bytes"
+expect "address up, instruction index across (0..5)"
 expect "arena 128 bytes, lower bound 128 bytes"
+keys 6                                   # what allocate did: the memory map appeared
+expect "+++ step 6 allocate (mem)"
+keys 4
 keys s
 expect "wrote $WORK/glowc-model-step6-mem.svg"
 "$PYTHON" -c "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])" \
@@ -198,9 +219,23 @@ expect "max abs diff from step 0: 0 (within tolerance)"
 keys c
 expect "Conv_0"
 expect "(as Relu_1)"
-expect "3 values compared, 0 beyond tolerance"
+expect "output 'y'"
+expect "4 values compared, 0 beyond tolerance"
 keys 1                                   # a view key leaves the output
 expect "func @main"
+
+# ---- an operator's history: the fused relu down to the kernel computing it -----
+keys o R e l u _ 1 Enter
+expect "history of 'Relu_1':"
+expect "gone: its users now read %1 (conv \"Conv_0\"), followed from here"
+expect "LLVM functions (code generation) of 'Conv_0':"
+keys / C o n v _ 0 Enter                 # o with no name takes the search pattern
+keys o Enter
+expect "history of 'Conv_0':"
+keys Escape
+keys o N o p e Enter
+expect "no node or instruction named 'Nope' at any step"
+keys 1
 
 # ---- help, an unknown key -----------------------------------------------------
 keys '?'
@@ -219,6 +254,19 @@ screen | "$PYTHON" -c 'import sys; sys.exit(any(len(l.rstrip("\n")) > 80 for l i
 "${TMUX_CMD[@]}" resize-window -t ui -x 120 -y 40
 sleep 0.5
 expect "model.hl | step 6/8: allocate"
+
+# ---- growing the window leaves no blank rows while text is hidden above ---------
+keys 3
+"${TMUX_CMD[@]}" resize-window -t ui -x 100 -y 8
+sleep 0.5
+keys j j                                 # the list scrolls to keep the cursor in view
+keys G                                   # the end of the program
+expect "deallocactivation"
+refute "0 import"
+"${TMUX_CMD[@]}" resize-window -t ui -x 120 -y 40
+sleep 0.5
+expect "0 import"                        # every step fits again: all shown
+expect "declare {"                       # and the whole program
 
 # ---- q restores the terminal --------------------------------------------------
 keys q
@@ -239,6 +287,30 @@ kill -TERM "$(pgrep -P "$pid" -x glowc)"
 expect "EXIT=143"
 expect "TTY=icanon echo"
 
+# ---- SIGINT while the model loads (a FIFO no one writes: loading waits) ---------
+mkfifo "$WORK/slow.hl"
+start 100 30 "$GLOWC" explore slow.hl
+expect "loading slow.hl: the import and every step"
+keys C-c
+expect "EXIT=130"
+expect "TTY=icanon echo"
+
+# ---- a compare at 80 columns: the verdicts fit, the status says the first -------
+start 80 24 "$GLOWC" explore model.hl --passes=$PASSES --break-pass=fuse-activation
+expect "step 0/8: import"
+keys j j Enter c
+expect ">>>    1  "
+expect "BEYOND  Add_3"
+expect "first beyond tolerance: 'Add_3' (3 of 4 values)"
+keys q
+expect "EXIT=0"
+
+# ---- a terminal that cannot move the cursor gets a message, not a mess ----------
+start 100 30 env TERM=dumb "$GLOWC" explore model.hl
+expect "error: explore: the terminal 'dumb' (TERM) cannot move the cursor"
+expect "EXIT=1"
+expect "TTY=icanon echo"
+
 # ---- a model that does not load opens the explorer on the error -----------------
 start 100 30 "$GLOWC" explore broken.onnx
 expect "broken.onnx: error:"
@@ -246,6 +318,17 @@ expect "The model could not be loaded; q quits."
 keys 6                                   # any view shows why
 expect "The model could not be loaded; q quits."
 expect "broken.onnx | no model | diff"
+keys q
+expect "EXIT=0"
+
+# At 80 columns the error under a long path is folded into view.
+LONG="$WORK/a-folder-with-a-rather-long-name/and-another-one-below-it"
+mkdir -p "$LONG"
+cp "$WORK/broken.onnx" "$LONG/"
+start 80 24 "$GLOWC" explore "$LONG/broken.onnx"
+expect "    corrupted protobuf)"         # the end of the message, folded into the main pane
+expect "no steps"
+expect "| error: not a valid ONNX model"     # the status line, without the path
 keys q
 expect "EXIT=0"
 
