@@ -349,9 +349,51 @@ static void view_mem(const Session *s, int k, int width, StrBuf *out) {
     memplan_free(&m);
 }
 
+/* Does the line at p define one of the model's own functions (glowc_main,
+ * its workers), as opposed to the kernel library linked in beside them? */
+static bool defines_model_function(const char *p, size_t len) {
+    if (len < 7 || strncmp(p, "define ", 7))
+        return false;
+    for (size_t i = 0; i + 7 <= len; i++)
+        if (!strncmp(p + i, "@glowc_", 7))
+            return true;
+    return false;
+}
+
+/* Calls [from, to) of the text that hold the model's functions ("define"
+ * up to the closing "}" line), or the rest, into out. */
+static void llvm_blocks(const char *t, bool model, StrBuf *out) {
+    bool in_model = false;
+    for (const char *p = t; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (defines_model_function(p, len))
+            in_model = true;
+        if (in_model == model)
+            sb_append_n(out, p, len + (e ? 1 : 0));
+        if (in_model && len == 1 && p[0] == '}') {
+            in_model = false;
+            if (model)
+                sb_append(out, "\n");
+        }
+        p += len + (e ? 1 : 0);
+    }
+}
+
+/* The module as LLVM prints it, but with the model's own functions first:
+ * the kernel library linked in beside them is tens of thousands of lines,
+ * and a person looks for the model. */
 static void view_llvm(const Session *s, int k, StrBuf *out) {
     const char *t = step_llvm_text(&s->steps[k]);
-    sb_append(out, t ? t : "no LLVM IR at this step\n");
+    if (!t) {
+        sb_append(out, "no LLVM IR at this step\n");
+        return;
+    }
+    sb_append(out, "; the model's functions (glowc_main and its workers)\n\n");
+    llvm_blocks(t, true, out);
+    sb_append(out, "; the rest of the module: declarations, the kernel library (libjit), "
+                   "attributes\n\n");
+    llvm_blocks(t, false, out);
 }
 
 /* Node kinds by count, most frequent first (ties by name). */
