@@ -200,9 +200,10 @@ check_svg "$WORK/glowc-model-step6.svg" 12
 keys n
 expect "step 7/8: codegen"
 keys 5
-expect "; ModuleID = 'libjit.bc'"         # the kernels' library comes first
-keys / d e f i n e Space i 3 2 Space @ g l o w c _ m a i n Enter
+expect "; the model's functions (glowc_main and its workers)"   # the model first
 expect "define i32 @glowc_main("
+keys / M o d u l e I D Enter             # the kernels' library follows
+expect "; ModuleID = 'libjit.bc'"
 keys Escape
 keys n
 expect "step 8/8: llvm-opt"
