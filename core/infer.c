@@ -339,7 +339,7 @@ static bool infer_gemm(Node *n, DiagList *d) {
 
 static bool check_act(Node *n, DiagList *d) {
     const char *act = node_attr_str(n, AK_act, NULL);
-    static const char *const known[] = {"relu", "clip", "sigmoid", "tanh", "leaky_relu"};
+    static const char *const known[] = {"relu", "clip", "sigmoid", "tanh", "leaky_relu", "silu"};
     if (!act)
         return true;
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)

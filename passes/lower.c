@@ -137,6 +137,8 @@ static Value *apply_act(Builder *b, const Node *n, Value *y) {
         return b_op(b, NK_SIGMOID, y, NULL);
     if (!strcmp(act, "tanh"))
         return b_op(b, NK_TANH, y, NULL);
+    if (!strcmp(act, "silu"))
+        return b_op(b, NK_MUL, y, b_op(b, NK_SIGMOID, y, NULL));
     if (!strcmp(act, "clip"))
         return b_clip(b, y, node_attr_float(n, AK_act_alpha, -INFINITY),
                       node_attr_float(n, AK_act_beta, INFINITY));

@@ -5,14 +5,24 @@
 
 #include "backends/interp/kernels.h"
 
+static double sigmoid(double x) {
+    return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
+}
+
+/* The names check_act (core/infer.c) accepts. */
 static double act_value(const char *act, double x, double alpha, double beta) {
-    switch (act[0]) {
-    case 'r': return x > 0 ? x : 0;
-    case 'c': return x < alpha ? alpha : x > beta ? beta : x;
-    case 's': return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
-    case 't': return tanh(x);
-    case 'l': return x < 0 ? alpha * x : x;
-    }
+    if (!strcmp(act, "relu"))
+        return x > 0 ? x : 0;
+    if (!strcmp(act, "clip"))
+        return x < alpha ? alpha : x > beta ? beta : x;
+    if (!strcmp(act, "sigmoid"))
+        return sigmoid(x);
+    if (!strcmp(act, "tanh"))
+        return tanh(x);
+    if (!strcmp(act, "leaky_relu"))
+        return x < 0 ? alpha * x : x;
+    if (!strcmp(act, "silu"))
+        return x * sigmoid(x);
     return x;
 }
 

@@ -45,7 +45,7 @@ enum {
 
 /* The string attribute values kernels understand, by id (0 = unknown). */
 #define LIBJIT_STRINGS(X)                                                                    \
-    X(constant) X(reflect) X(edge) X(relu) X(clip) X(sigmoid) X(tanh) X(leaky_relu)         \
+    X(constant) X(reflect) X(edge) X(relu) X(clip) X(sigmoid) X(tanh) X(leaky_relu) X(silu) \
     X(nearest) X(linear) X(cubic) X(half_pixel) X(pytorch_half_pixel) X(align_corners)       \
     X(asymmetric) X(tf_crop_and_resize) X(round_prefer_floor) X(round_prefer_ceil) X(floor) \
     X(ceil) X(LEFT) X(RIGHT) X(none) X(add) X(mul) X(max) X(min) X(DCR) X(CRD)

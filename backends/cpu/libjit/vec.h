@@ -146,14 +146,15 @@ LJ_INLINE v16f lj_act(v16f v, LjAct a) {
     case LJS_sigmoid: return lj_sigmoid(v);
     case LJS_tanh: return lj_tanh(v);
     case LJS_leaky_relu: return lj_select(v < 0, v * a.alpha, v);
+    case LJS_silu: return v * lj_sigmoid(v);
     default: return v;
     }
 }
 
-/* Sigmoid and tanh: worth a loop of their own rather than inlining into
+/* Sigmoid, tanh and silu: worth a loop of their own rather than inlining into
  * every register of a tile. */
 LJ_INLINE bool lj_act_is_costly(LjAct a) {
-    return a.kind == LJS_sigmoid || a.kind == LJS_tanh;
+    return a.kind == LJS_sigmoid || a.kind == LJS_tanh || a.kind == LJS_silu;
 }
 
 /* p[0 .. n) = act(p[0 .. n)), out of line (gemm.c). */
