@@ -49,9 +49,21 @@ const char *const *pipeline_by_level(const char *level) {
     return NULL;
 }
 
+/* "a,,b", ",a" and "a," name an empty pass: a typo, not a wish. ("" is the
+ * empty pipeline.) */
+static bool empty_pass_name(const char *spec, DiagList *d) {
+    size_t n = strlen(spec);
+    if (!n || (spec[0] != ',' && spec[n - 1] != ',' && !strstr(spec, ",,")))
+        return false;
+    diag_error(d, NULL, "empty pass name in '%s' (see 'glowc passes')", spec);
+    return true;
+}
+
 bool pipeline_check(const char *spec, DiagList *d) {
     if (pipeline_by_level(spec))
         return true;
+    if (empty_pass_name(spec, d))
+        return false;
     char *copy = strdup(spec), *save = NULL;
     bool ok = copy != NULL;
     for (char *tok = strtok_r(copy, ",", &save); ok && tok; tok = strtok_r(NULL, ",", &save))
@@ -359,6 +371,8 @@ bool session_set_pipeline(Session *s, const char *spec) {
         for (int i = from; named[i]; i++)
             names[n++] = strdup(named[i]);
     } else {
+        if (empty_pass_name(spec, &s->diags))
+            return false;
         char *copy = strdup(spec), *save = NULL;
         names = calloc(strlen(spec) / 2 + 2, sizeof *names);
         for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {

@@ -52,6 +52,11 @@ int cmd_compile(int argc, char **argv) {
         diag_error(&d, NULL, "usage: glowc compile MODEL (-o EXE | --bundle DIR)");
         goto done;
     }
+    if (ca.backend && strcmp(ca.backend, "cpu")) {
+        diag_error(&d, NULL, "compile: native code comes from the cpu backend, not '%s'",
+                   ca.backend);
+        goto done;
+    }
     char entry[128];
     entry_name(ca.model, entry, sizeof entry);
     ca.backend = "cpu";

@@ -208,8 +208,14 @@ int cmd_opt(int argc, char **argv) {
     int status = 1;
     if (!args_parse(&ca, argc, argv, "opt", opt_option, &oa, &d))
         goto done;
-    if (oa.emit && strcmp(oa.emit, "graph") && strcmp(oa.emit, "lir"))
+    if (oa.emit && strcmp(oa.emit, "graph") && strcmp(oa.emit, "lir")) {
+        if (ca.backend && strcmp(ca.backend, "cpu")) {
+            diag_error(&d, NULL, "opt: --emit=%s comes from the cpu backend, not '%s'", oa.emit,
+                       ca.backend);
+            goto done;
+        }
         ca.backend = "cpu";
+    }
     split = oa.split;
     if (!split) {
         KnownInput known[MAX_CLI_INPUTS];
