@@ -49,26 +49,42 @@ const char *const *pipeline_by_level(const char *level) {
     return NULL;
 }
 
-/* "a,,b", ",a" and "a," name an empty pass: a typo, not a wish. ("" is the
- * empty pipeline.) */
-static bool empty_pass_name(const char *spec, DiagList *d) {
-    size_t n = strlen(spec);
-    if (!n || (spec[0] != ',' && spec[n - 1] != ',' && !strstr(spec, ",,")))
+static void free_names(char **names, int n) {
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* Appends the passes a comma-separated list names to names[0..*n) (grown
+ * with realloc); false after "unknown pass" or "empty pass name" -- "a,,b",
+ * ",a" and "a," are typos, not wishes ("" is the empty list). What was
+ * appended stays counted in *n, for the caller to free. */
+static bool append_pass_list(char ***names, int *n, const char *spec, DiagList *d) {
+    size_t len = strlen(spec);
+    if (len && (spec[0] == ',' || spec[len - 1] == ',' || strstr(spec, ",,"))) {
+        diag_error(d, NULL, "empty pass name in '%s' (see 'glowc passes')", spec);
         return false;
-    diag_error(d, NULL, "empty pass name in '%s' (see 'glowc passes')", spec);
-    return true;
+    }
+    char **grown = realloc(*names, ((size_t)*n + len / 2 + 2) * sizeof *grown);
+    char *copy = strdup(spec), *save = NULL;
+    bool ok = grown && copy;
+    if (grown)
+        *names = grown;
+    for (char *tok = ok ? strtok_r(copy, ",", &save) : NULL; ok && tok;
+         tok = strtok_r(NULL, ",", &save))
+        if ((ok = pass_lookup(tok, NULL, d) != NULL))
+            (*names)[(*n)++] = strdup(tok);
+    free(copy);
+    return ok;
 }
 
 bool pipeline_check(const char *spec, DiagList *d) {
     if (pipeline_by_level(spec))
         return true;
-    if (empty_pass_name(spec, d))
-        return false;
-    char *copy = strdup(spec), *save = NULL;
-    bool ok = copy != NULL;
-    for (char *tok = strtok_r(copy, ",", &save); ok && tok; tok = strtok_r(NULL, ",", &save))
-        ok = pass_lookup(tok, NULL, d) != NULL;
-    free(copy);
+    char **names = NULL;
+    int n = 0;
+    bool ok = append_pass_list(&names, &n, spec, d);
+    free_names(names, n);
     return ok;
 }
 
@@ -145,9 +161,12 @@ static void snapshot_lir(Session *s, Step *st) {
         st->nnodes = prev->nnodes;
         st->nconsts = prev->nconsts;
         memcpy(st->kind_counts, prev->kind_counts, sizeof st->kind_counts);
-        char *a = counted_lir_text(prev->lir_text, prev->lir);
-        char *b = counted_lir_text(st->lir_text, st->lir);
-        DiffCounts dc = textdiff_count(a, b);
+        /* Counted on the program's text, plus the plan once there is one. */
+        bool placed = (prev->lir && prev->lir->allocated) || st->lir->allocated;
+        char *a = placed ? counted_lir_text(prev->lir_text, prev->lir) : NULL;
+        char *b = placed ? counted_lir_text(st->lir_text, st->lir) : NULL;
+        DiffCounts dc = textdiff_count(a ? a : prev->lir_text ? prev->lir_text : "",
+                                       b ? b : st->lir_text);
         st->lines_added = dc.added;
         st->lines_removed = dc.removed;
         free(a);
@@ -311,10 +330,6 @@ void session_free(Session *s) {
 
 /* ---- pipeline ------------------------------------------------------------------- */
 
-static void unknown_pass(Session *s, const char *name) {
-    pass_lookup(name, NULL, &s->diags);
-}
-
 /* Graph passes come before irgen, LIR passes after it (a .lir input starts
  * after it); irgen runs at most once. */
 static bool check_order(Session *s, char **names, int n) {
@@ -350,9 +365,7 @@ static bool check_order(Session *s, char **names, int n) {
 }
 
 static void clear_pipeline(Session *s) {
-    for (int i = 0; i < s->npipeline; i++)
-        free(s->pipeline[i]);
-    free(s->pipeline);
+    free_names(s->pipeline, s->npipeline);
     s->pipeline = NULL;
     s->npipeline = s->next = 0;
 }
@@ -370,28 +383,12 @@ bool session_set_pipeline(Session *s, const char *spec) {
         names = calloc(32 + 1, sizeof *names);
         for (int i = from; named[i]; i++)
             names[n++] = strdup(named[i]);
-    } else {
-        if (empty_pass_name(spec, &s->diags))
-            return false;
-        char *copy = strdup(spec), *save = NULL;
-        names = calloc(strlen(spec) / 2 + 2, sizeof *names);
-        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            if (!pass_find(tok)) {
-                unknown_pass(s, tok);
-                for (int i = 0; i < n; i++)
-                    free(names[i]);
-                free(names);
-                free(copy);
-                return false;
-            }
-            names[n++] = strdup(tok);
-        }
-        free(copy);
+    } else if (!append_pass_list(&names, &n, spec, &s->diags)) {
+        free_names(names, n);
+        return false;
     }
     if (!check_order(s, names, n)) {
-        for (int i = 0; i < n; i++)
-            free(names[i]);
-        free(names);
+        free_names(names, n);
         return false;
     }
     clear_pipeline(s);
@@ -537,34 +534,19 @@ bool session_run(Session *s) {
 }
 
 bool session_append_pipeline(Session *s, const char *spec) {
-    char *copy = strdup(spec), *save = NULL;
     int n = s->npipeline;
-    char **names = calloc((size_t)n + strlen(spec) / 2 + 2, sizeof *names);
-    for (int i = 0; i < n; i++)
+    char **names = calloc((size_t)n + 1, sizeof *names);
+    for (int i = 0; names && i < n; i++)
         names[i] = strdup(s->pipeline[i]);
-    int total = n;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (!pass_find(tok)) {
-            unknown_pass(s, tok);
-            total = -1;
-            break;
-        }
-        names[total++] = strdup(tok);
+    bool ok = names && append_pass_list(&names, &n, spec, &s->diags) && check_order(s, names, n);
+    if (!ok) {
+        free_names(names, names ? n : 0);
+        return false;
     }
-    free(copy);
-    bool ok = total >= 0 && check_order(s, names, total);
-    if (ok) {
-        for (int i = 0; i < s->npipeline; i++)
-            free(s->pipeline[i]);
-        free(s->pipeline);
-        s->pipeline = names;
-        s->npipeline = total;
-    } else {
-        for (int i = 0; i < (total > 0 ? total : n); i++)
-            free(names[i]);
-        free(names);
-    }
-    return ok;
+    free_names(s->pipeline, s->npipeline);
+    s->pipeline = names;
+    s->npipeline = n;
+    return true;
 }
 
 bool session_want_lir(Session *s) {

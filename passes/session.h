@@ -25,7 +25,7 @@ typedef struct SessionOptions {
     const Backend *backend; /* what lowering targets (default: interp) */
     const char *target_cpu; /* cpu backend: NULL for the host */
     bool fallback;          /* cpu backend: --fallback=interp */
-    int threads;            /* cpu backend: worker threads when running */
+    int threads;            /* cpu backend: worker threads when running (0: every CPU) */
     int cpu_output;         /* cpu backend: CpuOutput (JIT, executable, bundle) */
     const char *entry;      /* cpu backend: the entry point's name (bundles) */
 } SessionOptions;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/file.h"
 #include "core/npy.h"
 
 /* "--opt=value" or "--opt value": the value, advancing *i as needed. */
@@ -145,7 +146,7 @@ bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d) {
     for (int i = 0; i < ca->ninputs; i++) {
         size_t len;
         const char *path = ca->input_files[i];
-        char *buf = cli_read_file(path, &len, d);
+        char *buf = file_read_all(path, &len, d);
         /* .pb: a serialized TensorProto, as in the ONNX test data */
         if (buf && cli_has_suffix(path, ".pb"))
             ca->input_values[i] = onnx_read_tensor(buf, len, path, a, NULL, d);
@@ -171,7 +172,7 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
         .backend = ca->backend ? backend_find(ca->backend) : NULL,
         .target_cpu = ca->target_cpu,
         .fallback = ca->fallback,
-        .threads = ca->threads ? ca->threads : cli_cpu_count(),
+        .threads = ca->threads, /* 0: every online CPU (libjit_runtime_new) */
         .max_memory = ca->max_memory ? ca->max_memory : cli_physical_memory(),
     };
 }

@@ -32,8 +32,6 @@ int cmd_explore(int argc, char **argv);
 
 /* Prints the diagnostics to stderr; returns 1 when there were errors. */
 int cli_report(const DiagList *d);
-/* Reads a whole file into a malloc'd buffer; NULL with a diagnostic. */
-char *cli_read_file(const char *path, size_t *len, DiagList *d);
 bool cli_has_suffix(const char *s, const char *suffix);
 /* Writes `len` bytes to path through a temporary file and a rename, so a
  * failed run never leaves a half-written file. */
@@ -44,8 +42,6 @@ bool cli_write_file(const char *path, const void *data, size_t len, DiagList *d)
 bool cli_parse_size(const char *arg, uint64_t *out);
 /* The machine's physical memory in bytes: the default --max-memory. */
 uint64_t cli_physical_memory(void);
-/* Online CPUs (1 to 64): the default --threads. */
-int cli_cpu_count(void);
 
 /* A whole decimal integer in [lo, hi] ("2x", "" and overflow are not). */
 bool cli_parse_int(const char *arg, long long lo, long long hi, long long *out);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "backends/interp/interp.h"
+#include "core/file.h"
 #include "passes/session.h"
 #include "tui/cli.h"
 
@@ -96,7 +97,7 @@ static int read_pbs(const char *dir, const char *prefix, Arena *a, Tensor **ts,
             break;
         }
         size_t len;
-        char *buf = cli_read_file(path, &len, d);
+        char *buf = file_read_all(path, &len, d);
         ts[n] = buf ? onnx_read_tensor(buf, len, path, a, &names[n], d) : NULL;
         free(buf);
         free(path);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
+#include "core/file.h"
 #include "core/print.h"
 #include "tui/args.h"
 
@@ -224,7 +225,7 @@ int cmd_opt(int argc, char **argv) {
         goto done;
     }
     size_t len;
-    char *text = cli_read_file(ca.model, &len, &d);
+    char *text = file_read_all(ca.model, &len, &d);
     if (text && memchr(text, 0, len)) {
         diag_error(&d, NULL, "opt: --split-input-file: '%s' contains a NUL byte: a binary file, "
                    "not text IR", ca.model);

@@ -365,6 +365,16 @@ static void draw_main(Tui *t) {
     }
 }
 
+/* The bottom line, reversed (or in the status colour), padded to the width. */
+static void draw_status_line(const Tui *t, const StrBuf *sb) {
+    attr_t a = color(t, COLOR_STATUS, A_REVERSE);
+    attron(a);
+    mvaddnstr(LINES - 1, 0, sb_str(sb), COLS);
+    for (int x = (int)sb->len; x < COLS; x++)
+        addch(' ');
+    attroff(a);
+}
+
 static void draw_status(Tui *t) {
     StrBuf where, sb;
     sb_init(&where);
@@ -387,12 +397,7 @@ static void draw_status(Tui *t) {
         }
         sb_printf(&sb, " | %s", t->message);
     }
-    attr_t a = color(t, COLOR_STATUS, A_REVERSE);
-    attron(a);
-    mvaddnstr(LINES - 1, 0, sb_str(&sb), COLS);
-    for (int x = (int)sb.len; x < COLS; x++)
-        addch(' ');
-    attroff(a);
+    draw_status_line(t, &sb);
     sb_free(&sb);
     sb_free(&where);
 }
@@ -872,17 +877,12 @@ static bool start_curses(Tui *t, DiagList *d) {
  * the whole pipeline runs, down to LLVM). */
 static void draw_loading(const Tui *t, const char *model, double seconds) {
     erase();
-    attr_t a = color(t, COLOR_STATUS, A_REVERSE);
     StrBuf sb;
     sb_init(&sb);
     const char *slash = strrchr(model, '/');
     sb_printf(&sb, " loading %s: the import and every step ... %.0f s", slash ? slash + 1 : model,
               seconds);
-    attron(a);
-    mvaddnstr(LINES - 1, 0, sb_str(&sb), COLS);
-    for (int x = (int)sb.len; x < COLS; x++)
-        addch(' ');
-    attroff(a);
+    draw_status_line(t, &sb);
     sb_free(&sb);
     refresh();
 }

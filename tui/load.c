@@ -60,11 +60,6 @@ bool cli_parse_size(const char *arg, uint64_t *out) {
     return true;
 }
 
-int cli_cpu_count(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
-}
-
 uint64_t cli_physical_memory(void) {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || size <= 0)

@@ -14,10 +14,6 @@ int cli_report(const DiagList *d) {
     return d->errors ? 1 : 0;
 }
 
-char *cli_read_file(const char *path, size_t *len, DiagList *d) {
-    return file_read_all(path, len, d);
-}
-
 bool cli_has_suffix(const char *s, const char *suffix) {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && !strcmp(s + a - b, suffix);

@@ -299,7 +299,7 @@ static void bundle_header(const CpuModule *m, const char *model_path, StrBuf *h)
               " *   mutables     %s_MUTABLE_SIZE bytes: write each input at its\n"
               " *                _OFFSET, read each output at its _OFFSET after the call\n"
               " *   activations  %s_ACTIVATIONS_SIZE bytes of scratch\n"
-              " * and a runtime from %s_runtime_new(threads) (it also keeps the kernels'\n"
+              " * and a runtime from %s_runtime_new(threads; 0: every CPU) (it also keeps the kernels'\n"
               " * scratch between calls), or NULL: one thread, scratch malloc'd per call.\n"
               " * %s returns 0 on success. Link %s.o with -lm -lpthread. */\n",
               n, model_path, m->cpu, up, n, up, up, n, n, n);

@@ -15,10 +15,13 @@
 #include "passes/lir/lir_util.h"
 #include "passes/pass.h"
 
-static LirInstr *first_use(LirProgram *p, LirBuf *storage) {
+/* The first instruction that `is` about `storage` (instr_mentions: also a
+ * view's definition; instr_touches: its data only). */
+static LirInstr *first_such(LirProgram *p, LirBuf *storage,
+                            bool (*is)(const LirInstr *, Region)) {
     Region whole = {storage, 0, type_numel(&storage->type)};
     for (LirInstr *i = p->first; i; i = i->next)
-        if (instr_mentions(i, whole))
+        if (is(i, whole))
             return i;
     return NULL;
 }
@@ -38,7 +41,7 @@ static bool eliminate(LirProgram *p, LirInstr *copy) {
         return false;
     if (used_after(copy, s))
         return false;
-    LirInstr *salloc = find_alloc_instr(s), *start = first_use(p, s);
+    LirInstr *salloc = find_alloc_instr(s), *start = first_such(p, s, instr_mentions);
     if (!salloc || !start)
         return false;
     Region r = buf_region(dst);
@@ -139,14 +142,6 @@ static bool alias_copies(LirProgram *p, LirBuf *d) {
  * parts are read for the last time before anything writes D, and nothing
  * writes D's part [o, e) before the copy, D can be T: every later write to D
  * lands in T's dead parts, and the copy is a copy onto itself. */
-static LirInstr *first_touch(LirProgram *p, LirBuf *storage) {
-    Region whole = {storage, 0, type_numel(&storage->type)};
-    for (LirInstr *i = p->first; i; i = i->next)
-        if (instr_touches(i, whole))
-            return i;
-    return NULL;
-}
-
 static bool coalesce(LirProgram *p, LirInstr *copy) {
     Region dr = buf_region(copy->ops[0]), sr = buf_region(copy->ops[1]);
     LirBuf *d = dr.storage, *t = sr.storage;
@@ -154,7 +149,7 @@ static bool coalesce(LirProgram *p, LirInstr *copy) {
         d->type.elem != t->type.elem || type_numel(&d->type) != type_numel(&t->type))
         return false;
     LirInstr *dalloc = find_alloc_instr(d), *talloc = find_alloc_instr(t);
-    LirInstr *start = first_touch(p, d), *mention = first_use(p, d);
+    LirInstr *start = first_such(p, d, instr_touches), *mention = first_such(p, d, instr_mentions);
     if (!dalloc || !talloc || !start || !mention)
         return false;
     /* T exists before D is first mentioned (where D's stand-in view goes). */
@@ -170,16 +165,13 @@ static bool coalesce(LirProgram *p, LirInstr *copy) {
             return false;
     if (!i || used_after(copy, t))
         return false;
+    /* T now lives as long as D did: D's deallocation becomes T's. */
     LirInstr *tdealloc = lir_find_dealloc(p, t), *ddealloc = lir_find_dealloc(p, d);
     LirBuf *view = lir_view(p, mention, t, 0, &d->type, d->name);
     if (tdealloc)
         lir_remove(p, tdealloc);
-    if (ddealloc) {
-        LirBuf *ops[1] = {t};
-        OperandRole roles[1] = {ROLE_OUT};
-        lir_insert(p, ddealloc, IK_DEALLOC, 1, ops, roles);
-        lir_remove(p, ddealloc);
-    }
+    if (ddealloc)
+        ddealloc->ops[0] = t;
     lir_remove(p, dalloc);
     lir_replace_buf(p, d, view);
     lir_remove(p, copy);

@@ -65,25 +65,19 @@ screen() {
 }
 
 # Waits (up to 30 s: opening a model runs the pipeline down to LLVM's O3)
-# until the screen shows the fixed string $1.
-expect() {
+# until the screen shows $2, which grep option $1 makes a fixed string (-F)
+# or an extended regular expression (-E).
+wait_for() {
     for _ in $(seq 300); do
-        screen | grep -qF -- "$1" && return 0
+        screen | grep -q "$1" -- "$2" && return 0
         sleep 0.1
     done
-    fail "expected on screen: $1"
+    if [ "$1" = -E ]; then fail "expected on screen (regex): $2"; else fail "expected on screen: $2"; fi
     return 1
 }
 
-# The same for an extended regular expression.
-expect_re() {
-    for _ in $(seq 300); do
-        screen | grep -qE -- "$1" && return 0
-        sleep 0.1
-    done
-    fail "expected on screen (regex): $1"
-    return 1
-}
+expect() { wait_for -F "$1"; }
+expect_re() { wait_for -E "$1"; }
 
 # The screen must not show $1.
 refute() {

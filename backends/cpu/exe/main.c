@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "backends/cpu/exe/model_info.h"
 #include "core/file.h"
@@ -237,17 +236,11 @@ static int cmp_double(const void *x, const void *y) {
     return a < b ? -1 : a > b;
 }
 
-/* The default --threads: every online CPU. */
-static int online_cpus(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
-}
-
 static int run(const Args *a, uint8_t *mutables, uint8_t *acts) {
     const GlowcModelInfo *m = &glowc_model_info;
     /* Even for one thread: the runtime keeps the kernels' scratch from call
      * to call (libjit.h), which keeps the heap at its largest request. */
-    LibjitRuntime *rt = libjit_runtime_new(a->threads ? a->threads : online_cpus());
+    LibjitRuntime *rt = libjit_runtime_new(a->threads); /* 0: every CPU */
     int status = glowc_main((uint8_t *)m->weights, mutables, acts, rt); /* warm-up or the run */
     if (!status && a->bench > 0) {
         double *t = malloc((size_t)a->bench * sizeof *t);

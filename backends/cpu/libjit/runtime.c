@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backends/cpu/libjit/libjit.h"
 
@@ -114,10 +115,14 @@ static void *thread_main(void *p) {
     return NULL;
 }
 
+/* nthreads < 1: every online CPU (the default of glowc's --threads and of
+ * compiled executables). */
 LibjitRuntime *libjit_runtime_new(int nthreads) {
     LibjitRuntime *rt = calloc(1, sizeof *rt);
     if (!rt)
         return NULL;
+    if (nthreads < 1)
+        nthreads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     rt->nthreads = nthreads < 1 ? 1 : nthreads > MAX_THREADS ? MAX_THREADS : nthreads;
     pthread_mutex_init(&rt->mutex, NULL);
     pthread_cond_init(&rt->wake, NULL);
