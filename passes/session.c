@@ -380,7 +380,10 @@ bool session_set_pipeline(Session *s, const char *spec) {
         for (int i = 0; s->from_lir && named[i]; i++)
             if (!strcmp(named[i], "irgen"))
                 from = i + 1;
-        names = calloc(32 + 1, sizeof *names);
+        int count = 0;
+        while (named[count])
+            count++;
+        names = calloc((size_t)(count - from) + 1, sizeof *names);
         for (int i = from; named[i]; i++)
             names[n++] = strdup(named[i]);
     } else if (!append_pass_list(&names, &n, spec, &s->diags)) {
