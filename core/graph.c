@@ -424,6 +424,11 @@ const char *node_attr_str(const Node *n, AttrKey key, const char *dflt) {
     return a ? a->s : dflt;
 }
 
+ActKind node_attr_act(const Node *n, AttrKey key) {
+    const Attr *a = node_attr(n, key);
+    return a ? a->act : ACT_NONE;
+}
+
 const int64_t *node_attr_ints(const Node *n, AttrKey key, int *count) {
     const Attr *a = node_attr(n, key);
     *count = a ? a->ints.n : 0;
@@ -451,6 +456,7 @@ static Attr *attr_slot(Node *n, AttrKey key) {
 void node_set_int(Node *n, AttrKey key, int64_t v) { attr_slot(n, key)->i = v; }
 void node_set_float(Node *n, AttrKey key, float v) { attr_slot(n, key)->f = v; }
 void node_set_elem(Node *n, AttrKey key, ElemKind e) { attr_slot(n, key)->elem = e; }
+void node_set_act(Node *n, AttrKey key, ActKind act) { attr_slot(n, key)->act = act; }
 
 void node_set_str(Node *n, AttrKey key, const char *s) {
     attr_slot(n, key)->s = arena_strdup(n->func->module->arena, s);
@@ -496,6 +502,7 @@ bool attr_equal(const Attr *a, const Attr *b) {
     case AT_INT: return a->i == b->i;
     case AT_FLOAT: return float_same(a->f, b->f);
     case AT_ELEM: return a->elem == b->elem;
+    case AT_ACT: return a->act == b->act;
     case AT_STR: return !strcmp(a->s, b->s);
     case AT_INTS:
         return a->ints.n == b->ints.n &&
@@ -524,9 +531,59 @@ uint64_t attr_hash(const Attr *a) {
     case AT_INT: return mix(h, &a->i, sizeof a->i);
     case AT_FLOAT: return mix(h, &a->f, sizeof a->f);
     case AT_ELEM: return mix(h, &a->elem, sizeof a->elem);
+    case AT_ACT: return mix(h, &a->act, sizeof a->act);
     case AT_STR: return mix(h, a->s, strlen(a->s));
     case AT_INTS: return mix(h, a->ints.v, (size_t)a->ints.n * sizeof(int64_t));
     case AT_FLOATS: return mix(h, a->floats.v, (size_t)a->floats.n * sizeof(float));
     }
     return h;
+}
+
+/* ---- fused activations (core/acts.def) ------------------------------------ */
+
+static const struct {
+    const char *name;
+    NodeKind node;
+} act_info[ACT_COUNT] = {
+    [ACT_NONE] = {"none", NK_COUNT},
+#define ACT(E, nm, node) [ACT_##E] = {#nm, NK_##node},
+#include "core/acts.def"
+};
+
+ActKind act_by_name(const char *name, size_t len) {
+    for (int k = ACT_NONE + 1; k < ACT_COUNT; k++)
+        if (strlen(act_info[k].name) == len && !memcmp(act_info[k].name, name, len))
+            return (ActKind)k;
+    return ACT_NONE;
+}
+
+const char *act_name(ActKind act) {
+    return (unsigned)act < ACT_COUNT ? act_info[act].name : "?";
+}
+
+ActKind act_of_kind(NodeKind kind) {
+    for (int k = ACT_NONE + 1; k < ACT_COUNT; k++)
+        if (act_info[k].node == kind)
+            return (ActKind)k;
+    return ACT_NONE;
+}
+
+static double sigmoid(double x) {
+    return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
+}
+
+/* relu is x < 0 ? 0 : x so that NaN stays NaN and -inf gives 0 (0 * x would
+ * make NaN of it); clip lets NaN through (both comparisons fail). */
+double act_scalar(ActKind act, double x, double alpha, double beta) {
+    switch (act) {
+    case ACT_RELU: return x < 0 ? 0 : x;
+    case ACT_CLIP: return x < alpha ? alpha : x > beta ? beta : x;
+    case ACT_SIGMOID: return sigmoid(x);
+    case ACT_TANH: return tanh(x);
+    case ACT_LEAKY_RELU: return x < 0 ? alpha * x : x;
+    case ACT_SILU: return x * sigmoid(x);
+    case ACT_NONE:
+    case ACT_COUNT: break;
+    }
+    return x;
 }

@@ -301,10 +301,13 @@ static void type_text(StrBuf *out, const Type *t) {
 static void short_attrs(StrBuf *out, const Node *n) {
     for (int i = 0; i < n->nattrs; i++) {
         const Attr *a = &n->attrs[i];
-        if (attr_key_type(a->key) != AT_STR || !a->s || strlen(a->s) > 16)
+        const char *text = attr_key_type(a->key) == AT_ACT   ? act_name(a->act)
+                           : attr_key_type(a->key) == AT_STR ? a->s
+                                                             : NULL;
+        if (!text || strlen(text) > 16)
             continue;
         sb_printf(out, " %s=", attr_key_name(a->key));
-        label_text(out, a->s);
+        label_text(out, text);
     }
 }
 

@@ -128,23 +128,23 @@ static Value *lower_gemm(Builder *b, Node *n) {
 }
 
 static Value *apply_act(Builder *b, const Node *n, Value *y) {
-    const char *act = node_attr_str(n, AK_act, NULL);
-    if (!act)
-        return y;
-    if (!strcmp(act, "relu"))
-        return b_op(b, NK_RELU, y, NULL);
-    if (!strcmp(act, "sigmoid"))
-        return b_op(b, NK_SIGMOID, y, NULL);
-    if (!strcmp(act, "tanh"))
-        return b_op(b, NK_TANH, y, NULL);
-    if (!strcmp(act, "silu"))
-        return b_op(b, NK_MUL, y, b_op(b, NK_SIGMOID, y, NULL));
-    if (!strcmp(act, "clip"))
+    switch (node_attr_act(n, AK_act)) {
+    case ACT_RELU: return b_op(b, NK_RELU, y, NULL);
+    case ACT_SIGMOID: return b_op(b, NK_SIGMOID, y, NULL);
+    case ACT_TANH: return b_op(b, NK_TANH, y, NULL);
+    case ACT_SILU: return b_op(b, NK_MUL, y, b_op(b, NK_SIGMOID, y, NULL));
+    case ACT_CLIP:
         return b_clip(b, y, node_attr_float(n, AK_act_alpha, -INFINITY),
                       node_attr_float(n, AK_act_beta, INFINITY));
-    Node *l = graph_insert_before(b->f, b->pos, NK_LEAKY_RELU, 1, &y, 1);
-    node_set_float(l, AK_alpha, node_attr_float(n, AK_act_alpha, 0.01f));
-    return b_add_node(b, l);
+    case ACT_LEAKY_RELU: {
+        Node *l = graph_insert_before(b->f, b->pos, NK_LEAKY_RELU, 1, &y, 1);
+        node_set_float(l, AK_alpha, node_attr_float(n, AK_act_alpha, 0.01f));
+        return b_add_node(b, l);
+    }
+    case ACT_NONE:
+    case ACT_COUNT: break;
+    }
+    return y;
 }
 
 static Value *lower_fully_connected(Builder *b, Node *n) {

@@ -135,9 +135,9 @@ keys Enter                               # ... until Enter selects
 expect "step 3/8: dce"
 keys p                                   # back to the previous step that changed
 expect "step 2/8: fuse-activation"
-refute 'act="relu"'                      # beyond the pane's right edge ...
+refute 'act=relu'                      # beyond the pane's right edge ...
 keys Right Right Right Right Right Right Right Right Right Right
-expect 'act="relu"'                      # ... until scrolled sideways
+expect 'act=relu'                      # ... until scrolled sideways
 keys Left Left Left Left Left Left Left Left Left Left
 expect '  %1 = conv(%x, %w, %b)'
 
