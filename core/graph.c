@@ -8,7 +8,7 @@
 /* ---- tables ----------------------------------------------------------- */
 
 #define A(key) AK_##key,
-#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs)                                \
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs)                                \
     static const AttrKey attrs_##E[] = {attrs AK_NONE};
 #include "core/nodes.def"
 #undef A
@@ -16,13 +16,16 @@
 typedef struct NodeKindInfo {
     const char *name;
     int ops_min, ops_max, res_min, res_max;
+    unsigned facts; /* NodeFact bits */
     const AttrKey *attrs;
 } NodeKindInfo;
 
 static const NodeKindInfo kind_info[NK_COUNT] = {
-#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs)                                \
-    [NK_##E] = {#nm, omin, omax, rmin, rmax, attrs_##E},
+#define F(fact) NF_##fact |
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs)                                \
+    [NK_##E] = {#nm, omin, omax, rmin, rmax, facts 0, attrs_##E},
 #include "core/nodes.def"
+#undef F
 };
 
 typedef struct AttrInfo {
@@ -37,7 +40,7 @@ static const AttrInfo attr_info[AK_COUNT] = {
 
 enum {
 #define NODE_RANGE(nm, first, last) RANGE_FIRST_##nm = NK_##first, RANGE_LAST_##nm = NK_##last,
-#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs)
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs)
 #include "core/nodes.def"
 };
 
@@ -79,6 +82,31 @@ bool node_kind_is_compare(NodeKind k) {
 }
 bool node_kind_is_reduce(NodeKind k) {
     return k >= RANGE_FIRST_REDUCE && k <= RANGE_LAST_REDUCE;
+}
+
+bool node_kind_has(NodeKind k, NodeFact fact) {
+    return (unsigned)k < NK_COUNT && (kind_info[k].facts & fact);
+}
+
+bool node_is_view(const Node *n) {
+    return node_kind_has(n->kind, NF_VIEW) && n->nres == 1;
+}
+
+/* The conditions of lower.c's rules that depend on more than the kind:
+ * layer_norm's statistics outputs, edge and reflect padding, crop-and-resize
+ * and 1-D or integer resizes have no rule, and keep their kernels. */
+bool node_lowers(const Node *n) {
+    if (!node_kind_has(n->kind, NF_LOWERS))
+        return false;
+    switch (n->kind) {
+    case NK_LAYER_NORM: return n->nres == 1;
+    case NK_PAD: return !strcmp(node_attr_str(n, AK_mode, "constant"), "constant");
+    case NK_RESIZE:
+        return n->ops[0]->type.rank >= 2 && elem_is_float(n->ops[0]->type.elem) &&
+               strcmp(node_attr_str(n, AK_coordinate_transformation_mode, ""),
+                      "tf_crop_and_resize") != 0;
+    default: return true;
+    }
 }
 
 const char *attr_key_name(AttrKey k) {

@@ -18,7 +18,7 @@
 #include "core/types.h"
 
 typedef enum {
-#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs) NK_##E,
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs) NK_##E,
 #include "core/nodes.def"
     NK_COUNT
 } NodeKind;
@@ -115,6 +115,14 @@ bool node_kind_is_unary(NodeKind k);   /* the UNARY range */
 bool node_kind_is_binary(NodeKind k);  /* the BINARY range */
 bool node_kind_is_compare(NodeKind k);
 bool node_kind_is_reduce(NodeKind k);
+/* Facts of a kind: the facts column of nodes.def. */
+typedef enum { NF_EW = 1, NF_VIEW = 2, NF_LOWERS = 4 } NodeFact;
+bool node_kind_has(NodeKind k, NodeFact fact);
+/* n's result is its operand's memory under another type (a VIEW kind with
+ * one result: dropout's mask is not). */
+bool node_is_view(const Node *n);
+/* lower.c has a rule for n (a LOWERS kind whose other conditions hold). */
+bool node_lowers(const Node *n);
 const char *attr_key_name(AttrKey k);
 AttrType attr_key_type(AttrKey k);
 bool attr_key_from_name(const char *name, size_t len, AttrKey *out);

@@ -84,7 +84,7 @@ static bool mul_dims(int64_t a, int64_t b, int64_t *out) {
 typedef enum { TY_ANY, TY_NUM, TY_FLOAT, TY_INT, TY_BOOL, TY_SIGNED } TyClass;
 
 static const TyClass kind_ty[NK_COUNT] = {
-#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs) [NK_##E] = TY_##ty,
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs) [NK_##E] = TY_##ty,
 #include "core/nodes.def"
 };
 
@@ -1869,7 +1869,7 @@ static bool infer_qlinear_conv(Node *n, DiagList *d) {
 /* ---- dispatch ----------------------------------------------------------- */
 
 static const InferFn infer_fns[NK_COUNT] = {
-#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs) [NK_##E] = infer_##inf,
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs) [NK_##E] = infer_##inf,
 #include "core/nodes.def"
 };
 

@@ -232,8 +232,7 @@ static const Style *node_style(const Node *n) {
         return &style_constant;
     if (n->kind == NK_PLACEHOLDER)
         return &style_input;
-    if (node_kind_is_unary(n->kind) || node_kind_is_binary(n->kind) ||
-        node_kind_is_compare(n->kind))
+    if (node_kind_has(n->kind, NF_EW))
         return &style_elementwise;
     if (node_kind_is_reduce(n->kind))
         return &style_reduce;
