@@ -454,7 +454,8 @@ static bool step_allocated(const Step *st) {
 }
 
 /* The view that shows what step k did: its own IR, or the memory map at
- * the step that allocates the program (its text shows no offsets). */
+ * the step that allocates the program (the program's text changes only by
+ * the offsets; the map shows the plan as a whole). */
 static ExploreView own_view(const Session *s, int k) {
     const Step *st = &s->steps[k];
     if (step_llvm_text(st))
