@@ -43,6 +43,8 @@ typedef struct Tui {
     int line;              /* graph and lir views: the line cursor ... */
     int ref;               /* ... and which %ref on it Enter follows (-1: its first operand) */
     int back[64], nback;   /* the lines jumped from, for Backspace */
+    char *commands[32];    /* the : lines entered, oldest first (Up, Down) */
+    int ncommands;
     int cursor;            /* the step the left pane's cursor is on */
     int list_top;          /* the first step the left pane shows */
     bool stale;            /* the text must be made again */
@@ -796,6 +798,8 @@ static void complete_command(Tui *t, char *buf, size_t size, size_t start, char 
 static bool prompt(Tui *t, const char *what, char *buf, size_t size, Completer complete) {
     size_t len = strlen(buf);
     bool entered = false;
+    bool history = complete == complete_command; /* only the : line has one */
+    int recalled = t->ncommands;
     char hint[512] = "";
     curs_set(1);
     for (;;) {
@@ -834,6 +838,13 @@ static bool prompt(Tui *t, const char *what, char *buf, size_t size, Completer c
         if (c == '\t' && complete) {
             complete(t, buf, size, len, hint, sizeof hint);
             len = strlen(buf);
+        } else if (history && (c == KEY_UP || c == KEY_DOWN)) {
+            int k = recalled + (c == KEY_UP ? -1 : 1);
+            if (k >= 0 && k <= t->ncommands) {
+                recalled = k;
+                snprintf(buf, size, "%s", k < t->ncommands ? t->commands[k] : "");
+                len = strlen(buf);
+            }
         } else if (c == 21) { /* Ctrl-U: the whole line away */
             len = 0;
         } else if ((c == KEY_BACKSPACE || c == 127 || c == 8) && len > 0) {
@@ -1043,6 +1054,13 @@ static void command_line(Tui *t) {
     char line[1024] = "";
     if (!prompt(t, ":", line, sizeof line, complete_command) || !line[strspn(line, " ")])
         return;
+    enum { KEEP = sizeof t->commands / sizeof t->commands[0] };
+    if (t->ncommands == KEEP) {
+        free(t->commands[0]);
+        memmove(t->commands, t->commands + 1, (KEEP - 1) * sizeof t->commands[0]);
+        t->ncommands--;
+    }
+    t->commands[t->ncommands++] = strdup(line);
     char title[64];
     snprintf(title, sizeof title, ":%.40s%s", line, strlen(line) > 40 ? "..." : "");
     CommandJob j = {.e = &t->e, .line = line};
@@ -1200,7 +1218,8 @@ static const char help_text[] =
     "                map); Enter accepts the path\n"
     "  :             a REPL command (load, pipeline,\n"
     "                step, show, node, svg, run,\n"
-    "                compare, bisect ...; help)\n"
+    "                compare, bisect ...; help);\n"
+    "                Up Down: the ones before\n"
     "  r             run this step: outputs, and the\n"
     "                difference from step 0\n"
     "  c             compare every value with step 0\n"
@@ -1425,6 +1444,8 @@ static int explore(CommonArgs *ca, DiagList *d) {
     free_lines(&t);
     sb_free(&t.text);
     free(t.output_title);
+    for (int i = 0; i < t.ncommands; i++)
+        free(t.commands[i]);
     explore_free(&t.e);
     return 0;
 }

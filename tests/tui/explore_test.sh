@@ -337,6 +337,9 @@ expect ":show stats"
 expect "step 6: allocate (lir)"
 keys : n o d Tab A d Tab Enter           # command and node names complete
 expect "history of 'Add_3':"
+keys : Up Up Enter                       # Up recalls the commands before
+expect "step 6: allocate (lir)"
+refute "history of 'Add_3':"
 keys : s v g Space "$WORK/cmd.svg" Enter
 expect "wrote $WORK/cmd.svg (low-level program of step 6: allocate)"
 check_svg "$WORK/cmd.svg" 12
