@@ -359,7 +359,9 @@ static bool defines(const char *line, const char *ref, int len) {
         return true;
     if (strncmp(p, "func ", 5))
         return false;
-    for (const char *q = strstr(p, ref); q; q = strstr(q + 1, ref))
+    const char *end = p + strlen(p);
+    for (const char *q = memmem(p, (size_t)(end - p), ref, (size_t)len); q;
+         q = memmem(q + 1, (size_t)(end - q - 1), ref, (size_t)len))
         if (q[len] == ':' && (q[-1] == '(' || q[-1] == ' '))
             return true;
     return false;
@@ -1091,7 +1093,7 @@ static void command_line(Tui *t) {
 /* ---- following a %ref to its definition ------------------------------------------ */
 
 static void show_line(Tui *t, int i) {
-    t->line = i;
+    t->line = i < 0 ? 0 : i;
     t->ref = -1;
     if (i < t->top || i >= t->top + pane_rows())
         scroll_to(t, i - pane_rows() / 3);
@@ -1100,7 +1102,7 @@ static void show_line(Tui *t, int i) {
 /* Enter on the current step in the graph or lir view: the line that
  * defines the %ref marked on the cursor line. */
 static void follow_ref(Tui *t) {
-    if (t->line >= t->nlines)
+    if (t->line < 0 || t->line >= t->nlines)
         return;
     const char *line = t->lines[t->line];
     Ref refs[MAX_REFS];
@@ -1141,7 +1143,7 @@ static void jump_back(Tui *t) {
 }
 
 static void next_ref(Tui *t) {
-    if (!jump_view(t) || t->line >= t->nlines)
+    if (!jump_view(t) || t->line < 0 || t->line >= t->nlines)
         return;
     Ref refs[MAX_REFS];
     const char *line = t->lines[t->line];
@@ -1255,7 +1257,7 @@ static bool navigation_key(Tui *t, int c) {
     bool lines = jump_view(t);
     switch (c) {
     case 'g': case KEY_HOME: scroll_to(t, 0); t->line = 0; return true;
-    case 'G': case KEY_END: scroll_to(t, t->nlines); t->line = t->nlines - 1; return true;
+    case 'G': case KEY_END: scroll_to(t, t->nlines); show_line(t, t->nlines - 1); return true;
     case KEY_NPAGE: case ' ': scroll_to(t, t->top + page); keep_line_in_view(t); return true;
     case KEY_PPAGE: case 'b': scroll_to(t, t->top - page); keep_line_in_view(t); return true;
     case 'J': if (lines) move_line(t, 1); else scroll_to(t, t->top + 1); return true;

@@ -303,7 +303,9 @@ keys BSpace
 expect "back to line 8"
 keys w Enter                             # w marks the next %ref: %3
 expect "%3 is defined on line 7"
-keys g Enter                             # the header defines %x itself
+keys K K Enter                           # line 5: conv(%x, ...): %x is a parameter
+expect "%x is defined on line 1"
+keys Enter                               # the header defines %x itself
 expect "this line defines %x"
 keys : s t e p Space a l l o c Tab Enter  # Tab completes a step's name
 expect "step 6/8: allocate"
