@@ -215,6 +215,9 @@ expect "wrote $WORK/mine.svg"
 check_svg "$WORK/mine.svg" 12
 keys s Escape                            # Esc writes nothing
 expect "nothing written"
+keys s C-u "$WORK/no-such-folder/x.svg" Enter    # a folder that is not there: said so
+expect "error: cannot write '$WORK/no-such-folder/x.svg': No such file or directory"
+[ -e "$WORK/no-such-folder" ] && fail "a bad SVG path left something behind"
 keys s Enter
 expect "wrote $WORK/glowc-model-step6.svg"
 check_svg "$WORK/glowc-model-step6.svg" 12
