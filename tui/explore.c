@@ -796,11 +796,12 @@ static void complete_command(Tui *t, char *buf, size_t size, size_t start, char 
 
 /* Reads a line at the status line (for /, o, s and :), starting from what
  * buf holds. Tab asks `complete` (if any); its choices show on the row
- * above. False if abandoned (Esc, a signal); an empty line is true. */
-static bool prompt(Tui *t, const char *what, char *buf, size_t size, Completer complete) {
+ * above. With `history` (the : line), Up and Down recall earlier commands.
+ * False if abandoned (Esc, a signal); an empty line is true. */
+static bool prompt(Tui *t, const char *what, char *buf, size_t size, Completer complete,
+                   bool history) {
     size_t len = strlen(buf);
     bool entered = false;
-    bool history = complete == complete_command; /* only the : line has one */
     int recalled = t->ncommands;
     char hint[512] = "";
     curs_set(1);
@@ -863,7 +864,7 @@ static bool prompt(Tui *t, const char *what, char *buf, size_t size, Completer c
 
 static void search(Tui *t) {
     char pattern[sizeof t->search] = "";
-    if (!prompt(t, "/", pattern, sizeof pattern, complete_node_prompt) || !pattern[0]) {
+    if (!prompt(t, "/", pattern, sizeof pattern, complete_node_prompt, false) || !pattern[0]) {
         t->search[0] = 0;
         t->message[0] = 0;
         return;
@@ -879,7 +880,7 @@ static void search(Tui *t) {
 static void show_node(Tui *t) {
     char name[256] = "";
     if (!prompt(t, "node (name or %id; Tab completes; Enter: the search pattern): ", name,
-                sizeof name, complete_node_prompt))
+                sizeof name, complete_node_prompt, false))
         return;
     if (!name[0] && !t->search[0]) {
         set_message(t, "no name given, and no search pattern");
@@ -937,7 +938,7 @@ static void write_svg(Tui *t) {
     char path[512], what[600];
     picture_path(t, mem, path, sizeof path);
     if (!prompt(t, mem ? "write the memory map (SVG) to: " : "write SVG (.svg .png .dot) to: ",
-                path, sizeof path, NULL) ||
+                path, sizeof path, NULL, false) ||
         !path[0]) {
         set_message(t, "nothing written");
         return;
@@ -1054,7 +1055,7 @@ static int count_text_lines(const char *s) {
  * to the status line, anything longer into the pane. */
 static void command_line(Tui *t) {
     char line[1024] = "";
-    if (!prompt(t, ":", line, sizeof line, complete_command) || !line[strspn(line, " ")])
+    if (!prompt(t, ":", line, sizeof line, complete_command, true) || !line[strspn(line, " ")])
         return;
     enum { KEEP = sizeof t->commands / sizeof t->commands[0] };
     if (t->ncommands == KEEP) {
