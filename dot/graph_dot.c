@@ -593,6 +593,15 @@ static void instr_edges(LirDot *ld, const LirInstr *i, Agnode_t *in) {
     for (int k = 0; k < i->nops; k++) {
         snprintf(use, sizeof use, "u%d_%d", i->index, k);
         Agnode_t *b = buf_use(ld, i->ops[k], i->index, use);
+        if (i->kind == IK_DEALLOC) {
+            /* Its @out marks the buffer free, not written: drawn as the end
+             * of the buffer's lifetime, from the buffer to where it ends. */
+            Agedge_t *e = add_edge(&ld->dt, b, in, "ends");
+            set(e, "style", "dashed");
+            set(e, "color", "#888888");
+            set(e, "arrowhead", "tee");
+            continue;
+        }
         if (i->roles[k] == ROLE_IN) {
             add_edge(&ld->dt, b, in, "@in");
             continue;
