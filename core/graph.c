@@ -2,7 +2,9 @@
  * and editing functions, attributes. */
 #include "core/graph.h"
 
+#include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- tables ----------------------------------------------------------- */
@@ -31,10 +33,12 @@ static const NodeKindInfo kind_info[NK_COUNT] = {
 typedef struct AttrInfo {
     const char *name;
     AttrType type;
+    EnumSet set;
 } AttrInfo;
 
 static const AttrInfo attr_info[AK_COUNT] = {
-#define ATTR(key, T) [AK_##key] = {#key, AT_##T},
+#define ATTR(key, T) [AK_##key] = {#key, AT_##T, ES_NONE},
+#define ATTR_ENUM(key, set) [AK_##key] = {#key, AT_ENUM, ES_##set},
 #include "core/attrs.def"
 };
 
@@ -100,11 +104,11 @@ bool node_lowers(const Node *n) {
         return false;
     switch (n->kind) {
     case NK_LAYER_NORM: return n->nres == 1;
-    case NK_PAD: return !strcmp(node_attr_str(n, AK_mode, "constant"), "constant");
+    case NK_PAD: return node_attr_enum(n, AK_mode, MODE_CONSTANT) == MODE_CONSTANT;
     case NK_RESIZE:
         return n->ops[0]->type.rank >= 2 && elem_is_float(n->ops[0]->type.elem) &&
-               strcmp(node_attr_str(n, AK_coordinate_transformation_mode, ""),
-                      "tf_crop_and_resize") != 0;
+               node_attr_enum(n, AK_coordinate_transformation_mode, CTM_HALF_PIXEL) !=
+                   CTM_TF_CROP_AND_RESIZE;
     default: return true;
     }
 }
@@ -115,6 +119,51 @@ const char *attr_key_name(AttrKey k) {
 
 AttrType attr_key_type(AttrKey k) {
     return attr_info[k].type;
+}
+
+EnumSet attr_key_set(AttrKey k) {
+    return attr_info[k].set;
+}
+
+static const struct {
+    EnumSet set;
+    const char *name;
+} enum_info[ENUM_COUNT] = {
+    [ENUM_NONE] = {ES_NONE, "none"},
+#define ENUM(set, E, nm) [set##_##E] = {ES_##set, #nm},
+#include "core/enums.def"
+};
+
+int enum_by_name(EnumSet set, const char *name, size_t len) {
+    if (set == ES_ACT)
+        return act_by_name(name, len);
+    for (int v = ENUM_NONE + 1; v < ENUM_COUNT; v++)
+        if (enum_info[v].set == set && strlen(enum_info[v].name) == len &&
+            !memcmp(enum_info[v].name, name, len))
+            return v;
+    return 0;
+}
+
+const char *enum_name(EnumSet set, int value) {
+    if (set == ES_ACT)
+        return act_name((ActKind)value);
+    return value > ENUM_NONE && value < ENUM_COUNT && enum_info[value].set == set
+               ? enum_info[value].name
+               : "?";
+}
+
+void enum_set_names(EnumSet set, char *buf, size_t size) {
+    size_t used = 0;
+    buf[0] = 0;
+    int count = set == ES_ACT ? ACT_COUNT : ENUM_COUNT;
+    for (int v = 1; v < count; v++) {
+        if (set != ES_ACT && enum_info[v].set != set)
+            continue;
+        int w = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", enum_name(set, v));
+        if (w < 0 || (size_t)w >= size - used)
+            return;
+        used += (size_t)w;
+    }
 }
 
 bool attr_key_from_name(const char *name, size_t len, AttrKey *out) {
@@ -448,13 +497,19 @@ float node_attr_float(const Node *n, AttrKey key, float dflt) {
 }
 
 const char *node_attr_str(const Node *n, AttrKey key, const char *dflt) {
+    assert(attr_key_type(key) == AT_STR);
     const Attr *a = node_attr(n, key);
     return a ? a->s : dflt;
 }
 
-ActKind node_attr_act(const Node *n, AttrKey key) {
+int node_attr_enum(const Node *n, AttrKey key, int dflt) {
+    assert(attr_key_type(key) == AT_ENUM);
     const Attr *a = node_attr(n, key);
-    return a ? a->act : ACT_NONE;
+    return a ? (int)a->i : dflt;
+}
+
+ActKind node_attr_act(const Node *n, AttrKey key) {
+    return (ActKind)node_attr_enum(n, key, ACT_NONE);
 }
 
 const int64_t *node_attr_ints(const Node *n, AttrKey key, int *count) {
@@ -484,9 +539,14 @@ static Attr *attr_slot(Node *n, AttrKey key) {
 void node_set_int(Node *n, AttrKey key, int64_t v) { attr_slot(n, key)->i = v; }
 void node_set_float(Node *n, AttrKey key, float v) { attr_slot(n, key)->f = v; }
 void node_set_elem(Node *n, AttrKey key, ElemKind e) { attr_slot(n, key)->elem = e; }
-void node_set_act(Node *n, AttrKey key, ActKind act) { attr_slot(n, key)->act = act; }
+void node_set_enum(Node *n, AttrKey key, int value) {
+    assert(attr_key_type(key) == AT_ENUM);
+    attr_slot(n, key)->i = value;
+}
+void node_set_act(Node *n, AttrKey key, ActKind act) { node_set_enum(n, key, act); }
 
 void node_set_str(Node *n, AttrKey key, const char *s) {
+    assert(attr_key_type(key) == AT_STR);
     attr_slot(n, key)->s = arena_strdup(n->func->module->arena, s);
 }
 
@@ -530,7 +590,7 @@ bool attr_equal(const Attr *a, const Attr *b) {
     case AT_INT: return a->i == b->i;
     case AT_FLOAT: return float_same(a->f, b->f);
     case AT_ELEM: return a->elem == b->elem;
-    case AT_ACT: return a->act == b->act;
+    case AT_ENUM: return a->i == b->i;
     case AT_STR: return !strcmp(a->s, b->s);
     case AT_INTS:
         return a->ints.n == b->ints.n &&
@@ -559,7 +619,7 @@ uint64_t attr_hash(const Attr *a) {
     case AT_INT: return mix(h, &a->i, sizeof a->i);
     case AT_FLOAT: return mix(h, &a->f, sizeof a->f);
     case AT_ELEM: return mix(h, &a->elem, sizeof a->elem);
-    case AT_ACT: return mix(h, &a->act, sizeof a->act);
+    case AT_ENUM: return mix(h, &a->i, sizeof a->i);
     case AT_STR: return mix(h, a->s, strlen(a->s));
     case AT_INTS: return mix(h, a->ints.v, (size_t)a->ints.n * sizeof(int64_t));
     case AT_FLOATS: return mix(h, a->floats.v, (size_t)a->floats.n * sizeof(float));

@@ -30,7 +30,22 @@ typedef enum {
     AK_NONE = AK_COUNT
 } AttrKey;
 
-typedef enum { AT_INT, AT_FLOAT, AT_INTS, AT_FLOATS, AT_STR, AT_ELEM, AT_ACT } AttrType;
+typedef enum { AT_INT, AT_FLOAT, AT_INTS, AT_FLOATS, AT_STR, AT_ELEM, AT_ENUM } AttrType;
+
+/* The sets of named values an ATTR_ENUM key takes (attrs.def). */
+typedef enum {
+    ES_NONE,
+    ES_ACT, /* core/acts.def */
+    ES_MODE, ES_CTM, ES_NEAREST, ES_PADDING, ES_DIR, ES_RED,
+} EnumSet;
+
+/* The values of core/enums.def, one enumeration for all sets (0: none). */
+typedef enum {
+    ENUM_NONE,
+#define ENUM(set, E, nm) set##_##E,
+#include "core/enums.def"
+    ENUM_COUNT
+} EnumValue;
 
 /* Fused activations (core/acts.def); ACT_NONE is no activation. */
 typedef enum {
@@ -47,7 +62,6 @@ typedef struct Attr {
         float f;
         const char *s;
         ElemKind elem;
-        ActKind act;
         struct { int n; int64_t *v; } ints;
         struct { int n; float *v; } floats;
     };
@@ -125,6 +139,12 @@ bool node_is_view(const Node *n);
 bool node_lowers(const Node *n);
 const char *attr_key_name(AttrKey k);
 AttrType attr_key_type(AttrKey k);
+EnumSet attr_key_set(AttrKey k); /* ES_NONE unless an ATTR_ENUM key */
+/* A value of `set` by name (0 if it has none of that name) and back; the
+ * names of the whole set, comma-separated, for messages (cut to `size`). */
+int enum_by_name(EnumSet set, const char *name, size_t len);
+const char *enum_name(EnumSet set, int value);
+void enum_set_names(EnumSet set, char *buf, size_t size);
 bool attr_key_from_name(const char *name, size_t len, AttrKey *out);
 
 /* Modules and functions. */
@@ -162,6 +182,8 @@ bool node_has_attr(const Node *n, AttrKey key);
 int64_t node_attr_int(const Node *n, AttrKey key, int64_t dflt);
 float node_attr_float(const Node *n, AttrKey key, float dflt);
 const char *node_attr_str(const Node *n, AttrKey key, const char *dflt);
+/* An ATTR_ENUM attribute's value (an EnumValue or, for act, an ActKind). */
+int node_attr_enum(const Node *n, AttrKey key, int dflt);
 /* The activation attribute `key`, ACT_NONE when absent. */
 ActKind node_attr_act(const Node *n, AttrKey key);
 /* Pointer to the list (count in *n), or NULL with *n = 0 when absent. */
@@ -171,6 +193,7 @@ void node_set_int(Node *n, AttrKey key, int64_t v);
 void node_set_float(Node *n, AttrKey key, float v);
 void node_set_str(Node *n, AttrKey key, const char *s);
 void node_set_elem(Node *n, AttrKey key, ElemKind e);
+void node_set_enum(Node *n, AttrKey key, int value);
 void node_set_act(Node *n, AttrKey key, ActKind act);
 void node_set_ints(Node *n, AttrKey key, int count, const int64_t *v);
 void node_set_floats(Node *n, AttrKey key, int count, const float *v);

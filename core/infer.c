@@ -1205,14 +1205,28 @@ static bool infer_gather_nd(Node *n, DiagList *d) {
     return true;
 }
 
-static bool known_reduction(Node *n, DiagList *d) {
-    const char *r = node_attr_str(n, AK_reduction, "none");
-    static const char *const names[] = {"none", "add", "mul", "max", "min"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(r, names[i]))
+/* Is v one of ok[] (ending in 0)? */
+static bool enum_in(int v, const int *ok) {
+    for (; *ok; ok++)
+        if (*ok == v)
             return true;
-    node_error(d, n, "unknown reduction '%s'", r);
     return false;
+}
+
+/* The values of an ATTR_ENUM attribute this kind takes (ok[] ends in 0);
+ * an absent attribute is dflt. */
+static bool enum_allowed(Node *n, DiagList *d, AttrKey key, int dflt, const int *ok) {
+    int v = node_attr_enum(n, key, dflt);
+    if (enum_in(v, ok))
+        return true;
+    node_error(d, n, "%s=%s does not apply to %s", attr_key_name(key),
+               enum_name(attr_key_set(key), v), node_kind_name(n->kind));
+    return false;
+}
+
+static bool known_reduction(Node *n, DiagList *d) {
+    return enum_allowed(n, d, AK_reduction, RED_NONE,
+                        (const int[]){RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN, 0});
 }
 
 /* scatter_nd: updates = indices.shape[:-1] + data.shape[indices.shape[-1]:]. */
@@ -1302,11 +1316,10 @@ static bool infer_pad(Node *n, DiagList *d) {
         node_error(d, n, "pads has %d entries for rank %d", k, x->rank);
         return false;
     }
-    const char *mode = node_attr_str(n, AK_mode, "constant");
-    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge")) {
-        node_error(d, n, "unknown mode '%s'", mode);
+    int mode = node_attr_enum(n, AK_mode, MODE_CONSTANT);
+    if (!enum_allowed(n, d, AK_mode, MODE_CONSTANT,
+                      (const int[]){MODE_CONSTANT, MODE_REFLECT, MODE_EDGE, 0}))
         return false;
-    }
     Type r = *x;
     for (int i = 0; i < x->rank; i++) {
         if (!add_dims(r.dims[i], pads[i], &r.dims[i]) ||
@@ -1314,7 +1327,7 @@ static bool infer_pad(Node *n, DiagList *d) {
             node_error(d, n, "result too large");
             return false;
         }
-        if (r.dims[i] < 0 || (strcmp(mode, "constant") && x->dims[i] == 0 && r.dims[i] > 0)) {
+        if (r.dims[i] < 0 || (mode != MODE_CONSTANT && x->dims[i] == 0 && r.dims[i] > 0)) {
             node_error(d, n, "bad padding for axis %d", i);
             return false;
         }
@@ -1328,11 +1341,8 @@ static bool infer_depth_to_space(Node *n, DiagList *d) {
         return false;
     const Type *x = op_type(n, 0);
     int64_t b = node_attr_int(n, AK_blocksize, 0), bb;
-    const char *mode = node_attr_str(n, AK_mode, "DCR");
-    if (strcmp(mode, "DCR") && strcmp(mode, "CRD")) {
-        node_error(d, n, "unknown mode '%s'", mode);
+    if (!enum_allowed(n, d, AK_mode, MODE_DCR, (const int[]){MODE_DCR, MODE_CRD, 0}))
         return false;
-    }
     if (b < 1 || !mul_dims(b, b, &bb) || x->dims[1] % bb) {
         node_error(d, n, "channels not divisible by blocksize squared");
         return false;
@@ -1368,25 +1378,13 @@ static bool infer_space_to_depth(Node *n, DiagList *d) {
     return true;
 }
 
-static bool str_in(const char *s, const char *const *set) {
-    for (; *set; set++)
-        if (!strcmp(s, *set))
-            return true;
-    return false;
-}
-
+/* Every nearest_mode applies, and every transformation but roi_align's. */
 static bool resize_modes_ok(const Node *n) {
-    static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
-    static const char *const ctms[] = {
-        "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-        "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize", NULL};
-    static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
-                                          "ceil", NULL};
-    const char *mode = node_attr_str(n, AK_mode, "nearest");
-    return str_in(mode, modes) &&
-           str_in(node_attr_str(n, AK_coordinate_transformation_mode, "half_pixel"), ctms) &&
-           str_in(node_attr_str(n, AK_nearest_mode, "round_prefer_floor"), nearest) &&
-           !(node_attr_int(n, AK_antialias, 0) && !strcmp(mode, "nearest"));
+    int mode = node_attr_enum(n, AK_mode, MODE_NEAREST);
+    return enum_in(mode, (const int[]){MODE_NEAREST, MODE_LINEAR, MODE_CUBIC, 0}) &&
+           node_attr_enum(n, AK_coordinate_transformation_mode, CTM_HALF_PIXEL) !=
+               CTM_OUTPUT_HALF_PIXEL &&
+           !(node_attr_int(n, AK_antialias, 0) && mode == MODE_NEAREST);
 }
 
 static bool infer_resize(Node *n, DiagList *d) {
@@ -1557,13 +1555,13 @@ static bool rnn_parse_acts(const Node *n, RnnGeom *g, char *err, size_t errlen) 
 
 bool rnn_geom(const Node *n, RnnGeom *g, char *err, size_t errlen) {
     memset(g, 0, sizeof *g);
-    const char *dir = node_attr_str(n, AK_direction, "forward");
-    if (strcmp(dir, "forward") && strcmp(dir, "reverse") && strcmp(dir, "bidirectional")) {
-        snprintf(err, errlen, "unknown direction '%s'", dir);
+    int dir = node_attr_enum(n, AK_direction, DIR_FORWARD);
+    if (!enum_in(dir, (const int[]){DIR_FORWARD, DIR_REVERSE, DIR_BIDIRECTIONAL, 0})) {
+        snprintf(err, errlen, "direction=%s does not apply", enum_name(ES_DIR, dir));
         return false;
     }
-    g->dirs = strcmp(dir, "bidirectional") ? 1 : 2;
-    g->reverse = !strcmp(dir, "reverse");
+    g->dirs = dir == DIR_BIDIRECTIONAL ? 2 : 1;
+    g->reverse = dir == DIR_REVERSE;
     g->gates = n->kind == NK_RNN ? 1 : n->kind == NK_GRU ? 3 : 4;
     g->nact = n->kind == NK_RNN ? 1 : n->kind == NK_GRU ? 2 : 3;
     g->batch_first = node_attr_int(n, AK_layout, 0) != 0;
@@ -1644,22 +1642,12 @@ static bool infer_max_unpool(Node *n, DiagList *d) {
 
 /* ---- sampling ----------------------------------------------------------- */
 
-static bool one_of(Node *n, DiagList *d, AttrKey key, const char *dflt,
-                   const char *const *names, int count) {
-    const char *v = node_attr_str(n, key, dflt);
-    for (int i = 0; i < count; i++)
-        if (!strcmp(v, names[i]))
-            return true;
-    node_error(d, n, "unknown %s '%s'", attr_key_name(key), v);
-    return false;
-}
-
 static bool infer_grid_sample(Node *n, DiagList *d) {
-    static const char *const modes[] = {"bilinear", "nearest", "bicubic"};
-    static const char *const pads[] = {"zeros", "border", "reflection"};
     if (!need_rank(n, d, 0, 4, 4) || !need_rank(n, d, 1, 4, 4) || !same_elem(n, d, 0, 1) ||
-        !one_of(n, d, AK_mode, "bilinear", modes, 3) ||
-        !one_of(n, d, AK_padding_mode, "zeros", pads, 3))
+        !enum_allowed(n, d, AK_mode, MODE_BILINEAR,
+                      (const int[]){MODE_BILINEAR, MODE_NEAREST, MODE_BICUBIC, 0}) ||
+        !enum_allowed(n, d, AK_padding_mode, PADDING_ZEROS,
+                      (const int[]){PADDING_ZEROS, PADDING_BORDER, PADDING_REFLECTION, 0}))
         return false;
     const Type *x = op_type(n, 0), *g = op_type(n, 1);
     if (g->dims[0] != x->dims[0] || g->dims[3] != 2) {
@@ -1675,12 +1663,11 @@ static bool infer_grid_sample(Node *n, DiagList *d) {
 }
 
 static bool infer_roi_align(Node *n, DiagList *d) {
-    static const char *const modes[] = {"avg", "max"};
-    static const char *const ctm[] = {"half_pixel", "output_half_pixel"};
     if (!need_rank(n, d, 0, 4, 4) || !need_rank(n, d, 1, 2, 2) || !need_rank(n, d, 2, 1, 1) ||
         !same_elem(n, d, 0, 1) || !need_int_indices(n, d, 2) ||
-        !one_of(n, d, AK_mode, "avg", modes, 2) ||
-        !one_of(n, d, AK_coordinate_transformation_mode, "half_pixel", ctm, 2))
+        !enum_allowed(n, d, AK_mode, MODE_AVG, (const int[]){MODE_AVG, MODE_MAX, 0}) ||
+        !enum_allowed(n, d, AK_coordinate_transformation_mode, CTM_HALF_PIXEL,
+                      (const int[]){CTM_HALF_PIXEL, CTM_OUTPUT_HALF_PIXEL, 0}))
         return false;
     const Type *x = op_type(n, 0), *rois = op_type(n, 1), *bi = op_type(n, 2);
     int64_t oh = node_attr_int(n, AK_output_height, 1), ow = node_attr_int(n, AK_output_width, 1);
@@ -1699,9 +1686,8 @@ static bool infer_roi_align(Node *n, DiagList *d) {
 /* ---- losses ------------------------------------------------------------- */
 
 static bool infer_nll_loss(Node *n, DiagList *d) {
-    static const char *const reductions[] = {"none", "sum", "mean"};
     if (!need_rank(n, d, 0, 2, MAX_RANK) || !need_int_indices(n, d, 1) ||
-        !one_of(n, d, AK_reduction, "mean", reductions, 3))
+        !enum_allowed(n, d, AK_reduction, RED_MEAN, (const int[]){RED_NONE, RED_SUM, RED_MEAN, 0}))
         return false;
     const Type *x = op_type(n, 0), *t = op_type(n, 1);
     bool ok = t->rank == x->rank - 1 && t->dims[0] == x->dims[0];
@@ -1719,7 +1705,7 @@ static bool infer_nll_loss(Node *n, DiagList *d) {
         return false;
     Type r = *t;
     r.elem = x->elem;
-    if (strcmp(node_attr_str(n, AK_reduction, "mean"), "none"))
+    if (node_attr_enum(n, AK_reduction, RED_MEAN) != RED_NONE)
         r.rank = 0;
     n->res[0].type = r;
     return true;

@@ -300,7 +300,8 @@ static void type_text(StrBuf *out, const Type *t) {
 static void short_attrs(StrBuf *out, const Node *n) {
     for (int i = 0; i < n->nattrs; i++) {
         const Attr *a = &n->attrs[i];
-        const char *text = attr_key_type(a->key) == AT_ACT   ? act_name(a->act)
+        const char *text = attr_key_type(a->key) == AT_ENUM
+                               ? enum_name(attr_key_set(a->key), (int)a->i)
                            : attr_key_type(a->key) == AT_STR ? a->s
                                                              : NULL;
         if (!text || strlen(text) > 16)

@@ -43,20 +43,6 @@ typedef struct CG {
     int nworkers, cap_workers;
 } CG;
 
-static const char *const ljs_names[LJS_COUNT] = {
-    [LJS_UNKNOWN] = "",
-#define LJS_NAME(s) [LJS_##s] = #s,
-    LIBJIT_STRINGS(LJS_NAME)
-#undef LJS_NAME
-};
-
-static int64_t string_id(const char *s) {
-    for (int i = 1; i < LJS_COUNT; i++)
-        if (!strcmp(ljs_names[i], s))
-            return i;
-    return LJS_UNKNOWN;
-}
-
 static int64_t f64_bits(double x) {
     int64_t bits;
     memcpy(&bits, &x, sizeof bits);
@@ -83,14 +69,13 @@ static bool put_attr(int64_t *w, int *n, const Attr *a) {
     case AT_INT: r[2] = a->i; break;
     case AT_FLOAT: r[2] = f64_bits(a->f); break;
     case AT_ELEM: r[2] = a->elem; break;
-    case AT_ACT: r[2] = a->act; break;
+    case AT_ENUM: r[2] = a->i; break;
     case AT_STR: {
         size_t len = strlen(a->s);
-        if (len > 8 * (DESC_ATTR_VALUES - 1) - 1)
+        if (len > 8 * DESC_ATTR_VALUES - 1)
             return false;
-        r[2] = string_id(a->s);
-        memcpy(r + 3, a->s, len);
-        r[1] = 1 + (int64_t)(len + 8) / 8;
+        memcpy(r + 2, a->s, len);
+        r[1] = (int64_t)(len + 8) / 8;
         break;
     }
     case AT_INTS:

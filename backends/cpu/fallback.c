@@ -24,11 +24,11 @@ static void set_attr(Node *n, AttrKey key, int count, const int64_t *v) {
     case AT_INT: node_set_int(n, key, v[0]); return;
     case AT_FLOAT: node_set_float(n, key, (float)lj_bits_f64(v[0])); return;
     case AT_ELEM: node_set_elem(n, key, (ElemKind)v[0]); return;
-    case AT_ACT: node_set_act(n, key, (ActKind)v[0]); return;
+    case AT_ENUM: node_set_enum(n, key, (int)v[0]); return;
     case AT_STR: {
-        char text[8 * DESC_ATTR_VALUES];
-        memcpy(text, v + 1, sizeof text - 8);
-        text[sizeof text - 8] = 0;
+        char text[8 * DESC_ATTR_VALUES + 1];
+        memcpy(text, v, sizeof text - 1);
+        text[sizeof text - 1] = 0;
         node_set_str(n, key, text);
         return;
     }

@@ -350,7 +350,7 @@ BINARY(prelu, , x < 0 ? y * x : x, x < 0 ? WRAP(*) : x)
 
 /* Shifts of unsigned integers; shifting by the width or more gives 0. */
 bool k_bitshift(const KernelArgs *a) {
-    bool left = !strcmp(node_attr_str(a->n, AK_direction, "LEFT"), "LEFT");
+    bool left = node_attr_enum(a->n, AK_direction, DIR_LEFT) == DIR_LEFT;
     const Tensor *A = a->in[0], *B = a->in[1];
     Tensor *out = a->out[0];
     int bits = (int)elem_size(A->type.elem) * 8;

@@ -15,8 +15,8 @@ bool k_nll_loss(const KernelArgs *a) {
         inner *= xt->dims[i];
     bool has_ignore = node_has_attr(a->n, AK_ignore_index);
     int64_t ignore = node_attr_int(a->n, AK_ignore_index, 0);
-    const char *red = node_attr_str(a->n, AK_reduction, "mean");
-    bool none = !strcmp(red, "none"), mean = !strcmp(red, "mean");
+    int red = node_attr_enum(a->n, AK_reduction, RED_MEAN);
+    bool none = red == RED_NONE, mean = red == RED_MEAN;
     double sum = 0, weights = 0;
     for (int64_t j = 0; j < batch * inner; j++) {
         int64_t t = tensor_get_i64(T, j), n = j / inner, in = j % inner;

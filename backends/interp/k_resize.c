@@ -16,11 +16,8 @@
 
 #include "backends/interp/kernels.h"
 
-typedef enum { RS_NEAREST, RS_LINEAR, RS_CUBIC } ResizeMode;
-
 typedef struct ResizeParams {
-    ResizeMode mode;
-    const char *ctm, *nearest_mode;
+    int mode, ctm, nearest_mode; /* MODE_, CTM_ and NEAREST_ values (core/enums.def) */
     double cubic_a, extrapolation;
     bool exclude_outside, antialias;
 } ResizeParams;
@@ -38,25 +35,22 @@ typedef struct AxisTaps {
  * as the scale gives it (not rounded), as the reference computes it. */
 static double resize_source(const ResizeParams *p, double x, double scale, double width,
                             int64_t out, int64_t in, const float *roi) {
-    const char *m = p->ctm;
-    if (!strcmp(m, "align_corners"))
-        return width == 1 ? 0 : x * (double)(in - 1) / (width - 1);
-    if (!strcmp(m, "asymmetric"))
-        return x / scale;
-    if (!strcmp(m, "tf_half_pixel_for_nn"))
-        return (x + 0.5) / scale;
-    if (!strcmp(m, "pytorch_half_pixel"))
-        return width == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-    if (!strcmp(m, "tf_crop_and_resize")) {
+    switch (p->ctm) {
+    case CTM_ALIGN_CORNERS: return width == 1 ? 0 : x * (double)(in - 1) / (width - 1);
+    case CTM_ASYMMETRIC: return x / scale;
+    case CTM_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
+    case CTM_PYTORCH_HALF_PIXEL: return width == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+    case CTM_TF_CROP_AND_RESIZE: {
         double r0 = roi ? roi[0] : 0, r1 = roi ? roi[1] : 1;
         double span = (r1 - r0) * (double)(in - 1);
         return (width == 1 ? span / 2 : x * span / (width - 1)) + r0 * (double)(in - 1);
     }
-    if (!strcmp(m, "half_pixel_symmetric")) {
+    case CTM_HALF_PIXEL_SYMMETRIC: {
         double offset = (double)in / 2 * (1 - (double)out / width);
         return offset + (x + 0.5) / scale - 0.5;
     }
-    return (x + 0.5) / scale - 0.5; /* half_pixel */
+    default: return (x + 0.5) / scale - 0.5; /* half_pixel */
+    }
 }
 
 static double cubic_kernel(double x, double A) {
@@ -73,13 +67,13 @@ static double cubic_kernel(double x, double A) {
  * (so it has more taps) and normalised. c has room for cap values. */
 static int64_t resize_coeffs(const ResizeParams *p, double ratio, double scale, double *c,
                              int64_t cap) {
-    if (p->mode == RS_NEAREST) {
+    if (p->mode == MODE_NEAREST) {
         bool right = ratio == 1;
         if (ratio != 1) {
-            const char *nm = p->nearest_mode;
-            right = !strcmp(nm, "ceil")                ? true
-                    : !strcmp(nm, "floor")             ? false
-                    : !strcmp(nm, "round_prefer_ceil") ? ratio >= 0.5
+            int nm = p->nearest_mode;
+            right = nm == NEAREST_CEIL                ? true
+                    : nm == NEAREST_FLOOR             ? false
+                    : nm == NEAREST_ROUND_PREFER_CEIL ? ratio >= 0.5
                                                        : ratio > 0.5;
         }
         c[0] = !right;
@@ -87,11 +81,11 @@ static int64_t resize_coeffs(const ResizeParams *p, double ratio, double scale, 
         return 2;
     }
     double s = p->antialias && scale < 1 ? scale : 1;
-    double support = p->mode == RS_LINEAR ? 1 : 2;
+    double support = p->mode == MODE_LINEAR ? 1 : 2;
     int64_t start = (int64_t)floor(-support / s) + 1, n = 2 - 2 * start;
     if (n > cap)
         return -1;
-    if (!p->antialias && p->mode == RS_CUBIC) {
+    if (!p->antialias && p->mode == MODE_CUBIC) {
         /* The reference's own polynomial forms, for bit-faithful weights. */
         double A = p->cubic_a, r = ratio, q = 1 - r;
         c[0] = ((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A;
@@ -108,7 +102,7 @@ static int64_t resize_coeffs(const ResizeParams *p, double ratio, double scale, 
     double sum = 0;
     for (int64_t i = 0; i < n; i++) {
         double arg = (double)(start + i - ratio) * s;
-        c[i] = p->mode == RS_LINEAR ? fmax(0, 1 - fabs(arg)) : cubic_kernel(arg, p->cubic_a);
+        c[i] = p->mode == MODE_LINEAR ? fmax(0, 1 - fabs(arg)) : cubic_kernel(arg, p->cubic_a);
         sum += c[i];
     }
     for (int64_t i = 0; i < n; i++)
@@ -188,7 +182,7 @@ static bool axis_taps(const KernelArgs *a, const ResizeParams *p, int axis, doub
     t->outside = calloc((size_t)out + 1, sizeof(bool));
     bool ok = c && t->first && t->off && t->w && t->outside;
     int64_t k = 0;
-    bool crop = !strcmp(p->ctm, "tf_crop_and_resize");
+    bool crop = p->ctm == CTM_TF_CROP_AND_RESIZE;
     for (int64_t o = 0; ok && o < out; o++) {
         t->first[o] = k;
         double x_ori = resize_source(p, (double)o, scale, width, out, in, roi);
@@ -204,10 +198,9 @@ static bool axis_taps(const KernelArgs *a, const ResizeParams *p, int axis, doub
 }
 
 static void resize_params(const Node *n, ResizeParams *p) {
-    const char *mode = node_attr_str(n, AK_mode, "nearest");
-    p->mode = !strcmp(mode, "linear") ? RS_LINEAR : !strcmp(mode, "cubic") ? RS_CUBIC : RS_NEAREST;
-    p->ctm = node_attr_str(n, AK_coordinate_transformation_mode, "half_pixel");
-    p->nearest_mode = node_attr_str(n, AK_nearest_mode, "round_prefer_floor");
+    p->mode = node_attr_enum(n, AK_mode, MODE_NEAREST);
+    p->ctm = node_attr_enum(n, AK_coordinate_transformation_mode, CTM_HALF_PIXEL);
+    p->nearest_mode = node_attr_enum(n, AK_nearest_mode, NEAREST_ROUND_PREFER_FLOOR);
     p->cubic_a = node_attr_float(n, AK_cubic_coeff_a, -0.75f);
     p->extrapolation = node_attr_float(n, AK_extrapolation_value, 0.0f);
     p->exclude_outside = node_attr_int(n, AK_exclude_outside, 0) != 0;

@@ -104,15 +104,15 @@ bool k_grid_sample(const KernelArgs *a) {
     const Tensor *X = a->in[0], *G = a->in[1];
     Tensor *Y = a->out[0];
     const Type *xt = &X->type, *yt = &Y->type;
-    const char *mode = node_attr_str(a->n, AK_mode, "bilinear");
-    const char *pad = node_attr_str(a->n, AK_padding_mode, "zeros");
+    int mode = node_attr_enum(a->n, AK_mode, MODE_BILINEAR);
+    int pad = node_attr_enum(a->n, AK_padding_mode, PADDING_ZEROS);
     Plane p = {X, 0, xt->dims[2], xt->dims[3],
-               !strcmp(pad, "border") ? PAD_BORDER
-               : !strcmp(pad, "reflection") ? PAD_REFLECTION : PAD_ZEROS,
+               pad == PADDING_BORDER ? PAD_BORDER
+               : pad == PADDING_REFLECTION ? PAD_REFLECTION : PAD_ZEROS,
                node_attr_int(a->n, AK_align_corners, 0) != 0};
     double (*sample)(const Plane *, double, double) =
-        !strcmp(mode, "nearest") ? sample_nearest
-        : !strcmp(mode, "bicubic") ? sample_bicubic : sample_bilinear;
+        mode == MODE_NEAREST ? sample_nearest
+        : mode == MODE_BICUBIC ? sample_bicubic : sample_bilinear;
     int64_t ho = yt->dims[2], wo = yt->dims[3], o = 0;
     for (int64_t n = 0; n < yt->dims[0]; n++) {
         for (int64_t c = 0; c < yt->dims[1]; c++) {
@@ -182,8 +182,8 @@ static double roi_bin(const Plane *p, const Roi *r, int64_t ph, int64_t pw, bool
 
 static Roi roi_geometry(const KernelArgs *a, int64_t r, int64_t oh, int64_t ow) {
     const Tensor *R = a->in[1];
-    bool half = !strcmp(node_attr_str(a->n, AK_coordinate_transformation_mode, "half_pixel"),
-                        "half_pixel");
+    bool half = node_attr_enum(a->n, AK_coordinate_transformation_mode, CTM_HALF_PIXEL) ==
+                CTM_HALF_PIXEL;
     double scale = node_attr_float(a->n, AK_spatial_scale, 1.0f), off = half ? 0.5 : 0;
     int64_t ratio = node_attr_int(a->n, AK_sampling_ratio, 0);
     double x1 = tensor_get_f64(R, r * 4) * scale - off;
@@ -207,7 +207,7 @@ bool k_roi_align(const KernelArgs *a) {
     const Tensor *X = a->in[0], *B = a->in[2];
     Tensor *Y = a->out[0];
     const Type *xt = &X->type, *yt = &Y->type;
-    bool max = !strcmp(node_attr_str(a->n, AK_mode, "avg"), "max");
+    bool max = node_attr_enum(a->n, AK_mode, MODE_AVG) == MODE_MAX;
     int64_t channels = xt->dims[1], oh = yt->dims[2], ow = yt->dims[3], o = 0;
     Plane p = {X, 0, xt->dims[2], xt->dims[3], PAD_ZEROS, false};
     for (int64_t r = 0; r < yt->dims[0]; r++) {

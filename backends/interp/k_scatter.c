@@ -7,15 +7,11 @@
 
 #include "backends/interp/kernels.h"
 
-typedef enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } Reduction;
+/* RED_NONE, RED_ADD, RED_MUL, RED_MAX or RED_MIN (core/enums.def). */
+typedef EnumValue Reduction;
 
 static Reduction reduction_of(const Node *n) {
-    const char *r = node_attr_str(n, AK_reduction, "none");
-    return !strcmp(r, "add") ? RED_ADD
-           : !strcmp(r, "mul") ? RED_MUL
-           : !strcmp(r, "max") ? RED_MAX
-           : !strcmp(r, "min") ? RED_MIN
-                               : RED_NONE;
+    return (Reduction)node_attr_enum(n, AK_reduction, RED_NONE);
 }
 
 /* y[dst] = y[dst] (op) u[src]: floats combine in double, integers in int64

@@ -205,8 +205,8 @@ bool k_pad(const KernelArgs *a) {
     const Type *xt = &X->type, *yt = &Y->type;
     int k;
     const int64_t *pads = node_attr_ints(a->n, AK_pads, &k);
-    const char *mode = node_attr_str(a->n, AK_mode, "constant");
-    bool constant = !strcmp(mode, "constant"), reflect = !strcmp(mode, "reflect");
+    int mode = node_attr_enum(a->n, AK_mode, MODE_CONSTANT);
+    bool constant = mode == MODE_CONSTANT, reflect = mode == MODE_REFLECT;
     double value = node_attr_float(a->n, AK_value, 0);
     int rank = xt->rank;
     int64_t xs[MAX_RANK], idx[MAX_RANK] = {0};
@@ -270,7 +270,7 @@ static bool block_move(const KernelArgs *a, const Tensor *deep, const Tensor *wi
 }
 
 bool k_depth_to_space(const KernelArgs *a) {
-    bool crd = !strcmp(node_attr_str(a->n, AK_mode, "DCR"), "CRD");
+    bool crd = node_attr_enum(a->n, AK_mode, MODE_DCR) == MODE_CRD;
     return block_move(a, a->in[0], a->out[0], crd, true);
 }
 

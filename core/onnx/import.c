@@ -500,6 +500,19 @@ void on_bind_seq(OnnxNode *on, int i, OnnxSeq *s) {
         map_put_entry(on->ic, on->proto->output[i], NULL, s);
 }
 
+bool on_set_enum(OnnxNode *on, Node *n, AttrKey key, const char *value) {
+    EnumSet set = attr_key_set(key);
+    int v = enum_by_name(set, value, strlen(value));
+    if (!v) {
+        char names[512];
+        enum_set_names(set, names, sizeof names);
+        on_error(on, "%s '%s' is not one of %s", attr_key_name(key), value, names);
+        return false;
+    }
+    node_set_enum(n, key, v);
+    return true;
+}
+
 bool on_done(OnnxNode *on, Node *n) {
     if (!infer_at(on, n))
         return false;

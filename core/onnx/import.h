@@ -76,6 +76,9 @@ OnnxSeq *on_seq_in(const OnnxNode *on, int i);
 /* ---- emitting ---- */
 /* A new node (named after the ONNX node) appended to the function. */
 Node *on_node(OnnxNode *on, NodeKind k, int nops, Value *const *ops, int nres);
+/* Sets the ATTR_ENUM attribute `key` of n from ONNX's spelling; false, with
+ * an error listing the set's names, for a spelling it does not have. */
+bool on_set_enum(OnnxNode *on, Node *n, AttrKey key, const char *value);
 /* Infers n's types; on success binds n's results to the ONNX outputs in order. */
 bool on_done(OnnxNode *on, Node *n);
 /* Infers n's types; returns its first result for further use (not bound). */

@@ -257,8 +257,7 @@ bool import_bitshift(OnnxNode *on) {
         return false;
     }
     Node *n = on_node(on, NK_BITSHIFT, 2, on->in, 1);
-    node_set_str(n, AK_direction, dir);
-    return on_done(on, n);
+    return on_set_enum(on, n, AK_direction, dir) && on_done(on, n);
 }
 
 /* The slope broadcasts to X. Opset 6 and earlier tests (PyTorch's) pass a

@@ -33,16 +33,16 @@ bool import_scatter_elements(OnnxNode *on) {
         return false;
     Node *n = on_node(on, NK_SCATTER_ELEMENTS, 3, on->in, 1);
     node_set_int(n, AK_axis, on_attr_int(on, "axis", 0));
-    node_set_str(n, AK_reduction, on_attr_str(on, "reduction", "none"));
-    return on_done(on, n);
+    return on_set_enum(on, n, AK_reduction, on_attr_str(on, "reduction", "none")) &&
+           on_done(on, n);
 }
 
 bool import_scatter_nd(OnnxNode *on) {
     if (!on_need_inputs(on, 3, 3))
         return false;
     Node *n = on_node(on, NK_SCATTER_ND, 3, on->in, 1);
-    node_set_str(n, AK_reduction, on_attr_str(on, "reduction", "none"));
-    return on_done(on, n);
+    return on_set_enum(on, n, AK_reduction, on_attr_str(on, "reduction", "none")) &&
+           on_done(on, n);
 }
 
 /* ---- one-hot, triangles, top-k, reversal ------------------------------------ */

@@ -476,10 +476,10 @@ bool import_grid_sample(OnnxNode *on) {
     if (!on_need_inputs(on, 2, 2))
         return false;
     Node *n = on_node(on, NK_GRID_SAMPLE, 2, on->in, 1);
-    node_set_str(n, AK_mode, on_attr_str(on, "mode", "bilinear"));
-    node_set_str(n, AK_padding_mode, on_attr_str(on, "padding_mode", "zeros"));
     node_set_int(n, AK_align_corners, on_attr_int(on, "align_corners", 0));
-    return on_done(on, n);
+    return on_set_enum(on, n, AK_mode, on_attr_str(on, "mode", "bilinear")) &&
+           on_set_enum(on, n, AK_padding_mode, on_attr_str(on, "padding_mode", "zeros")) &&
+           on_done(on, n);
 }
 
 /* Before opset 16 RoiAlign had no coordinate_transformation_mode and
@@ -488,13 +488,13 @@ bool import_roi_align(OnnxNode *on) {
     if (!on_need_inputs(on, 3, 3))
         return false;
     Node *n = on_node(on, NK_ROI_ALIGN, 3, on->in, 1);
-    node_set_str(n, AK_mode, on_attr_str(on, "mode", "avg"));
     node_set_int(n, AK_output_height, on_attr_int(on, "output_height", 1));
     node_set_int(n, AK_output_width, on_attr_int(on, "output_width", 1));
     node_set_int(n, AK_sampling_ratio, on_attr_int(on, "sampling_ratio", 0));
     node_set_float(n, AK_spatial_scale, on_attr_float(on, "spatial_scale", 1.0f));
-    node_set_str(n, AK_coordinate_transformation_mode,
-                 on_attr_str(on, "coordinate_transformation_mode",
-                             on->opset < 16 ? "output_half_pixel" : "half_pixel"));
-    return on_done(on, n);
+    return on_set_enum(on, n, AK_mode, on_attr_str(on, "mode", "avg")) &&
+           on_set_enum(on, n, AK_coordinate_transformation_mode,
+                       on_attr_str(on, "coordinate_transformation_mode",
+                                   on->opset < 16 ? "output_half_pixel" : "half_pixel")) &&
+           on_done(on, n);
 }

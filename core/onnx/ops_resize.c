@@ -184,7 +184,7 @@ static Node *resize_node(OnnxNode *on, const ResizeGeom *g, const char *mode) {
     for (int i = 0; i < g->rank; i++)
         t.dims[i] = g->sizes[i];
     n->res[0].type = t;
-    node_set_str(n, AK_mode, mode);
+    node_set_enum(n, AK_mode, enum_by_name(ES_MODE, mode, strlen(mode)));
     if (g->scales_kept)
         node_set_floats(n, AK_scales, g->rank, g->scales);
     return n;
@@ -202,9 +202,9 @@ static bool resize_asymmetric(OnnxNode *on, ResizeGeom *g) {
     if (!result_sizes(on, g, "stretch"))
         return false;
     Node *n = resize_node(on, g, mode);
-    node_set_str(n, AK_coordinate_transformation_mode, "asymmetric");
+    node_set_enum(n, AK_coordinate_transformation_mode, CTM_ASYMMETRIC);
     if (!strcmp(mode, "nearest"))
-        node_set_str(n, AK_nearest_mode, "floor");
+        node_set_enum(n, AK_nearest_mode, NEAREST_FLOOR);
     return on_done(on, n);
 }
 
@@ -243,9 +243,9 @@ bool import_resize(OnnxNode *on) {
     if (!result_sizes(on, &g, policy))
         return false;
     Node *n = resize_node(on, &g, mode);
-    node_set_str(n, AK_coordinate_transformation_mode, ctm);
-    if (!strcmp(mode, "nearest"))
-        node_set_str(n, AK_nearest_mode, nearest);
+    if (!on_set_enum(on, n, AK_coordinate_transformation_mode, ctm) ||
+        (!strcmp(mode, "nearest") && !on_set_enum(on, n, AK_nearest_mode, nearest)))
+        return false;
     if (!strcmp(mode, "cubic"))
         node_set_float(n, AK_cubic_coeff_a, on_attr_float(on, "cubic_coeff_a", -0.75f));
     node_set_int(n, AK_exclude_outside, on_attr_int(on, "exclude_outside", 0));

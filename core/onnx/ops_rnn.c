@@ -94,7 +94,8 @@ static bool recurrent(OnnxNode *on, NodeKind k) {
             nres = i + 1;
     Node *n = on_node(on, k, lstm ? 8 : 6, ops, nres);
     node_set_int(n, AK_hidden_size, hidden);
-    node_set_str(n, AK_direction, dir);
+    if (!on_set_enum(on, n, AK_direction, dir))
+        return false;
     node_set_int(n, AK_layout, layout);
     if (on_has_attr(on, "clip"))
         node_set_float(n, AK_clip, on_attr_float(on, "clip", 0));

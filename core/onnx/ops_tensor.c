@@ -550,7 +550,7 @@ bool import_pad(OnnxNode *on) {
         return false;
     }
     Node *n = on_node(on, NK_PAD, 1, on->in, 1);
-    node_set_str(n, AK_mode, mode);
+    node_set_enum(n, AK_mode, enum_by_name(ES_MODE, mode, strlen(mode)));
     node_set_ints(n, AK_pads, np, pads);
     node_set_float(n, AK_value, (float)value);
     return on_done(on, n);
@@ -568,7 +568,7 @@ bool import_depth_to_space(OnnxNode *on) {
     }
     Node *n = on_node(on, NK_DEPTH_TO_SPACE, 1, on->in, 1);
     node_set_int(n, AK_blocksize, on_attr_int(on, "blocksize", 0));
-    node_set_str(n, AK_mode, mode);
+    node_set_enum(n, AK_mode, enum_by_name(ES_MODE, mode, strlen(mode)));
     return on_done(on, n);
 }
 

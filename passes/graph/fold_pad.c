@@ -26,7 +26,7 @@ static bool spatial_zero_pad(const Node *pad, int64_t *begin, int64_t *end, int 
     int k;
     const int64_t *p = node_attr_ints(pad, AK_pads, &k);
     int rank = pad->ops[0]->type.rank;
-    if (!p || k != 2 * rank || rank < 3 || strcmp(node_attr_str(pad, AK_mode, "constant"), "constant") ||
+    if (!p || k != 2 * rank || rank < 3 || node_attr_enum(pad, AK_mode, MODE_CONSTANT) != MODE_CONSTANT ||
         node_attr_float(pad, AK_value, 0) != 0)
         return false;
     if (p[0] || p[1] || p[rank] || p[rank + 1])

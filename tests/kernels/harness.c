@@ -9,13 +9,6 @@
 #include "backends/cpu/libjit/libjit.h"
 #include "core/lir.h"
 
-static const char *const strings[LJS_COUNT] = {
-    [LJS_UNKNOWN] = "",
-#define LJS_NAME(s) [LJS_##s] = #s,
-    LIBJIT_STRINGS(LJS_NAME)
-#undef LJS_NAME
-};
-
 void desc_begin(Desc *d, NodeKind kind, int nres) {
     memset(d, 0, sizeof *d);
     d->w[DESC_KIND] = kind;
@@ -70,12 +63,9 @@ void desc_float(Desc *d, AttrKey k, float v) {
 
 void desc_str(Desc *d, AttrKey k, const char *s) {
     int64_t *r = new_attr(d, k);
-    for (int i = 1; i < LJS_COUNT; i++)
-        if (!strcmp(strings[i], s))
-            r[2] = i;
     size_t len = strlen(s);
-    memcpy(r + 3, s, len);
-    r[1] = 1 + (int64_t)(len + 8) / 8;
+    memcpy(r + 2, s, len);
+    r[1] = (int64_t)(len + 8) / 8;
 }
 
 /* A fused activation by name (core/acts.def). */
@@ -96,7 +86,7 @@ void desc_from_instr(Desc *d, const LirInstr *i) {
         case AT_INT: desc_int(d, a->key, a->i); break;
         case AT_FLOAT: desc_float(d, a->key, a->f); break;
         case AT_ELEM: desc_int(d, a->key, a->elem); break;
-        case AT_ACT: desc_int(d, a->key, a->act); break;
+        case AT_ENUM: desc_int(d, a->key, a->i); break;
         case AT_STR: desc_str(d, a->key, a->s); break;
         case AT_INTS: desc_ints(d, a->key, a->ints.n, a->ints.v); break;
         case AT_FLOATS: {

@@ -93,11 +93,11 @@ static const char *const syntax_forms =
  * negative entries, FLOATS, STR, ELEM. */
 static const char *const attribute_types =
     "func @main(%x: f32<1x2x4x4>) -> (y: f32<1x2x6x6>, z: i8<1x2x4x4>) {\n"
-    "  %0 = pad(%x) {mode=\"reflect\" pads=[0,0,1,1,0,0,1,1] value=-0.5} : f32<1x2x6x6>\n"
+    "  %0 = pad(%x) {mode=reflect pads=[0,0,1,1,0,0,1,1] value=-0.5} : f32<1x2x6x6>\n"
     "  %1 = cast(%x) {to=i8} : i8<1x2x4x4>\n"
     "  %2 = leaky_relu(%x) {alpha=0.1} : f32<1x2x4x4>\n"
     "  %3 = clip(%x) {min=-inf max=inf} : f32<1x2x4x4>\n"
-    "  %4 = resize(%x) {mode=\"nearest\" scales=[1,1,1.5,1.5]} : f32<1x2x6x6>\n"
+    "  %4 = resize(%x) {mode=nearest scales=[1,1,1.5,1.5]} : f32<1x2x6x6>\n"
     "  %5 = slice(%x) {starts=[0,0,-1,0] ends=[1,2,-5,4] steps=[1,1,-1,2]} : f32<1x2x4x2>\n"
     "  %6 = reduce_sum(%x) {axes=[-1] keepdims=0} : f32<1x2x4>\n"
     "  %7 = einsum(%6, %6) {equation=\"abc,abc->ab\"} : f32<1x2>\n"

@@ -27,7 +27,7 @@ LJ_INLINE void fallback(const int64_t *d, void *const *ops, int64_t lo) {
 
 /* ---- reductions ------------------------------------------------------------ */
 
-typedef enum { RED_SUM, RED_MEAN, RED_MAX, RED_MIN } Red;
+typedef enum { RK_SUM, RK_MEAN, RK_MAX, RK_MIN } Red;
 
 /* x seen as [outer][len][inner] with the reduced axes in the middle; false
  * when they are not one block (axes of size 1 go either way). */
@@ -62,22 +62,22 @@ LJ_INLINE bool red_shape(const int64_t *d, RedShape *s) {
 }
 
 LJ_INLINE v16f red_vec(Red r, v16f acc, v16f v) {
-    return r == RED_MAX ? lj_max(acc, v) : r == RED_MIN ? lj_min(acc, v) : acc + v;
+    return r == RK_MAX ? lj_max(acc, v) : r == RK_MIN ? lj_min(acc, v) : acc + v;
 }
 
 LJ_INLINE float red_one(Red r, float acc, float v) {
-    return r == RED_MAX ? (v > acc ? v : acc) : r == RED_MIN ? (v < acc ? v : acc) : acc + v;
+    return r == RK_MAX ? (v > acc ? v : acc) : r == RK_MIN ? (v < acc ? v : acc) : acc + v;
 }
 
 /* max and min propagate NaN, as the interpreter's. */
 LJ_INLINE float red_one_nan(Red r, float acc, float v) {
-    if ((r == RED_MAX || r == RED_MIN) && (acc != acc || v != v))
+    if ((r == RK_MAX || r == RK_MIN) && (acc != acc || v != v))
         return __builtin_nanf("");
     return red_one(r, acc, v);
 }
 
 LJ_INLINE float red_init(Red r) {
-    return r == RED_MAX ? -__builtin_inff() : r == RED_MIN ? __builtin_inff() : 0.0f;
+    return r == RK_MAX ? -__builtin_inff() : r == RK_MIN ? __builtin_inff() : 0.0f;
 }
 
 /* One row of len contiguous values: four accumulators (latency), NaN
@@ -111,7 +111,7 @@ LJ_INLINE float red_row(Red r, const float *x, int64_t len) {
         s = red_one(r, s, x[i]);
         any_nan |= x[i] != x[i];
     }
-    return (r == RED_MAX || r == RED_MIN) && any_nan ? __builtin_nanf("") : s;
+    return (r == RK_MAX || r == RK_MIN) && any_nan ? __builtin_nanf("") : s;
 }
 
 /* y[0 .. inner) = reduction over len rows of inner values, inner apart. */
@@ -124,7 +124,7 @@ LJ_INLINE void red_cols(Red r, float *y, const float *x, int64_t len, int64_t in
         for (; i + LJ_VL <= inner; i += LJ_VL) {
             v16f a = lj_load(y + i), v = lj_load(row + i);
             v16f m = red_vec(r, a, v);
-            if (r == RED_MAX || r == RED_MIN)
+            if (r == RK_MAX || r == RK_MIN)
                 m = lj_select(v != v, v, lj_select(a != a, a, m));
             lj_store(y + i, m);
         }
@@ -153,7 +153,7 @@ LJ_INLINE void red_run(Red r, const int64_t *d, void *const *ops, int64_t lo, in
     int64_t o0 = min64(lo * rows, s.outer), o1 = min64(hi * rows, s.outer);
     float *y = ops[0];
     const float *x = ops[1];
-    float scale = r == RED_MEAN ? (float)(s.len ? s.len : 1) : 1.0f;
+    float scale = r == RK_MEAN ? (float)(s.len ? s.len : 1) : 1.0f;
     for (int64_t o = o0; o < o1; o++) {
         float *yo = y + o * s.inner;
         const float *xo = x + o * per;
@@ -161,7 +161,7 @@ LJ_INLINE void red_run(Red r, const int64_t *d, void *const *ops, int64_t lo, in
             yo[0] = red_row(r, xo, s.len);
         else
             red_cols(r, yo, xo, s.len, s.inner);
-        if (r == RED_MEAN)
+        if (r == RK_MEAN)
             for (int64_t i = 0; i < s.inner; i++)
                 yo[i] /= scale;
     }
@@ -176,10 +176,10 @@ LJ_INLINE void red_run(Red r, const int64_t *d, void *const *ops, int64_t lo, in
         red_run(RED, d, ops, lo, hi);                                                         \
     }
 
-REDUCE_KERNEL(reduce_sum, RED_SUM)
-REDUCE_KERNEL(reduce_mean, RED_MEAN)
-REDUCE_KERNEL(reduce_max, RED_MAX)
-REDUCE_KERNEL(reduce_min, RED_MIN)
+REDUCE_KERNEL(reduce_sum, RK_SUM)
+REDUCE_KERNEL(reduce_mean, RK_MEAN)
+REDUCE_KERNEL(reduce_max, RK_MAX)
+REDUCE_KERNEL(reduce_min, RK_MIN)
 
 /* ---- strided copies --------------------------------------------------------- */
 
