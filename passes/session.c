@@ -478,7 +478,7 @@ static bool run_pass(Session *s, const PassInfo *pi, PassContext *ctx) {
 /* A verifier's finding as one line: where (line:col or the node) and what. */
 static void describe_diag(const Diag *g, StrBuf *out) {
     if (g->loc.line > 0)
-        sb_printf(out, "%d:%d: ", g->loc.line, g->loc.col);
+        sb_printf(out, "line %d:%d: ", g->loc.line, g->loc.col);
     if (g->where)
         sb_printf(out, "%s: ", g->where);
     sb_append(out, g->msg);
