@@ -12,6 +12,7 @@
 #include <llvm-c/BitWriter.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
+#include <llvm-c/Transforms/PassBuilder.h>
 
 typedef int (*EntryFn)(uint8_t *, uint8_t *, uint8_t *, void *);
 typedef void *(*RuntimeNewFn)(int);
@@ -176,6 +177,14 @@ bool cpu_snapshot_run(const CpuSnapshot *s, LirProgram *p, int threads, Tensor *
         cpu_module_free(m);
         return false;
     }
+    /* Only what the entry point reaches is compiled: the unoptimised step
+     * carries every libjit kernel, and dropping the ones no instruction calls
+     * changes nothing the program computes. */
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef err = LLVMRunPasses(m->mod, "globaldce", m->tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (err)
+        LLVMConsumeError(err); /* only a saving: run the whole module then */
     CpuExec *e = cpu_jit(m, threads, d);
     cpu_module_free(m);
     bool ok = e && cpu_exec_run(e, inputs, outputs, a, d);
