@@ -577,8 +577,9 @@ bool session_step(Session *s) {
     st->one_order = ctx.one_order;
     st->failed = s->diags.errors > errors || (pi->level == PASS_LIR && !s->lir) ||
                  (pi->level == PASS_CODEGEN && !changed);
-    bool invalid = !st->failed && !s->opt.no_verify && pi->level != PASS_CODEGEN &&
-                   !verify_step(s, pi, s->nsteps - 1);
+    bool verify = !st->failed && !s->opt.no_verify && pi->level != PASS_CODEGEN;
+    bool invalid = verify && !verify_step(s, pi, s->nsteps - 1);
+    st->verify_seconds = verify ? now() - t1 : 0;
     st->failed |= invalid;
     if (st->failed) {
         /* The step before stays printable; this one shows the broken IR. */

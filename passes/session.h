@@ -51,6 +51,7 @@ typedef struct Step {
     int64_t peak_before, peak_after; /* schedule only */
     bool one_order;                  /* schedule: no other order exists */
     double seconds;
+    double verify_seconds; /* the verifier after it (not with --no-verify) */
 } Step;
 
 typedef struct Session {
