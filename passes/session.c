@@ -582,15 +582,19 @@ bool session_step(Session *s) {
     st->verify_seconds = verify ? now() - t1 : 0;
     st->failed |= invalid;
     if (st->failed) {
-        /* The step before stays printable; this one shows the broken IR. */
+        /* The step before stays printable; this one shows the broken IR,
+         * as text and as a copy to draw (never to run: session_run_step
+         * refuses a failed step). */
         StrBuf sb;
         sb_init(&sb);
         if (pi->level == PASS_LIR && s->lir) {
             lir_print(s->lir, NULL, &sb);
             st->lir_text = sb_take(&sb);
-        } else if (s->work) {
+            st->lir = lir_clone(s->lir);
+        } else if (s->work && pi->level != PASS_CODEGEN) {
             print_module(s->work, NULL, &sb);
             st->text = sb_take(&sb);
+            st->graph = module_clone(s->work);
         }
         sb_free(&sb);
         if (invalid)

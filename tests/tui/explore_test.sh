@@ -314,6 +314,8 @@ keys c
 expect "(failed) | compare | error: step 2 (test-break-types) failed: its IR cannot run"
 keys 6                                   # the lines the broken pass changed
 expect "+++ step 2 test-break-types (graph)"
+keys 2                                   # the broken graph is drawn, its bad type shown
+expect 'conv\nConv_0\nf32<1x2x4x4x7>'
 keys 2 3 4 5 7 1                         # every view of the broken step
 expect "func @main"
 keys p
