@@ -581,6 +581,7 @@ bool session_step(Session *s) {
     bool invalid = verify && !verify_step(s, pi, s->nsteps - 1);
     st->verify_seconds = verify ? now() - t1 : 0;
     st->failed |= invalid;
+    st->invalid = invalid;
     if (st->failed) {
         /* The step before stays printable; this one shows the broken IR,
          * as text and as a copy to draw (never to run: session_run_step

@@ -35,6 +35,7 @@ typedef struct Step {
     PassLevel level;
     bool changed;
     bool failed;      /* the pass failed or broke the verifier */
+    bool invalid;     /* failed: the verifier rejected the IR the pass left */
     Module *graph;    /* the graph after this step (graph steps only) */
     char *text;       /* the graph's text IR (LIR steps: the graph irgen saw) */
     LirProgram *lir;  /* the low-level program after this step (from irgen on) */

@@ -1530,7 +1530,8 @@ static int bisect_step(Session *s, int k, Tensor *const *inputs, Tensor **ref,
                        const Tolerance *tol, double *max_seen, StrBuf *out, DiagList *d) {
     const Step *st = &s->steps[k];
     if (st->failed) {
-        sb_printf(out, "FIRST BAD PASS: %s (step %d) failed\n", st->name, k);
+        sb_printf(out, "FIRST BAD PASS: %s (step %d) %s\n", st->name, k,
+                  st->invalid ? "produced invalid IR" : "failed");
         show_change(s, k, out);
         return 1;
     }
