@@ -215,3 +215,31 @@ bool lir_verify(LirProgram *p, DiagList *d) {
     free(v.state);
     return v.ok;
 }
+
+/* A placed buffer lies inside its memory: the arena for activations, the
+ * mutable area for inputs and outputs. */
+static bool check_plan(const LirProgram *p, DiagList *d) {
+    bool ok = true;
+    for (int b = 0; b < p->nbufs; b++) {
+        const LirBuf *x = p->bufs[b];
+        if (x->dead || (x->kind != LB_ALLOC && x->kind != LB_IN && x->kind != LB_OUT))
+            continue;
+        int64_t size = x->kind == LB_ALLOC ? p->arena_bytes : p->mutable_bytes;
+        int64_t bytes = (int64_t)type_bytes(&x->type);
+        if (x->address < 0 || bytes > size || x->address > size - bytes) {
+            char nm[64];
+            diag_error(d, NULL, "%s (%lld bytes at %lld) lies outside its memory of %lld bytes",
+                       buf_name(x, nm, sizeof nm), (long long)bytes, (long long)x->address,
+                       (long long)size);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+bool lir_check_runnable(LirProgram *p, const char *who, DiagList *d) {
+    bool ok = lir_verify(p, d) && (!p->allocated || check_plan(p, d));
+    if (!ok)
+        diag_note(d, NULL, "%s does not run invalid low-level IR", who);
+    return ok;
+}

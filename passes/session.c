@@ -155,7 +155,7 @@ static void snapshot_llvm(Session *s, Step *st) {
     const Step *prev = &s->steps[s->nsteps - 2];
     st->text = prev->text ? strdup(prev->text) : NULL;
     st->lir_text = prev->lir_text ? strdup(prev->lir_text) : NULL;
-    st->lir = prev->lir ? lir_clone(prev->lir) : NULL;
+    st->lir = s->lir ? lir_clone(s->lir) : NULL; /* the program the LLVM IR was made from */
     st->nnodes = prev->nnodes;
     st->nconsts = prev->nconsts;
     st->ninstrs = prev->ninstrs;
@@ -167,6 +167,7 @@ static void snapshot_llvm(Session *s, Step *st) {
     sb_init(&sb);
     cpu_print_llvm(s->cpu, &sb);
     st->llvm_text = sb_take(&sb);
+    st->native = cpu_snapshot(s->cpu);
     DiffCounts dc = textdiff_count(prev->llvm_text ? prev->llvm_text : "", st->llvm_text);
     st->lines_added = dc.added;
     st->lines_removed = dc.removed;
@@ -179,6 +180,7 @@ static void free_step(Step *st) {
     free(st->llvm_text);
     module_destroy(st->graph);
     lir_destroy(st->lir);
+    cpu_snapshot_free(st->native);
 }
 
 /* ---- loading -------------------------------------------------------------------- */
@@ -402,9 +404,17 @@ bool session_done(const Session *s) {
     return (!s->work && !s->lir) || s->next >= s->npipeline;
 }
 
-static bool run_codegen(Session *s, const PassInfo *pi) {
+/* Under --break-pass, codegen and llvm-opt miscompile as the other steps
+ * do (pass_rewrote): the entry point perturbs an output, deterministically. */
+static bool break_native(Session *s, PassContext *ctx) {
+    if (ctx->break_this_pass && !ctx->broken && cpu_break_module(s->cpu))
+        ctx->broken = true;
+    return true;
+}
+
+static bool run_codegen(Session *s, const PassInfo *pi, PassContext *ctx) {
     if (pi->step == STEP_LLVM_OPT)
-        return s->cpu && cpu_optimize(s->cpu, &s->diags);
+        return s->cpu && cpu_optimize(s->cpu, &s->diags) && break_native(s, ctx);
     CpuOptions co = {.target_cpu = s->opt.target_cpu,
                      .fallback = s->opt.fallback,
                      .output = (CpuOutput)s->opt.cpu_output,
@@ -419,13 +429,13 @@ static bool run_codegen(Session *s, const PassInfo *pi) {
                   sb_str(&sb));
         sb_free(&sb);
     }
-    return s->cpu != NULL;
+    return s->cpu && break_native(s, ctx);
 }
 
 /* Runs one pass on the working IR; true if it changed it. */
 static bool run_pass(Session *s, const PassInfo *pi, PassContext *ctx) {
     if (pi->step == STEP_CODEGEN || pi->step == STEP_LLVM_OPT)
-        return run_codegen(s, pi);
+        return run_codegen(s, pi, ctx);
     if (pi->step == STEP_IRGEN) {
         s->lir = irgen(s->work->main, &s->diags);
         if (s->lir)
@@ -445,16 +455,82 @@ static bool run_pass(Session *s, const PassInfo *pi, PassContext *ctx) {
     return changed;
 }
 
-static bool verify_step(Session *s, const PassInfo *pi) {
+/* A verifier's finding as one line: where (line:col or the node) and what. */
+static void describe_diag(const Diag *g, StrBuf *out) {
+    if (g->loc.line > 0)
+        sb_printf(out, "line %d:%d: ", g->loc.line, g->loc.col);
+    if (g->where)
+        sb_printf(out, "%s: ", g->where);
+    sb_append(out, g->msg);
+}
+
+/* "pass 'P' (step N) produced invalid IR: <the first finding>", then the
+ * verifier's other findings as they are. */
+static bool verify_step(Session *s, const PassInfo *pi, int step) {
     DiagList vd;
     diag_init(&vd, s->path);
     bool ok = pi->level == PASS_LIR ? lir_verify(s->lir, &vd) : verify_function(s->work->main, &vd);
     if (!ok) {
-        diag_error(&s->diags, NULL, "pass '%s' broke the verifier:", pi->name);
-        diag_append(&s->diags, &vd);
+        StrBuf sb;
+        sb_init(&sb);
+        const Diag *first = vd.head;
+        while (first && first->level != DIAG_ERROR)
+            first = first->next;
+        if (first)
+            describe_diag(first, &sb);
+        else
+            sb_append(&sb, "the verifier failed");
+        diag_error(&s->diags, NULL, "pass '%s' (step %d) produced invalid IR: %s", pi->name, step,
+                   sb_str(&sb));
+        sb_free(&sb);
+        for (const Diag *g = vd.head; g; g = g->next)
+            if (g != first)
+                diag_add(&s->diags, g->level, g->where, g->loc, g->src_line, "%s", g->msg);
     }
     diag_free(&vd);
     return ok;
+}
+
+/* The lines a broken step changed, as a note after the error: the unified
+ * diff of its text against the previous step's (first 60 lines). */
+static void note_broken_lines(Session *s, const Step *st) {
+    const Step *prev = &s->steps[s->nsteps - 2];
+    bool lir = st->lir_text != NULL;
+    const char *a = lir ? prev->lir_text : prev->text, *b = lir ? st->lir_text : st->text;
+    if (!b)
+        return;
+    StrBuf diff, note;
+    sb_init(&diff);
+    sb_init(&note);
+    textdiff_unified(a ? a : "", b, prev->name, st->name, 1, &diff);
+    int lines = 0;
+    const char *p = sb_str(&diff);
+    for (; *p && lines < 60; lines++) {
+        const char *e = strchr(p, '\n');
+        int len = e ? (int)(e - p) : (int)strlen(p);
+        sb_printf(&note, "\n  %.*s", len, p);
+        p = e ? e + 1 : p + len;
+    }
+    if (*p)
+        sb_append(&note, "\n  ...");
+    diag_note(&s->diags, NULL, "the lines '%s' changed:%s", st->name,
+              lines ? sb_str(&note) : " none (the change does not show in the text)");
+    sb_free(&diff);
+    sb_free(&note);
+}
+
+/* --break-pass=P that struck nothing by the end of the pipeline: P did not
+ * run, or changed nothing to perturb. Said once, as a warning. */
+static void warn_unbroken(Session *s) {
+    if (!s->opt.break_pass || s->broken || !session_done(s))
+        return;
+    bool ran = false;
+    for (int i = 1; i < s->nsteps; i++)
+        ran |= !strcmp(s->steps[i].name, s->opt.break_pass);
+    diag_add(&s->diags, DIAG_WARNING, NULL, (SrcLoc){0}, NULL,
+             ran ? "--break-pass=%s: '%s' changed nothing, so nothing was broken"
+                 : "--break-pass=%s: '%s' is not in the pipeline, so nothing was broken",
+             s->opt.break_pass, s->opt.break_pass);
 }
 
 bool session_step(Session *s) {
@@ -481,20 +557,29 @@ bool session_step(Session *s) {
     st->one_order = ctx.one_order;
     st->failed = s->diags.errors > errors || (pi->level == PASS_LIR && !s->lir) ||
                  (pi->level == PASS_CODEGEN && !changed);
-    if (!st->failed && s->opt.verify_each && pi->level != PASS_CODEGEN && !verify_step(s, pi))
-        st->failed = true;
+    bool verify = !st->failed && !s->opt.no_verify && pi->level != PASS_CODEGEN;
+    bool invalid = verify && !verify_step(s, pi, s->nsteps - 1);
+    st->verify_seconds = verify ? now() - t1 : 0;
+    st->failed |= invalid;
+    st->invalid = invalid;
     if (st->failed) {
-        /* The step before stays printable; this one shows the broken IR. */
+        /* The step before stays printable; this one shows the broken IR,
+         * as text and as a copy to draw (never to run: session_run_step
+         * refuses a failed step). */
         StrBuf sb;
         sb_init(&sb);
         if (pi->level == PASS_LIR && s->lir) {
             lir_print(s->lir, NULL, &sb);
             st->lir_text = sb_take(&sb);
-        } else if (s->work) {
+            st->lir = lir_clone(s->lir);
+        } else if (s->work && pi->level != PASS_CODEGEN) {
             print_module(s->work, NULL, &sb);
             st->text = sb_take(&sb);
+            st->graph = module_clone(s->work);
         }
         sb_free(&sb);
+        if (invalid)
+            note_broken_lines(s, st);
         return false;
     }
     if (pi->level == PASS_CODEGEN)
@@ -503,6 +588,7 @@ bool session_step(Session *s) {
         snapshot_lir(s, st);
     else
         snapshot(s, st);
+    warn_unbroken(s);
     return true;
 }
 
@@ -690,6 +776,8 @@ bool session_run_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs
         diag_error(d, NULL, "step %d (%s) failed: its IR cannot run", k, st->name);
         return false;
     }
+    if (st->native)
+        return cpu_snapshot_run(st->native, st->lir, s->opt.threads, inputs, outputs, a, d);
     if (st->graph)
         return interp_run(st->graph->main, inputs, outputs, a, d, observe ? observe_node : NULL,
                           &so);
@@ -697,4 +785,8 @@ bool session_run_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs
         return run_lir_step(st, inputs, outputs, a, d, &so);
     diag_error(d, NULL, "step %d (%s) has no IR the interpreter runs", k, st->name);
     return false;
+}
+
+bool session_step_is_native(const Session *s, int k) {
+    return k >= 0 && k < s->nsteps && s->steps[k].native;
 }

@@ -21,7 +21,7 @@ typedef struct SessionOptions {
     int nknown;
     uint64_t max_memory;
     const char *break_pass; /* --break-pass */
-    bool verify_each;       /* run the verifier after every pass */
+    bool no_verify;         /* --no-verify: skip the verifier after each pass (the default runs it) */
     const Backend *backend; /* what lowering targets (default: interp) */
     const char *target_cpu; /* cpu backend: NULL for the host */
     bool fallback;          /* cpu backend: --fallback=interp */
@@ -35,11 +35,13 @@ typedef struct Step {
     PassLevel level;
     bool changed;
     bool failed;      /* the pass failed or broke the verifier */
+    bool invalid;     /* failed: the verifier rejected the IR the pass left */
     Module *graph;    /* the graph after this step (graph steps only) */
     char *text;       /* the graph's text IR (LIR steps: the graph irgen saw) */
     LirProgram *lir;  /* the low-level program after this step (from irgen on) */
     char *lir_text;
     char *llvm_text;  /* the LLVM IR after codegen / after llvm-opt */
+    struct CpuSnapshot *native; /* that LLVM IR, kept to be JIT-compiled and run */
     int ninstrs;
     int64_t arena_bytes, lower_bound, naive_bytes; /* allocate */
     int nnodes, nconsts;
@@ -50,6 +52,7 @@ typedef struct Step {
     int64_t peak_before, peak_after; /* schedule only */
     bool one_order;                  /* schedule: no other order exists */
     double seconds;
+    double verify_seconds; /* the verifier after it (not with --no-verify) */
 } Step;
 
 typedef struct Session {
@@ -122,9 +125,14 @@ typedef void (*StepObserver)(void *ctx, const char *name, int result, const Tens
 
 /* Runs the model as it is after step k: a graph step on the interpreter, a
  * low-level step on a copy of its program, given a memory plan when it has
- * none yet. Inputs as for session_execute; `observe` may be NULL. */
+ * none yet, a codegen or llvm-opt step as native code (its LLVM IR
+ * JIT-compiled). Inputs as for session_execute; `observe` may be NULL, and
+ * is not called at a native step (see session_step_is_native). */
 bool session_run_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs, Arena *a,
                       DiagList *d, StepObserver observe, void *observe_ctx);
+
+/* Step k runs as native code: only its outputs are seen, not each value. */
+bool session_step_is_native(const Session *s, int k);
 
 /* The pipelines by level, NULL-terminated. */
 const char *const *pipeline_by_level(const char *level);

@@ -74,8 +74,10 @@ bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagL
         *bad = !add_input(ca, v, d);
     } else if ((v = option_value("--break-pass", argc, argv, i))) {
         ca->break_pass = v;
+    } else if (!strcmp(a, "--no-verify")) {
+        ca->no_verify = true;
     } else if (!strcmp(a, "--verify-each")) {
-        ca->verify_each = true;
+        ca->no_verify = false; /* verifying is the default; the old switch still says so */
     } else if ((v = option_value("--backend", argc, argv, i))) {
         ca->backend = v;
     } else if ((v = option_value("--target-cpu", argc, argv, i))) {
@@ -168,7 +170,7 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
         .known = known,
         .nknown = known ? ca->ninputs : 0,
         .break_pass = ca->break_pass,
-        .verify_each = ca->verify_each,
+        .no_verify = ca->no_verify,
         .backend = ca->backend ? backend_find(ca->backend) : NULL,
         .target_cpu = ca->target_cpu,
         .fallback = ca->fallback,

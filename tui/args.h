@@ -18,7 +18,7 @@ typedef struct CommonArgs {
     Tensor *input_values[MAX_CLI_INPUTS];
     int ninputs;
     const char *break_pass;
-    bool verify_each;
+    bool no_verify; /* --no-verify: no verifier between passes */
     const char *backend;
     const char *target_cpu;
     int threads;

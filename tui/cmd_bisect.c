@@ -20,8 +20,8 @@ static int bisect(CommonArgs *ca, const Tolerance *tol, DiagList *d) {
         found = explore_bisect_session(s, inputs, tol, &out, d);
         fputs(sb_str(&out), stdout);
         sb_free(&out);
-        if (s && found == 1)
-            diag_append(d, &s->diags); /* why a failing pass failed */
+        if (s && found >= 0)
+            diag_append(d, &s->diags); /* why a failing pass failed; a --break-pass that did nothing */
     }
     session_free(s);
     arena_destroy(a);

@@ -27,7 +27,7 @@ typedef struct ConformOptions {
     int jobs;
     int timeout_s;
     bool verbose;
-    bool verify_each;
+    bool no_verify;
     bool fallback;
 } ConformOptions;
 
@@ -161,7 +161,7 @@ static ResultKind run_data_set(const char *test, const char *set, const ConformO
     KnownInput known[MAX_IO];
     for (int i = 0; i < nin; i++)
         known[i] = (KnownInput){in_names[i][0] ? in_names[i] : NULL, i, ins[i]};
-    SessionOptions so = {.known = known, .nknown = nin, .verify_each = o->verify_each,
+    SessionOptions so = {.known = known, .nknown = nin, .no_verify = o->no_verify,
                          .backend = o->backend, .fallback = o->fallback,  .threads = 1,
                          .max_memory = cli_physical_memory()};
     s = session_open(model, &so);
@@ -430,8 +430,10 @@ int cmd_conform(int argc, char **argv) {
             o.pipeline = a;
         else if (!strncmp(a, "--passes=", 9))
             o.pipeline = a + 9;
+        else if (!strcmp(a, "--no-verify"))
+            o.no_verify = true;
         else if (!strcmp(a, "--verify-each"))
-            o.verify_each = true;
+            o.no_verify = false; /* the default; the old switch still says so */
         else if (!strcmp(a, "--fallback=interp"))
             o.fallback = true;
         else if (!strncmp(a, "--backend=", 10)) {

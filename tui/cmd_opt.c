@@ -47,9 +47,11 @@ static void print_step_text(const Step *st) {
 }
 
 static void print_timing(const Session *s) {
-    double total = 0;
-    for (int i = 0; i < s->nsteps; i++)
-        total += s->steps[i].seconds;
+    double total = 0, verify = 0;
+    for (int i = 0; i < s->nsteps; i++) {
+        total += s->steps[i].seconds + s->steps[i].verify_seconds;
+        verify += s->steps[i].verify_seconds;
+    }
     fprintf(stderr, "===-------------------------------------------===\n");
     fprintf(stderr, "  pass timing (total %.4f s)\n", total);
     fprintf(stderr, "  %10s %7s  %s\n", "seconds", "share", "step");
@@ -58,6 +60,9 @@ static void print_timing(const Session *s) {
         fprintf(stderr, "  %10.4f %6.1f%%  %s\n", st->seconds,
                 total > 0 ? 100 * st->seconds / total : 0, st->name);
     }
+    if (verify > 0) /* what --no-verify saves */
+        fprintf(stderr, "  %10.4f %6.1f%%  (the verifier, after every pass)\n", verify,
+                total > 0 ? 100 * verify / total : 0);
 }
 
 static void print_stats(const Session *s) {

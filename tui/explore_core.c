@@ -1204,7 +1204,11 @@ bool explore_run(const Explorer *e, char *const *inputs, int ninputs, StrBuf *ou
     Tensor **got = ok ? run_at(e, k, &ri, d) : NULL;
     Tensor **ref = got && k > 0 ? run_at(e, 0, &ri, d) : got;
     if (ref) {
-        sb_printf(out, "run at step %d (%s) on the interpreter\n", k, e->s->steps[k].name);
+        const Step *st = &e->s->steps[k];
+        sb_printf(out, "run at step %d (%s) %s\n", k, st->name,
+                  session_step_is_native(e->s, k) ? "as native code (JIT)"
+                  : st->graph                     ? "on the interpreter"
+                                                  : "on the LIR interpreter");
         describe_inputs(e, &ri, out);
         for (int i = 0; i < session_noutputs(e->s); i++) {
             sb_printf(out, "  output '%s' ", session_output_name(e->s, i));
@@ -1497,6 +1501,8 @@ bool explore_compare(const Explorer *e, char *const *inputs, int ninputs, StrBuf
         sb_printf(out, "compare step %d (%s) with step 0 (import), values matched by name, "
                        "rtol %g\n",
                   k, s->steps[k].name, e->tol.rtol);
+        if (session_step_is_native(s, k))
+            sb_append(out, "  (native code: only the graph's outputs are seen at this step)\n");
         print_records(&c, out);
     }
     free(c.ref.e);
@@ -1537,9 +1543,10 @@ static void show_change(const Session *s, int k, StrBuf *out) {
     StrBuf sb;
     sb_init(&sb);
     const Step *a = &s->steps[k - 1], *b = &s->steps[k];
-    bool lir = b->lir_text != NULL;
-    textdiff_unified(lir ? (a->lir_text ? a->lir_text : "") : a->text ? a->text : "",
-                     lir ? b->lir_text : b->text ? b->text : "", a->name, b->name, 1, &sb);
+    /* The step's own form: LLVM IR at codegen and after, else LIR, else the graph. */
+    const char *ta = b->llvm_text ? a->llvm_text : b->lir_text ? a->lir_text : a->text;
+    const char *tb = b->llvm_text ? b->llvm_text : b->lir_text ? b->lir_text : b->text;
+    textdiff_unified(ta ? ta : "", tb ? tb : "", a->name, b->name, 1, &sb);
     sb_printf(out, "what %s changed:\n", b->name);
     int lines = 0;
     for (const char *p = sb_str(&sb); *p && lines < 60; lines++) {
@@ -1581,7 +1588,8 @@ static int bisect_step(Session *s, int k, Tensor *const *inputs, Tensor **ref,
                        const Tolerance *tol, double *max_seen, StrBuf *out, DiagList *d) {
     const Step *st = &s->steps[k];
     if (st->failed) {
-        sb_printf(out, "FIRST BAD PASS: %s (step %d) failed\n", st->name, k);
+        sb_printf(out, "FIRST BAD PASS: %s (step %d) %s\n", st->name, k,
+                  st->invalid ? "produced invalid IR" : "failed");
         show_change(s, k, out);
         return 1;
     }

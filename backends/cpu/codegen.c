@@ -17,6 +17,7 @@
 #include <llvm-c/BitReader.h>
 
 #include "backends/cpu/libjit/desc.h"
+#include "core/lir_verify.h"
 
 enum { MAX_DESC = 4096 };
 
@@ -375,6 +376,11 @@ CpuModule *cpu_codegen(LirProgram *p, const CpuOptions *o, DiagList *d) {
         diag_error(d, NULL, "code generation needs a memory plan (run allocate first)");
         return NULL;
     }
+    /* The kernels trust every shape they are given: ill-typed IR (a pass
+     * run with --no-verify) is refused here, not compiled into code that
+     * writes out of bounds. */
+    if (!lir_check_runnable(p, "the cpu backend", d))
+        return NULL;
     CpuModule *m = cpu_module_new(p, o, d);
     if (!m)
         return NULL;

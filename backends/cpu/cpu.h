@@ -51,6 +51,22 @@ CpuExec *cpu_jit(CpuModule *m, int threads, DiagList *d);
 bool cpu_exec_run(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a, DiagList *d);
 void cpu_exec_free(CpuExec *e);
 
+/* A frozen copy of a module's LLVM IR (its bitcode), so that a step of the
+ * pipeline can be run as native code after later steps changed the module:
+ * each run parses it into a fresh module, JIT-compiles it for program p
+ * (the program it was generated from) and runs it once. */
+typedef struct CpuSnapshot CpuSnapshot;
+CpuSnapshot *cpu_snapshot(const CpuModule *m);
+void cpu_snapshot_free(CpuSnapshot *s);
+bool cpu_snapshot_run(const CpuSnapshot *s, LirProgram *p, int threads, Tensor *const *inputs,
+                      Tensor **outputs, Arena *a, DiagList *d);
+
+/* --break-pass for codegen and llvm-opt: the entry point is wrapped so that
+ * after the program it maps every element x of the first output to 2x + 1
+ * (x + 1 for integers, x xor 1 for booleans) -- a deliberate, deterministic
+ * miscompile that bisection must find. False if there is no output. */
+bool cpu_break_module(CpuModule *m);
+
 /* Ahead of time: an executable (object linked with clang-19 against libc,
  * libm and pthreads), or a bundle (DIR/NAME.o, NAME.h, NAME.weights). The
  * module must have been generated for that output and optimised. */

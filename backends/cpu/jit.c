@@ -1,14 +1,18 @@
 /* JIT execution through LLVM's ORC LLJIT: the optimised module is compiled
  * for the host, symbols it does not define (libc, libm, pthreads) resolve
  * against the process, and the entry point is called on memories laid out
- * by the program's plan. */
+ * by the program's plan. Also the snapshots of a module that the session
+ * keeps per step, to run any step as native code. */
 #include "backends/cpu/cpu_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
+#include <llvm-c/Transforms/PassBuilder.h>
 
 typedef int (*EntryFn)(uint8_t *, uint8_t *, uint8_t *, void *);
 typedef void *(*RuntimeNewFn)(int);
@@ -137,4 +141,53 @@ bool cpu_exec_run(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a,
         outputs[nout++] = t;
     }
     return true;
+}
+
+/* ---- snapshots: a step's LLVM IR, run later ---------------------------------- */
+
+struct CpuSnapshot {
+    CpuOptions opt;
+    LLVMMemoryBufferRef bitcode;
+};
+
+CpuSnapshot *cpu_snapshot(const CpuModule *m) {
+    if (!m || !m->mod || m->opt.output != CPU_JIT)
+        return NULL; /* executables and bundles are written, not run here */
+    CpuSnapshot *s = calloc(1, sizeof *s);
+    s->opt = m->opt;
+    s->bitcode = LLVMWriteBitcodeToMemoryBuffer(m->mod);
+    return s;
+}
+
+void cpu_snapshot_free(CpuSnapshot *s) {
+    if (!s)
+        return;
+    LLVMDisposeMemoryBuffer(s->bitcode);
+    free(s);
+}
+
+bool cpu_snapshot_run(const CpuSnapshot *s, LirProgram *p, int threads, Tensor *const *inputs,
+                      Tensor **outputs, Arena *a, DiagList *d) {
+    CpuModule *m = cpu_module_new(p, &s->opt, d);
+    if (!m)
+        return false;
+    /* The parser does not take the buffer; the module gets a fresh context. */
+    if (LLVMParseBitcodeInContext2(m->ctx, s->bitcode, &m->mod)) {
+        diag_error(d, NULL, "cannot read back the step's LLVM IR");
+        cpu_module_free(m);
+        return false;
+    }
+    /* Only what the entry point reaches is compiled: the unoptimised step
+     * carries every libjit kernel, and dropping the ones no instruction calls
+     * changes nothing the program computes. */
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef err = LLVMRunPasses(m->mod, "globaldce", m->tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (err)
+        LLVMConsumeError(err); /* only a saving: run the whole module then */
+    CpuExec *e = cpu_jit(m, threads, d);
+    cpu_module_free(m);
+    bool ok = e && cpu_exec_run(e, inputs, outputs, a, d);
+    cpu_exec_free(e);
+    return ok;
 }

@@ -291,3 +291,75 @@ bool cpu_weights_blob(const LirProgram *p, unsigned char *blob, DiagList *d) {
     }
     return true;
 }
+
+/* ---- --break-pass: a deliberate miscompile ------------------------------------ */
+
+static const LirBuf *first_output(const LirProgram *p) {
+    for (int b = 0; b < p->nbufs; b++)
+        if (p->bufs[b]->kind == LB_OUT && !p->bufs[b]->dead)
+            return p->bufs[b];
+    return NULL;
+}
+
+/* out[i] = 2 out[i] + 1 for i in [0, n): a loop appended where b stands. */
+static void emit_perturbation(CpuModule *m, LLVMBuilderRef b, LLVMValueRef fn,
+                              LLVMValueRef mutables, const LirBuf *out) {
+    LLVMContextRef c = m->ctx;
+    ElemKind k = out->type.elem;
+    bool is_float = k == ELEM_F32 || k == ELEM_F64;
+    LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i64 = LLVMInt64TypeInContext(c);
+    LLVMTypeRef ty = k == ELEM_F32   ? LLVMFloatTypeInContext(c)
+                     : k == ELEM_F64 ? LLVMDoubleTypeInContext(c)
+                                     : LLVMIntTypeInContext(c, (unsigned)elem_size(k) * 8);
+    LLVMValueRef off = LLVMConstInt(i64, (unsigned long long)out->address, false);
+    LLVMValueRef base = LLVMBuildGEP2(b, i8, mutables, &off, 1, "broken");
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(c, fn, "break.loop");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, fn, "break.done");
+    LLVMBuildBr(b, loop);
+    LLVMPositionBuilderAtEnd(b, loop);
+    LLVMValueRef i = LLVMBuildPhi(b, i64, "i");
+    LLVMValueRef at = LLVMBuildGEP2(b, ty, base, &i, 1, "");
+    LLVMValueRef x = LLVMBuildLoad2(b, ty, at, "");
+    LLVMValueRef y;
+    if (is_float)
+        y = LLVMBuildFAdd(b, LLVMBuildFMul(b, x, LLVMConstReal(ty, 2), ""), LLVMConstReal(ty, 1),
+                          "");
+    else if (k == ELEM_BOOL)
+        y = LLVMBuildXor(b, x, LLVMConstInt(ty, 1, false), "");
+    else
+        y = LLVMBuildAdd(b, x, LLVMConstInt(ty, 1, false), "");
+    LLVMBuildStore(b, y, at);
+    LLVMValueRef next = LLVMBuildAdd(b, i, LLVMConstInt(i64, 1, false), "");
+    LLVMValueRef zero = LLVMConstInt(i64, 0, false);
+    LLVMAddIncoming(i, (LLVMValueRef[]){zero, next}, (LLVMBasicBlockRef[]){from, loop}, 2);
+    LLVMValueRef n = LLVMConstInt(i64, (unsigned long long)type_numel(&out->type), false);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, next, n, ""), loop, done);
+    LLVMPositionBuilderAtEnd(b, done);
+}
+
+/* The entry point becomes an internal "NAME.unbroken"; a new NAME calls it
+ * and then perturbs the first output. */
+bool cpu_break_module(CpuModule *m) {
+    const LirBuf *out = first_output(m->p);
+    LLVMValueRef inner = LLVMGetNamedFunction(m->mod, m->entry);
+    if (!out || !inner || type_numel(&out->type) == 0)
+        return false;
+    char name[160];
+    snprintf(name, sizeof name, "%s.unbroken", m->entry);
+    LLVMSetValueName2(inner, name, strlen(name));
+    LLVMSetLinkage(inner, LLVMInternalLinkage);
+    LLVMTypeRef fty = LLVMGlobalGetValueType(inner);
+    LLVMValueRef fn = LLVMAddFunction(m->mod, m->entry, fty);
+    set_target_attributes(m, fn);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(m->ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));
+    LLVMValueRef args[4];
+    for (unsigned k = 0; k < 4; k++)
+        args[k] = LLVMGetParam(fn, k);
+    LLVMValueRef status = LLVMBuildCall2(b, fty, inner, args, 4, "status");
+    emit_perturbation(m, b, fn, args[1], out);
+    LLVMBuildRet(b, status);
+    LLVMDisposeBuilder(b);
+    return true;
+}

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends/interp/kernels.h"
+#include "core/verify.h"
 
 static const KernelFn kernels[NK_COUNT] = {
 #define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs) [NK_##E] = k_##nm,
@@ -99,6 +100,13 @@ static int *last_uses(Function *f, Arena *a) {
 
 bool interp_run(Function *f, Tensor *const *inputs, Tensor **outputs, Arena *a, DiagList *d,
                 InterpObserver observe, void *observe_ctx) {
+    /* The kernels size their loops by the operands' types and trust the
+     * result types to agree: a graph a pass broke (under --no-verify) is
+     * refused here, not run out of bounds. */
+    if (!verify_function(f, d)) {
+        diag_note(d, NULL, "the interpreter does not run an invalid graph");
+        return false;
+    }
     Arena *run = arena_new();
     if (!run) {
         diag_error(d, NULL, "out of memory");

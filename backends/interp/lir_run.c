@@ -8,6 +8,7 @@
 
 #include "backends/interp/interp.h"
 #include "backends/interp/kernels.h"
+#include "core/lir_verify.h"
 
 typedef struct LirRun {
     LirProgram *p;
@@ -108,6 +109,10 @@ bool interp_run_lir_observed(LirProgram *p, Tensor *const *inputs, Tensor **outp
         diag_error(d, NULL, "the program has no memory plan (run the allocate pass)");
         return false;
     }
+    /* The kernels trust the shapes, the plan the addresses: a program a pass
+     * broke (under --no-verify) is refused, not run out of bounds. */
+    if (!lir_check_runnable(p, "the LIR interpreter", d))
+        return false;
     LirRun r = {p, NULL, NULL, arena_new(), d};
     r.arena = arena_alloc_big(r.scratch, (size_t)(p->arena_bytes ? p->arena_bytes : 1));
     r.base = arena_alloc_array(r.scratch, (size_t)p->next_id + 1, sizeof(void *));

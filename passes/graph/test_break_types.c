@@ -1,6 +1,7 @@
 /* test-break-types: a deliberately wrong pass, so that the tests can show
- * what --verify-each does when a pass breaks the IR: it changes the first
- * node's first result type to one its operands cannot give. */
+ * what the verifier (run after every pass) does when a pass breaks the IR:
+ * it changes the first node's first result type to one its operands cannot
+ * give. */
 #include "passes/pass.h"
 
 bool pass_test_break_types(Function *f, PassContext *ctx) {

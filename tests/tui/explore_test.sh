@@ -241,7 +241,7 @@ expect "step 6/8: allocate"
 
 # ---- run and compare ------------------------------------------------------------
 keys r
-expect "run at step 6 (allocate) on the interpreter"
+expect "run at step 6 (allocate) on the LIR interpreter"
 expect "max abs diff from step 0: 0 (within tolerance)"
 keys c
 expect "Conv_0"
@@ -419,6 +419,32 @@ expect "BEYOND  Add_3"
 expect "first beyond tolerance: 'Add_3' (3 of 4 values)"
 keys q
 expect "EXIT=0"
+
+# ---- a pass that breaks the IR: its step is marked, the steps after it never run,
+# ---- and running, comparing or viewing it is an error, not a crash ----------------
+start 120 40 "$GLOWC" explore model.hl --passes=cse,test-break-types,dce,irgen,allocate
+expect "2 test-break-types     FAIL"
+expect "error: pass 'test-break-types' (step 2) produced invalid IR"
+refute "3 dce"
+keys j j Enter
+expect "step 2/2: test-break-types (failed)"
+keys r
+expect "(failed) | run | error: step 2 (test-break-types) failed: its IR cannot run"
+keys c
+expect "(failed) | compare | error: step 2 (test-break-types) failed: its IR cannot run"
+keys 6                                   # the lines the broken pass changed
+expect "+++ step 2 test-break-types (graph)"
+keys 2                                   # the broken graph is drawn, its bad type shown
+expect 'conv\nConv_0\nf32<1x2x4x4x7>'
+keys 2 3 4 5 7 1                         # every view of the broken step
+expect "func @main"
+keys p
+expect "step 1/2: cse"
+keys r                                   # the steps before it still run
+expect "max abs diff from step 0: 0 (within tolerance)"
+keys q
+expect "EXIT=0"
+expect "TTY=icanon echo"
 
 # ---- a terminal that cannot move the cursor gets a message, not a mess ----------
 start 100 30 env TERM=dumb "$GLOWC" explore model.hl
