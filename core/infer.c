@@ -156,6 +156,24 @@ static bool infer_storage(Node *n, DiagList *d) {
     return true;
 }
 
+static bool infer_clip(Node *n, DiagList *d) {
+    const Type *x = op_type(n, 0);
+    if (n->nops == 2) {
+        node_error(d, n, "takes both bounds as operands or neither");
+        return false;
+    }
+    for (int i = 1; i < n->nops; i++) {
+        const Type *b = op_type(n, i);
+        if (b->elem != x->elem || type_numel(b) != 1 || b->rank > 1) {
+            char a[TYPE_STR_MAX];
+            node_error(d, n, "bound %s must be a single %s", tstr(b, a), elem_name(x->elem));
+            return false;
+        }
+    }
+    n->res[0].type = *x;
+    return true;
+}
+
 static bool infer_unary(Node *n, DiagList *d) {
     const Type *x = op_type(n, 0);
     if (n->kind == NK_TRILU && x->rank < 2) {

@@ -154,6 +154,11 @@ bool k_clip(const KernelArgs *a) {
     const Node *node = a->n;
     bool has_lo = node_has_attr(node, AK_min), has_hi = node_has_attr(node, AK_max);
     double lo = node_attr_float(node, AK_min, 0), hi = node_attr_float(node, AK_max, 0);
+    if (node->nops == 3) { /* bounds known at run time */
+        has_lo = has_hi = true;
+        lo = tensor_get_f64(a->in[1], 0);
+        hi = tensor_get_f64(a->in[2], 0);
+    }
     const Tensor *in = a->in[0];
     Tensor *out = a->out[0];
     int64_t n = tensor_numel(in);

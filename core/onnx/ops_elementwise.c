@@ -103,6 +103,39 @@ bool import_isinf(OnnxNode *on) {
 
 /* Before opset 11 the bounds are attributes; from 11 optional inputs, which
  * must be constants (they become attributes). */
+/* The no-bound bound of kind e: an infinity, or the kind's extreme. */
+static Value *no_bound(OnnxNode *on, ElemKind e, bool high) {
+    if (elem_is_float(e))
+        return on_scalar_const(on, e, high ? INFINITY : -INFINITY);
+    Type t = type_scalar(e);
+    Tensor *x = on_tensor(on, &t);
+    if (!x)
+        return NULL;
+    int bits = 8 * (int)elem_size(e);
+    uint64_t top = bits == 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+    if (elem_class(e) == ECLS_SINT)
+        top >>= 1;
+    int64_t v = high ? (int64_t)top : elem_class(e) == ECLS_SINT ? -(int64_t)top - 1 : 0;
+    tensor_set_i64(x, 0, v);
+    return on_const(on, x);
+}
+
+/* A bound computed at run time (a log-mel front end clips to max(x) - 80):
+ * both bounds are operands, a missing one no bound. */
+static bool clip_at_run_time(OnnxNode *on, Node *n, Tensor *const *bound) {
+    ElemKind e = on->in[0]->type.elem;
+    Value *ops[3] = {on->in[0]};
+    for (int i = 1; i < 3; i++) {
+        ops[i] = on_in(on, i);
+        if (!ops[i])
+            ops[i] = no_bound(on, e, i == 2);
+        if (!ops[i])
+            return false;
+    }
+    graph_remove_node(on->f, n);
+    return on_done(on, on_node(on, NK_CLIP, 3, ops, 1));
+}
+
 bool import_clip(OnnxNode *on) {
     if (!on_need_inputs(on, 1, 3))
         return false;
@@ -116,41 +149,60 @@ bool import_clip(OnnxNode *on) {
     }
     static const char *const what[3] = {"", "min", "max"};
     static const AttrKey keys[3] = {AK_NONE, AK_min, AK_max};
+    Tensor *bound[3] = {NULL};
+    bool at_run_time = false;
     for (int i = 1; i < 3; i++) {
         if (!on_in(on, i))
             continue;
-        Tensor *t = on_const_input(on, i, what[i]);
-        if (!t) {
-            graph_remove_node(on->f, n);
-            return false;
-        }
-        if (tensor_numel(t) != 1) {
+        bound[i] = on_try_static(on, on_in(on, i));
+        at_run_time |= !bound[i];
+        if (bound[i] && tensor_numel(bound[i]) != 1) {
             on_error(on, "%s must be a scalar", what[i]);
             graph_remove_node(on->f, n);
             return false;
         }
-        node_set_float(n, keys[i], (float)tensor_get_f64(t, 0));
     }
+    if (at_run_time) /* both bounds become operands */
+        return clip_at_run_time(on, n, bound);
+    for (int i = 1; i < 3; i++)
+        if (bound[i])
+            node_set_float(n, keys[i], (float)tensor_get_f64(bound[i], 0));
     return on_done(on, n);
+}
+
+/* Training mode drops with probability ratio (input 1, default 0.5) and
+ * scales the rest by 1 / (1 - ratio): with ratio 0 that is the identity
+ * too (torchvision's Swin Transformer exports 24 such nodes). */
+static bool dropout_is_identity(OnnxNode *on) {
+    if (!on_in(on, 2))
+        return true;
+    Tensor *t = on_const_input(on, 2, "training_mode");
+    if (!t)
+        return false;
+    if (tensor_numel(t) != 1) {
+        on_error(on, "training_mode must be a scalar");
+        return false;
+    }
+    if (!tensor_get_i64(t, 0))
+        return true;
+    Tensor *r = NULL;
+    if (on_in(on, 1) && !(r = on_const_input(on, 1, "ratio")))
+        return false;
+    if (r && tensor_numel(r) != 1) {
+        on_error(on, "ratio must be a scalar");
+        return false;
+    }
+    if (r && tensor_get_f64(r, 0) == 0)
+        return true;
+    on_unsupported(on, "training-mode dropout with a non-zero ratio is not supported "
+                       "(glowc compiles inference)");
+    return false;
 }
 
 /* Inference: the identity. The mask output, when asked for, is all true. */
 bool import_dropout(OnnxNode *on) {
-    if (!on_need_inputs(on, 1, 3))
+    if (!on_need_inputs(on, 1, 3) || !dropout_is_identity(on))
         return false;
-    if (on_in(on, 2)) {
-        Tensor *t = on_const_input(on, 2, "training_mode");
-        if (!t)
-            return false;
-        if (tensor_numel(t) != 1) {
-            on_error(on, "training_mode must be a scalar");
-            return false;
-        }
-        if (tensor_get_i64(t, 0)) {
-            on_unsupported(on, "training-mode dropout is not supported (glowc compiles inference)");
-            return false;
-        }
-    }
     Node *n = on_node(on, NK_DROPOUT, 1, on->in, 1);
     if (!on_done(on, n))
         return false;

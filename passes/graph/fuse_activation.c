@@ -13,7 +13,8 @@
 
 static bool fuse(Function *f, Node *act, Node *producer) {
     ActKind kind = act_of_kind(act->kind);
-    if (kind == ACT_NONE || node_has_attr(producer, AK_act) ||
+    if (kind == ACT_NONE || act->nops > 1 /* bounds known only at run time */ ||
+        node_has_attr(producer, AK_act) ||
         !type_equal(&act->res[0].type, &producer->res[0].type))
         return false;
     node_set_act(producer, AK_act, kind);

@@ -92,7 +92,8 @@ static bool is_noop(const Node *n) {
         return r && all_one(r, k);
     }
     case NK_CONCAT: return n->nops == 1;
-    case NK_CLIP: return !node_has_attr(n, AK_min) && !node_has_attr(n, AK_max);
+    case NK_CLIP:
+        return n->nops == 1 && !node_has_attr(n, AK_min) && !node_has_attr(n, AK_max);
     default: return false;
     }
 }

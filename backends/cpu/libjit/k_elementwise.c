@@ -74,7 +74,7 @@ LJ_INLINE v16f unary_vec(NodeKind k, v16f x, const UnaryArgs *u) {
     }
 }
 
-LJ_INLINE UnaryArgs unary_args(NodeKind k, const int64_t *d) {
+LJ_INLINE UnaryArgs unary_args(NodeKind k, const int64_t *d, void *const *ops) {
     UnaryArgs u = {0, 0};
     if (k == NK_LEAKY_RELU)
         u.alpha = (float)lj_attr_float(d, AK_alpha, 0.01);
@@ -82,7 +82,10 @@ LJ_INLINE UnaryArgs unary_args(NodeKind k, const int64_t *d) {
         u.alpha = (float)lj_attr_float(d, AK_alpha, 0.2);
         u.beta = (float)lj_attr_float(d, AK_beta, 0.5);
     }
-    if (k == NK_CLIP) { /* an absent bound is no bound */
+    if (k == NK_CLIP && lj_nops(d) == 4) { /* y, x, min, max: bounds at run time */
+        u.alpha = *(const float *)ops[2];
+        u.beta = *(const float *)ops[3];
+    } else if (k == NK_CLIP) { /* an absent bound is no bound */
         u.alpha = (float)lj_attr_float(d, AK_min, -__builtin_inf());
         u.beta = (float)lj_attr_float(d, AK_max, __builtin_inf());
     }
@@ -92,7 +95,7 @@ LJ_INLINE UnaryArgs unary_args(NodeKind k, const int64_t *d) {
 LJ_INLINE void unary_run(NodeKind k, const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
     int64_t n = lj_numel(d, 0), i, end;
     chunk_range(n, lo, hi, &i, &end);
-    UnaryArgs u = unary_args(k, d);
+    UnaryArgs u = unary_args(k, d, ops);
     float *y = ops[0];
     const float *x = ops[1];
     for (; i + LJ_VL <= end; i += LJ_VL)
