@@ -6,6 +6,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
@@ -13,6 +15,7 @@
 typedef int (*EntryFn)(uint8_t *, uint8_t *, uint8_t *, void *);
 typedef void *(*RuntimeNewFn)(int);
 typedef void (*RuntimeFreeFn)(void *);
+typedef int64_t (*FmaPeakFn)(void *, int64_t);
 
 struct CpuExec {
     LLVMOrcLLJITRef jit;
@@ -22,6 +25,9 @@ struct CpuExec {
     LirProgram *p;
     Arena *mem; /* weights, mutables, activations */
     uint8_t *weights, *mutables, *acts;
+    int nthreads;
+    void **probe;      /* instrumented: the module's {fn, ctx} pair */
+    FmaPeakFn fma_peak; /* instrumented: libjit_fma_peak */
 };
 
 static bool failed(LLVMErrorRef err, const char *what, DiagList *d) {
@@ -90,7 +96,14 @@ CpuExec *cpu_jit(CpuModule *m, int threads, DiagList *d) {
         cpu_exec_free(e);
         return NULL;
     }
+    if (m->opt.instrument && (!lookup(e, CPU_PROBE_GLOBAL, (void **)&e->probe, d) ||
+                              !lookup(e, "libjit_fma_peak", (void **)&e->fma_peak, d))) {
+        cpu_exec_free(e);
+        return NULL;
+    }
     e->rt = ((RuntimeNewFn)rt_new)(threads); /* one thread too: it keeps the scratch */
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    e->nthreads = threads > 0 ? threads : online > 0 ? (int)online : 1;
     return e;
 }
 
@@ -137,4 +150,53 @@ bool cpu_exec_run(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a,
         outputs[nout++] = t;
     }
     return true;
+}
+
+bool cpu_exec_set_probe(CpuExec *e, CpuProbe probe, void *ctx) {
+    if (!e->probe)
+        return false;
+    e->probe[0] = (void *)probe;
+    e->probe[1] = ctx;
+    return true;
+}
+
+void *cpu_exec_address(const CpuExec *e, const LirBuf *b) {
+    const LirBuf *s = b->kind == LB_VIEW ? b->base : b;
+    uint8_t *base = s->kind == LB_ALLOC ? e->acts : s->kind == LB_CONST ? e->weights : e->mutables;
+    int64_t off = s->address;
+    if (b->kind == LB_VIEW)
+        off += b->offset * (int64_t)elem_size(b->type.elem);
+    return base + off;
+}
+
+const LirProgram *cpu_exec_program(const CpuExec *e) {
+    return e->p;
+}
+
+int cpu_exec_threads(const CpuExec *e) {
+    return e->nthreads;
+}
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The best of five runs of about 20 ms each (after one to wake the
+ * threads): a shared machine's peak is what it reaches when left alone. */
+double cpu_exec_fma_peak(CpuExec *e) {
+    if (!e->fma_peak)
+        return 0;
+    enum { ITERS = 200000 };
+    e->fma_peak(e->rt, ITERS);
+    double best = 0;
+    for (int k = 0; k < 5; k++) {
+        double t0 = seconds_now();
+        int64_t flops = e->fma_peak(e->rt, ITERS);
+        double dt = seconds_now() - t0;
+        if (dt > 0 && (double)flops / dt > best)
+            best = (double)flops / dt;
+    }
+    return best * 1e-9;
 }

@@ -183,3 +183,46 @@ void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *co
             sched_yield();
     }
 }
+
+/* ---- the machine's FMA peak (glowc bench --per-node) --------------------------- */
+
+enum { PEAK_CHAINS = 12 };
+
+/* Twelve independent chains of 16-lane FMAs: more than latency (4 cycles)
+ * times FMA ports (2) in flight, so the loop runs at the FMA units' rate,
+ * never at one chain's latency. The sum is stored so the loop stays live. */
+static __attribute__((noinline, min_vector_width(512))) void
+fma_chunk(void *const *ops, int64_t lo, int64_t hi, LjScratch *sc) {
+    typedef float v16 __attribute__((vector_size(64)));
+    int64_t iters = *(const int64_t *)ops[0];
+    float *sink = ops[1];
+    v16 acc[PEAK_CHAINS];
+    v16 m, c;
+    for (int l = 0; l < 16; l++) {
+        m[l] = 0.9999f;
+        c[l] = 1e-6f;
+    }
+    for (int k = 0; k < PEAK_CHAINS; k++)
+        for (int l = 0; l < 16; l++)
+            acc[k][l] = (float)(k + l + lo);
+    for (int64_t it = 0; it < iters; it++)
+        for (int k = 0; k < PEAK_CHAINS; k++)
+            acc[k] = __builtin_elementwise_fma(acc[k], m, c);
+    float s = 0;
+    for (int k = 0; k < PEAK_CHAINS; k++)
+        for (int l = 0; l < 16; l++)
+            s += acc[k][l];
+    for (int64_t t = lo; t < hi; t++)
+        sink[t] = s;
+}
+
+/* Runs `iters` rounds of the chains on every thread of rt; returns the
+ * floating-point operations done (an FMA counts two), for the caller to
+ * time. */
+int64_t libjit_fma_peak(LibjitRuntime *rt, int64_t iters) {
+    float sink[MAX_THREADS];
+    void *ops[2] = {&iters, sink};
+    int n = rt ? rt->nthreads : 1;
+    libjit_parallel(rt, n, fma_chunk, ops);
+    return iters * PEAK_CHAINS * 16 * 2 * (int64_t)n;
+}
