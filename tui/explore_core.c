@@ -1107,13 +1107,15 @@ static void print_values(const Tensor *t, StrBuf *out) {
     sb_append(out, n > show ? ", ...]" : "]");
 }
 
-static double tolerance_atol(const Tolerance *tol, double scale) {
-    return tol->atol_given ? tol->atol : 1e-4 * scale;
+/* The difference each element of a value may have: atol + rtol * M, M the
+ * reference value's largest magnitude (explore_core.h says why). */
+static double tolerance_bound(const Tolerance *tol, double scale) {
+    return (tol->atol_given ? tol->atol : TOLERANCE_ATOL) + tol->rtol * scale;
 }
 
 static TensorDiff judge_value(const Tensor *got, const Tensor *want, double scale,
                               const Tolerance *tol) {
-    return tensor_compare(got, want, tol->rtol, tolerance_atol(tol, scale));
+    return tensor_compare(got, want, 0, tolerance_bound(tol, scale));
 }
 
 static double max_magnitude(const Tensor *t) {
@@ -1415,14 +1417,26 @@ static void print_records(const Compare *c, StrBuf *out) {
     sb_putc(out, '\n');
 }
 
+static bool output_beyond(const Compare *c) {
+    for (int i = 0; i < c->nrec; i++)
+        if (c->rec[i].output && !c->rec[i].diff.ok)
+            return true;
+    return false;
+}
+
 bool explore_compare(const Explorer *e, char *const *inputs, int ninputs, StrBuf *out,
                      DiagList *d) {
+    return e->s ? explore_compare_step(e, e->s->current, &e->tol, inputs, ninputs, out, d) >= 0
+                : need_session(e, d);
+}
+
+int explore_compare_step(const Explorer *e, int k, const Tolerance *tol, char *const *inputs,
+                         int ninputs, StrBuf *out, DiagList *d) {
     if (!need_session(e, d))
-        return false;
+        return -1;
     Session *s = e->s;
-    int k = s->current;
     RunInputs ri = {0};
-    Compare c = {.a = arena_new(), .tol = &e->tol};
+    Compare c = {.a = arena_new(), .tol = tol};
     c.f0 = s->steps[0].graph ? s->steps[0].graph->main : NULL;
     want_names_of(&c, &s->steps[k]);
     int nout = session_noutputs(s);
@@ -1437,16 +1451,17 @@ bool explore_compare(const Explorer *e, char *const *inputs, int ninputs, StrBuf
     if (ok) {
         add_output_records(&c, s, got, want);
         sb_printf(out, "compare step %d (%s) with step 0 (import), values matched by name, "
-                       "rtol %g\n",
-                  k, s->steps[k].name, e->tol.rtol);
+                       "rtol %g, atol %g\n",
+                  k, s->steps[k].name, tol->rtol, tol->atol_given ? tol->atol : TOLERANCE_ATOL);
         print_records(&c, out);
     }
+    int status = !ok ? -1 : output_beyond(&c);
     free(c.ref.e);
     free(c.wanted.e);
     free(c.rec);
     arena_destroy(c.a);
     arena_destroy(ri.a);
-    return ok;
+    return status;
 }
 
 /* ---- bisection ------------------------------------------------------------------ */
@@ -1463,8 +1478,8 @@ typedef struct Verdict {
 static Verdict judge_outputs(int n, Tensor **got, Tensor **want, const Tolerance *tol) {
     Verdict v = {.ok = true, .output = 0};
     for (int i = 0; i < n; i++) {
-        double atol = tolerance_atol(tol, max_magnitude(want[i]));
-        TensorDiff df = tensor_compare(got[i], want[i], tol->rtol, atol);
+        double atol = tolerance_bound(tol, max_magnitude(want[i]));
+        TensorDiff df = judge_value(got[i], want[i], max_magnitude(want[i]), tol);
         if (!df.ok) {
             if (v.ok)
                 v = (Verdict){false, i, df, atol};
@@ -1511,7 +1526,7 @@ static void report_bad(const Session *s, int k, const Verdict *v, const Toleranc
     else
         sb_printf(out,
                   "  output '%s': %lld elements beyond tolerance, largest difference %.6g at "
-                  "index %lld (expected %.9g, got %.9g; atol %.3g, rtol %.3g)\n",
+                  "index %lld (expected %.9g, got %.9g; allowed %.3g, rtol %.3g)\n",
                   name, (long long)v->diff.mismatches, v->diff.max_abs,
                   (long long)v->diff.worst, v->diff.want_at_worst, v->diff.got_at_worst,
                   v->atol, tol->rtol);
