@@ -190,28 +190,28 @@ enum { PEAK_CHAINS = 12 };
 
 /* Twelve independent chains of 16-lane FMAs: more than latency (4 cycles)
  * times FMA ports (2) in flight, so the loop runs at the FMA units' rate,
- * never at one chain's latency. The sum is stored so the loop stays live. */
+ * never at one chain's latency. Named registers, not an array, so that no
+ * optimisation level keeps them in memory; the sum is stored so the loop
+ * stays live. */
 static __attribute__((noinline, min_vector_width(512))) void
 fma_chunk(void *const *ops, int64_t lo, int64_t hi, LjScratch *sc) {
     typedef float v16 __attribute__((vector_size(64)));
     int64_t iters = *(const int64_t *)ops[0];
-    float *sink = ops[1];
-    v16 acc[PEAK_CHAINS];
-    v16 m, c;
-    for (int l = 0; l < 16; l++) {
-        m[l] = 0.9999f;
-        c[l] = 1e-6f;
+    float *sink = ops[1], s = (float)lo;
+    v16 m = {0}, c = {0};
+    m += 0.9999f;
+    c += 1e-6f;
+    v16 a0 = c + s, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, a4 = a0 + 4, a5 = a0 + 5;
+    v16 a6 = a0 + 6, a7 = a0 + 7, a8 = a0 + 8, a9 = a0 + 9, a10 = a0 + 10, a11 = a0 + 11;
+    for (int64_t it = 0; it < iters; it++) {
+#define LJ_FMA(a) a = __builtin_elementwise_fma(a, m, c)
+        LJ_FMA(a0); LJ_FMA(a1); LJ_FMA(a2); LJ_FMA(a3); LJ_FMA(a4); LJ_FMA(a5);
+        LJ_FMA(a6); LJ_FMA(a7); LJ_FMA(a8); LJ_FMA(a9); LJ_FMA(a10); LJ_FMA(a11);
+#undef LJ_FMA
     }
-    for (int k = 0; k < PEAK_CHAINS; k++)
-        for (int l = 0; l < 16; l++)
-            acc[k][l] = (float)(k + l + lo);
-    for (int64_t it = 0; it < iters; it++)
-        for (int k = 0; k < PEAK_CHAINS; k++)
-            acc[k] = __builtin_elementwise_fma(acc[k], m, c);
-    float s = 0;
-    for (int k = 0; k < PEAK_CHAINS; k++)
-        for (int l = 0; l < 16; l++)
-            s += acc[k][l];
+    v16 sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
+    for (int l = 0; l < 16; l++)
+        s += sum[l];
     for (int64_t t = lo; t < hi; t++)
         sink[t] = s;
 }
