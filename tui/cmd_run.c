@@ -105,7 +105,9 @@ static int run_model(CommonArgs *ca, const RunOpts *ro, DiagList *d) {
     const char *dflt = b && (b->runs_lir || b->compiles) ? "-O2" : "-O0";
     SessionOptions so = args_session_options(ca, known);
     so.instrument = ro->dump_dir != NULL; /* native code reports its values */
-    Session *s = args_load_inputs(ca, a, d) ? args_open_session_with(ca, &so, dflt, d) : NULL;
+    bool can_dump = !ro->dump_dir || values_check_dir(ro->dump_dir, d);
+    Session *s = can_dump && args_load_inputs(ca, a, d) ? args_open_session_with(ca, &so, dflt, d)
+                                                        : NULL;
     bool ok = s && session_run(s);
     if (s && !ok)
         diag_append(d, &s->diags);

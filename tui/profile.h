@@ -17,7 +17,8 @@ Profile *profile_run(Session *s, Tensor *const *inputs, int warm, int runs, bool
 void profile_free(Profile *p);
 /* The table: one row per instruction that ran, by time, with its node
  * name, kind, output shape, ms, %, GFLOP/s and % of peak (peak_gflops 0:
- * not shown); then the per-node total against end_to_end_ms. */
+ * not shown); then the per-node total against the same runs' end-to-end
+ * time, and end_to_end_ms (runs without the probe; 0: not shown). */
 void profile_print(const Profile *p, double peak_gflops, double end_to_end_ms, StrBuf *out);
 /* The sum of the instructions' mean times, ms. */
 double profile_total_ms(const Profile *p);

@@ -161,6 +161,15 @@ static char *file_name(const NamedValue *v, char **taken, int ntaken) {
     return name;
 }
 
+bool values_check_dir(const char *dir, DiagList *d) {
+    struct stat st;
+    if (!stat(dir, &st) && !S_ISDIR(st.st_mode)) {
+        diag_error(d, NULL, "--dump-values: '%s' exists and is not a directory", dir);
+        return false;
+    }
+    return true;
+}
+
 static bool make_dir(const char *dir, DiagList *d) {
     struct stat st;
     if (!stat(dir, &st)) {

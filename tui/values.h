@@ -31,6 +31,8 @@ void values_free(ValueSet *vs);
 /* A StepObserver (ctx: the ValueSet): keeps a copy of each value, a later
  * one of the same name and result replacing the earlier. */
 void values_observe(void *ctx, const char *name, int result, const Tensor *value);
+/* Before a long compile: false (saying so) if DIR exists and is no folder. */
+bool values_check_dir(const char *dir, DiagList *d);
 /* DIR/<name>.npy for every value (names made file-safe and unique) and
  * DIR/values.txt (file, result, type, name per line), all or none. */
 bool values_dump(const ValueSet *vs, const char *dir, DiagList *d);
