@@ -74,9 +74,10 @@ static int bench(CommonArgs *ca, const BenchOpts *bo, DiagList *d) {
         arena_destroy(a);
         return 1;
     }
-    SessionOptions so = args_session_options(ca, known);
+    bool loaded = args_load_inputs(ca, a, d);
+    SessionOptions so = args_session_options(ca, known); /* the inputs bind dimensions */
     so.instrument = profile;
-    Session *s = args_load_inputs(ca, a, d) ? args_open_session_with(ca, &so, "-O2", d) : NULL;
+    Session *s = loaded ? args_open_session_with(ca, &so, "-O2", d) : NULL;
     int status = 1;
     double t0 = now_ms();
     bool ok = s && session_run(s);

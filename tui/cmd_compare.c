@@ -26,8 +26,12 @@ static int compare(CommonArgs *ca, const Tolerance *tol, DiagList *d) {
     }
     int status = -1;
     if (explore_load(&e, ca->model, &out, d)) {
-        status = explore_compare_step(&e, explore_nsteps(&e) - 1, tol, specs, ca->ninputs, &out,
-                                      d);
+        /* The graph interpreter runs the last graph; the others the last step. */
+        int k = explore_nsteps(&e) - 1;
+        const Backend *b = e.s->opt.backend;
+        while (k > 0 && !b->runs_lir && !b->compiles && !explore_step(&e, k)->graph)
+            k--;
+        status = explore_compare_step(&e, k, tol, specs, ca->ninputs, &out, d);
     }
     fputs(sb_str(&out), stdout);
     if (status == 1)

@@ -103,11 +103,11 @@ static int run_model(CommonArgs *ca, const RunOpts *ro, DiagList *d) {
      * and compiles with -O2 unless told otherwise. */
     const Backend *b = ca->backend ? backend_find(ca->backend) : NULL;
     const char *dflt = b && (b->runs_lir || b->compiles) ? "-O2" : "-O0";
-    SessionOptions so = args_session_options(ca, known);
-    so.instrument = ro->dump_dir != NULL; /* native code reports its values */
-    bool can_dump = !ro->dump_dir || values_check_dir(ro->dump_dir, d);
-    Session *s = can_dump && args_load_inputs(ca, a, d) ? args_open_session_with(ca, &so, dflt, d)
-                                                        : NULL;
+    bool loaded = (!ro->dump_dir || values_check_dir(ro->dump_dir, d)) &&
+                  args_load_inputs(ca, a, d);
+    SessionOptions so = args_session_options(ca, known); /* the inputs bind dimensions */
+    so.instrument = ro->dump_dir != NULL;                 /* native code reports its values */
+    Session *s = loaded ? args_open_session_with(ca, &so, dflt, d) : NULL;
     bool ok = s && session_run(s);
     if (s && !ok)
         diag_append(d, &s->diags);
