@@ -763,26 +763,32 @@ static bool run_native(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Aren
     return ok;
 }
 
-/* A codegen or llvm-opt step: the allocated program compiled again, with
- * instrumentation when values are observed, and run as native code. */
-static bool run_native_step(Session *s, const Step *st, Tensor *const *inputs, Tensor **outputs,
-                            Arena *a, DiagList *d, StepObs *so) {
-    if (!s->lir) {
-        diag_error(d, NULL, "step '%s' has no low-level program to compile", st->name);
-        return false;
+CpuExec *session_step_exec(Session *s, int k, bool instrument, DiagList *d) {
+    const Step *st = k >= 0 && k < s->nsteps ? &s->steps[k] : NULL;
+    if (!st || st->level != PASS_CODEGEN || st->failed || !s->lir) {
+        diag_error(d, NULL, "step %d is no code generation step that can run", k);
+        return NULL;
     }
     CpuOptions co = {.target_cpu = s->opt.target_cpu,
                      .fallback = s->opt.fallback,
                      .output = CPU_JIT,
-                     .instrument = so->observe != NULL};
+                     .instrument = instrument};
     CpuModule *m = cpu_codegen(s->lir, &co, d);
     const PassInfo *pi = pass_find(st->name);
     if (m && pi && pi->step == STEP_LLVM_OPT && !cpu_optimize(m, d)) {
         cpu_module_free(m);
-        return false;
+        return NULL;
     }
     CpuExec *e = m ? cpu_jit(m, s->opt.threads, d) : NULL;
     cpu_module_free(m);
+    return e;
+}
+
+/* A codegen or llvm-opt step: the allocated program compiled again, with
+ * instrumentation when values are observed, and run as native code. */
+static bool run_native_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs,
+                            Arena *a, DiagList *d, StepObs *so) {
+    CpuExec *e = session_step_exec(s, k, so->observe != NULL, d);
     bool ok = e && run_native(e, inputs, outputs, a, d, so);
     cpu_exec_free(e);
     return ok;
@@ -804,7 +810,7 @@ bool session_run_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs
         return interp_run(st->graph->main, inputs, outputs, a, d, observe ? observe_node : NULL,
                           &so);
     if (st->level == PASS_CODEGEN)
-        return run_native_step(s, st, inputs, outputs, a, d, &so);
+        return run_native_step(s, k, inputs, outputs, a, d, &so);
     if (st->lir)
         return run_lir_step(st, inputs, outputs, a, d, &so);
     diag_error(d, NULL, "step %d (%s) has no IR the interpreter runs", k, st->name);

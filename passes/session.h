@@ -136,6 +136,9 @@ bool session_execute_observed(Session *s, Tensor *const *inputs, Tensor **output
                               DiagList *d, StepObserver observe, void *observe_ctx);
 /* The JIT-compiled program, compiling it on first use (cpu backend). */
 struct CpuExec *session_exec(Session *s, DiagList *d);
+/* Step k (codegen or llvm-opt) compiled again for the JIT, instrumented if
+ * asked; the caller frees it (cpu_exec_free). NULL with a diagnostic. */
+struct CpuExec *session_step_exec(Session *s, int k, bool instrument, DiagList *d);
 
 /* The pipelines by level, NULL-terminated. */
 const char *const *pipeline_by_level(const char *level);

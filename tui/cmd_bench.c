@@ -34,14 +34,15 @@ static int cmp_double(const void *a, const void *b) {
  * end-to-end runs (probe off) it is measured against. */
 static bool per_node(Session *s, Tensor *const *inputs, const BenchOpts *bo, double e2e_ms,
                      DiagList *d) {
-    Profile *p = profile_run(s, inputs, 0, bo->iters, bo->trace != NULL, d);
+    CpuExec *e = session_exec(s, d);
+    Profile *p = e ? profile_run(e, inputs, 0, bo->iters, bo->trace != NULL, d) : NULL;
     if (!p)
         return false;
     bool ok = true;
     if (bo->per_node) {
-        double peak = cpu_exec_fma_peak(session_exec(s, d));
+        double peak = cpu_exec_fma_peak(e);
         printf("FMA peak %.1f GFLOP/s (%d threads, measured with a vector-FMA loop)\n", peak,
-               cpu_exec_threads(session_exec(s, d)));
+               cpu_exec_threads(e));
         StrBuf out;
         sb_init(&out);
         profile_print(p, peak, e2e_ms, &out);

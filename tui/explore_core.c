@@ -14,6 +14,7 @@
 #include "core/print.h"
 #include "core/textdiff.h"
 #include "dot/memmap.h"
+#include "tui/profile.h"
 
 /* The LLVM IR a step carries: the CPU backend's code generation and LLVM
  * optimisation steps keep it. */
@@ -284,8 +285,8 @@ void explore_where(const Explorer *e, StrBuf *out) {
 
 /* ---- views ---------------------------------------------------------------------- */
 
-static const char *const view_names[VIEW_COUNT] = {"graph", "dot",  "lir",  "mem",
-                                                   "llvm",  "diff", "stats"};
+static const char *const view_names[VIEW_COUNT] = {"graph", "dot",  "lir",   "mem",
+                                                   "llvm",  "diff", "stats", "profile"};
 
 const char *explore_view_name(ExploreView v) {
     return v < VIEW_COUNT ? view_names[v] : "?";
@@ -480,6 +481,7 @@ static bool view_of_step(const Session *s, int k, ExploreView v, int width, StrB
     case VIEW_MEM: view_mem(s, k, width, out); return true;
     case VIEW_LLVM: view_llvm(s, k, out); return true;
     case VIEW_STATS: view_stats(s, k, out); return true;
+    case VIEW_PROFILE: sb_append(out, "(a profile is measured, not diffed)\n"); return true;
     case VIEW_DIFF:
     case VIEW_COUNT: break;
     }
@@ -525,10 +527,14 @@ static bool view_diff(const Session *s, int k, ExploreView base, int width, StrB
     return ok;
 }
 
+static bool view_profile(const Explorer *e, StrBuf *out, DiagList *d);
+
 bool explore_view(const Explorer *e, ExploreView v, ExploreView base, int width, StrBuf *out,
                   DiagList *d) {
     if (!need_session(e, d))
         return false;
+    if (v == VIEW_PROFILE)
+        return view_profile(e, out, d);
     if (v == VIEW_DIFF)
         return view_diff(e->s, e->s->current, base, width, out, d);
     return view_of_step(e->s, e->s->current, v, width, out, d);
@@ -1084,6 +1090,31 @@ static bool bind_inputs(const Explorer *e, char *const *specs, int n, RunInputs 
     }
     args_free(&ca);
     return ri->tensors != NULL;
+}
+
+/* bench --per-node's table for the current step's native code, compiled
+ * again with the probe, on the fixed-seed inputs: one warm-up, five runs. */
+static bool view_profile(const Explorer *e, StrBuf *out, DiagList *d) {
+    Session *s = e->s;
+    int k = s->current;
+    if (s->steps[k].level != PASS_CODEGEN) {
+        sb_append(out, "the profile times native code: choose a codegen or llvm-opt step "
+                       "(the cpu backend)\n");
+        return true;
+    }
+    RunInputs ri = {0};
+    CpuExec *x = bind_inputs(e, NULL, 0, &ri, d) ? session_step_exec(s, k, true, d) : NULL;
+    Profile *p = x ? profile_run(x, ri.tensors, 1, 5, false, d) : NULL;
+    if (p) {
+        double peak = cpu_exec_fma_peak(x);
+        sb_printf(out, "step %d (%s) on native code, %d threads, FMA peak %.1f GFLOP/s\n", k,
+                  s->steps[k].name, cpu_exec_threads(x), peak);
+        profile_print(p, peak, 0, out);
+    }
+    profile_free(p);
+    cpu_exec_free(x);
+    arena_destroy(ri.a);
+    return p != NULL;
 }
 
 static void describe_inputs(const Explorer *e, const RunInputs *ri, StrBuf *out) {

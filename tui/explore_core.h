@@ -21,6 +21,7 @@ typedef enum {
     VIEW_LLVM,
     VIEW_DIFF,
     VIEW_STATS,
+    VIEW_PROFILE, /* per-instruction time of the step's native code */
     VIEW_COUNT
 } ExploreView;
 

@@ -128,24 +128,19 @@ void profile_free(Profile *p) {
     free(p);
 }
 
-static bool run_once(Session *s, Tensor *const *inputs, DiagList *d) {
+static bool run_once(CpuExec *e, Tensor *const *inputs, DiagList *d) {
     Arena *a = arena_new();
-    Tensor **outs = arena_alloc_array(a, (size_t)session_noutputs(s) + 1, sizeof(Tensor *));
-    bool ok = session_execute(s, inputs, outs, a, d);
+    const LirProgram *p = cpu_exec_program(e);
+    Tensor **outs = arena_alloc_array(a, (size_t)p->nbufs + 1, sizeof(Tensor *));
+    bool ok = cpu_exec_run(e, inputs, outs, a, d);
     arena_destroy(a);
     return ok;
 }
 
-Profile *profile_run(Session *s, Tensor *const *inputs, int warm, int runs, bool trace,
+Profile *profile_run(CpuExec *e, Tensor *const *inputs, int warm, int runs, bool trace,
                      DiagList *d) {
-    CpuExec *e = s->opt.backend->compiles ? session_exec(s, d) : NULL;
-    if (!e) {
-        if (!diag_has_errors(d))
-            diag_error(d, NULL, "per-operator time needs native code (--backend=cpu)");
-        return NULL;
-    }
     for (int k = 0; k < warm; k++)
-        if (!run_once(s, inputs, d))
+        if (!run_once(e, inputs, d))
             return NULL;
     Profile *p = profile_new(e);
     if (!cpu_exec_set_probe(e, probe, p)) {
@@ -159,7 +154,7 @@ Profile *profile_run(Session *s, Tensor *const *inputs, int warm, int runs, bool
         p->nlanes = 0;
         lane_of_self(p); /* the caller is lane 0 */
         p->run_start = now_s();
-        ok = run_once(s, inputs, d);
+        ok = run_once(e, inputs, d);
         p->wall += now_s() - p->run_start;
     }
     p->runs = runs;

@@ -9,10 +9,10 @@
 
 typedef struct Profile Profile;
 
-/* Runs the session's native code (compiled with opt.instrument) `runs`
- * times with the probe on, after `warm` runs without; NULL with a
- * diagnostic if it cannot. `trace`: keep every event of the last run. */
-Profile *profile_run(Session *s, Tensor *const *inputs, int warm, int runs, bool trace,
+/* Runs instrumented native code `runs` times with the probe on, after
+ * `warm` runs without; NULL with a diagnostic if it cannot. `trace`: keep
+ * every event of the last run. */
+Profile *profile_run(struct CpuExec *e, Tensor *const *inputs, int warm, int runs, bool trace,
                      DiagList *d);
 void profile_free(Profile *p);
 /* The table: one row per instruction that ran, by time, with its node

@@ -200,7 +200,7 @@ static const ReplCommand command_table[] = {
     {"next", do_next, 0, 1, "next [N]", "go N steps forward"},
     {"prev", do_prev, 0, 1, "prev [N]", "go N steps back"},
     {"show", do_show, 1, 2, "show VIEW, show diff [VIEW]",
-     "a view of the current step: graph dot lir mem llvm stats"},
+     "a view of the current step: graph dot lir mem llvm stats profile"},
     {"node", do_node, 1, 1, "node NAME", "a node, its operands and users, its history"},
     {"svg", do_svg, 1, 2, "svg FILE [--mem]",
      "write the current step's graph (or memory map) as .svg/.png/.dot"},
