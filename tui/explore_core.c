@@ -1179,7 +1179,8 @@ bool explore_run(const Explorer *e, char *const *inputs, int ninputs, StrBuf *ou
     Tensor **got = ok ? run_at(e, k, &ri, d) : NULL;
     Tensor **ref = got && k > 0 ? run_at(e, 0, &ri, d) : got;
     if (ref) {
-        sb_printf(out, "run at step %d (%s) on the interpreter\n", k, e->s->steps[k].name);
+        sb_printf(out, "run at step %d (%s) on %s\n", k, e->s->steps[k].name,
+                  e->s->steps[k].level == PASS_CODEGEN ? "native code" : "the interpreter");
         describe_inputs(e, &ri, out);
         for (int i = 0; i < session_noutputs(e->s); i++) {
             sb_printf(out, "  output '%s' ", session_output_name(e->s, i));

@@ -70,6 +70,9 @@ static void add_event(Profile *p, int instr, int lane, double start, double end)
  * only take the mutex while tracing: timing alone costs two clock reads. */
 static void probe(void *ctx, int instr, int event) {
     Profile *p = ctx;
+    bool chunk = event == CPU_PROBE_CHUNK_BEGIN || event == CPU_PROBE_CHUNK_END;
+    if (chunk && !p->tracing)
+        return;
     double t = now_s();
     switch ((CpuProbeEvent)event) {
     case CPU_PROBE_BEGIN:
@@ -87,8 +90,6 @@ static void probe(void *ctx, int instr, int event) {
         return;
     case CPU_PROBE_CHUNK_BEGIN:
     case CPU_PROBE_CHUNK_END:
-        if (!p->tracing)
-            return;
         pthread_mutex_lock(&p->mu);
         int lane = lane_of_self(p);
         if (event == CPU_PROBE_CHUNK_BEGIN)

@@ -6,7 +6,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <llvm-c/Error.h>
@@ -15,7 +14,7 @@
 typedef int (*EntryFn)(uint8_t *, uint8_t *, uint8_t *, void *);
 typedef void *(*RuntimeNewFn)(int);
 typedef void (*RuntimeFreeFn)(void *);
-typedef int64_t (*FmaPeakFn)(void *, int64_t);
+typedef double (*FmaPeakFn)(void *, int64_t);
 
 struct CpuExec {
     LLVMOrcLLJITRef jit;
@@ -177,27 +176,18 @@ int cpu_exec_threads(const CpuExec *e) {
     return e->nthreads;
 }
 
-static double seconds_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* The best of 100 runs of about 0.1 ms each (after one to wake the
- * threads): a shared machine's peak is what it reaches when its threads
- * hold their cores, and short runs are the likeliest to. */
+/* The best of 100 rounds of about 0.1 ms: a shared machine's peak is what
+ * its cores reach when they hold them, and short rounds are the likeliest
+ * to. Each thread times itself (libjit_fma_peak), so waking the threads
+ * is not counted. */
 double cpu_exec_fma_peak(CpuExec *e) {
     if (!e->fma_peak)
         return 0;
     enum { ITERS = 20000 };
-    e->fma_peak(e->rt, ITERS);
     double best = 0;
     for (int k = 0; k < 100; k++) {
-        double t0 = seconds_now();
-        int64_t flops = e->fma_peak(e->rt, ITERS);
-        double dt = seconds_now() - t0;
-        if (dt > 0 && (double)flops / dt > best)
-            best = (double)flops / dt;
+        double rate = e->fma_peak(e->rt, ITERS);
+        best = rate > best ? rate : best;
     }
     return best * 1e-9;
 }
