@@ -91,6 +91,12 @@ bool explore_view(const Explorer *e, ExploreView v, ExploreView base, int width,
  * step -- changed, gone, which instructions, which LLVM function. */
 bool explore_node(const Explorer *e, const char *name, StrBuf *out, DiagList *d);
 
+/* The node names `node` (and the TUI's o) accepts, for completion: the
+ * provenance names of the import's graph and of the current step's graph
+ * or program, sorted, each once. A malloc'd array of *n names owned by the
+ * session (valid until it is loaded again); NULL when nothing is loaded. */
+const char **explore_node_names(const Explorer *e, int *n);
+
 /* Runs the current step on the interpreter (inputs "NAME=FILE.npy"; the
  * others from the fixed-seed generator): its outputs and the largest
  * difference from the import's. */

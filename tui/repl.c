@@ -11,14 +11,14 @@
 #include <unistd.h>
 
 #include "tui/cli.h"
-#include "tui/explore_core.h"
 #include "tui/lineedit.h"
+#include "tui/repl.h"
 #include "tui/term_signal.h"
 
 enum { MAX_WORDS = 64 };
 
 typedef struct Repl {
-    Explorer e;
+    Explorer *e;
     bool quit;
 } Repl;
 
@@ -37,25 +37,25 @@ static const ReplCommand *commands(int *n);
 /* ---- the commands ---------------------------------------------------------------- */
 
 static bool do_load(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
-    return explore_load(&r->e, argv[1], out, d);
+    return explore_load(r->e, argv[1], out, d);
 }
 
 static bool do_pipeline(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
-    return explore_set_pipeline(&r->e, argv[1], out, d);
+    return explore_set_pipeline(r->e, argv[1], out, d);
 }
 
 static bool do_steps(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
-    explore_steps(&r->e, out);
+    explore_steps(r->e, out);
     return true;
 }
 
 static bool do_step(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
-    return explore_goto(&r->e, argv[1], out, d);
+    return explore_goto(r->e, argv[1], out, d);
 }
 
 static bool move(Repl *r, int dir, int argc, char **argv, StrBuf *out, DiagList *d) {
     long long n = 1;
-    if (!r->e.s) {
+    if (!r->e->s) {
         diag_error(d, NULL, "no model loaded (use: load FILE)");
         return false;
     }
@@ -63,11 +63,11 @@ static bool move(Repl *r, int dir, int argc, char **argv, StrBuf *out, DiagList 
         diag_error(d, NULL, "%s takes a positive count, not '%s'", argv[0], argv[1]);
         return false;
     }
-    if (!explore_move(&r->e, dir * (int)n, false)) {
+    if (!explore_move(r->e, dir * (int)n, false)) {
         diag_error(d, NULL, "already at the %s step", dir > 0 ? "last" : "first");
         return false;
     }
-    explore_where(&r->e, out);
+    explore_where(r->e, out);
     sb_putc(out, '\n');
     return true;
 }
@@ -92,11 +92,11 @@ static bool do_show(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
         diag_error(d, NULL, "show: only 'diff' takes a second view (the one to diff)");
         return false;
     }
-    return explore_view(&r->e, v, base, 80, out, d);
+    return explore_view(r->e, v, base, 80, out, d);
 }
 
 static bool do_node(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
-    return explore_node(&r->e, argv[1], out, d);
+    return explore_node(r->e, argv[1], out, d);
 }
 
 static bool do_svg(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
@@ -105,7 +105,7 @@ static bool do_svg(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
         diag_error(d, NULL, "svg: unknown option '%s' (svg FILE [--mem])", argv[2]);
         return false;
     }
-    return explore_write_picture(&r->e, argv[1], mem, out, d);
+    return explore_write_picture(r->e, argv[1], mem, out, d);
 }
 
 /* "--input NAME=FILE" (or --input=NAME=FILE) pairs: the NAME=FILE parts. */
@@ -127,7 +127,7 @@ static bool input_specs(int argc, char **argv, char **specs, int *n, DiagList *d
 static bool do_run(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     char *specs[MAX_WORDS];
     int n;
-    return input_specs(argc, argv, specs, &n, d) && explore_run(&r->e, specs, n, out, d);
+    return input_specs(argc, argv, specs, &n, d) && explore_run(r->e, specs, n, out, d);
 }
 
 /* compare [--rtol R] [--atol A] [--input ...]: the tolerance options are
@@ -135,7 +135,7 @@ static bool do_run(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
 static bool do_compare(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     char *specs[MAX_WORDS], *rest[MAX_WORDS];
     int n, nrest = 0;
-    Tolerance tol = r->e.tol;
+    Tolerance tol = r->e->tol;
     for (int i = 0; i < argc; i++) {
         bool rtol = !strcmp(argv[i], "--rtol");
         if ((!rtol && strcmp(argv[i], "--atol")) || i == 0) {
@@ -152,15 +152,15 @@ static bool do_compare(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d)
     }
     if (!input_specs(nrest, rest, specs, &n, d))
         return false;
-    if (!r->e.s)
-        return explore_compare(&r->e, specs, n, out, d); /* which says there is no model */
-    return explore_compare_step(&r->e, r->e.s->current, &tol, specs, n, out, d) >= 0;
+    if (!r->e->s)
+        return explore_compare(r->e, specs, n, out, d); /* which says there is no model */
+    return explore_compare_step(r->e, r->e->s->current, &tol, specs, n, out, d) >= 0;
 }
 
 static bool do_bisect(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     char *specs[MAX_WORDS];
     int n;
-    return input_specs(argc, argv, specs, &n, d) && explore_bisect(&r->e, specs, n, out, d);
+    return input_specs(argc, argv, specs, &n, d) && explore_bisect(r->e, specs, n, out, d);
 }
 
 static bool do_compile(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
@@ -168,7 +168,7 @@ static bool do_compile(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d)
         diag_error(d, NULL, "compile: usage: compile -o FILE");
         return false;
     }
-    return explore_compile(&r->e, argv[2], out, d);
+    return explore_compile(r->e, argv[2], out, d);
 }
 
 static void list_commands(StrBuf *out) {
@@ -304,22 +304,36 @@ static bool dispatch(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     return false;
 }
 
+bool repl_execute(Explorer *e, char *line, StrBuf *out, DiagList *d, bool *quit) {
+    char *words[MAX_WORDS];
+    int argc = split_words(line, words);
+    if (!argc)
+        return true;
+    Repl r = {e, false};
+    bool ok = dispatch(&r, argc, words, out, d);
+    if (r.quit)
+        *quit = true;
+    return ok;
+}
+
+const char *repl_command_name(int i) {
+    int n;
+    const ReplCommand *c = commands(&n);
+    return i >= 0 && i < n ? c[i].name : NULL;
+}
+
 /* Runs one line; false if its command failed. */
 static bool run_line(Repl *r, char *line, bool echo) {
-    char *words[MAX_WORDS];
     size_t len = strlen(line);
     while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
         line[--len] = 0;
     if (echo && line[0] && line[strspn(line, " \t")] != '#')
         printf("> %s\n", line + strspn(line, " \t"));
-    int argc = split_words(line, words);
-    if (!argc)
-        return true;
     StrBuf out;
     sb_init(&out);
     DiagList d;
     diag_init(&d, NULL);
-    bool ok = dispatch(r, argc, words, &out, &d);
+    bool ok = repl_execute(r->e, line, &out, &d, &r->quit);
     fputs(sb_str(&out), stdout);
     fflush(stdout);
     cli_report(&d);
@@ -357,8 +371,8 @@ static void run_terminal(Repl *r) {
         StrBuf prompt;
         sb_init(&prompt);
         sb_append(&prompt, "glowc");
-        if (r->e.s)
-            sb_printf(&prompt, " [%d %s]", r->e.s->current, r->e.s->steps[r->e.s->current].name);
+        if (r->e->s)
+            sb_printf(&prompt, " [%d %s]", r->e->s->current, r->e->s->steps[r->e->s->current].name);
         sb_append(&prompt, "> ");
         char *line = lineedit_read(&le, sb_str(&prompt));
         sb_free(&prompt);
@@ -400,13 +414,14 @@ int cmd_repl(int argc, char **argv) {
         diag_error(&d, NULL, "repl: cannot open script '%s': %s", script, strerror(errno));
         goto done;
     }
-    Repl r = {0};
-    explore_init(&r.e, &ca, ca.pipeline);
+    Explorer e;
+    Repl r = {&e, false};
+    explore_init(&e, &ca, ca.pipeline);
     bool ok = true;
     if (ca.model) {
         StrBuf out;
         sb_init(&out);
-        ok = explore_load(&r.e, ca.model, &out, &d);
+        ok = explore_load(&e, ca.model, &out, &d);
         fputs(sb_str(&out), stdout);
         fflush(stdout);
         sb_free(&out);
@@ -421,7 +436,7 @@ int cmd_repl(int argc, char **argv) {
         ok &= run_stream(&r, stdin, "standard input");
     if (in)
         fclose(in);
-    explore_free(&r.e);
+    explore_free(&e);
     status = ok ? 0 : 1;
 done:
     cli_report(&d);
