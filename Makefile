@@ -26,13 +26,14 @@ LDFLAGS := $(OPTFLAGS)
 # Graphviz (DOT and SVG in dot/) and ncurses (the explorer) as pkg-config says;
 # expanded late, once `make deps` has installed them.
 GUI_PKGS := libcgraph libgvc ncursesw
-LIBS     = -lprotobuf-c -L/usr/lib/llvm-19/lib -lLLVM-19 -lpthread -lm \
+LIBS     = -lprotobuf-c -L/usr/lib/llvm-19/lib -lLLVM-19 -lpthread -lm -ljansson \
            $(shell pkg-config --libs $(GUI_PKGS) 2>/dev/null)
 
 # Debian packages the build, the tests and the model scripts need.
 PACKAGES := clang-19 llvm-19-dev llvm-19-tools lld-19 libclang-rt-19-dev \
             libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata \
             libgraphviz-dev graphviz libncurses-dev libcmocka-dev tmux librsvg2-bin pkg-config \
+            libjansson-dev \
             python3 python3-numpy python3-onnx python3-torch python3-torchvision \
             python3-sklearn xxd
 

@@ -418,7 +418,8 @@ static bool run_codegen(Session *s, const PassInfo *pi, PassContext *ctx) {
     CpuOptions co = {.target_cpu = s->opt.target_cpu,
                      .fallback = s->opt.fallback,
                      .output = (CpuOutput)s->opt.cpu_output,
-                     .entry = s->opt.entry};
+                     .entry = s->opt.entry,
+                     .instrument = s->opt.instrument};
     s->cpu = cpu_codegen(s->lir, &co, &s->diags);
     if (s->cpu && cpu_fallback_count(s->cpu)) {
         StrBuf sb;
@@ -648,46 +649,66 @@ bool session_want_codegen(Session *s) {
     return has_opt || session_append_pipeline(s, "llvm-opt");
 }
 
-static bool execute(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,
-                    DiagList *d) {
+CpuExec *session_exec(Session *s, DiagList *d) {
+    if (!s->exec && s->cpu) {
+        s->exec = cpu_jit(s->cpu, s->opt.threads, d);
+        cpu_module_free(s->cpu); /* the JIT took the LLVM module */
+        s->cpu = NULL;
+    }
+    if (!s->exec && !diag_has_errors(d))
+        diag_error(d, NULL, "backend %s needs codegen", s->opt.backend->name);
+    return s->exec;
+}
+
+typedef struct StepObs {
+    StepObserver observe;
+    void *ctx;
+} StepObs;
+
+static void observe_node(void *ctx, const Node *n, Tensor *const *results);
+static void observe_instr(void *ctx, const LirInstr *i, const Tensor *ops, const Tensor *storage);
+static bool run_native(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                       DiagList *d, StepObs *so);
+
+static bool execute(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a, DiagList *d,
+                    StepObs *so) {
     if (s->opt.backend->compiles) {
-        if (!s->exec && s->cpu) {
-            s->exec = cpu_jit(s->cpu, s->opt.threads, d);
-            cpu_module_free(s->cpu); /* the JIT took the LLVM module */
-            s->cpu = NULL;
-        }
-        if (!s->exec) {
-            if (!diag_has_errors(d))
-                diag_error(d, NULL, "backend %s needs codegen", s->opt.backend->name);
-            return false;
-        }
-        return cpu_exec_run(s->exec, inputs, outputs, a, d);
+        CpuExec *e = session_exec(s, d);
+        return e && run_native(e, inputs, outputs, a, d, so);
     }
     if (s->opt.backend->runs_lir) {
         if (!s->lir) {
             diag_error(d, NULL, "backend %s needs the low-level program", s->opt.backend->name);
             return false;
         }
-        return interp_run_lir(s->lir, inputs, outputs, a, d);
+        return interp_run_lir_observed(s->lir, inputs, outputs, a, d,
+                                       so->observe ? observe_instr : NULL, so);
     }
     if (!s->work) {
         diag_error(d, NULL, "backend %s runs a graph; the input was low-level IR",
                    s->opt.backend->name);
         return false;
     }
-    return interp_run(s->work->main, inputs, outputs, a, d, NULL, NULL);
+    return interp_run(s->work->main, inputs, outputs, a, d, so->observe ? observe_node : NULL,
+                      so);
 }
 
-bool session_execute(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,
-                     DiagList *d) {
+bool session_execute_observed(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                              DiagList *d, StepObserver observe, void *observe_ctx) {
     /* What fails at run time (a kernel, a weight the text elided) is named
      * with the model's file, also in a caller's list that has none. */
     const char *saved = d->file;
     if (!saved)
         d->file = s->path;
-    bool ok = execute(s, inputs, outputs, a, d);
+    StepObs so = {observe, observe_ctx};
+    bool ok = execute(s, inputs, outputs, a, d, &so);
     d->file = saved;
     return ok;
+}
+
+bool session_execute(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                     DiagList *d) {
+    return session_execute_observed(s, inputs, outputs, a, d, NULL, NULL);
 }
 
 /* The k-th weight of a kind in a program, in declaration order. */
@@ -727,11 +748,6 @@ const char *session_output_name(const Session *s, int i) {
 
 /* ---- running any step (the explorer) -------------------------------------------- */
 
-typedef struct StepObs {
-    StepObserver observe;
-    void *ctx;
-} StepObs;
-
 static void observe_node(void *ctx, const Node *n, Tensor *const *results) {
     const StepObs *so = ctx;
     for (int r = 0; r < n->nres; r++)
@@ -764,6 +780,94 @@ static bool run_lir_step(const Step *st, Tensor *const *inputs, Tensor **outputs
     return ok;
 }
 
+/* The native code's values: after each instruction the probe reads its
+ * results from the running memories, as the LIR interpreter reports them. */
+typedef struct NativeObs {
+    CpuExec *e;
+    const LirInstr **by_index;
+    int n;
+    StepObs *so;
+} NativeObs;
+
+static void native_probe(void *ctx, int instr, int event) {
+    NativeObs *no = ctx;
+    if (event != CPU_PROBE_END || instr < 0 || instr >= no->n)
+        return;
+    const LirInstr *i = no->by_index[instr];
+    Tensor *ops = calloc(2 * (size_t)i->nops + 1, sizeof(Tensor)), *storage = ops + i->nops;
+    if (!ops)
+        return;
+    for (int k = 0; k < i->nops; k++) {
+        const LirBuf *b = i->ops[k], *base = lir_storage(i->ops[k]);
+        ops[k] = (Tensor){.type = b->type, .data = cpu_exec_address(no->e, b)};
+        storage[k] = (Tensor){.type = base->type, .data = cpu_exec_address(no->e, base)};
+    }
+    observe_instr(no->so, i, ops, storage);
+    free(ops);
+}
+
+static bool run_native(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                       DiagList *d, StepObs *so) {
+    if (!so->observe)
+        return cpu_exec_run(e, inputs, outputs, a, d);
+    const LirProgram *p = cpu_exec_program(e);
+    int n = 0;
+    for (const LirInstr *i = p->first; i; i = i->next)
+        n++;
+    NativeObs no = {e, calloc((size_t)n + 1, sizeof(LirInstr *)), n, so};
+    n = 0;
+    for (const LirInstr *i = p->first; i; i = i->next)
+        no.by_index[n++] = i;
+    if (!cpu_exec_set_probe(e, native_probe, &no)) {
+        diag_error(d, NULL, "the native code was compiled without instrumentation");
+        free(no.by_index);
+        return false;
+    }
+    bool ok = cpu_exec_run(e, inputs, outputs, a, d);
+    cpu_exec_set_probe(e, NULL, NULL);
+    free(no.by_index);
+    return ok;
+}
+
+CpuExec *session_step_exec(Session *s, int k, bool instrument, DiagList *d) {
+    const Step *st = k >= 0 && k < s->nsteps ? &s->steps[k] : NULL;
+    if (!st || st->level != PASS_CODEGEN || st->failed || !s->lir) {
+        diag_error(d, NULL, "step %d is no code generation step that can run", k);
+        return NULL;
+    }
+    CpuOptions co = {.target_cpu = s->opt.target_cpu,
+                     .fallback = s->opt.fallback,
+                     .output = CPU_JIT,
+                     .instrument = instrument};
+    CpuModule *m = cpu_codegen(s->lir, &co, d);
+    /* The native steps up to k again: llvm-opt optimises, and the pass that
+     * --break-pass names miscompiles where it did in the pipeline. */
+    for (int i = 1; m && i <= k; i++) {
+        const PassInfo *pi = s->steps[i].level == PASS_CODEGEN ? pass_find(s->steps[i].name) : NULL;
+        if (!pi)
+            continue;
+        if (pi->step == STEP_LLVM_OPT && !cpu_optimize(m, d)) {
+            cpu_module_free(m);
+            return NULL;
+        }
+        if (s->opt.break_pass && !strcmp(s->opt.break_pass, pi->name))
+            cpu_break_module(m);
+    }
+    CpuExec *e = m ? cpu_jit(m, s->opt.threads, d) : NULL;
+    cpu_module_free(m);
+    return e;
+}
+
+/* A codegen or llvm-opt step: the allocated program compiled again, with
+ * instrumentation when values are observed, and run as native code. */
+static bool run_native_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs,
+                            Arena *a, DiagList *d, StepObs *so) {
+    CpuExec *e = session_step_exec(s, k, so->observe != NULL, d);
+    bool ok = e && run_native(e, inputs, outputs, a, d, so);
+    cpu_exec_free(e);
+    return ok;
+}
+
 bool session_run_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs, Arena *a,
                       DiagList *d, StepObserver observe, void *observe_ctx) {
     if (k < 0 || k >= s->nsteps) {
@@ -776,11 +880,13 @@ bool session_run_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs
         diag_error(d, NULL, "step %d (%s) failed: its IR cannot run", k, st->name);
         return false;
     }
-    if (st->native)
+    if (st->native && !observe)
         return cpu_snapshot_run(st->native, st->lir, s->opt.threads, inputs, outputs, a, d);
     if (st->graph)
         return interp_run(st->graph->main, inputs, outputs, a, d, observe ? observe_node : NULL,
                           &so);
+    if (st->level == PASS_CODEGEN)
+        return run_native_step(s, k, inputs, outputs, a, d, &so);
     if (st->lir)
         return run_lir_step(st, inputs, outputs, a, d, &so);
     diag_error(d, NULL, "step %d (%s) has no IR the interpreter runs", k, st->name);

@@ -28,6 +28,7 @@ typedef struct SessionOptions {
     int threads;            /* cpu backend: worker threads when running (0: every CPU) */
     int cpu_output;         /* cpu backend: CpuOutput (JIT, executable, bundle) */
     const char *entry;      /* cpu backend: the entry point's name (bundles) */
+    bool instrument;        /* cpu backend, JIT: code that reports each instruction */
 } SessionOptions;
 
 typedef struct Step {
@@ -126,13 +127,26 @@ typedef void (*StepObserver)(void *ctx, const char *name, int result, const Tens
 /* Runs the model as it is after step k: a graph step on the interpreter, a
  * low-level step on a copy of its program, given a memory plan when it has
  * none yet, a codegen or llvm-opt step as native code (its LLVM IR
- * JIT-compiled). Inputs as for session_execute; `observe` may be NULL, and
- * is not called at a native step (see session_step_is_native). */
+ * JIT-compiled; with `observe`, compiled again with a probe after every
+ * instruction, see session_step_exec). Inputs as for session_execute;
+ * `observe` may be NULL. */
 bool session_run_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs, Arena *a,
                       DiagList *d, StepObserver observe, void *observe_ctx);
 
-/* Step k runs as native code: only its outputs are seen, not each value. */
+/* Step k runs as native code. */
 bool session_step_is_native(const Session *s, int k);
+
+/* session_execute reporting every value the backend computes, by name:
+ * the graph's nodes, the low-level program's instructions, or the native
+ * code's (opt.instrument), read from its memory after each instruction. */
+bool session_execute_observed(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                              DiagList *d, StepObserver observe, void *observe_ctx);
+/* The JIT-compiled program, compiling it on first use (cpu backend). */
+struct CpuExec *session_exec(Session *s, DiagList *d);
+/* Step k (codegen or llvm-opt) compiled again for the JIT from the allocated
+ * program, instrumented if asked, with --break-pass's miscompile where it
+ * struck; the caller frees it (cpu_exec_free). NULL with a diagnostic. */
+struct CpuExec *session_step_exec(Session *s, int k, bool instrument, DiagList *d);
 
 /* The pipelines by level, NULL-terminated. */
 const char *const *pipeline_by_level(const char *level);

@@ -19,6 +19,7 @@ typedef struct Command {
 
 int cmd_print(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_conform(int argc, char **argv);
 int cmd_opt(int argc, char **argv);
 int cmd_passes(int argc, char **argv);

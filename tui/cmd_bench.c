@@ -4,10 +4,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
+#include "backends/cpu/cpu.h"
 #include "backends/interp/interp.h"
 #include "tui/args.h"
+#include "tui/cli.h"
+#include "tui/profile.h"
+
+typedef struct BenchOpts {
+    int iters;
+    bool per_node;     /* --per-node */
+    const char *trace; /* --trace FILE.json */
+} BenchOpts;
 
 static double now_ms(void) {
     struct timespec ts;
@@ -20,10 +30,55 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static int bench(CommonArgs *ca, int iters, DiagList *d) {
+/* --per-node and --trace: the same compiled code, its probe on, after the
+ * end-to-end runs (probe off) it is measured against. */
+static bool per_node(Session *s, Tensor *const *inputs, const BenchOpts *bo, double e2e_ms,
+                     DiagList *d) {
+    CpuExec *e = session_exec(s, d);
+    Profile *p = e ? profile_run(e, inputs, 0, bo->iters, bo->trace != NULL, d) : NULL;
+    if (!p)
+        return false;
+    bool ok = true;
+    if (bo->per_node) {
+        double peak = cpu_exec_fma_peak(e);
+        printf("FMA peak %.1f GFLOP/s (%d threads, measured with a vector-FMA loop)\n", peak,
+               cpu_exec_threads(e));
+        StrBuf out;
+        sb_init(&out);
+        profile_print(p, peak, e2e_ms, &out);
+        fputs(sb_str(&out), stdout);
+        sb_free(&out);
+    }
+    if (bo->trace) {
+        ok = profile_write_trace(p, bo->trace, d);
+        if (ok)
+            printf("trace of one run written to %s\n", bo->trace);
+    }
+    profile_free(p);
+    return ok;
+}
+
+static int bench(CommonArgs *ca, const BenchOpts *bo, DiagList *d) {
+    int iters = bo->iters;
     Arena *a = arena_new();
     KnownInput known[MAX_CLI_INPUTS];
-    Session *s = args_load_inputs(ca, a, d) ? args_open_session(ca, "-O2", known, d) : NULL;
+    const Backend *b = ca->backend ? backend_find(ca->backend) : NULL;
+    bool profile = bo->per_node || bo->trace;
+    if (profile && !(b && b->compiles)) {
+        diag_error(d, NULL, "bench: --per-node and --trace time native code: add --backend=cpu");
+        arena_destroy(a);
+        return 1;
+    }
+    struct stat st;
+    if (bo->trace && !stat(bo->trace, &st) && S_ISDIR(st.st_mode)) {
+        diag_error(d, NULL, "bench: --trace '%s' is a directory, not a file", bo->trace);
+        arena_destroy(a);
+        return 1;
+    }
+    bool loaded = args_load_inputs(ca, a, d);
+    SessionOptions so = args_session_options(ca, known); /* the inputs bind dimensions */
+    so.instrument = profile;
+    Session *s = loaded ? args_open_session_with(ca, &so, "-O2", d) : NULL;
     int status = 1;
     double t0 = now_ms();
     bool ok = s && session_run(s);
@@ -51,7 +106,7 @@ static int bench(CommonArgs *ca, int iters, DiagList *d) {
         printf("%s: %s backend, pipeline %s, compile %.1f ms\n", ca->model,
                s->opt.backend->name, ca->pipeline ? ca->pipeline : "-O2", compile_ms);
         printf("median %.3f ms, min %.3f ms\n", median, times[0]);
-        status = 0;
+        status = profile && !per_node(s, inputs, bo, median, d) ? 1 : 0;
     }
 done:
     free(times);
@@ -61,6 +116,15 @@ done:
 }
 
 static int iters_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+    BenchOpts *bo = ctx;
+    if (!strcmp(argv[*i], "--per-node")) {
+        bo->per_node = true;
+        return 1;
+    }
+    if (!strcmp(argv[*i], "--trace") && *i + 1 < argc) {
+        bo->trace = argv[++*i];
+        return 1;
+    }
     if (strcmp(argv[*i], "--iters") || *i + 1 >= argc)
         return 0;
     long long n;
@@ -68,7 +132,7 @@ static int iters_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
         diag_error(d, NULL, "bench: --iters takes 1 to 100000, not '%s'", argv[*i]);
         return -1;
     }
-    *(int *)ctx = (int)n;
+    bo->iters = (int)n;
     return 1;
 }
 
@@ -76,9 +140,10 @@ int cmd_bench(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     CommonArgs ca = {0};
-    int iters = 10, status = 1;
-    if (args_parse(&ca, argc, argv, "bench", iters_option, &iters, &d))
-        status = bench(&ca, iters, &d);
+    BenchOpts bo = {.iters = 10};
+    int status = 1;
+    if (args_parse(&ca, argc, argv, "bench", iters_option, &bo, &d))
+        status = bench(&ca, &bo, &d);
     cli_report(&d);
     args_free(&ca);
     diag_free(&d);

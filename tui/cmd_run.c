@@ -12,6 +12,7 @@
 #include "core/print.h"
 #include "tui/args.h"
 #include "tui/cli.h"
+#include "tui/values.h"
 
 /* Output names may hold '/' or ':' (ONNX names are free text). */
 static char *output_file_name(const char *dir, const char *name) {
@@ -89,7 +90,12 @@ static bool run_write_outputs(const Session *s, Tensor *const *outputs, const ch
     return ok;
 }
 
-static int run_model(CommonArgs *ca, const char *out_dir, DiagList *d) {
+typedef struct RunOpts {
+    const char *out_dir;
+    const char *dump_dir; /* --dump-values */
+} RunOpts;
+
+static int run_model(CommonArgs *ca, const RunOpts *ro, DiagList *d) {
     Arena *a = arena_new();
     KnownInput known[MAX_CLI_INPUTS];
     /* The graph interpreter runs the imported graph as is by default; a
@@ -97,15 +103,29 @@ static int run_model(CommonArgs *ca, const char *out_dir, DiagList *d) {
      * and compiles with -O2 unless told otherwise. */
     const Backend *b = ca->backend ? backend_find(ca->backend) : NULL;
     const char *dflt = b && (b->runs_lir || b->compiles) ? "-O2" : "-O0";
-    Session *s = args_load_inputs(ca, a, d) ? args_open_session(ca, dflt, known, d) : NULL;
+    bool loaded = (!ro->dump_dir || values_check_dir(ro->dump_dir, d)) &&
+                  args_load_inputs(ca, a, d);
+    SessionOptions so = args_session_options(ca, known); /* the inputs bind dimensions */
+    so.instrument = ro->dump_dir != NULL;                 /* native code reports its values */
+    Session *s = loaded ? args_open_session_with(ca, &so, dflt, d) : NULL;
     bool ok = s && session_run(s);
     if (s && !ok)
         diag_append(d, &s->diags);
     Tensor **inputs = ok ? args_bind_inputs(ca, s, a, true, d) : NULL;
     int nout = ok ? session_noutputs(s) : 0;
     Tensor **outputs = arena_alloc_array(a, (size_t)nout + 1, sizeof(Tensor *));
-    ok = ok && inputs && session_execute(s, inputs, outputs, a, d);
-    ok = ok && run_write_outputs(s, outputs, out_dir, d);
+    ValueSet vs = {0};
+    if (ok)
+        values_init(&vs, s);
+    ok = ok && inputs &&
+         session_execute_observed(s, inputs, outputs, a, d, ro->dump_dir ? values_observe : NULL,
+                                  &vs);
+    ok = ok && (!ro->dump_dir || values_dump(&vs, ro->dump_dir, d));
+    ok = ok && run_write_outputs(s, outputs, ro->out_dir, d);
+    if (ok && ro->dump_dir)
+        printf("%d values written to %s/ (index: %s/values.txt)\n", vs.n, ro->dump_dir,
+               ro->dump_dir);
+    values_free(&vs);
     for (int i = 0; ok && i < nout; i++)
         print_output(session_output_name(s, i), outputs[i]);
     if (s && ok)
@@ -116,9 +136,11 @@ static int run_model(CommonArgs *ca, const char *out_dir, DiagList *d) {
 }
 
 static int run_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
-    if (strcmp(argv[*i], "--output-dir") || *i + 1 >= argc)
+    RunOpts *ro = ctx;
+    bool out = !strcmp(argv[*i], "--output-dir");
+    if ((!out && strcmp(argv[*i], "--dump-values")) || *i + 1 >= argc)
         return 0;
-    *(const char **)ctx = argv[++*i];
+    *(out ? &ro->out_dir : &ro->dump_dir) = argv[++*i];
     return 1;
 }
 
@@ -126,10 +148,10 @@ int cmd_run(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     CommonArgs ca = {0};
-    const char *out_dir = NULL;
+    RunOpts ro = {0};
     int status = 1;
-    if (args_parse(&ca, argc, argv, "run", run_option, &out_dir, &d))
-        status = run_model(&ca, out_dir, &d);
+    if (args_parse(&ca, argc, argv, "run", run_option, &ro, &d))
+        status = run_model(&ca, &ro, &d);
     cli_report(&d);
     args_free(&ca);
     diag_free(&d);

@@ -14,6 +14,7 @@
 #include "core/print.h"
 #include "core/textdiff.h"
 #include "dot/memmap.h"
+#include "tui/profile.h"
 
 /* The LLVM IR a step carries: the CPU backend's code generation and LLVM
  * optimisation steps keep it. */
@@ -284,8 +285,8 @@ void explore_where(const Explorer *e, StrBuf *out) {
 
 /* ---- views ---------------------------------------------------------------------- */
 
-static const char *const view_names[VIEW_COUNT] = {"graph", "dot",  "lir",  "mem",
-                                                   "llvm",  "diff", "stats"};
+static const char *const view_names[VIEW_COUNT] = {"graph", "dot",  "lir",   "mem",
+                                                   "llvm",  "diff", "stats", "profile"};
 
 const char *explore_view_name(ExploreView v) {
     return v < VIEW_COUNT ? view_names[v] : "?";
@@ -481,6 +482,7 @@ static bool view_of_step(const Session *s, int k, ExploreView v, int width, StrB
     case VIEW_MEM: view_mem(s, k, width, out); return true;
     case VIEW_LLVM: view_llvm(s, k, out); return true;
     case VIEW_STATS: view_stats(s, k, out); return true;
+    case VIEW_PROFILE: sb_append(out, "(a profile is measured, not diffed)\n"); return true;
     case VIEW_DIFF:
     case VIEW_COUNT: break;
     }
@@ -526,10 +528,14 @@ static bool view_diff(const Session *s, int k, ExploreView base, int width, StrB
     return ok;
 }
 
+static bool view_profile(const Explorer *e, StrBuf *out, DiagList *d);
+
 bool explore_view(const Explorer *e, ExploreView v, ExploreView base, int width, StrBuf *out,
                   DiagList *d) {
     if (!need_session(e, d))
         return false;
+    if (v == VIEW_PROFILE)
+        return view_profile(e, out, d);
     if (v == VIEW_DIFF)
         return view_diff(e->s, e->s->current, base, width, out, d);
     return view_of_step(e->s, e->s->current, v, width, out, d);
@@ -1144,6 +1150,31 @@ static bool bind_inputs(const Explorer *e, char *const *specs, int n, RunInputs 
     return ri->tensors != NULL;
 }
 
+/* bench --per-node's table for the current step's native code, compiled
+ * again with the probe, on the fixed-seed inputs: one warm-up, five runs. */
+static bool view_profile(const Explorer *e, StrBuf *out, DiagList *d) {
+    Session *s = e->s;
+    int k = s->current;
+    if (s->steps[k].level != PASS_CODEGEN) {
+        sb_append(out, "the profile times native code: choose a codegen or llvm-opt step "
+                       "(the cpu backend)\n");
+        return true;
+    }
+    RunInputs ri = {0};
+    CpuExec *x = bind_inputs(e, NULL, 0, &ri, d) ? session_step_exec(s, k, true, d) : NULL;
+    Profile *p = x ? profile_run(x, ri.tensors, 1, 5, false, d) : NULL;
+    if (p) {
+        double peak = cpu_exec_fma_peak(x);
+        sb_printf(out, "step %d (%s) on native code, %d threads, FMA peak %.1f GFLOP/s\n", k,
+                  s->steps[k].name, cpu_exec_threads(x), peak);
+        profile_print(p, peak, 0, out);
+    }
+    profile_free(p);
+    cpu_exec_free(x);
+    arena_destroy(ri.a);
+    return p != NULL;
+}
+
 static void describe_inputs(const Explorer *e, const RunInputs *ri, StrBuf *out) {
     for (int p = 0; p < session_ninputs(e->s); p++) {
         sb_printf(out, "  input '%s' ", session_input_name(e->s, p));
@@ -1165,13 +1196,15 @@ static void print_values(const Tensor *t, StrBuf *out) {
     sb_append(out, n > show ? ", ...]" : "]");
 }
 
-static double tolerance_atol(const Tolerance *tol, double scale) {
-    return tol->atol_given ? tol->atol : 1e-4 * scale;
+/* The difference each element of a value may have: atol + rtol * M, M the
+ * reference value's largest magnitude (explore_core.h says why). */
+static double tolerance_bound(const Tolerance *tol, double scale) {
+    return (tol->atol_given ? tol->atol : TOLERANCE_ATOL) + tol->rtol * scale;
 }
 
 static TensorDiff judge_value(const Tensor *got, const Tensor *want, double scale,
                               const Tolerance *tol) {
-    return tensor_compare(got, want, tol->rtol, tolerance_atol(tol, scale));
+    return tensor_compare(got, want, 0, tolerance_bound(tol, scale));
 }
 
 static double max_magnitude(const Tensor *t) {
@@ -1477,14 +1510,26 @@ static void print_records(const Compare *c, StrBuf *out) {
     sb_putc(out, '\n');
 }
 
+static bool output_beyond(const Compare *c) {
+    for (int i = 0; i < c->nrec; i++)
+        if (c->rec[i].output && !c->rec[i].diff.ok)
+            return true;
+    return false;
+}
+
 bool explore_compare(const Explorer *e, char *const *inputs, int ninputs, StrBuf *out,
                      DiagList *d) {
+    return e->s ? explore_compare_step(e, e->s->current, &e->tol, inputs, ninputs, out, d) >= 0
+                : need_session(e, d);
+}
+
+int explore_compare_step(const Explorer *e, int k, const Tolerance *tol, char *const *inputs,
+                         int ninputs, StrBuf *out, DiagList *d) {
     if (!need_session(e, d))
-        return false;
+        return -1;
     Session *s = e->s;
-    int k = s->current;
     RunInputs ri = {0};
-    Compare c = {.a = arena_new(), .tol = &e->tol};
+    Compare c = {.a = arena_new(), .tol = tol};
     c.f0 = s->steps[0].graph ? s->steps[0].graph->main : NULL;
     want_names_of(&c, &s->steps[k]);
     int nout = session_noutputs(s);
@@ -1499,18 +1544,17 @@ bool explore_compare(const Explorer *e, char *const *inputs, int ninputs, StrBuf
     if (ok) {
         add_output_records(&c, s, got, want);
         sb_printf(out, "compare step %d (%s) with step 0 (import), values matched by name, "
-                       "rtol %g\n",
-                  k, s->steps[k].name, e->tol.rtol);
-        if (session_step_is_native(s, k))
-            sb_append(out, "  (native code: only the graph's outputs are seen at this step)\n");
+                       "rtol %g, atol %g\n",
+                  k, s->steps[k].name, tol->rtol, tol->atol_given ? tol->atol : TOLERANCE_ATOL);
         print_records(&c, out);
     }
+    int status = !ok ? -1 : output_beyond(&c);
     free(c.ref.e);
     free(c.wanted.e);
     free(c.rec);
     arena_destroy(c.a);
     arena_destroy(ri.a);
-    return ok;
+    return status;
 }
 
 /* ---- bisection ------------------------------------------------------------------ */
@@ -1527,8 +1571,8 @@ typedef struct Verdict {
 static Verdict judge_outputs(int n, Tensor **got, Tensor **want, const Tolerance *tol) {
     Verdict v = {.ok = true, .output = 0};
     for (int i = 0; i < n; i++) {
-        double atol = tolerance_atol(tol, max_magnitude(want[i]));
-        TensorDiff df = tensor_compare(got[i], want[i], tol->rtol, atol);
+        double atol = tolerance_bound(tol, max_magnitude(want[i]));
+        TensorDiff df = judge_value(got[i], want[i], max_magnitude(want[i]), tol);
         if (!df.ok) {
             if (v.ok)
                 v = (Verdict){false, i, df, atol};
@@ -1576,7 +1620,7 @@ static void report_bad(const Session *s, int k, const Verdict *v, const Toleranc
     else
         sb_printf(out,
                   "  output '%s': %lld elements beyond tolerance, largest difference %.6g at "
-                  "index %lld (expected %.9g, got %.9g; atol %.3g, rtol %.3g)\n",
+                  "index %lld (expected %.9g, got %.9g; allowed %.3g, rtol %.3g)\n",
                   name, (long long)v->diff.mismatches, v->diff.max_abs,
                   (long long)v->diff.worst, v->diff.want_at_worst, v->diff.got_at_worst,
                   v->atol, tol->rtol);

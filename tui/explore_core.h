@@ -21,12 +21,19 @@ typedef enum {
     VIEW_LLVM,
     VIEW_DIFF,
     VIEW_STATS,
+    VIEW_PROFILE, /* per-instruction time of the step's native code */
     VIEW_COUNT
 } ExploreView;
 
-/* When a value differs "beyond tolerance": |got - want| <= atol + rtol*|want|,
- * atol by default 1e-4 of the reference's largest magnitude (random-weight
- * models give outputs anywhere from 1e-14 to 1e12). */
+/* When a value differs "beyond tolerance": some element has
+ * |got - want| > atol + rtol * M, M the largest magnitude of the reference
+ * value (the whole tensor's, not the element's). Relative to M, because a
+ * value is computed at the scale of its largest elements: an element near
+ * zero inside it carries rounding error of that scale (random-weight models
+ * give values anywhere from 1e-14 to 1e12). atol (default TOLERANCE_ATOL)
+ * covers a value that is all rounding noise: the mean of a normalised row is
+ * 0 exactly, computed as +-1e-8, and two summation orders differ by as much. */
+#define TOLERANCE_ATOL 1e-6
 typedef struct Tolerance {
     double rtol, atol;
     bool atol_given;
@@ -99,6 +106,11 @@ bool explore_run(const Explorer *e, char *const *inputs, int ninputs, StrBuf *ou
  * order, marking the first beyond tolerance. */
 bool explore_compare(const Explorer *e, char *const *inputs, int ninputs, StrBuf *out,
                      DiagList *d);
+/* The same for step k with a given tolerance (glowc compare, the REPL's
+ * --rtol/--atol): 1 if an output is beyond tolerance, 0 if none, -1 if a
+ * run failed. A codegen or llvm-opt step runs as native code. */
+int explore_compare_step(const Explorer *e, int k, const Tolerance *tol, char *const *inputs,
+                         int ninputs, StrBuf *out, DiagList *d);
 /* Runs every step that changed something (running the rest of the
  * pipeline as it goes), naming the first whose outputs leave the import's
  * beyond tolerance; this is also `glowc bisect`. 1: a bad step was found,

@@ -14,8 +14,14 @@ static const Command commands[] = {
     {"passes", cmd_passes, "glowc passes", "list the passes and the pipelines"},
     {"run", cmd_run,
      "glowc run MODEL [-O0|-O1|-O2|--passes=...] [--input NAME=FILE.npy|.pb]... [--output-dir DIR] "
-     "[--dim NAME=VALUE]... [--max-memory=SIZE] [--break-pass=PASS] [--no-verify]",
+     "[--dim NAME=VALUE]... [--max-memory=SIZE] [--break-pass=PASS] [--backend=interp|interp-lir|cpu] "
+     "[--dump-values DIR] [--no-verify]",
      "run a model on the reference interpreter (default -O0: the imported graph)"},
+    {"compare", cmd_compare,
+     "glowc compare MODEL [--backend=interp|interp-lir|cpu] [-O0|-O1|-O2|--passes=...] "
+     "[--input NAME=FILE.npy]... [--rtol R] [--atol A] [--break-pass=PASS]",
+     "compare every value, by ONNX name, with the -O0 interpreter's (exit 1: an output is "
+     "beyond tolerance)"},
     {"bisect", cmd_bisect,
      "glowc bisect MODEL [-O2|--passes=...] [--input NAME=FILE.npy]... [--rtol R] [--atol A] "
      "[--break-pass=PASS] [--backend=interp|interp-lir|cpu] [--no-verify]",
@@ -33,7 +39,8 @@ static const Command commands[] = {
      "step through the pipeline with commands (from the terminal, a script or stdin)"},
     {"explore", cmd_explore, "glowc explore [MODEL] [-O0|-O1|-O2|--passes=...] [--no-verify]",
      "the terminal explorer: every step's graph, DOT, LIR, memory map, diff and stats"},
-    {"bench", cmd_bench, "glowc bench MODEL [-O0|-O1|-O2] [--backend=interp] [--iters N] [--no-verify]",
+    {"bench", cmd_bench, "glowc bench MODEL [-O0|-O1|-O2] [--backend=interp|interp-lir|cpu] [--iters N] "
+     "[--threads T] [--per-node] [--trace FILE.json] [--no-verify]",
      "time inference runs (median and minimum)"},
     {"conform", cmd_conform, "glowc conform [-O0|-O1|-O2] [--rtol R] [--atol A] [--jobs N] [--no-verify] DIR...",
      "run ONNX backend test folders and compare with their stored outputs"},

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tui/cli.h"
 #include "tui/lineedit.h"
 #include "tui/repl.h"
 #include "tui/term_signal.h"
@@ -129,10 +130,31 @@ static bool do_run(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     return input_specs(argc, argv, specs, &n, d) && explore_run(r->e, specs, n, out, d);
 }
 
+/* compare [--rtol R] [--atol A] [--input ...]: the tolerance options are
+ * taken out, the rest are inputs. */
 static bool do_compare(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
-    char *specs[MAX_WORDS];
-    int n;
-    return input_specs(argc, argv, specs, &n, d) && explore_compare(r->e, specs, n, out, d);
+    char *specs[MAX_WORDS], *rest[MAX_WORDS];
+    int n, nrest = 0;
+    Tolerance tol = r->e->tol;
+    for (int i = 0; i < argc; i++) {
+        bool rtol = !strcmp(argv[i], "--rtol");
+        if ((!rtol && strcmp(argv[i], "--atol")) || i == 0) {
+            rest[nrest++] = argv[i];
+            continue;
+        }
+        if (i + 1 >= argc || !cli_parse_tolerance(argv[i + 1], rtol ? &tol.rtol : &tol.atol)) {
+            diag_error(d, NULL, "compare: %s takes a number >= 0, not '%s'", argv[i],
+                       i + 1 < argc ? argv[i + 1] : "");
+            return false;
+        }
+        tol.atol_given |= !rtol;
+        i++;
+    }
+    if (!input_specs(nrest, rest, specs, &n, d))
+        return false;
+    if (!r->e->s)
+        return explore_compare(r->e, specs, n, out, d); /* which says there is no model */
+    return explore_compare_step(r->e, r->e->s->current, &tol, specs, n, out, d) >= 0;
 }
 
 static bool do_bisect(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
@@ -178,13 +200,13 @@ static const ReplCommand command_table[] = {
     {"next", do_next, 0, 1, "next [N]", "go N steps forward"},
     {"prev", do_prev, 0, 1, "prev [N]", "go N steps back"},
     {"show", do_show, 1, 2, "show VIEW, show diff [VIEW]",
-     "a view of the current step: graph dot lir mem llvm stats"},
+     "a view of the current step: graph dot lir mem llvm stats profile"},
     {"node", do_node, 1, 1, "node NAME", "a node, its operands and users, its history"},
     {"svg", do_svg, 1, 2, "svg FILE [--mem]",
      "write the current step's graph (or memory map) as .svg/.png/.dot"},
     {"run", do_run, 0, -1, "run [--input NAME=FILE.npy]...",
      "run the current step; outputs and difference from step 0"},
-    {"compare", do_compare, 0, -1, "compare [--input NAME=FILE.npy]...",
+    {"compare", do_compare, 0, -1, "compare [--rtol R] [--atol A] [--input NAME=FILE.npy]...",
      "every value of the current step against step 0"},
     {"bisect", do_bisect, 0, -1, "bisect [--input NAME=FILE.npy]...",
      "the first step whose outputs leave step 0's"},

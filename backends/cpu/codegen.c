@@ -29,6 +29,7 @@ typedef struct CG {
     LLVMBuilderRef b;
     LLVMTypeRef i8, i32, i64, ptr, worker_ty;
     LLVMValueRef entry, weights, mutables, acts, rt, ops;
+    LLVMValueRef probe; /* instrumented: glowc_probe_call(instr, event), else NULL */
     int max_ops;
     DiagList *d;
     bool ok;
@@ -170,6 +171,46 @@ static LLVMValueRef runtime_fn(CG *g, const char *name) {
     return fn;
 }
 
+/* ---- instrumentation (CpuOptions.instrument) ------------------------------------ */
+
+/* glowc_probe = {fn, ctx}, set by the JIT (cpu_exec_set_probe), and
+ *   glowc_probe_call(instr, event) { if (fn) fn(ctx, instr, event); } */
+static void make_probe(CG *g) {
+    LLVMTypeRef pair = LLVMArrayType2(g->ptr, 2);
+    LLVMValueRef gv = LLVMAddGlobal(g->mod, pair, CPU_PROBE_GLOBAL);
+    LLVMSetInitializer(gv, LLVMConstNull(pair));
+    LLVMTypeRef params[2] = {g->i32, g->i32};
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), params, 2, false);
+    g->probe = LLVMAddFunction(g->mod, "glowc_probe_call", fty);
+    LLVMSetLinkage(g->probe, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(g->ctx, g->probe, "entry");
+    LLVMBasicBlockRef call_bb = LLVMAppendBasicBlockInContext(g->ctx, g->probe, "call");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(g->ctx, g->probe, "done");
+    LLVMPositionBuilderAtEnd(b, entry);
+    LLVMValueRef fn = LLVMBuildLoad2(b, g->ptr, gv, "fn");
+    LLVMValueRef one = LLVMConstInt(g->i64, 1, false);
+    LLVMValueRef ctx = LLVMBuildLoad2(b, g->ptr, LLVMBuildGEP2(b, g->ptr, gv, &one, 1, ""), "ctx");
+    LLVMBuildCondBr(b, LLVMBuildIsNull(b, fn, ""), done, call_bb);
+    LLVMPositionBuilderAtEnd(b, call_bb);
+    LLVMTypeRef cparams[3] = {g->ptr, g->i32, g->i32};
+    LLVMTypeRef cty = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), cparams, 3, false);
+    LLVMValueRef args[3] = {ctx, LLVMGetParam(g->probe, 0), LLVMGetParam(g->probe, 1)};
+    LLVMBuildCall2(b, cty, fn, args, 3, "");
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, done);
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+}
+
+static void emit_probe(CG *g, LLVMBuilderRef b, int instr, CpuProbeEvent event) {
+    if (!g->probe)
+        return;
+    LLVMValueRef args[2] = {LLVMConstInt(g->i32, (unsigned long long)instr, true),
+                            LLVMConstInt(g->i32, (unsigned long long)event, false)};
+    LLVMBuildCall2(b, LLVMGlobalGetValueType(g->probe), g->probe, args, 2, "");
+}
+
 /* worker_i(ops, lo, hi, sc) { kernel(desc_i, ops, lo, hi, sc); } */
 static LLVMValueRef make_worker(CG *g, LLVMValueRef kernel, LLVMValueRef desc, int index) {
     char name[32];
@@ -181,7 +222,9 @@ static LLVMValueRef make_worker(CG *g, LLVMValueRef kernel, LLVMValueRef desc, i
     LLVMPositionBuilderAtEnd(b, bb);
     LLVMValueRef args[5] = {desc, LLVMGetParam(w, 0), LLVMGetParam(w, 1), LLVMGetParam(w, 2),
                             LLVMGetParam(w, 3)};
+    emit_probe(g, b, -1, CPU_PROBE_CHUNK_BEGIN);
     LLVMBuildCall2(b, LLVMGlobalGetValueType(kernel), kernel, args, 5, "");
+    emit_probe(g, b, -1, CPU_PROBE_CHUNK_END);
     LLVMBuildRetVoid(b);
     LLVMDisposeBuilder(b);
     return w;
@@ -334,10 +377,16 @@ static void emit_instr(CG *g, LirInstr *i, int index) {
     case IK_ALLOC:
     case IK_DEALLOC:
     case IK_TENSORVIEW: return; /* addresses are constants of the plan */
-    case IK_COPY: emit_copy(g, i); return;
-    case IK_INSERT: emit_insert(g, i, index); return;
-    default: emit_compute(g, i, index); return;
+    default: break;
     }
+    emit_probe(g, g->b, index, CPU_PROBE_BEGIN);
+    if (i->kind == IK_COPY)
+        emit_copy(g, i);
+    else if (i->kind == IK_INSERT)
+        emit_insert(g, i, index);
+    else
+        emit_compute(g, i, index);
+    emit_probe(g, g->b, index, CPU_PROBE_END);
 }
 
 /* ---- the module ------------------------------------------------------------- */
@@ -396,6 +445,8 @@ CpuModule *cpu_codegen(LirProgram *p, const CpuOptions *o, DiagList *d) {
         return NULL;
     }
     m->mod = g.mod;
+    if (o->instrument && o->output == CPU_JIT)
+        make_probe(&g);
     for (LirInstr *i = p->first; i; i = i->next)
         if (i->nops > g.max_ops)
             g.max_ops = i->nops;

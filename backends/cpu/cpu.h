@@ -24,7 +24,21 @@ typedef struct CpuOptions {
     const char *entry;      /* the entry point's name; NULL: "glowc_main" */
     bool fallback;          /* run kinds without a libjit kernel by the interpreter's */
     CpuOutput output;       /* executables link main() and embed the weights */
+    bool instrument;        /* JIT only: call a probe around each instruction (below) */
 } CpuOptions;
+
+/* Instrumented code calls the probe before and after every instruction that
+ * does something (by program index), and before and after each thread's
+ * share of a parallel one (instr -1, on that thread); with no probe set it
+ * only tests a pointer. Uninstrumented code (executables, bundles, the
+ * default JIT) has none of it. */
+typedef enum {
+    CPU_PROBE_BEGIN,
+    CPU_PROBE_END,
+    CPU_PROBE_CHUNK_BEGIN,
+    CPU_PROBE_CHUNK_END
+} CpuProbeEvent;
+typedef void (*CpuProbe)(void *ctx, int instr, int event);
 
 typedef struct CpuModule CpuModule;
 
@@ -50,6 +64,16 @@ typedef struct CpuExec CpuExec;
 CpuExec *cpu_jit(CpuModule *m, int threads, DiagList *d);
 bool cpu_exec_run(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a, DiagList *d);
 void cpu_exec_free(CpuExec *e);
+/* Instrumented code only (false otherwise): the probe the next runs call. */
+bool cpu_exec_set_probe(CpuExec *e, CpuProbe probe, void *ctx);
+/* Where buffer b (of the executed program) lies in the running memories:
+ * inside the probe, the native kernels' values themselves. */
+void *cpu_exec_address(const CpuExec *e, const LirBuf *b);
+const LirProgram *cpu_exec_program(const CpuExec *e);
+int cpu_exec_threads(const CpuExec *e);
+/* Instrumented code only: the FMA peak of the runtime's threads, in
+ * GFLOP/s, measured with a vector-FMA loop (libjit_fma_peak); 0 if not. */
+double cpu_exec_fma_peak(CpuExec *e);
 
 /* A frozen copy of a module's LLVM IR (its bitcode), so that a step of the
  * pipeline can be run as native code after later steps changed the module:

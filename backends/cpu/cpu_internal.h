@@ -9,6 +9,9 @@
 
 #include "backends/cpu/cpu.h"
 
+/* The instrumented module's {probe, ctx} pair (codegen.c, jit.c). */
+#define CPU_PROBE_GLOBAL "glowc_probe"
+
 struct CpuModule {
     CpuOptions opt;
     LirProgram *p;

@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <llvm-c/BitReader.h>
 #include <llvm-c/BitWriter.h>
@@ -17,6 +18,7 @@
 typedef int (*EntryFn)(uint8_t *, uint8_t *, uint8_t *, void *);
 typedef void *(*RuntimeNewFn)(int);
 typedef void (*RuntimeFreeFn)(void *);
+typedef double (*FmaPeakFn)(void *, int64_t);
 
 struct CpuExec {
     LLVMOrcLLJITRef jit;
@@ -26,6 +28,9 @@ struct CpuExec {
     LirProgram *p;
     Arena *mem; /* weights, mutables, activations */
     uint8_t *weights, *mutables, *acts;
+    int nthreads;
+    void **probe;      /* instrumented: the module's {fn, ctx} pair */
+    FmaPeakFn fma_peak; /* instrumented: libjit_fma_peak */
 };
 
 static bool failed(LLVMErrorRef err, const char *what, DiagList *d) {
@@ -94,7 +99,14 @@ CpuExec *cpu_jit(CpuModule *m, int threads, DiagList *d) {
         cpu_exec_free(e);
         return NULL;
     }
+    if (m->opt.instrument && (!lookup(e, CPU_PROBE_GLOBAL, (void **)&e->probe, d) ||
+                              !lookup(e, "libjit_fma_peak", (void **)&e->fma_peak, d))) {
+        cpu_exec_free(e);
+        return NULL;
+    }
     e->rt = ((RuntimeNewFn)rt_new)(threads); /* one thread too: it keeps the scratch */
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    e->nthreads = threads > 0 ? threads : online > 0 ? (int)online : 1;
     return e;
 }
 
@@ -190,4 +202,45 @@ bool cpu_snapshot_run(const CpuSnapshot *s, LirProgram *p, int threads, Tensor *
     bool ok = e && cpu_exec_run(e, inputs, outputs, a, d);
     cpu_exec_free(e);
     return ok;
+}
+
+bool cpu_exec_set_probe(CpuExec *e, CpuProbe probe, void *ctx) {
+    if (!e->probe)
+        return false;
+    e->probe[0] = (void *)probe;
+    e->probe[1] = ctx;
+    return true;
+}
+
+void *cpu_exec_address(const CpuExec *e, const LirBuf *b) {
+    const LirBuf *s = b->kind == LB_VIEW ? b->base : b;
+    uint8_t *base = s->kind == LB_ALLOC ? e->acts : s->kind == LB_CONST ? e->weights : e->mutables;
+    int64_t off = s->address;
+    if (b->kind == LB_VIEW)
+        off += b->offset * (int64_t)elem_size(b->type.elem);
+    return base + off;
+}
+
+const LirProgram *cpu_exec_program(const CpuExec *e) {
+    return e->p;
+}
+
+int cpu_exec_threads(const CpuExec *e) {
+    return e->nthreads;
+}
+
+/* The best of 100 rounds of about 0.1 ms: a shared machine's peak is what
+ * its cores reach when they hold them, and short rounds are the likeliest
+ * to. Each thread times itself (libjit_fma_peak), so waking the threads
+ * is not counted. */
+double cpu_exec_fma_peak(CpuExec *e) {
+    if (!e->fma_peak)
+        return 0;
+    enum { ITERS = 20000 };
+    double best = 0;
+    for (int k = 0; k < 100; k++) {
+        double rate = e->fma_peak(e->rt, ITERS);
+        best = rate > best ? rate : best;
+    }
+    return best * 1e-9;
 }

@@ -192,7 +192,9 @@ static bool keep_external(const CpuModule *m, const char *name) {
     switch (m->opt.output) {
     case CPU_JIT:
         return !strcmp(name, m->entry) || !strcmp(name, "libjit_runtime_new") ||
-               !strcmp(name, "libjit_runtime_free");
+               !strcmp(name, "libjit_runtime_free") ||
+               (m->opt.instrument && (!strcmp(name, "libjit_fma_peak") ||
+                                      !strcmp(name, CPU_PROBE_GLOBAL)));
     case CPU_EXECUTABLE: return !strcmp(name, "main");
     case CPU_BUNDLE:
         if (!strcmp(name, m->entry))
@@ -232,9 +234,11 @@ void cpu_finish_module(CpuModule *m) {
         if (!keep_external(m, name))
             LLVMSetLinkage(fn, LLVMInternalLinkage);
     }
-    for (LLVMValueRef gv = LLVMGetFirstGlobal(m->mod); gv; gv = LLVMGetNextGlobal(gv))
-        if (!LLVMIsDeclaration(gv))
+    for (LLVMValueRef gv = LLVMGetFirstGlobal(m->mod); gv; gv = LLVMGetNextGlobal(gv)) {
+        size_t len;
+        if (!LLVMIsDeclaration(gv) && !keep_external(m, LLVMGetValueName2(gv, &len)))
             LLVMSetLinkage(gv, LLVMInternalLinkage);
+    }
 }
 
 bool cpu_optimize(CpuModule *m, DiagList *d) {

@@ -150,5 +150,8 @@ LJ_INLINE void lj_scratch_put(LjScratch *sc, void *p) {
 /* Runs worker over [0, n) on the runtime's threads (inline when rt is NULL
  * or has one thread). */
 void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *const *ops);
+/* Vector FMAs on every thread of rt at once (runtime.c); returns the sum
+ * of the threads' rates in flop/s, each timed by the thread itself. */
+double libjit_fma_peak(LibjitRuntime *rt, int64_t iters);
 
 #endif

@@ -183,3 +183,53 @@ void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *co
             sched_yield();
     }
 }
+
+/* ---- the machine's FMA peak (glowc bench --per-node) --------------------------- */
+
+enum { PEAK_CHAINS = 12 };
+
+/* Twelve independent chains of 16-lane FMAs: more than latency (4 cycles)
+ * times FMA ports (2) in flight, so the loop runs at the FMA units' rate,
+ * never at one chain's latency. Named registers, not an array, so that no
+ * optimisation level keeps them in memory. Each thread times its own loop
+ * and stores its rate (flop/s; the result kept live through it): handing
+ * the work to the threads is then not part of the peak. */
+static __attribute__((noinline, min_vector_width(512))) void
+fma_chunk(void *const *ops, int64_t lo, int64_t hi, LjScratch *sc) {
+    typedef float v16 __attribute__((vector_size(64)));
+    int64_t iters = *(const int64_t *)ops[0];
+    double *rate = ops[1];
+    float s = (float)lo;
+    v16 m = {0}, c = {0};
+    m += 0.9999f;
+    c += 1e-6f;
+    v16 a0 = c + s, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, a4 = a0 + 4, a5 = a0 + 5;
+    v16 a6 = a0 + 6, a7 = a0 + 7, a8 = a0 + 8, a9 = a0 + 9, a10 = a0 + 10, a11 = a0 + 11;
+    long t0 = now_ns();
+    for (int64_t it = 0; it < iters; it++) {
+#define LJ_FMA(a) a = __builtin_elementwise_fma(a, m, c)
+        LJ_FMA(a0); LJ_FMA(a1); LJ_FMA(a2); LJ_FMA(a3); LJ_FMA(a4); LJ_FMA(a5);
+        LJ_FMA(a6); LJ_FMA(a7); LJ_FMA(a8); LJ_FMA(a9); LJ_FMA(a10); LJ_FMA(a11);
+#undef LJ_FMA
+    }
+    v16 sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
+    for (int l = 0; l < 16; l++)
+        s += sum[l];
+    long dt = now_ns() - t0;
+    double flops = (double)iters * PEAK_CHAINS * 16 * 2;
+    for (int64_t t = lo; t < hi; t++)
+        rate[t] = (dt > 0 ? flops / ((double)dt * 1e-9) : 0) + (s != s ? 1 : 0);
+}
+
+/* One round of `iters` on every thread of rt at once: the sum of the
+ * threads' FMA rates, flop/s. */
+double libjit_fma_peak(LibjitRuntime *rt, int64_t iters) {
+    double rate[MAX_THREADS] = {0};
+    void *ops[2] = {&iters, rate};
+    int n = rt ? rt->nthreads : 1;
+    libjit_parallel(rt, n, fma_chunk, ops);
+    double sum = 0;
+    for (int t = 0; t < n; t++)
+        sum += rate[t];
+    return sum;
+}

@@ -1,0 +1,281 @@
+/* Per-operator time of native code through the JIT's probe. */
+#include "tui/profile.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends/cpu/cpu.h"
+#include "core/file.h"
+#include "core/print.h"
+
+enum { MAX_LANES = 64 };
+
+typedef struct Event {
+    int instr, lane;
+    double start, dur; /* seconds since the run began */
+} Event;
+
+struct Profile {
+    const LirProgram *prog;
+    const LirInstr **instr; /* by program index */
+    int n;
+    double *begin, *total;  /* per instruction: this run's start, the sum over runs */
+    bool *ran;
+    int runs;
+    double run_start;
+    double wall;            /* the runs' summed wall time, seconds */
+    _Atomic int current;    /* the instruction the workers are running */
+    bool tracing;
+    pthread_mutex_t mu;     /* lanes and events, from every thread */
+    pthread_t lane_thread[MAX_LANES];
+    double lane_start[MAX_LANES];
+    int nlanes;
+    Event *ev;
+    int nev, cap;
+};
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int lane_of_self(Profile *p) {
+    pthread_t self = pthread_self();
+    for (int k = 0; k < p->nlanes; k++)
+        if (pthread_equal(p->lane_thread[k], self))
+            return k;
+    if (p->nlanes == MAX_LANES)
+        return MAX_LANES - 1;
+    p->lane_thread[p->nlanes] = self;
+    return p->nlanes++;
+}
+
+static void add_event(Profile *p, int instr, int lane, double start, double end) {
+    if (p->nev == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 1024;
+        Event *grown = realloc(p->ev, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return;
+        p->ev = grown;
+        p->cap = cap;
+    }
+    p->ev[p->nev++] = (Event){instr, lane, start - p->run_start, end - start};
+}
+
+/* The calling thread is lane 0 (it registers first, at BEGIN). Workers
+ * only take the mutex while tracing: timing alone costs two clock reads. */
+static void probe(void *ctx, int instr, int event) {
+    Profile *p = ctx;
+    bool chunk = event == CPU_PROBE_CHUNK_BEGIN || event == CPU_PROBE_CHUNK_END;
+    if (chunk && !p->tracing)
+        return;
+    double t = now_s();
+    switch ((CpuProbeEvent)event) {
+    case CPU_PROBE_BEGIN:
+        p->current = instr;
+        p->begin[instr] = t;
+        return;
+    case CPU_PROBE_END:
+        p->total[instr] += t - p->begin[instr];
+        p->ran[instr] = true;
+        if (p->tracing) {
+            pthread_mutex_lock(&p->mu);
+            add_event(p, instr, lane_of_self(p), p->begin[instr], t);
+            pthread_mutex_unlock(&p->mu);
+        }
+        return;
+    case CPU_PROBE_CHUNK_BEGIN:
+    case CPU_PROBE_CHUNK_END:
+        pthread_mutex_lock(&p->mu);
+        int lane = lane_of_self(p);
+        if (event == CPU_PROBE_CHUNK_BEGIN)
+            p->lane_start[lane] = t;
+        else
+            add_event(p, -1 - p->current, lane, p->lane_start[lane], t);
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
+}
+
+static Profile *profile_new(CpuExec *e) {
+    Profile *p = calloc(1, sizeof *p);
+    p->prog = cpu_exec_program(e);
+    for (const LirInstr *i = p->prog->first; i; i = i->next)
+        p->n++;
+    p->instr = calloc((size_t)p->n + 1, sizeof *p->instr);
+    p->begin = calloc((size_t)p->n + 1, sizeof *p->begin);
+    p->total = calloc((size_t)p->n + 1, sizeof *p->total);
+    p->ran = calloc((size_t)p->n + 1, sizeof *p->ran);
+    int k = 0;
+    for (const LirInstr *i = p->prog->first; i; i = i->next)
+        p->instr[k++] = i;
+    pthread_mutex_init(&p->mu, NULL);
+    return p;
+}
+
+void profile_free(Profile *p) {
+    if (!p)
+        return;
+    pthread_mutex_destroy(&p->mu);
+    free(p->instr);
+    free(p->begin);
+    free(p->total);
+    free(p->ran);
+    free(p->ev);
+    free(p);
+}
+
+static bool run_once(CpuExec *e, Tensor *const *inputs, DiagList *d) {
+    Arena *a = arena_new();
+    const LirProgram *p = cpu_exec_program(e);
+    Tensor **outs = arena_alloc_array(a, (size_t)p->nbufs + 1, sizeof(Tensor *));
+    bool ok = cpu_exec_run(e, inputs, outs, a, d);
+    arena_destroy(a);
+    return ok;
+}
+
+Profile *profile_run(CpuExec *e, Tensor *const *inputs, int warm, int runs, bool trace,
+                     DiagList *d) {
+    for (int k = 0; k < warm; k++)
+        if (!run_once(e, inputs, d))
+            return NULL;
+    Profile *p = profile_new(e);
+    if (!cpu_exec_set_probe(e, probe, p)) {
+        diag_error(d, NULL, "the native code was compiled without instrumentation");
+        profile_free(p);
+        return NULL;
+    }
+    bool ok = true;
+    for (int k = 0; ok && k < runs; k++) {
+        p->tracing = trace && k == runs - 1;
+        p->nlanes = 0;
+        lane_of_self(p); /* the caller is lane 0 */
+        p->run_start = now_s();
+        ok = run_once(e, inputs, d);
+        p->wall += now_s() - p->run_start;
+    }
+    p->runs = runs;
+    cpu_exec_set_probe(e, NULL, NULL);
+    if (!ok) {
+        profile_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+double profile_total_ms(const Profile *p) {
+    double sum = 0;
+    for (int k = 0; k < p->n; k++)
+        sum += p->total[k];
+    return sum * 1e3 / (p->runs ? p->runs : 1);
+}
+
+/* Multiply-adds count two. Only the kinds whose time is arithmetic. */
+static double instr_flops(const LirInstr *i) {
+    if (i->kind < IK_FIRST_COMPUTE || i->nops < 2)
+        return 0;
+    const Type *y = &i->ops[0]->type, *x = &i->ops[1]->type;
+    switch (NODE_OF_IK(i->kind)) {
+    case NK_CONV: {
+        const Type *w = &i->ops[2]->type;
+        return 2.0 * (double)type_numel(y) * (double)(type_numel(w) / w->dims[0]);
+    }
+    case NK_FULLY_CONNECTED:
+    case NK_MATMUL:
+    case NK_GEMM:
+        return 2.0 * (double)type_numel(y) * (double)x->dims[x->rank - 1];
+    default: return 0;
+    }
+}
+
+typedef struct Row {
+    int instr;
+    double total;
+} Row;
+
+static int by_time(const void *a, const void *b) {
+    const Row *x = a, *y = b;
+    return x->total > y->total ? -1 : x->total < y->total ? 1 : x->instr - y->instr;
+}
+
+static void shape_str(const Type *t, char *buf, size_t size) {
+    int n = snprintf(buf, size, "%s", t->rank ? "" : "scalar");
+    for (int k = 0; k < t->rank && n >= 0 && (size_t)n < size; k++)
+        n += snprintf(buf + n, size - (size_t)n, k ? "x%lld" : "%lld", (long long)t->dims[k]);
+}
+
+void profile_print(const Profile *p, double peak_gflops, double end_to_end_ms, StrBuf *out) {
+    Row *rows = calloc((size_t)p->n + 1, sizeof *rows);
+    int nrows = 0;
+    double runs = p->runs ? p->runs : 1, sum_ms = profile_total_ms(p);
+    for (int k = 0; k < p->n; k++)
+        if (p->ran[k])
+            rows[nrows++] = (Row){k, p->total[k]};
+    qsort(rows, (size_t)nrows, sizeof *rows, by_time);
+    sb_printf(out, "%4s %9s %6s %8s %6s  %-18s %-16s %s\n", "#", "ms", "%", "GFLOP/s", "%peak",
+              "kind", "shape", "node");
+    for (int r = 0; r < nrows; r++) {
+        const LirInstr *i = p->instr[rows[r].instr];
+        double ms = rows[r].total * 1e3 / runs, flops = instr_flops(i);
+        char shape[96], gf[16] = "-", pk[16] = "-";
+        shape_str(&i->ops[0]->type, shape, sizeof shape);
+        if (flops > 0 && ms > 0) {
+            double g = flops / (ms * 1e-3) * 1e-9;
+            snprintf(gf, sizeof gf, "%.1f", g);
+            if (peak_gflops > 0)
+                snprintf(pk, sizeof pk, "%.1f", 100 * g / peak_gflops);
+        }
+        sb_printf(out, "%4d %9.3f %6.2f %8s %6s  %-18s %-16s %s\n", rows[r].instr, ms,
+                  sum_ms > 0 ? 100 * ms / sum_ms : 0, gf, pk, instr_kind_name(i->kind), shape,
+                  i->name && i->name[0] ? i->name : "-");
+    }
+    double wall_ms = p->wall * 1e3 / runs;
+    sb_printf(out, "%d instructions: per-node total %.3f ms, end-to-end %.3f ms (%.1f%%; means "
+                   "of the same %d runs)\n",
+              nrows, sum_ms, wall_ms, wall_ms > 0 ? 100 * sum_ms / wall_ms : 0, p->runs);
+    if (end_to_end_ms > 0)
+        sb_printf(out, "end-to-end without the probe: %.3f ms (median)\n", end_to_end_ms);
+    free(rows);
+}
+
+static json_t *trace_event(const Profile *p, const Event *e) {
+    int instr = e->instr >= 0 ? e->instr : -1 - e->instr;
+    const LirInstr *i = p->instr[instr];
+    char shape[96];
+    shape_str(&i->ops[0]->type, shape, sizeof shape);
+    const char *name = i->name && i->name[0] ? i->name : instr_kind_name(i->kind);
+    /* microseconds, as the format wants; a share of a parallel instruction
+     * is named like the instruction, in category "thread" */
+    return json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:{s:s, s:s, s:i}}", "name", name, "cat",
+                     e->instr >= 0 ? "instruction" : "thread", "ph", "X", "ts", e->start * 1e6,
+                     "dur", e->dur * 1e6, "pid", 1, "tid", e->lane, "args", "kind",
+                     instr_kind_name(i->kind), "shape", shape, "instr", instr);
+}
+
+bool profile_write_trace(const Profile *p, const char *path, DiagList *d) {
+    json_t *events = json_array();
+    for (int l = 0; l < p->nlanes; l++) {
+        char lane[32];
+        snprintf(lane, sizeof lane, l ? "worker %d" : "main", l);
+        json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name",
+                                                "thread_name", "ph", "M", "pid", 1, "tid", l,
+                                                "args", "name", lane));
+    }
+    for (int k = 0; k < p->nev; k++)
+        json_array_append_new(events, trace_event(p, &p->ev[k]));
+    json_t *root = json_pack("{s:o, s:s}", "traceEvents", events, "displayTimeUnit", "ms");
+    char *text = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
+    json_decref(root);
+    if (!text) {
+        diag_error(d, NULL, "--trace: out of memory building the trace");
+        return false;
+    }
+    FileOut f = {path, text, strlen(text)};
+    bool ok = file_write_all(&f, 1, d);
+    free(text);
+    return ok;
+}
