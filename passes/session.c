@@ -776,6 +776,8 @@ static long step_number(const char *spec) {
 
 int session_find_steps(const Session *s, const char *spec, const char *what, int *ks,
                        DiagList *d) {
+    /* "dot: --after=cse#9: ..." for an option, "step cse#9: ..." for a command. */
+    const char *eq = strstr(what, "--") ? "=" : " ";
     int n = session_nplanned(s);
     long num = step_number(spec);
     if (num >= 0) {
@@ -783,7 +785,7 @@ int session_find_steps(const Session *s, const char *spec, const char *what, int
             ks[0] = (int)num;
             return 1;
         }
-        diag_error(d, NULL, "%s=%s: there is no step %s: the steps are 0 to %d", what, spec, spec,
+        diag_error(d, NULL, "%s%s%s: there is no step %s: the steps are 0 to %d", what, eq, spec, spec,
                    n - 1);
         return -1;
     }
@@ -811,11 +813,11 @@ int session_find_steps(const Session *s, const char *spec, const char *what, int
                 sb_printf(&sb, "%s%.*s#%d (step %d)", r ? ", " : "", (int)nlen, spec, r + 1, k);
                 r++;
             }
-        diag_error(d, NULL, "%s=%s: %.*s runs %d time%s in this pipeline: %s", what, spec,
+        diag_error(d, NULL, "%s%s%s: %.*s runs %d time%s in this pipeline: %s", what, eq, spec,
                    (int)nlen, spec, runs, runs == 1 ? "" : "s", sb_str(&sb));
     } else {
         list_steps(s, &sb);
-        diag_error(d, NULL, "%s=%s: no such step in the pipeline; the steps are: %s", what, spec,
+        diag_error(d, NULL, "%s%s%s: no such step in the pipeline; the steps are: %s", what, eq, spec,
                    n ? sb_str(&sb) : "none");
     }
     sb_free(&sb);

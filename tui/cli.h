@@ -10,13 +10,6 @@
 #include "core/graph.h"
 #include "core/onnx/onnx.h"
 
-typedef struct Command {
-    const char *name;
-    int (*run)(int argc, char **argv);
-    const char *usage;
-    const char *summary;
-} Command;
-
 int cmd_print(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_conform(int argc, char **argv);

@@ -60,12 +60,12 @@ done:
     return status;
 }
 
-static int iters_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
-    if (strcmp(argv[*i], "--iters") || *i + 1 >= argc)
+static int iters_option(OptionId id, const char *v, void *ctx, DiagList *d) {
+    if (id != OPT_ITERS)
         return 0;
     long long n;
-    if (!cli_parse_int(argv[++*i], 1, 100000, &n)) {
-        diag_error(d, NULL, "bench: --iters takes 1 to 100000, not '%s'", argv[*i]);
+    if (!cli_parse_int(v, 1, 100000, &n)) {
+        diag_error(d, NULL, "bench: --iters takes 1 to 100000, not '%s'", v);
         return -1;
     }
     *(int *)ctx = (int)n;

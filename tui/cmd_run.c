@@ -115,10 +115,10 @@ static int run_model(CommonArgs *ca, const char *out_dir, DiagList *d) {
     return ok ? 0 : 1;
 }
 
-static int run_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
-    if (strcmp(argv[*i], "--output-dir") || *i + 1 >= argc)
+static int run_option(OptionId id, const char *v, void *ctx, DiagList *d) {
+    if (id != OPT_OUTPUT_DIR)
         return 0;
-    *(const char **)ctx = argv[++*i];
+    *(const char **)ctx = v;
     return 1;
 }
 

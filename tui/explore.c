@@ -970,21 +970,8 @@ int cmd_explore(int argc, char **argv) {
     diag_init(&d, NULL);
     CommonArgs ca = {0};
     int status = 1;
-    for (int i = 1; i < argc; i++) {
-        bool bad;
-        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
-            if (bad)
-                goto done;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            diag_error(&d, NULL, "explore: unknown option '%s'", argv[i]);
-            goto done;
-        } else if (!ca.model) {
-            ca.model = argv[i];
-        } else {
-            diag_error(&d, NULL, "explore: more than one model given");
-            goto done;
-        }
-    }
+    if (!args_parse(&ca, argc, argv, "explore", NULL, NULL, &d))
+        goto done;
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         diag_error(&d, NULL, "explore needs a terminal (for scripts, use 'glowc repl')");
         goto done;

@@ -171,28 +171,33 @@ static bool all_digits(const char *s) {
     return true;
 }
 
-/* The first step named `name` after `from`, wrapping; -1 if none. */
-static int find_step(const Session *s, const char *name, int from) {
-    for (int j = 1; j <= s->nsteps; j++) {
-        int k = (from + j) % s->nsteps;
-        if (!strcmp(s->steps[k].name, name))
-            return k;
+int explore_find_step(const Explorer *e, const char *arg, const char *what, DiagList *d) {
+    if (!need_session(e, d))
+        return -1;
+    const Session *s = e->s;
+    int *ks = malloc(((size_t)session_nplanned(s) + 1) * sizeof *ks);
+    int n = session_find_steps(s, arg, what, ks, d), k = n > 0 ? ks[0] : -1;
+    /* A bare pass name: its next run after the current step, wrapping. */
+    for (int i = 0; i < n; i++) {
+        if (ks[i] > s->current && ks[i] < s->nsteps) {
+            k = ks[i];
+            break;
+        }
     }
-    return -1;
+    free(ks);
+    if (k >= s->nsteps) {
+        diag_error(d, NULL, "%s %s: step %d did not run: the pipeline stopped at step %d", what,
+                   arg, k, s->nsteps - 1);
+        return -1;
+    }
+    return k;
 }
 
 bool explore_goto(Explorer *e, const char *arg, StrBuf *out, DiagList *d) {
-    if (!need_session(e, d))
+    int k = explore_find_step(e, arg, "step", d);
+    if (k < 0)
         return false;
     Session *s = e->s;
-    int k = all_digits(arg) ? atoi(arg) : find_step(s, arg, s->current);
-    if (k < 0 || k >= s->nsteps) {
-        if (all_digits(arg))
-            diag_error(d, NULL, "no step %s: the steps are 0 to %d", arg, s->nsteps - 1);
-        else
-            diag_error(d, NULL, "no step named '%s' (see: steps)", arg);
-        return false;
-    }
     s->current = k;
     explore_where(e, out);
     sb_putc(out, '\n');
@@ -249,9 +254,10 @@ void explore_step_brief(const Explorer *e, int k, char *buf, size_t size) {
         snprintf(buf, size, "?");
         return;
     }
-    char change[32];
+    char change[32], label[96];
     change_text(st, k, change, sizeof change);
-    snprintf(buf, size, "%-17s %s", st->name, change);
+    session_step_label(e->s, k, label, sizeof label);
+    snprintf(buf, size, "%-17s %s", label, change);
 }
 
 void explore_steps(const Explorer *e, StrBuf *out) {
@@ -261,11 +267,12 @@ void explore_steps(const Explorer *e, StrBuf *out) {
     }
     for (int k = 0; k < e->s->nsteps; k++) {
         const Step *st = &e->s->steps[k];
-        char change[32], size[32];
+        char change[32], size[32], label[96];
         change_text(st, k, change, sizeof change);
         size_text(st, size, sizeof size);
+        session_step_label(e->s, k, label, sizeof label);
         sb_printf(out, "%c %3d  %-18s %-8s %-14s %s\n", k == e->s->current ? '*' : ' ', k,
-                  st->name, pass_level_name(st->level), change, size);
+                  label, pass_level_name(st->level), change, size);
     }
 }
 
@@ -275,7 +282,9 @@ void explore_where(const Explorer *e, StrBuf *out) {
         sb_append(out, "no model");
         return;
     }
-    sb_printf(out, "step %d/%d: %s", e->s->current, e->s->nsteps - 1, st->name);
+    char label[96];
+    session_step_label(e->s, e->s->current, label, sizeof label);
+    sb_printf(out, "step %d/%d: %s", e->s->current, e->s->nsteps - 1, label);
     if (st->failed)
         sb_append(out, " (failed)");
     else if (e->s->current > 0 && !st->changed)
@@ -1067,11 +1076,8 @@ static bool bind_inputs(const Explorer *e, char *const *specs, int n, RunInputs 
                         DiagList *d) {
     CommonArgs ca = {0};
     bool bad = false;
-    for (int i = 0; i < n && !bad; i++) {
-        char *argv[2] = {"--input", specs[i]};
-        int at = 0;
-        args_common(&ca, 2, argv, &at, &bad, d);
-    }
+    for (int i = 0; i < n && !bad; i++)
+        args_common(&ca, OPT_INPUT, specs[i], &bad, d);
     ri->a = arena_new();
     ri->tensors = !bad && args_load_inputs(&ca, ri->a, d)
                       ? args_bind_inputs(&ca, e->s, ri->a, false, d)

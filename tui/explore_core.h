@@ -55,8 +55,10 @@ bool explore_set_pipeline(Explorer *e, const char *spec, StrBuf *out, DiagList *
 int explore_nsteps(const Explorer *e);
 int explore_current(const Explorer *e);
 const Step *explore_step(const Explorer *e, int k);
-/* "12", or a step name: the next step so named after the current one
- * (wrapping), so that repeating `step cse` visits each cse in turn. */
+/* A step by number, "PASS#K", or a bare pass name: its next run after the
+ * current step (wrapping), so that repeating `step cse` visits each cse in
+ * turn (session_find_steps). -1 after an error prefixed by `what`. */
+int explore_find_step(const Explorer *e, const char *arg, const char *what, DiagList *d);
 bool explore_goto(Explorer *e, const char *arg, StrBuf *out, DiagList *d);
 /* Moves by delta steps (clamped); with changed_only, to the next/previous
  * step that changed something. False when it could not move. */

@@ -350,29 +350,21 @@ static void run_terminal(Repl *r) {
     term_signal_finish(&ts);
 }
 
+static int script_option(OptionId id, const char *v, void *ctx, DiagList *d) {
+    if (id != OPT_SCRIPT)
+        return 0;
+    *(const char **)ctx = v;
+    return 1;
+}
+
 int cmd_repl(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     CommonArgs ca = {0};
     const char *script = NULL;
     int status = 1;
-    for (int i = 1; i < argc; i++) {
-        bool bad;
-        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
-            if (bad)
-                goto done;
-        } else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
-            script = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            diag_error(&d, NULL, "repl: unknown option '%s' (or missing value)", argv[i]);
-            goto done;
-        } else if (!ca.model) {
-            ca.model = argv[i];
-        } else {
-            diag_error(&d, NULL, "repl: more than one model given");
-            goto done;
-        }
-    }
+    if (!args_parse(&ca, argc, argv, "repl", script_option, &script, &d))
+        goto done;
     FILE *in = script ? fopen(script, "r") : NULL;
     if (script && !in) {
         diag_error(&d, NULL, "repl: cannot open script '%s': %s", script, strerror(errno));
