@@ -10,6 +10,7 @@
 #ifndef GLOWC_TUI_EXPLORE_CORE_H
 #define GLOWC_TUI_EXPLORE_CORE_H
 
+#include "core/textdiff.h"
 #include "dot/graph_dot.h"
 #include "tui/args.h"
 
@@ -80,6 +81,23 @@ bool explore_view_from_name(const char *name, ExploreView *out);
  * `width` sizes the memory chart. */
 bool explore_view(const Explorer *e, ExploreView v, ExploreView base, int width, StrBuf *out,
                   DiagList *d);
+
+/* Any two steps' views diffed: ka's against kb's, `base` as for VIEW_DIFF
+ * (VIEW_COUNT: the view that shows what kb did). */
+bool explore_diff_steps(const Explorer *e, int ka, int kb, ExploreView base, int width,
+                        StrBuf *out, DiagList *d);
+
+/* For each line of a unified diff, the line it pairs with: a removed line
+ * with the added line that edits it (in order, the first similar one a few
+ * lines on), and back; -1 for the others. Malloc'd, n entries. */
+int *explore_diff_partners(char *const *lines, int n);
+/* The changed bytes of diff line `line` ('-' or '+' first) against its
+ * partner, as offsets into `line`; false when the lines share nothing. */
+bool explore_changed_span(const char *line, const char *partner, TextSpan *span);
+/* A unified diff with the changed part of each paired -/+ line marked:
+ * [-removed-] and {+added+} as text, or with ANSI colours and reverse
+ * video for a terminal. */
+void explore_mark_changes(const char *diff, bool ansi, StrBuf *out);
 
 /* The node called NAME (provenance name, or %label/%id at the current
  * step): its line, operands and users now, and what became of it in every

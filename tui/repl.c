@@ -79,6 +79,33 @@ static bool do_prev(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     return move(r, -1, argc, argv, out, d);
 }
 
+/* A diff as the REPL prints it: the changed part of each changed line
+ * marked, in colour on a terminal that has it. */
+static void print_diff(const StrBuf *diff, StrBuf *out) {
+    const char *term = getenv("TERM");
+    bool ansi = isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && term && strcmp(term, "dumb");
+    explore_mark_changes(sb_str(diff), ansi, out);
+}
+
+static bool do_diff(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    ExploreView base = VIEW_COUNT;
+    if (argc > 3 && (!explore_view_from_name(argv[3], &base) || base == VIEW_DIFF)) {
+        diag_error(d, NULL, "diff: unknown view '%s'; the views are graph, dot, lir, mem, llvm, "
+                            "stats", argv[3]);
+        return false;
+    }
+    int ka = explore_find_step(&r->e, argv[1], "diff", d);
+    int kb = ka < 0 ? -1 : explore_find_step(&r->e, argv[2], "diff", d);
+    if (kb < 0)
+        return false;
+    StrBuf diff;
+    sb_init(&diff);
+    bool ok = explore_diff_steps(&r->e, ka, kb, base, 80, &diff, d);
+    print_diff(&diff, out);
+    sb_free(&diff);
+    return ok;
+}
+
 static bool do_show(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     ExploreView v, base = VIEW_COUNT;
     if (!explore_view_from_name(argv[1], &v) || (argc > 2 && !explore_view_from_name(argv[2], &base))) {
@@ -91,7 +118,14 @@ static bool do_show(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
         diag_error(d, NULL, "show: only 'diff' takes a second view (the one to diff)");
         return false;
     }
-    return explore_view(&r->e, v, base, 80, out, d);
+    if (v != VIEW_DIFF)
+        return explore_view(&r->e, v, base, 80, out, d);
+    StrBuf diff;
+    sb_init(&diff);
+    bool ok = explore_view(&r->e, v, base, 80, &diff, d);
+    print_diff(&diff, out);
+    sb_free(&diff);
+    return ok;
 }
 
 static bool do_node(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
@@ -159,9 +193,10 @@ static void list_commands(StrBuf *out) {
 static bool do_help(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     sb_append(out, "commands:\n");
     list_commands(out);
-    sb_append(out, "A step is a number or a pass name (the next step of that name). 'show diff'\n"
-                   "diffs the step's own IR (or VIEW) against the step before. Lines starting\n"
-                   "with # are comments.\n");
+    sb_append(out, "A step is a number, PASS#K (the K-th run of PASS) or a pass name (its next\n"
+                   "run). 'show diff' diffs the step's own IR (or VIEW) against the step before;\n"
+                   "the changed part of a changed line is marked [-so-] and {+so+}. Lines\n"
+                   "starting with # are comments.\n");
     return true;
 }
 
@@ -179,6 +214,8 @@ static const ReplCommand command_table[] = {
     {"prev", do_prev, 0, 1, "prev [N]", "go N steps back"},
     {"show", do_show, 1, 2, "show VIEW, show diff [VIEW]",
      "a view of the current step: graph dot lir mem llvm stats"},
+    {"diff", do_diff, 2, 3, "diff A B [VIEW]",
+     "step A's view (default: what B did) against step B's"},
     {"node", do_node, 1, 1, "node NAME", "a node, its operands and users, its history"},
     {"svg", do_svg, 1, 2, "svg FILE [--mem]",
      "write the current step's graph (or memory map) as .svg/.png/.dot"},

@@ -164,6 +164,21 @@ expect "match 1 of 1"
 keys Escape
 refute "/Conv_0"
 
+# ---- a marked step to diff against; unchanged steps hidden -----------------------
+keys k k m                               # the cursor on the import, marked
+expect "step 0 marked"
+keys 6                                   # the current step against the mark
+expect "--- step 0 import (graph)"
+expect "+++ step 2 fuse-activation (graph)"
+keys m                                   # unmarked: against the step before again
+expect "--- step 1 cse (graph)"
+keys u
+expect "steps that changed nothing hidden"
+refute "3 dce"
+keys u
+expect "3 dce"
+keys j j 1
+
 # ---- SVG of the graph ------------------------------------------------------------
 keys s
 expect "wrote $WORK/glowc-model-step2.svg"
