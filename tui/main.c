@@ -12,7 +12,7 @@ typedef struct Command {
 } Command;
 
 static const Command commands[] = {
-#define COMMAND(name, fn, operands, summary, opts) {#name, fn},
+#define COMMAND(name, fn, operands, summary, opts) {name, fn},
 #include "tui/commands.def"
 };
 

@@ -13,7 +13,7 @@ static const OptionInfo options[] = {
 #define UNPAREN(...) __VA_ARGS__
 static const CommandSpec commands[] = {
 #define COMMAND(name, fn, operands, summary, opts) \
-    {#name, operands, summary, (const OptionId[])UNPAREN opts},
+    {name, operands, summary, (const OptionId[])UNPAREN opts},
 #include "tui/commands.def"
 };
 
