@@ -236,7 +236,7 @@ static void draw_step(Tui *t, int k, int row, int width) {
     const Step *st = explore_step(&t->e, k);
     bool current = k == explore_current(&t->e);
     char name[64], line[128];
-    snprintf(name, sizeof name, "%s", st->name);
+    session_step_label(t->e.s, k, name, sizeof name); /* "cse#2": which run */
     char change[32];
     if (st->failed)
         snprintf(change, sizeof change, "FAIL");

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Checks the explorer's per-step line counts (+A -R) against GNU diff.
 
-usage: gnu_counts.py GLOWC [--strict] MODEL...
+usage: gnu_counts.py GLOWC [--plain] MODEL...
 
 For each model, the whole -O2 pipeline with code generation (--backend=cpu,
 so codegen and llvm-opt are steps too) runs twice: once in the REPL, whose
@@ -17,7 +17,8 @@ a bug. The allocate step is counted on the program's text plus one line per
 placed buffer (its text shows no offsets), so it is checked as the .lir
 diff plus the number of placed buffers.
 
-Prints one line per model, 'MODEL: A/N steps agree', the steps that do not,
+--plain compares with plain diff instead, to measure where its heuristics
+leave minimality. Prints one line per model, 'MODEL: A/N steps agree', the steps that do not,
 and exits 1 if any step disagrees.
 """
 import os
@@ -55,8 +56,11 @@ def repl_counts(glowc, model):
     return steps
 
 
+DIFF = ["diff", "--minimal"]
+
+
 def gnu_counts(a, b):
-    out = subprocess.run(["diff", "--minimal", a, b], capture_output=True, text=True).stdout
+    out = subprocess.run(DIFF + [a, b], capture_output=True, text=True).stdout
     lines = out.splitlines()
     return (sum(l.startswith(">") for l in lines), sum(l.startswith("<") for l in lines))
 
@@ -87,8 +91,8 @@ def check_model(glowc, model):
             if counts == want:
                 agree += 1
             else:
-                bad.append("  step %d %s: glowc +%s -%s, GNU diff --minimal +%d -%d"
-                           % (k, label, *(counts or ("?", "?")), *want))
+                bad.append("  step %d %s: glowc +%s -%s, GNU %s +%d -%d"
+                           % (k, label, *(counts or ("?", "?")), " ".join(DIFF), *want))
         print("%s: %d/%d steps agree" % (os.path.basename(model), agree, len(files) - 1))
         for b in bad:
             print(b)
@@ -100,7 +104,11 @@ def main():
     if len(args) < 2:
         sys.exit(__doc__)
     glowc = args[0]
-    ok = all([check_model(glowc, m) for m in args[1:]])
+    models = args[1:]
+    if models and models[0] == "--plain":
+        DIFF[:] = ["diff"]
+        models = models[1:]
+    ok = all([check_model(glowc, m) for m in models])
     sys.exit(0 if ok else 1)
 
 
