@@ -79,6 +79,10 @@ static bool mark_steps(const Session *s, const char *spec, const char *what, boo
     for (int i = 0; i < n; i++)
         on[ks[i]] = true;
     free(ks);
+    if (n > 0 && on[0] && strstr(what, "before")) {
+        diag_error(d, NULL, "%s=%s: step 0 is the import: no IR comes before it", what, spec);
+        return false;
+    }
     return n > 0;
 }
 
