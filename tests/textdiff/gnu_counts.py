@@ -4,9 +4,10 @@
 usage: gnu_counts.py GLOWC [--plain] MODEL...
 
 For each model, the whole -O2 pipeline with code generation (--backend=cpu,
-so codegen and llvm-opt are steps too) runs twice: once in the REPL, whose
-'steps' lists each step's +added -removed lines, and once through
-'glowc opt --dump-dir', which writes each step's text. Each step's text is
+so codegen and llvm-opt are steps too) runs once through 'glowc opt --stats
+--dump-dir': --stats lists each step's +added -removed lines (the session's
+counts, which the explorer and the REPL show), --dump-dir writes each step's
+text. Each step's text is
 then diffed by GNU diff against the previous step's text at the same level
 (graph, low-level or LLVM; a step that starts a level is diffed against
 nothing), and the counts compared. GNU diff runs with --minimal: plain diff
@@ -27,32 +28,19 @@ import subprocess
 import sys
 import tempfile
 
-STEP = re.compile(r"^[* ]\s+(\d+)\s+(\S+)\s+(\S+)\s+(import|FAILED|-|\+\d+ -\d+)")
+COUNTS = re.compile(r"\+(\d+) -(\d+) lines\)")
 
 
-def repl_counts(glowc, model):
-    with tempfile.NamedTemporaryFile("w", suffix=".repl", delete=False) as f:
-        f.write("steps\n")
-        script = f.name
-    try:
-        out = subprocess.run([glowc, "repl", model, "--backend=cpu", "-c", script],
-                             capture_output=True, text=True, check=True).stdout
-    finally:
-        os.unlink(script)
+def glowc_counts(stats):
+    """Each step's (added, removed) from opt --stats: a line per step, in
+    order, naming it first ("no change", or "(..., +A -R lines)")."""
     steps = []
-    for line in out.splitlines():
-        m = STEP.match(line)
-        if not m:
-            continue
-        change = m.group(4)
-        if change in ("import", "FAILED"):
-            counts = None
-        elif change == "-":
-            counts = (0, 0)
-        else:
-            a, r = change[1:].split(" -")
-            counts = (int(a), int(r))
-        steps.append((int(m.group(1)), m.group(2), counts))
+    for line in stats.split("pass statistics\n", 1)[1].splitlines():
+        if not line.startswith("  ") or line[2] == " ":
+            continue  # schedule's and allocate's second lines
+        name = line.split()[0]
+        m = COUNTS.search(line)
+        steps.append((name, (int(m.group(1)), int(m.group(2))) if m else (0, 0)))
     return steps
 
 
@@ -66,11 +54,11 @@ def gnu_counts(a, b):
 
 
 def check_model(glowc, model):
-    steps = repl_counts(glowc, model)
     with tempfile.TemporaryDirectory() as tmp:
         dump = os.path.join(tmp, "steps")
-        subprocess.run([glowc, "opt", model, "--backend=cpu", "--emit=llvm-opt", "--dump-dir",
-                        dump], capture_output=True, check=True)
+        run = subprocess.run([glowc, "opt", model, "--backend=cpu", "--emit=llvm-opt", "--stats",
+                              "--dump-dir", dump], capture_output=True, text=True, check=True)
+        steps = glowc_counts(run.stderr)
         files = sorted(os.listdir(dump))
         empty = os.path.join(tmp, "empty")
         open(empty, "w").close()
@@ -83,7 +71,7 @@ def check_model(glowc, model):
             last_at[ext] = path
             if k == 0:
                 continue
-            label, counts = steps[k][1], steps[k][2]
+            label, counts = steps[k]
             want = gnu_counts(prev, path)
             if label == "allocate":
                 placed = sum(1 for l in open(path) if re.search(r"= allocactivation\b", l))
