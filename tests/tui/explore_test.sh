@@ -145,6 +145,14 @@ expect '  %1 = conv(%x, %w, %b)'
 keys 6
 expect "+++ step 2 fuse-activation (graph)"
 expect '-  %2 = relu(%1)'
+keys Right Right                         # the fused conv's change, in reverse video
+for _ in $(seq 50); do
+    "${TMUX_CMD[@]}" capture-pane -t ui -e -p | grep -aqE $'\e''\[[0-9;]*7[0-9;]*m act="relu"' && break
+    sleep 0.1
+done || true
+"${TMUX_CMD[@]}" capture-pane -t ui -e -p | grep -aqE $'\e''\[[0-9;]*7[0-9;]*m act="relu"' ||
+    fail 'the changed part of the fused conv (act="relu") is not in reverse video'
+keys Left Left
 keys 3
 expect "no low-level IR at this step: it appears at step 4 (irgen)"
 keys 2
