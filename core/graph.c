@@ -8,7 +8,7 @@
 /* ---- tables ----------------------------------------------------------- */
 
 #define A(key) AK_##key,
-#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs)                                \
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs)                                \
     static const AttrKey attrs_##E[] = {attrs AK_NONE};
 #include "core/nodes.def"
 #undef A
@@ -16,13 +16,16 @@
 typedef struct NodeKindInfo {
     const char *name;
     int ops_min, ops_max, res_min, res_max;
+    unsigned facts; /* NodeFact bits */
     const AttrKey *attrs;
 } NodeKindInfo;
 
 static const NodeKindInfo kind_info[NK_COUNT] = {
-#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs)                                \
-    [NK_##E] = {#nm, omin, omax, rmin, rmax, attrs_##E},
+#define F(fact) NF_##fact |
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs)                                \
+    [NK_##E] = {#nm, omin, omax, rmin, rmax, facts 0, attrs_##E},
 #include "core/nodes.def"
+#undef F
 };
 
 typedef struct AttrInfo {
@@ -37,7 +40,7 @@ static const AttrInfo attr_info[AK_COUNT] = {
 
 enum {
 #define NODE_RANGE(nm, first, last) RANGE_FIRST_##nm = NK_##first, RANGE_LAST_##nm = NK_##last,
-#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs)
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs)
 #include "core/nodes.def"
 };
 
@@ -79,6 +82,31 @@ bool node_kind_is_compare(NodeKind k) {
 }
 bool node_kind_is_reduce(NodeKind k) {
     return k >= RANGE_FIRST_REDUCE && k <= RANGE_LAST_REDUCE;
+}
+
+bool node_kind_has(NodeKind k, NodeFact fact) {
+    return (unsigned)k < NK_COUNT && (kind_info[k].facts & fact);
+}
+
+bool node_is_view(const Node *n) {
+    return node_kind_has(n->kind, NF_VIEW) && n->nres == 1;
+}
+
+/* The conditions of lower.c's rules that depend on more than the kind:
+ * layer_norm's statistics outputs, edge and reflect padding, crop-and-resize
+ * and 1-D or integer resizes have no rule, and keep their kernels. */
+bool node_lowers(const Node *n) {
+    if (!node_kind_has(n->kind, NF_LOWERS))
+        return false;
+    switch (n->kind) {
+    case NK_LAYER_NORM: return n->nres == 1;
+    case NK_PAD: return !strcmp(node_attr_str(n, AK_mode, "constant"), "constant");
+    case NK_RESIZE:
+        return n->ops[0]->type.rank >= 2 && elem_is_float(n->ops[0]->type.elem) &&
+               strcmp(node_attr_str(n, AK_coordinate_transformation_mode, ""),
+                      "tf_crop_and_resize") != 0;
+    default: return true;
+    }
 }
 
 const char *attr_key_name(AttrKey k) {
@@ -424,6 +452,11 @@ const char *node_attr_str(const Node *n, AttrKey key, const char *dflt) {
     return a ? a->s : dflt;
 }
 
+ActKind node_attr_act(const Node *n, AttrKey key) {
+    const Attr *a = node_attr(n, key);
+    return a ? a->act : ACT_NONE;
+}
+
 const int64_t *node_attr_ints(const Node *n, AttrKey key, int *count) {
     const Attr *a = node_attr(n, key);
     *count = a ? a->ints.n : 0;
@@ -451,6 +484,7 @@ static Attr *attr_slot(Node *n, AttrKey key) {
 void node_set_int(Node *n, AttrKey key, int64_t v) { attr_slot(n, key)->i = v; }
 void node_set_float(Node *n, AttrKey key, float v) { attr_slot(n, key)->f = v; }
 void node_set_elem(Node *n, AttrKey key, ElemKind e) { attr_slot(n, key)->elem = e; }
+void node_set_act(Node *n, AttrKey key, ActKind act) { attr_slot(n, key)->act = act; }
 
 void node_set_str(Node *n, AttrKey key, const char *s) {
     attr_slot(n, key)->s = arena_strdup(n->func->module->arena, s);
@@ -496,6 +530,7 @@ bool attr_equal(const Attr *a, const Attr *b) {
     case AT_INT: return a->i == b->i;
     case AT_FLOAT: return float_same(a->f, b->f);
     case AT_ELEM: return a->elem == b->elem;
+    case AT_ACT: return a->act == b->act;
     case AT_STR: return !strcmp(a->s, b->s);
     case AT_INTS:
         return a->ints.n == b->ints.n &&
@@ -524,9 +559,59 @@ uint64_t attr_hash(const Attr *a) {
     case AT_INT: return mix(h, &a->i, sizeof a->i);
     case AT_FLOAT: return mix(h, &a->f, sizeof a->f);
     case AT_ELEM: return mix(h, &a->elem, sizeof a->elem);
+    case AT_ACT: return mix(h, &a->act, sizeof a->act);
     case AT_STR: return mix(h, a->s, strlen(a->s));
     case AT_INTS: return mix(h, a->ints.v, (size_t)a->ints.n * sizeof(int64_t));
     case AT_FLOATS: return mix(h, a->floats.v, (size_t)a->floats.n * sizeof(float));
     }
     return h;
+}
+
+/* ---- fused activations (core/acts.def) ------------------------------------ */
+
+static const struct {
+    const char *name;
+    NodeKind node;
+} act_info[ACT_COUNT] = {
+    [ACT_NONE] = {"none", NK_COUNT},
+#define ACT(E, nm, node) [ACT_##E] = {#nm, NK_##node},
+#include "core/acts.def"
+};
+
+ActKind act_by_name(const char *name, size_t len) {
+    for (int k = ACT_NONE + 1; k < ACT_COUNT; k++)
+        if (strlen(act_info[k].name) == len && !memcmp(act_info[k].name, name, len))
+            return (ActKind)k;
+    return ACT_NONE;
+}
+
+const char *act_name(ActKind act) {
+    return (unsigned)act < ACT_COUNT ? act_info[act].name : "?";
+}
+
+ActKind act_of_kind(NodeKind kind) {
+    for (int k = ACT_NONE + 1; k < ACT_COUNT; k++)
+        if (act_info[k].node == kind)
+            return (ActKind)k;
+    return ACT_NONE;
+}
+
+static double sigmoid(double x) {
+    return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
+}
+
+/* relu is x < 0 ? 0 : x so that NaN stays NaN and -inf gives 0 (0 * x would
+ * make NaN of it); clip lets NaN through (both comparisons fail). */
+double act_scalar(ActKind act, double x, double alpha, double beta) {
+    switch (act) {
+    case ACT_RELU: return x < 0 ? 0 : x;
+    case ACT_CLIP: return x < alpha ? alpha : x > beta ? beta : x;
+    case ACT_SIGMOID: return sigmoid(x);
+    case ACT_TANH: return tanh(x);
+    case ACT_LEAKY_RELU: return x < 0 ? alpha * x : x;
+    case ACT_SILU: return x * sigmoid(x);
+    case ACT_NONE:
+    case ACT_COUNT: break;
+    }
+    return x;
 }

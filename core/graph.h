@@ -18,7 +18,7 @@
 #include "core/types.h"
 
 typedef enum {
-#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs) NK_##E,
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs) NK_##E,
 #include "core/nodes.def"
     NK_COUNT
 } NodeKind;
@@ -30,7 +30,15 @@ typedef enum {
     AK_NONE = AK_COUNT
 } AttrKey;
 
-typedef enum { AT_INT, AT_FLOAT, AT_INTS, AT_FLOATS, AT_STR, AT_ELEM } AttrType;
+typedef enum { AT_INT, AT_FLOAT, AT_INTS, AT_FLOATS, AT_STR, AT_ELEM, AT_ACT } AttrType;
+
+/* Fused activations (core/acts.def); ACT_NONE is no activation. */
+typedef enum {
+    ACT_NONE,
+#define ACT(E, nm, node) ACT_##E,
+#include "core/acts.def"
+    ACT_COUNT
+} ActKind;
 
 typedef struct Attr {
     AttrKey key;
@@ -39,6 +47,7 @@ typedef struct Attr {
         float f;
         const char *s;
         ElemKind elem;
+        ActKind act;
         struct { int n; int64_t *v; } ints;
         struct { int n; float *v; } floats;
     };
@@ -106,6 +115,14 @@ bool node_kind_is_unary(NodeKind k);   /* the UNARY range */
 bool node_kind_is_binary(NodeKind k);  /* the BINARY range */
 bool node_kind_is_compare(NodeKind k);
 bool node_kind_is_reduce(NodeKind k);
+/* Facts of a kind: the facts column of nodes.def. */
+typedef enum { NF_EW = 1, NF_VIEW = 2, NF_LOWERS = 4 } NodeFact;
+bool node_kind_has(NodeKind k, NodeFact fact);
+/* n's result is its operand's memory under another type (a VIEW kind with
+ * one result: dropout's mask is not). */
+bool node_is_view(const Node *n);
+/* lower.c has a rule for n (a LOWERS kind whose other conditions hold). */
+bool node_lowers(const Node *n);
 const char *attr_key_name(AttrKey k);
 AttrType attr_key_type(AttrKey k);
 bool attr_key_from_name(const char *name, size_t len, AttrKey *out);
@@ -145,6 +162,8 @@ bool node_has_attr(const Node *n, AttrKey key);
 int64_t node_attr_int(const Node *n, AttrKey key, int64_t dflt);
 float node_attr_float(const Node *n, AttrKey key, float dflt);
 const char *node_attr_str(const Node *n, AttrKey key, const char *dflt);
+/* The activation attribute `key`, ACT_NONE when absent. */
+ActKind node_attr_act(const Node *n, AttrKey key);
 /* Pointer to the list (count in *n), or NULL with *n = 0 when absent. */
 const int64_t *node_attr_ints(const Node *n, AttrKey key, int *count);
 const float *node_attr_floats(const Node *n, AttrKey key, int *count);
@@ -152,11 +171,20 @@ void node_set_int(Node *n, AttrKey key, int64_t v);
 void node_set_float(Node *n, AttrKey key, float v);
 void node_set_str(Node *n, AttrKey key, const char *s);
 void node_set_elem(Node *n, AttrKey key, ElemKind e);
+void node_set_act(Node *n, AttrKey key, ActKind act);
 void node_set_ints(Node *n, AttrKey key, int count, const int64_t *v);
 void node_set_floats(Node *n, AttrKey key, int count, const float *v);
 void node_remove_attr(Node *n, AttrKey key);
 bool attr_equal(const Attr *a, const Attr *b);
 uint64_t attr_hash(const Attr *a);
+
+/* Activations by name ("relu"; ACT_NONE if unknown), their names, the one
+ * a node kind stands for (ACT_NONE if none), and the scalar form, which
+ * the interpreter runs for the fused activation and for the node alike. */
+ActKind act_by_name(const char *name, size_t len);
+const char *act_name(ActKind act);
+ActKind act_of_kind(NodeKind kind);
+double act_scalar(ActKind act, double x, double alpha, double beta);
 
 /* "node 'Conv_3' (conv)", for diagnostics; allocated in the module arena. */
 const char *node_where(const Node *n);

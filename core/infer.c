@@ -84,7 +84,7 @@ static bool mul_dims(int64_t a, int64_t b, int64_t *out) {
 typedef enum { TY_ANY, TY_NUM, TY_FLOAT, TY_INT, TY_BOOL, TY_SIGNED } TyClass;
 
 static const TyClass kind_ty[NK_COUNT] = {
-#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs) [NK_##E] = TY_##ty,
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs) [NK_##E] = TY_##ty,
 #include "core/nodes.def"
 };
 
@@ -337,21 +337,9 @@ static bool infer_gemm(Node *n, DiagList *d) {
     return true;
 }
 
-static bool check_act(Node *n, DiagList *d) {
-    const char *act = node_attr_str(n, AK_act, NULL);
-    static const char *const known[] = {"relu", "clip", "sigmoid", "tanh", "leaky_relu", "silu"};
-    if (!act)
-        return true;
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (!strcmp(act, known[i]))
-            return true;
-    node_error(d, n, "unknown fused activation '%s'", act);
-    return false;
-}
-
 static bool infer_fully_connected(Node *n, DiagList *d) {
     if (!same_elem(n, d, 0, 1) || !same_elem(n, d, 0, 2) || !need_rank(n, d, 0, 2, 2) ||
-        !need_rank(n, d, 1, 2, 2) || !need_rank(n, d, 2, 1, 1) || !check_act(n, d))
+        !need_rank(n, d, 1, 2, 2) || !need_rank(n, d, 2, 1, 1))
         return false;
     const Type *x = op_type(n, 0), *w = op_type(n, 1), *b = op_type(n, 2);
     if (x->dims[1] != w->dims[0] || b->dims[0] != w->dims[1]) {
@@ -671,7 +659,7 @@ static bool need_bias(Node *n, DiagList *d, int op, ElemKind k, int64_t m) {
 }
 
 static bool infer_conv(Node *n, DiagList *d) {
-    if (!same_elem(n, d, 0, 1) || !check_act(n, d) || !conv_shape(n, d, 0, 1, &n->res[0].type))
+    if (!same_elem(n, d, 0, 1) || !conv_shape(n, d, 0, 1, &n->res[0].type))
         return false;
     return n->nops < 3 || need_bias(n, d, 2, op_type(n, 0)->elem, n->res[0].type.dims[1]);
 }
@@ -1881,7 +1869,7 @@ static bool infer_qlinear_conv(Node *n, DiagList *d) {
 /* ---- dispatch ----------------------------------------------------------- */
 
 static const InferFn infer_fns[NK_COUNT] = {
-#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs) [NK_##E] = infer_##inf,
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs) [NK_##E] = infer_##inf,
 #include "core/nodes.def"
 };
 

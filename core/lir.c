@@ -5,11 +5,12 @@
 
 typedef struct InstrInfo {
     const char *name;
+    int nouts, nins;
     bool defines;
 } InstrInfo;
 
 static const InstrInfo memory_instrs[IK_FIRST_COMPUTE] = {
-#define INSTR(E, nm, nouts, nins, defines) [IK_##E] = {#nm, defines},
+#define INSTR(E, nm, nouts, nins, defines) [IK_##E] = {#nm, nouts, nins, defines},
 #include "core/instrs.def"
 };
 
@@ -37,6 +38,14 @@ bool instr_is_compute(InstrKind k) {
     return k >= IK_FIRST_COMPUTE;
 }
 
+int instr_memory_nouts(InstrKind k) {
+    return k < IK_FIRST_COMPUTE ? memory_instrs[k].nouts : -1;
+}
+
+int instr_memory_nins(InstrKind k) {
+    return k < IK_FIRST_COMPUTE ? memory_instrs[k].nins : -1;
+}
+
 bool instr_defines(InstrKind k) {
     return k < IK_FIRST_COMPUTE && memory_instrs[k].defines;
 }
@@ -47,9 +56,7 @@ bool instr_allows_inplace(InstrKind k) {
     if (!instr_is_compute(k))
         return false;
     NodeKind n = NODE_OF_IK(k);
-    return (node_kind_is_unary(n) && n != NK_TRILU && n != NK_LRN && n != NK_MEAN_VARIANCE_NORM &&
-            n != NK_LP_NORM) ||
-           node_kind_is_binary(n);
+    return node_kind_has(n, NF_EW);
 }
 
 LirProgram *lir_new(const char *source) {

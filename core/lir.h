@@ -90,7 +90,10 @@ struct LirProgram {
 const char *instr_kind_name(InstrKind k);
 bool instr_kind_from_name(const char *name, size_t len, InstrKind *out);
 bool instr_is_compute(InstrKind k);
-/* Outputs and inputs a kind takes (compute kinds: from nodes.def; -1 = any). */
+/* The @out and @in operands a memory instruction takes (instrs.def; -1 for
+ * compute kinds, whose counts are nodes.def's). */
+int instr_memory_nouts(InstrKind k);
+int instr_memory_nins(InstrKind k);
 bool instr_defines(InstrKind k);
 /* Can an output share its buffer with a same-typed input (elementwise)? */
 bool instr_allows_inplace(InstrKind k);

@@ -128,6 +128,22 @@ static int parse_operands(LParser *ps, LirBuf **ops, OperandRole *roles, int max
     return n;
 }
 
+/* An allocated program prints each activation's arena offset after its
+ * type ("allocactivation f32<100> @448"). It is read back onto the buffer,
+ * but a parsed program is not allocated: allocate places it again, so that
+ * a hand-edited offset can never make two live buffers overlap. -1: none. */
+static int64_t parse_address(LParser *ps) {
+    rd_skip_ws(&ps->r);
+    const char *at = ps->r.p;
+    if (at[0] != '@' || !(at[1] == '-' || (at[1] >= '0' && at[1] <= '9')))
+        return -1;
+    ps->r.p++;
+    int64_t a = rd_int(&ps->r, "an arena offset");
+    if (a < 0)
+        rd_error(&ps->r, at, "an arena offset must not be negative");
+    return a;
+}
+
 static void parse_instr(LParser *ps) {
     RdLabel l = {0};
     bool defines = rd_peek(&ps->r, '%');
@@ -147,8 +163,11 @@ static void parse_instr(LParser *ps) {
                  instr_kind_name(k));
     SrcLoc loc = rd_loc(&ps->r, kat);
     Type alloc_type = {0};
-    if (k == IK_ALLOC)
+    int64_t address = -1;
+    if (k == IK_ALLOC) {
         alloc_type = rd_type(&ps->r);
+        address = parse_address(ps);
+    }
     LirBuf *ops[256];
     OperandRole roles[256];
     int nops = parse_operands(ps, ops, roles, 256);
@@ -169,6 +188,8 @@ static void parse_instr(LParser *ps) {
     LirInstr *i;
     if (k == IK_ALLOC) {
         i = lir_alloc(ps->p, NULL, &alloc_type, name)->def;
+        if (address >= 0)
+            i->result->address = address;
     } else if (k == IK_TENSORVIEW) {
         const Attr *off = NULL;
         for (int a = 0; a < shim.nattrs; a++)

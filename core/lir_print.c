@@ -56,6 +56,10 @@ void lir_print_instr(const LirInstr *i, const PrintOptions *opt, StrBuf *out) {
     if (i->kind == IK_ALLOC) {
         sb_putc(out, ' ');
         print_type(&i->result->type, out);
+        /* Once allocated, the buffer's byte offset in the activation arena:
+         * what allocate decided, visible to FileCheck and to a diff. */
+        if (i->prog && i->prog->allocated)
+            sb_printf(out, " @%lld", (long long)i->result->address);
     }
     for (int k = 0; k < i->nops; k++) {
         sb_append(out, k ? ", " : " ");

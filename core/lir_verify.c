@@ -161,36 +161,30 @@ static void check_compute(Verifier *v, const LirInstr *i) {
 }
 
 static void check_instr(Verifier *v, LirInstr *i) {
+    if (!instr_is_compute(i->kind) &&
+        !need_roles(v, i, instr_memory_nouts(i->kind), instr_memory_nins(i->kind)))
+        return;
     switch (i->kind) {
     case IK_ALLOC:
-        need_roles(v, i, 0, 0);
         v->state[i->result->id] = ST_LIVE;
         return;
     case IK_DEALLOC:
-        if (!need_roles(v, i, 1, 0))
-            return;
         check_operands_live(v, i);
         if (i->ops[0]->kind != LB_ALLOC)
             fail(v, i, "deallocates something that is not an allocactivation");
         v->state[i->ops[0]->id] = ST_DEAD;
         return;
     case IK_TENSORVIEW:
-        if (!need_roles(v, i, 0, 1))
-            return;
         check_operands_live(v, i);
         check_view(v, i);
         v->state[i->result->id] = ST_LIVE;
         return;
     case IK_COPY:
-        if (!need_roles(v, i, 1, 1))
-            return;
         check_operands_live(v, i);
         if (!type_equal(&i->ops[0]->type, &i->ops[1]->type))
             fail(v, i, "copies between different types");
         return;
     case IK_INSERT:
-        if (!need_roles(v, i, 1, 1))
-            return;
         check_operands_live(v, i);
         check_insert(v, i);
         return;

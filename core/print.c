@@ -139,6 +139,7 @@ static void print_attr_value(const Attr *a, StrBuf *out) {
     case AT_FLOAT: print_f32(a->f, out); break;
     case AT_STR: sb_quote(out, a->s); break;
     case AT_ELEM: sb_append(out, elem_name(a->elem)); break;
+    case AT_ACT: sb_append(out, act_name(a->act)); break;
     case AT_INTS:
         sb_putc(out, '[');
         for (int i = 0; i < a->ints.n; i++)

@@ -229,6 +229,22 @@ ElemKind rd_elem(Reader *ps) {
     return k;
 }
 
+/* An activation's name (core/acts.def). */
+static ActKind rd_act(Reader *ps) {
+    size_t n = rd_peek_ident(ps);
+    ActKind k = n ? act_by_name(ps->p, n) : ACT_NONE;
+    if (k == ACT_NONE) {
+        char names[256] = "";
+        for (int i = ACT_NONE + 1; i < ACT_COUNT; i++) {
+            strcat(names, i > ACT_NONE + 1 ? ", " : "");
+            strcat(names, act_name((ActKind)i));
+        }
+        rd_error(ps, ps->p, "expected an activation (%s)", names);
+    }
+    ps->p += n;
+    return k;
+}
+
 Type rd_type(Reader *ps) {
     Type t = {.elem = rd_elem(ps)};
     if (ps->p >= ps->end || *ps->p != '<')
@@ -438,6 +454,7 @@ void rd_attr(Reader *ps, Node *n, RdAttrAllowed allowed, void *ctx, const char *
     }
     case AT_STR: node_set_str(n, key, rd_string(ps)); break;
     case AT_ELEM: node_set_elem(n, key, rd_elem(ps)); break;
+    case AT_ACT: node_set_act(n, key, rd_act(ps)); break;
     case AT_INTS:
     case AT_FLOATS: {
         rd_expect(ps, '[', "to start a list");

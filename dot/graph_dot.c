@@ -232,8 +232,7 @@ static const Style *node_style(const Node *n) {
         return &style_constant;
     if (n->kind == NK_PLACEHOLDER)
         return &style_input;
-    if (node_kind_is_unary(n->kind) || node_kind_is_binary(n->kind) ||
-        node_kind_is_compare(n->kind))
+    if (node_kind_has(n->kind, NF_EW))
         return &style_elementwise;
     if (node_kind_is_reduce(n->kind))
         return &style_reduce;
@@ -301,10 +300,13 @@ static void type_text(StrBuf *out, const Type *t) {
 static void short_attrs(StrBuf *out, const Node *n) {
     for (int i = 0; i < n->nattrs; i++) {
         const Attr *a = &n->attrs[i];
-        if (attr_key_type(a->key) != AT_STR || !a->s || strlen(a->s) > 16)
+        const char *text = attr_key_type(a->key) == AT_ACT   ? act_name(a->act)
+                           : attr_key_type(a->key) == AT_STR ? a->s
+                                                             : NULL;
+        if (!text || strlen(text) > 16)
             continue;
         sb_printf(out, " %s=", attr_key_name(a->key));
-        label_text(out, a->s);
+        label_text(out, text);
     }
 }
 
@@ -591,6 +593,15 @@ static void instr_edges(LirDot *ld, const LirInstr *i, Agnode_t *in) {
     for (int k = 0; k < i->nops; k++) {
         snprintf(use, sizeof use, "u%d_%d", i->index, k);
         Agnode_t *b = buf_use(ld, i->ops[k], i->index, use);
+        if (i->kind == IK_DEALLOC) {
+            /* Its @out marks the buffer free, not written: drawn as the end
+             * of the buffer's lifetime, from the buffer to where it ends. */
+            Agedge_t *e = add_edge(&ld->dt, b, in, "ends");
+            set(e, "style", "dashed");
+            set(e, "color", "#888888");
+            set(e, "arrowhead", "tee");
+            continue;
+        }
         if (i->roles[k] == ROLE_IN) {
             add_edge(&ld->dt, b, in, "@in");
             continue;

@@ -56,18 +56,38 @@ void memplan_free(MemPlan *m) {
     memset(m, 0, sizeof *m);
 }
 
-/* The letter the text chart draws row i with. */
+/* The mark of row i of n in the text chart and the marked table: one
+ * character while there are at most 62 buffers, then as many as it takes
+ * for every buffer to have its own (62 squared: 3844 with two). */
 static const char chart_marks[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+enum { NMARKS = sizeof chart_marks - 1, MARK_MAX = 8 };
+
+static int mark_width(int n) {
+    int w = 1;
+    for (int64_t reach = NMARKS; reach < n && w < MARK_MAX - 1; reach *= NMARKS)
+        w++;
+    return w;
+}
+
+static void mark_of(int i, int width, char *buf) {
+    for (int k = width - 1; k >= 0; k--, i /= NMARKS)
+        buf[k] = chart_marks[i % NMARKS];
+    buf[width] = 0;
+}
 
 static void table(const MemPlan *m, bool marks, StrBuf *out) {
+    int mw = mark_width(m->n);
+    char mark[MARK_MAX];
     if (marks)
-        sb_append(out, "   ");
+        sb_printf(out, "%*s", mw + 2, "");
     sb_printf(out, "%-8s %12s %12s %6s %6s  %-22s %s\n", "buffer", "offset", "size", "first",
               "last", "type", "from");
     for (int i = 0; i < m->n; i++) {
         const MemRow *r = &m->rows[i];
-        if (marks)
-            sb_printf(out, "%c  ", chart_marks[i % 62]);
+        if (marks) {
+            mark_of(i, mw, mark);
+            sb_printf(out, "%s  ", mark);
+        }
         sb_printf(out, "%-8s %12lld %12lld %6d %6d  %-22s %s\n", r->label, (long long)r->offset,
                   (long long)r->size, r->first, r->last, r->type, r->origin);
     }
@@ -231,8 +251,11 @@ void memplan_text_chart(const MemPlan *m, int width, int height, StrBuf *out) {
     memset(grid, '.', (size_t)width * (size_t)height);
     int steps = m->ninstrs > 0 ? m->ninstrs : 1;
     double ymax = (double)(m->arena > 0 ? m->arena : 1);
+    int mw = mark_width(m->n);
+    char mark[MARK_MAX];
     for (int i = 0; i < m->n; i++) {
         const MemRow *r = &m->rows[i];
+        mark_of(i, mw, mark);
         int x0 = (int)((double)r->first * width / steps), x1 = (int)((double)(r->last + 1) * width / steps);
         int y0 = (int)((double)r->offset * height / ymax);
         int y1 = (int)((double)(r->offset + r->size) * height / ymax);
@@ -242,7 +265,8 @@ void memplan_text_chart(const MemPlan *m, int width, int height, StrBuf *out) {
             y1 = y0 + 1;
         for (int y = y0; y < y1 && y < height; y++)
             for (int x = x0; x < x1 && x < width; x++)
-                grid[(size_t)(height - 1 - y) * (size_t)width + (size_t)x] = chart_marks[i % 62];
+                grid[(size_t)(height - 1 - y) * (size_t)width + (size_t)x] =
+                    mark[(x - x0) % mw]; /* a wide enough rectangle spells it */
     }
     /* Addresses at the top, the middle and the bottom row: the address
      * where each row starts. */

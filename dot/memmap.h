@@ -28,7 +28,8 @@ bool memplan_from_lir(LirProgram *p, MemPlan *out);
 void memplan_free(MemPlan *m);
 
 void memplan_table(const MemPlan *m, StrBuf *out);
-/* The same with a first column: the letter the text chart draws the row with. */
+/* The same with a first column: the mark the text chart draws the row with,
+ * one character up to 62 buffers, then two (three past 3844), unique. */
 void memplan_table_marked(const MemPlan *m, StrBuf *out);
 void memplan_json(const MemPlan *m, StrBuf *out);
 void memplan_svg(const MemPlan *m, const char *title, StrBuf *out);

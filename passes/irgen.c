@@ -32,21 +32,6 @@ static void set_buf(Gen *g, const Node *n, int res, LirBuf *b) {
     g->vals[n->id][res] = b;
 }
 
-/* Nodes whose result is their operand's memory under another type (or the
- * same one: identity, inference dropout), which irgen turns into a view
- * rather than a copy, so that no backend needs a kernel for them. */
-static bool reshape_like(const Node *n) {
-    switch (n->kind) {
-    case NK_RESHAPE:
-    case NK_FLATTEN:
-    case NK_SQUEEZE:
-    case NK_UNSQUEEZE:
-    case NK_IDENTITY: return true;
-    case NK_DROPOUT: return n->nres == 1;
-    default: return false;
-    }
-}
-
 /* The element offset of a region of `t` that starts at `start` with sizes
  * `count`, if that region is one contiguous run of memory: every axis before
  * the first partial one has one index, every axis after it is whole. */
@@ -152,7 +137,7 @@ static void gen_compute(Gen *g, const Node *n) {
 }
 
 static void gen_node(Gen *g, const Node *n) {
-    if (reshape_like(n)) {
+    if (node_is_view(n)) {
         set_buf(g, n, 0, view_of(g, buf_of(g, n->ops[0]), 0, &n->res[0].type, n->name));
         return;
     }

@@ -128,23 +128,23 @@ static Value *lower_gemm(Builder *b, Node *n) {
 }
 
 static Value *apply_act(Builder *b, const Node *n, Value *y) {
-    const char *act = node_attr_str(n, AK_act, NULL);
-    if (!act)
-        return y;
-    if (!strcmp(act, "relu"))
-        return b_op(b, NK_RELU, y, NULL);
-    if (!strcmp(act, "sigmoid"))
-        return b_op(b, NK_SIGMOID, y, NULL);
-    if (!strcmp(act, "tanh"))
-        return b_op(b, NK_TANH, y, NULL);
-    if (!strcmp(act, "silu"))
-        return b_op(b, NK_MUL, y, b_op(b, NK_SIGMOID, y, NULL));
-    if (!strcmp(act, "clip"))
+    switch (node_attr_act(n, AK_act)) {
+    case ACT_RELU: return b_op(b, NK_RELU, y, NULL);
+    case ACT_SIGMOID: return b_op(b, NK_SIGMOID, y, NULL);
+    case ACT_TANH: return b_op(b, NK_TANH, y, NULL);
+    case ACT_SILU: return b_op(b, NK_MUL, y, b_op(b, NK_SIGMOID, y, NULL));
+    case ACT_CLIP:
         return b_clip(b, y, node_attr_float(n, AK_act_alpha, -INFINITY),
                       node_attr_float(n, AK_act_beta, INFINITY));
-    Node *l = graph_insert_before(b->f, b->pos, NK_LEAKY_RELU, 1, &y, 1);
-    node_set_float(l, AK_alpha, node_attr_float(n, AK_act_alpha, 0.01f));
-    return b_add_node(b, l);
+    case ACT_LEAKY_RELU: {
+        Node *l = graph_insert_before(b->f, b->pos, NK_LEAKY_RELU, 1, &y, 1);
+        node_set_float(l, AK_alpha, node_attr_float(n, AK_act_alpha, 0.01f));
+        return b_add_node(b, l);
+    }
+    case ACT_NONE:
+    case ACT_COUNT: break;
+    }
+    return y;
 }
 
 static Value *lower_fully_connected(Builder *b, Node *n) {
@@ -381,9 +381,6 @@ static Value *b_transpose(Builder *b, Value *x, const int64_t *perm) {
 static Value *lower_resize(Builder *b, Node *n) {
     Value *x = n->ops[0];
     int rank = x->type.rank;
-    if (rank < 2 || !elem_is_float(x->type.elem) ||
-        !strcmp(node_attr_str(n, AK_coordinate_transformation_mode, ""), "tf_crop_and_resize"))
-        return NULL;
     for (int d = 0; d < rank; d++) {
         int64_t in_d = x->type.dims[d], out_d = n->res[0].type.dims[d];
         int k;
@@ -414,7 +411,7 @@ static Value *lower_node(Builder *b, Node *n) {
     case NK_FULLY_CONNECTED: return lower_fully_connected(b, n);
     case NK_BATCH_NORM: return lower_batch_norm(b, n);
     case NK_INSTANCE_NORM: return lower_instance_norm(b, n);
-    case NK_LAYER_NORM: return n->nres == 1 ? lower_layer_norm(b, n) : NULL;
+    case NK_LAYER_NORM: return lower_layer_norm(b, n);
     case NK_SOFTMAX: return lower_softmax(b, n, false);
     case NK_LOG_SOFTMAX: return lower_softmax(b, n, true);
     case NK_HARD_SIGMOID:
@@ -423,13 +420,12 @@ static Value *lower_node(Builder *b, Node *n) {
     case NK_HARD_SWISH:
         return b_op(b, NK_MUL, n->ops[0], lower_hard_sigmoid(b, n->ops[0], 1.0 / 6, 0.5));
     case NK_GELU: return lower_gelu(b, n->ops[0]);
-    case NK_FLATTEN:
-    case NK_SQUEEZE:
-    case NK_UNSQUEEZE: return b_reshape(b, n->ops[0], &n->res[0].type);
-    case NK_PAD:
-        return !strcmp(node_attr_str(n, AK_mode, "constant"), "constant") ? lower_pad(b, n) : NULL;
+    case NK_PAD: return lower_pad(b, n);
     case NK_RESIZE: return lower_resize(b, n);
-    default: return node_kind_is_reduce(n->kind) ? lower_reduce(b, n) : NULL;
+    default:
+        if (node_is_view(n)) /* flatten, squeeze, unsqueeze */
+            return b_reshape(b, n->ops[0], &n->res[0].type);
+        return node_kind_is_reduce(n->kind) ? lower_reduce(b, n) : NULL;
     }
 }
 
@@ -439,7 +435,7 @@ bool pass_lower(Function *f, PassContext *ctx) {
     bool changed = false;
     for (Node *n = f->first, *next; n; n = next) {
         next = n->next;
-        if (ctx->backend->is_native(n))
+        if (!node_lowers(n) || ctx->backend->is_native(n))
             continue;
         Builder b = {f, n, n->name, ctx->d, true};
         Value *y = lower_node(&b, n);

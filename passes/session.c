@@ -127,24 +127,6 @@ static void snapshot(Session *s, Step *st) {
     }
 }
 
-/* The text a low-level step's change is counted on: the program, and once
- * it is allocated, a line per placed buffer -- the program's text does not
- * show offsets, and allocation would otherwise count as no change. */
-static char *counted_lir_text(const char *lir_text, const LirProgram *p) {
-    StrBuf sb;
-    sb_init(&sb);
-    sb_append(&sb, lir_text ? lir_text : "");
-    for (int b = 0; p && p->allocated && b < p->nbufs; b++) {
-        const LirBuf *x = p->bufs[b];
-        if (x->kind != LB_ALLOC || x->dead)
-            continue;
-        sb_append(&sb, "place ");
-        lir_print_buf_ref(x, &sb);
-        sb_printf(&sb, " at %lld\n", (long long)x->address);
-    }
-    return sb_take(&sb);
-}
-
 static void snapshot_lir(Session *s, Step *st) {
     st->lir = lir_clone(s->lir);
     StrBuf sb;
@@ -161,16 +143,11 @@ static void snapshot_lir(Session *s, Step *st) {
         st->nnodes = prev->nnodes;
         st->nconsts = prev->nconsts;
         memcpy(st->kind_counts, prev->kind_counts, sizeof st->kind_counts);
-        /* Counted on the program's text, plus the plan once there is one. */
-        bool placed = (prev->lir && prev->lir->allocated) || st->lir->allocated;
-        char *a = placed ? counted_lir_text(prev->lir_text, prev->lir) : NULL;
-        char *b = placed ? counted_lir_text(st->lir_text, st->lir) : NULL;
-        DiffCounts dc = textdiff_count(a ? a : prev->lir_text ? prev->lir_text : "",
-                                       b ? b : st->lir_text);
+        /* An allocated program's text shows each buffer's offset, so
+         * allocating counts as a change of the lines it placed. */
+        DiffCounts dc = textdiff_count(prev->lir_text ? prev->lir_text : "", st->lir_text);
         st->lines_added = dc.added;
         st->lines_removed = dc.removed;
-        free(a);
-        free(b);
     }
 }
 

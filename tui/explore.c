@@ -5,6 +5,7 @@
  * the explorer core (explore_core.h), the same text the REPL prints; this
  * file only lays it out, colours it and reads keys. All of its state lives
  * in one Tui struct. */
+#include <ctype.h>
 #include <locale.h>
 #include <ncurses.h>
 #include <pthread.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "tui/explore_core.h"
+#include "tui/repl.h"
 #include "tui/term_signal.h"
 
 #define DEFAULT_MODEL "fixtures/models/digits.onnx"
@@ -36,8 +38,13 @@ typedef struct Tui {
     char *output_title;    /* PANE_OUTPUT: what the text is */
     StrBuf text;           /* the pane's text ... */
     char **lines;          /* ... split into lines (tabs expanded) */
-    int nlines;
+    int nlines, maxlen;    /* maxlen: the longest line's length */
     int top, hscroll;      /* the first line and column shown */
+    int line;              /* graph and lir views: the line cursor ... */
+    int ref;               /* ... and which %ref on it Enter follows (-1: its first operand) */
+    int back[64], nback;   /* the lines jumped from, for Backspace */
+    char *commands[32];    /* the : lines entered, oldest first (Up, Down) */
+    int ncommands;
     int cursor;            /* the step the left pane's cursor is on */
     int list_top;          /* the first step the left pane shows (among those shown) */
     int mark;              /* m: the step view 6 diffs against (-1: the one before) */
@@ -60,7 +67,7 @@ static void free_lines(Tui *t) {
         free(t->lines[i]);
     free(t->lines);
     t->lines = NULL;
-    t->nlines = 0;
+    t->nlines = t->maxlen = 0;
     free(t->partner);
     t->partner = NULL;
 }
@@ -92,7 +99,9 @@ static void split_text(Tui *t) {
         size_t len = e ? (size_t)(e - p) : strlen(p);
         if (t->nlines == cap)
             t->lines = realloc(t->lines, (size_t)(cap *= 2) * sizeof *t->lines);
-        t->lines[t->nlines++] = expand_line(p, len);
+        t->lines[t->nlines] = expand_line(p, len);
+        int w = (int)strlen(t->lines[t->nlines++]);
+        t->maxlen = w > t->maxlen ? w : t->maxlen;
         p = e ? e + 1 : p + len;
     }
 }
@@ -191,6 +200,9 @@ static void refresh_text(Tui *t) {
         t->stale = false;
         if (t->top >= t->nlines)
             t->top = 0;
+        if (t->line >= t->nlines)
+            t->line = t->top;
+        t->ref = -1;
         t->match = -1;
     }
 }
@@ -202,7 +214,9 @@ static void show_output(Tui *t, const char *title, StrBuf *text) {
     free(t->output_title);
     t->output_title = strdup(title);
     t->pane = PANE_OUTPUT;
-    t->top = t->hscroll = 0;
+    t->top = t->hscroll = t->line = 0;
+    t->ref = -1;
+    t->nback = 0;
     t->match = -1;
     split_text(t);
 }
@@ -215,7 +229,8 @@ static void choose_view(Tui *t, ExploreView v) {
     t->view = v;
     t->pane = PANE_VIEW;
     t->stale = true;
-    t->top = t->hscroll = 0;
+    t->top = t->hscroll = t->line = 0;
+    t->nback = 0;
 }
 
 /* ---- drawing ------------------------------------------------------------------- */
@@ -330,36 +345,152 @@ static attr_t line_attr(const Tui *t, const char *line) {
     return A_NORMAL;
 }
 
-/* The line from column hscroll, with the search pattern's matches marked. */
-static void draw_line(Tui *t, int row, int x0, int width, const char *line) {
+/* ---- %refs in a line, and where they are defined -------------------------------- */
+
+/* A %ref as the printers write it: %id, %label, %"quoted label", each
+ * maybe with a result index (#k), which names the same definition. */
+typedef struct Ref {
+    int at, len;     /* in the line, '%' included */
+    int name_len;    /* without the #k */
+} Ref;
+
+enum { MAX_REFS = 64 };
+
+static int refs_of(const char *line, Ref *refs) {
+    int n = 0;
+    for (const char *p = line; *p && n < MAX_REFS; p++) {
+        if (*p != '%')
+            continue;
+        const char *q = p + 1;
+        if (*q == '"') {
+            for (q++; *q && *q != '"'; q++)
+                q += q[0] == '\\' && q[1];
+            if (*q != '"')
+                break;
+            q++;
+        } else {
+            while (isalnum((unsigned char)*q) || *q == '_' || *q == '.')
+                q++;
+        }
+        if (q == p + 1)
+            continue;
+        const char *name_end = q;
+        if (*q == '#' && isdigit((unsigned char)q[1]))
+            for (q++; isdigit((unsigned char)*q); q++)
+                ;
+        refs[n++] = (Ref){(int)(p - line), (int)(q - p), (int)(name_end - p)};
+        p = q - 1;
+    }
+    return n;
+}
+
+/* Does `line` define the value `ref` (its first name_len bytes) names:
+ * "%x = ..." in a graph or a program, or a parameter of "func @main(%x: ...". */
+static bool defines(const char *line, const char *ref, int len) {
+    const char *p = line + strspn(line, " ");
+    if (!strncmp(p, ref, (size_t)len) && (!strncmp(p + len, " =", 2) || p[len] == ','))
+        return true;
+    if (strncmp(p, "func ", 5))
+        return false;
+    const char *end = p + strlen(p);
+    for (const char *q = memmem(p, (size_t)(end - p), ref, (size_t)len); q;
+         q = memmem(q + 1, (size_t)(end - q - 1), ref, (size_t)len))
+        if (q[len] == ':' && (q[-1] == '(' || q[-1] == ' '))
+            return true;
+    return false;
+}
+
+/* The %ref Enter follows on a line: the chosen one, else the first the
+ * line does not define (the first operand), else the first. -1: none. */
+static int chosen_ref(const Tui *t, const char *line, const Ref *refs, int n) {
+    if (!n)
+        return -1;
+    if (t->ref >= 0)
+        return t->ref % n;
+    for (int i = 0; i < n; i++)
+        if (!defines(line, line + refs[i].at, refs[i].name_len))
+            return i;
+    return 0;
+}
+
+static bool jump_view(const Tui *t) {
+    return t->pane == PANE_VIEW && (t->view == VIEW_GRAPH || t->view == VIEW_LIR);
+}
+
+/* ---- drawing a line ------------------------------------------------------------------ */
+
+/* The line from column hscroll, with the search pattern's matches marked;
+ * `hl` (length hl_len, a position in the line) drawn as the %ref Enter
+ * follows, `extra` added to every character (the line cursor). */
+static void draw_text(Tui *t, int row, int x0, int width, const char *line, int hl, int hl_len,
+                      attr_t extra) {
     size_t len = strlen(line);
     const char *s = (size_t)t->hscroll < len ? line + t->hscroll : "";
-    attr_t base = line_attr(t, line);
+    attr_t base = line_attr(t, line) | extra;
+    attr_t mark = color(t, COLOR_MATCH, A_REVERSE);
+    attr_t token = color(t, COLOR_MATCH, A_UNDERLINE) | A_BOLD;
     size_t plen = strlen(t->search);
     move(row, x0);
     int col = 0;
     while (*s && col < width) {
         const char *m = plen ? strstr(s, t->search) : NULL;
-        size_t plain = m ? (size_t)(m - s) : strlen(s);
-        int n = (int)plain < width - col ? (int)plain : width - col;
-        attron(base);
+        int pos = (int)(s - line);
+        int n = m ? (int)(m - s) : (int)strlen(s);
+        bool in_hl = hl >= 0 && pos >= hl && pos < hl + hl_len;
+        if (in_hl)
+            n = hl + hl_len - pos; /* the %ref first, whole */
+        else if (hl >= pos && hl - pos < n)
+            n = hl - pos;
+        if (m && m < s + n)
+            n = (int)(m - s);
+        if (!n) { /* a match starts here */
+            n = (int)plen;
+            in_hl = false;
+        }
+        n = n < width - col ? n : width - col;
+        attr_t a = in_hl ? token : (m == s && plen) ? mark : base;
+        attron(a);
         addnstr(s, n);
-        attroff(base);
+        attroff(a);
         col += n;
         s += n;
-        if (!m || col >= width || s != m)
-            continue;
-        int k = (int)plen < width - col ? (int)plen : width - col;
-        attron(color(t, COLOR_MATCH, A_REVERSE));
-        addnstr(s, k);
-        attroff(color(t, COLOR_MATCH, A_REVERSE));
-        col += k;
-        s += plen;
+    }
+    if (extra) {
+        attron(extra);
+        for (; col < width; col++)
+            addch(' ');
+        attroff(extra);
     }
     /* At the last column the cursor has wrapped: clearing would wipe the
      * next row's step list. */
     if (col < width)
         clrtoeol();
+}
+
+/* A line with a marker where it is cut: '<' over the first column when
+ * text is hidden to the left, '>' over the last when it goes on past the
+ * right edge (as vim's listchars precedes/extends), so that two lines that
+ * differ only out of view do not look alike. */
+static void draw_line(Tui *t, int row, int x0, int width, int i) {
+    const char *line = t->lines[i];
+    bool cursor = jump_view(t) && i == t->line;
+    int hl = -1, hl_len = 0;
+    if (cursor) {
+        Ref refs[MAX_REFS];
+        int n = refs_of(line, refs);
+        int k = chosen_ref(t, line, refs, n);
+        if (k >= 0) {
+            hl = refs[k].at;
+            hl_len = refs[k].len;
+        }
+    }
+    draw_text(t, row, x0, width, line, hl, hl_len, cursor ? A_REVERSE : A_NORMAL);
+    int len = (int)strlen(line);
+    attr_t a = color(t, COLOR_HUNK, A_BOLD) | A_REVERSE;
+    if (t->hscroll > 0 && len > 0)
+        mvaddch(row, x0, '<' | a);
+    if (len > t->hscroll + width && width > 1)
+        mvaddch(row, x0 + width - 1, '>' | a);
 }
 
 static void draw_tabs(Tui *t, int x0, int width) {
@@ -396,8 +527,8 @@ static void highlight_change(Tui *t, int row, int x0, int width, int i) {
     if (j < 0 || !explore_changed_span(t->lines[i], t->lines[j], &sp) || sp.start == sp.end)
         return;
     int from = (int)sp.start - t->hscroll, to = (int)sp.end - t->hscroll;
-    if (from < 0)
-        from = 0;
+    if (from < (t->hscroll > 0))
+        from = t->hscroll > 0; /* the first column marks text cut on the left */
     if (to > width - 1)
         to = width - 1; /* the last column may mark a cut line */
     if (to <= from)
@@ -414,7 +545,7 @@ static void draw_main(Tui *t) {
     for (int r = 0; r < rows; r++) {
         int i = t->top + r;
         if (i < t->nlines) {
-            draw_line(t, r + 1, x0, width, t->lines[i]);
+            draw_line(t, r + 1, x0, width, i);
             highlight_change(t, r + 1, x0, width, i);
         } else {
             move(r + 1, x0);
@@ -446,6 +577,8 @@ static void draw_status(Tui *t) {
         int pct = (t->top + pane_rows()) * 100 / t->nlines;
         sb_printf(&sb, " %d%%", pct > 100 ? 100 : pct);
     }
+    if (t->hscroll)
+        sb_printf(&sb, " col %d", t->hscroll + 1);
     if (t->message[0]) {
         /* Too narrow for it all: the step and the message, which says what
          * just happened, before the model and the view. */
@@ -527,7 +660,21 @@ static void leave_on_signal(Tui *t) {
 
 static void draw_loading(const Tui *t, const char *model, double seconds);
 
-static void busy(Tui *t, const char *what, bool loading, void (*run)(void *), void *arg) {
+/* What the screen shows meanwhile: the status line with the seconds, the
+ * loading screen, or (a command that may replace the session itself) only
+ * the command and the seconds, touching nothing of the explorer. */
+typedef enum { BUSY_STATUS, BUSY_LOADING, BUSY_BLIND } BusyShow;
+
+static void draw_blind(const Tui *t, const char *what, double seconds) {
+    StrBuf sb;
+    sb_init(&sb);
+    sb_printf(&sb, " %s ... %.0f s", what, seconds);
+    draw_status_line(t, &sb);
+    sb_free(&sb);
+    refresh();
+}
+
+static void busy(Tui *t, const char *what, BusyShow show, void (*run)(void *), void *arg) {
     Job job = {run, arg, false};
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -542,8 +689,10 @@ static void busy(Tui *t, const char *what, bool loading, void (*run)(void *), vo
     double t0 = seconds_now();
     while (!atomic_load(&job.done)) {
         double spent = seconds_now() - t0;
-        if (loading) {
+        if (show == BUSY_LOADING) {
             draw_loading(t, what, spent);
+        } else if (show == BUSY_BLIND) {
+            draw_blind(t, what, spent);
         } else {
             set_message(t, "%s ... %.0f s", what, spent);
             draw_status(t);
@@ -592,6 +741,8 @@ static void goto_match(Tui *t, int from, int dir) {
         return;
     }
     t->match = i;
+    t->line = i;
+    t->ref = -1;
     scroll_to(t, i - pane_rows() / 3);
     int nth = 0, total = 0;
     for (int j = 0; j < t->nlines; j++) {
@@ -603,18 +754,131 @@ static void goto_match(Tui *t, int from, int dir) {
     set_message(t, "/%s: line %d, match %d of %d (n/N; Esc clears)", t->search, i + 1, nth, total);
 }
 
-/* Reads a line at the status line (for / and o). False if abandoned (Esc,
- * a signal); an empty line is true. */
-static bool prompt(Tui *t, const char *what, char *buf, size_t size) {
-    size_t len = 0;
+/* Completes the word being typed at the end of buf (from `start`), and
+ * says in `hint` what the choices are. */
+typedef void (*Completer)(Tui *t, char *buf, size_t size, size_t start, char *hint,
+                          size_t hint_size);
+
+/* The word buf[start..] completed from `cands`: the one that fits, or
+ * as far as all that fit agree, the rest listed in the hint. */
+static void complete_from(char *buf, size_t size, size_t start, const char *const *cands,
+                          int n, const char *what, bool space_after, char *hint,
+                          size_t hint_size) {
+    const char *word = buf + start;
+    size_t wlen = strlen(word), common = 0;
+    int found = 0;
+    const char *first = NULL;
+    StrBuf list;
+    sb_init(&list);
+    for (int i = 0; i < n; i++) {
+        if (strncmp(cands[i], word, wlen))
+            continue;
+        if (!found++) {
+            first = cands[i];
+            common = strlen(first);
+        } else {
+            size_t k = 0;
+            while (k < common && cands[i][k] == first[k])
+                k++;
+            common = k;
+        }
+        if (list.len < hint_size)
+            sb_printf(&list, " %s", cands[i]);
+    }
+    if (!found) {
+        snprintf(hint, hint_size, "no %s starts with '%s'", what, word);
+    } else {
+        if (start + common + 1 < size) {
+            memcpy(buf + start, first, common);
+            buf[start + common] = 0;
+            if (found == 1 && space_after && start + common + 2 < size)
+                strcat(buf, " ");
+        }
+        if (found > 1)
+            snprintf(hint, hint_size, "%d %ss:%s", found, what, sb_str(&list));
+        else
+            hint[0] = 0;
+    }
+    sb_free(&list);
+}
+
+static void complete_node(Tui *t, char *buf, size_t size, size_t start, char *hint,
+                          size_t hint_size) {
+    int n;
+    const char **names = explore_node_names(&t->e, &n);
+    complete_from(buf, size, start, names, n, "node name", false, hint, hint_size);
+    free(names);
+}
+
+static void complete_node_prompt(Tui *t, char *buf, size_t size, size_t start, char *hint,
+                                 size_t hint_size) {
+    complete_node(t, buf, size, 0, hint, hint_size);
+}
+
+/* The : line: a command's name, then what the command takes (node names
+ * after node, step names after step, views after show). */
+static void complete_command(Tui *t, char *buf, size_t size, size_t start, char *hint,
+                             size_t hint_size) {
+    size_t lead = strspn(buf, " ");
+    const char *space = strchr(buf + lead, ' ');
+    if (!space) {
+        const char *names[64];
+        int n = 0;
+        for (const char *c; n < 64 && (c = repl_command_name(n));)
+            names[n++] = c;
+        complete_from(buf, size, lead, names, n, "command", true, hint, hint_size);
+        return;
+    }
+    size_t word = strlen(buf);
+    while (word > 0 && buf[word - 1] != ' ')
+        word--;
+    size_t cmd_len = (size_t)(space - (buf + lead));
+    if (cmd_len == 4 && !strncmp(buf + lead, "node", 4)) {
+        complete_node(t, buf, size, word, hint, hint_size);
+    } else if (cmd_len == 4 && !strncmp(buf + lead, "step", 4)) {
+        int n = explore_nsteps(&t->e);
+        const char **names = calloc((size_t)n + 1, sizeof *names);
+        for (int k = 0; k < n; k++)
+            names[k] = explore_step(&t->e, k)->name;
+        complete_from(buf, size, word, names, n, "step", false, hint, hint_size);
+        free(names);
+    } else if (cmd_len == 4 && !strncmp(buf + lead, "show", 4)) {
+        const char *names[VIEW_COUNT];
+        for (int v = 0; v < VIEW_COUNT; v++)
+            names[v] = explore_view_name((ExploreView)v);
+        complete_from(buf, size, word, names, VIEW_COUNT, "view", false, hint, hint_size);
+    } else {
+        snprintf(hint, hint_size, "Tab completes commands, and the names after node, step, show");
+    }
+}
+
+/* Reads a line at the status line (for /, o, s and :), starting from what
+ * buf holds. Tab asks `complete` (if any); its choices show on the row
+ * above. With `history` (the : line), Up and Down recall earlier commands.
+ * False if abandoned (Esc, a signal); an empty line is true. */
+static bool prompt(Tui *t, const char *what, char *buf, size_t size, Completer complete,
+                   bool history) {
+    size_t len = strlen(buf);
     bool entered = false;
-    buf[0] = 0;
+    int recalled = t->ncommands;
+    char hint[512] = "";
     curs_set(1);
     for (;;) {
+        draw(t);
+        if (hint[0]) {
+            attr_t h = color(t, COLOR_HUNK, A_BOLD);
+            attron(h);
+            mvaddnstr(LINES - 2, 0, hint, COLS);
+            attroff(h);
+            clrtoeol();
+        }
         attr_t a = color(t, COLOR_STATUS, A_REVERSE);
         attron(a);
+        /* The end of a long line in view, as a shell does. */
+        int room = COLS - (int)strlen(what) - 1;
+        const char *shown = (int)len > room && room > 0 ? buf + len - (size_t)room : buf;
         mvaddnstr(LINES - 1, 0, what, COLS);
-        addnstr(buf, COLS - (int)strlen(what));
+        addnstr(shown, room > 0 ? room : 0);
         attroff(a);
         clrtoeol();
         refresh();
@@ -623,6 +887,7 @@ static bool prompt(Tui *t, const char *what, char *buf, size_t size) {
             break;
         if (c == ERR)
             continue;
+        hint[0] = 0;
         if (c == 27) {
             len = 0;
             break;
@@ -631,12 +896,24 @@ static bool prompt(Tui *t, const char *what, char *buf, size_t size) {
             entered = true;
             break;
         }
-        if ((c == KEY_BACKSPACE || c == 127 || c == 8) && len > 0)
-            buf[--len] = 0;
-        else if (c >= 32 && c < 127 && len + 1 < size) {
+        if (c == '\t' && complete) {
+            complete(t, buf, size, len, hint, sizeof hint);
+            len = strlen(buf);
+        } else if (history && (c == KEY_UP || c == KEY_DOWN)) {
+            int k = recalled + (c == KEY_UP ? -1 : 1);
+            if (k >= 0 && k <= t->ncommands) {
+                recalled = k;
+                snprintf(buf, size, "%s", k < t->ncommands ? t->commands[k] : "");
+                len = strlen(buf);
+            }
+        } else if (c == 21) { /* Ctrl-U: the whole line away */
+            len = 0;
+        } else if ((c == KEY_BACKSPACE || c == 127 || c == 8) && len > 0) {
+            len--;
+        } else if (c >= 32 && c < 127 && len + 1 < size) {
             buf[len++] = (char)c;
-            buf[len] = 0;
         }
+        buf[len] = 0;
     }
     curs_set(0);
     buf[len] = 0;
@@ -644,8 +921,8 @@ static bool prompt(Tui *t, const char *what, char *buf, size_t size) {
 }
 
 static void search(Tui *t) {
-    char pattern[sizeof t->search];
-    if (!prompt(t, "/", pattern, sizeof pattern) || !pattern[0]) {
+    char pattern[sizeof t->search] = "";
+    if (!prompt(t, "/", pattern, sizeof pattern, complete_node_prompt, false) || !pattern[0]) {
         t->search[0] = 0;
         t->message[0] = 0;
         return;
@@ -659,8 +936,9 @@ static void search(Tui *t) {
  * ONNX names, so searching the LLVM view for one finds nothing). Without a
  * name, the search pattern's. */
 static void show_node(Tui *t) {
-    char name[256];
-    if (!prompt(t, "node (name or %id; Enter: the search pattern): ", name, sizeof name))
+    char name[256] = "";
+    if (!prompt(t, "node (name or %id; Tab completes; Enter: the search pattern): ", name,
+                sizeof name, complete_node_prompt, false))
         return;
     if (!name[0] && !t->search[0]) {
         set_message(t, "no name given, and no search pattern");
@@ -682,15 +960,22 @@ static void show_node(Tui *t) {
     diag_free(&d);
 }
 
-/* "glowc-MODEL-stepK.svg" in the current directory. */
+/* "$TMPDIR/glowc-MODEL-stepK.svg" (/tmp without TMPDIR): the default the
+ * s prompt offers, out of the current directory. */
 static void picture_path(const Tui *t, bool mem, char *buf, size_t size) {
     const char *model = t->e.model ? t->e.model : "model";
     const char *slash = strrchr(model, '/');
     const char *base = slash ? slash + 1 : model;
     const char *dot = strrchr(base, '.');
     int n = dot ? (int)(dot - base) : (int)strlen(base);
-    snprintf(buf, size, "glowc-%.*s-step%d%s.svg", n, base, explore_current(&t->e),
-             mem ? "-mem" : "");
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !dir[0])
+        dir = "/tmp";
+    size_t dlen = strlen(dir);
+    while (dlen > 1 && dir[dlen - 1] == '/')
+        dlen--;
+    snprintf(buf, size, "%.*s/glowc-%.*s-step%d%s.svg", (int)dlen, dir, n, base,
+             explore_current(&t->e), mem ? "-mem" : "");
 }
 
 typedef struct PictureJob {
@@ -710,17 +995,25 @@ static void write_svg(Tui *t) {
     bool mem = t->pane == PANE_VIEW && t->view == VIEW_MEM;
     char path[512], what[600];
     picture_path(t, mem, path, sizeof path);
+    if (!prompt(t, mem ? "write the memory map (SVG) to: " : "write SVG (.svg .png .dot) to: ",
+                path, sizeof path, NULL, false) ||
+        !path[0]) {
+        set_message(t, "nothing written");
+        return;
+    }
     snprintf(what, sizeof what, "writing %s", path);
     set_message(t, "%s ...", what);
     draw(t);
     PictureJob j = {.e = &t->e, .path = path, .mem = mem};
     sb_init(&j.out);
     diag_init(&j.d, NULL);
-    busy(t, what, false, picture_job, &j);
-    if (j.ok) {
-        char cwd[400];
-        set_message(t, "wrote %s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", path);
-    } else {
+    busy(t, what, BUSY_STATUS, picture_job, &j);
+    char cwd[400];
+    if (j.ok && path[0] != '/' && getcwd(cwd, sizeof cwd))
+        set_message(t, "wrote %s/%s", cwd, path);
+    else if (j.ok)
+        set_message(t, "wrote %s", path);
+    else {
         message_from_diags(t, &j.d);
     }
     diag_free(&j.d);
@@ -776,7 +1069,7 @@ static void run_command(Tui *t, RunFn fn, const char *title) {
     RunJob j = {.e = &t->e, .fn = fn};
     sb_init(&j.out);
     diag_init(&j.d, NULL);
-    busy(t, title, false, run_job, &j);
+    busy(t, title, BUSY_STATUS, run_job, &j);
     if (!j.ok) {
         diag_render(&j.d, &j.out);
         message_from_diags(t, &j.d);
@@ -790,6 +1083,170 @@ static void run_command(Tui *t, RunFn fn, const char *title) {
     show_output(t, title, &j.out);
     sb_free(&j.out);
     diag_free(&j.d);
+}
+
+/* ---- the : command line ---------------------------------------------------------- */
+
+typedef struct CommandJob {
+    Explorer *e;
+    char *line;
+    StrBuf out;
+    DiagList d;
+    bool ok, quit;
+} CommandJob;
+
+static void command_job(void *arg) {
+    CommandJob *j = arg;
+    j->ok = repl_execute(j->e, j->line, &j->out, &j->d, &j->quit);
+}
+
+static int count_text_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* A REPL command, through the REPL's own dispatcher. It may load another
+ * model or pipeline (the session is replaced), so it runs blind: the
+ * screen shows only the command until it is done. A one-line answer goes
+ * to the status line, anything longer into the pane. */
+static void command_line(Tui *t) {
+    char line[1024] = "";
+    if (!prompt(t, ":", line, sizeof line, complete_command, true) || !line[strspn(line, " ")])
+        return;
+    enum { KEEP = sizeof t->commands / sizeof t->commands[0] };
+    if (t->ncommands == KEEP) {
+        free(t->commands[0]);
+        memmove(t->commands, t->commands + 1, (KEEP - 1) * sizeof t->commands[0]);
+        t->ncommands--;
+    }
+    t->commands[t->ncommands++] = strdup(line);
+    char title[64];
+    snprintf(title, sizeof title, ":%.40s%s", line, strlen(line) > 40 ? "..." : "");
+    CommandJob j = {.e = &t->e, .line = line};
+    sb_init(&j.out);
+    diag_init(&j.d, NULL);
+    busy(t, title, BUSY_BLIND, command_job, &j);
+    t->cursor = explore_current(&t->e);
+    t->stale = true;
+    t->shown_step = -1;
+    t->quit = j.quit;
+    if (!j.ok)
+        message_from_diags(t, &j.d);
+    if (count_text_lines(sb_str(&j.out)) > 1) {
+        diag_render(&j.d, &j.out);
+        if (j.ok)
+            last_line_message(t, sb_str(&j.out));
+        show_output(t, title, &j.out);
+    } else {
+        if (j.ok)
+            set_message(t, "%.*s", (int)strcspn(sb_str(&j.out), "\n"),
+                        j.out.len ? sb_str(&j.out) : "done");
+        t->pane = PANE_VIEW;
+    }
+    sb_free(&j.out);
+    diag_free(&j.d);
+}
+
+/* ---- following a %ref to its definition ------------------------------------------ */
+
+static void show_line(Tui *t, int i) {
+    t->line = i < 0 ? 0 : i;
+    t->ref = -1;
+    if (i < t->top || i >= t->top + pane_rows())
+        scroll_to(t, i - pane_rows() / 3);
+}
+
+/* Enter on the current step in the graph or lir view: the line that
+ * defines the %ref marked on the cursor line. */
+static void follow_ref(Tui *t) {
+    if (t->line < 0 || t->line >= t->nlines)
+        return;
+    const char *line = t->lines[t->line];
+    Ref refs[MAX_REFS];
+    int n = refs_of(line, refs);
+    int k = chosen_ref(t, line, refs, n);
+    if (k < 0) {
+        set_message(t, "no %%ref on this line (J K move the line, w the %%ref on it)");
+        return;
+    }
+    const char *ref = line + refs[k].at;
+    int len = refs[k].name_len;
+    for (int i = 0; i < t->nlines; i++) {
+        if (!defines(t->lines[i], ref, len))
+            continue;
+        if (i == t->line) {
+            set_message(t, "this line defines %.*s (w picks another %%ref)", len, ref);
+            return;
+        }
+        if (t->nback == (int)(sizeof t->back / sizeof t->back[0]))
+            memmove(t->back, t->back + 1, sizeof t->back - sizeof t->back[0]);
+        else
+            t->nback++;
+        t->back[t->nback - 1] = t->line;
+        show_line(t, i);
+        set_message(t, "%.*s is defined on line %d (Backspace: back)", len, ref, i + 1);
+        return;
+    }
+    set_message(t, "no line of this view defines %.*s", len, ref);
+}
+
+static void jump_back(Tui *t) {
+    if (!t->nback) {
+        set_message(t, "no jump to go back from");
+        return;
+    }
+    show_line(t, t->back[--t->nback]);
+    set_message(t, "back to line %d", t->line + 1);
+}
+
+static void next_ref(Tui *t) {
+    if (!jump_view(t) || t->line < 0 || t->line >= t->nlines)
+        return;
+    Ref refs[MAX_REFS];
+    const char *line = t->lines[t->line];
+    int n = refs_of(line, refs);
+    if (!n) {
+        set_message(t, "no %%ref on this line");
+        return;
+    }
+    t->ref = (chosen_ref(t, line, refs, n) + 1) % n;
+    /* Sideways into view when the %ref is off the edge. */
+    int at = refs[t->ref].at, width = COLS - left_width() - 1;
+    if (at < t->hscroll || at + refs[t->ref].len >= t->hscroll + width)
+        t->hscroll = at > 8 ? at - 8 : 0;
+}
+
+static void move_line(Tui *t, int delta) {
+    int i = t->line + delta;
+    i = i >= t->nlines ? t->nlines - 1 : i;
+    show_line(t, i < 0 ? 0 : i);
+    if (t->line < t->top)
+        scroll_to(t, t->line);
+    else if (t->line >= t->top + pane_rows())
+        scroll_to(t, t->line - pane_rows() + 1);
+}
+
+/* Paging moves the line cursor along, keeping it on screen. */
+static void keep_line_in_view(Tui *t) {
+    if (t->line < t->top)
+        t->line = t->top;
+    if (t->line >= t->top + pane_rows())
+        t->line = t->top + pane_rows() - 1;
+    if (t->line >= t->nlines)
+        t->line = t->nlines > 0 ? t->nlines - 1 : 0;
+    t->ref = -1;
+}
+
+static void scroll_sideways(Tui *t, int delta) {
+    int width = COLS - left_width() - 1;
+    int most = t->maxlen - width + 1;
+    t->hscroll += delta;
+    if (t->hscroll > most)
+        t->hscroll = most;
+    if (t->hscroll < 0)
+        t->hscroll = 0;
 }
 
 /* Narrow enough for the main pane of an 80-column terminal. */
@@ -811,15 +1268,31 @@ static const char help_text[] =
     "                previous match; Esc: stop\n"
     "  g G           top / bottom of the view\n"
     "  PgUp PgDn     a page (also b, Space)\n"
-    "  J K           a line down / up\n"
-    "  Left Right    sideways\n"
-    "  s             write the graph as SVG (in view\n"
-    "                4: the memory map)\n"
+    "  J K           a line down / up (in views 1\n"
+    "                and 3: the line cursor)\n"
+    "  Left Right    sideways (also h l); < > half\n"
+    "                a pane, 0 back to the left;\n"
+    "                < and > at a line's ends mark\n"
+    "                where it is cut\n"
+    "  Enter         on the current step, in views\n"
+    "                1 and 3: go to the definition\n"
+    "                of the marked %ref on the line\n"
+    "                (its first operand; w marks\n"
+    "                the next); Backspace: back\n"
+    "  s             write the graph as SVG, asking\n"
+    "                where (in view 4: the memory\n"
+    "                map); Enter accepts the path\n"
+    "  :             a REPL command (load, pipeline,\n"
+    "                step, show, node, svg, run,\n"
+    "                compare, bisect ...; help);\n"
+    "                Up Down: the ones before\n"
     "  r             run this step: outputs, and the\n"
     "                difference from step 0\n"
     "  c             compare every value with step 0\n"
     "  o             an operator's history, down to\n"
     "                its LLVM kernel (node NAME)\n"
+    "  Tab           in o, / and :node, completes\n"
+    "                a node name\n"
     "  ?             this help;  q  quit\n"
     "\n"
     "steps: > the current one, * the mark, +A-R\n"
@@ -869,18 +1342,30 @@ static void toggle_hide_unchanged(Tui *t) {
 
 static bool navigation_key(Tui *t, int c) {
     int page = pane_rows() > 1 ? pane_rows() - 1 : 1;
+    int half = (COLS - left_width() - 1) / 2;
+    bool lines = jump_view(t);
     switch (c) {
-    case 'g': case KEY_HOME: scroll_to(t, 0); return true;
-    case 'G': case KEY_END: scroll_to(t, t->nlines); return true;
-    case KEY_NPAGE: case ' ': scroll_to(t, t->top + page); return true;
-    case KEY_PPAGE: case 'b': scroll_to(t, t->top - page); return true;
-    case 'J': scroll_to(t, t->top + 1); return true;
-    case 'K': scroll_to(t, t->top - 1); return true;
-    case KEY_RIGHT: t->hscroll += 8; return true;
-    case KEY_LEFT: t->hscroll = t->hscroll > 8 ? t->hscroll - 8 : 0; return true;
+    case 'g': case KEY_HOME: scroll_to(t, 0); t->line = 0; return true;
+    case 'G': case KEY_END: scroll_to(t, t->nlines); show_line(t, t->nlines - 1); return true;
+    case KEY_NPAGE: case ' ': scroll_to(t, t->top + page); keep_line_in_view(t); return true;
+    case KEY_PPAGE: case 'b': scroll_to(t, t->top - page); keep_line_in_view(t); return true;
+    case 'J': if (lines) move_line(t, 1); else scroll_to(t, t->top + 1); return true;
+    case 'K': if (lines) move_line(t, -1); else scroll_to(t, t->top - 1); return true;
+    case KEY_RIGHT: case 'l': scroll_sideways(t, 8); return true;
+    case KEY_LEFT: case 'h': scroll_sideways(t, -8); return true;
+    case '>': case KEY_SRIGHT: scroll_sideways(t, half); return true;
+    case '<': case KEY_SLEFT: scroll_sideways(t, -half); return true;
+    case '0': t->hscroll = 0; return true;
     case 'j': case KEY_DOWN: cursor_move(t, 1); return true;
     case 'k': case KEY_UP: cursor_move(t, -1); return true;
-    case '\n': case '\r': case KEY_ENTER: select_step(t, t->cursor); return true;
+    case '\n': case '\r': case KEY_ENTER:
+        if (t->cursor == explore_current(&t->e) && lines)
+            follow_ref(t);
+        else
+            select_step(t, t->cursor);
+        return true;
+    case KEY_BACKSPACE: case 127: case 8: jump_back(t); return true;
+    case 'w': next_ref(t); return true;
     default: return false;
     }
 }
@@ -908,9 +1393,10 @@ static void handle_key(Tui *t, int c) {
     case 'r': run_command(t, explore_run, "run"); return;
     case 'c': run_command(t, explore_compare, "compare"); return;
     case 'o': show_node(t); return;
+    case ':': command_line(t); return;
     case 'm': toggle_mark(t); return;
     case 'u': toggle_hide_unchanged(t); return;
-    case '?': case 'h': show_help(t); return;
+    case '?': show_help(t); return;
     case KEY_RESIZE: return;
     default: set_message(t, "unknown key; ? shows the keys"); return;
     }
@@ -1036,7 +1522,7 @@ static int explore(CommonArgs *ca, DiagList *d) {
     LoadJob j = {.e = &t.e, .model = model};
     sb_init(&j.out);
     diag_init(&j.d, NULL);
-    busy(&t, model, true, load_job, &j);
+    busy(&t, model, BUSY_LOADING, load_job, &j);
     if (!t.e.s && !ca->model)
         set_message(&t, "no model given, and the bundled %s did not load", DEFAULT_MODEL);
     else if (diag_has_errors(&j.d))
@@ -1052,6 +1538,8 @@ static int explore(CommonArgs *ca, DiagList *d) {
     free_lines(&t);
     sb_free(&t.text);
     free(t.output_title);
+    for (int i = 0; i < t.ncommands; i++)
+        free(t.commands[i]);
     explore_free(&t.e);
     return 0;
 }

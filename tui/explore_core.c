@@ -463,7 +463,8 @@ static bool step_allocated(const Step *st) {
 }
 
 /* The view that shows what step k did: its own IR, or the memory map at
- * the step that allocates the program (its text shows no offsets). */
+ * the step that allocates the program (the program's text changes only by
+ * the offsets; the map shows the plan as a whole). */
 static ExploreView own_view(const Session *s, int k) {
     const Step *st = &s->steps[k];
     if (step_llvm_text(st))
@@ -681,6 +682,63 @@ bool explore_compile(const Explorer *e, const char *path, StrBuf *out, DiagList 
 }
 
 /* ---- node history --------------------------------------------------------------- */
+
+typedef struct NameList {
+    const char **v;
+    int n, cap;
+} NameList;
+
+static void name_add(NameList *l, const char *name) {
+    if (!name || !name[0])
+        return;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 256;
+        l->v = realloc(l->v, (size_t)l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = name;
+}
+
+static void names_of_step(const Step *st, NameList *l) {
+    if (st->graph) {
+        const Function *f = st->graph->main;
+        for (int i = 0; i < f->nparams; i++)
+            name_add(l, f->params[i]->name);
+        for (int i = 0; i < f->nconsts; i++)
+            name_add(l, f->consts[i]->name);
+        for (const Node *n = f->first; n; n = n->next)
+            name_add(l, n->name);
+    } else if (st->lir) {
+        for (int b = 0; b < st->lir->nbufs; b++)
+            if (!st->lir->bufs[b]->dead && st->lir->bufs[b]->kind <= LB_OUT)
+                name_add(l, st->lir->bufs[b]->name);
+        for (const LirInstr *i = st->lir->first; i; i = i->next)
+            if (!i->dead)
+                name_add(l, i->name);
+    }
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+const char **explore_node_names(const Explorer *e, int *n) {
+    *n = 0;
+    if (!e->s || !e->s->nsteps)
+        return NULL;
+    NameList l = {0};
+    names_of_step(&e->s->steps[0], &l);
+    if (e->s->current)
+        names_of_step(&e->s->steps[e->s->current], &l);
+    if (!l.n)
+        return l.v;
+    qsort(l.v, (size_t)l.n, sizeof *l.v, by_name);
+    int k = 1;
+    for (int i = 1; i < l.n; i++)
+        if (strcmp(l.v[i], l.v[k - 1]))
+            l.v[k++] = l.v[i];
+    *n = k;
+    return l.v;
+}
 
 static Node *find_node(Function *f, const char *name) {
     if (name[0] == '%' && all_digits(name + 1))

@@ -41,6 +41,7 @@ typedef struct Explorer {
     char *error;       /* why the last load failed, as the diagnostics read */
     Tolerance tol;
     DotContext *dot;   /* Graphviz, kept for the explorer's life */
+    bool ansi_diffs;   /* the REPL on a terminal: diffs mark changes in colour */
 } Explorer;
 
 void explore_init(Explorer *e, CommonArgs *args, const char *pipeline);
@@ -103,6 +104,12 @@ void explore_mark_changes(const char *diff, bool ansi, StrBuf *out);
  * step): its line, operands and users now, and what became of it in every
  * step -- changed, gone, which instructions, which LLVM function. */
 bool explore_node(const Explorer *e, const char *name, StrBuf *out, DiagList *d);
+
+/* The node names `node` (and the TUI's o) accepts, for completion: the
+ * provenance names of the import's graph and of the current step's graph
+ * or program, sorted, each once. A malloc'd array of *n names owned by the
+ * session (valid until it is loaded again); NULL when nothing is loaded. */
+const char **explore_node_names(const Explorer *e, int *n);
 
 /* Runs the current step on the interpreter (inputs "NAME=FILE.npy"; the
  * others from the fixed-seed generator): its outputs and the largest

@@ -10,14 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tui/explore_core.h"
 #include "tui/lineedit.h"
+#include "tui/repl.h"
 #include "tui/term_signal.h"
 
 enum { MAX_WORDS = 64 };
 
 typedef struct Repl {
-    Explorer e;
+    Explorer *e;
     bool quit;
 } Repl;
 
@@ -36,25 +36,25 @@ static const ReplCommand *commands(int *n);
 /* ---- the commands ---------------------------------------------------------------- */
 
 static bool do_load(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
-    return explore_load(&r->e, argv[1], out, d);
+    return explore_load(r->e, argv[1], out, d);
 }
 
 static bool do_pipeline(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
-    return explore_set_pipeline(&r->e, argv[1], out, d);
+    return explore_set_pipeline(r->e, argv[1], out, d);
 }
 
 static bool do_steps(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
-    explore_steps(&r->e, out);
+    explore_steps(r->e, out);
     return true;
 }
 
 static bool do_step(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
-    return explore_goto(&r->e, argv[1], out, d);
+    return explore_goto(r->e, argv[1], out, d);
 }
 
 static bool move(Repl *r, int dir, int argc, char **argv, StrBuf *out, DiagList *d) {
     long long n = 1;
-    if (!r->e.s) {
+    if (!r->e->s) {
         diag_error(d, NULL, "no model loaded (use: load FILE)");
         return false;
     }
@@ -62,11 +62,11 @@ static bool move(Repl *r, int dir, int argc, char **argv, StrBuf *out, DiagList 
         diag_error(d, NULL, "%s takes a positive count, not '%s'", argv[0], argv[1]);
         return false;
     }
-    if (!explore_move(&r->e, dir * (int)n, false)) {
+    if (!explore_move(r->e, dir * (int)n, false)) {
         diag_error(d, NULL, "already at the %s step", dir > 0 ? "last" : "first");
         return false;
     }
-    explore_where(&r->e, out);
+    explore_where(r->e, out);
     sb_putc(out, '\n');
     return true;
 }
@@ -80,11 +80,10 @@ static bool do_prev(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
 }
 
 /* A diff as the REPL prints it: the changed part of each changed line
- * marked, in colour on a terminal that has it. */
-static void print_diff(const StrBuf *diff, StrBuf *out) {
-    const char *term = getenv("TERM");
-    bool ansi = isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && term && strcmp(term, "dumb");
-    explore_mark_changes(sb_str(diff), ansi, out);
+ * marked, in colour when the REPL writes to a terminal that has it (never
+ * in the explorer's pane, which draws its own). */
+static void print_diff(const Repl *r, const StrBuf *diff, StrBuf *out) {
+    explore_mark_changes(sb_str(diff), r->e->ansi_diffs, out);
 }
 
 static bool do_diff(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
@@ -94,14 +93,14 @@ static bool do_diff(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
                             "stats", argv[3]);
         return false;
     }
-    int ka = explore_find_step(&r->e, argv[1], "diff", d);
-    int kb = ka < 0 ? -1 : explore_find_step(&r->e, argv[2], "diff", d);
+    int ka = explore_find_step(r->e, argv[1], "diff", d);
+    int kb = ka < 0 ? -1 : explore_find_step(r->e, argv[2], "diff", d);
     if (kb < 0)
         return false;
     StrBuf diff;
     sb_init(&diff);
-    bool ok = explore_diff_steps(&r->e, ka, kb, base, 80, &diff, d);
-    print_diff(&diff, out);
+    bool ok = explore_diff_steps(r->e, ka, kb, base, 80, &diff, d);
+    print_diff(r, &diff, out);
     sb_free(&diff);
     return ok;
 }
@@ -119,17 +118,17 @@ static bool do_show(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
         return false;
     }
     if (v != VIEW_DIFF)
-        return explore_view(&r->e, v, base, 80, out, d);
+        return explore_view(r->e, v, base, 80, out, d);
     StrBuf diff;
     sb_init(&diff);
-    bool ok = explore_view(&r->e, v, base, 80, &diff, d);
-    print_diff(&diff, out);
+    bool ok = explore_view(r->e, v, base, 80, &diff, d);
+    print_diff(r, &diff, out);
     sb_free(&diff);
     return ok;
 }
 
 static bool do_node(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
-    return explore_node(&r->e, argv[1], out, d);
+    return explore_node(r->e, argv[1], out, d);
 }
 
 static bool do_svg(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
@@ -138,7 +137,7 @@ static bool do_svg(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
         diag_error(d, NULL, "svg: unknown option '%s' (svg FILE [--mem])", argv[2]);
         return false;
     }
-    return explore_write_picture(&r->e, argv[1], mem, out, d);
+    return explore_write_picture(r->e, argv[1], mem, out, d);
 }
 
 /* "--input NAME=FILE" (or --input=NAME=FILE) pairs: the NAME=FILE parts. */
@@ -160,19 +159,19 @@ static bool input_specs(int argc, char **argv, char **specs, int *n, DiagList *d
 static bool do_run(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     char *specs[MAX_WORDS];
     int n;
-    return input_specs(argc, argv, specs, &n, d) && explore_run(&r->e, specs, n, out, d);
+    return input_specs(argc, argv, specs, &n, d) && explore_run(r->e, specs, n, out, d);
 }
 
 static bool do_compare(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     char *specs[MAX_WORDS];
     int n;
-    return input_specs(argc, argv, specs, &n, d) && explore_compare(&r->e, specs, n, out, d);
+    return input_specs(argc, argv, specs, &n, d) && explore_compare(r->e, specs, n, out, d);
 }
 
 static bool do_bisect(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     char *specs[MAX_WORDS];
     int n;
-    return input_specs(argc, argv, specs, &n, d) && explore_bisect(&r->e, specs, n, out, d);
+    return input_specs(argc, argv, specs, &n, d) && explore_bisect(r->e, specs, n, out, d);
 }
 
 static bool do_compile(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
@@ -180,7 +179,7 @@ static bool do_compile(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d)
         diag_error(d, NULL, "compile: usage: compile -o FILE");
         return false;
     }
-    return explore_compile(&r->e, argv[2], out, d);
+    return explore_compile(r->e, argv[2], out, d);
 }
 
 static void list_commands(StrBuf *out) {
@@ -319,22 +318,36 @@ static bool dispatch(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     return false;
 }
 
+bool repl_execute(Explorer *e, char *line, StrBuf *out, DiagList *d, bool *quit) {
+    char *words[MAX_WORDS];
+    int argc = split_words(line, words);
+    if (!argc)
+        return true;
+    Repl r = {e, false};
+    bool ok = dispatch(&r, argc, words, out, d);
+    if (r.quit)
+        *quit = true;
+    return ok;
+}
+
+const char *repl_command_name(int i) {
+    int n;
+    const ReplCommand *c = commands(&n);
+    return i >= 0 && i < n ? c[i].name : NULL;
+}
+
 /* Runs one line; false if its command failed. */
 static bool run_line(Repl *r, char *line, bool echo) {
-    char *words[MAX_WORDS];
     size_t len = strlen(line);
     while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
         line[--len] = 0;
     if (echo && line[0] && line[strspn(line, " \t")] != '#')
         printf("> %s\n", line + strspn(line, " \t"));
-    int argc = split_words(line, words);
-    if (!argc)
-        return true;
     StrBuf out;
     sb_init(&out);
     DiagList d;
     diag_init(&d, NULL);
-    bool ok = dispatch(r, argc, words, &out, &d);
+    bool ok = repl_execute(r->e, line, &out, &d, &r->quit);
     fputs(sb_str(&out), stdout);
     fflush(stdout);
     cli_report(&d);
@@ -372,8 +385,8 @@ static void run_terminal(Repl *r) {
         StrBuf prompt;
         sb_init(&prompt);
         sb_append(&prompt, "glowc");
-        if (r->e.s)
-            sb_printf(&prompt, " [%d %s]", r->e.s->current, r->e.s->steps[r->e.s->current].name);
+        if (r->e->s)
+            sb_printf(&prompt, " [%d %s]", r->e->s->current, r->e->s->steps[r->e->s->current].name);
         sb_append(&prompt, "> ");
         char *line = lineedit_read(&le, sb_str(&prompt));
         sb_free(&prompt);
@@ -407,13 +420,16 @@ int cmd_repl(int argc, char **argv) {
         diag_error(&d, NULL, "repl: cannot open script '%s': %s", script, strerror(errno));
         goto done;
     }
-    Repl r = {0};
-    explore_init(&r.e, &ca, ca.pipeline);
+    Explorer e;
+    Repl r = {&e, false};
+    explore_init(&e, &ca, ca.pipeline);
+    const char *term = getenv("TERM");
+    e.ansi_diffs = isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && term && strcmp(term, "dumb");
     bool ok = true;
     if (ca.model) {
         StrBuf out;
         sb_init(&out);
-        ok = explore_load(&r.e, ca.model, &out, &d);
+        ok = explore_load(&e, ca.model, &out, &d);
         fputs(sb_str(&out), stdout);
         fflush(stdout);
         sb_free(&out);
@@ -428,7 +444,7 @@ int cmd_repl(int argc, char **argv) {
         ok &= run_stream(&r, stdin, "standard input");
     if (in)
         fclose(in);
-    explore_free(&r.e);
+    explore_free(&e);
     status = ok ? 0 : 1;
 done:
     cli_report(&d);

@@ -83,6 +83,7 @@ static bool put_attr(int64_t *w, int *n, const Attr *a) {
     case AT_INT: r[2] = a->i; break;
     case AT_FLOAT: r[2] = f64_bits(a->f); break;
     case AT_ELEM: r[2] = a->elem; break;
+    case AT_ACT: r[2] = a->act; break;
     case AT_STR: {
         size_t len = strlen(a->s);
         if (len > 8 * (DESC_ATTR_VALUES - 1) - 1)

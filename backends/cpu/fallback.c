@@ -24,6 +24,7 @@ static void set_attr(Node *n, AttrKey key, int count, const int64_t *v) {
     case AT_INT: node_set_int(n, key, v[0]); return;
     case AT_FLOAT: node_set_float(n, key, (float)lj_bits_f64(v[0])); return;
     case AT_ELEM: node_set_elem(n, key, (ElemKind)v[0]); return;
+    case AT_ACT: node_set_act(n, key, (ActKind)v[0]); return;
     case AT_STR: {
         char text[8 * DESC_ATTR_VALUES];
         memcpy(text, v + 1, sizeof text - 8);

@@ -9,7 +9,7 @@
 #include "backends/interp/kernels.h"
 
 static const KernelFn kernels[NK_COUNT] = {
-#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs) [NK_##E] = k_##nm,
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs) [NK_##E] = k_##nm,
 #include "core/nodes.def"
 };
 

@@ -88,10 +88,6 @@ static int64_t f64_to_i64(double v) {
     return (int64_t)v;
 }
 
-static double sigmoid(double x) {
-    return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
-}
-
 /* Round half to even, as ONNX Round does. */
 static double round_even(double x) {
     return nearbyint(x);
@@ -123,15 +119,16 @@ UNARY_FLOAT(cosh, , cosh(x))
 UNARY_FLOAT(asinh, , asinh(x))
 UNARY_FLOAT(acosh, , acosh(x))
 UNARY_FLOAT(atanh, , atanh(x))
-UNARY_FLOAT(tanh, , tanh(x))
-UNARY_FLOAT(sigmoid, , sigmoid(x))
-UNARY_NUM(relu, , x > 0 ? x : 0 * x, x > 0 ? x : 0)
+/* The activations a conv can absorb compute act_scalar, as the fused form does. */
+UNARY_FLOAT(tanh, , act_scalar(ACT_TANH, x, 0, 0))
+UNARY_FLOAT(sigmoid, , act_scalar(ACT_SIGMOID, x, 0, 0))
+UNARY_NUM(relu, , act_scalar(ACT_RELU, x, 0, 0), x > 0 ? x : 0)
 /* log(1 + e^x) without overflow for large x. */
 UNARY_FLOAT(softplus, , x > 30 ? x : log1p(exp(x)))
 UNARY_FLOAT(softsign, , x / (1 + fabs(x)))
 UNARY_FLOAT(hard_swish, , x * fmax(0, fmin(1, x / 6 + 0.5)))
 UNARY_FLOAT(leaky_relu, double alpha = node_attr_float(node, AK_alpha, 0.01f),
-            x < 0 ? alpha * x : x)
+            act_scalar(ACT_LEAKY_RELU, x, alpha, 0))
 UNARY_FLOAT(elu, double alpha = node_attr_float(node, AK_alpha, 1.0f),
             x < 0 ? alpha * (exp(x) - 1) : x)
 UNARY_FLOAT(selu,

@@ -5,41 +5,26 @@
 
 #include "backends/interp/kernels.h"
 
-static double sigmoid(double x) {
-    return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));
-}
-
-/* The names check_act (core/infer.c) accepts. */
-static double act_value(const char *act, double x, double alpha, double beta) {
-    if (!strcmp(act, "relu"))
-        return x > 0 ? x : 0;
-    if (!strcmp(act, "clip"))
-        return x < alpha ? alpha : x > beta ? beta : x;
-    if (!strcmp(act, "sigmoid"))
-        return sigmoid(x);
-    if (!strcmp(act, "tanh"))
-        return tanh(x);
-    if (!strcmp(act, "leaky_relu"))
-        return x < 0 ? alpha * x : x;
-    if (!strcmp(act, "silu"))
-        return x * sigmoid(x);
-    return x;
-}
-
+/* The fused activation computes what its node would (act_scalar is the
+ * unfused kernels' formula too), so fusing never changes a result. */
 void kernel_apply_act(const Node *n, Tensor *t) {
-    const char *act = node_attr_str(n, AK_act, NULL);
-    if (!act)
+    ActKind act = node_attr_act(n, AK_act);
+    if (act == ACT_NONE)
         return;
     double alpha = node_attr_float(n, AK_act_alpha, 0), beta = node_attr_float(n, AK_act_beta, 0);
     int64_t count = tensor_numel(t);
-    if (t->type.elem == ELEM_F32 && !strcmp(act, "relu")) {
+    if (t->type.elem == ELEM_F32) {
+        /* Unfused, silu is two f32 nodes: the sigmoid is rounded to f32 before
+         * the product, so it is here too. */
         float *p = t->data;
         for (int64_t i = 0; i < count; i++)
-            p[i] = p[i] > 0 ? p[i] : 0;
+            p[i] = act == ACT_SILU
+                       ? (float)(p[i] * (double)(float)act_scalar(ACT_SIGMOID, p[i], 0, 0))
+                       : (float)act_scalar(act, p[i], alpha, beta);
         return;
     }
     for (int64_t i = 0; i < count; i++)
-        tensor_set_f64(t, i, act_value(act, tensor_get_f64(t, i), alpha, beta));
+        tensor_set_f64(t, i, act_scalar(act, tensor_get_f64(t, i), alpha, beta));
 }
 
 /* y[m][n] = sum_k x[m][k] w[k][n] + b[n], accumulated in double. */

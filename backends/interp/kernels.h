@@ -16,7 +16,7 @@ typedef struct KernelArgs {
 
 typedef bool (*KernelFn)(const KernelArgs *a);
 
-#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, attrs) bool k_##nm(const KernelArgs *a);
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs) bool k_##nm(const KernelArgs *a);
 #include "core/nodes.def"
 
 /* A kernel's error, said at the node. */

@@ -17,8 +17,8 @@ static bool nonnegative(const Value *v) {
         return true;
     if (n->kind == NK_CLIP)
         return node_has_attr(n, AK_min) && node_attr_float(n, AK_min, -1) >= 0;
-    const char *act = node_attr_str(n, AK_act, "");
-    return !strcmp(act, "relu") || !strcmp(act, "sigmoid");
+    ActKind act = node_attr_act(n, AK_act);
+    return act == ACT_RELU || act == ACT_SIGMOID;
 }
 
 /* The spatial pads of a zero constant pad, or false. */

@@ -11,23 +11,12 @@
 
 #include "passes/pass.h"
 
-static const char *act_name(const Node *n) {
-    switch (n->kind) {
-    case NK_RELU: return "relu";
-    case NK_CLIP: return "clip";
-    case NK_SIGMOID: return "sigmoid";
-    case NK_TANH: return "tanh";
-    case NK_LEAKY_RELU: return "leaky_relu";
-    default: return NULL;
-    }
-}
-
 static bool fuse(Function *f, Node *act, Node *producer) {
-    const char *name = act_name(act);
-    if (!name || node_has_attr(producer, AK_act) ||
+    ActKind kind = act_of_kind(act->kind);
+    if (kind == ACT_NONE || node_has_attr(producer, AK_act) ||
         !type_equal(&act->res[0].type, &producer->res[0].type))
         return false;
-    node_set_str(producer, AK_act, name);
+    node_set_act(producer, AK_act, kind);
     if (act->kind == NK_CLIP) {
         node_set_float(producer, AK_act_alpha, node_attr_float(act, AK_min, -INFINITY));
         node_set_float(producer, AK_act_beta, node_attr_float(act, AK_max, INFINITY));
@@ -67,7 +56,7 @@ static bool fuse_silu(Function *f, PassContext *ctx, const int *uses) {
         Node *p = s->ops[0]->def;
         if (next == s)
             next = s->next;
-        node_set_str(p, AK_act, "silu");
+        node_set_act(p, AK_act, ACT_SILU);
         graph_replace_uses(f, &n->res[0], &p->res[0]);
         graph_remove_node(f, n);
         graph_remove_node(f, s);
@@ -85,16 +74,16 @@ bool pass_fuse_activation(Function *f, PassContext *ctx) {
     bool changed = false;
     for (Node *n = f->first, *next; n; n = next) {
         next = n->next;
-        if (!act_name(n))
+        ActKind kind = act_of_kind(n->kind);
+        if (kind == ACT_NONE)
             continue;
         Node *p = n->ops[0]->def;
         if ((p->kind != NK_CONV && p->kind != NK_FULLY_CONNECTED) || uses[p->id] != 1)
             continue;
-        const char *name = act_name(n);
         if (!fuse(f, n, p))
             continue;
         char stat[48];
-        snprintf(stat, sizeof stat, "%s-fused", name);
+        snprintf(stat, sizeof stat, "%s-fused", act_name(kind));
         pass_stat(ctx, stat, 1);
         pass_rewrote(ctx, f, &p->res[0]);
         changed = true;

@@ -1,18 +1,14 @@
-/* merge-reshapes: a reshape-like node (reshape, flatten, squeeze, unsqueeze)
- * of another one becomes a single reshape of the original value, since only
- * the final shape matters for row-major data. Requires nothing; invalidates
- * nothing. */
+/* merge-reshapes: a view (reshape, flatten, squeeze, unsqueeze, identity:
+ * the VIEW kinds of nodes.def) of another one becomes a single reshape of
+ * the original value, since only the final shape matters for row-major
+ * data. Requires nothing; invalidates nothing. */
 #include "passes/pass.h"
-
-static bool reshape_like(NodeKind k) {
-    return k == NK_RESHAPE || k == NK_FLATTEN || k == NK_SQUEEZE || k == NK_UNSQUEEZE;
-}
 
 bool pass_merge_reshapes(Function *f, PassContext *ctx) {
     bool changed = false;
     for (Node *n = f->first, *next; n; n = next) {
         next = n->next;
-        if (!reshape_like(n->kind) || !reshape_like(n->ops[0]->def->kind))
+        if (!node_is_view(n) || !node_is_view(n->ops[0]->def))
             continue;
         Value *x = n->ops[0]->def->ops[0];
         Node *r = graph_insert_before(f, n, NK_RESHAPE, 1, &x, 1);

@@ -76,13 +76,9 @@ static bool is_noop(const Node *n) {
     if (n->nres != 1 || n->nops < 1)
         return false;
     bool same_type = type_equal(&n->res[0].type, &n->ops[0]->type);
+    if (node_is_view(n))
+        return same_type;
     switch (n->kind) {
-    case NK_IDENTITY:
-    case NK_DROPOUT: return true;
-    case NK_RESHAPE:
-    case NK_FLATTEN:
-    case NK_SQUEEZE:
-    case NK_UNSQUEEZE:
     case NK_EXPAND:
     case NK_CAST: return same_type;
     case NK_TRANSPOSE: return identity_perm(n);

@@ -37,14 +37,14 @@ static Node *new_transpose(Function *f, Node *pos, Value *x, const int64_t *perm
     return t;
 }
 
-/* Unary kinds whose value at each element depends only on that element. */
+/* Elementwise kinds (nodes.def's EW) commute with a transpose of all their
+ * operands. */
 static bool sinkable_unary(const Node *n) {
-    return node_kind_is_unary(n->kind) && n->kind != NK_TRILU && n->kind != NK_LRN &&
-           n->kind != NK_MEAN_VARIANCE_NORM && n->kind != NK_LP_NORM;
+    return node_kind_has(n->kind, NF_EW) && n->nops == 1;
 }
 
 static bool sinkable_binary(const Node *n) {
-    return (node_kind_is_binary(n->kind) && n->kind != NK_PRELU) || node_kind_is_compare(n->kind);
+    return node_kind_has(n->kind, NF_EW) && n->nops == 2;
 }
 
 static bool is_scalar(const Value *v) {

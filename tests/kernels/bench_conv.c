@@ -109,7 +109,7 @@ static void build(Case *c, const Shape *s) {
     desc_ints(&c->d, AK_dilations, 2, (int64_t[]){1, 1});
     desc_int(&c->d, AK_group, s->group);
     if (s->act) {
-        desc_str(&c->d, AK_act, s->act);
+        desc_act(&c->d, s->act);
         if (!strcmp(s->act, "clip")) {
             desc_float(&c->d, AK_act_alpha, 0);
             desc_float(&c->d, AK_act_beta, 6);

@@ -78,6 +78,11 @@ void desc_str(Desc *d, AttrKey k, const char *s) {
     r[1] = 1 + (int64_t)(len + 8) / 8;
 }
 
+/* A fused activation by name (core/acts.def). */
+void desc_act(Desc *d, const char *name) {
+    desc_int(d, AK_act, act_by_name(name, strlen(name)));
+}
+
 void desc_from_instr(Desc *d, const LirInstr *i) {
     int nres = 0;
     while (nres < i->nops && i->roles[nres] != ROLE_IN)
@@ -91,6 +96,7 @@ void desc_from_instr(Desc *d, const LirInstr *i) {
         case AT_INT: desc_int(d, a->key, a->i); break;
         case AT_FLOAT: desc_float(d, a->key, a->f); break;
         case AT_ELEM: desc_int(d, a->key, a->elem); break;
+        case AT_ACT: desc_int(d, a->key, a->act); break;
         case AT_STR: desc_str(d, a->key, a->s); break;
         case AT_INTS: desc_ints(d, a->key, a->ints.n, a->ints.v); break;
         case AT_FLOATS: {

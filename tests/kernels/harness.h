@@ -28,6 +28,7 @@ void desc_int(Desc *d, AttrKey k, int64_t v);
 void desc_ints(Desc *d, AttrKey k, int n, const int64_t *v);
 void desc_float(Desc *d, AttrKey k, float v);
 void desc_str(Desc *d, AttrKey k, const char *s);
+void desc_act(Desc *d, const char *name);
 int64_t desc_numel(const Desc *d, int op);
 /* The descriptor code generation emits for a compute instruction. */
 struct LirInstr;

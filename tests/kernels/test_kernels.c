@@ -100,7 +100,7 @@ static void build_conv(Desc *d, const ConvSpec *k, bool with_act) {
     }
     desc_int(d, AK_group, k->group);
     if (with_act && k->act) {
-        desc_str(d, AK_act, k->act);
+        desc_act(d, k->act);
         desc_float(d, AK_act_alpha, k->alpha);
         desc_float(d, AK_act_beta, k->beta);
     }
@@ -238,7 +238,7 @@ static void test_fully_connected(void **state) {
             desc_operand(d, 2, (int64_t[]){k, n});
             desc_operand(d, 1, (int64_t[]){n});
             if (!pass && act) {
-                desc_str(d, AK_act, act);
+                desc_act(d, act);
                 desc_float(d, AK_act_alpha, -0.25f);
                 desc_float(d, AK_act_beta, 0.5f);
             }

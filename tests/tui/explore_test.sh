@@ -1,9 +1,12 @@
 #!/bin/bash
 # The terminal explorer under tmux: starts `glowc explore` on a small model
 # in a detached 120x40 terminal, presses keys, and checks what the screen
-# shows -- stepping through passes, switching views, searching, writing SVG
-# (checked to be well-formed XML with the expected number of nodes),
-# running, comparing, resizing to 80x24 and back, quitting, and the terminal
+# shows -- stepping through passes, switching views, searching, scrolling
+# sideways (with markers where lines are cut), following a %ref to its
+# definition, completing node names with Tab, REPL commands on the : line,
+# writing SVG where the s prompt says (checked to be well-formed XML with the
+# expected number of nodes), running, comparing, resizing to 80x24 and back,
+# quitting, and the terminal
 # being restored after q, SIGINT and SIGTERM (also while a model loads),
 # after a model that fails to load, and on a terminal that cannot move the
 # cursor.
@@ -97,7 +100,8 @@ keys() {
 
 start() {
     "${TMUX_CMD[@]}" kill-session -t ui 2>/dev/null
-    "${TMUX_CMD[@]}" new-session -d -s ui -x "$1" -y "$2" -c "$WORK" "$WORK/wrap.sh" "${@:3}"
+    "${TMUX_CMD[@]}" new-session -d -s ui -x "$1" -y "$2" -c "$WORK" "$WORK/wrap.sh" \
+        env TMPDIR="$WORK" "${@:3}"
 }
 
 # Counts the SVG's node groups; fails unless it parses and has $2 of them.
@@ -121,7 +125,7 @@ start 120 40 "$GLOWC" explore model.hl --passes=$PASSES
 expect "model.hl | step 0/8: import | graph"
 expect "0 import"
 expect "2 fuse-activation"
-expect_re "6 allocate +\+1-0"             # allocation places a buffer: a change
+expect_re "6 allocate +\+1-1"             # allocation places a buffer: its line shows the offset
 expect "7 codegen"
 expect "8 llvm-opt"
 expect 'func @main(%x: f32<1x1x4x4>)'
@@ -135,11 +139,25 @@ keys Enter                               # ... until Enter selects
 expect "step 3/8: dce"
 keys p                                   # back to the previous step that changed
 expect "step 2/8: fuse-activation"
-refute 'act="relu"'                      # beyond the pane's right edge ...
+refute 'act=relu'                      # beyond the pane's right edge, ...
+expect_re '│  %1 = conv\(%x, %w, %b\) .*>$'  # ... which a > marks at the cut
+refute '│<'                              # nothing is hidden to the left
 keys Right Right Right Right Right Right Right Right Right Right
-expect 'act="relu"'                      # ... until scrolled sideways
+expect 'act=relu'                      # ... until scrolled sideways
+expect_re '│<.*act=relu'                # now cut on the left, marked <
+expect_re 'graph col [0-9]+'             # the status line says the column
 keys Left Left Left Left Left Left Left Left Left Left
 expect '  %1 = conv(%x, %w, %b)'
+refute '│<'
+keys 6                                   # the diff: - and + differ past the edge
+expect_re '^.*│-  %1 = conv\(%x, %w, %b\) .*>$'
+expect_re '^.*│\+  %1 = conv\(%x, %w, %b\) .*>$'
+keys l l l l l l l l l l                 # h and l scroll sideways too
+expect 'act=relu} : f32<1x2x4x4>'      # the + line's change is in view
+expect 'group=1} : f32<1x2x4x4>'         # and the - line's end
+keys 0                                   # back to the left edge
+expect '+  %1 = conv(%x, %w, %b)'
+keys 1
 
 # ---- views --------------------------------------------------------------------
 keys 6
@@ -147,11 +165,11 @@ expect "+++ step 2 fuse-activation (graph)"
 expect '-  %2 = relu(%1)'
 keys Right Right                         # the fused conv's change, in reverse video
 for _ in $(seq 50); do
-    "${TMUX_CMD[@]}" capture-pane -t ui -e -p | grep -aqE $'\e''\[[0-9;]*7[0-9;]*m act="relu"' && break
+    "${TMUX_CMD[@]}" capture-pane -t ui -e -p | grep -aqE $'\e''\[[0-9;]*7[0-9;]*m act=relu' && break
     sleep 0.1
 done || true
-"${TMUX_CMD[@]}" capture-pane -t ui -e -p | grep -aqE $'\e''\[[0-9;]*7[0-9;]*m act="relu"' ||
-    fail 'the changed part of the fused conv (act="relu") is not in reverse video'
+"${TMUX_CMD[@]}" capture-pane -t ui -e -p | grep -aqE $'\e''\[[0-9;]*7[0-9;]*m act=relu' ||
+    fail 'the changed part of the fused conv (act=relu) is not in reverse video'
 keys Left Left
 keys 3
 expect "no low-level IR at this step: it appears at step 4 (irgen)"
@@ -187,8 +205,10 @@ keys u
 expect "3 dce"
 keys j j 1
 
-# ---- SVG of the graph ------------------------------------------------------------
+# ---- SVG of the graph: s asks where, offering a file under $TMPDIR -----------
 keys s
+expect "write SVG (.svg .png .dot) to: $WORK/glowc-model-step2.svg"
+keys Enter
 expect "wrote $WORK/glowc-model-step2.svg"
 # input, three constants, conv, add, mul, output
 check_svg "$WORK/glowc-model-step2.svg" 8
@@ -204,12 +224,24 @@ keys 6                                   # what allocate did: the memory map app
 expect "+++ step 6 allocate (mem)"
 keys 4
 keys s
+expect "write the memory map (SVG) to: $WORK/glowc-model-step6-mem.svg"
+keys Enter
 expect "wrote $WORK/glowc-model-step6-mem.svg"
 "$PYTHON" -c "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])" \
     "$WORK/glowc-model-step6-mem.svg" || fail "the memory map SVG is not well-formed"
 keys 3
 expect "program {"
 keys s                                   # at a low-level step: the program's picture
+keys C-u                                 # a path of one's own
+keys "$WORK/mine.svg" Enter
+expect "wrote $WORK/mine.svg"
+check_svg "$WORK/mine.svg" 12
+keys s Escape                            # Esc writes nothing
+expect "nothing written"
+keys s C-u "$WORK/no-such-folder/x.svg" Enter    # a folder that is not there: said so
+expect "error: cannot write '$WORK/no-such-folder/x.svg': No such file or directory"
+[ -e "$WORK/no-such-folder" ] && fail "a bad SVG path left something behind"
+keys s Enter
 expect "wrote $WORK/glowc-model-step6.svg"
 check_svg "$WORK/glowc-model-step6.svg" 12
 
@@ -286,7 +318,95 @@ sleep 0.5
 expect "0 import"                        # every step fits again: all shown
 expect "declare {"                       # and the whole program
 
+# ---- the line cursor: Enter follows a %ref to its definition -------------------
+keys 1
+keys : s t e p Space 0 Enter             # (a REPL command; see below)
+expect "step 0/8: import"
+keys g J J J J J J J                     # line 8: %4 = add(%2, %3)
+keys Enter                               # on the current step: its first operand
+expect "%2 is defined on line 6 (Backspace: back)"
+keys BSpace
+expect "back to line 8"
+keys w Enter                             # w marks the next %ref: %3
+expect "%3 is defined on line 7"
+keys K K Enter                           # line 5: conv(%x, ...): %x is a parameter
+expect "%x is defined on line 1"
+keys Enter                               # the header defines %x itself
+expect "this line defines %x"
+keys : s t e p Space a l l o c Tab Enter  # Tab completes a step's name
+expect "step 6/8: allocate"
+keys 3
+expect_re "%[0-9]+ = allocactivation f32<1x2x4x4> @0 loc"
+keys / c o n v Space @ o u t Enter Escape
+keys Enter                               # conv's first operand: its @out buffer
+expect_re "%[0-9]+ is defined on line [0-9]+ \(Backspace: back\)"
+keys j                                   # the step cursor away from the current:
+keys Enter                               # Enter selects that step again
+expect "step 7/8: codegen"
+keys k Enter
+
+# ---- Tab completes node names: o, /, and :node ---------------------------------
+keys o R e Tab
+expect "2 node names: Relu_1 Relu_2"
+keys 2 Enter                              # Tab went as far as both agree: Relu_
+expect "history of 'Relu_2':"
+keys o C o Tab Enter                     # the only one: completed whole
+expect "history of 'Conv_0':"
+keys / M u Tab
+expect "/Mul_4"
+keys Enter Escape
+keys o Z z Tab
+expect "no node name starts with 'Zz'"
+keys Escape
+
+# ---- the : command line takes the REPL's commands -------------------------------
+keys : s h o w Space s t a t s Enter     # output in the pane
+expect ":show stats"
+expect "step 6: allocate (lir)"
+keys : n o d Tab A d Tab Enter           # command and node names complete
+expect "history of 'Add_3':"
+keys : Up Up Enter                       # Up recalls the commands before
+expect "step 6: allocate (lir)"
+refute "history of 'Add_3':"
+keys : s v g Space "$WORK/cmd.svg" Enter
+expect "wrote $WORK/cmd.svg (low-level program of step 6: allocate)"
+check_svg "$WORK/cmd.svg" 12
+keys : n o p e Enter
+expect "unknown command 'nope'"
+keys : p i p e l i n e Space c s e Enter  # a new pipeline: the steps are new
+expect "model.hl | step 0/"
+expect "1 cse"
+refute "fuse-activation"
+keys : l o a d Space b r o k e n . o n n x Enter
+expect "not a valid ONNX model"
+keys : l o a d Space m o d e l . h l Enter
+expect "step 0/"
+keys : q u i t Enter                     # quit leaves, as in the REPL
+expect "EXIT=0"
+expect "TTY=icanon echo"
+
+# ---- the same at 80x24 ------------------------------------------------------------
+start 80 24 "$GLOWC" explore model.hl --passes=$PASSES
+expect "step 0/8: import"
+keys : s t e p Space f u Tab Enter
+expect "step 2/8: fuse-activation"
+expect_re '│  %1 = conv\(%x, %w, %b\).*>$'
+keys l l l l l l l l l l l l l l l l l l l l
+expect 'act=relu'
+expect_re '│<'
+keys 0 o R e Tab
+expect "2 node names: Relu_1 Relu_2"
+keys Escape s
+expect_re "write SVG .*step2.svg"
+keys Escape
+screen | "$PYTHON" -c 'import sys; sys.exit(any(len(l.rstrip("\n")) > 80 for l in sys.stdin))' ||
+    fail "a row wider than 80 columns"
+keys q
+expect "EXIT=0"
+
 # ---- q restores the terminal --------------------------------------------------
+start 100 30 "$GLOWC" explore model.hl --passes=$PASSES
+expect "step 0/8: import"
 keys q
 expect "EXIT=0"
 expect "TTY=icanon echo"

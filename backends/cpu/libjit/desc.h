@@ -19,7 +19,7 @@
  *   attribute j at DESC_OPS + nops * DESC_OP_WORDS + j * DESC_ATTR_WORDS:
  *       [0] attribute key (AttrKey), [1] count (1 for scalars), [2 ..] values:
  *       integers as they are, floats as the bits of a double, element kinds
- *       as ElemKind; a string as its id in LIBJIT_STRINGS (0 if not there)
+ *       as ElemKind, activations as ActKind; a string as its id in LIBJIT_STRINGS (0 if not there)
  *       followed by its bytes, 8 to a word (at most 119 of them)
  *
  * The kernels are compiled to bitcode and inlined at every call site, where
@@ -45,8 +45,7 @@ enum {
 
 /* The string attribute values kernels understand, by id (0 = unknown). */
 #define LIBJIT_STRINGS(X)                                                                    \
-    X(constant) X(reflect) X(edge) X(relu) X(clip) X(sigmoid) X(tanh) X(leaky_relu) X(silu) \
-    X(nearest) X(linear) X(cubic) X(half_pixel) X(pytorch_half_pixel) X(align_corners)       \
+    X(constant) X(reflect) X(edge) X(nearest) X(linear) X(cubic) X(half_pixel) X(pytorch_half_pixel) X(align_corners)       \
     X(asymmetric) X(tf_crop_and_resize) X(round_prefer_floor) X(round_prefer_ceil) X(floor) \
     X(ceil) X(LEFT) X(RIGHT) X(none) X(add) X(mul) X(max) X(min) X(DCR) X(CRD)
 

@@ -61,14 +61,12 @@ LJ_INLINE v16f unary_vec(NodeKind k, v16f x, const UnaryArgs *u) {
     case NK_SQRT: return __builtin_elementwise_sqrt(x);
     case NK_EXP: return lj_exp(x);
     case NK_ERF: return lane_map(x, erf);
-    case NK_TANH: return lj_tanh(x);
-    case NK_SIGMOID: return lj_sigmoid(x);
-    /* x > 0 ? x : 0*x, the interpreter's: NaN stays NaN, negatives give -0. */
-    case NK_RELU: return lj_select(x > 0, x, x * 0.0f);
-    case NK_LEAKY_RELU: return lj_select(x < 0, x * u->alpha, x);
-    case NK_CLIP:
-        return lj_select(x < u->alpha, lj_splat(u->alpha),
-                         lj_select(x > u->beta, lj_splat(u->beta), x));
+    /* The activations a conv absorbs: the fused form's code (vec.h). */
+    case NK_TANH:
+    case NK_SIGMOID:
+    case NK_RELU:
+    case NK_LEAKY_RELU:
+    case NK_CLIP: return lj_act(x, (LjAct){lj_act_of_kind(k), u->alpha, u->beta});
     case NK_HARD_SIGMOID: return lj_max(lj_splat(0), lj_min(lj_splat(1), x * u->alpha + u->beta));
     case NK_HARD_SWISH: return x * lj_max(lj_splat(0), lj_min(lj_splat(1), x / 6.0f + 0.5f));
     case NK_GELU: return lane_map(x, gelu1);

@@ -126,35 +126,48 @@ LJ_INLINE v16f lj_tanh(v16f x) {
 /* ---- fused activations (attribute act of conv and fully_connected) ------- */
 
 typedef struct LjAct {
-    int kind; /* LJS_relu, LJS_clip, ... or 0 for none */
+    ActKind kind; /* ACT_NONE for none */
     float alpha, beta;
 } LjAct;
 
+/* The activation a node kind stands for (core/acts.def), ACT_NONE if none:
+ * act_of_kind, inlined where the kind is a constant. */
+LJ_INLINE ActKind lj_act_of_kind(NodeKind k) {
+    switch (k) {
+#define ACT(E, nm, node) case NK_##node: return ACT_##E;
+#include "core/acts.def"
+    default: return ACT_NONE;
+    }
+}
+
 LJ_INLINE LjAct lj_act_of(const int64_t *d) {
-    LjAct a = {(int)lj_attr_int(d, AK_act, 0), (float)lj_attr_float(d, AK_act_alpha, 0),
+    LjAct a = {(ActKind)lj_attr_int(d, AK_act, ACT_NONE), (float)lj_attr_float(d, AK_act_alpha, 0),
                (float)lj_attr_float(d, AK_act_beta, 0)};
     return a;
 }
 
-/* The same choices as the interpreter's kernel_apply_act: relu maps NaN to
- * 0 (x > 0 fails), clip is x < lo ? lo : x > hi ? hi : x. */
+/* The vector form of core/acts.def, the same choices as act_scalar: relu
+ * is x < 0 ? 0 : x (NaN stays NaN), clip x < lo ? lo : x > hi ? hi : x.
+ * The unfused kernels (k_elementwise.c) call this too. */
 LJ_INLINE v16f lj_act(v16f v, LjAct a) {
     switch (a.kind) {
-    case LJS_relu: return lj_select(v > 0, v, lj_splat(0));
-    case LJS_clip:
+    case ACT_RELU: return lj_select(v < 0, lj_splat(0), v);
+    case ACT_CLIP:
         return lj_select(v < a.alpha, lj_splat(a.alpha), lj_select(v > a.beta, lj_splat(a.beta), v));
-    case LJS_sigmoid: return lj_sigmoid(v);
-    case LJS_tanh: return lj_tanh(v);
-    case LJS_leaky_relu: return lj_select(v < 0, v * a.alpha, v);
-    case LJS_silu: return v * lj_sigmoid(v);
-    default: return v;
+    case ACT_SIGMOID: return lj_sigmoid(v);
+    case ACT_TANH: return lj_tanh(v);
+    case ACT_LEAKY_RELU: return lj_select(v < 0, v * a.alpha, v);
+    case ACT_SILU: return v * lj_sigmoid(v);
+    case ACT_NONE:
+    case ACT_COUNT: break;
     }
+    return v;
 }
 
 /* Sigmoid, tanh and silu: worth a loop of their own rather than inlining into
  * every register of a tile. */
 LJ_INLINE bool lj_act_is_costly(LjAct a) {
-    return a.kind == LJS_sigmoid || a.kind == LJS_tanh || a.kind == LJS_silu;
+    return a.kind == ACT_SIGMOID || a.kind == ACT_TANH || a.kind == ACT_SILU;
 }
 
 /* p[0 .. n) = act(p[0 .. n)), out of line (gemm.c). */
