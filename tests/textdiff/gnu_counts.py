@@ -14,9 +14,7 @@ nothing), and the counts compared. GNU diff runs with --minimal: plain diff
 gives up minimality on large inputs (DenseNet-121's llvm-opt: 96488 lines
 added by plain diff, 90532 by diff --minimal), and glowc's diff is always
 minimal; for a minimal script the counts are unique, so any disagreement is
-a bug. The allocate step is counted on the program's text plus one line per
-placed buffer (its text shows no offsets), so it is checked as the .lir
-diff plus the number of placed buffers.
+a bug.
 
 --plain compares with plain diff instead, to measure where its heuristics
 leave minimality. Prints one line per model, 'MODEL: A/N steps agree', the steps that do not,
@@ -73,9 +71,6 @@ def check_model(glowc, model):
                 continue
             label, counts = steps[k]
             want = gnu_counts(prev, path)
-            if label == "allocate":
-                placed = sum(1 for l in open(path) if re.search(r"= allocactivation\b", l))
-                want = (want[0] + placed, want[1])
             if counts == want:
                 agree += 1
             else:
