@@ -47,7 +47,7 @@ TUI_OBJS := $(TUI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect \
+.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff \
         test-kernels bench bench-kernels clean \
         fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui
 .DEFAULT_GOAL := all
@@ -174,6 +174,13 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libglowc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libglowc.a $(LIBS) -lcmocka -o $@
 
+# The option tables against the subcommands' parsers: all of tui/ but main.
+$(BUILD)/tests/test_options: tests/unit/test_options.c $(filter-out $(BUILD)/tui/main.o,$(TUI_OBJS)) $(BUILD)/libglowc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(filter-out $(BUILD)/tui/main.o,$(TUI_OBJS)) -Wl,--whole-archive \
+	    $(BUILD)/libglowc.a -Wl,--no-whole-archive $(LIBS) -lcmocka \
+	    -Wl,--export-dynamic-symbol=libjit_generic -o $@
+
 # ---- libjit kernels as native objects: their test and benchmark -----------
 # Generated code inlines the kernels from bitcode with constant descriptors;
 # here they are plain objects that a test calls with descriptors built at
@@ -228,7 +235,7 @@ demo: $(BUILD)/glowc
 
 # ---- tests -----------------------------------------------------------------
 SAN_BUILD := build/asan
-LIT := $(PYTHON) $(LLVM_BIN)/../build/utils/lit/lit.py
+LIT := tests/lit
 
 test: $(DEPS_STAMP)
 	$(MAKE) test-san
@@ -237,6 +244,7 @@ test: $(DEPS_STAMP)
 	$(MAKE) test-models
 	$(MAKE) test-bundle
 	$(MAKE) test-bisect
+	$(MAKE) test-textdiff
 	$(MAKE) test-fuzz-regress
 	$(MAKE) test-tui
 	@echo "make test: all passed"
@@ -280,6 +288,12 @@ test-bundle: $(BUILD)/glowc
 # bisect must name every pass that changes a model when that pass is broken.
 test-bisect: $(BUILD)/glowc
 	tests/bisect/break_every_pass.sh $(BUILD)/glowc tests/bisect/zoo.hl fixtures/models/digits.onnx
+
+# Every step's +added -removed lines against GNU diff --minimal (the digits
+# model, the bisect zoo; about a minute: each runs the pipeline through LLVM
+# twice). Any model: tests/textdiff/gnu_counts.py build/glowc MODEL...
+test-textdiff: $(BUILD)/glowc
+	$(PYTHON) tests/textdiff/gnu_counts.py $(BUILD)/glowc fixtures/models/digits.onnx tests/bisect/zoo.hl
 
 # Not part of make test: timings are not correctness.
 bench: $(BUILD)/glowc

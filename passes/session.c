@@ -896,3 +896,114 @@ bool session_run_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs
 bool session_step_is_native(const Session *s, int k) {
     return k >= 0 && k < s->nsteps && s->steps[k].native;
 }
+
+/* ---- naming steps ------------------------------------------------------------------ */
+
+int session_nplanned(const Session *s) {
+    return s->nsteps ? 1 + s->npipeline : 0;
+}
+
+static const char *planned_name(const Session *s, int k) {
+    return k == 0 ? "import" : s->pipeline[k - 1];
+}
+
+/* Which run of its pass step k is (1-based), and how many runs there are. */
+static int run_of(const Session *s, int k, int *runs) {
+    const char *name = planned_name(s, k);
+    int nth = 0, n = 0;
+    for (int j = 0; j < session_nplanned(s); j++) {
+        if (strcmp(planned_name(s, j), name))
+            continue;
+        n++;
+        if (j <= k)
+            nth = n;
+    }
+    *runs = n;
+    return nth;
+}
+
+void session_step_label(const Session *s, int k, char *buf, size_t size) {
+    if (k < 0 || k >= session_nplanned(s)) {
+        snprintf(buf, size, "?");
+        return;
+    }
+    int runs, nth = run_of(s, k, &runs);
+    if (runs > 1)
+        snprintf(buf, size, "%s#%d", planned_name(s, k), nth);
+    else
+        snprintf(buf, size, "%s", planned_name(s, k));
+}
+
+static void list_steps(const Session *s, StrBuf *sb) {
+    for (int k = 0; k < session_nplanned(s); k++) {
+        char label[96];
+        session_step_label(s, k, label, sizeof label);
+        sb_printf(sb, "%s%d %s", k ? ", " : "", k, label);
+    }
+}
+
+/* "12" (digits only), or -1. */
+static long step_number(const char *spec) {
+    if (!*spec || strlen(spec) > 9 || strspn(spec, "0123456789") != strlen(spec))
+        return -1;
+    return strtol(spec, NULL, 10);
+}
+
+int session_find_steps(const Session *s, const char *spec, const char *what, int *ks,
+                       DiagList *d) {
+    /* "dot: --after=cse#9: ..." for an option, "step cse#9: ..." for a command. */
+    const char *eq = strstr(what, "--") ? "=" : " ";
+    int n = session_nplanned(s);
+    long num = step_number(spec);
+    if (num >= 0) {
+        if (num < n) {
+            ks[0] = (int)num;
+            return 1;
+        }
+        diag_error(d, NULL, "%s%s%s: there is no step %s: the steps are 0 to %d", what, eq, spec, spec,
+                   n - 1);
+        return -1;
+    }
+    /* "PASS#K": the K-th run; a bare "PASS": every run. */
+    const char *hash = strchr(spec, '#');
+    size_t nlen = hash ? (size_t)(hash - spec) : strlen(spec);
+    long nth = hash ? step_number(hash + 1) : 0;
+    int found = 0, runs = 0;
+    for (int k = 0; k < n; k++) {
+        const char *name = planned_name(s, k);
+        if (strlen(name) != nlen || strncmp(name, spec, nlen))
+            continue;
+        runs++;
+        if (!hash || runs == nth)
+            ks[found++] = k;
+    }
+    if (found && (!hash || nth >= 1))
+        return found;
+    StrBuf sb;
+    sb_init(&sb);
+    if (runs) {
+        /* The pass runs, just not that often: list its runs. */
+        for (int k = 0, r = 0; k < n; k++)
+            if (strlen(planned_name(s, k)) == nlen && !strncmp(planned_name(s, k), spec, nlen)) {
+                sb_printf(&sb, "%s%.*s#%d (step %d)", r ? ", " : "", (int)nlen, spec, r + 1, k);
+                r++;
+            }
+        diag_error(d, NULL, "%s%s%s: %.*s runs %d time%s in this pipeline: %s", what, eq, spec,
+                   (int)nlen, spec, runs, runs == 1 ? "" : "s", sb_str(&sb));
+    } else {
+        list_steps(s, &sb);
+        diag_error(d, NULL, "%s%s%s: no such step in the pipeline; the steps are: %s", what, eq, spec,
+                   n ? sb_str(&sb) : "none");
+    }
+    sb_free(&sb);
+    return -1;
+}
+
+int session_find_step(const Session *s, const char *spec, const char *what, DiagList *d) {
+    int n = session_nplanned(s);
+    int *ks = malloc(((size_t)n + 1) * sizeof *ks);
+    int found = session_find_steps(s, spec, what, ks, d);
+    int k = found > 0 ? ks[0] : -1;
+    free(ks);
+    return k;
+}

@@ -148,6 +148,24 @@ struct CpuExec *session_exec(Session *s, DiagList *d);
  * struck; the caller frees it (cpu_exec_free). NULL with a diagnostic. */
 struct CpuExec *session_step_exec(Session *s, int k, bool instrument, DiagList *d);
 
+/* ---- naming steps (every command that takes a step uses these) --------------- */
+
+/* The name of step k of the pipeline (run or still to run): "import", or its
+ * pass, as "cse#2" for the second run of a pass that runs more than once.
+ * The step's number and this name are what a person types to choose it. */
+void session_step_label(const Session *s, int k, char *buf, size_t size);
+/* The steps `spec` names, in order, into ks (room for session_nplanned(s)):
+ * a step number "7", "PASS#K" for the K-th run of PASS, or a bare "PASS"
+ * for every run of it. Resolved against the pipeline, so before it runs
+ * too. Returns the count, or -1 after an error (prefixed by `what`, e.g.
+ * "dot: --after") that lists the steps, or the runs when K is too big. */
+int session_find_steps(const Session *s, const char *spec, const char *what, int *ks,
+                       DiagList *d);
+/* One step: the first that session_find_steps names; -1 after an error. */
+int session_find_step(const Session *s, const char *spec, const char *what, DiagList *d);
+/* Steps the pipeline makes when every pass runs: the import and one per pass. */
+int session_nplanned(const Session *s);
+
 /* The pipelines by level, NULL-terminated. */
 const char *const *pipeline_by_level(const char *level);
 /* A pipeline (-O0..-O2 or a list of passes) names only passes that exist;

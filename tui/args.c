@@ -8,19 +8,6 @@
 #include "core/file.h"
 #include "core/npy.h"
 
-/* "--opt=value" or "--opt value": the value, advancing *i as needed. */
-static const char *option_value(const char *opt, int argc, char **argv, int *i) {
-    size_t n = strlen(opt);
-    const char *a = argv[*i];
-    if (strncmp(a, opt, n))
-        return NULL;
-    if (a[n] == '=')
-        return a + n + 1;
-    if (a[n] == 0 && *i + 1 < argc)
-        return argv[++*i];
-    return NULL;
-}
-
 static bool add_dim(CommonArgs *ca, const char *v, DiagList *d) {
     if (ca->ndims == MAX_CLI_INPUTS) {
         diag_error(d, NULL, "--dim: more than %d given", MAX_CLI_INPUTS);
@@ -61,67 +48,71 @@ static bool add_input(CommonArgs *ca, const char *v, DiagList *d) {
     return true;
 }
 
-bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagList *d) {
-    const char *a = argv[*i], *v;
+bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList *d) {
     *bad = false;
-    if (!strcmp(a, "-O0") || !strcmp(a, "-O1") || !strcmp(a, "-O2")) {
-        ca->pipeline = a;
-    } else if ((v = option_value("--passes", argc, argv, i))) {
-        ca->pipeline = v;
-    } else if ((v = option_value("--dim", argc, argv, i))) {
-        *bad = !add_dim(ca, v, d);
-    } else if ((v = option_value("--input", argc, argv, i))) {
-        *bad = !add_input(ca, v, d);
-    } else if ((v = option_value("--break-pass", argc, argv, i))) {
-        ca->break_pass = v;
-    } else if (!strcmp(a, "--no-verify")) {
-        ca->no_verify = true;
-    } else if (!strcmp(a, "--verify-each")) {
-        ca->no_verify = false; /* verifying is the default; the old switch still says so */
-    } else if ((v = option_value("--backend", argc, argv, i))) {
-        ca->backend = v;
-    } else if ((v = option_value("--target-cpu", argc, argv, i))) {
-        ca->target_cpu = v;
-    } else if ((v = option_value("--threads", argc, argv, i))) {
+    switch (id) {
+    case OPT_O0: ca->pipeline = "-O0"; break;
+    case OPT_O1: ca->pipeline = "-O1"; break;
+    case OPT_O2: ca->pipeline = "-O2"; break;
+    case OPT_PASSES: ca->pipeline = v; break;
+    case OPT_DIM: *bad = !add_dim(ca, v, d); break;
+    case OPT_INPUT: *bad = !add_input(ca, v, d); break;
+    case OPT_BREAK_PASS: ca->break_pass = v; break;
+    case OPT_NO_VERIFY: ca->no_verify = true; break;
+    case OPT_VERIFY_EACH: ca->no_verify = false; break; /* the default; old scripts say it */
+    case OPT_BACKEND: ca->backend = v; break;
+    case OPT_TARGET_CPU: ca->target_cpu = v; break;
+    case OPT_THREADS: {
         long long t;
         if (!cli_parse_int(v, 1, 64, &t)) {
             diag_error(d, NULL, "--threads takes 1 to 64, not '%s'", v);
             *bad = true;
         }
         ca->threads = (int)t;
-    } else if ((v = option_value("--fallback", argc, argv, i))) {
+        break;
+    }
+    case OPT_FALLBACK:
         if (strcmp(v, "interp")) {
             diag_error(d, NULL, "--fallback takes 'interp', not '%s'", v);
             *bad = true;
         }
         ca->fallback = true;
-    } else if ((v = option_value("--max-memory", argc, argv, i))) {
+        break;
+    case OPT_MAX_MEMORY:
         if (!cli_parse_size(v, &ca->max_memory)) {
             diag_error(d, NULL, "--max-memory expects a positive size in bytes, with an optional "
                        "K, M, G or T (powers of 1024), got '%s'", v);
             *bad = true;
         }
-    } else {
-        return false;
+        break;
+    default: return false;
     }
     return true;
 }
 
 bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn own, void *ctx,
                 DiagList *d) {
+    const CommandSpec *c = command_spec(cmd);
     for (int i = 1; i < argc; i++) {
-        bool bad = false;
-        int r = own ? own(argc, argv, &i, ctx, d) : 0;
+        OptionId id;
+        const char *v;
+        int r = option_next(c, argc, argv, &i, &id, &v, d);
         if (r < 0)
             return false;
-        if (r > 0)
-            continue;
-        if (args_common(ca, argc, argv, &i, &bad, d)) {
-            if (bad)
+        if (r > 0) {
+            bool bad = false;
+            if (args_common(ca, id, v, &bad, d)) {
+                if (bad)
+                    return false;
+                continue;
+            }
+            int o = own ? own(id, v, ctx, d) : 0;
+            if (o < 0)
                 return false;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            diag_error(d, NULL, "%s: unknown option '%s' (or a missing value)", cmd, argv[i]);
-            return false;
+            if (o == 0) { /* declared in tui/commands.def, handled nowhere */
+                diag_error(d, NULL, "%s: option '%s' is not implemented", cmd, argv[i]);
+                return false;
+            }
         } else if (!ca->model) {
             ca->model = argv[i];
         } else {
@@ -130,7 +121,7 @@ bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn ow
             return false;
         }
     }
-    if (!ca->model) {
+    if (!ca->model && !strstr(c->operands, "[MODEL]")) {
         diag_error(d, NULL, "%s: no model given (see 'glowc %s --help')", cmd, cmd);
         return false;
     }

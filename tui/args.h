@@ -5,6 +5,7 @@
 
 #include "passes/session.h"
 #include "tui/cli.h"
+#include "tui/options.h"
 
 enum { MAX_CLI_INPUTS = 64 };
 
@@ -26,19 +27,21 @@ typedef struct CommonArgs {
     uint64_t max_memory; /* --max-memory; 0: the machine's physical memory */
 } CommonArgs;
 
-/* A command's own options: consumes argv[*i] (and its value, advancing *i)
- * and returns 1, returns 0 if the option is not the command's, -1 (after a
- * diagnostic) if it is malformed. */
-typedef int (*ArgFn)(int argc, char **argv, int *i, void *ctx, DiagList *d);
+/* A command's own option `id` (tui/options.def) with its value (NULL for a
+ * flag): returns 1, or -1 after a diagnostic when the value is malformed
+ * (0: not handled, a bug the parser reports). */
+typedef int (*ArgFn)(OptionId id, const char *value, void *ctx, DiagList *d);
 
-/* The whole command line: common options, the command's own through
- * `own` (may be NULL), and one model. False after a diagnostic. */
+/* The whole command line of command `cmd` (tui/commands.def): the options
+ * it declares (common ones here, its own through `own`, may be NULL), and
+ * one model (optional when its operands say "[MODEL]"). False after a
+ * diagnostic. */
 bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn own, void *ctx,
                 DiagList *d);
 
-/* Consumes argv[*i] (and its value) if it is a common option; false if not.
- * Sets *bad (with a diagnostic) when the option is malformed. */
-bool args_common(CommonArgs *ca, int argc, char **argv, int *i, bool *bad, DiagList *d);
+/* Takes common option `id` with its value; false if it is not a common one.
+ * Sets *bad (with a diagnostic) when the value is malformed. */
+bool args_common(CommonArgs *ca, OptionId id, const char *value, bool *bad, DiagList *d);
 void args_free(CommonArgs *ca);
 /* Reads the --input files (.npy, or .pb TensorProto) into `a`. */
 bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d);

@@ -10,13 +10,6 @@
 #include "core/graph.h"
 #include "core/onnx/onnx.h"
 
-typedef struct Command {
-    const char *name;
-    int (*run)(int argc, char **argv);
-    const char *usage;
-    const char *summary;
-} Command;
-
 int cmd_print(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
@@ -30,6 +23,7 @@ int cmd_compile(int argc, char **argv);
 int cmd_dot(int argc, char **argv);
 int cmd_repl(int argc, char **argv);
 int cmd_explore(int argc, char **argv);
+int cmd_update_checks(int argc, char **argv);
 
 /* Prints the diagnostics to stderr; returns 1 when there were errors. */
 int cli_report(const DiagList *d);

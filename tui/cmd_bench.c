@@ -115,21 +115,21 @@ done:
     return status;
 }
 
-static int iters_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+static int iters_option(OptionId id, const char *v, void *ctx, DiagList *d) {
     BenchOpts *bo = ctx;
-    if (!strcmp(argv[*i], "--per-node")) {
+    if (id == OPT_PER_NODE) {
         bo->per_node = true;
         return 1;
     }
-    if (!strcmp(argv[*i], "--trace") && *i + 1 < argc) {
-        bo->trace = argv[++*i];
+    if (id == OPT_TRACE) {
+        bo->trace = v;
         return 1;
     }
-    if (strcmp(argv[*i], "--iters") || *i + 1 >= argc)
+    if (id != OPT_ITERS)
         return 0;
     long long n;
-    if (!cli_parse_int(argv[++*i], 1, 100000, &n)) {
-        diag_error(d, NULL, "bench: --iters takes 1 to 100000, not '%s'", argv[*i]);
+    if (!cli_parse_int(v, 1, 100000, &n)) {
+        diag_error(d, NULL, "bench: --iters takes 1 to 100000, not '%s'", v);
         return -1;
     }
     bo->iters = (int)n;

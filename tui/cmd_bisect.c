@@ -28,14 +28,14 @@ static int bisect(CommonArgs *ca, const Tolerance *tol, DiagList *d) {
     return found == 0 ? 0 : 1;
 }
 
-static int tolerance_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+static int tolerance_option(OptionId id, const char *v, void *ctx, DiagList *d) {
     Tolerance *tol = ctx;
-    const char *a = argv[*i];
-    bool rtol = !strcmp(a, "--rtol");
-    if ((!rtol && strcmp(a, "--atol")) || *i + 1 >= argc)
+    bool rtol = id == OPT_RTOL;
+    if (!rtol && id != OPT_ATOL)
         return 0;
-    if (!cli_parse_tolerance(argv[++*i], rtol ? &tol->rtol : &tol->atol)) {
-        diag_error(d, NULL, "bisect: %s takes a number >= 0, not '%s'", a, argv[*i]);
+    if (!cli_parse_tolerance(v, rtol ? &tol->rtol : &tol->atol)) {
+        diag_error(d, NULL, "bisect: %s takes a number >= 0, not '%s'", rtol ? "--rtol" : "--atol",
+                   v);
         return -1;
     }
     tol->atol_given |= !rtol;

@@ -24,14 +24,12 @@ typedef struct CompileArgs {
     const char *out, *bundle;
 } CompileArgs;
 
-static int compile_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+static int compile_option(OptionId id, const char *v, void *ctx, DiagList *d) {
     CompileArgs *c = ctx;
-    if (*i + 1 >= argc)
-        return 0;
-    if (!strcmp(argv[*i], "-o"))
-        c->out = argv[++*i];
-    else if (!strcmp(argv[*i], "--bundle"))
-        c->bundle = argv[++*i];
+    if (id == OPT_OUTPUT)
+        c->out = v;
+    else if (id == OPT_BUNDLE)
+        c->bundle = v;
     else
         return 0;
     return 1;

@@ -19,6 +19,7 @@
 #include "core/file.h"
 #include "passes/session.h"
 #include "tui/cli.h"
+#include "tui/options.h"
 
 typedef struct ConformOptions {
     const char *pipeline;
@@ -423,48 +424,59 @@ int cmd_conform(int argc, char **argv) {
                         .jobs = cpus > 0 ? (int)cpus : 1, .timeout_s = 300};
     char **tests = NULL;
     int ntests = 0, cap = 0, status = 1;
+    const CommandSpec *spec = command_spec("conform");
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool v = i + 1 < argc;
-        if (!strcmp(a, "-O0") || !strcmp(a, "-O1") || !strcmp(a, "-O2"))
-            o.pipeline = a;
-        else if (!strncmp(a, "--passes=", 9))
-            o.pipeline = a + 9;
-        else if (!strcmp(a, "--no-verify"))
-            o.no_verify = true;
-        else if (!strcmp(a, "--verify-each"))
-            o.no_verify = false; /* the default; the old switch still says so */
-        else if (!strcmp(a, "--fallback=interp"))
+        OptionId id;
+        const char *v;
+        int r = option_next(spec, argc, argv, &i, &id, &v, &d);
+        if (r < 0)
+            goto done;
+        if (r == 0) {
+            if (collect_tests(argv[i], &tests, &ntests, &cap, &d) < 0)
+                goto done;
+            continue;
+        }
+        switch (id) {
+        case OPT_O0: o.pipeline = "-O0"; break;
+        case OPT_O1: o.pipeline = "-O1"; break;
+        case OPT_O2: o.pipeline = "-O2"; break;
+        case OPT_PASSES: o.pipeline = v; break;
+        case OPT_NO_VERIFY: o.no_verify = true; break;
+        case OPT_VERIFY_EACH: o.no_verify = false; break; /* the default; old scripts say it */
+        case OPT_VERBOSE: case OPT_VERBOSE_SHORT: o.verbose = true; break;
+        case OPT_FALLBACK:
+            if (strcmp(v, "interp")) {
+                diag_error(&d, NULL, "--fallback takes 'interp', not '%s'", v);
+                goto done;
+            }
             o.fallback = true;
-        else if (!strncmp(a, "--backend=", 10)) {
-            o.backend = backend_find(a + 10);
+            break;
+        case OPT_BACKEND:
+            o.backend = backend_find(v);
             if (!o.backend) {
-                diag_error(&d, NULL, "conform: unknown backend '%s' (known: %s)", a + 10,
+                diag_error(&d, NULL, "conform: unknown backend '%s' (known: %s)", v,
                            backend_names());
                 goto done;
             }
-        }
-        else if ((!strcmp(a, "--rtol") || !strcmp(a, "--atol")) && v) {
-            if (!cli_parse_tolerance(argv[++i], a[2] == 'r' ? &o.rtol : &o.atol)) {
-                diag_error(&d, NULL, "conform: %s takes a number >= 0, not '%s'", a, argv[i]);
+            break;
+        case OPT_RTOL: case OPT_ATOL:
+            if (!cli_parse_tolerance(v, id == OPT_RTOL ? &o.rtol : &o.atol)) {
+                diag_error(&d, NULL, "conform: %s takes a number >= 0, not '%s'",
+                           option_info(id)->spelling, v);
                 goto done;
             }
-        } else if ((!strcmp(a, "--jobs") || !strcmp(a, "-j") || !strcmp(a, "--timeout")) && v) {
-            bool jobs = strcmp(a, "--timeout");
+            break;
+        default: { /* --jobs, -j, --timeout */
+            bool jobs = id != OPT_TIMEOUT;
             long long n;
-            if (!cli_parse_int(argv[++i], 1, jobs ? 64 : 86400, &n)) {
-                diag_error(&d, NULL, "conform: %s takes 1 to %d, not '%s'", a, jobs ? 64 : 86400,
-                           argv[i]);
+            if (!cli_parse_int(v, 1, jobs ? 64 : 86400, &n)) {
+                diag_error(&d, NULL, "conform: %s takes 1 to %d, not '%s'",
+                           option_info(id)->spelling, jobs ? 64 : 86400, v);
                 goto done;
             }
             *(jobs ? &o.jobs : &o.timeout_s) = (int)n;
-        } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v"))
-            o.verbose = true;
-        else if (a[0] == '-') {
-            diag_error(&d, NULL, "conform: unknown option '%s'", a);
-            goto done;
-        } else if (collect_tests(a, &tests, &ntests, &cap, &d) < 0)
-            goto done;
+        }
+        }
     }
     if (o.jobs > 64)
         o.jobs = 64; /* the machine's core count, as the default */

@@ -12,21 +12,15 @@ typedef struct DotArgs {
     const char *output; /* NULL: DOT on stdout */
 } DotArgs;
 
-/* The step --after names (its first occurrence), or the last step. */
-static int chosen_step(const Session *s, const DotArgs *da, DiagList *d) {
-    if (!da->after)
-        return s->nsteps - 1;
-    for (int k = 0; k < s->nsteps; k++)
-        if (!strcmp(s->steps[k].name, da->after))
-            return k;
-    StrBuf sb;
-    sb_init(&sb);
-    for (int k = 0; k < s->nsteps; k++)
-        sb_printf(&sb, "%s%s", k ? ", " : "", s->steps[k].name);
-    diag_error(d, NULL, "dot: --after=%s: no such step in the pipeline; the steps are: %s",
-               da->after, sb_str(&sb));
-    sb_free(&sb);
-    return -1;
+/* The step --after names (N, PASS#K, or a PASS's first run), or the last
+ * step; -1 after an error, or when the pipeline stopped before it. */
+static int chosen_step(const Session *s, int k, DiagList *d) {
+    if (k >= s->nsteps) {
+        diag_error(d, NULL, "dot: step %d did not run: the pipeline stopped at step %d", k,
+                   s->nsteps - 1);
+        return -1;
+    }
+    return k < 0 ? s->nsteps - 1 : k;
 }
 
 /* With --level=lir and no --after: the last step with a low-level program. */
@@ -64,8 +58,15 @@ static int dot_model(CommonArgs *ca, const DotArgs *da, DiagList *d) {
     Session *s = args_open_session(ca, "-O2", known, d);
     if (!s)
         return 1;
-    bool ok = (!da->lir || da->after || session_want_lir(s)) && session_run(s);
-    int k = da->lir && !da->after ? last_lir_step(s, d) : chosen_step(s, da, d);
+    bool ok = !da->lir || da->after || session_want_lir(s);
+    int after = ok && da->after ? session_find_step(s, da->after, "dot: --after", d) : -1;
+    if (da->after && after < 0) {
+        diag_append(d, &s->diags);
+        session_free(s);
+        return 1;
+    }
+    ok = ok && session_run(s);
+    int k = da->lir && !da->after ? last_lir_step(s, d) : chosen_step(s, after, d);
     /* A failed pipeline still shows its last good snapshot on stdout, but
      * leaves no file behind: a written file means a command that worked. */
     ok = k >= 0 && (ok || !da->output) && emit(s, k, da, d) && ok;
@@ -74,42 +75,32 @@ static int dot_model(CommonArgs *ca, const DotArgs *da, DiagList *d) {
     return ok ? 0 : 1;
 }
 
+static int dot_option(OptionId id, const char *v, void *ctx, DiagList *d) {
+    DotArgs *da = ctx;
+    if (id == OPT_AFTER) {
+        da->after = v;
+    } else if (id == OPT_LEVEL) {
+        if (strcmp(v, "graph") && strcmp(v, "lir")) {
+            diag_error(d, NULL, "dot: --level takes graph or lir, not '%s'", v);
+            return -1;
+        }
+        da->lir = !strcmp(v, "lir");
+    } else if (id == OPT_OUTPUT) {
+        da->output = v;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 int cmd_dot(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     CommonArgs ca = {0};
     DotArgs da = {0};
     int status = 1;
-    for (int i = 1; i < argc; i++) {
-        bool bad;
-        const char *a = argv[i];
-        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
-            if (bad)
-                goto done;
-        } else if (!strncmp(a, "--after=", 8)) {
-            da.after = a + 8;
-        } else if (!strcmp(a, "--level=graph") || !strcmp(a, "--level=lir")) {
-            da.lir = !strcmp(a, "--level=lir");
-        } else if (!strncmp(a, "--level=", 8)) {
-            diag_error(&d, NULL, "dot: --level takes graph or lir, not '%s'", a + 8);
-            goto done;
-        } else if (!strcmp(a, "-o") && i + 1 < argc) {
-            da.output = argv[++i];
-        } else if (a[0] == '-' && a[1]) {
-            diag_error(&d, NULL, "dot: unknown option '%s' (or missing value)", a);
-            goto done;
-        } else if (!ca.model) {
-            ca.model = a;
-        } else {
-            diag_error(&d, NULL, "dot: more than one model given");
-            goto done;
-        }
-    }
-    if (!ca.model)
-        diag_error(&d, NULL, "dot: no model given");
-    else
+    if (args_parse(&ca, argc, argv, "dot", dot_option, &da, &d))
         status = dot_model(&ca, &da, &d);
-done:
     cli_report(&d);
     args_free(&ca);
     diag_free(&d);

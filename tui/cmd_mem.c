@@ -13,14 +13,12 @@ typedef struct MemArgs {
     const char *svg, *json;
 } MemArgs;
 
-static int mem_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+static int mem_option(OptionId id, const char *v, void *ctx, DiagList *d) {
     MemArgs *m = ctx;
-    if (*i + 1 >= argc)
-        return 0;
-    if (!strcmp(argv[*i], "--svg"))
-        m->svg = argv[++*i];
-    else if (!strcmp(argv[*i], "--json"))
-        m->json = argv[++*i];
+    if (id == OPT_SVG)
+        m->svg = v;
+    else if (id == OPT_JSON)
+        m->json = v;
     else
         return 0;
     return 1;

@@ -2,27 +2,40 @@
  * glowc passes: lists the passes. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "backends/cpu/cpu.h"
 #include "core/file.h"
 #include "core/print.h"
+#include "core/textdiff.h"
 #include "tui/args.h"
+
+typedef enum { CHANGED_NONE, CHANGED_FULL, CHANGED_DIFF } PrintChanged;
 
 typedef struct OptArgs {
     const char *emit; /* graph, lir, llvm, llvm-opt or asm */
     bool split;       /* --split-input-file */
     bool print_after_all;
-    const char *print_after, *print_before;
+    const char *print_after, *print_before; /* step names (session_find_steps) */
+    PrintChanged print_changed;
+    const char *dump_dir;
     bool time_passes, stats;
 } OptArgs;
 
-/* A step shows the IR at its own level. */
-static const char *step_text(const Step *st) {
-    const char *t = st->level == PASS_CODEGEN ? st->llvm_text
-                    : st->level == PASS_LIR   ? st->lir_text
-                                              : st->text;
+/* A step's IR at the step's own level (graph, low-level or LLVM), and
+ * another step's at that same level ("" when it has none yet). */
+static const char *text_at(const Step *st, PassLevel level) {
+    const char *t = level == PASS_CODEGEN ? st->llvm_text
+                    : level == PASS_LIR   ? st->lir_text
+                                          : st->text;
     return t ? t : "";
+}
+
+static const char *step_text(const Step *st) {
+    return text_at(st, st->level);
 }
 
 /* The last step that has the IR --emit asks for. */
@@ -41,9 +54,124 @@ static const char *emitted(const Session *s, const char *emit) {
     return "";
 }
 
-static void print_step_text(const Step *st) {
-    printf("// after %s\n", st->name);
-    fputs(step_text(st), stdout);
+/* "// *** IR after step 7 cse#2 ***": unique per step, a comment in the
+ * step's own text form (';' in LLVM IR). */
+static void dump_header(const Session *s, int k, const char *when, const char *note) {
+    char label[96];
+    session_step_label(s, k, label, sizeof label);
+    fprintf(stderr, "%s *** IR %s step %d %s%s ***\n",
+            s->steps[k].level == PASS_CODEGEN ? ";" : "//", when, k, label, note);
+}
+
+static void dump_text(const char *text) {
+    fputs(text, stderr);
+    if (*text && text[strlen(text) - 1] != '\n')
+        fputc('\n', stderr);
+}
+
+/* Marks in `on` the steps a --print-after/--print-before names. */
+static bool mark_steps(const Session *s, const char *spec, const char *what, bool *on,
+                       DiagList *d) {
+    if (!spec)
+        return true;
+    int *ks = malloc(((size_t)session_nplanned(s) + 1) * sizeof *ks);
+    int n = session_find_steps(s, spec, what, ks, d);
+    for (int i = 0; i < n; i++)
+        on[ks[i]] = true;
+    free(ks);
+    if (n > 0 && on[0] && strstr(what, "before")) {
+        diag_error(d, NULL, "%s=%s: step 0 is the import: no IR comes before it", what, spec);
+        return false;
+    }
+    return n > 0;
+}
+
+static void print_changed(const Session *s, int k, PrintChanged mode) {
+    const Step *st = &s->steps[k];
+    if (k == 0) {
+        dump_header(s, 0, "at", "");
+        dump_text(step_text(st));
+        return;
+    }
+    if (!st->changed && !st->failed) {
+        dump_header(s, k, "after", ": no change");
+        return;
+    }
+    dump_header(s, k, "after", st->failed ? " (failed)" : "");
+    if (mode == CHANGED_FULL) {
+        dump_text(step_text(st));
+        return;
+    }
+    char na[112], nb[112], label[96];
+    session_step_label(s, k - 1, label, sizeof label);
+    snprintf(na, sizeof na, "step %d %s", k - 1, label);
+    session_step_label(s, k, label, sizeof label);
+    snprintf(nb, sizeof nb, "step %d %s", k, label);
+    StrBuf sb;
+    sb_init(&sb);
+    textdiff_unified(text_at(&s->steps[k - 1], st->level), step_text(st), na, nb, 3, &sb);
+    dump_text(sb.len ? sb_str(&sb) : "(the text did not change)\n");
+    sb_free(&sb);
+}
+
+/* The dumps a step asks for, on stderr (stdout keeps the final result). */
+static void print_steps(const Session *s, const OptArgs *oa, const bool *after,
+                        const bool *before) {
+    for (int k = 0; k < s->nsteps; k++) {
+        const Step *st = &s->steps[k];
+        if (oa->print_changed) {
+            print_changed(s, k, oa->print_changed);
+            continue;
+        }
+        if (k > 0 && before[k]) {
+            dump_header(s, k, "before", "");
+            dump_text(text_at(&s->steps[k - 1], s->steps[k - 1].level));
+        }
+        if (!(oa->print_after_all && k > 0) && !after[k])
+            continue;
+        if (k == 0 || st->changed || st->failed) {
+            dump_header(s, k, "after", st->failed ? " (failed)" : "");
+            dump_text(step_text(st));
+        } else {
+            dump_header(s, k, "after", ": no change");
+        }
+    }
+    fflush(stderr);
+}
+
+/* --dump-dir: DIR/NN-pass.hl|.lir|.ll for every step that ran, written all
+ * or none (file_write_all); a folder it had to make goes again on failure. */
+static bool dump_dir(const Session *s, const char *dir, DiagList *d) {
+    struct stat st;
+    bool made = false;
+    if (!stat(dir, &st) && !S_ISDIR(st.st_mode)) {
+        diag_error(d, NULL, "opt: --dump-dir: '%s' exists and is not a directory", dir);
+        return false;
+    }
+    if (stat(dir, &st)) {
+        if (mkdir(dir, 0777)) {
+            diag_error(d, NULL, "opt: --dump-dir: cannot create '%s': %s", dir, strerror(errno));
+            return false;
+        }
+        made = true;
+    }
+    FileOut *files = calloc((size_t)s->nsteps + 1, sizeof *files);
+    for (int k = 0; k < s->nsteps; k++) {
+        const Step *sp = &s->steps[k];
+        const char *ext = sp->level == PASS_CODEGEN ? "ll" : sp->level == PASS_LIR ? "lir" : "hl";
+        size_t n = strlen(dir) + strlen(sp->name) + 32;
+        char *path = malloc(n);
+        snprintf(path, n, "%s/%02d-%s.%s", dir, k, sp->name, ext);
+        const char *text = step_text(sp);
+        files[k] = (FileOut){path, text, strlen(text)};
+    }
+    bool ok = file_write_all(files, s->nsteps, d);
+    for (int k = 0; k < s->nsteps; k++)
+        free((char *)files[k].path);
+    free(files);
+    if (!ok && made)
+        rmdir(dir);
+    return ok;
 }
 
 static void print_timing(const Session *s) {
@@ -103,72 +231,36 @@ static void print_stats(const Session *s) {
     }
 }
 
-static void print_steps(const Session *s, const OptArgs *oa) {
-    for (int i = 1; i < s->nsteps; i++) {
-        const Step *st = &s->steps[i];
-        if (oa->print_before && !strcmp(oa->print_before, st->name)) {
-            printf("// before %s\n", st->name);
-            fputs(step_text(&s->steps[i - 1]), stdout);
-        }
-        bool after = oa->print_after_all || (oa->print_after && !strcmp(oa->print_after, st->name));
-        if (!after)
-            continue;
-        if (st->changed || st->failed)
-            print_step_text(st);
-        else
-            printf("// after %s: no change\n", st->name);
-    }
-}
-
-static int opt_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+static int opt_option(OptionId id, const char *v, void *ctx, DiagList *d) {
     OptArgs *oa = ctx;
-    const char *a = argv[*i];
-    if (!strcmp(a, "--print-after-all")) {
-        oa->print_after_all = true;
-    } else if (!strncmp(a, "--print-after=", 14) || !strncmp(a, "--print-before=", 15)) {
-        bool after = a[8] == 'a';
-        const char *name = strchr(a, '=') + 1;
-        if (!pass_lookup(name, after ? "opt: --print-after" : "opt: --print-before", d))
+    switch (id) {
+    case OPT_PRINT_AFTER_ALL: oa->print_after_all = true; break;
+    case OPT_PRINT_AFTER: oa->print_after = v; break;
+    case OPT_PRINT_BEFORE: oa->print_before = v; break;
+    case OPT_PRINT_CHANGED:
+        if (v && strcmp(v, "diff")) {
+            diag_error(d, NULL, "opt: --print-changed takes nothing or '=diff', not '=%s'", v);
             return -1;
-        *(after ? &oa->print_after : &oa->print_before) = name;
-    } else if (!strcmp(a, "--time-passes")) {
-        oa->time_passes = true;
-    } else if (!strcmp(a, "--stats")) {
-        oa->stats = true;
-    } else if (!strcmp(a, "--split-input-file")) {
-        oa->split = true;
-    } else if (!strncmp(a, "--emit=", 7)) {
+        }
+        oa->print_changed = v ? CHANGED_DIFF : CHANGED_FULL;
+        break;
+    case OPT_DUMP_DIR: oa->dump_dir = v; break;
+    case OPT_TIME_PASSES: oa->time_passes = true; break;
+    case OPT_STATS: oa->stats = true; break;
+    case OPT_SPLIT_INPUT_FILE: oa->split = true; break;
+    case OPT_EMIT: {
         static const char *const emits[] = {"graph", "lir", "llvm", "llvm-opt", "asm"};
-        oa->emit = a + 7;
+        oa->emit = v;
         for (size_t k = 0; k < sizeof emits / sizeof emits[0]; k++)
             if (!strcmp(oa->emit, emits[k]))
                 return 1;
         diag_error(d, NULL, "opt: --emit takes graph, lir, llvm, llvm-opt or asm, not '%s'",
                    oa->emit);
         return -1;
-    } else {
-        return 0;
     }
-    (void)argc;
+    default: return 0;
+    }
     return 1;
-}
-
-/* --print-after=P and --print-before=P name a pass of the pipeline: one
- * that is not would print nothing. */
-static bool in_pipeline(const Session *s, const char *option, const char *name, DiagList *d) {
-    if (!name)
-        return true;
-    for (int i = 0; i < s->npipeline; i++)
-        if (!strcmp(s->pipeline[i], name))
-            return true;
-    StrBuf sb;
-    sb_init(&sb);
-    for (int i = 0; i < s->npipeline; i++)
-        sb_printf(&sb, "%s%s", i ? ", " : "", s->pipeline[i]);
-    diag_error(d, NULL, "opt: %s=%s: the pipeline has no pass '%s' (its passes: %s)", option, name,
-               name, s->npipeline ? sb_str(&sb) : "none");
-    sb_free(&sb);
-    return false;
 }
 
 static bool opt_one(Session *s, const OptArgs *oa, DiagList *d) {
@@ -180,11 +272,20 @@ static bool opt_one(Session *s, const OptArgs *oa, DiagList *d) {
                    "(--emit=lir, llvm, llvm-opt or asm)", s->path);
         ok = false;
     }
-    ok = ok && in_pipeline(s, "--print-after", oa->print_after, d) &&
-         in_pipeline(s, "--print-before", oa->print_before, d);
+    /* The steps named are checked against the pipeline before it runs. */
+    bool *after = calloc((size_t)session_nplanned(s) + 1, sizeof *after);
+    bool *before = calloc((size_t)session_nplanned(s) + 1, sizeof *before);
+    ok = ok && mark_steps(s, oa->print_after, "opt: --print-after", after, d) &&
+         mark_steps(s, oa->print_before, "opt: --print-before", before, d);
+    bool ran = ok;
     ok = ok && session_run(s);
-    print_steps(s, oa);
-    if (ok && !oa->print_after_all && !oa->print_after && !oa->print_before) {
+    if (ran)
+        print_steps(s, oa, after, before);
+    free(after);
+    free(before);
+    if (ran && oa->dump_dir)
+        ok = dump_dir(s, oa->dump_dir, d) && ok;
+    if (ok) {
         if (!strcmp(emit, "asm")) {
             StrBuf sb;
             sb_init(&sb);
@@ -223,6 +324,11 @@ int cmd_opt(int argc, char **argv) {
         ca.backend = "cpu";
     }
     split = oa.split;
+    if (split && oa.dump_dir) {
+        diag_error(&d, NULL, "opt: --dump-dir takes one model, not the cases of "
+                   "--split-input-file (their steps would share file names)");
+        goto done;
+    }
     if (!split) {
         KnownInput known[MAX_CLI_INPUTS];
         Session *s = args_open_session(&ca, "-O2", known, &d);

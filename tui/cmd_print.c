@@ -7,17 +7,16 @@
 #include "core/print.h"
 #include "tui/args.h"
 
-static int print_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+static int print_option(OptionId id, const char *v, void *ctx, DiagList *d) {
     PrintOptions *po = ctx;
     long long n;
-    if (!strcmp(argv[*i], "--dense-limit") && *i + 1 < argc) {
-        if (!cli_parse_int(argv[++*i], 0, INT_MAX, &n)) {
-            diag_error(d, NULL, "print: --dense-limit takes a count of elements >= 0, not '%s'",
-                       argv[*i]);
+    if (id == OPT_DENSE_LIMIT) {
+        if (!cli_parse_int(v, 0, INT_MAX, &n)) {
+            diag_error(d, NULL, "print: --dense-limit takes a count of elements >= 0, not '%s'", v);
             return -1;
         }
         po->dense_limit = (int)n;
-    } else if (!strcmp(argv[*i], "--no-loc"))
+    } else if (id == OPT_NO_LOC)
         po->no_loc = true;
     else
         return 0;

@@ -135,12 +135,11 @@ static int run_model(CommonArgs *ca, const RunOpts *ro, DiagList *d) {
     return ok ? 0 : 1;
 }
 
-static int run_option(int argc, char **argv, int *i, void *ctx, DiagList *d) {
+static int run_option(OptionId id, const char *v, void *ctx, DiagList *d) {
     RunOpts *ro = ctx;
-    bool out = !strcmp(argv[*i], "--output-dir");
-    if ((!out && strcmp(argv[*i], "--dump-values")) || *i + 1 >= argc)
+    if (id != OPT_OUTPUT_DIR && id != OPT_DUMP_VALUES)
         return 0;
-    *(out ? &ro->out_dir : &ro->dump_dir) = argv[++*i];
+    *(id == OPT_OUTPUT_DIR ? &ro->out_dir : &ro->dump_dir) = v;
     return 1;
 }
 

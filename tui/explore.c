@@ -46,7 +46,10 @@ typedef struct Tui {
     char *commands[32];    /* the : lines entered, oldest first (Up, Down) */
     int ncommands;
     int cursor;            /* the step the left pane's cursor is on */
-    int list_top;          /* the first step the left pane shows */
+    int list_top;          /* the first step the left pane shows (among those shown) */
+    int mark;              /* m: the step view 6 diffs against (-1: the one before) */
+    bool hide_unchanged;   /* u: the step list leaves out steps that changed nothing */
+    int *partner;          /* the diff's -/+ line pairs (explore_diff_partners), or NULL */
     bool stale;            /* the text must be made again */
     int shown_step, shown_width;
     char search[128];      /* the pattern of the last search ("" : none) */
@@ -65,6 +68,8 @@ static void free_lines(Tui *t) {
     free(t->lines);
     t->lines = NULL;
     t->nlines = t->maxlen = 0;
+    free(t->partner);
+    t->partner = NULL;
 }
 
 /* One line with tabs expanded to 8 columns and control bytes dropped. */
@@ -169,7 +174,13 @@ static void make_view_text(Tui *t) {
     }
     DiagList d;
     diag_init(&d, NULL);
-    if (!explore_view(&t->e, t->view, t->diff_base, main_width(), &t->text, &d)) {
+    int k = explore_current(&t->e);
+    bool marked = t->view == VIEW_DIFF && t->mark >= 0 && t->mark != k;
+    bool ok = marked ? explore_diff_steps(&t->e, t->mark, k, t->diff_base == VIEW_DIFF ? VIEW_COUNT
+                                                               : t->diff_base,
+                                          main_width(), &t->text, &d)
+                     : explore_view(&t->e, t->view, t->diff_base, main_width(), &t->text, &d);
+    if (!ok) {
         diag_render(&d, &t->text);
         message_from_diags(t, &d);
     }
@@ -240,7 +251,7 @@ static void draw_step(Tui *t, int k, int row, int width) {
     const Step *st = explore_step(&t->e, k);
     bool current = k == explore_current(&t->e);
     char name[64], line[128];
-    snprintf(name, sizeof name, "%s", st->name);
+    session_step_label(t->e.s, k, name, sizeof name); /* "cse#2": which run */
     char change[32];
     if (st->failed)
         snprintf(change, sizeof change, "FAIL");
@@ -253,8 +264,8 @@ static void draw_step(Tui *t, int k, int row, int width) {
     int name_w = width - 5 - (int)strlen(change) - 1;
     if (name_w < 4)
         name_w = 4;
-    snprintf(line, sizeof line, "%c%3d %-*.*s %s", current ? '>' : ' ', k, name_w, name_w, name,
-             change);
+    snprintf(line, sizeof line, "%c%3d %-*.*s %s", current ? '>' : k == t->mark ? '*' : ' ', k,
+             name_w, name_w, name, change);
     attr_t a = A_NORMAL;
     if (!st->changed && !st->failed)
         a |= color(t, COLOR_DIM, A_DIM);
@@ -271,12 +282,33 @@ static void draw_step(Tui *t, int k, int row, int width) {
     attroff(a);
 }
 
+/* u hides the steps that changed nothing, but never the import, the
+ * current step, the marked one or the cursor's. */
+static bool step_hidden(const Tui *t, int k) {
+    const Step *st = explore_step(&t->e, k);
+    return t->hide_unchanged && k > 0 && st && !st->changed && !st->failed &&
+           k != explore_current(&t->e) && k != t->mark && k != t->cursor;
+}
+
+/* The steps the list shows, in order; returns how many. */
+static int shown_steps(const Tui *t, int *shown) {
+    int n = 0;
+    for (int k = 0; k < explore_nsteps(&t->e); k++)
+        if (!step_hidden(t, k))
+            shown[n++] = k;
+    return n;
+}
+
 static void draw_steps(Tui *t) {
-    int width = left_width(), rows = pane_rows() + 1, n = explore_nsteps(&t->e);
-    if (t->cursor < t->list_top)
-        t->list_top = t->cursor;
-    if (t->cursor >= t->list_top + rows)
-        t->list_top = t->cursor - rows + 1;
+    int width = left_width(), rows = pane_rows() + 1;
+    int *shown = malloc(((size_t)explore_nsteps(&t->e) + 1) * sizeof *shown);
+    int n = shown_steps(t, shown), at = 0;
+    while (at < n && shown[at] != t->cursor)
+        at++;
+    if (at < t->list_top)
+        t->list_top = at;
+    if (at >= t->list_top + rows)
+        t->list_top = at - rows + 1;
     /* No blank rows below the last step while earlier ones are hidden (the
      * window grew). */
     if (t->list_top > n - rows)
@@ -287,12 +319,13 @@ static void draw_steps(Tui *t) {
         attroff(A_DIM);
     }
     for (int r = !n; r < rows; r++) {
-        int k = t->list_top + r;
-        if (k < n)
-            draw_step(t, k, r, width);
+        int i = t->list_top + r;
+        if (i < n)
+            draw_step(t, shown[i], r, width);
         else
             mvhline(r, 0, ' ', width);
     }
+    free(shown);
     mvvline(0, width, ACS_VLINE, rows);
 }
 
@@ -482,6 +515,30 @@ static void draw_tabs(Tui *t, int x0, int width) {
     }
 }
 
+/* In the diff view, the changed part of an edited line, in reverse video
+ * over the line's own colour. */
+static void highlight_change(Tui *t, int row, int x0, int width, int i) {
+    if (t->pane != PANE_VIEW || t->view != VIEW_DIFF)
+        return;
+    if (!t->partner)
+        t->partner = explore_diff_partners(t->lines, t->nlines);
+    TextSpan sp;
+    int j = t->partner[i];
+    if (j < 0 || !explore_changed_span(t->lines[i], t->lines[j], &sp) || sp.start == sp.end)
+        return;
+    int from = (int)sp.start - t->hscroll, to = (int)sp.end - t->hscroll;
+    if (from < (t->hscroll > 0))
+        from = t->hscroll > 0; /* the first column marks text cut on the left */
+    if (to > width - 1)
+        to = width - 1; /* the last column may mark a cut line */
+    if (to <= from)
+        return;
+    bool removed = t->lines[i][0] == '-';
+    attr_t a = (t->colors ? 0 : removed ? A_UNDERLINE : A_BOLD) | A_REVERSE | A_BOLD;
+    mvchgat(row, x0 + from, to - from, a, t->colors ? (removed ? COLOR_REMOVED : COLOR_ADDED) : 0,
+            NULL);
+}
+
 static void draw_main(Tui *t) {
     int x0 = left_width() + 1, width = COLS - x0, rows = pane_rows();
     draw_tabs(t, x0, width);
@@ -489,6 +546,7 @@ static void draw_main(Tui *t) {
         int i = t->top + r;
         if (i < t->nlines) {
             draw_line(t, r + 1, x0, width, i);
+            highlight_change(t, r + 1, x0, width, i);
         } else {
             move(r + 1, x0);
             clrtoeol();
@@ -1201,7 +1259,12 @@ static const char help_text[] =
     "                4 mem  5 llvm  6 diff  7 stats\n"
     "                8 profile (native code's time)\n"
     "                (6 diffs the last view against\n"
-    "                the previous step)\n"
+    "                the previous step, or the mark;\n"
+    "                changed parts of lines reversed)\n"
+    "  m             mark the cursor's step for 6 to\n"
+    "                diff against (m again: unmark)\n"
+    "  u             hide/show steps that changed\n"
+    "                nothing\n"
     "  /             search the view; n N: next and\n"
     "                previous match; Esc: stop\n"
     "  g G           top / bottom of the view\n"
@@ -1233,7 +1296,8 @@ static const char help_text[] =
     "                a node name\n"
     "  ?             this help;  q  quit\n"
     "\n"
-    "steps: > the current one, +A-R lines added\n"
+    "steps: > the current one, * the mark, +A-R\n"
+    "lines added\n"
     "and removed, . no change, FAIL failed\n";
 
 static void show_help(Tui *t) {
@@ -1245,12 +1309,36 @@ static void show_help(Tui *t) {
 }
 
 static void cursor_move(Tui *t, int delta) {
-    int n = explore_nsteps(&t->e);
-    t->cursor += delta;
-    if (t->cursor >= n)
-        t->cursor = n - 1;
-    if (t->cursor < 0)
-        t->cursor = 0;
+    int n = explore_nsteps(&t->e), k = t->cursor, dir = delta > 0 ? 1 : -1;
+    for (int left = abs(delta); left > 0; left--) {
+        int next = k + dir;
+        while (next >= 0 && next < n && step_hidden(t, next))
+            next += dir;
+        if (next < 0 || next >= n)
+            break;
+        k = next;
+    }
+    t->cursor = k;
+}
+
+/* m: the cursor's step becomes the one view 6 diffs against (again: back
+ * to the step before). */
+static void toggle_mark(Tui *t) {
+    if (!explore_nsteps(&t->e))
+        return;
+    t->mark = t->mark == t->cursor ? -1 : t->cursor;
+    t->stale = true;
+    if (t->mark < 0)
+        set_message(t, "mark cleared: view 6 diffs each step against the one before");
+    else
+        set_message(t, "step %d marked: view 6 diffs the current step against it", t->mark);
+}
+
+static void toggle_hide_unchanged(Tui *t) {
+    t->hide_unchanged = !t->hide_unchanged;
+    t->list_top = 0;
+    set_message(t, t->hide_unchanged ? "steps that changed nothing hidden (u shows them)"
+                                     : "every step shown");
 }
 
 static bool navigation_key(Tui *t, int c) {
@@ -1307,6 +1395,8 @@ static void handle_key(Tui *t, int c) {
     case 'c': run_command(t, explore_compare, "compare"); return;
     case 'o': show_node(t); return;
     case ':': command_line(t); return;
+    case 'm': toggle_mark(t); return;
+    case 'u': toggle_hide_unchanged(t); return;
     case '?': show_help(t); return;
     case KEY_RESIZE: return;
     default: set_message(t, "unknown key; ? shows the keys"); return;
@@ -1426,6 +1516,7 @@ static int explore(CommonArgs *ca, DiagList *d) {
     explore_init(&t.e, ca, ca->pipeline);
     sb_init(&t.text);
     t.shown_step = -1;
+    t.mark = -1;
     t.match = -1;
     t.stale = true;
     char *model = ca->model ? strdup(ca->model) : default_model();
@@ -1459,21 +1550,8 @@ int cmd_explore(int argc, char **argv) {
     diag_init(&d, NULL);
     CommonArgs ca = {0};
     int status = 1;
-    for (int i = 1; i < argc; i++) {
-        bool bad;
-        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
-            if (bad)
-                goto done;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            diag_error(&d, NULL, "explore: unknown option '%s'", argv[i]);
-            goto done;
-        } else if (!ca.model) {
-            ca.model = argv[i];
-        } else {
-            diag_error(&d, NULL, "explore: more than one model given");
-            goto done;
-        }
-    }
+    if (!args_parse(&ca, argc, argv, "explore", NULL, NULL, &d))
+        goto done;
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         diag_error(&d, NULL, "explore needs a terminal (for scripts, use 'glowc repl')");
         goto done;

@@ -172,28 +172,33 @@ static bool all_digits(const char *s) {
     return true;
 }
 
-/* The first step named `name` after `from`, wrapping; -1 if none. */
-static int find_step(const Session *s, const char *name, int from) {
-    for (int j = 1; j <= s->nsteps; j++) {
-        int k = (from + j) % s->nsteps;
-        if (!strcmp(s->steps[k].name, name))
-            return k;
+int explore_find_step(const Explorer *e, const char *arg, const char *what, DiagList *d) {
+    if (!need_session(e, d))
+        return -1;
+    const Session *s = e->s;
+    int *ks = malloc(((size_t)session_nplanned(s) + 1) * sizeof *ks);
+    int n = session_find_steps(s, arg, what, ks, d), k = n > 0 ? ks[0] : -1;
+    /* A bare pass name: its next run after the current step, wrapping. */
+    for (int i = 0; i < n; i++) {
+        if (ks[i] > s->current && ks[i] < s->nsteps) {
+            k = ks[i];
+            break;
+        }
     }
-    return -1;
+    free(ks);
+    if (k >= s->nsteps) {
+        diag_error(d, NULL, "%s %s: step %d did not run: the pipeline stopped at step %d", what,
+                   arg, k, s->nsteps - 1);
+        return -1;
+    }
+    return k;
 }
 
 bool explore_goto(Explorer *e, const char *arg, StrBuf *out, DiagList *d) {
-    if (!need_session(e, d))
+    int k = explore_find_step(e, arg, "step", d);
+    if (k < 0)
         return false;
     Session *s = e->s;
-    int k = all_digits(arg) ? atoi(arg) : find_step(s, arg, s->current);
-    if (k < 0 || k >= s->nsteps) {
-        if (all_digits(arg))
-            diag_error(d, NULL, "no step %s: the steps are 0 to %d", arg, s->nsteps - 1);
-        else
-            diag_error(d, NULL, "no step named '%s' (see: steps)", arg);
-        return false;
-    }
     s->current = k;
     explore_where(e, out);
     sb_putc(out, '\n');
@@ -250,9 +255,10 @@ void explore_step_brief(const Explorer *e, int k, char *buf, size_t size) {
         snprintf(buf, size, "?");
         return;
     }
-    char change[32];
+    char change[32], label[96];
     change_text(st, k, change, sizeof change);
-    snprintf(buf, size, "%-17s %s", st->name, change);
+    session_step_label(e->s, k, label, sizeof label);
+    snprintf(buf, size, "%-17s %s", label, change);
 }
 
 void explore_steps(const Explorer *e, StrBuf *out) {
@@ -262,11 +268,12 @@ void explore_steps(const Explorer *e, StrBuf *out) {
     }
     for (int k = 0; k < e->s->nsteps; k++) {
         const Step *st = &e->s->steps[k];
-        char change[32], size[32];
+        char change[32], size[32], label[96];
         change_text(st, k, change, sizeof change);
         size_text(st, size, sizeof size);
+        session_step_label(e->s, k, label, sizeof label);
         sb_printf(out, "%c %3d  %-18s %-8s %-14s %s\n", k == e->s->current ? '*' : ' ', k,
-                  st->name, pass_level_name(st->level), change, size);
+                  label, pass_level_name(st->level), change, size);
     }
 }
 
@@ -276,7 +283,9 @@ void explore_where(const Explorer *e, StrBuf *out) {
         sb_append(out, "no model");
         return;
     }
-    sb_printf(out, "step %d/%d: %s", e->s->current, e->s->nsteps - 1, st->name);
+    char label[96];
+    session_step_label(e->s, e->s->current, label, sizeof label);
+    sb_printf(out, "step %d/%d: %s", e->s->current, e->s->nsteps - 1, label);
     if (st->failed)
         sb_append(out, " (failed)");
     else if (e->s->current > 0 && !st->changed)
@@ -500,28 +509,27 @@ static bool diff_side(const Session *s, int k, ExploreView v, int width, StrBuf 
     return view_of_step(s, k, v, width, out, d);
 }
 
-static bool view_diff(const Session *s, int k, ExploreView base, int width, StrBuf *out,
-                      DiagList *d) {
+/* Step ka's view against step kb's (by default the view that shows what
+ * kb did). */
+static bool diff_between(const Session *s, int ka, int kb, ExploreView base, int width,
+                         StrBuf *out, DiagList *d) {
     if (base == VIEW_DIFF || base == VIEW_COUNT)
-        base = own_view(s, k);
-    if (k == 0) {
-        sb_append(out, "step 0 is the import: there is no step before it\n");
-        return true;
-    }
+        base = own_view(s, kb);
     StrBuf a, b;
     sb_init(&a);
     sb_init(&b);
-    bool ok = diff_side(s, k - 1, base, width, &a, d) && diff_side(s, k, base, width, &b, d);
+    bool ok = diff_side(s, ka, base, width, &a, d) && diff_side(s, kb, base, width, &b, d);
     if (ok) {
-        char na[96], nb[96];
-        snprintf(na, sizeof na, "step %d %s (%s)", k - 1, s->steps[k - 1].name,
-                 explore_view_name(base));
-        snprintf(nb, sizeof nb, "step %d %s (%s)", k, s->steps[k].name, explore_view_name(base));
+        char na[160], nb[160], la[96], lb[96];
+        session_step_label(s, ka, la, sizeof la);
+        session_step_label(s, kb, lb, sizeof lb);
+        snprintf(na, sizeof na, "step %d %s (%s)", ka, la, explore_view_name(base));
+        snprintf(nb, sizeof nb, "step %d %s (%s)", kb, lb, explore_view_name(base));
         size_t before = out->len;
         textdiff_unified(sb_str(&a), sb_str(&b), na, nb, 3, out);
         if (out->len == before)
             sb_printf(out, "no change in the %s view from step %d (%s) to step %d (%s)\n",
-                      explore_view_name(base), k - 1, s->steps[k - 1].name, k, s->steps[k].name);
+                      explore_view_name(base), ka, la, kb, lb);
     }
     sb_free(&a);
     sb_free(&b);
@@ -529,6 +537,27 @@ static bool view_diff(const Session *s, int k, ExploreView base, int width, StrB
 }
 
 static bool view_profile(const Explorer *e, StrBuf *out, DiagList *d);
+
+static bool view_diff(const Session *s, int k, ExploreView base, int width, StrBuf *out,
+                      DiagList *d) {
+    if (k == 0) {
+        sb_append(out, "step 0 is the import: there is no step before it\n");
+        return true;
+    }
+    return diff_between(s, k - 1, k, base, width, out, d);
+}
+
+bool explore_diff_steps(const Explorer *e, int ka, int kb, ExploreView base, int width,
+                        StrBuf *out, DiagList *d) {
+    if (!need_session(e, d))
+        return false;
+    if (ka < 0 || kb < 0 || ka >= e->s->nsteps || kb >= e->s->nsteps) {
+        diag_error(d, NULL, "diff: there is no step %d: the steps are 0 to %d",
+                   ka < 0 || ka >= e->s->nsteps ? ka : kb, e->s->nsteps - 1);
+        return false;
+    }
+    return diff_between(e->s, ka, kb, base, width, out, d);
+}
 
 bool explore_view(const Explorer *e, ExploreView v, ExploreView base, int width, StrBuf *out,
                   DiagList *d) {
@@ -1131,11 +1160,8 @@ static bool bind_inputs(const Explorer *e, char *const *specs, int n, RunInputs 
                         DiagList *d) {
     CommonArgs ca = {0};
     bool bad = false;
-    for (int i = 0; i < n && !bad; i++) {
-        char *argv[2] = {"--input", specs[i]};
-        int at = 0;
-        args_common(&ca, 2, argv, &at, &bad, d);
-    }
+    for (int i = 0; i < n && !bad; i++)
+        args_common(&ca, OPT_INPUT, specs[i], &bad, d);
     ri->a = arena_new();
     ri->tensors = !bad && args_load_inputs(&ca, ri->a, d)
                       ? args_bind_inputs(&ca, e->s, ri->a, false, d)
@@ -1700,4 +1726,105 @@ bool explore_bisect(const Explorer *e, char *const *inputs, int ninputs, StrBuf 
               explore_bisect_session(e->s, ri.tensors, &e->tol, out, d) >= 0;
     arena_destroy(ri.a);
     return ok;
+}
+
+/* ---- intra-line changes ------------------------------------------------------------- */
+
+static bool diff_line(const char *l, char tag) {
+    /* "---" and "+++" head a diff; they are no removed or added line. */
+    return l[0] == tag && strncmp(l, tag == '-' ? "---" : "+++", 3);
+}
+
+/* How far ahead an added line is looked for to pair with a removed one:
+ * an edited line sits near its old self, and a wider look costs time on
+ * the LLVM IR's thousand-line changes. */
+enum { PAIR_WINDOW = 8 };
+
+int *explore_diff_partners(char *const *lines, int n) {
+    int *partner = malloc(((size_t)n + 1) * sizeof *partner);
+    for (int i = 0; i < n; i++)
+        partner[i] = -1;
+    for (int i = 0; i < n;) {
+        if (!diff_line(lines[i], '-')) {
+            i++;
+            continue;
+        }
+        int r0 = i, r1 = i;
+        while (r1 < n && diff_line(lines[r1], '-'))
+            r1++;
+        int a1 = r1;
+        while (a1 < n && diff_line(lines[a1], '+'))
+            a1++;
+        /* In order: each removed line with the first similar added line
+         * after the last one paired. */
+        for (int r = r0, next = r1; r < r1 && next < a1; r++) {
+            for (int j = next; j < a1 && j < next + PAIR_WINDOW; j++) {
+                TextSpan sp;
+                if (explore_changed_span(lines[r], lines[j], &sp)) {
+                    partner[r] = j;
+                    partner[j] = r;
+                    next = j + 1;
+                    break;
+                }
+            }
+        }
+        i = a1;
+    }
+    return partner;
+}
+
+bool explore_changed_span(const char *line, const char *partner, TextSpan *span) {
+    TextSpan other;
+    size_t len = strlen(line) - 1, plen = strlen(partner) - 1;
+    textdiff_changed_span(line + 1, len, partner + 1, plen, span, &other);
+    /* Lines that share less than half their text are different lines, not
+     * an edited one: marking a stray common "  %" would only be noise. */
+    size_t common = len - (span->end - span->start), longer = len > plen ? len : plen;
+    if (2 * common < longer)
+        return false;
+    span->start++;
+    span->end++;
+    return true;
+}
+
+void explore_mark_changes(const char *diff, bool ansi, StrBuf *out) {
+    StrBuf copy;
+    sb_init(&copy);
+    sb_append(&copy, diff);
+    int n = 0, cap = 64;
+    char **lines = malloc((size_t)cap * sizeof *lines);
+    for (char *p = copy.data; p && *p;) {
+        char *e = strchr(p, '\n');
+        if (n == cap)
+            lines = realloc(lines, (size_t)(cap *= 2) * sizeof *lines);
+        lines[n++] = p;
+        if (!e)
+            break;
+        *e = 0;
+        p = e + 1;
+    }
+    int *partner = explore_diff_partners(lines, n);
+    for (int i = 0; i < n; i++) {
+        const char *l = lines[i];
+        int j = partner[i];
+        bool removed = l[0] == '-';
+        const char *colour = !ansi || j < 0 ? "" : removed ? "\033[31m" : "\033[32m";
+        TextSpan sp;
+        if (j < 0 || !explore_changed_span(l, lines[j], &sp) || sp.start == sp.end) {
+            sb_printf(out, "%s%s%s\n", colour, l, *colour ? "\033[0m" : "");
+            continue;
+        }
+        const char *open = ansi ? "\033[1;7m" : removed ? "[-" : "{+";
+        const char *close = ansi ? "\033[22;27m" : removed ? "-]" : "+}";
+        sb_append(out, colour);
+        sb_append_n(out, l, sp.start);
+        sb_append(out, open);
+        sb_append_n(out, l + sp.start, sp.end - sp.start);
+        sb_append(out, close);
+        sb_append(out, l + sp.end);
+        sb_printf(out, "%s\n", ansi ? "\033[0m" : "");
+    }
+    free(partner);
+    free(lines);
+    sb_free(&copy);
 }

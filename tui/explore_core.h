@@ -10,6 +10,7 @@
 #ifndef GLOWC_TUI_EXPLORE_CORE_H
 #define GLOWC_TUI_EXPLORE_CORE_H
 
+#include "core/textdiff.h"
 #include "dot/graph_dot.h"
 #include "tui/args.h"
 
@@ -47,6 +48,7 @@ typedef struct Explorer {
     char *error;       /* why the last load failed, as the diagnostics read */
     Tolerance tol;
     DotContext *dot;   /* Graphviz, kept for the explorer's life */
+    bool ansi_diffs;   /* the REPL on a terminal: diffs mark changes in colour */
 } Explorer;
 
 void explore_init(Explorer *e, CommonArgs *args, const char *pipeline);
@@ -62,8 +64,10 @@ bool explore_set_pipeline(Explorer *e, const char *spec, StrBuf *out, DiagList *
 int explore_nsteps(const Explorer *e);
 int explore_current(const Explorer *e);
 const Step *explore_step(const Explorer *e, int k);
-/* "12", or a step name: the next step so named after the current one
- * (wrapping), so that repeating `step cse` visits each cse in turn. */
+/* A step by number, "PASS#K", or a bare pass name: its next run after the
+ * current step (wrapping), so that repeating `step cse` visits each cse in
+ * turn (session_find_steps). -1 after an error prefixed by `what`. */
+int explore_find_step(const Explorer *e, const char *arg, const char *what, DiagList *d);
 bool explore_goto(Explorer *e, const char *arg, StrBuf *out, DiagList *d);
 /* Moves by delta steps (clamped); with changed_only, to the next/previous
  * step that changed something. False when it could not move. */
@@ -85,6 +89,23 @@ bool explore_view_from_name(const char *name, ExploreView *out);
  * `width` sizes the memory chart. */
 bool explore_view(const Explorer *e, ExploreView v, ExploreView base, int width, StrBuf *out,
                   DiagList *d);
+
+/* Any two steps' views diffed: ka's against kb's, `base` as for VIEW_DIFF
+ * (VIEW_COUNT: the view that shows what kb did). */
+bool explore_diff_steps(const Explorer *e, int ka, int kb, ExploreView base, int width,
+                        StrBuf *out, DiagList *d);
+
+/* For each line of a unified diff, the line it pairs with: a removed line
+ * with the added line that edits it (in order, the first similar one a few
+ * lines on), and back; -1 for the others. Malloc'd, n entries. */
+int *explore_diff_partners(char *const *lines, int n);
+/* The changed bytes of diff line `line` ('-' or '+' first) against its
+ * partner, as offsets into `line`; false when the lines share nothing. */
+bool explore_changed_span(const char *line, const char *partner, TextSpan *span);
+/* A unified diff with the changed part of each paired -/+ line marked:
+ * [-removed-] and {+added+} as text, or with ANSI colours and reverse
+ * video for a terminal. */
+void explore_mark_changes(const char *diff, bool ansi, StrBuf *out);
 
 /* The node called NAME (provenance name, or %label/%id at the current
  * step): its line, operands and users now, and what became of it in every

@@ -80,6 +80,32 @@ static bool do_prev(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     return move(r, -1, argc, argv, out, d);
 }
 
+/* A diff as the REPL prints it: the changed part of each changed line
+ * marked, in colour when the REPL writes to a terminal that has it (never
+ * in the explorer's pane, which draws its own). */
+static void print_diff(const Repl *r, const StrBuf *diff, StrBuf *out) {
+    explore_mark_changes(sb_str(diff), r->e->ansi_diffs, out);
+}
+
+static bool do_diff(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
+    ExploreView base = VIEW_COUNT;
+    if (argc > 3 && (!explore_view_from_name(argv[3], &base) || base == VIEW_DIFF)) {
+        diag_error(d, NULL, "diff: unknown view '%s'; the views are graph, dot, lir, mem, llvm, "
+                            "stats", argv[3]);
+        return false;
+    }
+    int ka = explore_find_step(r->e, argv[1], "diff", d);
+    int kb = ka < 0 ? -1 : explore_find_step(r->e, argv[2], "diff", d);
+    if (kb < 0)
+        return false;
+    StrBuf diff;
+    sb_init(&diff);
+    bool ok = explore_diff_steps(r->e, ka, kb, base, 80, &diff, d);
+    print_diff(r, &diff, out);
+    sb_free(&diff);
+    return ok;
+}
+
 static bool do_show(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     ExploreView v, base = VIEW_COUNT;
     if (!explore_view_from_name(argv[1], &v) || (argc > 2 && !explore_view_from_name(argv[2], &base))) {
@@ -92,7 +118,14 @@ static bool do_show(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
         diag_error(d, NULL, "show: only 'diff' takes a second view (the one to diff)");
         return false;
     }
-    return explore_view(r->e, v, base, 80, out, d);
+    if (v != VIEW_DIFF)
+        return explore_view(r->e, v, base, 80, out, d);
+    StrBuf diff;
+    sb_init(&diff);
+    bool ok = explore_view(r->e, v, base, 80, &diff, d);
+    print_diff(r, &diff, out);
+    sb_free(&diff);
+    return ok;
 }
 
 static bool do_node(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
@@ -181,9 +214,10 @@ static void list_commands(StrBuf *out) {
 static bool do_help(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     sb_append(out, "commands:\n");
     list_commands(out);
-    sb_append(out, "A step is a number or a pass name (the next step of that name). 'show diff'\n"
-                   "diffs the step's own IR (or VIEW) against the step before. Lines starting\n"
-                   "with # are comments.\n");
+    sb_append(out, "A step is a number, PASS#K (the K-th run of PASS) or a pass name (its next\n"
+                   "run). 'show diff' diffs the step's own IR (or VIEW) against the step before;\n"
+                   "the changed part of a changed line is marked [-so-] and {+so+}. Lines\n"
+                   "starting with # are comments.\n");
     return true;
 }
 
@@ -201,6 +235,8 @@ static const ReplCommand command_table[] = {
     {"prev", do_prev, 0, 1, "prev [N]", "go N steps back"},
     {"show", do_show, 1, 2, "show VIEW, show diff [VIEW]",
      "a view of the current step: graph dot lir mem llvm stats profile"},
+    {"diff", do_diff, 2, 3, "diff A B [VIEW]",
+     "step A's view (default: what B did) against step B's"},
     {"node", do_node, 1, 1, "node NAME", "a node, its operands and users, its history"},
     {"svg", do_svg, 1, 2, "svg FILE [--mem]",
      "write the current step's graph (or memory map) as .svg/.png/.dot"},
@@ -386,29 +422,21 @@ static void run_terminal(Repl *r) {
     term_signal_finish(&ts);
 }
 
+static int script_option(OptionId id, const char *v, void *ctx, DiagList *d) {
+    if (id != OPT_SCRIPT)
+        return 0;
+    *(const char **)ctx = v;
+    return 1;
+}
+
 int cmd_repl(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
     CommonArgs ca = {0};
     const char *script = NULL;
     int status = 1;
-    for (int i = 1; i < argc; i++) {
-        bool bad;
-        if (args_common(&ca, argc, argv, &i, &bad, &d)) {
-            if (bad)
-                goto done;
-        } else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
-            script = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            diag_error(&d, NULL, "repl: unknown option '%s' (or missing value)", argv[i]);
-            goto done;
-        } else if (!ca.model) {
-            ca.model = argv[i];
-        } else {
-            diag_error(&d, NULL, "repl: more than one model given");
-            goto done;
-        }
-    }
+    if (!args_parse(&ca, argc, argv, "repl", script_option, &script, &d))
+        goto done;
     FILE *in = script ? fopen(script, "r") : NULL;
     if (script && !in) {
         diag_error(&d, NULL, "repl: cannot open script '%s': %s", script, strerror(errno));
@@ -417,6 +445,8 @@ int cmd_repl(int argc, char **argv) {
     Explorer e;
     Repl r = {&e, false};
     explore_init(&e, &ca, ca.pipeline);
+    const char *term = getenv("TERM");
+    e.ansi_diffs = isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && term && strcmp(term, "dumb");
     bool ok = true;
     if (ca.model) {
         StrBuf out;

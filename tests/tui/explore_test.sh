@@ -163,6 +163,14 @@ keys 1
 keys 6
 expect "+++ step 2 fuse-activation (graph)"
 expect '-  %2 = relu(%1)'
+keys Right Right                         # the fused conv's change, in reverse video
+for _ in $(seq 50); do
+    "${TMUX_CMD[@]}" capture-pane -t ui -e -p | grep -aqE $'\e''\[[0-9;]*7[0-9;]*m act=relu' && break
+    sleep 0.1
+done || true
+"${TMUX_CMD[@]}" capture-pane -t ui -e -p | grep -aqE $'\e''\[[0-9;]*7[0-9;]*m act=relu' ||
+    fail 'the changed part of the fused conv (act=relu) is not in reverse video'
+keys Left Left
 keys 3
 expect "no low-level IR at this step: it appears at step 4 (irgen)"
 keys 2
@@ -181,6 +189,21 @@ keys n
 expect "match 1 of 1"
 keys Escape
 refute "/Conv_0"
+
+# ---- a marked step to diff against; unchanged steps hidden -----------------------
+keys k k m                               # the cursor on the import, marked
+expect "step 0 marked"
+keys 6                                   # the current step against the mark
+expect "--- step 0 import (graph)"
+expect "+++ step 2 fuse-activation (graph)"
+keys m                                   # unmarked: against the step before again
+expect "--- step 1 cse (graph)"
+keys u
+expect "steps that changed nothing hidden"
+refute "3 dce"
+keys u
+expect "3 dce"
+keys j j 1
 
 # ---- SVG of the graph: s asks where, offering a file under $TMPDIR -----------
 keys s
