@@ -675,3 +675,11 @@ double act_scalar(ActKind act, double x, double alpha, double beta) {
     }
     return x;
 }
+
+const Node *graph_last_named(const Function *f, const char *name) {
+    const Node *found = NULL;
+    for (const Node *n = f->first; n; n = n->next)
+        if (!strcmp(n->name, name))
+            found = n;
+    return found;
+}

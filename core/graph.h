@@ -209,6 +209,10 @@ const char *act_name(ActKind act);
 ActKind act_of_kind(NodeKind kind);
 double act_scalar(ActKind act, double x, double alpha, double beta);
 
+/* The last compute node of f named `name` (the ONNX node whose value it
+ * is, when passes split a node in several), or NULL. */
+const Node *graph_last_named(const Function *f, const char *name);
+
 /* "node 'Conv_3' (conv)", for diagnostics; allocated in the module arena. */
 const char *node_where(const Node *n);
 bool node_is_storage(const Node *n);

@@ -29,17 +29,9 @@ static int bisect(CommonArgs *ca, const Tolerance *tol, DiagList *d) {
 }
 
 static int tolerance_option(OptionId id, const char *v, void *ctx, DiagList *d) {
-    Tolerance *tol = ctx;
-    bool rtol = id == OPT_RTOL;
-    if (!rtol && id != OPT_ATOL)
+    if (id != OPT_RTOL && id != OPT_ATOL)
         return 0;
-    if (!cli_parse_tolerance(v, rtol ? &tol->rtol : &tol->atol)) {
-        diag_error(d, NULL, "bisect: %s takes a number >= 0, not '%s'", rtol ? "--rtol" : "--atol",
-                   v);
-        return -1;
-    }
-    tol->atol_given |= !rtol;
-    return 1;
+    return tolerance_set(ctx, id == OPT_RTOL, v, "bisect", d) ? 1 : -1;
 }
 
 int cmd_bisect(int argc, char **argv) {

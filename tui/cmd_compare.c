@@ -44,17 +44,9 @@ static int compare(CommonArgs *ca, const Tolerance *tol, DiagList *d) {
 }
 
 static int tolerance_option(OptionId id, const char *v, void *ctx, DiagList *d) {
-    Tolerance *tol = ctx;
-    bool rtol = id == OPT_RTOL;
-    if (!rtol && id != OPT_ATOL)
+    if (id != OPT_RTOL && id != OPT_ATOL)
         return 0;
-    if (!cli_parse_tolerance(v, rtol ? &tol->rtol : &tol->atol)) {
-        diag_error(d, NULL, "compare: %s takes a number >= 0, not '%s'", rtol ? "--rtol" : "--atol",
-                   v);
-        return -1;
-    }
-    tol->atol_given |= !rtol;
-    return 1;
+    return tolerance_set(ctx, id == OPT_RTOL, v, "compare", d) ? 1 : -1;
 }
 
 int cmd_compare(int argc, char **argv) {

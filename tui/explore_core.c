@@ -804,15 +804,6 @@ static void describe_node(Function *f, Node *n, StrBuf *out) {
     describe_users(f, n, out);
 }
 
-/* The last compute node of f named `name` (the one whose value is the
- * node's). */
-static const Node *last_named(const Function *f, const char *name) {
-    const Node *found = NULL;
-    for (const Node *n = f->first; n; n = n->next)
-        if (!strcmp(n->name, name))
-            found = n;
-    return found;
-}
 
 static bool uses(const Node *u, const Node *n) {
     for (int k = 0; k < u->nops; k++)
@@ -975,7 +966,7 @@ static const Node *replacement(const Function *f, const Function *g, const Node 
     for (const Node *u = first_user_candidate(f, n); u; u = u->next) {
         if (!u->name[0] || !uses(u, n))
             continue;
-        const Node *v = last_named(g, u->name);
+        const Node *v = graph_last_named(g, u->name);
         if (!v) {
             const Node *x = depth > 0 ? replacement(f, g, u, depth - 1) : NULL;
             if (x)
@@ -998,7 +989,7 @@ static const Node *replacement(const Function *f, const Function *g, const Node 
 
 /* A node of f named `name`: the last compute node, else an input or constant. */
 static const Node *named_node(const Function *f, const char *name) {
-    const Node *n = last_named(f, name);
+    const Node *n = graph_last_named(f, name);
     for (int i = 0; !n && i < f->nconsts; i++)
         if (!strcmp(f->consts[i]->name, name))
             n = f->consts[i];
@@ -1079,7 +1070,7 @@ static bool history(const Session *s, const char *name, StrBuf *out) {
             /* No compute node of that name is left: gone, or a constant
              * under its name -- folded, or an operand of what its users
              * read now (the bias of a fused matmul-add). */
-            bool computes = before && last_named(before, following);
+            bool computes = before && graph_last_named(before, following);
             const char *next = NULL;
             StrBuf why;
             sb_init(&why);
@@ -1422,7 +1413,7 @@ static void match_value(void *ctx, const char *name, int result, const Tensor *v
         return;
     Record r = {x->name, result, NULL, value->type, {0}, true, false};
     r.diff = judge_value(value, x->value, x->scale, c->tol);
-    const Node *n = !r.diff.ok && c->f0 && result == 0 ? last_named(c->f0, name) : NULL;
+    const Node *n = !r.diff.ok && c->f0 && result == 0 ? graph_last_named(c->f0, name) : NULL;
     TensorDiff df;
     const Entry *y = n ? absorbed(c, n, value, ABSORB_HOPS, &df) : NULL;
     if (y) {
@@ -1464,7 +1455,7 @@ static void want_names_of(Compare *c, const Step *st) {
     for (int i = 0; i < n; i++)
         names[i] = c->wanted.e[i].name;
     for (int i = 0; i < n; i++) {
-        const Node *x = names[i] ? last_named(c->f0, names[i]) : NULL;
+        const Node *x = names[i] ? graph_last_named(c->f0, names[i]) : NULL;
         if (x)
             want_absorbable(c, x, ABSORB_HOPS);
     }
@@ -1547,6 +1538,16 @@ bool explore_compare(const Explorer *e, char *const *inputs, int ninputs, StrBuf
                      DiagList *d) {
     return e->s ? explore_compare_step(e, e->s->current, &e->tol, inputs, ninputs, out, d) >= 0
                 : need_session(e, d);
+}
+
+bool tolerance_set(Tolerance *tol, bool rtol, const char *v, const char *cmd, DiagList *d) {
+    if (!v || !cli_parse_tolerance(v, rtol ? &tol->rtol : &tol->atol)) {
+        diag_error(d, NULL, "%s: %s takes a number >= 0, not '%s'", cmd, rtol ? "--rtol" : "--atol",
+                   v ? v : "");
+        return false;
+    }
+    tol->atol_given |= !rtol;
+    return true;
 }
 
 int explore_compare_step(const Explorer *e, int k, const Tolerance *tol, char *const *inputs,

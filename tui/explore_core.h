@@ -40,6 +40,10 @@ typedef struct Tolerance {
     bool atol_given;
 } Tolerance;
 
+/* --rtol (rtol true) or --atol set from `v`; false, with an error that
+ * names `cmd`, when it is not a number >= 0. */
+bool tolerance_set(Tolerance *tol, bool rtol, const char *v, const char *cmd, DiagList *d);
+
 typedef struct Explorer {
     CommonArgs *args;  /* dims, break-pass ... from the command line (not owned) */
     Session *s;        /* NULL when nothing is loaded */

@@ -175,12 +175,8 @@ static bool do_compare(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d)
             rest[nrest++] = argv[i];
             continue;
         }
-        if (i + 1 >= argc || !cli_parse_tolerance(argv[i + 1], rtol ? &tol.rtol : &tol.atol)) {
-            diag_error(d, NULL, "compare: %s takes a number >= 0, not '%s'", argv[i],
-                       i + 1 < argc ? argv[i + 1] : "");
+        if (!tolerance_set(&tol, rtol, i + 1 < argc ? argv[i + 1] : NULL, "compare", d))
             return false;
-        }
-        tol.atol_given |= !rtol;
         i++;
     }
     if (!input_specs(nrest, rest, specs, &n, d))

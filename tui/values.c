@@ -11,13 +11,6 @@
 #include "core/npy.h"
 #include "core/print.h"
 
-static const Node *last_named(const Function *f, const char *name) {
-    const Node *found = NULL;
-    for (const Node *n = f->first; n; n = n->next)
-        if (!strcmp(n->name, name))
-            found = n;
-    return found;
-}
 
 static bool in_set(const Node *const *set, int n, const Node *x) {
     for (int k = 0; k < n; k++)
@@ -50,7 +43,7 @@ enum { FUSE_HOPS = 3 };
 static const char *absorbed_name(const Function *f0, const char *name) {
     const Node *chain[FUSE_HOPS + 1];
     int n = 0;
-    chain[n++] = last_named(f0, name);
+    chain[n++] = graph_last_named(f0, name);
     if (!chain[0] || chain[0]->nres != 1)
         return name;
     for (const Node *u = chain[0]->next; u && n <= FUSE_HOPS; u = u->next)
