@@ -47,7 +47,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect \
-        test-kernels bench bench-kernels clean \
+        test-kernels bench bench-kernels clean difftest difftest-ort test-difftest \
         fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui
 .DEFAULT_GOAL := all
 
@@ -279,6 +279,28 @@ test-bundle: $(BUILD)/glowc
 # bisect must name every pass that changes a model when that pass is broken.
 test-bisect: $(BUILD)/glowc
 	tests/bisect/break_every_pass.sh $(BUILD)/glowc tests/bisect/zoo.hl fixtures/models/digits.onnx
+
+# The differential tester (tests/difftest): random valid models from seeds,
+# each run at -O0, -O2, -O2 on interp-lir and -O2 native, every output
+# compared; disagreements saved, minimised and named under build/difftest.
+# difftest-ort compares with ONNX Runtime too (npm's onnxruntime-node).
+SEEDS ?= 50
+FIRST ?= 1000
+JOBS ?= 2
+difftest: $(BUILD)/glowc
+	$(PYTHON) tests/difftest/difftest.py $(BUILD)/glowc --seeds $(SEEDS) --first $(FIRST) --jobs $(JOBS)
+
+difftest-ort: $(BUILD)/glowc
+	$(PYTHON) tests/difftest/difftest.py $(BUILD)/glowc --seeds $(SEEDS) --first $(FIRST) --jobs $(JOBS) --ort
+
+# make test's fixed seeds: DIFFTEST_FIXED on the interpreters and the
+# low-level program, native code on every DIFFTEST_NATIVE_EVERY-th of them
+# (an LLVM compile costs seconds, the rest milliseconds): about 4 minutes.
+DIFFTEST_FIXED ?= 300
+DIFFTEST_NATIVE_EVERY ?= 6
+test-difftest: $(BUILD)/glowc
+	$(PYTHON) tests/difftest/difftest.py $(BUILD)/glowc --seeds $(DIFFTEST_FIXED) --first 0 --jobs 2 \
+	    --native-every $(DIFFTEST_NATIVE_EVERY) --out $(BUILD)/difftest-fixed
 
 # Not part of make test: timings are not correctness.
 bench: $(BUILD)/glowc
