@@ -54,7 +54,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-ORT_DIR = os.path.join(ROOT, "build", "ort")
+ORT_DIR = os.environ.get("DIFFTEST_ORT_DIR", os.path.join(ROOT, "build", "ort"))
 RTOL, ATOL = 1e-3, 1e-3
 TIMEOUT = 300
 

@@ -453,12 +453,17 @@ class Gen:
 
     def op_reduce(self):
         x = self.pick(lambda v: len(v.shape) >= 1)
-        op = self.r.choice(["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare"])
+        op = self.r.choice(["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare",
+                            "ReduceL2", "ReduceLogSumExp", "ReduceL1"])
+        if op == "ReduceLogSumExp" and x.bound > EXP_MAX:
+            raise NoFit()
         axes = sorted(self.r.sample(range(len(x.shape)), self.r.randint(1, len(x.shape))))
         keep = self.r.random() < 0.5
         shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
         cnt = numel([x.shape[a] for a in axes])
-        bound = {"ReduceSum": x.bound * cnt, "ReduceSumSquare": x.bound ** 2 * cnt}.get(op, x.bound)
+        bound = {"ReduceSum": x.bound * cnt, "ReduceSumSquare": x.bound ** 2 * cnt,
+                 "ReduceL1": x.bound * cnt, "ReduceL2": x.bound * math.sqrt(cnt),
+                 "ReduceLogSumExp": x.bound + math.log(cnt)}.get(op, x.bound)
         axes_given = [a - len(x.shape) if self.r.random() < 0.3 else a for a in axes]
         if op == "ReduceSum":  # opset 13+: axes is an input
             return self.node(op, [self.use(x), self.i64(axes_given)], shape, bound, keepdims=int(keep))
@@ -539,12 +544,134 @@ class Gen:
             src = e
         return self.node("Cast", [src], x.shape, x.bound, x.lo, to=TensorProto.FLOAT)
 
+    def op_pad(self):
+        """Pad: the next picks prefer it, so that a conv or a pool often
+        follows (fold-pad merges them)."""
+        x = self.pick(lambda v: len(v.shape) >= 1)
+        r = len(x.shape)
+        mode = self.r.choice(["constant", "constant", "constant", "reflect", "edge"])
+        pads = []
+        for i in range(2 * r):
+            d = x.shape[i % r]
+            # channels and batch of an image-like value are rarely padded
+            if r >= 3 and i % r < 2 and self.r.random() < 0.8:
+                pads.append(0)
+                continue
+            hi = d - 1 if mode == "reflect" else 3
+            pads.append(self.r.randint(0, max(0, hi)) if self.r.random() < 0.7 else 0)
+        shape = tuple(d + pads[i] + pads[r + i] for i, d in enumerate(x.shape))
+        ins = [self.use(x), self.i64(pads)]
+        value = 0.0
+        if mode == "constant" and self.r.random() < 0.3:
+            value = self.r.choice([0.5, -1.0])
+            ins.append(self.const(np.array(value, dtype=np.float32)))
+        return self.node("Pad", ins, shape, max(x.bound, abs(value)), mode=mode)
+
+    def op_expand(self):
+        x = self.pick(lambda v: len(v.shape) <= 4 and 1 in v.shape or len(v.shape) < 3)
+        extra = self.r.randint(0, 1)
+        shape = tuple(self.r.randint(1, 3) for _ in range(extra)) + tuple(
+            self.r.randint(2, 4) if d == 1 and self.r.random() < 0.6 else d for d in x.shape)
+        spec = [1 if self.r.random() < 0.3 and i >= extra and x.shape[i - extra] == shape[i] else shape[i]
+                for i in range(len(shape))]
+        return self.node("Expand", [self.use(x), self.i64(spec)], shape, x.bound, x.lo)
+
+    def op_tile(self):
+        x = self.pick(lambda v: len(v.shape) >= 1 and numel(v.shape) <= 500)
+        reps = [self.r.choice([1, 1, 2, 3]) for _ in x.shape]
+        return self.node("Tile", [self.use(x), self.i64(reps)],
+                         tuple(d * k for d, k in zip(x.shape, reps)), x.bound, x.lo)
+
+    def op_variadic(self):
+        x = self.pick()
+        op = self.r.choice(["Max", "Min", "Sum", "Mean"])
+        others = [v for v in self.vals if v is not x and self.broadcasts(v.shape, x.shape)]
+        parts = [x] + self.r.sample(others, min(len(others), self.r.randint(1, 2)))
+        if len(parts) == 1:
+            parts.append(self.new_input(self.bcast_shape(x.shape)))
+        bound = sum(p.bound for p in parts) if op == "Sum" else max(p.bound for p in parts)
+        return self.node(op, [self.use(p) for p in parts], x.shape, bound)
+
+    def op_pow(self):
+        pos = [v for v in self.vals if v.lo is not None and v.lo >= 0.25]
+        if pos and self.r.random() < 0.5:
+            x = self.pick(lambda v: v.lo is not None and v.lo >= 0.25)
+            e = self.r.choice([0.5, 1.5, -1.0, 2.5])
+        else:
+            x = self.pick()
+            e = self.r.choice([2.0, 3.0])
+        b = max(x.bound, 1.0) ** abs(e) if e > 0 else 1.0 / x.lo
+        return self.node("Pow", [self.use(x), self.const(np.array(e, dtype=np.float32))],
+                         x.shape, b, 0.0 if e == 2.0 or x.lo is not None else None)
+
+    def op_instnorm(self):
+        x = self.pick(lambda v: len(v.shape) >= 3)
+        c = x.shape[1]
+        scale, _ = self.fconst((c,), 0.5, 1.5)
+        bias, _ = self.fconst((c,))
+        eps = self.r.choice([1e-2, 1e-1])
+        return self.node("InstanceNormalization", [self.use(x), scale, bias], x.shape,
+                         1.5 * math.sqrt(numel(x.shape[2:])) + 1, epsilon=eps)
+
+    def op_conv_transpose(self):
+        x = self.pick(lambda v: len(v.shape) in (3, 4) and numel(v.shape) <= 2048)
+        n, c = x.shape[0], x.shape[1]
+        g = self.r.choice([1, 1] + [d for d in range(2, c + 1) if c % d == 0][:1])
+        m = g * self.r.randint(1, 3)
+        ks, ss, ds, p0, p1, ops, outs = [], [], [], [], [], [], []
+        for size in x.shape[2:]:
+            for _ in range(20):
+                k = self.r.randint(1, 3)
+                s = self.r.randint(1, 2)
+                d = self.r.choice([1, 1, 2])
+                op = self.r.randint(0, s - 1) if self.r.random() < 0.3 else 0
+                a, b = self.r.randint(0, k - 1), self.r.randint(0, k - 1)
+                o = s * (size - 1) + op + (k - 1) * d + 1 - a - b
+                if 1 <= o <= 24:
+                    break
+            else:
+                raise NoFit()
+            ks.append(k), ss.append(s), ds.append(d), p0.append(a), p1.append(b), ops.append(op)
+            outs.append(o)
+        fan = (c // g) * numel(ks)
+        a = 1.0 / math.sqrt(fan)
+        w, _ = self.fconst((c, m // g) + tuple(ks), -a, a)
+        ins = [self.use(x), w]
+        if self.r.random() < 0.5:
+            ins.append(self.fconst((m,), -0.5, 0.5)[0])
+        attrs = dict(kernel_shape=ks, strides=ss, dilations=ds, pads=p0 + p1, group=g)
+        if any(ops):
+            attrs["output_padding"] = ops
+        return self.node("ConvTranspose", ins, (n, m) + tuple(outs), x.bound * math.sqrt(fan) + 0.5,
+                         **attrs)
+
+    def op_depth_to_space(self):
+        if self.r.random() < 0.5:
+            x = self.pick(lambda v: len(v.shape) == 4 and v.shape[1] % 4 == 0)
+            mode = self.r.choice(["DCR", "CRD"])
+            n, c, h, w = x.shape
+            return self.node("DepthToSpace", [self.use(x)], (n, c // 4, 2 * h, 2 * w), x.bound,
+                             x.lo, blocksize=2, mode=mode)
+        x = self.pick(lambda v: len(v.shape) == 4 and v.shape[2] % 2 == 0 and v.shape[3] % 2 == 0)
+        n, c, h, w = x.shape
+        return self.node("SpaceToDepth", [self.use(x)], (n, 4 * c, h // 2, w // 2), x.bound, x.lo,
+                         blocksize=2)
+
+    def op_cumsum(self):
+        x = self.pick(lambda v: len(v.shape) >= 1)
+        axis = self.r.randrange(len(x.shape))
+        return self.node("CumSum", [self.use(x), self.const(np.array(axis, dtype=np.int64), "i")],
+                         x.shape, x.bound * x.shape[axis], exclusive=int(self.r.random() < 0.3),
+                         reverse=int(self.r.random() < 0.3))
+
     OPS = [  # name, weight
         ("conv", 6), ("pool", 3), ("global_pool", 1), ("binary", 6), ("unary", 6),
         ("shift_positive", 1), ("clip", 1), ("prelu", 1), ("matmul", 3), ("gemm", 2),
         ("reshape", 2), ("flatten", 1), ("transpose", 2), ("concat", 2), ("split", 1),
         ("slice", 2), ("squeeze", 1), ("unsqueeze", 1), ("reduce", 2), ("softmax", 2),
         ("layernorm", 1), ("batchnorm", 1), ("gather", 2), ("where", 1), ("cast", 1),
+        ("pad", 2), ("expand", 1), ("tile", 1), ("variadic", 1), ("pow", 1), ("instnorm", 1),
+        ("conv_transpose", 2), ("depth_to_space", 1), ("cumsum", 1),
     ]
 
     # ---- the model ---------------------------------------------------------
