@@ -298,7 +298,14 @@ difftest-ort: $(BUILD)/glowc
 # (an LLVM compile costs seconds, the rest milliseconds): about 4 minutes.
 DIFFTEST_FIXED ?= 300
 DIFFTEST_NATIVE_EVERY ?= 6
+# First the tester's own test: with irgen made to miscompile, it must fail
+# and name irgen.
 test-difftest: $(BUILD)/glowc
+	@$(PYTHON) tests/difftest/difftest.py $(BUILD)/glowc --seeds 2 --first 0 --native-every 0 \
+	    --no-minimise --break-pass irgen --out $(BUILD)/difftest-self > $(BUILD)/difftest-self.log 2>&1; \
+	  if [ $$? -eq 1 ] && grep -q "pass irgen: 2" $(BUILD)/difftest-self.log; then \
+	    echo "difftest: a miscompiling irgen is caught and named"; \
+	  else cat $(BUILD)/difftest-self.log; echo "difftest: a miscompiling irgen went unnoticed"; exit 1; fi
 	$(PYTHON) tests/difftest/difftest.py $(BUILD)/glowc --seeds $(DIFFTEST_FIXED) --first 0 --jobs 2 \
 	    --native-every $(DIFFTEST_NATIVE_EVERY) --out $(BUILD)/difftest-fixed
 

@@ -522,10 +522,11 @@ def main():
     ap.add_argument("--break-pass", metavar="PASS",
                     help="make PASS miscompile at -O2 (to see the tester catch and name it)")
     ap.add_argument("--native-every", type=int, default=1,
-                    help="native code (O2-cpu) on every K-th seed only (its compile costs seconds)")
+                    help="native code (O2-cpu) on every K-th seed only (its compile costs "
+                         "seconds); 0: never")
     a = ap.parse_args()
-    if a.seeds < 1 or a.jobs < 1 or a.native_every < 1:
-        sys.exit("difftest: --seeds, --jobs and --native-every take a number >= 1")
+    if a.seeds < 1 or a.jobs < 1 or a.native_every < 0:
+        sys.exit("difftest: --seeds and --jobs take a number >= 1, --native-every >= 0")
     glowc = os.path.abspath(a.glowc)
     if not os.access(glowc, os.X_OK):
         sys.exit("difftest: %s is not an executable" % a.glowc)
@@ -542,7 +543,8 @@ def main():
     # threads alternate 1 and 2 (every online CPU would oversubscribe with jobs)
     with cf.ThreadPoolExecutor(max_workers=a.jobs) as ex:
         futs = [ex.submit(run_seed, runner, s, a.out, 1 + s % 2, not a.no_minimise, a.keep,
-                          (s - a.first) % a.native_every == 0) for s in seeds]
+                          a.native_every > 0 and (s - a.first) % a.native_every == 0)
+                for s in seeds]
         for f in futs:
             r = f.result()
             results.append(r)
