@@ -759,6 +759,9 @@ def main(argv):
     if len(argv) < 3:
         sys.stderr.write(__doc__)
         return 2
+    if not argv[1].isdigit():
+        sys.stderr.write("gen.py: the seed is a number >= 0, not '%s'\n" % argv[1])
+        return 2
     try:
         m, data = generate(int(argv[1]), "--ort" in argv[3:])
     except Skip as e:
