@@ -154,7 +154,7 @@ class Gen:
 
     # ---- operators -----------------------------------------------------------
     def op_conv(self):
-        x = self.pick(lambda v: len(v.shape) in (3, 4) and numel(v.shape) <= 4096)
+        x = self.pick(lambda v: len(v.shape) in (3, 4) and numel(v.shape) <= 10000)
         n, c = x.shape[0], x.shape[1]
         sp = x.shape[2:]
         divs = [g for g in range(1, c + 1) if c % g == 0]
@@ -169,7 +169,7 @@ class Gen:
                 a = self.r.choice([0, 0, self.r.randint(0, k), self.r.randint(0, k + 1)])
                 b = self.r.choice([0, 0, self.r.randint(0, k), self.r.randint(0, k + 1)])
                 o = conv_out(size, k, s, d, a, b)
-                if 1 <= o <= 24:
+                if 1 <= o <= 26:
                     break
             else:
                 raise NoFit()
@@ -680,6 +680,8 @@ class Gen:
         # 1-3 inputs; the first often image-like so that conv and pooling fit
         rank = self.r.choice([3, 4, 4, 2])
         shape = (self.r.randint(1, 2),) + self.rand_shape(rank - 1, 7)
+        if self.r.random() < 0.25:  # big enough for whole vector tiles and thread splits
+            shape = (1, self.r.randint(4, 16), self.r.randint(8, 24), self.r.randint(8, 24))
         self.new_input(shape)
         for _ in range(self.r.randint(0, 2)):
             self.new_input(self.rand_shape(self.r.randint(1, 4)))
