@@ -598,6 +598,10 @@ static bool pool_kernel(const KernelArgs *a, PoolKind kind) {
     for (int64_t pl = 0; pl < planes; pl++) {
         int64_t oidx[MAX_RANK] = {0};
         for (int64_t op = 0; op < out_size; op++) {
+            /* A max pool window wholly inside the padding is -inf: the
+             * maximum of no values, as ONNX's ReduceMax over an empty set
+             * (ONNX Runtime gives -FLT_MAX; README, "Pooling"). libjit
+             * agrees. */
             double acc = kind == POOL_MAX ? -INFINITY : 0;
             int64_t arg = -1, arg_index = -1, count = 0, padded_count = 0;
             int64_t kidx[MAX_RANK] = {0};

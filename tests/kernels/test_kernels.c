@@ -400,6 +400,215 @@ static void test_global_pool(void **state) {
     assert_true(worst <= 1);
 }
 
+/* ---- every padding, stride and dilation at small sizes (issue 20) ----------
+ *
+ * The random shapes above drew pads from [0, k-1] on every side at once and
+ * never met a 1x1 convolution padded only at its end, whose output is
+ * larger than its input -- the native pointwise path took it for "output =
+ * input plane". Here each axis takes every (size, kernel, stride,
+ * dilation, begin pad, end pad) of a small set, pads up to 3 so that some
+ * windows lie wholly in the padding (a convolution's output there is its
+ * bias, a max pool's -inf, an average's 0). 1-D: the whole set for each
+ * channel form (dense, grouped, depthwise); 2-D: the product of a smaller
+ * set over both axes, the form rotating; 3-D (the interpreter's kernel on
+ * both sides: libjit has no 3-D path) one axis at a time. */
+
+typedef struct AxisSpec {
+    int64_t in, k, s, d, p0, p1;
+} AxisSpec;
+
+/* The axis settings of one enumeration, in a fixed order; out-size 0 ones
+ * included (the callers skip them). */
+static int axis_specs(AxisSpec *out, int max, const int64_t *sizes, int nsizes, int64_t kmax,
+                      int64_t smax, int64_t dmax, int64_t pmax) {
+    int n = 0;
+    for (int a = 0; a < nsizes; a++)
+        for (int64_t k = 1; k <= kmax; k++)
+            for (int64_t s = 1; s <= smax; s++)
+                for (int64_t d = 1; d <= dmax; d++)
+                    for (int64_t p0 = 0; p0 <= pmax; p0++)
+                        for (int64_t p1 = 0; p1 <= pmax && n < max; p1++)
+                            out[n++] = (AxisSpec){sizes[a], k, s, d, p0, p1};
+    return n;
+}
+
+typedef enum { FORM_DENSE, FORM_GROUPED, FORM_DEPTHWISE, FORM_COUNT } ConvForm;
+
+/* c, m, group of a form; 2 images so that image strides are exercised. */
+static void form_channels(ConvForm f, int64_t *c, int64_t *m, int64_t *g) {
+    static const int64_t t[FORM_COUNT][3] = {{3, 2, 1}, {4, 6, 2}, {3, 3, 3}};
+    *c = t[f][0];
+    *m = t[f][1];
+    *g = t[f][2];
+}
+
+static void spec_text(char *buf, size_t len, const char *what, int ns, const AxisSpec *ax) {
+    int at = snprintf(buf, len, "%s", what);
+    for (int i = 0; i < ns && at < (int)len; i++)
+        at += snprintf(buf + at, len - (size_t)at, " [in%lld k%lld s%lld d%lld p%lld,%lld]",
+                       (long long)ax[i].in, (long long)ax[i].k, (long long)ax[i].s,
+                       (long long)ax[i].d, (long long)ax[i].p0, (long long)ax[i].p1);
+}
+
+/* One convolution over ns axes; false if its output would be empty. */
+static bool conv_axes(int ns, const AxisSpec *ax, ConvForm form, uint64_t seed, double *worst) {
+    int64_t c, m, g, yd[5], xd[5], wd[5], k[3], s[3], d[3], p[6];
+    form_channels(form, &c, &m, &g);
+    yd[0] = xd[0] = 2;
+    yd[1] = m;
+    xd[1] = c;
+    wd[0] = m;
+    wd[1] = c / g;
+    for (int i = 0; i < ns; i++) {
+        yd[2 + i] = out_size(ax[i].in, ax[i].k, ax[i].s, ax[i].d, ax[i].p0, ax[i].p1);
+        if (yd[2 + i] < 1)
+            return false;
+        xd[2 + i] = ax[i].in;
+        wd[2 + i] = k[i] = ax[i].k;
+        s[i] = ax[i].s;
+        d[i] = ax[i].d;
+        p[i] = ax[i].p0;
+        p[ns + i] = ax[i].p1;
+    }
+    Case cs = {0};
+    desc_begin(&cs.d, NK_CONV, 1);
+    desc_operand(&cs.d, 2 + ns, yd);
+    desc_operand(&cs.d, 2 + ns, xd);
+    desc_operand(&cs.d, 2 + ns, wd);
+    desc_operand(&cs.d, 1, (int64_t[]){m});
+    desc_ints(&cs.d, AK_kernel, ns, k);
+    desc_ints(&cs.d, AK_strides, ns, s);
+    desc_ints(&cs.d, AK_pads, 2 * ns, p);
+    desc_ints(&cs.d, AK_dilations, ns, d);
+    desc_int(&cs.d, AK_group, g);
+    case_alloc(&cs, seed);
+    assert_true(case_reference(&cs, true));
+    run_kernel(&cs.d, libjit_conv_f32, libjit_conv_f32_work, cs.fast);
+    char what[300];
+    static const char *const forms[FORM_COUNT] = {"conv", "grouped conv", "depthwise conv"};
+    spec_text(what, sizeof what, forms[form], ns, ax);
+    int64_t taps = 1;
+    for (int i = 0; i < ns; i++)
+        taps *= ax[i].k;
+    Tol tol = sum_tol(c / g * taps + 1, NULL);
+    double r = case_check(&cs, 0, tol, what);
+    if (form == FORM_DEPTHWISE) { /* and the kernel code generation calls for these */
+        float *y = cs.fast[0];
+        for (int64_t i = 0; i < desc_numel(&cs.d, 0); i++)
+            y[i] = NAN;
+        run_kernel(&cs.d, libjit_conv_dw_f32, libjit_conv_dw_f32_work, cs.fast);
+        double dw = case_check(&cs, 0, tol, what);
+        r = dw > r ? dw : r;
+    }
+    case_free(&cs);
+    *worst = r > *worst ? r : *worst;
+    return true;
+}
+
+typedef enum { POOL_MAXP, POOL_AVG_EXCL, POOL_AVG_INCL, POOL_KINDS } PoolCase;
+
+/* One pooling over ns axes (3 channels, 2 images); false if empty. */
+static bool pool_axes(int ns, const AxisSpec *ax, PoolCase kind, bool ceil, uint64_t seed,
+                      double *worst) {
+    int64_t yd[5] = {2, 3}, xd[5] = {2, 3}, k[3], s[3], d[3], p[6];
+    for (int i = 0; i < ns; i++) {
+        yd[2 + i] = pool_out(ax[i].in, ax[i].k, ax[i].s, ax[i].d, ax[i].p0, ax[i].p1, ceil);
+        if (yd[2 + i] < 1)
+            return false;
+        xd[2 + i] = ax[i].in;
+        k[i] = ax[i].k;
+        s[i] = ax[i].s;
+        d[i] = ax[i].d;
+        p[i] = ax[i].p0;
+        p[ns + i] = ax[i].p1;
+    }
+    bool avg = kind != POOL_MAXP;
+    Case cs = {0};
+    desc_begin(&cs.d, avg ? NK_AVG_POOL : NK_MAX_POOL, 1);
+    desc_operand(&cs.d, 2 + ns, yd);
+    desc_operand(&cs.d, 2 + ns, xd);
+    desc_ints(&cs.d, AK_kernel, ns, k);
+    desc_ints(&cs.d, AK_strides, ns, s);
+    desc_ints(&cs.d, AK_pads, 2 * ns, p);
+    desc_ints(&cs.d, AK_dilations, ns, d);
+    desc_int(&cs.d, AK_ceil_mode, ceil);
+    if (avg)
+        desc_int(&cs.d, AK_count_include_pad, kind == POOL_AVG_INCL);
+    case_alloc(&cs, seed);
+    assert_true(case_reference(&cs, avg));
+    run_kernel(&cs.d, avg ? libjit_avg_pool_f32 : libjit_max_pool_f32,
+               avg ? libjit_avg_pool_f32_work : libjit_max_pool_f32_work, cs.fast);
+    static const char *const kinds[POOL_KINDS] = {"max_pool", "avg_pool", "avg_pool incl"};
+    char what[300];
+    spec_text(what, sizeof what, kinds[kind], ns, ax);
+    if (ceil)
+        strncat(what, " ceil", sizeof what - strlen(what) - 1);
+    int64_t taps = 1;
+    for (int i = 0; i < ns; i++)
+        taps *= ax[i].k;
+    /* The average: a sum of the window's taps, then one rounded division;
+     * the maximum is exact. */
+    double r = case_check(&cs, 0, avg ? sum_tol(taps + 2, NULL) : (Tol){0, 0, 0}, what);
+    case_free(&cs);
+    *worst = r > *worst ? r : *worst;
+    return true;
+}
+
+enum { AXIS_MAX = 2048 };
+
+static void test_conv_pads_exhaustive(void **state) {
+    static AxisSpec one[AXIS_MAX], two[AXIS_MAX];
+    int n1 = axis_specs(one, AXIS_MAX, (int64_t[]){1, 2, 3, 5}, 4, 3, 3, 2, 3);
+    int n2 = axis_specs(two, AXIS_MAX, (int64_t[]){1, 3}, 2, 3, 2, 2, 2);
+    double worst = 0;
+    int ran[4] = {0};
+    uint64_t seed = 0;
+    for (int i = 0; i < n1; i++)
+        for (int f = 0; f < FORM_COUNT; f++)
+            ran[1] += conv_axes(1, &one[i], (ConvForm)f, seed++, &worst);
+    for (int i = 0; i < n2; i++)
+        for (int j = 0; j < n2; j++)
+            ran[2] += conv_axes(2, (AxisSpec[]){two[i], two[j]}, (ConvForm)((i + j) % FORM_COUNT),
+                                seed++, &worst);
+    AxisSpec plain = {2, 1, 1, 1, 0, 1};
+    for (int a = 0; a < 3; a++)
+        for (int i = 0; i < n1; i += 3) {
+            AxisSpec ax[3] = {plain, plain, plain};
+            ax[a] = one[i];
+            ran[3] += conv_axes(3, ax, (ConvForm)(i % FORM_COUNT), seed++, &worst);
+        }
+    printf("conv, every pad/stride/dilation: %d 1-D, %d 2-D, %d 3-D, worst error %.3f of the bound\n",
+           ran[1], ran[2], ran[3], worst);
+    assert_true(worst <= 1);
+}
+
+static void test_pool_pads_exhaustive(void **state) {
+    static AxisSpec one[AXIS_MAX], two[AXIS_MAX];
+    int n1 = axis_specs(one, AXIS_MAX, (int64_t[]){1, 2, 3, 5}, 4, 3, 3, 2, 3);
+    int n2 = axis_specs(two, AXIS_MAX, (int64_t[]){1, 3}, 2, 3, 2, 2, 2);
+    double worst = 0;
+    int ran[4] = {0};
+    uint64_t seed = 0;
+    for (int i = 0; i < n1; i++)
+        for (int k = 0; k < POOL_KINDS; k++)
+            for (int ceil = 0; ceil < 2; ceil++)
+                ran[1] += pool_axes(1, &one[i], (PoolCase)k, ceil, seed++, &worst);
+    for (int i = 0; i < n2; i++)
+        for (int j = 0; j < n2; j++)
+            ran[2] += pool_axes(2, (AxisSpec[]){two[i], two[j]}, (PoolCase)((i + j) % POOL_KINDS),
+                                (i + 2 * j) % 5 == 0, seed++, &worst);
+    AxisSpec plain = {2, 1, 1, 1, 0, 1};
+    for (int a = 0; a < 3; a++)
+        for (int i = 0; i < n1; i += 3) {
+            AxisSpec ax[3] = {plain, plain, plain};
+            ax[a] = one[i];
+            ran[3] += pool_axes(3, ax, (PoolCase)(i % POOL_KINDS), i % 2, seed++, &worst);
+        }
+    printf("pooling, every pad/stride/dilation: %d 1-D, %d 2-D, %d 3-D, worst error %.3f of the bound\n",
+           ran[1], ran[2], ran[3], worst);
+    assert_true(worst <= 1);
+}
+
 /* ---- elementwise ------------------------------------------------------------- */
 
 typedef struct Elementwise {
@@ -759,6 +968,8 @@ int main(void) {
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_pool),
         cmocka_unit_test(test_global_pool),
+        cmocka_unit_test(test_conv_pads_exhaustive),
+        cmocka_unit_test(test_pool_pads_exhaustive),
         cmocka_unit_test(test_unary),
         cmocka_unit_test(test_binary),
         cmocka_unit_test(test_reduce),

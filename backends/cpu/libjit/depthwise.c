@@ -96,6 +96,8 @@ enum { OX = 8 }; /* outputs in flight: a window's taps are a chain of dependent 
  * pool (max, or the sum divided by ONNX's count). */
 typedef enum { WIN_CONV, WIN_MAX, WIN_AVG } WinOp;
 
+/* A max over a window clipped to nothing (wholly in the padding) stays
+ * -inf, as the interpreter's (README, "Pooling"). */
 LJ_INLINE v16f win_init(WinOp op, v16f bias) {
     return op == WIN_CONV ? bias : lj_splat(op == WIN_MAX ? -__builtin_inff() : 0.0f);
 }

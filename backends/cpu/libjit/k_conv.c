@@ -82,8 +82,13 @@ LJ_INLINE bool is_depthwise(const Conv *s) {
     return s->cg == 1 && s->mg == 1;
 }
 
+/* The output plane must be the input plane itself: conv_of keeps only the
+ * begin pads, and a 1x1 stride-1 convolution padded at its end only has a
+ * larger output (its last rows or columns the bias), which the product over
+ * the input's own columns would fill with the wrong values (issue 20). */
 LJ_INLINE bool is_pointwise(const Conv *s) {
-    return s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->ph == 0 && s->pw == 0;
+    return s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->ph == 0 && s->pw == 0 &&
+           s->oh == s->h && s->ow == s->w;
 }
 
 LJ_INLINE LjWindow window_of(const Conv *s) {
@@ -94,7 +99,9 @@ LJ_INLINE LjWindow window_of(const Conv *s) {
 
 /* 1x1 with a stride, no padding read (ResNet's downsampling shortcuts):
  * B is the input subsampled, where phase planes would build every phase
- * and read one -- four times the buffer and the copying at stride 2. */
+ * and read one -- four times the buffer and the copying at stride 2. No
+ * begin pad, and the last output's tap inside the input: an end pad that
+ * some output reads goes to the phase planes, which fill it. */
 LJ_INLINE bool is_subsampled(const Conv *s) {
     return s->kh == 1 && s->kw == 1 && s->ph == 0 && s->pw == 0 && !is_pointwise(s) &&
            (s->oh - 1) * s->sh < s->h && (s->ow - 1) * s->sw < s->w;

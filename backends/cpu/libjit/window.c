@@ -184,6 +184,8 @@ LJ_VECTOR_FN void lj_pool(const LjWindow *g, LjPool kind, bool count_include_pad
     float cnt[OUT_FLOATS] __attribute__((aligned(64)));
     LjPhases q = lj_phases(g, STEP);
     bool max = kind == LJ_POOL_MAX;
+    /* -inf, never read into a max but by a window wholly in the padding,
+     * which gives -inf as the interpreter does (README, "Pooling"). */
     float fill = max ? -__builtin_inff() : 0.0f;
     if (!max)
         avg_counts(g, &q, count_include_pad, cnt);
