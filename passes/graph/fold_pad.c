@@ -1,6 +1,7 @@
 /* fold-pad: a zero constant Pad of the spatial axes only, whose result feeds
  * only a conv (as its input), an avg_pool counting the padding, or a max_pool
- * over values known to be >= 0, is merged into that node's own pads.
+ * over values known to be >= 0 (pools without ceil_mode), is merged into
+ * that node's own pads.
  * (Max pooling ignores its own padding, which equals padding with zeros
  * only when no window value is negative and no window lies wholly in the
  * padding.) Requires nothing; invalidates nothing. */
@@ -48,6 +49,11 @@ static bool can_fold_into(const Node *user, const Node *pad, const int64_t *begi
     for (int i = 1; i < user->nops; i++)
         if (user->ops[i]->def == pad)
             return false;
+    /* With ceil_mode a pool drops a last window that starts in its own end
+     * padding, not one that starts in the pad node's zeros: folding could
+     * change the result's shape. */
+    if (node_attr_int(user, AK_ceil_mode, 0))
+        return false;
     switch (user->kind) {
     case NK_CONV: return true;
     case NK_AVG_POOL: return node_attr_int(user, AK_count_include_pad, 0) != 0;
