@@ -106,6 +106,22 @@ static void build_conv(Desc *d, const ConvSpec *k, bool with_act) {
     }
 }
 
+/* A conv case against the interpreter; a depthwise one also through the
+ * kernel code generation calls for it (outputs poisoned again, then the
+ * same check). The worse of the two. */
+static double check_conv_case(Case *c, Tol tol, const char *what, bool depthwise) {
+    double worst = case_check(c, 0, tol, what);
+    if (depthwise) {
+        float *y = c->fast[0];
+        for (int64_t i = 0; i < desc_numel(&c->d, 0); i++)
+            y[i] = NAN;
+        run_kernel(&c->d, libjit_conv_dw_f32, libjit_conv_dw_f32_work, c->fast);
+        double dw = case_check(c, 0, tol, what);
+        worst = dw > worst ? dw : worst;
+    }
+    return worst;
+}
+
 static double check_conv(const ConvSpec *k, uint64_t seed) {
     Case c = {0};
     build_conv(&c.d, k, true);
@@ -123,17 +139,8 @@ static double check_conv(const ConvSpec *k, uint64_t seed) {
              (long long)k->pads[1], (long long)k->pads[2], (long long)k->pads[3],
              (long long)k->group, k->act ? k->act : "-", k->bias ? " bias" : "");
     Tol tol = sum_tol(k->c / k->group * k->kh * k->kw + 1, k->act);
-    double worst = case_check(&c, 0, tol, what);
-    if (k->group > 1 && k->group == k->c && k->group == k->m) {
-        /* The depthwise kernel code generation calls for these: outputs
-         * poisoned again, then the same check. */
-        float *y = c.fast[0];
-        for (int64_t i = 0; i < desc_numel(&c.d, 0); i++)
-            y[i] = NAN;
-        run_kernel(&c.d, libjit_conv_dw_f32, libjit_conv_dw_f32_work, c.fast);
-        double dw = case_check(&c, 0, tol, what);
-        worst = dw > worst ? dw : worst;
-    }
+    double worst = check_conv_case(&c, tol, what, k->group > 1 && k->group == k->c &&
+                                                      k->group == k->m);
     case_free(&c);
     return worst;
 }
@@ -491,15 +498,7 @@ static bool conv_axes(int ns, const AxisSpec *ax, ConvForm form, uint64_t seed, 
     for (int i = 0; i < ns; i++)
         taps *= ax[i].k;
     Tol tol = sum_tol(c / g * taps + 1, NULL);
-    double r = case_check(&cs, 0, tol, what);
-    if (form == FORM_DEPTHWISE) { /* and the kernel code generation calls for these */
-        float *y = cs.fast[0];
-        for (int64_t i = 0; i < desc_numel(&cs.d, 0); i++)
-            y[i] = NAN;
-        run_kernel(&cs.d, libjit_conv_dw_f32, libjit_conv_dw_f32_work, cs.fast);
-        double dw = case_check(&cs, 0, tol, what);
-        r = dw > r ? dw : r;
-    }
+    double r = check_conv_case(&cs, tol, what, form == FORM_DEPTHWISE);
     case_free(&cs);
     *worst = r > *worst ? r : *worst;
     return true;
