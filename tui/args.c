@@ -163,11 +163,22 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
         .break_pass = ca->break_pass,
         .no_verify = ca->no_verify,
         .backend = ca->backend ? backend_find(ca->backend) : NULL,
-        .target_cpu = ca->target_cpu,
-        .fallback = ca->fallback,
+        .codegen = {.target_cpu = ca->target_cpu, .fallback = ca->fallback},
         .threads = ca->threads, /* 0: every online CPU (libjit_runtime_new) */
         .max_memory = ca->max_memory ? ca->max_memory : cli_physical_memory(),
     };
+}
+
+bool args_want_compiling(CommonArgs *ca, const char *what, DiagList *d) {
+    const Backend *be = ca->backend ? backend_find(ca->backend) : backend_compiling();
+    if (be && !be->compiles) {
+        diag_error(d, NULL, "%s: native code comes from a compiling backend (%s), not '%s'", what,
+                   backend_compiling_names(), ca->backend);
+        return false;
+    }
+    if (be)
+        ca->backend = be->name;
+    return true; /* an unknown name is reported with the other names */
 }
 
 static Session *finish_open(Session *s, CommonArgs *ca, const char *dflt, DiagList *d) {

@@ -47,6 +47,9 @@ void args_free(CommonArgs *ca);
 bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d);
 /* Session options from the arguments (known inputs in `known`). */
 SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known);
+/* What needs native code (`what`: "compile", "opt: --emit=asm"): the
+ * --backend named must compile; none named is the default compiling one. */
+bool args_want_compiling(CommonArgs *ca, const char *what, DiagList *d);
 /* Opens the session and sets its pipeline (default `dflt`); NULL after
  * reporting when the model cannot be loaded. */
 Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, DiagList *d);

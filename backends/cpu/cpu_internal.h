@@ -13,7 +13,7 @@
 #define CPU_PROBE_GLOBAL "glowc_probe"
 
 struct CpuModule {
-    CpuOptions opt;
+    BackendOptions opt;
     LirProgram *p;
     LLVMOrcThreadSafeContextRef tsc; /* owns ctx */
     LLVMContextRef ctx;
@@ -30,7 +30,7 @@ struct CpuModule {
     int ninstrs;
 };
 
-CpuModule *cpu_module_new(LirProgram *p, const CpuOptions *o, DiagList *d);
+CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d);
 void cpu_note_missing(CpuModule *m, const LirInstr *i, const char *kernel);
 void cpu_note_fallback(CpuModule *m, const LirInstr *i);
 /* One error listing every kind without a kernel; false if there was one. */
