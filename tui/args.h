@@ -25,6 +25,9 @@ typedef struct CommonArgs {
     int threads;
     bool fallback;
     uint64_t max_memory; /* --max-memory; 0: the machine's physical memory */
+    bool training;       /* --train (or the train command): differentiate first */
+    TrainSpec train;     /* --loss, --lr, --momentum, --weight-decay */
+    bool lr_given;
 } CommonArgs;
 
 /* A command's own option `id` (tui/options.def) with its value (NULL for a
