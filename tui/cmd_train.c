@@ -23,6 +23,7 @@
 typedef struct TrainOpts {
     const char *labels, *validate, *out;
     long long epochs, batch, seed;
+    bool print_steps;
 } TrainOpts;
 
 /* The data: samples along axis 0 of x, labels along axis 0 of y. */
@@ -47,6 +48,10 @@ static double now(void) {
 
 static int train_option(OptionId id, const char *v, void *ctx, DiagList *d) {
     TrainOpts *to = ctx;
+    if (id == OPT_PRINT_STEPS) {
+        to->print_steps = true;
+        return 1;
+    }
     long long *num = id == OPT_EPOCHS ? &to->epochs : id == OPT_BATCH ? &to->batch
                    : id == OPT_SEED   ? &to->seed : NULL;
     if (num) {
@@ -332,6 +337,8 @@ static bool epoch(Trainer *t, const Data *dt, uint64_t *rng, int e, double *loss
         for (int i = 0; ok && i < t->lt.nstate; i++)
             memcpy(t->state[t->lt.state_in[i]]->data, out[t->lt.state_out[i]]->data,
                    tensor_bytes(t->state[t->lt.state_in[i]]));
+        if (ok && t->to->print_steps)
+            printf("epoch %d step %lld loss %.9g\n", e, (long long)k + 1, l);
         if (ok) {
             sum += l;
             hits += correct(out[1], yb, b);
@@ -372,7 +379,8 @@ static Session *open_function(Trainer *t, const Data *dt, const TrainSpec *spec,
     so.train = spec;
     so.codegen.fallback = true; /* the gradients' kinds without a libjit kernel */
     Session *s = args_open_session_with(t->ca, &so, "-O2", t->d);
-    if (s && !session_run(s)) {
+    /* compiled and loaded before the first epoch's clock starts */
+    if (s && (!session_run(s) || (s->opt.backend->compiles && !session_exec(s, t->d)))) {
         diag_append(t->d, &s->diags);
         session_free(s);
         return NULL;
