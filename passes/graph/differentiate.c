@@ -137,6 +137,12 @@ static Value *unbroadcast(Grad *g, Value *dy, const Type *t) {
     return reshape(g, r, t);
 }
 
+/* Operand i of n needs a gradient (it depends on a weight). */
+static bool wants(const Grad *g, const Node *n, int i) {
+    int id = n->ops[i]->def->id;
+    return id < g->nids && g->wants[id];
+}
+
 /* ---- one rule per differentiable kind ---------------------------------------
  * A rule sets dx[i] for every operand i it differentiates (NULL: none) from
  * dy, the gradient of result 0, and returns false when the node's
@@ -209,28 +215,34 @@ static bool grad_sqrt(Grad *g, Node *n, Value *dy, Value **dx) {
 }
 
 static bool grad_add(Grad *g, Node *n, Value *dy, Value **dx) {
-    dx[0] = unbroadcast(g, dy, &n->ops[0]->type);
-    dx[1] = unbroadcast(g, dy, &n->ops[1]->type);
+    for (int i = 0; i < 2; i++)
+        if (wants(g, n, i))
+            dx[i] = unbroadcast(g, dy, &n->ops[i]->type);
     return true;
 }
 
 static bool grad_sub(Grad *g, Node *n, Value *dy, Value **dx) {
-    dx[0] = unbroadcast(g, dy, &n->ops[0]->type);
-    dx[1] = unbroadcast(g, op1(g, NK_NEG, dy), &n->ops[1]->type);
+    if (wants(g, n, 0))
+        dx[0] = unbroadcast(g, dy, &n->ops[0]->type);
+    if (wants(g, n, 1))
+        dx[1] = unbroadcast(g, op1(g, NK_NEG, dy), &n->ops[1]->type);
     return true;
 }
 
 static bool grad_mul(Grad *g, Node *n, Value *dy, Value **dx) {
-    dx[0] = unbroadcast(g, op2(g, NK_MUL, dy, n->ops[1]), &n->ops[0]->type);
-    dx[1] = unbroadcast(g, op2(g, NK_MUL, dy, n->ops[0]), &n->ops[1]->type);
+    for (int i = 0; i < 2; i++)
+        if (wants(g, n, i))
+            dx[i] = unbroadcast(g, op2(g, NK_MUL, dy, n->ops[1 - i]), &n->ops[i]->type);
     return true;
 }
 
 /* d(a/b) = dy / b and -dy * (a/b) / b. */
 static bool grad_div(Grad *g, Node *n, Value *dy, Value **dx) {
     Value *q = op2(g, NK_DIV, dy, n->ops[1]);
-    dx[0] = unbroadcast(g, q, &n->ops[0]->type);
-    dx[1] = unbroadcast(g, op1(g, NK_NEG, op2(g, NK_MUL, q, &n->res[0])), &n->ops[1]->type);
+    if (wants(g, n, 0))
+        dx[0] = unbroadcast(g, q, &n->ops[0]->type);
+    if (wants(g, n, 1))
+        dx[1] = unbroadcast(g, op1(g, NK_NEG, op2(g, NK_MUL, q, &n->res[0])), &n->ops[1]->type);
     return true;
 }
 
@@ -239,8 +251,10 @@ static bool grad_matmul(Grad *g, Node *n, Value *dy, Value **dx) {
     Value *a = n->ops[0], *b = n->ops[1];
     if (a->type.rank < 2 || b->type.rank < 2)
         return false;
-    dx[0] = unbroadcast(g, op2(g, NK_MATMUL, dy, swap_last(g, b)), &a->type);
-    dx[1] = unbroadcast(g, op2(g, NK_MATMUL, swap_last(g, a), dy), &b->type);
+    if (wants(g, n, 0))
+        dx[0] = unbroadcast(g, op2(g, NK_MATMUL, dy, swap_last(g, b)), &a->type);
+    if (wants(g, n, 1))
+        dx[1] = unbroadcast(g, op2(g, NK_MATMUL, swap_last(g, a), dy), &b->type);
     return true;
 }
 
@@ -260,9 +274,11 @@ static bool grad_gemm(Grad *g, Node *n, Value *dy, Value **dx) {
     Value *a = n->ops[0], *b = n->ops[1];
     bool ta = node_attr_int(n, AK_trans_a, 0), tb = node_attr_int(n, AK_trans_b, 0);
     double alpha = node_attr_float(n, AK_alpha, 1), beta = node_attr_float(n, AK_beta, 1);
-    dx[0] = ta ? gemm(g, b, dy, tb, true, alpha) : gemm(g, dy, b, false, !tb, alpha);
-    dx[1] = tb ? gemm(g, dy, a, true, ta, alpha) : gemm(g, a, dy, !ta, false, alpha);
-    if (n->nops == 3) {
+    if (wants(g, n, 0))
+        dx[0] = ta ? gemm(g, b, dy, tb, true, alpha) : gemm(g, dy, b, false, !tb, alpha);
+    if (wants(g, n, 1))
+        dx[1] = tb ? gemm(g, dy, a, true, ta, alpha) : gemm(g, a, dy, !ta, false, alpha);
+    if (n->nops == 3 && wants(g, n, 2)) {
         Value *dc = unbroadcast(g, dy, &n->ops[2]->type);
         dx[2] = beta == 1 ? dc : op2(g, NK_MUL, dc, scalar(g, dc->type.elem, beta));
     }
@@ -357,11 +373,11 @@ static bool grad_conv(Grad *g, Node *n, Value *dy, Value **dx) {
     Window w;
     if (!window_from_node(n, n->ops[0]->type.rank - 2, &n->ops[1]->type, &w))
         return false;
-    if (g->wants[n->ops[0]->def->id])
+    if (wants(g, n, 0))
         dx[0] = conv_input_grad(g, n, &w, dy);
-    if (g->wants[n->ops[1]->def->id])
+    if (wants(g, n, 1))
         dx[1] = conv_weight_grad(g, n, &w, dy);
-    if (n->nops == 3)
+    if (n->nops == 3 && wants(g, n, 2))
         dx[2] = reduce_sum(g, dy, ((1u << dy->type.rank) - 1) & ~2u, false);
     return true;
 }
@@ -508,7 +524,7 @@ static bool grad_concat(Grad *g, Node *n, Value *dy, Value **dx) {
         memcpy(ends, dy->type.dims, sizeof ends);
         starts[axis] = at;
         ends[axis] = at += n->ops[i]->type.dims[axis];
-        if (g->wants[n->ops[i]->def->id])
+        if (wants(g, n, i))
             dx[i] = slice(g, dy, starts, ends);
     }
     return true;
@@ -548,7 +564,8 @@ static bool grad_batch_norm(Grad *g, Node *n, Value *dy, Value **dx) {
                      op1(g, NK_SQRT, op2(g, NK_ADD, n->ops[4], scalar(g, e, eps))));
     Value *invc = reshape(g, inv, &ct);
     uint32_t mask = ((1u << rank) - 1) & ~2u;
-    dx[0] = op2(g, NK_MUL, dy, reshape(g, op2(g, NK_MUL, n->ops[1], inv), &ct));
+    if (wants(g, n, 0))
+        dx[0] = op2(g, NK_MUL, dy, reshape(g, op2(g, NK_MUL, n->ops[1], inv), &ct));
     Value *xhat = op2(g, NK_MUL, op2(g, NK_SUB, x, reshape(g, n->ops[3], &ct)), invc);
     dx[1] = reduce_sum(g, op2(g, NK_MUL, dy, xhat), mask, false);
     dx[2] = reduce_sum(g, dy, mask, false);
@@ -620,24 +637,37 @@ static bool backward(Grad *g, Node *last) {
     StrBuf missing;
     sb_init(&missing);
     int nmissing = 0;
+    /* reached: below an operator without a gradient, still searched for
+     * more of them */
+    bool *reached = calloc((size_t)g->nids, sizeof *reached);
     for (Node *n = last, *prev; n; n = prev) {
         prev = n->prev;
-        if (n->id >= g->nids || !g->wants[n->id] || !g->grad[n->id] || !g->grad[n->id][0])
+        if (n->id >= g->nids || !g->wants[n->id])
+            continue;
+        bool has = g->grad[n->id] && g->grad[n->id][0];
+        if (!has && !reached[n->id])
             continue;
         GradRule rule = grad_rules[n->kind];
-        g->name = arena_printf(g->f->module->arena, "%s.grad", n->name);
+        g->name = arena_printf(g->f->module->arena, "%s.grad",
+                               n->name[0] ? n->name : node_kind_name(n->kind));
         Value *dx[16] = {0};
         Value *const *ops = n->ops;
         int nops = n->nops;
-        if (n->nres != 1 && n->kind != NK_MAX_POOL)
+        if ((n->nres != 1 && n->kind != NK_MAX_POOL) || nops > 16)
             rule = NULL;
-        if (!rule || nops > 16 || !rule(g, n, g->grad[n->id][0], dx)) {
-            sb_printf(&missing, "%s%s", nmissing++ ? ", " : "", node_where(n));
+        bool ok = rule && (!has || rule(g, n, g->grad[n->id][0], dx));
+        if (ok && has) {
+            for (int i = 0; i < nops; i++)
+                accumulate(g, ops[i], dx[i]);
             continue;
         }
+        if (!ok) /* no rule, or one that declined these attributes */
+            sb_printf(&missing, "%s%s", nmissing++ ? ", " : "", node_where(n));
         for (int i = 0; i < nops; i++)
-            accumulate(g, ops[i], dx[i]);
+            if (ops[i]->def->id < g->nids)
+                reached[ops[i]->def->id] = true;
     }
+    free(reached);
     if (nmissing)
         diag_error(g->d, NULL, "differentiate: no gradient for %d operator%s on the path to the loss: %s",
                    nmissing, nmissing > 1 ? "s" : "", sb_str(&missing));
