@@ -90,9 +90,9 @@ static Tensor *labels_as(const Tensor *y, const char *path, const TrainSpec *spe
                          const Type *out, Arena *a, DiagList *d) {
     bool ce = spec->loss == LOSS_SOFTMAX_CE;
     if (ce ? !elem_is_int(y->type.elem) : !elem_is_float(y->type.elem)) {
-        diag_error(d, NULL, "--labels '%s': %s holds %s; %s", path,
-                   ce ? "softmax-cross-entropy" : "mse", elem_name(y->type.elem),
-                   ce ? "it needs integer class indices" : "it needs floats shaped like the output");
+        diag_error(d, NULL, "--labels '%s' holds %s; %s", path, elem_name(y->type.elem),
+                   ce ? "softmax-cross-entropy needs integer class indices"
+                      : "mse needs floats shaped like the output");
         return NULL;
     }
     Type t = y->type;
@@ -330,8 +330,9 @@ static bool epoch(Trainer *t, const Data *dt, uint64_t *rng, int e, double *loss
         ok = session_execute(s, in, out, step, t->d);
         double l = ok ? tensor_get_f64(out[0], 0) : 0;
         if (ok && !isfinite(l)) {
-            diag_error(t->d, NULL, "train: epoch %d, step %lld: the loss is %s; stopped with the "
-                       "weights of the step before", e, (long long)k + 1, isnan(l) ? "NaN" : "infinite");
+            diag_error(t->d, NULL, "train: epoch %d, step %lld: the loss is %s; stopped, keeping "
+                       "the weights from before this step", e, (long long)k + 1,
+                       isnan(l) ? "NaN" : "infinite");
             ok = false;
         }
         for (int i = 0; ok && i < t->lt.nstate; i++)
@@ -474,7 +475,8 @@ static int train(CommonArgs *ca, const TrainOpts *to, DiagList *d) {
     /* A stopped run still leaves the last good weights (the error says so). */
     bool wrote = ok && write_model(&t);
     if (wrote)
-        printf("trained weights written to %s\n", to->out);
+        printf("%s written to %s\n", trained ? "trained weights" : "the last good weights",
+               to->out);
     session_free(t.train);
     session_free(t.eval);
     arena_destroy(a);
