@@ -197,6 +197,8 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
 /* --train: the differentiate pass before the pipeline (a level spelled out
  * as its passes, since a level cannot follow a pass in a list). */
 static char *training_pipeline(const char *spec) {
+    if (!pipeline_by_level(spec) && strstr(spec, "differentiate"))
+        return strdup(spec); /* placed by hand */
     StrBuf sb;
     sb_init(&sb);
     sb_append(&sb, "differentiate");
@@ -222,6 +224,10 @@ bool args_want_compiling(CommonArgs *ca, const char *what, DiagList *d) {
     return true; /* an unknown name is reported with the other names */
 }
 
+char *args_pipeline(const CommonArgs *ca, const char *spec, bool from_lir) {
+    return ca->training && !from_lir ? training_pipeline(spec) : strdup(spec);
+}
+
 static Session *finish_open(Session *s, CommonArgs *ca, const char *dflt, DiagList *d) {
     if (!s->work && !s->lir) {
         diag_append(d, &s->diags);
@@ -231,12 +237,11 @@ static Session *finish_open(Session *s, CommonArgs *ca, const char *dflt, DiagLi
     if (!ca->pipeline && s->from_lir)
         dflt = ""; /* no graph pipeline for low-level input */
     const char *spec = ca->pipeline ? ca->pipeline : dflt;
-    bool listed = !pipeline_by_level(spec) && strstr(spec, "differentiate");
-    char *train = ca->training && !s->from_lir && !listed ? training_pipeline(spec) : NULL;
+    char *full = args_pipeline(ca, spec, s->from_lir);
     if (ca->training && !ca->lr_given)
         ca->train.lr = 0.01;
-    bool ok = session_set_pipeline(s, train ? train : spec);
-    free(train);
+    bool ok = session_set_pipeline(s, full);
+    free(full);
     if (ok && s->opt.backend->compiles)
         ok = session_want_codegen(s);
     else if (ok && s->opt.backend->runs_lir)

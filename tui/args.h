@@ -48,6 +48,9 @@ bool args_common(CommonArgs *ca, OptionId id, const char *value, bool *bad, Diag
 void args_free(CommonArgs *ca);
 /* Reads the --input files (.npy, or .pb TensorProto) into `a`. */
 bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d);
+/* The pipeline to run for `spec` (malloc'd): with --train, differentiate
+ * first unless the list places it. */
+char *args_pipeline(const CommonArgs *ca, const char *spec, bool from_lir);
 /* Session options from the arguments (known inputs in `known`). */
 SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known);
 /* What needs native code (`what`: "compile", "opt: --emit=asm"): the
