@@ -572,6 +572,86 @@ static bool grad_batch_norm(Grad *g, Node *n, Value *dy, Value **dx) {
     return true;
 }
 
+
+static Value *where0(Grad *g, Value *cond, Value *dy) {
+    Value *ops[3] = {cond, dy, scalar(g, dy->type.elem, 0)};
+    return add_node(g, graph_add_node(g->f, NK_WHERE, 3, ops, 1));
+}
+
+/* dy where min <= x <= max (torch's clamp); bounds given as attributes. */
+static bool grad_clip(Grad *g, Node *n, Value *dy, Value **dx) {
+    if (n->nops != 1)
+        return false;
+    Value *x = n->ops[0], *grad = dy;
+    ElemKind e = x->type.elem;
+    if (node_has_attr(n, AK_min))
+        grad = where0(g, op2(g, NK_GREATER_EQUAL, x, scalar(g, e, node_attr_float(n, AK_min, 0))),
+                      grad);
+    if (node_has_attr(n, AK_max))
+        grad = where0(g, op2(g, NK_LESS_EQUAL, x, scalar(g, e, node_attr_float(n, AK_max, 0))),
+                      grad);
+    dx[0] = grad;
+    return true;
+}
+
+/* dy (times 1/count for a mean) spread back over the reduced axes. */
+static bool grad_reduce(Grad *g, Node *n, Value *dy, Value **dx) {
+    const Type *xt = &n->ops[0]->type;
+    uint32_t mask = reduce_axes_mask(n, xt->rank);
+    Type keep = *xt;
+    int64_t count = 1;
+    for (int i = 0; i < xt->rank; i++) {
+        if (mask & (1u << i)) {
+            count *= xt->dims[i];
+            keep.dims[i] = 1;
+        }
+    }
+    Value *k = reshape(g, dy, &keep);
+    if (n->kind == NK_REDUCE_MEAN)
+        k = op2(g, NK_MUL, k, scalar(g, dy->type.elem, 1.0 / (double)(count ? count : 1)));
+    Node *ex = graph_add_node(g->f, NK_EXPAND, 1, &k, 1);
+    ex->res[0].type = *xt;
+    dx[0] = add_node(g, ex);
+    return true;
+}
+
+/* A constant scalar exponent p: dy p x^(p-1). */
+static bool grad_pow(Grad *g, Node *n, Value *dy, Value **dx) {
+    double p;
+    if (wants(g, n, 1) || !value_splat(n->ops[1], &p))
+        return false;
+    ElemKind e = dy->type.elem;
+    Value *d = op2(g, NK_POW, n->ops[0], scalar(g, e, p - 1));
+    dx[0] = op2(g, NK_MUL, dy, op2(g, NK_MUL, d, scalar(g, e, p)));
+    return true;
+}
+
+/* d erf(x) = 2/sqrt(pi) exp(-x^2). */
+static bool grad_erf(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *x = n->ops[0];
+    ElemKind e = x->type.elem;
+    Value *ex = op1(g, NK_EXP, op1(g, NK_NEG, op2(g, NK_MUL, x, x)));
+    dx[0] = op2(g, NK_MUL, dy, op2(g, NK_MUL, ex, scalar(g, e, 1.1283791670955126)));
+    return true;
+}
+
+/* Constant padding: the padded region's gradient is dropped. */
+static bool grad_pad(Grad *g, Node *n, Value *dy, Value **dx) {
+    int k, r = dy->type.rank;
+    const int64_t *pads = node_attr_ints(n, AK_pads, &k);
+    if (node_attr_enum(n, AK_mode, MODE_CONSTANT) != MODE_CONSTANT || k != 2 * r)
+        return false;
+    int64_t starts[MAX_RANK], ends[MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        if (pads[i] < 0 || pads[r + i] < 0)
+            return false;
+        starts[i] = pads[i];
+        ends[i] = pads[i] + n->ops[0]->type.dims[i];
+    }
+    dx[0] = slice(g, dy, starts, ends);
+    return true;
+}
+
 static const GradRule grad_rules[NK_COUNT] = {
     [NK_IDENTITY] = grad_identity,     [NK_DROPOUT] = grad_identity,
     [NK_RESHAPE] = grad_reshape,       [NK_FLATTEN] = grad_reshape,
@@ -589,6 +669,9 @@ static const GradRule grad_rules[NK_COUNT] = {
     [NK_SOFTMAX] = grad_softmax,       [NK_LOG_SOFTMAX] = grad_log_softmax,
     [NK_TRANSPOSE] = grad_transpose,   [NK_CONCAT] = grad_concat,
     [NK_SLICE] = grad_slice,           [NK_BATCH_NORM] = grad_batch_norm,
+    [NK_CLIP] = grad_clip,             [NK_REDUCE_SUM] = grad_reduce,
+    [NK_REDUCE_MEAN] = grad_reduce,    [NK_POW] = grad_pow,
+    [NK_ERF] = grad_erf,               [NK_PAD] = grad_pad,
 };
 
 /* ---- the backward walk ------------------------------------------------------ */
@@ -650,10 +733,10 @@ static bool backward(Grad *g, Node *last) {
         GradRule rule = grad_rules[n->kind];
         g->name = arena_printf(g->f->module->arena, "%s.grad",
                                n->name[0] ? n->name : node_kind_name(n->kind));
-        Value *dx[16] = {0};
         Value *const *ops = n->ops;
         int nops = n->nops;
-        if ((n->nres != 1 && n->kind != NK_MAX_POOL) || nops > 16)
+        Value **dx = arena_alloc_array(g->f->module->arena, (size_t)nops + 1, sizeof *dx);
+        if (n->nres != 1 && n->kind != NK_MAX_POOL)
             rule = NULL;
         bool ok = rule && (!has || rule(g, n, g->grad[n->id][0], dx));
         if (ok && has) {

@@ -117,12 +117,32 @@ CASES = {
              lambda x, w: F.batch_norm(x, torch.tensor([0.1, -0.2, 0.3], dtype=torch.float64),
                                        torch.tensor([0.5, 1.5, 2.0], dtype=torch.float64),
                                        w["g"], w["b"], eps=1e-3)),
+    "clip_pow_erf": ((3, 5), {"b": rnd(5)},
+             [("Add", ["xs", "b"], ["a"], {}), ("Clip", ["a", "lo", "hi"], ["c"], {}),
+              ("Pow", ["a", "three"], ["p"], {}), ("Erf", ["a"], ["e"], {}),
+              ("Concat", ["c", "p", "e"], ["y"], dict(axis=1))],
+             lambda x, w: torch.cat([torch.clamp(x + w["b"], -0.3, 0.4), (x + w["b"]) ** 3,
+                                     torch.erf(x + w["b"])], 1)),
+    "reduce_pad": ((2, 3, 4), {"b": rnd(3, 1)},
+             [("Add", ["xs", "b"], ["a"], {}),
+              ("ReduceMean", ["a"], ["m"], dict(axes=[2], keepdims=1)),
+              ("ReduceSum", ["a", "axes1"], ["r"], dict(keepdims=0)),
+              ("Pad", ["a", "pads"], ["p"], {}),
+              ("Flatten", ["m"], ["fm"], {}), ("Flatten", ["r"], ["fr"], {}),
+              ("Flatten", ["p"], ["fp"], {}),
+              ("Concat", ["fm", "fr", "fp"], ["y"], dict(axis=1))],
+             lambda x, w: torch.cat([(x + w["b"]).mean(2, keepdim=True).flatten(1),
+                                     (x + w["b"]).sum(1).flatten(1),
+                                     F.pad(x + w["b"], (2, 0, 1, 1)).flatten(1)], 1)),
 }
 # Constants that are operands, not trained.
 FIXED = {
     "data_movement": {"shape": np.array([2, 20], np.int64), "starts": np.array([3], np.int64),
                       "ends": np.array([17], np.int64), "axes": np.array([1], np.int64)},
     "batch_norm": {"mean": np.array([0.1, -0.2, 0.3]), "var": np.array([0.5, 1.5, 2.0])},
+    "clip_pow_erf": {"lo": np.array(-0.3), "hi": np.array(0.4), "three": np.array(3.0)},
+    "reduce_pad": {"axes1": np.array([1], np.int64),
+                   "pads": np.array([0, 1, 2, 0, 1, 0], np.int64)},
 }
 
 
