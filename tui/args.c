@@ -234,6 +234,12 @@ static Session *finish_open(Session *s, CommonArgs *ca, const char *dflt, DiagLi
         session_free(s);
         return NULL;
     }
+    if (ca->training && s->from_lir) {
+        diag_error(d, NULL, "--train: '%s' is low-level IR; differentiation works on a graph "
+                   "(.onnx or .hl)", ca->model);
+        session_free(s);
+        return NULL;
+    }
     if (!ca->pipeline && s->from_lir)
         dflt = ""; /* no graph pipeline for low-level input */
     const char *spec = ca->pipeline ? ca->pipeline : dflt;
