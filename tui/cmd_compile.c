@@ -54,6 +54,8 @@ int cmd_compile(int argc, char **argv) {
     char entry[128];
     entry_name(ca.model, entry, sizeof entry);
     KnownInput known[MAX_CLI_INPUTS];
+    if (!args_ensure_inputs(&ca, &d))
+        goto done;
     SessionOptions so = args_session_options(&ca, known);
     so.codegen.output = bundle ? OUTPUT_BUNDLE : OUTPUT_EXECUTABLE;
     so.codegen.entry = bundle ? entry : NULL;
