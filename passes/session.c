@@ -419,7 +419,8 @@ static bool run_codegen(Session *s, const PassInfo *pi, PassContext *ctx) {
                      .fallback = s->opt.fallback,
                      .output = (CpuOutput)s->opt.cpu_output,
                      .entry = s->opt.entry,
-                     .instrument = s->opt.instrument};
+                     .instrument = s->opt.instrument,
+                     .no_threads = s->opt.no_threads};
     s->cpu = cpu_codegen(s->lir, &co, &s->diags);
     if (s->cpu && cpu_fallback_count(s->cpu)) {
         StrBuf sb;

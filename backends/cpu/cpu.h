@@ -25,6 +25,7 @@ typedef struct CpuOptions {
     bool fallback;          /* run kinds without a libjit kernel by the interpreter's */
     CpuOutput output;       /* executables link main() and embed the weights */
     bool instrument;        /* JIT only: call a probe around each instruction (below) */
+    bool no_threads;        /* bundles only: no thread pool, no malloc (--no-threads) */
 } CpuOptions;
 
 /* Instrumented code calls the probe before and after every instruction that
