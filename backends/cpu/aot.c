@@ -492,7 +492,7 @@ static void header_usage(StrBuf *h, const CpuModule *m, const char *model_path,
               " *\n"
               " * Entry point:\n"
               " *   int %s(uint8_t *weights, uint8_t *mutables, uint8_t *activations,\n"
-              " *       %*sLibjitRuntime *rt);\n"
+              " *        %*sLibjitRuntime *rt);\n"
               " * returns 0, or 1 + the index of the instruction whose kernel failed.\n"
               " *\n"
               " * Memory, all the caller's, each block %s_ALIGNMENT (%d) byte aligned:\n"
