@@ -351,13 +351,14 @@ static bool check_no_fallback(CpuModule *m, DiagList *d) {
         const char *w = index < m->ninstrs ? m->instr_worker[index] : NULL;
         LLVMValueRef fn = w ? LLVMGetNamedFunction(m->mod, w) : NULL;
         if (fn && calls(fn, generic))
-            sb_printf(&sb, "%sinstruction %d %s '%s'", sb.len ? ", " : "", index,
-                      instr_kind_name(i->kind), i->name ? i->name : "?");
+            sb_printf(&sb, "%snode '%s' (%s, instruction %d)", sb.len ? ", " : "",
+                      i->name ? i->name : "?", instr_kind_name(i->kind), index);
     }
     diag_error(d, NULL,
-               "--no-threads: the interpreter's kernel, which allocates memory, would run %s "
-               "(shapes libjit's kernels hand to it); compile without --no-threads",
-               sb.len ? sb_str(&sb) : "some instruction");
+               "--no-threads: %s may run the interpreter's kernel (libjit's hands it the "
+               "shapes it has no fast path for), which allocates memory; compile without "
+               "--no-threads",
+               sb.len ? sb_str(&sb) : "an instruction");
     sb_free(&sb);
     return false;
 }

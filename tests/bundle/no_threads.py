@@ -78,6 +78,14 @@ def outputs(exe, weights, io, threads):
 
 
 def check(glowc, model, inputs, torch, tmp):
+    try:
+        return check_model(glowc, model, inputs, torch, tmp)
+    except RuntimeError as e:
+        print("FAIL %s: %s" % (os.path.basename(model), e))
+        return False
+
+
+def check_model(glowc, model, inputs, torch, tmp):
     entry = os.path.basename(model).split(".")[0]
     out = os.path.join(tmp, entry)
     os.makedirs(out)
@@ -142,9 +150,6 @@ def main():
             ok &= check(glowc, base + ".onnx", [x], np.load(base + ".torch.npy").astype(np.float64), tmp)
         if missing:
             print("not in %s (make bench exports them): %s" % (a.models, ", ".join(missing)))
-    except RuntimeError as e:
-        print("FAIL", e)
-        ok = False
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("no-threads bundles: %s" % ("all agree" if ok else "FAILED"))

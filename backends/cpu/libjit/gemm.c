@@ -277,7 +277,7 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
     if (g->m <= 0 || g->n <= 0)
         return;
     bool packed = g->koff || packs_b(g);
-    int64_t kc_max = pick_kc(g, packed), nc_max = pick_nc(g);
+    int64_t kc_max = pick_kc(g, packed);
     float *block = stack_block, *heap = NULL;
     size_t deep = lj_sgemm_scratch(g->m, g->n, g->k, g->koff != NULL);
     if (deep) {
