@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/cpu.h"
 #include "tui/args.h"
 
 /* The bundle's entry point: the model file's base name as a C identifier. */
@@ -67,26 +66,24 @@ int cmd_compile(int argc, char **argv) {
                              "never does");
         goto done;
     }
-    if (ca.backend && strcmp(ca.backend, "cpu")) {
-        diag_error(&d, NULL, "compile: native code comes from the cpu backend, not '%s'",
-                   ca.backend);
+    if (!args_want_compiling(&ca, "compile", &d))
         goto done;
-    }
     char entry[128];
     entry_name(ca.model, entry, sizeof entry);
-    ca.backend = "cpu";
     KnownInput known[MAX_CLI_INPUTS];
+    if (!args_ensure_inputs(&ca, &d))
+        goto done;
     SessionOptions so = args_session_options(&ca, known);
-    so.cpu_output = bundle ? CPU_BUNDLE : CPU_EXECUTABLE;
-    so.entry = bundle ? entry : NULL;
-    so.no_threads = co.no_threads;
+    so.codegen.output = bundle ? OUTPUT_BUNDLE : OUTPUT_EXECUTABLE;
+    so.codegen.entry = bundle ? entry : NULL;
+    so.codegen.no_threads = co.no_threads;
     Session *s = args_open_session_with(&ca, &so, "-O2", &d);
     if (!s)
         goto done;
-    bool ok = session_run(s) && s->cpu;
+    bool ok = session_run(s) && s->module;
     if (ok)
-        ok = bundle ? cpu_write_bundle(s->cpu, bundle, ca.model, &d)
-                    : cpu_write_executable(s->cpu, out, &d);
+        ok = bundle ? s->opt.backend->write_bundle(s->module, bundle, ca.model, &d)
+                    : s->opt.backend->write_executable(s->module, out, &d);
     if (ok && bundle)
         printf("wrote %s/%s.o, %s/%s.h, %s/%s.weights\n", bundle, entry, bundle, entry, bundle,
                entry);

@@ -164,9 +164,9 @@ static void add_bundle_wrappers(CpuModule *m) {
 
 bool cpu_add_output_parts(CpuModule *m, DiagList *d) {
     switch (m->opt.output) {
-    case CPU_JIT: return true;
-    case CPU_EXECUTABLE: return link_exe_runtime(m, d) && add_model_info(m, d);
-    case CPU_BUNDLE:
+    case OUTPUT_JIT: return true;
+    case OUTPUT_EXECUTABLE: return link_exe_runtime(m, d) && add_model_info(m, d);
+    case OUTPUT_BUNDLE:
         if (!m->opt.no_threads)
             add_bundle_wrappers(m);
         return true;

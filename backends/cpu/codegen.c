@@ -177,7 +177,7 @@ static LLVMValueRef runtime_fn(CG *g, const char *name) {
     return fn;
 }
 
-/* ---- instrumentation (CpuOptions.instrument) ------------------------------------ */
+/* ---- instrumentation (BackendOptions.instrument) ------------------------------------ */
 
 /* glowc_probe = {fn, ctx}, set by the JIT (cpu_exec_set_probe), and
  *   glowc_probe_call(instr, event) { if (fn) fn(ctx, instr, event); } */
@@ -209,7 +209,7 @@ static void make_probe(CG *g) {
     LLVMDisposeBuilder(b);
 }
 
-static void emit_probe(CG *g, LLVMBuilderRef b, int instr, CpuProbeEvent event) {
+static void emit_probe(CG *g, LLVMBuilderRef b, int instr, ProbeEvent event) {
     if (!g->probe)
         return;
     LLVMValueRef args[2] = {LLVMConstInt(g->i32, (unsigned long long)instr, true),
@@ -235,9 +235,9 @@ static LLVMValueRef make_worker(CG *g, LLVMValueRef kernel, LLVMValueRef desc, i
     LLVMPositionBuilderAtEnd(b, bb);
     LLVMValueRef args[5] = {desc, LLVMGetParam(w, 0), LLVMGetParam(w, 1), LLVMGetParam(w, 2),
                             LLVMGetParam(w, 3)};
-    emit_probe(g, b, -1, CPU_PROBE_CHUNK_BEGIN);
+    emit_probe(g, b, -1, PROBE_CHUNK_BEGIN);
     LLVMBuildCall2(b, LLVMGlobalGetValueType(kernel), kernel, args, 5, "");
-    emit_probe(g, b, -1, CPU_PROBE_CHUNK_END);
+    emit_probe(g, b, -1, PROBE_CHUNK_END);
     LLVMBuildRetVoid(b);
     LLVMDisposeBuilder(b);
     return w;
@@ -401,14 +401,14 @@ static void emit_instr(CG *g, LirInstr *i, int index) {
     case IK_TENSORVIEW: return; /* addresses are constants of the plan */
     default: break;
     }
-    emit_probe(g, g->b, index, CPU_PROBE_BEGIN);
+    emit_probe(g, g->b, index, PROBE_BEGIN);
     if (i->kind == IK_COPY)
         emit_copy(g, i);
     else if (i->kind == IK_INSERT)
         emit_insert(g, i, index);
     else
         emit_compute(g, i, index);
-    emit_probe(g, g->b, index, CPU_PROBE_END);
+    emit_probe(g, g->b, index, PROBE_END);
 }
 
 /* ---- the module ------------------------------------------------------------- */
@@ -510,12 +510,12 @@ static void begin_entry(CG *g, const char *name) {
         begin_static_scratch(g);
 }
 
-CpuModule *cpu_codegen(LirProgram *p, const CpuOptions *o, DiagList *d) {
+CpuModule *cpu_codegen(LirProgram *p, const BackendOptions *o, DiagList *d) {
     if (!p->allocated) {
         diag_error(d, NULL, "code generation needs a memory plan (run allocate first)");
         return NULL;
     }
-    if (o->no_threads && (o->output != CPU_BUNDLE || o->fallback)) {
+    if (o->no_threads && (o->output != OUTPUT_BUNDLE || o->fallback)) {
         diag_error(d, NULL, "--no-threads is for bundles without --fallback=interp");
         return NULL;
     }
@@ -540,7 +540,7 @@ CpuModule *cpu_codegen(LirProgram *p, const CpuOptions *o, DiagList *d) {
     }
     m->mod = g.mod;
     set_scratch_mode(&g, o->no_threads);
-    if (o->instrument && o->output == CPU_JIT)
+    if (o->instrument && o->output == OUTPUT_JIT)
         make_probe(&g);
     for (LirInstr *i = p->first; i; i = i->next)
         if (i->nops > g.max_ops)

@@ -16,7 +16,7 @@
 #define CPU_SCRATCH_FN "glowc_scratch"
 
 struct CpuModule {
-    CpuOptions opt;
+    BackendOptions opt;
     LirProgram *p;
     LLVMOrcThreadSafeContextRef tsc; /* owns ctx */
     LLVMContextRef ctx;
@@ -33,7 +33,7 @@ struct CpuModule {
     int ninstrs;
 };
 
-CpuModule *cpu_module_new(LirProgram *p, const CpuOptions *o, DiagList *d);
+CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d);
 void cpu_note_missing(CpuModule *m, const LirInstr *i, const char *kernel);
 void cpu_note_fallback(CpuModule *m, const LirInstr *i);
 /* One error listing every kind without a kernel; false if there was one. */
