@@ -522,6 +522,8 @@ static void header_usage(StrBuf *h, const CpuModule *m, const char *model_path,
                   " * No threads: the calling thread runs everything; pass rt = NULL (it is\n"
                   " * ignored). %s.o calls no malloc and no pthreads: link it with -lm\n"
                   " * alone. Calls on other threads need their own mutables and activations.\n"
+                  " * The kernels take up to about 250 KB of the caller's stack (a matrix\n"
+                  " * product's block).\n"
                   " */\n",
                   n);
     else
