@@ -287,6 +287,7 @@ test-models: $(BUILD)/glowc
 
 test-bundle: $(BUILD)/glowc
 	tests/bundle/run.sh $(BUILD)/glowc
+	$(PYTHON) tests/bundle/no_threads.py $(BUILD)/glowc
 
 # bisect must name every pass that changes a model when that pass is broken.
 test-bisect: $(BUILD)/glowc
