@@ -157,22 +157,42 @@ void args_free(CommonArgs *ca) {
         free((char *)ca->input_names[i]);
     for (int i = 0; i < ca->ndims; i++)
         free((char *)ca->dims[i].name);
+    arena_destroy(ca->input_arena);
+    ca->input_arena = NULL;
+}
+
+/* --input i: a .npy file, or a serialized TensorProto (.pb, as in the ONNX
+ * test data). */
+static bool load_input(CommonArgs *ca, int i, Arena *a, DiagList *d) {
+    size_t len;
+    const char *path = ca->input_files[i];
+    char *buf = file_read_all(path, &len, d);
+    if (buf && cli_has_suffix(path, ".pb"))
+        ca->input_values[i] = onnx_read_tensor(buf, len, path, a, NULL, d);
+    else
+        ca->input_values[i] = buf ? npy_read(buf, len, path, a, d) : NULL;
+    free(buf);
+    return ca->input_values[i] != NULL;
 }
 
 bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d) {
-    for (int i = 0; i < ca->ninputs; i++) {
-        size_t len;
-        const char *path = ca->input_files[i];
-        char *buf = file_read_all(path, &len, d);
-        /* .pb: a serialized TensorProto, as in the ONNX test data */
-        if (buf && cli_has_suffix(path, ".pb"))
-            ca->input_values[i] = onnx_read_tensor(buf, len, path, a, NULL, d);
-        else
-            ca->input_values[i] = buf ? npy_read(buf, len, path, a, d) : NULL;
-        free(buf);
-        if (!ca->input_values[i])
+    for (int i = 0; i < ca->ninputs; i++)
+        if (!load_input(ca, i, a, d))
             return false;
-    }
+    return true;
+}
+
+bool args_ensure_inputs(CommonArgs *ca, DiagList *d) {
+    bool missing = false;
+    for (int i = 0; i < ca->ninputs; i++)
+        missing |= !ca->input_values[i];
+    if (!missing)
+        return true;
+    if (!ca->input_arena)
+        ca->input_arena = arena_new();
+    for (int i = 0; i < ca->ninputs; i++)
+        if (!ca->input_values[i] && !load_input(ca, i, ca->input_arena, d))
+            return false;
     return true;
 }
 
@@ -270,7 +290,7 @@ static bool check_names(const CommonArgs *ca, DiagList *d) {
 }
 
 Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, DiagList *d) {
-    if (!check_names(ca, d))
+    if (!check_names(ca, d) || (known && !args_ensure_inputs(ca, d)))
         return NULL;
     SessionOptions so = args_session_options(ca, known);
     return finish_open(session_open(ca->model, &so), ca, dflt, d);

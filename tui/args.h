@@ -28,6 +28,7 @@ typedef struct CommonArgs {
     bool training;       /* --train (or the train command): differentiate first */
     TrainSpec train;     /* --loss, --lr, --momentum, --weight-decay */
     bool lr_given;
+    Arena *input_arena;  /* the --input values args_ensure_inputs read (args_free) */
 } CommonArgs;
 
 /* A command's own option `id` (tui/options.def) with its value (NULL for a
@@ -51,6 +52,10 @@ bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d);
 /* The pipeline to run for `spec` (malloc'd): with --train, differentiate
  * first unless the list places it. */
 char *args_pipeline(const CommonArgs *ca, const char *spec, bool from_lir);
+/* Reads the --input values not read yet, so that every command compiles the
+ * model specialised to them (an input that decides a shape or an If's
+ * branch), not only those that run it. */
+bool args_ensure_inputs(CommonArgs *ca, DiagList *d);
 /* Session options from the arguments (known inputs in `known`). */
 SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known);
 /* What needs native code (`what`: "compile", "opt: --emit=asm"): the

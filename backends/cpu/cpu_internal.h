@@ -11,6 +11,9 @@
 
 /* The instrumented module's {probe, ctx} pair (codegen.c, jit.c). */
 #define CPU_PROBE_GLOBAL "glowc_probe"
+/* no_threads bundles: CPU_SCRATCH_FN "k" returns the bytes of the kernels'
+ * scratch slot k (codegen.c), a constant once optimised (aot.c). */
+#define CPU_SCRATCH_FN "glowc_scratch"
 
 struct CpuModule {
     BackendOptions opt;

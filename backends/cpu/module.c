@@ -199,6 +199,8 @@ static bool keep_external(const CpuModule *m, const char *name) {
     case OUTPUT_BUNDLE:
         if (!strcmp(name, m->entry))
             return true;
+        if (m->opt.no_threads) /* the scratch sizes, until aot.c has read them */
+            return !strncmp(name, CPU_SCRATCH_FN, strlen(CPU_SCRATCH_FN));
         snprintf(buf, sizeof buf, "%s_runtime_new", m->entry);
         if (!strcmp(name, buf))
             return true;
