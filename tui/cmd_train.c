@@ -443,6 +443,12 @@ static int train(CommonArgs *ca, const TrainOpts *to, DiagList *d) {
     ok = ok && find_layout(t.train, t.xname, &t.lt, d) &&
          (!t.eval || find_layout(t.eval, t.xname, &t.le, d));
     const Type *in_t = ok ? session_input_type(t.train, t.lt.x) : NULL;
+    if (ok && in_t->dims[0] != to->batch) {
+        diag_error(d, NULL, "--batch %lld: the model's input '%s' has a fixed batch of %lld "
+                   "(export it with a symbolic batch axis, or train with --batch %lld)",
+                   to->batch, t.xname, (long long)in_t->dims[0], (long long)in_t->dims[0]);
+        ok = false;
+    }
     const Type *out_t = ok ? &t.train->work->main->outputs[1]->type : NULL;
     ok = ok && check_data(&dt, ca->input_files[0], to->labels, in_t, out_t, &spec, d);
     ok = ok && (!t.eval || check_data(&dv, "--validate", to->validate, in_t, out_t, &spec, d));
