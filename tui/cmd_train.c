@@ -36,8 +36,8 @@ typedef struct Data {
 typedef struct Layout {
     int x, labels;         /* input indices */
     int nstate;            /* weights and velocities carried between steps */
-    int state_in[512];     /* their input indices ... */
-    int state_out[512];    /* ... and the outputs that update them */
+    int state_in[4096];     /* their input indices ... */
+    int state_out[4096];    /* ... and the outputs that update them */
 } Layout;
 
 static double now(void) {
@@ -170,7 +170,7 @@ static bool find_layout(const Session *s, const char *xname, Layout *l, DiagList
         char *p = strndup(name, len - sl);
         int in = input_index(s, p);
         free(p);
-        if (in < 0 || l->nstate == 512) {
+        if (in < 0 || l->nstate == 4096) {
             diag_error(d, NULL, "train: the training function's output '%s' updates no input",
                        name);
             return false;
@@ -372,7 +372,7 @@ static bool write_model(Trainer *t) {
     return ok;
 }
 
-static Session *open_function(Trainer *t, const Data *dt, const TrainSpec *spec, Tensor *sample) {
+static Session *open_function(Trainer *t, const TrainSpec *spec, Tensor *sample) {
     KnownInput known = {t->xname, -1, sample};
     SessionOptions so = args_session_options(t->ca, NULL);
     so.known = &known;
@@ -437,8 +437,8 @@ static int train(CommonArgs *ca, const TrainOpts *to, DiagList *d) {
     fwd.forward_only = true;
     if (!ca->lr_given)
         spec.lr = 0.01;
-    t.train = ok ? open_function(&t, &dt, &spec, sample) : NULL;
-    t.eval = t.train && to->validate ? open_function(&t, &dv, &fwd, sample) : NULL;
+    t.train = ok ? open_function(&t, &spec, sample) : NULL;
+    t.eval = t.train && to->validate ? open_function(&t, &fwd, sample) : NULL;
     ok = t.train && (!to->validate || t.eval);
     ok = ok && find_layout(t.train, t.xname, &t.lt, d) &&
          (!t.eval || find_layout(t.eval, t.xname, &t.le, d));
