@@ -15,6 +15,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <glob.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,7 +93,7 @@ static LLVMValueRef weights_global(CpuModule *m, DiagList *d) {
 
 static bool link_exe_runtime(CpuModule *m, DiagList *d) {
     LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
-        (const char *)exe_runtime_bc, exe_runtime_bc_len, "exe_runtime.bc", false);
+        (const char *)m->target->exe_runtime, *m->target->exe_runtime_len, "exe_runtime.bc", false);
     LLVMModuleRef rt;
     bool bad = LLVMParseBitcodeInContext2(m->ctx, buf, &rt);
     LLVMDisposeMemoryBuffer(buf);
@@ -204,9 +205,55 @@ static bool needs_fallback(const CpuModule *m) {
     return LLVMGetNamedFunction(m->mod, "libjit_generic") != NULL;
 }
 
-static bool write_fallback(const char *out, char *path, size_t len, DiagList *d) {
+static bool write_fallback(const CpuModule *m, const char *out, char *path, size_t len,
+                           DiagList *d) {
     snprintf(path, len, "%s.fallback%d.o", out, (int)getpid());
-    return write_as(path, out, fallback_rt_o, fallback_rt_o_len, d);
+    return write_as(path, out, m->target->fallback, *m->target->fallback_len, d);
+}
+
+/* ---- linking for another target --------------------------------------------------- */
+
+/* clang-19's command line up to its inputs: for the host, as it is; for
+ * another target, its triple and LLVM's linker (the host's GNU ld reads only
+ * host objects), and executables are static, so that they need nothing of
+ * the machine they run on (nor qemu a sysroot). `flag` holds --target=. */
+static int link_command(const CpuModule *m, bool executable, char **argv, char *flag,
+                        size_t len) {
+    int n = 0;
+    argv[n++] = "clang-19";
+    if (m->host)
+        return n;
+    snprintf(flag, len, "--target=%s", m->target->triple);
+    argv[n++] = flag;
+    argv[n++] = "-fuse-ld=lld";
+    if (executable)
+        argv[n++] = "-static";
+    return n;
+}
+
+/* What linking for another target needs, each file (a glob) with the Debian
+ * package that brings it: so that a missing cross sysroot is named rather
+ * than left to a linker's "cannot find crt1.o". */
+static bool have_cross_tools(const CpuModule *m, bool executable, const char *out, DiagList *d) {
+    const char *need[][2] = {
+        {"/usr/lib/llvm-19/bin/ld.lld", "lld-19"},
+        {executable ? m->target->crt : NULL, m->target->crt_package},
+        {executable ? m->target->libgcc : NULL, m->target->libgcc_package},
+    };
+    for (size_t i = 0; i < sizeof need / sizeof *need && !m->host; i++) {
+        glob_t g;
+        bool found = !need[i][0] || glob(need[i][0], 0, NULL, &g) == 0;
+        if (need[i][0] && found)
+            globfree(&g);
+        if (!found) {
+            diag_error(d, NULL,
+                       "writing '%s': linking for %s needs %s, which is missing: install the "
+                       "Debian package %s",
+                       out, m->triple, need[i][0], need[i][1]);
+            return false;
+        }
+    }
+    return true;
 }
 
 bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
@@ -215,12 +262,15 @@ bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
     char objpath[4200], tmp[4200], fb[4200] = "";
     snprintf(objpath, sizeof objpath, "%s.o.tmp%d", path, (int)getpid());
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    bool ok = cpu_emit(m, false, &obj, d) && write_as(objpath, path, obj.data, obj.len, d) &&
-              (!needs_fallback(m) || write_fallback(path, fb, sizeof fb, d));
+    bool ok = have_cross_tools(m, true, path, d) && cpu_emit(m, false, &obj, d) &&
+              write_as(objpath, path, obj.data, obj.len, d) &&
+              (!needs_fallback(m) || write_fallback(m, path, fb, sizeof fb, d));
     if (ok) {
-        char *argv[8] = {"clang-19", objpath, "-o", tmp, "-lm", "-lpthread"};
-        if (fb[0])
-            argv[6] = fb;
+        char *argv[16] = {NULL}, flag[200];
+        int n = link_command(m, true, argv, flag, sizeof flag);
+        const char *rest[] = {objpath, "-o", tmp, "-lm", "-lpthread", fb[0] ? fb : NULL};
+        for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
+            argv[n++] = (char *)rest[i];
         ok = run_tool(argv, path, d);
     }
     sb_free(&obj);
@@ -244,7 +294,7 @@ static bool bundle_object(CpuModule *m, const char *path, char **out, size_t *le
     StrBuf obj;
     sb_init(&obj);
     *out = NULL;
-    bool ok = cpu_emit(m, false, &obj, d);
+    bool ok = have_cross_tools(m, false, path, d) && cpu_emit(m, false, &obj, d);
     if (ok && !needs_fallback(m)) {
         *len = obj.len;
         *out = sb_take(&obj);
@@ -255,9 +305,13 @@ static bool bundle_object(CpuModule *m, const char *path, char **out, size_t *le
     snprintf(joined, sizeof joined, "%s.joined%d", path, (int)getpid());
     ok = ok && write_as(tmp, path, obj.data, obj.len, d);
     if (ok) {
-        char *ld[] = {"clang-19", "-r", tmp, fb, "-o", joined, NULL};
+        char *ld[16] = {NULL}, flag[200];
+        int n = link_command(m, false, ld, flag, sizeof flag);
+        const char *rest[] = {"-r", tmp, fb, "-o", joined};
+        for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
+            ld[n++] = (char *)rest[i];
         char *loc[] = {"llvm-objcopy-19", "--localize-symbol=libjit_generic", joined, NULL};
-        ok = write_fallback(path, fb, sizeof fb, d) && run_tool(ld, path, d) &&
+        ok = write_fallback(m, path, fb, sizeof fb, d) && run_tool(ld, path, d) &&
              run_tool(loc, path, d) && (*out = file_read_all(joined, len, d)) != NULL;
     }
     sb_free(&obj);
