@@ -72,21 +72,16 @@ static LLVMValueRef io_table(CpuModule *m, LLVMTypeRef io_ty, LirBufKind kind, i
     return gv;
 }
 
-static LLVMValueRef weights_global(CpuModule *m, DiagList *d) {
+/* The module only declares the weights: they become an object of their own
+ * when the executable is written (weights_object), so that LLVM's optimiser,
+ * the IR text the session keeps per step and the code generator never carry
+ * a large model's hundred megabytes (printing them took half a minute). */
+static LLVMValueRef weights_global(CpuModule *m) {
     size_t bytes = (size_t)(m->p->const_bytes > 0 ? m->p->const_bytes : 1);
-    unsigned char *blob = calloc(bytes, 1);
-    if (!blob)
-        diag_error(d, NULL, "out of memory for %zu bytes of weights", bytes);
-    if (!blob || !cpu_weights_blob(m->p, blob, d)) {
-        free(blob);
-        return NULL;
-    }
-    LLVMValueRef init = LLVMConstStringInContext2(m->ctx, (const char *)blob, bytes, true);
-    free(blob);
-    LLVMValueRef gv = LLVMAddGlobal(m->mod, LLVMTypeOf(init), "glowc_weights");
-    LLVMSetInitializer(gv, init);
+    LLVMTypeRef ty = LLVMArrayType2(LLVMInt8TypeInContext(m->ctx), bytes);
+    LLVMValueRef gv = LLVMAddGlobal(m->mod, ty, "glowc_weights");
     LLVMSetGlobalConstant(gv, true);
-    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetVisibility(gv, LLVMHiddenVisibility);
     LLVMSetAlignment(gv, 64);
     return gv;
 }
@@ -113,9 +108,9 @@ static bool add_model_info(CpuModule *m, DiagList *d) {
         diag_error(d, NULL, "the executable's runtime lacks its model description (a build problem)");
         return false;
     }
-    LLVMValueRef weights = weights_global(m, d);
-    if (!weights)
+    if (!cpu_weights_present(m->p, d)) /* found now, where the session names the file */
         return false;
+    LLVMValueRef weights = weights_global(m);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(m->ctx), i64 = LLVMInt64TypeInContext(m->ctx);
     int nin, nout;
     LLVMValueRef ins = io_table(m, io_ty, LB_IN, &nin), outs = io_table(m, io_ty, LB_OUT, &nout);
@@ -256,25 +251,69 @@ static bool have_cross_tools(const CpuModule *m, bool executable, const char *ou
     return true;
 }
 
+/* glowc_weights (weights_global) defined, as an object file for m's target. */
+static bool weights_object(const CpuModule *m, StrBuf *out, DiagList *d) {
+    size_t bytes = (size_t)(m->p->const_bytes > 0 ? m->p->const_bytes : 1);
+    unsigned char *blob = calloc(bytes, 1);
+    if (!blob)
+        diag_error(d, NULL, "out of memory for %zu bytes of weights", bytes);
+    if (!blob || !cpu_weights_blob(m->p, blob, d)) {
+        free(blob);
+        return false;
+    }
+    LLVMContextRef c = LLVMContextCreate();
+    LLVMModuleRef w = LLVMModuleCreateWithNameInContext("glowc_weights", c);
+    LLVMSetTarget(w, m->triple);
+    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m->tm);
+    LLVMSetModuleDataLayout(w, dl);
+    LLVMDisposeTargetData(dl);
+    LLVMValueRef init = LLVMConstStringInContext2(c, (const char *)blob, bytes, true);
+    free(blob);
+    LLVMValueRef gv = LLVMAddGlobal(w, LLVMTypeOf(init), "glowc_weights");
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, true);
+    LLVMSetVisibility(gv, LLVMHiddenVisibility);
+    LLVMSetAlignment(gv, 64);
+    LLVMMemoryBufferRef buf;
+    char *err = NULL;
+    bool ok = !LLVMTargetMachineEmitToMemoryBuffer(m->tm, w, LLVMObjectFile, &err, &buf);
+    if (ok) {
+        sb_append_n(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+        LLVMDisposeMemoryBuffer(buf);
+        ok = !out->oom;
+    } else {
+        diag_error(d, NULL, "LLVM could not write the weights: %s", err ? err : "?");
+        LLVMDisposeMessage(err);
+    }
+    LLVMDisposeModule(w);
+    LLVMContextDispose(c);
+    return ok;
+}
+
 bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
-    StrBuf obj;
+    StrBuf obj, wobj;
     sb_init(&obj);
-    char objpath[4200], tmp[4200], fb[4200] = "";
+    sb_init(&wobj);
+    char objpath[4200], wpath[4200], tmp[4200], fb[4200] = "";
     snprintf(objpath, sizeof objpath, "%s.o.tmp%d", path, (int)getpid());
+    snprintf(wpath, sizeof wpath, "%s.weights.tmp%d", path, (int)getpid());
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
     bool ok = have_cross_tools(m, true, path, d) && cpu_emit(m, false, &obj, d) &&
-              write_as(objpath, path, obj.data, obj.len, d) &&
+              write_as(objpath, path, obj.data, obj.len, d) && weights_object(m, &wobj, d) &&
+              write_as(wpath, path, wobj.data, wobj.len, d) &&
               (!needs_fallback(m) || write_fallback(m, path, fb, sizeof fb, d));
     if (ok) {
         char *argv[16] = {NULL}, flag[200];
         int n = link_command(m, true, argv, flag, sizeof flag);
-        const char *rest[] = {objpath, "-o", tmp, "-lm", "-lpthread", fb[0] ? fb : NULL};
+        const char *rest[] = {objpath, wpath, "-o", tmp, "-lm", "-lpthread", fb[0] ? fb : NULL};
         for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
             argv[n++] = (char *)rest[i];
         ok = run_tool(argv, path, d);
     }
     sb_free(&obj);
+    sb_free(&wobj);
     remove(objpath);
+    remove(wpath);
     if (fb[0])
         remove(fb);
     if (ok && rename(tmp, path)) {

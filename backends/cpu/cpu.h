@@ -84,6 +84,8 @@ bool cpu_write_bundle(CpuModule *m, const char *dir, const char *model_path, Dia
 /* The whole program's constant weights laid out as the plan says; false,
  * naming it, when a weight has no data (a text input that elided it). */
 bool cpu_weights_blob(const LirProgram *p, unsigned char *blob, DiagList *d);
+/* The same check alone: every weight has its data. */
+bool cpu_weights_present(const LirProgram *p, DiagList *d);
 
 /* The fallback kernel generated code calls (see fallback.c). */
 int libjit_generic(const int64_t *d, void *const *ops);

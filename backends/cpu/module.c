@@ -453,16 +453,24 @@ bool cpu_emit(CpuModule *m, bool assembly, StrBuf *out, DiagList *d) {
     return !out->oom;
 }
 
-bool cpu_weights_blob(const LirProgram *p, unsigned char *blob, DiagList *d) {
+bool cpu_weights_present(const LirProgram *p, DiagList *d) {
     for (int b = 0; b < p->nbufs; b++) {
         const LirBuf *w = p->bufs[b];
-        if (w->kind != LB_CONST || w->dead)
-            continue;
-        if (!w->payload || !w->payload->data) {
+        if (w->kind == LB_CONST && !w->dead && (!w->payload || !w->payload->data)) {
             diag_error(d, NULL, "weight '%s' has no data (elided in the text form)", w->name);
             return false;
         }
-        memcpy(blob + w->address, w->payload->data, type_bytes(&w->type));
+    }
+    return true;
+}
+
+bool cpu_weights_blob(const LirProgram *p, unsigned char *blob, DiagList *d) {
+    if (!cpu_weights_present(p, d))
+        return false;
+    for (int b = 0; b < p->nbufs; b++) {
+        const LirBuf *w = p->bufs[b];
+        if (w->kind == LB_CONST && !w->dead)
+            memcpy(blob + w->address, w->payload->data, type_bytes(&w->type));
     }
     return true;
 }
