@@ -77,12 +77,25 @@ bool cpu_target_is_host(const CpuTarget *t) {
     return same;
 }
 
+/* t's triple as glowc shows it (malloc'd): LLVM's spelling of the host's own,
+ * the normal form of any other. */
+static char *shown_triple(const CpuTarget *t) {
+    if (cpu_target_is_host(t)) {
+        char *host = LLVMGetDefaultTargetTriple(), *copy = strdup(host);
+        LLVMDisposeMessage(host);
+        return copy;
+    }
+    char *n = LLVMNormalizeTargetTriple(t->triple), *copy = strdup(n);
+    LLVMDisposeMessage(n);
+    return copy;
+}
+
 /* The supported triples, for messages: "x86_64-pc-linux-gnu (host), ...". */
 static void list_triples(StrBuf *sb) {
     for (int i = 0; i < COUNT(targets); i++) {
-        char *n = LLVMNormalizeTargetTriple(targets[i].triple);
+        char *n = shown_triple(&targets[i]);
         sb_printf(sb, "%s%s%s", i ? ", " : "", n, cpu_target_is_host(&targets[i]) ? " (host)" : "");
-        LLVMDisposeMessage(n);
+        free(n);
     }
 }
 
@@ -135,7 +148,7 @@ static bool check_cpu(const CpuTarget *t, const char *cpu, bool host, DiagList *
     StrBuf sb;
     sb_init(&sb);
     name_list(&sb, t->cpus, t->ncpus);
-    char *n = LLVMNormalizeTargetTriple(t->triple);
+    char *n = shown_triple(t);
     if (is_native_cpu(cpu))
         diag_error(d, NULL,
                    "--target-cpu=%s is this machine's CPU, and %s is not this machine; its CPUs: %s",
@@ -143,7 +156,7 @@ static bool check_cpu(const CpuTarget *t, const char *cpu, bool host, DiagList *
     else
         diag_error(d, NULL, "unknown --target-cpu '%s' for %s; its CPUs: %s%s", cpu, n,
                    host ? "native " : "", sb_str(&sb));
-    LLVMDisposeMessage(n);
+    free(n);
     sb_free(&sb);
     return false;
 }
@@ -157,12 +170,12 @@ static bool check_features(const CpuTarget *t, const char *features, DiagList *d
             StrBuf sb;
             sb_init(&sb);
             name_list(&sb, t->features, t->nfeatures);
-            char *n = LLVMNormalizeTargetTriple(t->triple);
+            char *n = shown_triple(t);
             diag_error(d, NULL,
                        "--target-features: '%.*s' is not +FEATURE or -FEATURE with a feature of %s; "
                        "its features: %s",
                        (int)len, p, n, sb_str(&sb));
-            LLVMDisposeMessage(n);
+            free(n);
             sb_free(&sb);
             return false;
         }
