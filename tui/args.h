@@ -22,7 +22,7 @@ typedef struct CommonArgs {
     bool no_verify; /* --no-verify: no verifier between passes */
     const char *backend;
     const char *target, *target_cpu, *target_features; /* --target, ... (cpu backend) */
-    bool runs_native; /* the command runs native code in this process: the target must be the host */
+    bool runs_native; /* the command runs native code here: the target must be the host */
     int threads;
     bool fallback;
     uint64_t max_memory; /* --max-memory; 0: the machine's physical memory */

@@ -151,7 +151,8 @@ static bool check_cpu(const CpuTarget *t, const char *cpu, bool host, DiagList *
     char *n = shown_triple(t);
     if (is_native_cpu(cpu))
         diag_error(d, NULL,
-                   "--target-cpu=%s is this machine's CPU, and %s is not this machine; its CPUs: %s",
+                   "--target-cpu=%s is this machine's CPU, and %s is not this machine; "
+                   "its CPUs: %s",
                    cpu, n, sb_str(&sb));
     else
         diag_error(d, NULL, "unknown --target-cpu '%s' for %s; its CPUs: %s%s", cpu, n,
@@ -172,7 +173,8 @@ static bool check_features(const CpuTarget *t, const char *features, DiagList *d
             name_list(&sb, t->features, t->nfeatures);
             char *n = shown_triple(t);
             diag_error(d, NULL,
-                       "--target-features: '%.*s' is not +FEATURE or -FEATURE with a feature of %s; "
+                       "--target-features: '%.*s' is not +FEATURE or -FEATURE with a feature "
+                       "of %s; "
                        "its features: %s",
                        (int)len, p, n, sb_str(&sb));
             free(n);
@@ -252,7 +254,8 @@ CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d) {
     m->tsc = LLVMOrcCreateNewThreadSafeContext();
     m->ctx = LLVMOrcThreadSafeContextGetContext(m->tsc);
     /* The host keeps LLVM's own spelling of its triple; others are normalised. */
-    m->triple = m->host ? LLVMGetDefaultTargetTriple() : LLVMNormalizeTargetTriple(m->target->triple);
+    m->triple = m->host ? LLVMGetDefaultTargetTriple()
+                        : LLVMNormalizeTargetTriple(m->target->triple);
     pick_cpu(m, o);
     m->tm = cpu_new_target_machine(m);
     if (!m->tm) {
@@ -539,7 +542,11 @@ static void emit_perturbation(CpuModule *m, LLVMBuilderRef b, LLVMValueRef fn,
 bool cpu_break_module(CpuModule *m) {
     const LirBuf *out = first_output(m->p);
     LLVMValueRef inner = LLVMGetNamedFunction(m->mod, m->entry);
-    if (!out || !inner || type_numel(&out->type) == 0)
+    /* In an optimised executable the entry point is internal: O3 may have
+     * inlined it into main() or dropped its unused parameters (reading a
+     * fifth of four overran the stack). */
+    if (!out || !inner || LLVMIsDeclaration(inner) || LLVMCountParams(inner) != 4 ||
+        type_numel(&out->type) == 0)
         return false;
     char name[160];
     snprintf(name, sizeof name, "%s.unbroken", m->entry);
@@ -547,6 +554,8 @@ bool cpu_break_module(CpuModule *m) {
     LLVMSetLinkage(inner, LLVMInternalLinkage);
     LLVMTypeRef fty = LLVMGlobalGetValueType(inner);
     LLVMValueRef fn = LLVMAddFunction(m->mod, m->entry, fty);
+    /* Callers in the module (an executable's main()) call the broken one. */
+    LLVMReplaceAllUsesWith(inner, fn);
     set_target_attributes(m, fn);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(m->ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));

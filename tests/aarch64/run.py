@@ -9,10 +9,12 @@ saved input -- the aarch64 one under qemu-aarch64, never by glowc -- and
 every output must be within REL_TOL of the host's, relative to the host
 output's largest magnitude. Then the README's bundle example
 (tests/bundle/example.c) is cross-built against an aarch64 bundle of the
-digits model and must name the same digit as `glowc run` on every sample.
+digits model and must name the same digit as `glowc run` on every sample,
+and an operator without a libjit kernel must run on the interpreter's
+kernels cross-compiled into the executable (--fallback=interp).
 One line per model, the figures at the end; exit 1 on any failure.
 
-Usage: python3 tests/aarch64/run.py GLOWC [--models NAME...] [--jobs N]
+Usage: python3 tests/aarch64/run.py GLOWC [--models NAME...] [--jobs N] [--break-pass PASS]
 """
 import argparse
 import concurrent.futures
@@ -62,13 +64,16 @@ def outputs(directory):
 
 def rel_error(got, want):
     import numpy as np
-    err = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) if got.size else 0.0
+    if not got.size:
+        return 0.0
+    err = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
     scale = float(np.max(np.abs(want))) if want.size else 0.0
     return err / scale if scale else err
 
 
-def check_model(glowc, name, onnx, inputs, work):
-    """A result dict: name, rel (worst output), sizes, seconds, error."""
+def check_model(glowc, name, onnx, inputs, work, broken=None):
+    """A result dict: name, rel (worst output), sizes, seconds, error.
+    broken: a pass that miscompiles the aarch64 build (the test's own test)."""
     t0 = time.perf_counter()
     res = {"name": name}
     try:
@@ -76,6 +81,8 @@ def check_model(glowc, name, onnx, inputs, work):
         for target in ("host", "aarch64"):
             exe[target] = os.path.join(work, "%s.%s" % (name, target))
             cross = ["--target=" + TRIPLE] if target == "aarch64" else []
+            if target == "aarch64" and broken:
+                cross.append("--break-pass=" + broken)
             run([glowc, "compile", onnx, "-o", exe[target]] + cross)
             res["size_" + target] = os.path.getsize(exe[target])
         args = ["--threads", "1"]
@@ -137,6 +144,25 @@ def check_bundle(glowc, work):
         return str(e)
 
 
+def check_fallback(glowc, work):
+    """An operator without a libjit kernel (Hardmax) run by the interpreter's
+    kernels cross-compiled into the aarch64 executable (--fallback=interp):
+    the same bytes as glowc run. None, or what failed."""
+    model = "/usr/share/libonnx-testdata/data/node/test_hardmax_axis_1/model.onnx"
+    out = os.path.join(work, "fallback")
+    try:
+        exe = os.path.join(out, "hardmax")
+        os.makedirs(os.path.join(out, "ref"))
+        run([glowc, "compile", "--fallback=interp", "--target=" + TRIPLE, model, "-o", exe])
+        run([QEMU, exe, "--output-dir", out])
+        run([glowc, "run", model, "--output-dir", os.path.join(out, "ref")])
+        with open(os.path.join(out, "y.npy"), "rb") as a, \
+                open(os.path.join(out, "ref", "y.npy"), "rb") as b:
+            return None if a.read() == b.read() else "Hardmax: aarch64 and glowc run differ"
+    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+        return str(e)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("glowc", help="path to the glowc binary")
@@ -146,6 +172,8 @@ def main():
     ap.add_argument("--model-dir", default=os.path.join(ROOT, "build", "models"),
                     help="where exported models are cached (default: build/models)")
     ap.add_argument("--jobs", type=int, default=2, help="models checked at once (default 2)")
+    ap.add_argument("--break-pass", metavar="PASS",
+                    help="make PASS miscompile the aarch64 builds: every model must then fail")
     args = ap.parse_args()
     glowc = os.path.abspath(args.glowc)
     if not os.access(glowc, os.X_OK):
@@ -169,7 +197,7 @@ def main():
           "max|aarch64 - host| <= %.0e * max|host|" % (QEMU, REL_TOL))
     with tempfile.TemporaryDirectory(prefix="glowc-aarch64-") as work:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futures = [pool.submit(check_model, glowc, n, onnx, inputs, work)
+            futures = [pool.submit(check_model, glowc, n, onnx, inputs, work, args.break_pass)
                        for n, onnx, inputs in jobs]
             results = []
             for fut in concurrent.futures.as_completed(futures):
@@ -184,14 +212,19 @@ def main():
                     print("FAIL %-20s %s" % (r["name"], r["error"]))
                 sys.stdout.flush()
         bundle_error = check_bundle(glowc, work)
+        fallback_error = check_fallback(glowc, work)
     print(("FAIL bundle: %s" % bundle_error) if bundle_error else
           "ok   bundle: the README example, cross-built, agrees with glowc run on every sample")
-    failed = [r["name"] for r in results if "error" in r] + (["bundle"] if bundle_error else [])
+    print(("FAIL fallback: %s" % fallback_error) if fallback_error else
+          "ok   fallback: Hardmax on the interpreter's kernels, cross-compiled, as glowc run")
+    failed = [r["name"] for r in results if "error" in r] + (["bundle"] if bundle_error else []) \
+        + (["fallback"] if fallback_error else [])
     print("%d models and the bundle in %.0f s" % (len(results), time.perf_counter() - t0))
     if failed:
         print("%d failed: %s" % (len(failed), " ".join(failed)))
         return 1
-    print("all %d models within %.0e of the host, and the bundle agrees" % (len(results), REL_TOL))
+    print("all %d models within %.0e of the host; the bundle and the fallback agree"
+          % (len(results), REL_TOL))
     return 0
 
 
