@@ -98,6 +98,10 @@ typedef struct Backend {
 
     /* `glowc targets`: the targets and CPUs this build supports. */
     void (*list_targets)(StrBuf *out);
+    /* Before a model is loaded: o's target, CPU and features are ones this
+     * build supports, and with `here` the target is this machine (native
+     * code runs only there); false after an error listing the valid ones. */
+    bool (*check_target)(const BackendOptions *o, bool here, DiagList *d);
 } Backend;
 
 /* The reference interpreter, on the graph and on the low-level program. */

@@ -61,7 +61,9 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
     case OPT_NO_VERIFY: ca->no_verify = true; break;
     case OPT_VERIFY_EACH: ca->no_verify = false; break; /* the default; old scripts say it */
     case OPT_BACKEND: ca->backend = v; break;
+    case OPT_TARGET: ca->target = v; break;
     case OPT_TARGET_CPU: ca->target_cpu = v; break;
+    case OPT_TARGET_FEATURES: ca->target_features = v; break;
     case OPT_THREADS: {
         long long t;
         if (!cli_parse_int(v, 1, 64, &t)) {
@@ -149,7 +151,7 @@ bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn ow
         diag_error(d, NULL, "%s: no model given (see 'glowc %s --help')", cmd, cmd);
         return false;
     }
-    return true;
+    return args_check_target(ca, false, d);
 }
 
 void args_free(CommonArgs *ca) {
@@ -207,7 +209,8 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
         .break_pass = ca->break_pass,
         .no_verify = ca->no_verify,
         .backend = ca->backend ? backend_find(ca->backend) : NULL,
-        .codegen = {.target_cpu = ca->target_cpu, .fallback = ca->fallback},
+        .codegen = {.target = ca->target, .target_cpu = ca->target_cpu,
+                    .target_features = ca->target_features, .fallback = ca->fallback},
         .threads = ca->threads, /* 0: every online CPU (libjit_runtime_new) */
         .max_memory = ca->max_memory ? ca->max_memory : cli_physical_memory(),
         .train = ca->training ? &ca->train : NULL,
@@ -280,13 +283,25 @@ static Session *finish_open(Session *s, CommonArgs *ca, const char *dflt, DiagLi
     return s;
 }
 
+bool args_check_target(const CommonArgs *ca, bool here, DiagList *d) {
+    const Backend *named = ca->backend ? backend_find(ca->backend) : NULL;
+    const Backend *be = named && named->compiles ? named : backend_compiling();
+    if (!be || (!ca->target && !ca->target_cpu && !ca->target_features))
+        return true;
+    BackendOptions o = {.target = ca->target, .target_cpu = ca->target_cpu,
+                        .target_features = ca->target_features};
+    return be->check_target(&o, here && named && named->compiles, d);
+}
+
 /* The options that name things, checked before a model is loaded. */
 static bool check_names(const CommonArgs *ca, DiagList *d) {
     if (ca->backend && !backend_find(ca->backend)) {
         diag_error(d, NULL, "unknown backend '%s' (known: %s)", ca->backend, backend_names());
         return false;
     }
-    return !ca->break_pass || pass_lookup(ca->break_pass, "--break-pass", d);
+    if (ca->break_pass && !pass_lookup(ca->break_pass, "--break-pass", d))
+        return false;
+    return args_check_target(ca, ca->runs_native, d);
 }
 
 Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, DiagList *d) {

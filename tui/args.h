@@ -21,7 +21,8 @@ typedef struct CommonArgs {
     const char *break_pass;
     bool no_verify; /* --no-verify: no verifier between passes */
     const char *backend;
-    const char *target_cpu;
+    const char *target, *target_cpu, *target_features; /* --target, ... (cpu backend) */
+    bool runs_native; /* the command runs native code here: the target must be the host */
     int threads;
     bool fallback;
     uint64_t max_memory; /* --max-memory; 0: the machine's physical memory */
@@ -43,6 +44,11 @@ typedef int (*ArgFn)(OptionId id, const char *value, void *ctx, DiagList *d);
 bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn own, void *ctx,
                 DiagList *d);
 
+/* --target, --target-cpu and --target-features are ones the backend that
+ * generates code supports (the named one if it compiles, else the default
+ * compiling one); with `here`, and a compiling backend named, the target must
+ * also be this machine. False after a diagnostic listing the valid ones. */
+bool args_check_target(const CommonArgs *ca, bool here, DiagList *d);
 /* Takes common option `id` with its value; false if it is not a common one.
  * Sets *bad (with a diagnostic) when the value is malformed. */
 bool args_common(CommonArgs *ca, OptionId id, const char *value, bool *bad, DiagList *d);

@@ -139,7 +139,7 @@ static int iters_option(OptionId id, const char *v, void *ctx, DiagList *d) {
 int cmd_bench(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
-    CommonArgs ca = {0};
+    CommonArgs ca = {.runs_native = true};
     BenchOpts bo = {.iters = 10};
     int status = 1;
     if (args_parse(&ca, argc, argv, "bench", iters_option, &bo, &d))

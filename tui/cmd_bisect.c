@@ -37,7 +37,7 @@ static int tolerance_option(OptionId id, const char *v, void *ctx, DiagList *d) 
 int cmd_bisect(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
-    CommonArgs ca = {0};
+    CommonArgs ca = {.runs_native = true};
     Tolerance tol = {.rtol = 1e-3};
     int status = 1;
     if (args_parse(&ca, argc, argv, "bisect", tolerance_option, &tol, &d))

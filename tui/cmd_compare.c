@@ -25,7 +25,8 @@ static int compare(CommonArgs *ca, const Tolerance *tol, DiagList *d) {
             snprintf(specs[i], n, "%s", ca->input_files[i]);
     }
     int status = -1;
-    if (explore_load(&e, ca->model, &out, d)) {
+    /* Its backend is known now (the explorer's default): native code runs here. */
+    if (args_check_target(ca, true, d) && explore_load(&e, ca->model, &out, d)) {
         /* The graph interpreter runs the last graph; the others the last step. */
         int k = explore_nsteps(&e) - 1;
         const Backend *b = e.s->opt.backend;

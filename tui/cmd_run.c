@@ -146,7 +146,7 @@ static int run_option(OptionId id, const char *v, void *ctx, DiagList *d) {
 int cmd_run(int argc, char **argv) {
     DiagList d;
     diag_init(&d, NULL);
-    CommonArgs ca = {0};
+    CommonArgs ca = {.runs_native = true};
     RunOpts ro = {0};
     int status = 1;
     if (args_parse(&ca, argc, argv, "run", run_option, &ro, &d))

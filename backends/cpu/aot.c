@@ -15,6 +15,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <glob.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,28 +73,23 @@ static LLVMValueRef io_table(CpuModule *m, LLVMTypeRef io_ty, LirBufKind kind, i
     return gv;
 }
 
-static LLVMValueRef weights_global(CpuModule *m, DiagList *d) {
+/* The module only declares the weights: they become an object of their own
+ * when the executable is written (weights_object), so that LLVM's optimiser,
+ * the IR text the session keeps per step and the code generator never carry
+ * a large model's hundred megabytes (printing them took half a minute). */
+static LLVMValueRef weights_global(CpuModule *m) {
     size_t bytes = (size_t)(m->p->const_bytes > 0 ? m->p->const_bytes : 1);
-    unsigned char *blob = calloc(bytes, 1);
-    if (!blob)
-        diag_error(d, NULL, "out of memory for %zu bytes of weights", bytes);
-    if (!blob || !cpu_weights_blob(m->p, blob, d)) {
-        free(blob);
-        return NULL;
-    }
-    LLVMValueRef init = LLVMConstStringInContext2(m->ctx, (const char *)blob, bytes, true);
-    free(blob);
-    LLVMValueRef gv = LLVMAddGlobal(m->mod, LLVMTypeOf(init), "glowc_weights");
-    LLVMSetInitializer(gv, init);
+    LLVMTypeRef ty = LLVMArrayType2(LLVMInt8TypeInContext(m->ctx), bytes);
+    LLVMValueRef gv = LLVMAddGlobal(m->mod, ty, "glowc_weights");
     LLVMSetGlobalConstant(gv, true);
-    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetVisibility(gv, LLVMHiddenVisibility);
     LLVMSetAlignment(gv, 64);
     return gv;
 }
 
 static bool link_exe_runtime(CpuModule *m, DiagList *d) {
     LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
-        (const char *)exe_runtime_bc, exe_runtime_bc_len, "exe_runtime.bc", false);
+        (const char *)m->target->exe_runtime, *m->target->exe_runtime_len, "exe_runtime.bc", false);
     LLVMModuleRef rt;
     bool bad = LLVMParseBitcodeInContext2(m->ctx, buf, &rt);
     LLVMDisposeMemoryBuffer(buf);
@@ -113,9 +109,9 @@ static bool add_model_info(CpuModule *m, DiagList *d) {
         diag_error(d, NULL, "the executable's runtime lacks its model description (a build problem)");
         return false;
     }
-    LLVMValueRef weights = weights_global(m, d);
-    if (!weights)
+    if (!cpu_weights_present(m->p, d)) /* found now, where the session names the file */
         return false;
+    LLVMValueRef weights = weights_global(m);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(m->ctx), i64 = LLVMInt64TypeInContext(m->ctx);
     int nin, nout;
     LLVMValueRef ins = io_table(m, io_ty, LB_IN, &nin), outs = io_table(m, io_ty, LB_OUT, &nout);
@@ -208,27 +204,120 @@ static bool needs_fallback(const CpuModule *m) {
     return LLVMGetNamedFunction(m->mod, "libjit_generic") != NULL;
 }
 
-static bool write_fallback(const char *out, char *path, size_t len, DiagList *d) {
+static bool write_fallback(const CpuModule *m, const char *out, char *path, size_t len,
+                           DiagList *d) {
     snprintf(path, len, "%s.fallback%d.o", out, (int)getpid());
-    return write_as(path, out, fallback_rt_o, fallback_rt_o_len, d);
+    return write_as(path, out, m->target->fallback, *m->target->fallback_len, d);
+}
+
+/* ---- linking for another target --------------------------------------------------- */
+
+/* clang-19's command line up to its inputs: for the host, as it is; for
+ * another target, its triple and LLVM's linker (the host's GNU ld reads only
+ * host objects), and executables are static, so that they need nothing of
+ * the machine they run on (nor qemu a sysroot). `flag` holds --target=. */
+static int link_command(const CpuModule *m, bool executable, char **argv, char *flag,
+                        size_t len) {
+    int n = 0;
+    argv[n++] = "clang-19";
+    if (m->host)
+        return n;
+    snprintf(flag, len, "--target=%s", m->target->triple);
+    argv[n++] = flag;
+    argv[n++] = "-fuse-ld=lld";
+    if (executable)
+        argv[n++] = "-static";
+    return n;
+}
+
+/* What linking for another target needs, each file (a glob) with the Debian
+ * package that brings it: so that a missing cross sysroot is named rather
+ * than left to a linker's "cannot find crt1.o". */
+static bool have_cross_tools(const CpuModule *m, bool executable, const char *out, DiagList *d) {
+    const char *need[][2] = {
+        {"/usr/lib/llvm-19/bin/ld.lld", "lld-19"},
+        {executable ? m->target->crt : NULL, m->target->crt_package},
+        {executable ? m->target->libgcc : NULL, m->target->libgcc_package},
+    };
+    for (size_t i = 0; i < sizeof need / sizeof *need && !m->host; i++) {
+        glob_t g;
+        bool found = !need[i][0] || glob(need[i][0], 0, NULL, &g) == 0;
+        if (need[i][0] && found)
+            globfree(&g);
+        if (!found) {
+            diag_error(d, NULL,
+                       "writing '%s': linking for %s needs %s, which is missing: install the "
+                       "Debian package %s",
+                       out, m->triple, need[i][0], need[i][1]);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* glowc_weights (weights_global) defined, as an object file for m's target. */
+static bool weights_object(const CpuModule *m, StrBuf *out, DiagList *d) {
+    size_t bytes = (size_t)(m->p->const_bytes > 0 ? m->p->const_bytes : 1);
+    unsigned char *blob = calloc(bytes, 1);
+    if (!blob)
+        diag_error(d, NULL, "out of memory for %zu bytes of weights", bytes);
+    if (!blob || !cpu_weights_blob(m->p, blob, d)) {
+        free(blob);
+        return false;
+    }
+    LLVMContextRef c = LLVMContextCreate();
+    LLVMModuleRef w = LLVMModuleCreateWithNameInContext("glowc_weights", c);
+    LLVMSetTarget(w, m->triple);
+    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m->tm);
+    LLVMSetModuleDataLayout(w, dl);
+    LLVMDisposeTargetData(dl);
+    LLVMValueRef init = LLVMConstStringInContext2(c, (const char *)blob, bytes, true);
+    free(blob);
+    LLVMValueRef gv = LLVMAddGlobal(w, LLVMTypeOf(init), "glowc_weights");
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, true);
+    LLVMSetVisibility(gv, LLVMHiddenVisibility);
+    LLVMSetAlignment(gv, 64);
+    LLVMMemoryBufferRef buf;
+    char *err = NULL;
+    bool ok = !LLVMTargetMachineEmitToMemoryBuffer(m->tm, w, LLVMObjectFile, &err, &buf);
+    if (ok) {
+        sb_append_n(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+        LLVMDisposeMemoryBuffer(buf);
+        ok = !out->oom;
+    } else {
+        diag_error(d, NULL, "LLVM could not write the weights: %s", err ? err : "?");
+        LLVMDisposeMessage(err);
+    }
+    LLVMDisposeModule(w);
+    LLVMContextDispose(c);
+    return ok;
 }
 
 bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
-    StrBuf obj;
+    StrBuf obj, wobj;
     sb_init(&obj);
-    char objpath[4200], tmp[4200], fb[4200] = "";
+    sb_init(&wobj);
+    char objpath[4200], wpath[4200], tmp[4200], fb[4200] = "";
     snprintf(objpath, sizeof objpath, "%s.o.tmp%d", path, (int)getpid());
+    snprintf(wpath, sizeof wpath, "%s.weights.tmp%d", path, (int)getpid());
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    bool ok = cpu_emit(m, false, &obj, d) && write_as(objpath, path, obj.data, obj.len, d) &&
-              (!needs_fallback(m) || write_fallback(path, fb, sizeof fb, d));
+    bool ok = have_cross_tools(m, true, path, d) && cpu_emit(m, false, &obj, d) &&
+              write_as(objpath, path, obj.data, obj.len, d) && weights_object(m, &wobj, d) &&
+              write_as(wpath, path, wobj.data, wobj.len, d) &&
+              (!needs_fallback(m) || write_fallback(m, path, fb, sizeof fb, d));
     if (ok) {
-        char *argv[8] = {"clang-19", objpath, "-o", tmp, "-lm", "-lpthread"};
-        if (fb[0])
-            argv[6] = fb;
+        char *argv[16] = {NULL}, flag[200];
+        int n = link_command(m, true, argv, flag, sizeof flag);
+        const char *rest[] = {objpath, wpath, "-o", tmp, "-lm", "-lpthread", fb[0] ? fb : NULL};
+        for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
+            argv[n++] = (char *)rest[i];
         ok = run_tool(argv, path, d);
     }
     sb_free(&obj);
+    sb_free(&wobj);
     remove(objpath);
+    remove(wpath);
     if (fb[0])
         remove(fb);
     if (ok && rename(tmp, path)) {
@@ -248,7 +337,7 @@ static bool bundle_object(CpuModule *m, const char *path, char **out, size_t *le
     StrBuf obj;
     sb_init(&obj);
     *out = NULL;
-    bool ok = cpu_emit(m, false, &obj, d);
+    bool ok = have_cross_tools(m, false, path, d) && cpu_emit(m, false, &obj, d);
     if (ok && !needs_fallback(m)) {
         *len = obj.len;
         *out = sb_take(&obj);
@@ -259,9 +348,13 @@ static bool bundle_object(CpuModule *m, const char *path, char **out, size_t *le
     snprintf(joined, sizeof joined, "%s.joined%d", path, (int)getpid());
     ok = ok && write_as(tmp, path, obj.data, obj.len, d);
     if (ok) {
-        char *ld[] = {"clang-19", "-r", tmp, fb, "-o", joined, NULL};
+        char *ld[16] = {NULL}, flag[200];
+        int n = link_command(m, false, ld, flag, sizeof flag);
+        const char *rest[] = {"-r", tmp, fb, "-o", joined};
+        for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
+            ld[n++] = (char *)rest[i];
         char *loc[] = {"llvm-objcopy-19", "--localize-symbol=libjit_generic", joined, NULL};
-        ok = write_fallback(path, fb, sizeof fb, d) && run_tool(ld, path, d) &&
+        ok = write_fallback(m, path, fb, sizeof fb, d) && run_tool(ld, path, d) &&
              run_tool(loc, path, d) && (*out = file_read_all(joined, len, d)) != NULL;
     }
     sb_free(&obj);

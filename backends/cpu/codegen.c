@@ -415,7 +415,7 @@ static void emit_instr(CG *g, LirInstr *i, int index) {
 
 static bool load_bitcode(CG *g) {
     LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
-        (const char *)libjit_bc, libjit_bc_len, "libjit.bc", false);
+        (const char *)g->m->target->libjit, *g->m->target->libjit_len, "libjit.bc", false);
     if (LLVMParseBitcodeInContext2(g->ctx, buf, &g->mod)) {
         diag_error(g->d, NULL, "cannot read the embedded libjit bitcode");
         LLVMDisposeMemoryBuffer(buf);

@@ -36,6 +36,11 @@ const char *cpu_instr_worker(const CpuModule *m, int index);
 const char *cpu_target_cpu(const CpuModule *m);
 /* `glowc targets`: the triples and CPUs code generation supports. */
 void cpu_list_targets(StrBuf *out);
+/* o's --target, --target-cpu and --target-features are ones this build
+ * supports (false after an error listing the valid ones); with `here`, the
+ * target is also this machine, whose process is the only one glowc runs
+ * native code in. */
+bool cpu_check_target(const BackendOptions *o, bool here, DiagList *d);
 void cpu_module_free(CpuModule *m);
 
 /* JIT: compiles the optimised module (which it takes over) and runs it. */
@@ -79,17 +84,11 @@ bool cpu_write_bundle(CpuModule *m, const char *dir, const char *model_path, Dia
 /* The whole program's constant weights laid out as the plan says; false,
  * naming it, when a weight has no data (a text input that elided it). */
 bool cpu_weights_blob(const LirProgram *p, unsigned char *blob, DiagList *d);
+/* The same check alone: every weight has its data. */
+bool cpu_weights_present(const LirProgram *p, DiagList *d);
 
 /* The fallback kernel generated code calls (see fallback.c). */
 int libjit_generic(const int64_t *d, void *const *ops);
 
-/* The embedded bitcode (generated at build time): the kernels, and the
- * main() of executables with the core code it uses. */
-extern const unsigned char libjit_bc[];
-extern const unsigned int libjit_bc_len;
-extern const unsigned char exe_runtime_bc[];
-extern const unsigned int exe_runtime_bc_len;
-extern const unsigned char fallback_rt_o[];
-extern const unsigned int fallback_rt_o_len;
 
 #endif

@@ -139,4 +139,5 @@ const Backend cpu_backend = {
     .fma_peak = fma_peak,
     .exec_free = exec_free,
     .list_targets = cpu_list_targets,
+    .check_target = cpu_check_target,
 };

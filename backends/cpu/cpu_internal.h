@@ -15,8 +15,34 @@
  * scratch slot k (codegen.c), a constant once optimised (aot.c). */
 #define CPU_SCRATCH_FN "glowc_scratch"
 
+/* A row of targets.def with what the build made for it (module.c). */
+typedef struct CpuTarget {
+    const char *arch, *triple, *default_cpu;
+    const char *crt, *crt_package, *libgcc, *libgcc_package; /* a static link's files (globs) */
+    const char *const *cpus;
+    int ncpus;
+    const char *const *features;
+    int nfeatures;
+    const unsigned char *libjit; /* the kernels' bitcode */
+    const unsigned int *libjit_len;
+    const unsigned char *exe_runtime; /* executables' main() as bitcode */
+    const unsigned int *exe_runtime_len;
+    const unsigned char *fallback; /* the interpreter's kernels, an object file */
+    const unsigned int *fallback_len;
+    void (*init)(void); /* LLVM's target, MC layer and printers */
+} CpuTarget;
+
+/* The target a --target triple names (NULL: the host's), or NULL after an
+ * error listing the supported ones. */
+const CpuTarget *cpu_target_find(const char *triple, DiagList *d);
+bool cpu_target_is_host(const CpuTarget *t);
+/* The error for running t's code in this process: always false. */
+bool cpu_refuse_foreign(const CpuTarget *t, DiagList *d);
+
 struct CpuModule {
     BackendOptions opt;
+    const CpuTarget *target;
+    bool host; /* the target is this machine: the JIT may run its code */
     LirProgram *p;
     LLVMOrcThreadSafeContextRef tsc; /* owns ctx */
     LLVMContextRef ctx;

@@ -77,6 +77,10 @@ static uint8_t *zeroed(Arena *a, int64_t bytes) {
 }
 
 CpuExec *cpu_jit(CpuModule *m, int threads, DiagList *d) {
+    if (!m->host) {
+        cpu_refuse_foreign(m->target, d);
+        return NULL;
+    }
     CpuExec *e = calloc(1, sizeof *e);
     e->p = m->p;
     e->mem = arena_new();

@@ -9,11 +9,206 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
-static void init_llvm(void) {
-    /* Idempotent in LLVM; the native target is all glowc generates for. */
-    LLVMInitializeNativeTarget();
-    LLVMInitializeNativeAsmPrinter();
-    LLVMInitializeNativeAsmParser();
+#include "target_names.h"
+
+/* ---- targets (targets.def) ----------------------------------------------------- */
+
+/* What the build made for each target: its kernels, its executables' main()
+ * and its fallback object (embedded arrays, build/gen), and the CPU and
+ * feature names LLVM knows for it (target_names.h, from llc). */
+#define TARGET(arch, triple, llvm, cpu, crt, crt_pkg, libgcc, libgcc_pkg)                        \
+    extern const unsigned char libjit_bc_##arch[], exe_runtime_bc_##arch[],                     \
+        fallback_rt_o_##arch[];                                                                 \
+    extern const unsigned int libjit_bc_##arch##_len, exe_runtime_bc_##arch##_len,              \
+        fallback_rt_o_##arch##_len;                                                             \
+    static const char *const cpus_##arch[] = {TARGET_CPUS_##arch};                              \
+    static const char *const features_##arch[] = {TARGET_FEATURES_##arch};                      \
+    static void init_##arch(void) {                                                             \
+        LLVMInitialize##llvm##TargetInfo();                                                     \
+        LLVMInitialize##llvm##Target();                                                         \
+        LLVMInitialize##llvm##TargetMC();                                                       \
+        LLVMInitialize##llvm##AsmPrinter();                                                     \
+        LLVMInitialize##llvm##AsmParser();                                                      \
+    }
+#include "backends/cpu/targets.def"
+
+#define COUNT(a) ((int)(sizeof a / sizeof *a))
+static const CpuTarget targets[] = {
+#define TARGET(arch, triple, llvm, cpu, crt, crt_pkg, libgcc, libgcc_pkg)                        \
+    {#arch, triple, cpu, crt, crt_pkg, libgcc, libgcc_pkg,                                       \
+     cpus_##arch, COUNT(cpus_##arch), features_##arch, COUNT(features_##arch),                   \
+     libjit_bc_##arch, &libjit_bc_##arch##_len, exe_runtime_bc_##arch,                           \
+     &exe_runtime_bc_##arch##_len, fallback_rt_o_##arch, &fallback_rt_o_##arch##_len,           \
+     init_##arch},
+#include "backends/cpu/targets.def"
+};
+
+/* A triple's component k (0 arch, 1 vendor, 2 OS, 3 environment) in buf. */
+static const char *component(const char *triple, int k, char *buf, size_t len) {
+    const char *p = triple;
+    for (int i = 0; i < k && p; i++) {
+        p = strchr(p, '-');
+        p = p ? p + 1 : NULL;
+    }
+    size_t n = p ? strcspn(p, "-") : 0;
+    snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), p ? p : "");
+    return buf;
+}
+
+static bool same_component(const char *a, const char *b, int k) {
+    char x[64], y[64];
+    return !strcmp(component(a, k, x, sizeof x), component(b, k, y, sizeof y));
+}
+
+/* Triples name the same target when LLVM's normal forms agree but for the
+ * vendor (x86_64-pc-linux-gnu is x86_64-linux-gnu). */
+static bool same_target(const char *a, const char *b) {
+    char *na = LLVMNormalizeTargetTriple(a), *nb = LLVMNormalizeTargetTriple(b);
+    bool same = same_component(na, nb, 0) && same_component(na, nb, 2) && same_component(na, nb, 3);
+    LLVMDisposeMessage(na);
+    LLVMDisposeMessage(nb);
+    return same;
+}
+
+bool cpu_target_is_host(const CpuTarget *t) {
+    char *host = LLVMGetDefaultTargetTriple();
+    bool same = same_target(t->triple, host);
+    LLVMDisposeMessage(host);
+    return same;
+}
+
+/* t's triple as glowc shows it (malloc'd): LLVM's spelling of the host's own,
+ * the normal form of any other. */
+static char *shown_triple(const CpuTarget *t) {
+    if (cpu_target_is_host(t)) {
+        char *host = LLVMGetDefaultTargetTriple(), *copy = strdup(host);
+        LLVMDisposeMessage(host);
+        return copy;
+    }
+    char *n = LLVMNormalizeTargetTriple(t->triple), *copy = strdup(n);
+    LLVMDisposeMessage(n);
+    return copy;
+}
+
+/* The supported triples, for messages: "x86_64-pc-linux-gnu (host), ...". */
+static void list_triples(StrBuf *sb) {
+    for (int i = 0; i < COUNT(targets); i++) {
+        char *n = shown_triple(&targets[i]);
+        sb_printf(sb, "%s%s%s", i ? ", " : "", n, cpu_target_is_host(&targets[i]) ? " (host)" : "");
+        free(n);
+    }
+}
+
+const CpuTarget *cpu_target_find(const char *triple, DiagList *d) {
+    char *host = LLVMGetDefaultTargetTriple();
+    const char *want = triple ? triple : host;
+    const CpuTarget *found = NULL;
+    for (int i = 0; i < COUNT(targets) && !found; i++)
+        if (same_target(targets[i].triple, want))
+            found = &targets[i];
+    if (!found) {
+        StrBuf sb;
+        sb_init(&sb);
+        list_triples(&sb);
+        if (triple)
+            diag_error(d, NULL, "unknown --target '%s'; this glowc generates code for: %s", triple,
+                       sb_str(&sb));
+        else
+            diag_error(d, NULL, "this machine (%s) is no target of this glowc (--target: %s)", host,
+                       sb_str(&sb));
+        sb_free(&sb);
+    }
+    LLVMDisposeMessage(host);
+    return found;
+}
+
+static bool in_list(const char *name, size_t len, const char *const *v, int n) {
+    for (int i = 0; i < n; i++)
+        if (strlen(v[i]) == len && !strncmp(name, v[i], len))
+            return true;
+    return false;
+}
+
+static void name_list(StrBuf *sb, const char *const *v, int n) {
+    for (int i = 0; i < n; i++)
+        sb_printf(sb, "%s%s", i ? " " : "", v[i]);
+}
+
+static bool is_native_cpu(const char *cpu) {
+    return !cpu || !strcmp(cpu, "native") || !strcmp(cpu, "host");
+}
+
+/* --target-cpu for t: NULL (the host's CPU, or t's baseline elsewhere),
+ * native/host (on the host only), or a name LLVM knows for t. */
+static bool check_cpu(const CpuTarget *t, const char *cpu, bool host, DiagList *d) {
+    if (cpu && (is_native_cpu(cpu) ? host : in_list(cpu, strlen(cpu), t->cpus, t->ncpus)))
+        return true;
+    if (!cpu)
+        return true;
+    StrBuf sb;
+    sb_init(&sb);
+    name_list(&sb, t->cpus, t->ncpus);
+    char *n = shown_triple(t);
+    if (is_native_cpu(cpu))
+        diag_error(d, NULL,
+                   "--target-cpu=%s is this machine's CPU, and %s is not this machine; "
+                   "its CPUs: %s",
+                   cpu, n, sb_str(&sb));
+    else
+        diag_error(d, NULL, "unknown --target-cpu '%s' for %s; its CPUs: %s%s", cpu, n,
+                   host ? "native " : "", sb_str(&sb));
+    free(n);
+    sb_free(&sb);
+    return false;
+}
+
+/* --target-features: "+a,-b", each a feature LLVM knows for t. */
+static bool check_features(const CpuTarget *t, const char *features, DiagList *d) {
+    for (const char *p = features; p && *p;) {
+        size_t len = strcspn(p, ",");
+        if (len < 2 || (p[0] != '+' && p[0] != '-') || !in_list(p + 1, len - 1, t->features,
+                                                                   t->nfeatures)) {
+            StrBuf sb;
+            sb_init(&sb);
+            name_list(&sb, t->features, t->nfeatures);
+            char *n = shown_triple(t);
+            diag_error(d, NULL,
+                       "--target-features: '%.*s' is not +FEATURE or -FEATURE with a feature "
+                       "of %s; "
+                       "its features: %s",
+                       (int)len, p, n, sb_str(&sb));
+            free(n);
+            sb_free(&sb);
+            return false;
+        }
+        p += len + (p[len] == ',');
+    }
+    return true;
+}
+
+bool cpu_check_target(const BackendOptions *o, bool here, DiagList *d) {
+    const CpuTarget *t = cpu_target_find(o->target, d);
+    if (!t)
+        return false;
+    bool host = cpu_target_is_host(t);
+    if (!check_cpu(t, o->target_cpu, host, d) || !check_features(t, o->target_features, d))
+        return false;
+    if (here && !host)
+        return cpu_refuse_foreign(t, d);
+    return true;
+}
+
+/* glowc compiles for other machines but never runs their code itself. */
+bool cpu_refuse_foreign(const CpuTarget *t, DiagList *d) {
+    char *n = LLVMNormalizeTargetTriple(t->triple);
+    char *host = LLVMGetDefaultTargetTriple();
+    diag_error(d, NULL,
+               "code for %s cannot run in glowc on this %s machine: write an executable "
+               "(glowc compile --target=%s -o EXE) and run it there, or under qemu-%s",
+               n, host, t->triple, t->arch);
+    LLVMDisposeMessage(host);
+    LLVMDisposeMessage(n);
+    return false;
 }
 
 LLVMTargetMachineRef cpu_new_target_machine(const CpuModule *m) {
@@ -27,50 +222,41 @@ LLVMTargetMachineRef cpu_new_target_machine(const CpuModule *m) {
                                    LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelDefault);
 }
 
-/* The CPU names of the host's target (generated from llc -mcpu=help). */
-static const char *const target_cpus[] = {
-#include "target_cpus.h"
-};
-
-static bool known_cpu(const char *name) {
-    for (size_t i = 0; i < sizeof target_cpus / sizeof *target_cpus; i++)
-        if (!strcmp(name, target_cpus[i]))
-            return true;
-    return false;
-}
-
-CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d) {
-    init_llvm();
-    CpuModule *m = calloc(1, sizeof *m);
-    m->opt = *o;
-    m->p = p;
-    snprintf(m->entry, sizeof m->entry, "%s", o->entry ? o->entry : "glowc_main");
-    m->tsc = LLVMOrcCreateNewThreadSafeContext();
-    m->ctx = LLVMOrcThreadSafeContextGetContext(m->tsc);
-    m->triple = LLVMGetDefaultTargetTriple();
-    bool host = !o->target_cpu || !strcmp(o->target_cpu, "native") || !strcmp(o->target_cpu, "host");
-    if (host) {
+/* The CPU and features code is generated for: the host's own unless a CPU
+ * is named; a foreign target's baseline CPU unless one is. */
+static void pick_cpu(CpuModule *m, const BackendOptions *o) {
+    const char *extra = o->target_features ? o->target_features : "";
+    if (m->host && is_native_cpu(o->target_cpu)) {
         char *name = LLVMGetHostCPUName();
         m->cpu = strdup(name);
         LLVMDisposeMessage(name);
         char *f = LLVMGetHostCPUFeatures();
-        m->features = strdup(f);
+        size_t len = strlen(f) + strlen(extra) + 2;
+        m->features = malloc(len);
+        snprintf(m->features, len, "%s%s%s", f, *f && *extra ? "," : "", extra);
         LLVMDisposeMessage(f);
-    } else {
-        if (!known_cpu(o->target_cpu)) {
-            StrBuf sb;
-            sb_init(&sb);
-            for (size_t i = 0; i < sizeof target_cpus / sizeof *target_cpus; i++)
-                sb_printf(&sb, "%s%s", i ? " " : "", target_cpus[i]);
-            diag_error(d, NULL, "unknown --target-cpu '%s'; LLVM knows: native %s",
-                       o->target_cpu, sb_str(&sb));
-            sb_free(&sb);
-            cpu_module_free(m);
-            return NULL;
-        }
-        m->cpu = strdup(o->target_cpu);
-        m->features = strdup("");
+        return;
     }
+    m->cpu = strdup(o->target_cpu ? o->target_cpu : m->target->default_cpu);
+    m->features = strdup(extra);
+}
+
+CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d) {
+    if (!cpu_check_target(o, false, d))
+        return NULL;
+    CpuModule *m = calloc(1, sizeof *m);
+    m->opt = *o;
+    m->p = p;
+    m->target = cpu_target_find(o->target, d);
+    m->host = cpu_target_is_host(m->target);
+    m->target->init();
+    snprintf(m->entry, sizeof m->entry, "%s", o->entry ? o->entry : "glowc_main");
+    m->tsc = LLVMOrcCreateNewThreadSafeContext();
+    m->ctx = LLVMOrcThreadSafeContextGetContext(m->tsc);
+    /* The host keeps LLVM's own spelling of its triple; others are normalised. */
+    m->triple = m->host ? LLVMGetDefaultTargetTriple()
+                        : LLVMNormalizeTargetTriple(m->target->triple);
+    pick_cpu(m, o);
     m->tm = cpu_new_target_machine(m);
     if (!m->tm) {
         diag_error(d, NULL, "no LLVM target for %s", m->triple);
@@ -89,7 +275,8 @@ void cpu_module_free(CpuModule *m) {
         LLVMDisposeTargetMachine(m->tm);
     if (m->tsc)
         LLVMOrcDisposeThreadSafeContext(m->tsc);
-    LLVMDisposeMessage(m->triple);
+    if (m->triple)
+        LLVMDisposeMessage(m->triple);
     free(m->cpu);
     free(m->features);
     for (int i = 0; i < m->nmissing; i++)
@@ -284,16 +471,24 @@ bool cpu_emit(CpuModule *m, bool assembly, StrBuf *out, DiagList *d) {
     return !out->oom;
 }
 
-bool cpu_weights_blob(const LirProgram *p, unsigned char *blob, DiagList *d) {
+bool cpu_weights_present(const LirProgram *p, DiagList *d) {
     for (int b = 0; b < p->nbufs; b++) {
         const LirBuf *w = p->bufs[b];
-        if (w->kind != LB_CONST || w->dead)
-            continue;
-        if (!w->payload || !w->payload->data) {
+        if (w->kind == LB_CONST && !w->dead && (!w->payload || !w->payload->data)) {
             diag_error(d, NULL, "weight '%s' has no data (elided in the text form)", w->name);
             return false;
         }
-        memcpy(blob + w->address, w->payload->data, type_bytes(&w->type));
+    }
+    return true;
+}
+
+bool cpu_weights_blob(const LirProgram *p, unsigned char *blob, DiagList *d) {
+    if (!cpu_weights_present(p, d))
+        return false;
+    for (int b = 0; b < p->nbufs; b++) {
+        const LirBuf *w = p->bufs[b];
+        if (w->kind == LB_CONST && !w->dead)
+            memcpy(blob + w->address, w->payload->data, type_bytes(&w->type));
     }
     return true;
 }
@@ -349,7 +544,11 @@ static void emit_perturbation(CpuModule *m, LLVMBuilderRef b, LLVMValueRef fn,
 bool cpu_break_module(CpuModule *m) {
     const LirBuf *out = first_output(m->p);
     LLVMValueRef inner = LLVMGetNamedFunction(m->mod, m->entry);
-    if (!out || !inner || type_numel(&out->type) == 0)
+    /* In an optimised executable the entry point is internal: O3 may have
+     * inlined it into main() or dropped its unused parameters (reading a
+     * fifth of four overran the stack). */
+    if (!out || !inner || LLVMIsDeclaration(inner) || LLVMCountParams(inner) != 4 ||
+        type_numel(&out->type) == 0)
         return false;
     char name[160];
     snprintf(name, sizeof name, "%s.unbroken", m->entry);
@@ -357,6 +556,8 @@ bool cpu_break_module(CpuModule *m) {
     LLVMSetLinkage(inner, LLVMInternalLinkage);
     LLVMTypeRef fty = LLVMGlobalGetValueType(inner);
     LLVMValueRef fn = LLVMAddFunction(m->mod, m->entry, fty);
+    /* Callers in the module (an executable's main()) call the broken one. */
+    LLVMReplaceAllUsesWith(inner, fn);
     set_target_attributes(m, fn);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(m->ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));
@@ -371,12 +572,25 @@ bool cpu_break_module(CpuModule *m) {
 }
 
 void cpu_list_targets(StrBuf *out) {
-    char *triple = LLVMGetDefaultTargetTriple();
-    char *host = LLVMGetHostCPUName();
-    sb_printf(out, "%s (host; --target-cpu=native is %s)\n  cpus:", triple, host);
-    for (size_t i = 0; i < sizeof target_cpus / sizeof *target_cpus; i++)
-        sb_printf(out, " %s", target_cpus[i]);
-    sb_printf(out, "\n");
-    LLVMDisposeMessage(host);
-    LLVMDisposeMessage(triple);
+    for (int i = 0; i < COUNT(targets); i++) {
+        const CpuTarget *t = &targets[i];
+        if (cpu_target_is_host(t)) {
+            char *triple = LLVMGetDefaultTargetTriple(), *cpu = LLVMGetHostCPUName();
+            sb_printf(out, "%s (host: --target=%s or none; --target-cpu default native, here %s)\n",
+                      triple, t->triple, cpu);
+            LLVMDisposeMessage(cpu);
+            LLVMDisposeMessage(triple);
+        } else {
+            char *n = LLVMNormalizeTargetTriple(t->triple);
+            sb_printf(out,
+                      "%s (--target=%s: executables and bundles, run there or under qemu-%s; "
+                      "--target-cpu default %s)\n",
+                      n, t->triple, t->arch, t->default_cpu);
+            LLVMDisposeMessage(n);
+        }
+        sb_printf(out, "  cpus:");
+        for (int k = 0; k < t->ncpus; k++)
+            sb_printf(out, " %s", t->cpus[k]);
+        sb_printf(out, "\n");
+    }
 }

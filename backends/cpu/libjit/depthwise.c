@@ -3,49 +3,53 @@
  * In NCHW, a depthwise convolution has nothing to share between planes and
  * little work per plane: on the 14x14 and 7x7 maps of MobileNet the fixed
  * cost of each plane (padding it, splitting it by stride) outweighed its
- * nine multiply-adds per output many times over. Here 16 channels at a time
- * are transposed to [position][16 channels] (4 shuffle rounds per 16x16
- * block, in registers), every output position is then one vector
+ * nine multiply-adds per output many times over. Here LJ_VL channels at a
+ * time are transposed to [position][LJ_VL channels] (log2 LJ_VL shuffle
+ * rounds per block, in registers), every output position is then one vector
  * accumulating its window's taps -- windows clipped at the borders, so no
  * padding is ever built -- and the result is transposed back. The
  * transposes cost about as much as copying the input and the output once;
  * every vector lane does useful work whatever the feature map's size.
  * Max and average pooling run the same way (lj_pool_lanes). A blocked
- * channel layout (NCHW16c) would make both transposes vanish. */
+ * channel layout (NCHW16c on x86-64) would make both transposes vanish. */
 #include <stdlib.h>
 
 #include "backends/cpu/libjit/window.h"
 
-/* 16x16 transpose in registers: in the round of bit B, rows i and i + B
- * (i & B == 0) swap their off-diagonal B-wide blocks; after B = 1, 2, 4, 8
- * row j holds what was column j. */
+/* LJ_VL x LJ_VL transpose in registers: in the round of bit B, rows i and
+ * i + B (i & B == 0) swap their off-diagonal B-wide blocks -- lane l of row
+ * i takes row i + B's lane l - B where l has bit B, and row i + B takes row
+ * i's lane l + B where l has not; after B = 1, 2, ..., LJ_VL/2, row j holds
+ * what was column j. */
 #define SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
-
-LJ_INLINE void transpose_16x16(v16f *r) {
-    for (int i = 0; i < LJ_VL; i += 2) {
-        v16f a = r[i], b = r[i + 1];
-        r[i] = SHUF(a, b, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
-        r[i + 1] = SHUF(a, b, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+#define LOW_LANE(l, B) ((l) & (B) ? (l) - (B) + LJ_VL : (l))
+#define HIGH_LANE(l, B) ((l) & (B) ? (l) + LJ_VL : (l) + (B))
+#define TRANSPOSE_PAIR(i, B)                                                                    \
+    {                                                                                           \
+        vf32 a = r[i], b = r[(i) + (B)];                                                        \
+        r[i] = SHUF(a, b, LJ_LANES(LOW_LANE, B));                                               \
+        r[(i) + (B)] = SHUF(a, b, LJ_LANES(HIGH_LANE, B));                                      \
     }
+
+LJ_INLINE void transpose_lanes(vf32 *r) {
+    for (int i = 0; i < LJ_VL; i += 2)
+        TRANSPOSE_PAIR(i, 1)
     for (int i = 0; i < LJ_VL; i++) {
         if (i & 2)
             continue;
-        v16f a = r[i], b = r[i + 2];
-        r[i] = SHUF(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
-        r[i + 2] = SHUF(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+        TRANSPOSE_PAIR(i, 2)
     }
+#if LJ_VL > 4
     for (int i = 0; i < LJ_VL; i++) {
         if (i & 4)
             continue;
-        v16f a = r[i], b = r[i + 4];
-        r[i] = SHUF(a, b, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
-        r[i + 4] = SHUF(a, b, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+        TRANSPOSE_PAIR(i, 4)
     }
-    for (int i = 0; i < 8; i++) {
-        v16f a = r[i], b = r[i + 8];
-        r[i] = SHUF(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-        r[i + 8] = SHUF(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-    }
+#endif
+#if LJ_VL > 8
+    for (int i = 0; i < 8; i++)
+        TRANSPOSE_PAIR(i, 8)
+#endif
 }
 
 /* t[p][l] = x[l][p] for l < cn channels (the other lanes 0), p < n;
@@ -53,12 +57,12 @@ LJ_INLINE void transpose_16x16(v16f *r) {
 static void to_lanes(float *t, const float *x, int64_t stride, int cn, int64_t n) {
     for (int64_t p0 = 0; p0 < n; p0 += LJ_VL) {
         int64_t len = n - p0 < LJ_VL ? n - p0 : LJ_VL;
-        v16f r[LJ_VL];
+        vf32 r[LJ_VL];
         for (int l = 0; l < LJ_VL; l++) {
             const float *src = x + l * stride + p0;
             r[l] = l >= cn ? lj_splat(0) : len == LJ_VL ? lj_load(src) : lj_load_part(src, len);
         }
-        transpose_16x16(r);
+        transpose_lanes(r);
         for (int64_t j = 0; j < len; j++)
             lj_store(t + (p0 + j) * LJ_VL, r[j]);
     }
@@ -68,10 +72,10 @@ static void to_lanes(float *t, const float *x, int64_t stride, int cn, int64_t n
 static void from_lanes(float *y, const float *t, int64_t stride, int cn, int64_t n) {
     for (int64_t q0 = 0; q0 < n; q0 += LJ_VL) {
         int64_t len = n - q0 < LJ_VL ? n - q0 : LJ_VL;
-        v16f r[LJ_VL];
+        vf32 r[LJ_VL];
         for (int j = 0; j < LJ_VL; j++)
             r[j] = j < len ? lj_load(t + (q0 + j) * LJ_VL) : lj_splat(0);
-        transpose_16x16(r);
+        transpose_lanes(r);
         for (int l = 0; l < cn; l++) {
             float *dst = y + l * stride + q0;
             if (len == LJ_VL)
@@ -98,12 +102,12 @@ typedef enum { WIN_CONV, WIN_MAX, WIN_AVG } WinOp;
 
 /* A max over a window clipped to nothing (wholly in the padding) stays
  * -inf, as the interpreter's (README, "Pooling"). */
-LJ_INLINE v16f win_init(WinOp op, v16f bias) {
+LJ_INLINE vf32 win_init(WinOp op, vf32 bias) {
     return op == WIN_CONV ? bias : lj_splat(op == WIN_MAX ? -__builtin_inff() : 0.0f);
 }
 
 /* Tap t of a window (pooling has no weights: wt is NULL there). */
-LJ_INLINE v16f win_tap(WinOp op, v16f acc, const float *wt, int64_t t, v16f x) {
+LJ_INLINE vf32 win_tap(WinOp op, vf32 acc, const float *wt, int64_t t, vf32 x) {
     if (op == WIN_CONV)
         return acc + lj_load(wt + t * LJ_VL) * x;
     return op == WIN_MAX ? lj_max(acc, x) : acc + x;
@@ -120,12 +124,12 @@ LJ_INLINE int64_t win_count(const LjWindow *g, bool include_pad, int64_t at, int
 }
 
 /* Output (oy, ox) of one block, its window clipped at the borders. */
-LJ_INLINE v16f one_window(WinOp op, bool include_pad, const LjWindow *g, const float *xt,
-                          const float *wt, v16f bias, int64_t oy, int64_t ox) {
+LJ_INLINE vf32 one_window(WinOp op, bool include_pad, const LjWindow *g, const float *xt,
+                          const float *wt, vf32 bias, int64_t oy, int64_t ox) {
     int64_t iy = oy * g->sh - g->ph, ix = ox * g->sw - g->pw, i0, i1, j0, j1;
     tap_range(iy, g->dh, g->kh, g->h, &i0, &i1);
     tap_range(ix, g->dw, g->kw, g->w, &j0, &j1);
-    v16f acc = win_init(op, bias);
+    vf32 acc = win_init(op, bias);
     for (int64_t i = i0; i < i1; i++) {
         const float *row = xt + ((iy + i * g->dh) * g->w + ix) * LJ_VL;
         for (int64_t j = j0; j < j1; j++)
@@ -139,12 +143,12 @@ LJ_INLINE v16f one_window(WinOp op, bool include_pad, const LjWindow *g, const f
     return acc;
 }
 
-/* One block of channels: xt [h*w][16] in, ot [oh*ow][16] out. Where the
+/* One block of channels: xt [h*w][LJ_VL] in, ot [oh*ow][LJ_VL] out. Where the
  * windows of OX neighbouring outputs are whole along x, they advance
  * together: OX independent accumulators, each tap's weights loaded once.
  * op is a constant in each caller, so its tests fold. */
 LJ_INLINE void block_windows(WinOp op, bool include_pad, const LjWindow *g, const float *xt,
-                             const float *wt, v16f bias, LjAct act, float *ot) {
+                             const float *wt, vf32 bias, LjAct act, float *ot) {
     /* Outputs whose window is inside the input along x: [x_lo, x_hi). */
     int64_t x_lo = (g->pw + g->sw - 1) / g->sw;
     int64_t x_hi = g->w - 1 - (g->kw - 1) * g->dw + g->pw;
@@ -162,7 +166,7 @@ LJ_INLINE void block_windows(WinOp op, bool include_pad, const LjWindow *g, cons
             lj_store(orow + ox * LJ_VL,
                      lj_act(one_window(op, include_pad, g, xt, wt, bias, oy, ox), act));
         for (; ox + OX <= x_hi; ox += OX) {
-            v16f acc[OX];
+            vf32 acc[OX];
             for (int u = 0; u < OX; u++)
                 acc[u] = win_init(op, bias);
             for (int64_t i = i0; i < i1; i++) {
@@ -174,7 +178,7 @@ LJ_INLINE void block_windows(WinOp op, bool include_pad, const LjWindow *g, cons
                 }
             }
             for (int u = 0; u < OX; u++) {
-                v16f v = op == WIN_AVG ? acc[u] / (n > 0 ? n : 1.0f) : acc[u];
+                vf32 v = op == WIN_AVG ? acc[u] / (n > 0 ? n : 1.0f) : acc[u];
                 lj_store(orow + (ox + u) * LJ_VL, lj_act(v, act));
             }
         }

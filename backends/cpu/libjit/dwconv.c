@@ -10,14 +10,14 @@
  * once per call and only the inside of the input is copied per plane, so the
  * padding costs nothing after the first plane.
  *
- * The outputs are computed in tiles of R rows by C vectors of 16 (R*C
+ * The outputs are computed in tiles of R rows by C vectors of LJ_VL (R*C
  * accumulators, enough to cover the multiply-add latency even on 7- and
  * 14-wide maps, where one row is one vector), every tap's weight
  * broadcast once for the tile. A vector that ends past its row is stored
  * whole -- the next row's store, which comes later, overwrites what spilled
  * -- except where it would leave the plane, the next plane being another
  * thread's. This replaced a channels-in-lanes kernel that transposed every
- * block of 16 channels in and out (3-4x slower on MobileNet's layers). */
+ * block of LJ_VL channels in and out (3-4x slower on MobileNet's layers). */
 #include <stdlib.h>
 
 #include "backends/cpu/libjit/window.h"
@@ -36,7 +36,7 @@ typedef struct DwPlan {
     LjWindow g;
     int64_t rows;   /* padded input rows the outputs read */
     int64_t pwidth; /* floats per phase row */
-    int64_t c;      /* vectors of 16 per output row */
+    int64_t c;      /* vectors per output row */
 } DwPlan;
 
 LJ_INLINE DwPlan dw_plan(const LjWindow *g) {
@@ -75,9 +75,7 @@ LJ_INLINE void dw_fill(const DwPlan *p, const float *x, float *buf) {
                 /* even or odd lanes of 32 inputs, while all 32 are in the row */
                 for (; m + LJ_VL <= m1 && 2 * m + ph - g->pw + 2 * LJ_VL <= g->w; m += LJ_VL) {
                     const float *s = src + 2 * m + ph - g->pw;
-                    v16f a = lj_load(s), b = lj_load(s + LJ_VL);
-                    lj_store(dst + m, __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16,
-                                                              18, 20, 22, 24, 26, 28, 30));
+                    lj_store(dst + m, lj_even(lj_load(s), lj_load(s + LJ_VL)));
                 }
             }
             for (; m < m1; m++)
@@ -91,13 +89,13 @@ LJ_INLINE void dw_fill(const DwPlan *p, const float *x, float *buf) {
 LJ_INLINE void dw_tile(int64_t R, int64_t C, const DwPlan *p, const float *buf, const float *wk,
                        float bias, LjAct act, float *y, int64_t oy, int64_t cv) {
     const LjWindow *g = &p->g;
-    v16f acc[RMAX][CMAX];
+    vf32 acc[RMAX][CMAX];
     DW_LOOP_R {
         DW_LOOP_C { acc[r][c] = lj_splat(bias); }
     }
     for (int64_t i = 0; i < g->kh; i++) {
         for (int64_t j = 0; j < g->kw; j++) {
-            v16f wv = lj_splat(wk[i * g->kw + j]);
+            vf32 wv = lj_splat(wk[i * g->kw + j]);
             int64_t ph = j * g->dw % g->sw, shift = j * g->dw / g->sw + cv * LJ_VL;
             DW_LOOP_R {
                 int64_t row = (oy + r) * g->sh + i * g->dh;
@@ -110,7 +108,7 @@ LJ_INLINE void dw_tile(int64_t R, int64_t C, const DwPlan *p, const float *buf, 
     DW_LOOP_R {
         DW_LOOP_C {
             int64_t at = (oy + r) * g->ow + (cv + c) * LJ_VL;
-            v16f v = lj_act(acc[r][c], act);
+            vf32 v = lj_act(acc[r][c], act);
             if (at + LJ_VL <= plane)
                 lj_store(y + at, v);
             else

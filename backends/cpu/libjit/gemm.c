@@ -1,7 +1,7 @@
 /* The f32 matrix product engine (gemm.h), blocked after Goto and van de
  * Geijn, "Anatomy of high-performance matrix multiplication" (2008).
  *
- * Register tile: MR rows of C by NV vectors of 16 columns. Per step of k
+ * Register tile: MR rows of C by NV vectors of LJ_VL columns (gemm.h). Per step of k
  * the microkernel loads NV vectors of packed B and broadcasts MR entries of
  * A straight from memory (the broadcast folds into the FMA as a memory
  * operand), so a tile costs MR*NV accumulators + NV B registers. With the 32
@@ -10,13 +10,16 @@
  * accumulators to cover the FMA latency (4 cycles x 2 ports needs 8) and
  * fewer loads than FMAs, so the two FMA ports stay the limit. MR = 8 also
  * divides the channel counts of the common CNNs, so row tails are rare; the
- * 48-column width keeps tails small on 56-, 28- and 14-wide feature maps.
- * (The tile is sized for AVX-512: with AVX2's 16 ymm registers, 24 v16f
+ * 48-column width (x86-64) keeps tails small on 56-, 28- and 14-wide feature maps.
+ * (The tile is sized for AVX-512: with AVX2's 16 ymm registers, 24 vf32
  * accumulators spill. The bitcode is compiled for no CPU, so choosing a
  * smaller tile there needs code generation to say which CPU it targets.)
+ * On AArch64 a vector is one of NEON's 32 q registers (vec.h): the same
+ * 8 x 3 tile is BLIS's 8x12 armv8a sgemm kernel: 24 accumulators
+ * and 3 B registers, each A entry a by-element fmla operand.
  *
  * Blocking, from the outside in (Goto's order):
- *   j0: NC columns: the B block (KC x NC, packed as 48-column panels) is
+ *   j0: NC columns: the B block (KC x NC, packed as NR-column panels) is
  *       reused by every row of C from L2;
  *   k0: KC deep -- C is reloaded between k blocks;
  *   i0: MR rows: the A micro-panel (MR x KC) stays in L1 across
@@ -29,7 +32,7 @@
  *
  * A B given by row offsets (a convolution's input, gemm.h) is blocked the
  * same way: its panel rows are runs of the phase planes, so packing a panel
- * is 48-float copies -- where im2col's index arithmetic and edge tests
+ * is NR-float copies -- where im2col's index arithmetic and edge tests
  * cost a third of a 3x3 convolution's time. Its C goes through the column
  * map (the extra columns of the phase planes' width dropped), on store and
  * on reload between k blocks. */
@@ -38,10 +41,10 @@
 #include <stdlib.h>
 
 enum {
-    MR = 8,          /* rows of the register tile */
-    NV = 3,          /* 16-lane vectors across it */
-    NR = NV * LJ_VL, /* its columns */
-    KC_MAX = 256,    /* B panel 256 x 48 floats = 48 KB: most of L1 */
+    MR = LJ_GEMM_MR,
+    NV = LJ_GEMM_NV,
+    NR = LJ_GEMM_NR,
+    KC_MAX = 256,    /* B panel 256 x 48 floats = 48 KB: most of L1 (aarch64: 12 KB) */
     KC_MIN = 64,
     NC = 240,        /* B block columns: 5 panels, KC x NC = 240 KB, in L2 */
     L2_BUDGET = 1 << 20,
@@ -53,11 +56,11 @@ enum { FIRST = 1, LAST = 2 };
 typedef struct Tile {
     const float *a; /* MR rows of A at the block's first k */
     int64_t lda;
-    const float *b; /* B panel: kc steps of nv*16 floats, bs floats apart */
+    const float *b; /* B panel: kc steps of nv*LJ_VL floats, bs floats apart */
     int64_t bs;
     float *c;
     int64_t ldc;
-    int64_t ncols; /* valid columns in the tile (<= nv*16) */
+    int64_t ncols; /* valid columns in the tile (<= nv*LJ_VL) */
     int64_t col0, wq, ow; /* with wq: the tile's column j is the product's col0 + j, mapped */
     unsigned flags;
     const float *bias_row, *bias_col; /* at the tile's first row / column */
@@ -68,11 +71,11 @@ typedef struct Tile {
 #define TILE_LOOP_R _Pragma("clang loop unroll(full)") for (int r = 0; r < mr; r++)
 #define TILE_LOOP_V _Pragma("clang loop unroll(full)") for (int v = 0; v < nv; v++)
 
-LJ_INLINE v16f load_c(const float *p, int64_t valid) {
+LJ_INLINE vf32 load_c(const float *p, int64_t valid) {
     return valid >= LJ_VL ? lj_load(p) : lj_load_part(p, valid);
 }
 
-LJ_INLINE void store_c(float *p, v16f x, int64_t valid) {
+LJ_INLINE void store_c(float *p, vf32 x, int64_t valid) {
     if (valid >= LJ_VL)
         lj_store(p, x);
     else
@@ -102,7 +105,7 @@ LJ_INLINE void move_mapped(const Tile *t, int r, float *row, bool store) {
  * switch), so the loops unroll and acc lives in registers. */
 LJ_INLINE void tile_body(const int mr, const int nv, const bool mapped, int64_t kc,
                          const Tile *t) {
-    v16f acc[MR][NV];
+    vf32 acc[MR][NV];
     const bool whole = t->ncols == nv * LJ_VL;
     float row[NR];
     TILE_LOOP_R {
@@ -129,7 +132,7 @@ LJ_INLINE void tile_body(const int mr, const int nv, const bool mapped, int64_t 
     _Pragma("clang loop unroll(disable)") /* 24 multiply-adds a step: enough; unrolled
                                              * 48 tile shapes cost seconds of compile */
     for (int64_t k = 0; k < kc; k++, b += bs) {
-        v16f bv[NV];
+        vf32 bv[NV];
         TILE_LOOP_V { bv[v] = lj_load(b + v * LJ_VL); }
         TILE_LOOP_R {
             float av = a[r * lda + k];
@@ -142,7 +145,7 @@ LJ_INLINE void tile_body(const int mr, const int nv, const bool mapped, int64_t 
     const bool late_act = (t->flags & LAST) && lj_act_is_costly(t->act);
     TILE_LOOP_R {
         TILE_LOOP_V {
-            v16f x = acc[r][v];
+            vf32 x = acc[r][v];
             if ((t->flags & LAST) && !late_act)
                 x = lj_act(x, t->act);
             float *p = t->c + r * t->ldc + v * LJ_VL;
@@ -198,7 +201,7 @@ LJ_VECTOR_FN void lj_act_span(float *p, int64_t n, LjAct a) {
 /* ---- packing B ----------------------------------------------------------- */
 
 /* Panel[k][0 .. w) = B[k0 + k][j0 .. j0 + cols), zero beyond cols (w is
- * nv*16 >= cols). */
+ * nv*LJ_VL >= cols). */
 static void pack_plain(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int64_t cols, int w,
                        float *panel) {
     for (int64_t k = 0; k < kc; k++) {

@@ -14,6 +14,11 @@
 
 #include "backends/cpu/libjit/vec.h"
 
+/* The register tile (gemm.c): MR rows of C by NV vectors, 24 accumulators
+ * and 3 B vectors of the target's 32 registers; NR columns. Callers that
+ * split a product block it in multiples of these. */
+enum { LJ_GEMM_MR = 8, LJ_GEMM_NV = 3, LJ_GEMM_NR = LJ_GEMM_NV * LJ_VL };
+
 typedef struct LjGemm {
     int64_t m, n, k;
     const float *a;
@@ -21,7 +26,7 @@ typedef struct LjGemm {
     const float *b; /* B[k][n] = b[k*ldb + n] */
     int64_t ldb;
     /* Or B[k][n] = b[koff[k] + n], read in place (readable for n rounded up
-     * to 48), and column n of the product is C's column (n / wq)*ow + n % wq,
+     * to LJ_GEMM_NR), and column n of the product is C's column (n / wq)*ow + n % wq,
      * dropped when n % wq >= ow. Bias per row. */
     const int64_t *koff;
     int64_t wq, ow;

@@ -19,7 +19,7 @@
  *
  * Threads split images, groups, and a grid of output-channel by column
  * blocks (grid_of): multiples of the register tile's 8 rows and of the
- * 48-column panels, so splitting costs no tails.
+ * NR-column panels (gemm.h), so splitting costs no tails.
  *
  * The phase planes and the offset table live on the heap (about the size of
  * the input): when malloc fails, the interpreter's kernel runs instead. */
@@ -31,10 +31,10 @@
 
 /* The product of one (image, group) is split into a grid of units: blocks
  * of at most ROWS_MAX output channels (multiples of the register tile's 8
- * rows) by blocks of columns (multiples of the 48-column panels), enough of
+ * rows) by blocks of columns (multiples of the NR-column panels), enough of
  * them (GRID_UNITS) that threads share even a 16-channel layer evenly,
  * none narrower than COLS_MIN so that a unit still amortises its panels. */
-enum { ROWS_MAX = 64, GRID_UNITS = 8, COLS_MIN = 96, PANEL = 48 };
+enum { ROWS_MAX = 64, GRID_UNITS = 8, COLS_MIN = 96, PANEL = LJ_GEMM_NR };
 
 typedef struct Conv {
     int64_t n, c, h, w, m, oh, ow, group, cg, mg;
@@ -131,7 +131,7 @@ LJ_INLINE int64_t round_up(int64_t x, int64_t to) {
 LJ_INLINE Grid grid_of(const Conv *s) {
     Grid g;
     g.nrb = (s->mg + ROWS_MAX - 1) / ROWS_MAX;
-    g.rows = round_up((s->mg + g.nrb - 1) / g.nrb, 8);
+    g.rows = round_up((s->mg + g.nrb - 1) / g.nrb, LJ_GEMM_MR);
     g.nrb = (s->mg + g.rows - 1) / g.rows;
     int64_t n = product_cols(s);
     int64_t want = (GRID_UNITS + g.nrb - 1) / g.nrb, most = n / COLS_MIN;

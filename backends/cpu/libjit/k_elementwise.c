@@ -40,7 +40,7 @@ typedef struct UnaryArgs {
 /* Lane by lane in double, rounded once: erf and gelu are rare, and this is
  * as accurate as libm (1 ulp), where an f32 argument x / sqrt 2 alone
  * would cost gelu 20 ulp in its tail (erfc magnifies it by 2z^2). */
-LJ_INLINE v16f lane_map(v16f x, double (*f)(double)) {
+LJ_INLINE vf32 lane_map(vf32 x, double (*f)(double)) {
     for (int i = 0; i < LJ_VL; i++)
         x[i] = (float)f(x[i]);
     return x;
@@ -51,7 +51,7 @@ LJ_INLINE double gelu1(double x) {
     return 0.5 * x * erfc(-x * 0.70710678118654752);
 }
 
-LJ_INLINE v16f unary_vec(NodeKind k, v16f x, const UnaryArgs *u) {
+LJ_INLINE vf32 unary_vec(NodeKind k, vf32 x, const UnaryArgs *u) {
     switch (k) {
     case NK_ABS: return __builtin_elementwise_abs(x);
     case NK_NEG: return -x;
@@ -168,7 +168,7 @@ LJ_INLINE Plan plan_of(const int64_t *d) {
     return p;
 }
 
-LJ_INLINE v16f binary_vec(NodeKind k, v16f a, v16f b) {
+LJ_INLINE vf32 binary_vec(NodeKind k, vf32 a, vf32 b) {
     switch (k) {
     case NK_ADD: return a + b;
     case NK_SUB: return a - b;
@@ -198,13 +198,13 @@ LJ_INLINE void binary_row(NodeKind k, float *y, const float *a, int64_t sa, cons
             lj_store_part(y + i, binary_vec(k, lj_load_part(a + i, n - i), lj_load_part(b + i, n - i)),
                           n - i);
     } else if (sa) {
-        v16f bv = lj_splat(b[0]);
+        vf32 bv = lj_splat(b[0]);
         for (; i + LJ_VL <= n; i += LJ_VL)
             lj_store(y + i, binary_vec(k, lj_load(a + i), bv));
         if (i < n)
             lj_store_part(y + i, binary_vec(k, lj_load_part(a + i, n - i), bv), n - i);
     } else {
-        v16f av = lj_splat(a[0]);
+        vf32 av = lj_splat(a[0]);
         if (!sb) { /* both one value: the row has one element */
             lj_store_part(y, binary_vec(k, av, lj_splat(b[0])), n);
             return;
@@ -226,7 +226,7 @@ LJ_INLINE void binary_run(NodeKind k, const int64_t *d, void *const *ops, int64_
      * same elements in the same order. */
     if (k == NK_POW && lj_numel(d, 2) == 1 && b[0] == 2.0f) {
         for (; i + LJ_VL <= end; i += LJ_VL) {
-            v16f x = lj_load(a + i);
+            vf32 x = lj_load(a + i);
             lj_store(y + i, x * x);
         }
         for (; i < end; i++)

@@ -70,7 +70,7 @@ LJ_INLINE bool red_shape(const int64_t *d, RedShape *s) {
     return true;
 }
 
-LJ_INLINE v16f red_vec(Red r, v16f acc, v16f v) {
+LJ_INLINE vf32 red_vec(Red r, vf32 acc, vf32 v) {
     return r == RK_MAX ? lj_max(acc, v) : r == RK_MIN ? lj_min(acc, v) : acc + v;
 }
 
@@ -92,24 +92,24 @@ LJ_INLINE float red_init(Red r) {
 /* One row of len contiguous values: four accumulators (latency), NaN
  * tracked apart for max/min, which propagate it as the interpreter does. */
 LJ_INLINE float red_row(Red r, const float *x, int64_t len) {
-    v16f acc[4];
-    v16i nan = {0};
+    vf32 acc[4];
+    vi32 nan = {0};
     for (int u = 0; u < 4; u++)
         acc[u] = lj_splat(red_init(r));
     int64_t i = 0;
     for (; i + 4 * LJ_VL <= len; i += 4 * LJ_VL) {
         for (int u = 0; u < 4; u++) {
-            v16f v = lj_load(x + i + u * LJ_VL);
+            vf32 v = lj_load(x + i + u * LJ_VL);
             nan |= v != v;
             acc[u] = red_vec(r, acc[u], v);
         }
     }
     for (; i + LJ_VL <= len; i += LJ_VL) {
-        v16f v = lj_load(x + i);
+        vf32 v = lj_load(x + i);
         nan |= v != v;
         acc[0] = red_vec(r, acc[0], v);
     }
-    v16f v = red_vec(r, red_vec(r, acc[0], acc[1]), red_vec(r, acc[2], acc[3]));
+    vf32 v = red_vec(r, red_vec(r, acc[0], acc[1]), red_vec(r, acc[2], acc[3]));
     float s = red_init(r);
     bool any_nan = false;
     for (int l = 0; l < LJ_VL; l++) {
@@ -131,8 +131,8 @@ LJ_INLINE void red_cols(Red r, float *y, const float *x, int64_t len, int64_t in
         const float *row = x + k * inner;
         int64_t i = 0;
         for (; i + LJ_VL <= inner; i += LJ_VL) {
-            v16f a = lj_load(y + i), v = lj_load(row + i);
-            v16f m = red_vec(r, a, v);
+            vf32 a = lj_load(y + i), v = lj_load(row + i);
+            vf32 m = red_vec(r, a, v);
             if (r == RK_MAX || r == RK_MIN)
                 m = lj_select(v != v, v, lj_select(a != a, a, m));
             lj_store(y + i, m);

@@ -1,9 +1,9 @@
-/* Pooling, f32 NCHW: max_pool and avg_pool over 1 or 2 spatial axes (16
+/* Pooling, f32 NCHW: max_pool and avg_pool over 1 or 2 spatial axes (LJ_VL
  * channels in the vector lanes, depthwise.c; without heap memory, the
  * phase-plane kernel of window.c), global_avg_pool and global_max_pool
  * (one vector reduction per plane). Other ranks, max_pool's optional index
  * result, and no memory at all run the interpreter's kernel. Threads split
- * (image, block of 16 channels) units, and planes for the global pools. */
+ * (image, block of LJ_VL channels) units, and planes for the global pools. */
 #include "backends/cpu/libjit/kernels.h"
 #include "backends/cpu/libjit/window.h"
 
@@ -114,14 +114,14 @@ LIBJIT_KERNEL libjit_avg_pool_f32(const int64_t *d, void *const *ops, int64_t lo
 
 /* Sum of n floats, four vector accumulators (the add latency). */
 LJ_INLINE float plane_sum(const float *x, int64_t n) {
-    v16f acc[4] = {{0}, {0}, {0}, {0}};
+    vf32 acc[4] = {{0}, {0}, {0}, {0}};
     int64_t i = 0;
     for (; i + 4 * LJ_VL <= n; i += 4 * LJ_VL)
         for (int u = 0; u < 4; u++)
             acc[u] += lj_load(x + i + u * LJ_VL);
     for (; i + LJ_VL <= n; i += LJ_VL)
         acc[0] += lj_load(x + i);
-    v16f v = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    vf32 v = (acc[0] + acc[1]) + (acc[2] + acc[3]);
     float s = 0;
     for (int l = 0; l < LJ_VL; l++)
         s += v[l];
@@ -132,11 +132,11 @@ LJ_INLINE float plane_sum(const float *x, int64_t n) {
 
 /* Max of n floats; NaN anywhere gives NaN, as the interpreter. */
 LJ_INLINE float plane_max(const float *x, int64_t n) {
-    v16f acc = lj_splat(-__builtin_inff());
-    v16i nan = {0};
+    vf32 acc = lj_splat(-__builtin_inff());
+    vi32 nan = {0};
     int64_t i = 0;
     for (; i + LJ_VL <= n; i += LJ_VL) {
-        v16f v = lj_load(x + i);
+        vf32 v = lj_load(x + i);
         nan |= v != v;
         acc = lj_max(acc, v);
     }

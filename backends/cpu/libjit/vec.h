@@ -1,12 +1,11 @@
-/* What the fast libjit kernels share: a 16-lane f32 vector type, loads and
- * stores that never assume alignment, vector exp/sigmoid/tanh, and the fused
- * activations of conv and fully_connected.
+/* What the fast libjit kernels share: an f32 vector type as wide as one
+ * vector register of the target, loads and stores that never assume
+ * alignment, vector exp/sigmoid/tanh, and the fused activations of conv and
+ * fully_connected.
  *
  * Vectors are clang's vector extensions, never intrinsics: the bitcode is
- * compiled for no particular CPU and optimised for the real one at code
- * generation. 16 lanes of f32 is one zmm register with AVX-512, two ymm with
- * AVX2, four xmm with SSE; the kernels size their register tiles for the
- * 32-register AVX-512 file (see gemm.c). */
+ * compiled for no particular CPU of its target (one build per target, see
+ * the Makefile) and optimised for the real one at code generation. */
 #ifndef GLOWC_LIBJIT_VEC_H
 #define GLOWC_LIBJIT_VEC_H
 
@@ -18,42 +17,66 @@
  * passed differently with and without AVX-512 does not apply. */
 #pragma clang diagnostic ignored "-Wpsabi"
 
-enum { LJ_VL = 16 };
+/* LJ_VL, the lanes of a vector, is one register of the target: x86-64's
+ * AVX-512 zmm (16 floats; two ymm with AVX2, four xmm with SSE) and
+ * AArch64's NEON q registers (4). Both files have 32 such registers, and the
+ * kernels count their register tiles in vectors (gemm.h), so the same tile
+ * shapes fill both without spilling. LJ_LANES(F, ...) is F(l, ...) for every
+ * lane l, comma-separated: the constant index lists of
+ * __builtin_shufflevector at any width. */
+#if defined(__aarch64__)
+#define LJ_VL 4
+#define LJ_LANES(F, ...) F(0, __VA_ARGS__), F(1, __VA_ARGS__), F(2, __VA_ARGS__), F(3, __VA_ARGS__)
+#else
+#define LJ_VL 16
+#define LJ_LANES(F, ...)                                                                        \
+    F(0, __VA_ARGS__), F(1, __VA_ARGS__), F(2, __VA_ARGS__), F(3, __VA_ARGS__),                 \
+        F(4, __VA_ARGS__), F(5, __VA_ARGS__), F(6, __VA_ARGS__), F(7, __VA_ARGS__),             \
+        F(8, __VA_ARGS__), F(9, __VA_ARGS__), F(10, __VA_ARGS__), F(11, __VA_ARGS__),           \
+        F(12, __VA_ARGS__), F(13, __VA_ARGS__), F(14, __VA_ARGS__), F(15, __VA_ARGS__)
+#endif
 
-typedef float v16f __attribute__((vector_size(64)));
-typedef int32_t v16i __attribute__((vector_size(64)));
+typedef float vf32 __attribute__((vector_size(LJ_VL * 4)));
+typedef int32_t vi32 __attribute__((vector_size(LJ_VL * 4)));
 
 /* Out-of-line helpers that hold vector loops carry this: without it clang
  * marks them "min-legal-vector-width"="0", and on CPUs tuned to prefer
- * 256-bit vectors (Skylake-X and later) LLVM would then split every v16f
+ * 256-bit vectors (Skylake-X and later) LLVM would then split every vector
  * into two ymm halves and spill the register tiles. Inlined code inherits
  * its caller's width, which code generation leaves unrestricted. */
-#define LJ_VECTOR_FN __attribute__((noinline, min_vector_width(512)))
+#define LJ_VECTOR_FN __attribute__((noinline, min_vector_width(LJ_VL * 32)))
 
-LJ_INLINE v16f lj_load(const float *p) {
-    v16f v;
+LJ_INLINE vf32 lj_load(const float *p) {
+    vf32 v;
     __builtin_memcpy(&v, p, sizeof v);
     return v;
 }
 
-LJ_INLINE void lj_store(float *p, v16f v) {
+LJ_INLINE void lj_store(float *p, vf32 v) {
     __builtin_memcpy(p, &v, sizeof v);
 }
 
 /* (Not 0 + x: that would turn -0 into +0.) */
-LJ_INLINE v16f lj_splat(float x) {
-    return (v16f){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
+#define LJ_SPLAT_LANE(l, x) x
+LJ_INLINE vf32 lj_splat(float x) {
+    return (vf32){LJ_LANES(LJ_SPLAT_LANE, x)};
 }
 
-/* The first n < 16 lanes; the others read as 0 (no access past p + n). */
-LJ_INLINE v16f lj_load_part(const float *p, int64_t n) {
+/* The even lanes of a then b: every other float of 2 * LJ_VL in a row. */
+#define LJ_EVEN_LANE(l, _) (2 * (l))
+LJ_INLINE vf32 lj_even(vf32 a, vf32 b) {
+    return __builtin_shufflevector(a, b, LJ_LANES(LJ_EVEN_LANE, ));
+}
+
+/* The first n < LJ_VL lanes; the others read as 0 (no access past p + n). */
+LJ_INLINE vf32 lj_load_part(const float *p, int64_t n) {
     float t[LJ_VL] = {0};
     for (int64_t i = 0; i < n; i++)
         t[i] = p[i];
     return lj_load(t);
 }
 
-LJ_INLINE void lj_store_part(float *p, v16f v, int64_t n) {
+LJ_INLINE void lj_store_part(float *p, vf32 v, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         p[i] = v[i];
 }
@@ -61,15 +84,15 @@ LJ_INLINE void lj_store_part(float *p, v16f v, int64_t n) {
 /* m ? a : b lane by lane, m from a comparison (all ones or zeros). C has no
  * ?: on vectors; LLVM turns this and-or into a blend, or into vmaxps and
  * vminps when it compares the same operands. */
-LJ_INLINE v16f lj_select(v16i m, v16f a, v16f b) {
-    return (v16f)(((v16i)a & m) | ((v16i)b & ~m));
+LJ_INLINE vf32 lj_select(vi32 m, vf32 a, vf32 b) {
+    return (vf32)(((vi32)a & m) | ((vi32)b & ~m));
 }
 
-LJ_INLINE v16f lj_max(v16f a, v16f b) {
+LJ_INLINE vf32 lj_max(vf32 a, vf32 b) {
     return lj_select(a > b, a, b);
 }
 
-LJ_INLINE v16f lj_min(v16f a, v16f b) {
+LJ_INLINE vf32 lj_min(vf32 a, vf32 b) {
     return lj_select(a < b, a, b);
 }
 
@@ -79,29 +102,29 @@ LJ_INLINE v16f lj_min(v16f a, v16f b) {
  * n from -150 to 128 needs no special case: results underflow gradually to 0
  * and overflow to inf as expf does. NaN stays NaN. Within 1 ulp (a dense
  * sweep of [-120, 120]; below 1.2e-38 within that absolute). */
-LJ_INLINE v16f lj_exp(v16f x) {
-    v16f xc = lj_select(x < 88.8f, x, lj_splat(88.8f)); /* NaN takes the bound here ... */
+LJ_INLINE vf32 lj_exp(vf32 x) {
+    vf32 xc = lj_select(x < 88.8f, x, lj_splat(88.8f)); /* NaN takes the bound here ... */
     xc = lj_select(xc > -104.0f, xc, lj_splat(-104.0f));
-    v16f fn = __builtin_elementwise_floor(xc * 1.44269504088896341f + 0.5f);
-    v16f r = xc - fn * 0.693359375f;
+    vf32 fn = __builtin_elementwise_floor(xc * 1.44269504088896341f + 0.5f);
+    vf32 r = xc - fn * 0.693359375f;
     r = r - fn * -2.12194440e-4f;
-    v16f p = lj_splat(1.9875691500e-4f);
+    vf32 p = lj_splat(1.9875691500e-4f);
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
-    v16f y = p * (r * r) + r + 1.0f;
-    v16i n = __builtin_convertvector(fn, v16i);
-    v16i h = n >> 1;
-    v16f s1 = (v16f)((h + 127) << 23), s2 = (v16f)((n - h + 127) << 23);
+    vf32 y = p * (r * r) + r + 1.0f;
+    vi32 n = __builtin_convertvector(fn, vi32);
+    vi32 h = n >> 1;
+    vf32 s1 = (vf32)((h + 127) << 23), s2 = (vf32)((n - h + 127) << 23);
     y = y * s1 * s2;
     return lj_select(x == x, y, x); /* ... and comes back here */
 }
 
 /* 1 / (1 + e^-x): e^-x overflows to inf below x = -88.7 and the quotient
  * to 0 (the true value is under 1.2e-38 there). Within 2 ulp. */
-LJ_INLINE v16f lj_sigmoid(v16f x) {
+LJ_INLINE vf32 lj_sigmoid(vf32 x) {
     return 1.0f / (1.0f + lj_exp(-x));
 }
 
@@ -109,17 +132,17 @@ LJ_INLINE v16f lj_sigmoid(v16f x) {
  * degree-4 minimax P; above, 1 - 2 / (e^2|x| + 1) with the sign put back --
  * no cancellation, as the result is over 0.55, and e^2|x| = inf gives
  * exactly 1. NaN stays NaN. Within 1 ulp (a dense sweep of [-120, 120]). */
-LJ_INLINE v16f lj_tanh(v16f x) {
-    v16f ax = __builtin_elementwise_abs(x);
-    v16f z = x * x;
-    v16f p = lj_splat(-5.70498872745e-3f);
+LJ_INLINE vf32 lj_tanh(vf32 x) {
+    vf32 ax = __builtin_elementwise_abs(x);
+    vf32 z = x * x;
+    vf32 p = lj_splat(-5.70498872745e-3f);
     p = p * z + 2.06390887954e-2f;
     p = p * z + -5.37397155531e-2f;
     p = p * z + 1.33314422036e-1f;
     p = p * z + -3.33332819422e-1f;
-    v16f small = p * z * x + x;
-    v16f big = 1.0f - 2.0f / (lj_exp(ax + ax) + 1.0f);
-    big = (v16f)((v16i)big | ((v16i)x & (v16i)lj_splat(-0.0f))); /* the sign of x */
+    vf32 small = p * z * x + x;
+    vf32 big = 1.0f - 2.0f / (lj_exp(ax + ax) + 1.0f);
+    big = (vf32)((vi32)big | ((vi32)x & (vi32)lj_splat(-0.0f))); /* the sign of x */
     return lj_select(ax < 0.625f, small, big);
 }
 
@@ -149,7 +172,7 @@ LJ_INLINE LjAct lj_act_of(const int64_t *d) {
 /* The vector form of core/acts.def, the same choices as act_scalar: relu
  * is x < 0 ? 0 : x (NaN stays NaN), clip x < lo ? lo : x > hi ? hi : x.
  * The unfused kernels (k_elementwise.c) call this too. */
-LJ_INLINE v16f lj_act(v16f v, LjAct a) {
+LJ_INLINE vf32 lj_act(vf32 v, LjAct a) {
     switch (a.kind) {
     case ACT_RELU: return lj_select(v < 0, lj_splat(0), v);
     case ACT_CLIP:

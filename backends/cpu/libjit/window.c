@@ -27,7 +27,7 @@ bool lj_window_fits(const LjWindow *g) {
 }
 
 LJ_INLINE void fill_run(float *dst, int64_t n, float fill) {
-    v16f f = lj_splat(fill);
+    vf32 f = lj_splat(fill);
     int64_t i = 0;
     for (; i + LJ_VL <= n; i += LJ_VL)
         lj_store(dst + i, f);
@@ -35,7 +35,7 @@ LJ_INLINE void fill_run(float *dst, int64_t n, float fill) {
         dst[i] = fill;
 }
 
-/* dst[i] = src[i*stride] for i < n. Runs of 16 or more end with a vector
+/* dst[i] = src[i*stride] for i < n. Runs of LJ_VL or more end with a vector
  * that overlaps the one before instead of a scalar tail; stride 2 takes the
  * even lanes of 32 loads while they stay inside the run. */
 LJ_INLINE void copy_run(float *dst, const float *src, int64_t stride, int64_t n) {
@@ -48,11 +48,9 @@ LJ_INLINE void copy_run(float *dst, const float *src, int64_t stride, int64_t n)
         return;
     }
     if (stride == 2) {
-        for (; i + LJ_VL < n; i += LJ_VL) { /* reads up to src[2i + 31] <= src[2(n-1)] */
-            v16f a = lj_load(src + 2 * i), b = lj_load(src + 2 * i + LJ_VL);
-            lj_store(dst + i, __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
-                                                      22, 24, 26, 28, 30));
-        }
+        /* reads up to src[2i + 2 LJ_VL - 1] <= src[2(n-1)] */
+        for (; i + LJ_VL < n; i += LJ_VL)
+            lj_store(dst + i, lj_even(lj_load(src + 2 * i), lj_load(src + 2 * i + LJ_VL)));
     }
     for (; i < n; i++)
         dst[i] = src[i * stride];
@@ -128,9 +126,9 @@ LJ_VECTOR_FN void lj_depthwise(const LjWindow *g, int64_t c, const float *x, con
         int64_t ch = pl % c;
         lj_build_phases(g, &q, x + pl * g->h * g->w, 0.0f, buf);
         const float *wk = w + ch * taps;
-        v16f b0 = lj_splat(bias ? bias[ch] : 0.0f);
+        vf32 b0 = lj_splat(bias ? bias[ch] : 0.0f);
         for (int64_t p0 = 0; p0 < q.npos; p0 += STEP) {
-            v16f acc[U];
+            vf32 acc[U];
             for (int u = 0; u < U; u++)
                 acc[u] = b0;
             for (int64_t i = 0; i < g->kh; i++) {
@@ -192,20 +190,20 @@ LJ_VECTOR_FN void lj_pool(const LjWindow *g, LjPool kind, bool count_include_pad
     for (int64_t pl = lo; pl < hi; pl++) {
         lj_build_phases(g, &q, x + pl * g->h * g->w, fill, buf);
         for (int64_t p0 = 0; p0 < q.npos; p0 += STEP) {
-            v16f acc[U];
+            vf32 acc[U];
             for (int u = 0; u < U; u++)
                 acc[u] = lj_splat(fill);
             for (int64_t i = 0; i < g->kh; i++) {
                 for (int64_t j = 0; j < g->kw; j++) {
                     const float *src = buf + lj_tap_offset(g, &q, i, j) + p0;
                     for (int u = 0; u < U; u++) {
-                        v16f v = lj_load(src + u * LJ_VL);
+                        vf32 v = lj_load(src + u * LJ_VL);
                         acc[u] = max ? lj_max(acc[u], v) : acc[u] + v;
                     }
                 }
             }
             for (int u = 0; u < U; u++) {
-                v16f v = max ? acc[u] : acc[u] / lj_load(cnt + p0 + u * LJ_VL);
+                vf32 v = max ? acc[u] : acc[u] / lj_load(cnt + p0 + u * LJ_VL);
                 lj_store(out + p0 + u * LJ_VL, v);
             }
         }

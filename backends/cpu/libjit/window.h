@@ -7,7 +7,7 @@
  *     out[oy][ox] <- Q[(i*dh) % sh][(j*dw) % sw][oy + (i*dh)/sh][ox + (j*dw)/sw],
  * and over a flattened output of width wq (the phase planes' width), whose
  * columns past ow are computed and dropped. Every tap is then one vector
- * load per 16 outputs, with no edge tests and no strided access, for any
+ * load per LJ_VL outputs, with no edge tests and no strided access, for any
  * stride, pad and dilation. Pooling and the stack-only depthwise kernel
  * (window.c) build them one plane at a time; the faster depthwise kernel
  * (depthwise.c) puts channels in the lanes instead. */
@@ -46,8 +46,8 @@ bool lj_window_fits(const LjWindow *g);
 void lj_depthwise(const LjWindow *g, int64_t c, const float *x, const float *w, const float *bias,
                   float *y, LjAct act, int64_t lo, int64_t hi);
 
-/* depthwise.c: the same with 16 channels in the vector lanes (transposed
- * in and out), no padding built; units are (image, block of 16 channels),
+/* depthwise.c: the same with LJ_VL channels in the vector lanes (transposed
+ * in and out), no padding built; units are (image, block of LJ_VL channels),
  * [lo, hi) of n * lj_depthwise_blocks(c). False if its buffers (the size of
  * one block's input and output) cannot be allocated. */
 int64_t lj_depthwise_blocks(int64_t c);

@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""Cross-compiled aarch64 code against the host's, run under qemu-aarch64.
+
+Each model (the bundled digits model and the 8 benchmark models of
+fixtures/models/export_models.py, exported into build/models when missing)
+is compiled twice with `glowc compile -o`: for this machine and with
+--target=aarch64-linux-gnu (a static executable). Both run on the model's
+saved input -- the aarch64 one under qemu-aarch64, never by glowc -- and
+every output must be within REL_TOL of the host's, relative to the host
+output's largest magnitude. Then the README's bundle example
+(tests/bundle/example.c) is cross-built against an aarch64 bundle of the
+digits model and must name the same digit as `glowc run` on every sample,
+and an operator without a libjit kernel must run on the interpreter's
+kernels cross-compiled into the executable (--fallback=interp).
+One line per model, the figures at the end; exit 1 on any failure.
+
+Usage: python3 tests/aarch64/run.py GLOWC [--models NAME...] [--jobs N] [--break-pass PASS]
+"""
+import argparse
+import concurrent.futures
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "fixtures", "models"))
+import export_models  # noqa: E402  (torch is imported lazily inside)
+
+TRIPLE = "aarch64-linux-gnu"
+QEMU = "qemu-aarch64"
+# Pass when max|aarch64 - host| <= REL_TOL * max|host| for every output. The
+# two executables run the same program on the same weights in float32, but
+# not the same instructions: the aarch64 kernels use 4-lane vectors and an
+# 8x12 register tile where x86-64 has 16 lanes and 8x48, so sums are split
+# and ordered differently, and LLVM contracts multiply-adds into FMAs
+# (one rounding instead of two) at different places. Such differences stay
+# within some hundred float32 ulps of a tensor's scale after fifty layers
+# (measured: 2e-7 on resnet50); a wrong kernel moves outputs by their own
+# size. (Relative to the largest magnitude, as tests/models explains: the
+# outputs of untrained networks span many orders of magnitude.)
+REL_TOL = 1e-5
+DIGITS = os.path.join(ROOT, "fixtures", "models", "digits.onnx")
+SAMPLES = os.path.join(ROOT, "fixtures", "models", "digits_samples")
+
+
+def run(cmd, timeout=900):
+    """stdout, or raises RuntimeError with the command's last lines."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip()]
+        raise RuntimeError("%s exited %d: %s" % (os.path.basename(cmd[0]), proc.returncode,
+                                                 " | ".join(lines[-6:]) or "(no message)"))
+    return proc.stdout
+
+
+def outputs(directory):
+    import numpy as np
+    return {f[:-4]: np.load(os.path.join(directory, f))
+            for f in sorted(os.listdir(directory)) if f.endswith(".npy")}
+
+
+def rel_error(got, want):
+    import numpy as np
+    if not got.size:
+        return 0.0
+    err = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+    scale = float(np.max(np.abs(want))) if want.size else 0.0
+    return err / scale if scale else err
+
+
+def check_model(glowc, name, onnx, inputs, work, broken=None):
+    """A result dict: name, rel (worst output), sizes, seconds, error.
+    broken: a pass that miscompiles the aarch64 build (the test's own test)."""
+    t0 = time.perf_counter()
+    res = {"name": name}
+    try:
+        exe = {}
+        for target in ("host", "aarch64"):
+            exe[target] = os.path.join(work, "%s.%s" % (name, target))
+            cross = ["--target=" + TRIPLE] if target == "aarch64" else []
+            if target == "aarch64" and broken:
+                cross.append("--break-pass=" + broken)
+            run([glowc, "compile", onnx, "-o", exe[target]] + cross)
+            res["size_" + target] = os.path.getsize(exe[target])
+        args = ["--threads", "1"]
+        for spec in inputs:
+            args += ["--input", spec]
+        got = {}
+        for target, prefix in (("host", []), ("aarch64", [QEMU])):
+            out = os.path.join(work, "%s.%s.out" % (name, target))
+            os.makedirs(out)
+            t1 = time.perf_counter()
+            run(prefix + [exe[target]] + args + ["--output-dir", out])
+            res["run_" + target] = time.perf_counter() - t1
+            got[target] = outputs(out)
+        if not got["host"] or sorted(got["host"]) != sorted(got["aarch64"]):
+            raise RuntimeError("outputs differ in name: host %s, aarch64 %s"
+                               % (sorted(got["host"]), sorted(got["aarch64"])))
+        worst = 0.0
+        for key, want in got["host"].items():
+            have = got["aarch64"][key]
+            if have.shape != want.shape or have.dtype != want.dtype:
+                raise RuntimeError("output %s: aarch64 %s %s, host %s %s"
+                                   % (key, have.dtype, have.shape, want.dtype, want.shape))
+            worst = max(worst, rel_error(have, want))
+        res["rel"] = worst
+        if worst > REL_TOL:
+            res["error"] = "relative error %.3e above %.0e" % (worst, REL_TOL)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        res["error"] = str(e)
+    res["seconds"] = time.perf_counter() - t0
+    return res
+
+
+def check_bundle(glowc, work):
+    """The README's example against an aarch64 bundle: None, or what failed."""
+    import numpy as np
+    out = os.path.join(work, "bundle")
+    try:
+        run([glowc, "compile", DIGITS, "--bundle", out, "--target=" + TRIPLE])
+        example = os.path.join(out, "example")
+        run(["clang-19", "--target=" + TRIPLE, "-static", "-fuse-ld=lld", "-std=c17", "-O2",
+             "-Wall", "-Werror", "-I" + out, os.path.join(ROOT, "tests", "bundle", "example.c"),
+             os.path.join(out, "digits.o"), "-lm", "-lpthread", "-o", example])
+        samples = sorted(f for f in os.listdir(SAMPLES)
+                         if f.startswith("sample_") and f.endswith(".npy"))
+        for f in samples:
+            image = np.load(os.path.join(SAMPLES, f))
+            raw = os.path.join(out, "image.raw")
+            image.astype(np.float32).tofile(raw)
+            got = run([QEMU, example, os.path.join(out, "digits.weights"), raw]).strip()
+            ref = os.path.join(out, "ref")
+            shutil.rmtree(ref, ignore_errors=True)
+            run([glowc, "run", DIGITS, "--input", "image=" + os.path.join(SAMPLES, f),
+                 "--output-dir", ref])
+            want = str(int(np.load(os.path.join(ref, "logits.npy")).argmax()))
+            if got != want:
+                return "%s: the aarch64 bundle says %s, glowc run says %s" % (f, got, want)
+        return None if samples else "no samples in %s" % SAMPLES
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        return str(e)
+
+
+def check_fallback(glowc, work):
+    """An operator without a libjit kernel (Hardmax) run by the interpreter's
+    kernels cross-compiled into the aarch64 executable (--fallback=interp):
+    the same bytes as glowc run. None, or what failed."""
+    model = "/usr/share/libonnx-testdata/data/node/test_hardmax_axis_1/model.onnx"
+    out = os.path.join(work, "fallback")
+    try:
+        exe = os.path.join(out, "hardmax")
+        os.makedirs(os.path.join(out, "ref"))
+        run([glowc, "compile", "--fallback=interp", "--target=" + TRIPLE, model, "-o", exe])
+        run([QEMU, exe, "--output-dir", out])
+        run([glowc, "run", model, "--output-dir", os.path.join(out, "ref")])
+        with open(os.path.join(out, "y.npy"), "rb") as a, \
+                open(os.path.join(out, "ref", "y.npy"), "rb") as b:
+            return None if a.read() == b.read() else "Hardmax: aarch64 and glowc run differ"
+    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+        return str(e)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("glowc", help="path to the glowc binary")
+    names = ["digits"] + export_models.MODELS
+    ap.add_argument("--models", nargs="+", default=names, choices=names, metavar="NAME",
+                    help="models to check (default: all of %s)" % " ".join(names))
+    ap.add_argument("--model-dir", default=os.path.join(ROOT, "build", "models"),
+                    help="where exported models are cached (default: build/models)")
+    ap.add_argument("--jobs", type=int, default=2, help="models checked at once (default 2)")
+    ap.add_argument("--break-pass", metavar="PASS",
+                    help="make PASS miscompile the aarch64 builds: every model must then fail")
+    args = ap.parse_args()
+    glowc = os.path.abspath(args.glowc)
+    if not os.access(glowc, os.X_OK):
+        sys.exit("aarch64: %s is not an executable (run `make` first)" % glowc)
+    if not shutil.which(QEMU):
+        sys.exit("aarch64: %s is missing: install the Debian package qemu-user" % QEMU)
+    t0 = time.perf_counter()
+    jobs = []
+    for name in args.models:
+        if name == "digits":
+            jobs.append((name, DIGITS, ["image=" + os.path.join(SAMPLES, "sample_0.npy")]))
+            continue
+        if not export_models.is_exported(args.model_dir, name):
+            os.makedirs(args.model_dir, exist_ok=True)
+            export_models.export_one(args.model_dir, name)
+        onnx, inp, _ = export_models.paths(args.model_dir, name)
+        jobs.append((name, onnx, [export_models.INPUT_NAME + "=" + inp]))
+    # The largest first, so that the last job to start is a short one.
+    jobs.sort(key=lambda j: -os.path.getsize(j[1]))
+    print("aarch64 executables under %s against the host's, pass when "
+          "max|aarch64 - host| <= %.0e * max|host|" % (QEMU, REL_TOL))
+    with tempfile.TemporaryDirectory(prefix="glowc-aarch64-") as work:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            futures = [pool.submit(check_model, glowc, n, onnx, inputs, work, args.break_pass)
+                       for n, onnx, inputs in jobs]
+            results = []
+            for fut in concurrent.futures.as_completed(futures):
+                r = fut.result()
+                results.append(r)
+                if "rel" in r and "error" not in r:
+                    print("ok   %-20s rel err %9.3e   x86-64 %6.1f MB  aarch64 %6.1f MB   run "
+                          "%5.2f s, qemu %6.1f s   (%.0f s)"
+                          % (r["name"], r["rel"], r["size_host"] / 1e6, r["size_aarch64"] / 1e6,
+                             r["run_host"], r["run_aarch64"], r["seconds"]))
+                else:
+                    print("FAIL %-20s %s" % (r["name"], r["error"]))
+                sys.stdout.flush()
+        bundle_error = check_bundle(glowc, work)
+        fallback_error = check_fallback(glowc, work)
+    print(("FAIL bundle: %s" % bundle_error) if bundle_error else
+          "ok   bundle: the README example, cross-built, agrees with glowc run on every sample")
+    print(("FAIL fallback: %s" % fallback_error) if fallback_error else
+          "ok   fallback: Hardmax on the interpreter's kernels, cross-compiled, as glowc run")
+    failed = [r["name"] for r in results if "error" in r] + (["bundle"] if bundle_error else []) \
+        + (["fallback"] if fallback_error else [])
+    print("%d models and the bundle in %.0f s" % (len(results), time.perf_counter() - t0))
+    if failed:
+        print("%d failed: %s" % (len(failed), " ".join(failed)))
+        return 1
+    print("all %d models within %.0e of the host; the bundle and the fallback agree"
+          % (len(results), REL_TOL))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
