@@ -1911,8 +1911,20 @@ bool infer_node(Node *n, DiagList *d) {
             return false;
         }
     }
+    /* Quantization is declared, not inferred: whoever made the node (the
+     * quantize pass, the text) chose the scale, so a result keeps the one it
+     * had while its element kind stays, and otherwise has none. */
+    Type declared[8];
+    int nkeep = n->nres < 8 ? n->nres : 8;
+    for (int i = 0; i < nkeep; i++)
+        declared[i] = n->res[i].type;
     if (!infer_fns[n->kind](n, d))
         return false;
+    for (int i = 0; i < n->nres; i++) {
+        Type none = {.quant = QUANT_NONE};
+        bool keep = i < nkeep && declared[i].elem == n->res[i].type.elem;
+        type_copy_quant(&n->res[i].type, keep ? &declared[i] : &none);
+    }
     for (int i = 0; i < n->nres; i++) {
         int64_t numel;
         if (!type_numel_checked(&n->res[i].type, &numel)) {
