@@ -197,3 +197,20 @@ bool qprof_read(const char *path, QProfile *p, DiagList *d) {
         qprof_free(p);
     return ok;
 }
+
+bool quant_schema_by_name(const char *s, QuantSchema *out) {
+    static const char *const names[] = {"asymmetric", "symmetric", "symmetric-uint8",
+                                        "symmetric-pow2"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, names[i]))
+            return *out = (QuantSchema)i, true;
+    return false;
+}
+
+bool quant_calibration_by_name(const char *s, QuantCalibration *out) {
+    static const char *const names[] = {"minmax", "kl", "percentile"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, names[i]))
+            return *out = (QuantCalibration)i, true;
+    return false;
+}

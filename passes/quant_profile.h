@@ -43,4 +43,21 @@ char *qprof_to_json(const QProfile *p);
  * missing or ill-typed field. */
 bool qprof_read(const char *path, QProfile *p, DiagList *d);
 
+/* What the quantize pass is told (--quantize and its options). */
+typedef enum { QS_ASYMMETRIC, QS_SYMMETRIC, QS_SYMMETRIC_UINT8, QS_SYMMETRIC_POW2 } QuantSchema;
+typedef enum { QC_MINMAX, QC_KL, QC_PERCENTILE } QuantCalibration;
+
+typedef struct QuantConfig {
+    const QProfile *profile;
+    const char *profile_path; /* for messages */
+    QuantSchema schema;
+    QuantCalibration calibration;
+    bool per_tensor_weights;  /* default: one scale per output channel */
+    const char *keep_float;   /* "NAME|KIND,...": nodes left in float */
+} QuantConfig;
+
+/* "asymmetric" ... by name; false if unknown. */
+bool quant_schema_by_name(const char *s, QuantSchema *out);
+bool quant_calibration_by_name(const char *s, QuantCalibration *out);
+
 #endif

@@ -29,6 +29,7 @@ typedef struct SessionOptions {
     int cpu_output;         /* cpu backend: CpuOutput (JIT, executable, bundle) */
     const char *entry;      /* cpu backend: the entry point's name (bundles) */
     bool instrument;        /* cpu backend, JIT: code that reports each instruction */
+    const struct QuantConfig *quant; /* --quantize: the pipeline starts with quantize */
 } SessionOptions;
 
 typedef struct Step {

@@ -3,6 +3,7 @@
 #ifndef GLOWC_TUI_ARGS_H
 #define GLOWC_TUI_ARGS_H
 
+#include "passes/quant_profile.h"
 #include "passes/session.h"
 #include "tui/cli.h"
 #include "tui/options.h"
@@ -25,6 +26,9 @@ typedef struct CommonArgs {
     int threads;
     bool fallback;
     uint64_t max_memory; /* --max-memory; 0: the machine's physical memory */
+    const char *quantize; /* --quantize=PROFILE.json */
+    QuantConfig quant;    /* its options; quant.profile once read (args_parse) */
+    QProfile profile;
 } CommonArgs;
 
 /* A command's own option `id` (tui/options.def) with its value (NULL for a
