@@ -174,7 +174,10 @@ bool qprof_read(const char *path, QProfile *p, DiagList *d) {
     json_error_t err;
     json_t *root = json_load_file(path, 0, &err);
     if (!root) {
-        diag_error(d, path, "line %d, column %d: %s", err.line, err.column, err.text);
+        if (err.line > 0)
+            diag_error(d, path, "line %d, column %d: %s", err.line, err.column, err.text);
+        else
+            diag_error(d, path, "%s", err.text);
         return false;
     }
     json_t *hash = json_object_get(root, "model_hash"), *vals = json_object_get(root, "values");
