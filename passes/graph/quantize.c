@@ -403,7 +403,7 @@ static Value *emit_qconv(Quant *q, Node *pos, Value *xi, const Tensor *w, const 
                          const QParams *yp, const Node *attrs_from, const char *name) {
     QParams xp = params_of(xi);
     Value *wq, *ws, *wz, *bq;
-    quantize_weights(q, w, bias, xp.scale, name, &wq, &ws, &wz, &bq);
+    quantize_weights(q, w, bias, xp.scale, pos->name, &wq, &ws, &wz, &bq);
     Value *ops[9] = {xi, scalar_const(q, ELEM_F32, xp.scale, name),
                      scalar_const(q, xp.elem, xp.offset, name), wq, ws, wz,
                      scalar_const(q, ELEM_F32, yp->scale, name),
@@ -445,7 +445,9 @@ static bool rewrite_conv(Quant *q, Node *n) {
     if (!xi || !output_params(q, n, &relu, &yp))
         return false;
     double *b = bias_vector(n->nops > 2 ? n->ops[2] : NULL, w->type.dims[0], 1);
-    Value *y = emit_qconv(q, n, xi, w, b, &yp, n, n->name);
+    /* With the relu folded in, the node computes the relu's value: it takes
+     * that name, which is what the float graph calls the value (compare). */
+    Value *y = emit_qconv(q, n, xi, w, b, &yp, n, relu ? relu->name : n->name);
     free(b);
     if (!y)
         return false;
@@ -493,7 +495,7 @@ static bool rewrite_matmul(Quant *q, Node *n) {
     double *b = bias_vector(c ? n->ops[2] : NULL, m, beta);
     int64_t rows = x->type.dims[0];
     Value *x4 = reshape_int(q, n, xi, 4, (int64_t[]){rows, k, 1, 1});
-    Value *y4 = emit_qconv(q, n, x4, w4, b, &yp, NULL, n->name);
+    Value *y4 = emit_qconv(q, n, x4, w4, b, &yp, NULL, relu ? relu->name : n->name);
     free(b);
     if (!y4)
         return false;
