@@ -1870,6 +1870,49 @@ static bool infer_qlinear_conv(Node *n, DiagList *d) {
            (n->nops < 9 || need_bias(n, d, 8, ELEM_I32, m));
 }
 
+/* Operand i has a per-tensor quantized type: the integer forms read their
+ * scales from the types. */
+static bool need_quantized(Node *n, DiagList *d, int i, const Type *t) {
+    if (t->quant == QUANT_TENSOR)
+        return true;
+    char a[TYPE_STR_MAX];
+    if (i < 0)
+        node_error(d, n, "result type %s is not quantized per tensor (scale=, offset=)",
+                   tstr(t, a));
+    else
+        node_error(d, n, "operand %d has type %s, not quantized per tensor (scale=, offset=)", i,
+                   tstr(t, a));
+    return false;
+}
+
+static bool infer_rescale(Node *n, DiagList *d) {
+    const Type *x = op_type(n, 0);
+    Type *r = &n->res[0].type;
+    if (!need_quantized(n, d, 0, x) || !need_quantized(n, d, -1, r))
+        return false;
+    if (!type_same_shape(r, x) || (r->elem != ELEM_I8 && r->elem != ELEM_U8)) {
+        char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+        node_error(d, n, "cannot rescale %s to %s (same shape, to i8 or u8)", tstr(x, a),
+                   tstr(r, b));
+        return false;
+    }
+    return true;
+}
+
+static bool infer_qbinary(Node *n, DiagList *d) {
+    Type declared = n->res[0].type, t;
+    if (!need_quantized(n, d, 0, op_type(n, 0)) || !need_quantized(n, d, 1, op_type(n, 1)) ||
+        !need_quantized(n, d, -1, &declared) || !broadcast_ops(n, d, 2, &t))
+        return false;
+    if (declared.elem != ELEM_I8 && declared.elem != ELEM_U8) {
+        node_error(d, n, "result must be i8 or u8");
+        return false;
+    }
+    t.elem = declared.elem;
+    n->res[0].type = t;
+    return true;
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 static const InferFn infer_fns[NK_COUNT] = {

@@ -349,7 +349,9 @@ static bool check_inputs(const CommonArgs *ca, const Session *s, DiagList *d) {
             sb_free(&names);
             continue;
         }
+        /* An .npy holds no scale: a quantized input takes the model's. */
         const Type *type = session_input_type(s, p);
+        type_copy_quant(&ca->input_values[i]->type, type);
         if (!type_equal(&ca->input_values[i]->type, type)) {
             char want[TYPE_STR_MAX], got[TYPE_STR_MAX];
             diag_error(d, NULL, "--input %s: the model expects %s, '%s' holds %s",

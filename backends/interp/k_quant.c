@@ -299,3 +299,43 @@ bool k_qlinear_conv(const KernelArgs *a) {
     free(g.acc);
     return true;
 }
+
+/* ---- integer forms on quantized types (the quantize pass) ---------------- */
+
+/* real / scale, rounded half to even, plus the offset, saturated: the one
+ * rounding of every integer form, in double: the definition native kernels
+ * must reproduce. */
+static void store_real(Tensor *y, int64_t i, double real) {
+    store_quantized(y, i, real / (double)y->type.scale, y->type.offset);
+}
+
+static double real_of(const Tensor *t, int64_t i) {
+    return (double)t->type.scale * (double)(tensor_get_i64(t, i) - t->type.offset);
+}
+
+bool k_rescale(const KernelArgs *a) {
+    const Tensor *x = a->in[0];
+    for (int64_t i = 0; i < tensor_numel(x); i++)
+        store_real(a->out[0], i, real_of(x, i));
+    return true;
+}
+
+static bool qbinary(const KernelArgs *a, bool mul) {
+    Tensor *y = a->out[0];
+    const Type *ops[2] = {&a->in[0]->type, &a->in[1]->type};
+    Bcast b;
+    bcast_init(&b, &y->type, ops, 2);
+    for (int64_t i = 0; i < tensor_numel(y); i++, bcast_next(&b)) {
+        double u = real_of(a->in[0], b.off[0]), v = real_of(a->in[1], b.off[1]);
+        store_real(y, i, mul ? u * v : u + v);
+    }
+    return true;
+}
+
+bool k_qadd(const KernelArgs *a) {
+    return qbinary(a, false);
+}
+
+bool k_qmul(const KernelArgs *a) {
+    return qbinary(a, true);
+}

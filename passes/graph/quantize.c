@@ -7,8 +7,12 @@
  *   relu after those         -> folded into the output range when the range's
  *                               zero is the kind's minimum (saturation is relu)
  *   max_pool, reshape, flatten of an integer value -> the same on integers
+ *   relu, clip of an integer value -> clip at the bounds' quantized values
+ *   add, mul                 -> qadd, qmul to the result's profiled range
+ *   concat                   -> concat of integers, rescaled to its range
  *   anything else            -> float, between dequantize_linear and
- *                               quantize_linear
+ *                               quantize_linear (constants are quantized
+ *                               from their own range)
  * A quantize of a dequantize with the same parameters is never made: an
  * integer value read again as integers is read directly. Weights are
  * symmetric int8 (offset 0, scale max|w|/127 per output channel); biases are
@@ -168,14 +172,8 @@ static bool error(Quant *q, const char *name, const char *fmt, const char *detai
     return false;
 }
 
-/* The scale and offset the schema gives a range that holds 0. */
-static bool choose(Quant *q, const char *name, QParams *out) {
-    const QProfValue *v = qprof_find(q->cfg->profile, name);
-    if (!v)
-        return error(q, name, "the profile has no value '%s'%s (is it from this graph, "
-                     "profiled with the same inputs?)", "");
-    double lo, hi;
-    calibrated_range(q->cfg, v, &lo, &hi);
+/* The scale and offset the schema gives [lo, hi], widened to hold 0. */
+static bool params_for_range(Quant *q, const char *name, double lo, double hi, QParams *out) {
     lo = fmin(lo, 0);
     hi = fmax(hi, 0);
     if (!(hi > lo))
@@ -212,6 +210,24 @@ static bool choose(Quant *q, const char *name, QParams *out) {
     return true;
 }
 
+/* The parameters of a profiled value, from its calibrated range. */
+static bool choose(Quant *q, const char *name, QParams *out) {
+    const QProfValue *v = qprof_find(q->cfg->profile, name);
+    if (!v)
+        return error(q, name, "the profile has no value '%s'%s (is it from this graph, "
+                     "profiled with the same inputs?)", "");
+    double lo, hi;
+    calibrated_range(q->cfg, v, &lo, &hi);
+    return params_for_range(q, name, lo, hi, out);
+}
+
+/* real -> q as quantize_linear does: rounded half to even, saturated. */
+static int64_t quantize_real(double x, const QParams *p) {
+    double lo = p->elem == ELEM_U8 ? 0 : -128, hi = p->elem == ELEM_U8 ? 255 : 127;
+    double v = nearbyint(x / (double)p->scale) + p->offset;
+    return (int64_t)(v < lo ? lo : v > hi ? hi : v);
+}
+
 static Value *scalar_const(Quant *q, ElemKind elem, double v, const char *name) {
     Type t = type_scalar(elem);
     Tensor *x = tensor_new(q->f->module->arena, &t);
@@ -234,6 +250,33 @@ static Node *after_def(Quant *q, const Value *v) {
     return node_is_storage(v->def) ? q->f->first : v->def->next;
 }
 
+static Value *int_constant(Quant *q, Value *v, const Tensor *c) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (int64_t i = 0; i < tensor_numel(c); i++) {
+        double x = tensor_get_f64(c, i);
+        lo = fmin(lo, x);
+        hi = fmax(hi, x);
+    }
+    QParams p;
+    if (!(lo <= hi) || !isfinite(lo) || !isfinite(hi)) {
+        error(q, value_name(v), "constant '%s' is empty or not finite%s", "");
+        return NULL;
+    }
+    if (!params_for_range(q, value_name(v), lo, hi, &p))
+        return NULL;
+    Type t = c->type;
+    t.elem = p.elem;
+    Tensor *x = tensor_new(q->f->module->arena, &t);
+    for (int64_t i = 0; i < tensor_numel(c); i++)
+        tensor_set_i64(x, i, quantize_real(tensor_get_f64(c, i), &p));
+    Node *n = graph_add_constant(q->f, v->def->name, x);
+    set_quant(&n->res[0], &p);
+    x->type = n->res[0].type;
+    q->intv[v->def->id] = &n->res[0];
+    pass_stat(q->ctx, "constants-quantized", 1);
+    return &n->res[0];
+}
+
 /* The integer form of float value v: the value a dequantize made here
  * reads, one made before, or a new quantize_linear. NULL after an error. */
 static Value *int_of(Quant *q, Value *v) {
@@ -244,6 +287,9 @@ static Value *int_of(Quant *q, Value *v) {
     if (v->index == 0 && q->intv[v->def->id])
         return q->intv[v->def->id];
     QParams p;
+    const Tensor *c = value_constant(v);
+    if (c && elem_is_float(c->type.elem)) /* quantized now, from its own range */
+        return int_constant(q, v, c);
     if (v->index != 0 || !choose(q, value_name(v), &p))
         return NULL;
     Value *ops[3] = {v, scalar_const(q, ELEM_F32, p.scale, value_name(v)),
@@ -535,6 +581,94 @@ static bool rewrite_passthrough(Quant *q, Node *n) {
     return true;
 }
 
+/* A node of kind k over integer operands, its result at params p in the
+ * shape of float node n's result. */
+static Value *emit_int(Quant *q, Node *n, NodeKind k, int nops, Value **ops, const QParams *p) {
+    Node *m = graph_insert_before(q->f, n, k, nops, ops, 1);
+    m->name = n->name;
+    m->nattrs = n->nattrs;
+    m->attrs = n->attrs;
+    m->res[0].type = n->res[0].type;
+    m->res[0].type.elem = p->elem;
+    set_quant(&m->res[0], p);
+    if (!infer_node(m, q->ctx->d)) {
+        q->failed = true;
+        return NULL;
+    }
+    return &m->res[0];
+}
+
+/* add and mul in real numbers, to the result's profiled range. */
+static bool rewrite_binary(Quant *q, Node *n) {
+    QParams p;
+    if (!elem_is_float(n->res[0].type.elem) || !choose(q, value_name(&n->res[0]), &p))
+        return false;
+    Value *ops[2] = {int_of(q, n->ops[0]), int_of(q, n->ops[1])};
+    if (!ops[0] || !ops[1])
+        return false;
+    Value *y = emit_int(q, n, n->kind == NK_ADD ? NK_QADD : NK_QMUL, 2, ops, &p);
+    if (!y)
+        return false;
+    replace(q, n, y);
+    pass_stat(q->ctx, n->kind == NK_ADD ? "adds" : "muls", 1);
+    return true;
+}
+
+/* concat of integers at one scale: operands at another are rescaled. */
+static bool rewrite_concat(Quant *q, Node *n) {
+    QParams p;
+    if (!elem_is_float(n->res[0].type.elem) || n->nops > 64 ||
+        !choose(q, value_name(&n->res[0]), &p))
+        return false;
+    Value *ops[64];
+    for (int i = 0; i < n->nops; i++) {
+        ops[i] = int_of(q, n->ops[i]);
+        if (!ops[i])
+            return false;
+        QParams o = params_of(ops[i]);
+        if (o.elem == p.elem && o.scale == p.scale && o.offset == p.offset)
+            continue;
+        Node *r = graph_insert_before(q->f, n, NK_RESCALE, 1, &ops[i], 1);
+        r->name = ops[i]->def->name;
+        r->res[0].type = ops[i]->type;
+        r->res[0].type.elem = p.elem;
+        set_quant(&r->res[0], &p);
+        infer_node(r, q->ctx->d);
+        ops[i] = &r->res[0];
+        pass_stat(q->ctx, "rescales", 1);
+    }
+    Value *y = emit_int(q, n, NK_CONCAT, n->nops, ops, &p);
+    if (!y)
+        return false;
+    replace(q, n, y);
+    pass_stat(q->ctx, "concats", 1);
+    return true;
+}
+
+/* relu, and clip with constant bounds, of an integer value: a clip at the
+ * bounds' quantized values, exact since quantization is monotonic and maps
+ * 0 to the offset. */
+static bool rewrite_clip(Quant *q, Node *n) {
+    if (!grow_maps(q) || (n->kind == NK_CLIP && n->nops != 1))
+        return false;
+    Value *src = q->srcv[n->ops[0]->def->id];
+    if (!src)
+        return false;
+    QParams p = params_of(src);
+    Node *m = graph_insert_before(q->f, n, NK_CLIP, 1, &src, 1);
+    m->name = n->name;
+    bool relu = n->kind == NK_RELU;
+    if (relu || node_has_attr(n, AK_min))
+        node_set_float(m, AK_min, (float)quantize_real(relu ? 0 : node_attr_float(n, AK_min, 0), &p));
+    if (!relu && node_has_attr(n, AK_max))
+        node_set_float(m, AK_max, (float)quantize_real(node_attr_float(n, AK_max, 0), &p));
+    infer_node(m, q->ctx->d);
+    type_copy_quant(&m->res[0].type, &src->type);
+    replace(q, n, &m->res[0]);
+    pass_stat(q->ctx, "clips", 1);
+    return true;
+}
+
 static bool rewrite(Quant *q, Node *n) {
     if (kept_float(q, n)) {
         pass_stat(q->ctx, "kept-float", 1);
@@ -547,6 +681,11 @@ static bool rewrite(Quant *q, Node *n) {
     case NK_MAX_POOL:
     case NK_RESHAPE:
     case NK_FLATTEN: return rewrite_passthrough(q, n);
+    case NK_ADD:
+    case NK_MUL: return rewrite_binary(q, n);
+    case NK_CONCAT: return rewrite_concat(q, n);
+    case NK_RELU:
+    case NK_CLIP: return rewrite_clip(q, n);
     default: return false;
     }
 }
