@@ -471,9 +471,17 @@ static Value *emit_qconv(Quant *q, Node *pos, Value *xi, const Tensor *w, const 
     return &c->res[0];
 }
 
+/* The constant behind v, looking through identities (the importer keeps
+ * torch's Identity of a shared initializer; noop-elim runs after us). */
+static const Tensor *weight_of(const Value *v) {
+    while (v && v->def->kind == NK_IDENTITY && v->def->nops == 1)
+        v = v->def->ops[0];
+    return v ? value_constant(v) : NULL;
+}
+
 static double *bias_vector(const Value *v, int64_t m, double scale) {
     double *b = calloc((size_t)m + 1, sizeof *b);
-    const Tensor *t = v ? value_constant(v) : NULL;
+    const Tensor *t = weight_of(v);
     int64_t n = t ? tensor_numel(t) : 0;
     for (int64_t i = 0; t && i < m; i++)
         b[i] = scale * tensor_get_f64(t, n == 1 ? 0 : i);
@@ -481,9 +489,9 @@ static double *bias_vector(const Value *v, int64_t m, double scale) {
 }
 
 static bool rewrite_conv(Quant *q, Node *n) {
-    const Tensor *w = value_constant(n->ops[1]);
+    const Tensor *w = weight_of(n->ops[1]);
     if (!w || n->ops[0]->type.rank != 4 || !elem_is_float(w->type.elem) ||
-        (n->nops > 2 && !value_constant(n->ops[2])))
+        (n->nops > 2 && !weight_of(n->ops[2])))
         return false;
     Node *relu;
     QParams yp;
@@ -513,18 +521,18 @@ static bool rewrite_conv(Quant *q, Node *n) {
 /* x [M,K] times constant W (gemm: alpha, W^T with trans_b, beta*c) as a 1x1
  * qlinear_conv over x [M,K,1,1] with weights [N,K,1,1]. */
 static bool rewrite_matmul(Quant *q, Node *n) {
-    const Tensor *w = value_constant(n->ops[1]);
+    const Tensor *w = weight_of(n->ops[1]);
     Value *x = n->ops[0];
     bool gemm = n->kind == NK_GEMM;
     if (!w || x->type.rank != 2 || w->type.rank != 2 || !elem_is_float(w->type.elem) ||
         (gemm && node_attr_int(n, AK_trans_a, 0)) ||
-        (gemm && n->nops > 2 && !value_constant(n->ops[2])))
+        (gemm && n->nops > 2 && !weight_of(n->ops[2])))
         return false;
     bool tb = gemm && node_attr_int(n, AK_trans_b, 0);
     double alpha = gemm ? node_attr_float(n, AK_alpha, 1) : 1;
     double beta = gemm ? node_attr_float(n, AK_beta, 1) : 1;
     int64_t k = tb ? w->type.dims[1] : w->type.dims[0], m = tb ? w->type.dims[0] : w->type.dims[1];
-    const Tensor *c = gemm && n->nops > 2 ? value_constant(n->ops[2]) : NULL;
+    const Tensor *c = gemm && n->nops > 2 ? weight_of(n->ops[2]) : NULL;
     if (c && tensor_numel(c) != m && tensor_numel(c) != 1)
         return false; /* a bias per row too: float */
     Node *relu;
@@ -698,7 +706,7 @@ static void sweep(Function *f) {
         int *uses = pass_use_counts(f);
         graph_for_each_node(f, n, tmp) {
             if ((n->kind == NK_DEQUANTIZE_LINEAR || n->kind == NK_QUANTIZE_LINEAR ||
-                 n->kind == NK_RESHAPE) && !uses[n->id]) {
+                 n->kind == NK_RESHAPE || n->kind == NK_IDENTITY) && !uses[n->id]) {
                 graph_remove_node(f, n);
                 again = true;
             }
