@@ -107,7 +107,8 @@ static bool read_dir(const char *dir, const Type *want, Samples *s, Arena *a, Di
         names[n++] = strdup(e->d_name);
     }
     closedir(dp);
-    qsort(names, (size_t)n, sizeof *names, by_name);
+    if (n)
+        qsort(names, (size_t)n, sizeof *names, by_name);
     bool ok = n > 0;
     if (!ok)
         diag_error(d, dir, "the sample folder holds no .npy file");
