@@ -1913,6 +1913,19 @@ static bool infer_qbinary(Node *n, DiagList *d) {
     return true;
 }
 
+static bool infer_qpool(Node *n, DiagList *d) {
+    ElemKind declared = n->res[0].type.elem;
+    if (!need_quantized(n, d, 0, op_type(n, 0)) || !need_quantized(n, d, -1, &n->res[0].type))
+        return false;
+    if (declared != ELEM_I8 && declared != ELEM_U8) {
+        node_error(d, n, "result must be i8 or u8");
+        return false;
+    }
+    bool ok = n->kind == NK_QAVG_POOL ? infer_pool(n, d) : infer_global_pool(n, d);
+    n->res[0].type.elem = declared;
+    return ok;
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 static const InferFn infer_fns[NK_COUNT] = {

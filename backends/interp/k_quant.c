@@ -339,3 +339,32 @@ bool k_qadd(const KernelArgs *a) {
 bool k_qmul(const KernelArgs *a) {
     return qbinary(a, true);
 }
+
+/* The float pool kernel on the real values, each result then quantized:
+ * one definition of windows and padding for both. */
+static bool qpool(const KernelArgs *a, KernelFn float_pool) {
+    const Tensor *x = a->in[0];
+    Tensor *y = a->out[0];
+    Arena *ar = arena_new();
+    Type xt = x->type, yt = y->type;
+    xt.elem = yt.elem = ELEM_F64;
+    xt.quant = yt.quant = QUANT_NONE;
+    Tensor *xf = tensor_new_big(ar, &xt), *yf = tensor_new_big(ar, &yt);
+    bool ok = xf && yf;
+    for (int64_t i = 0; ok && i < tensor_numel(x); i++)
+        tensor_set_f64(xf, i, real_of(x, i));
+    KernelArgs fa = {a->n, (Tensor *const[]){xf}, (Tensor *const[]){yf}, a->d};
+    ok = ok ? float_pool(&fa) : kernel_fail(a, "out of memory");
+    for (int64_t i = 0; ok && i < tensor_numel(y); i++)
+        store_real(y, i, tensor_get_f64(yf, i));
+    arena_destroy(ar);
+    return ok;
+}
+
+bool k_qavg_pool(const KernelArgs *a) {
+    return qpool(a, k_avg_pool);
+}
+
+bool k_qglobal_avg_pool(const KernelArgs *a) {
+    return qpool(a, k_global_avg_pool);
+}

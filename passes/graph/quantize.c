@@ -8,6 +8,7 @@
  *                               zero is the kind's minimum (saturation is relu)
  *   max_pool, reshape, flatten of an integer value -> the same on integers
  *   relu, clip of an integer value -> clip at the bounds' quantized values
+ *   avg pools of an integer value  -> qavg_pool, qglobal_avg_pool at its scale
  *   add, mul                 -> qadd, qmul to the result's profiled range
  *   concat                   -> concat of integers, rescaled to its range
  *   anything else            -> float, between dequantize_linear and
@@ -677,6 +678,27 @@ static bool rewrite_clip(Quant *q, Node *n) {
     return true;
 }
 
+/* An average pool of an integer value, to its own profiled range (means
+ * spread less than what they average: a finer scale), else at its input's. */
+static bool rewrite_avg_pool(Quant *q, Node *n) {
+    if (!grow_maps(q) || n->ops[0]->type.elem != ELEM_F32)
+        return false;
+    Value *src = q->srcv[n->ops[0]->def->id];
+    if (!src)
+        return false;
+    QParams p = params_of(src);
+    if (qprof_find(q->cfg->profile, value_name(&n->res[0])) &&
+        !choose(q, value_name(&n->res[0]), &p))
+        return false;
+    Value *y = emit_int(q, n, n->kind == NK_AVG_POOL ? NK_QAVG_POOL : NK_QGLOBAL_AVG_POOL, 1,
+                        &src, &p);
+    if (!y)
+        return false;
+    replace(q, n, y);
+    pass_stat(q->ctx, "avg-pools", 1);
+    return true;
+}
+
 static bool rewrite(Quant *q, Node *n) {
     if (kept_float(q, n)) {
         pass_stat(q->ctx, "kept-float", 1);
@@ -692,6 +714,8 @@ static bool rewrite(Quant *q, Node *n) {
     case NK_ADD:
     case NK_MUL: return rewrite_binary(q, n);
     case NK_CONCAT: return rewrite_concat(q, n);
+    case NK_AVG_POOL:
+    case NK_GLOBAL_AVG_POOL: return rewrite_avg_pool(q, n);
     case NK_RELU:
     case NK_CLIP: return rewrite_clip(q, n);
     default: return false;
