@@ -568,8 +568,25 @@ static bool rewrite_matmul(Quant *q, Node *n) {
 
 /* A node that commutes with a monotonic quantization (max_pool, reshape,
  * flatten) runs on the integers when its operand already is one. */
+/* No window of the max pool lies wholly in its padding: the float kernel
+ * gives -inf there, which no integer holds. */
+static bool max_pool_windows_real(const Node *n) {
+    int nk, np, nd;
+    const int64_t *k = node_attr_ints(n, AK_kernel, &nk), *p = node_attr_ints(n, AK_pads, &np);
+    const int64_t *dl = node_attr_ints(n, AK_dilations, &nd);
+    if (node_attr_int(n, AK_ceil_mode, 0))
+        return false;
+    for (int i = 0; i < np; i++) {
+        int axis = i % (nk ? nk : 1);
+        int64_t extent = axis < nk ? (k[axis] - 1) * (axis < nd ? dl[axis] : 1) + 1 : 1;
+        if (p[i] >= extent)
+            return false;
+    }
+    return true;
+}
+
 static bool rewrite_passthrough(Quant *q, Node *n) {
-    if (!grow_maps(q) || n->nres != 1)
+    if (!grow_maps(q) || n->nres != 1 || (n->kind == NK_MAX_POOL && !max_pool_windows_real(n)))
         return false;
     Value *src = q->srcv[n->ops[0]->def->id];
     if (!src)
