@@ -1926,6 +1926,52 @@ static bool infer_qpool(Node *n, DiagList *d) {
     return ok;
 }
 
+/* A scalar constant operand's value (false when it is computed or elided). */
+static bool const_scalar(const Value *v, double *out) {
+    const Node *c = v->def;
+    if (c->kind != NK_CONSTANT || !c->payload || !c->payload->data ||
+        tensor_numel(c->payload) != 1)
+        return false;
+    *out = tensor_get_f64(c->payload, 0);
+    return true;
+}
+
+/* A quantized type beside ONNX-style scale and zero point operands must say
+ * what they say, or a reader of the type is misled. */
+static bool quant_agrees(Node *n, DiagList *d, const Type *t, int scale_op, int zp_op,
+                         const char *what) {
+    double s, z;
+    if (t->quant != QUANT_TENSOR || !const_scalar(n->ops[scale_op], &s) ||
+        !const_scalar(n->ops[zp_op], &z) || ((float)s == t->scale && z == t->offset))
+        return true;
+    char a[TYPE_STR_MAX];
+    node_error(d, n, "%s has type %s but its scale and zero point operands are %.9g and %.9g",
+               what, tstr(t, a), s, z);
+    return false;
+}
+
+static bool check_declared_quant(Node *n, DiagList *d) {
+    const Type *r = &n->res[0].type;
+    switch (n->kind) {
+    case NK_QUANTIZE_LINEAR: return quant_agrees(n, d, r, 1, 2, "the result");
+    case NK_DEQUANTIZE_LINEAR: return quant_agrees(n, d, op_type(n, 0), 1, 2, "operand 0");
+    case NK_QLINEAR_MATMUL:
+        return quant_agrees(n, d, op_type(n, 0), 1, 2, "operand 0") &&
+               quant_agrees(n, d, op_type(n, 3), 4, 5, "operand 3") &&
+               quant_agrees(n, d, r, 6, 7, "the result");
+    case NK_QLINEAR_CONV:
+        if (op_type(n, 3)->quant == QUANT_CHANNEL && op_type(n, 3)->qaxis != 0) {
+            node_error(d, n, "weights quantized per channel along axis %d, not 0 (the output "
+                       "channels)", (int)op_type(n, 3)->qaxis);
+            return false;
+        }
+        return quant_agrees(n, d, op_type(n, 0), 1, 2, "operand 0") &&
+               quant_agrees(n, d, op_type(n, 3), 4, 5, "operand 3") &&
+               quant_agrees(n, d, r, 6, 7, "the result");
+    default: return true;
+    }
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 static const InferFn infer_fns[NK_COUNT] = {
@@ -1981,6 +2027,8 @@ bool infer_node(Node *n, DiagList *d) {
         bool keep = i < nkeep && declared[i].elem == n->res[i].type.elem;
         type_copy_quant(&n->res[i].type, keep ? &declared[i] : &none);
     }
+    if (!check_declared_quant(n, d))
+        return false;
     for (int i = 0; i < n->nres; i++) {
         int64_t numel;
         if (!type_numel_checked(&n->res[i].type, &numel)) {
