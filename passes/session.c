@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "backends/cpu/cpu.h"
 #include "backends/interp/interp.h"
 #include "core/file.h"
 #include "core/parse.h"
@@ -138,6 +137,7 @@ static void snapshot_lir(Session *s, Step *st) {
     st->lower_bound = s->lir->lower_bound;
     st->naive_bytes = s->lir->naive_bytes;
     const Step *prev = s->nsteps > 1 ? &s->steps[s->nsteps - 2] : NULL;
+    st->planned = s->lir->allocated && !(prev && prev->lir && prev->lir->allocated);
     if (prev) {
         st->text = prev->text ? strdup(prev->text) : NULL;
         st->nnodes = prev->nnodes;
@@ -165,9 +165,11 @@ static void snapshot_llvm(Session *s, Step *st) {
     memcpy(st->kind_counts, prev->kind_counts, sizeof st->kind_counts);
     StrBuf sb;
     sb_init(&sb);
-    cpu_print_llvm(s->cpu, &sb);
+    const Backend *be = s->opt.backend;
+    be->print_ir(s->module, &sb);
     st->llvm_text = sb_take(&sb);
-    st->native = cpu_snapshot(s->cpu);
+    st->native = be->snapshot(s->module);
+    st->backend = be;
     DiffCounts dc = textdiff_count(prev->llvm_text ? prev->llvm_text : "", st->llvm_text);
     st->lines_added = dc.added;
     st->lines_removed = dc.removed;
@@ -180,7 +182,8 @@ static void free_step(Step *st) {
     free(st->llvm_text);
     module_destroy(st->graph);
     lir_destroy(st->lir);
-    cpu_snapshot_free(st->native);
+    if (st->native)
+        st->backend->snapshot_free(st->native);
 }
 
 /* ---- loading -------------------------------------------------------------------- */
@@ -292,8 +295,10 @@ void session_free(Session *s) {
         free(s->pipeline[i]);
     free(s->pipeline);
     /* Snapshots share weights with the working modules: they go last. */
-    cpu_exec_free(s->exec);
-    cpu_module_free(s->cpu);
+    if (s->exec)
+        s->opt.backend->exec_free(s->exec);
+    if (s->module)
+        s->opt.backend->module_free(s->module);
     lir_destroy(s->lir);
     for (int i = 0; i < s->nretired_lir; i++)
         lir_destroy(s->retired_lir[i]);
@@ -417,30 +422,31 @@ bool session_done(const Session *s) {
 /* Under --break-pass, codegen and llvm-opt miscompile as the other steps
  * do (pass_rewrote): the entry point perturbs an output, deterministically. */
 static bool break_native(Session *s, PassContext *ctx) {
-    if (ctx->break_this_pass && !ctx->broken && cpu_break_module(s->cpu))
+    if (ctx->break_this_pass && !ctx->broken && s->opt.backend->miscompile(s->module))
         ctx->broken = true;
     return true;
 }
 
 static bool run_codegen(Session *s, const PassInfo *pi, PassContext *ctx) {
+    const Backend *be = s->opt.backend;
+    if (!be->compiles) {
+        diag_error(&s->diags, NULL, "%s: backend %s does not compile (the compiling backends: %s)",
+                   pi->name, be->name, backend_compiling_names());
+        return false;
+    }
     if (pi->step == STEP_LLVM_OPT)
-        return s->cpu && cpu_optimize(s->cpu, &s->diags) && break_native(s, ctx);
-    CpuOptions co = {.target_cpu = s->opt.target_cpu,
-                     .fallback = s->opt.fallback,
-                     .output = (CpuOutput)s->opt.cpu_output,
-                     .entry = s->opt.entry,
-                     .instrument = s->opt.instrument};
-    s->cpu = cpu_codegen(s->lir, &co, &s->diags);
-    if (s->cpu && cpu_fallback_count(s->cpu)) {
+        return s->module && be->optimize(s->module, &s->diags) && break_native(s, ctx);
+    s->module = be->compile(s->lir, &s->opt.codegen, &s->diags);
+    if (s->module && be->nfallback(s->module)) {
         StrBuf sb;
         sb_init(&sb);
-        for (int i = 0; i < cpu_fallback_count(s->cpu); i++)
-            sb_printf(&sb, "%s%s", i ? ", " : "", cpu_fallback_what(s->cpu, i));
+        for (int i = 0; i < be->nfallback(s->module); i++)
+            sb_printf(&sb, "%s%s", i ? ", " : "", be->fallback_what(s->module, i));
         diag_note(&s->diags, NULL, "run by the interpreter's kernels (--fallback=interp): %s",
                   sb_str(&sb));
         sb_free(&sb);
     }
-    return s->cpu && break_native(s, ctx);
+    return s->module && break_native(s, ctx);
 }
 
 /* Runs one pass on the working IR; true if it changed it. */
@@ -559,6 +565,7 @@ bool session_step(Session *s) {
     s->broken |= ctx.broken;
     double t1 = now();
     Step *st = new_step(s, pi->name, pi->level);
+    st->kind = pi->step;
     st->changed = changed;
     st->seconds = t1 - t0;
     memcpy(st->stats, ctx.stats, sizeof ctx.stats);
@@ -645,6 +652,13 @@ bool session_want_lir(Session *s) {
     return true;
 }
 
+bool session_pipeline_plans(const Session *s) {
+    for (int i = 0; i < s->npipeline; i++)
+        if (pass_find(s->pipeline[i])->run_lir == lir_allocate)
+            return true;
+    return false;
+}
+
 bool session_want_codegen(Session *s) {
     bool has_codegen = false, has_opt = false;
     for (int i = 0; i < s->npipeline; i++) {
@@ -659,11 +673,11 @@ bool session_want_codegen(Session *s) {
     return has_opt || session_append_pipeline(s, "llvm-opt");
 }
 
-CpuExec *session_exec(Session *s, DiagList *d) {
-    if (!s->exec && s->cpu) {
-        s->exec = cpu_jit(s->cpu, s->opt.threads, d);
-        cpu_module_free(s->cpu); /* the JIT took the LLVM module */
-        s->cpu = NULL;
+BackendExec *session_exec(Session *s, DiagList *d) {
+    if (!s->exec && s->module) {
+        s->exec = s->opt.backend->load(s->module, s->opt.threads, d);
+        s->opt.backend->module_free(s->module); /* loading took what it needs */
+        s->module = NULL;
     }
     if (!s->exec && !diag_has_errors(d))
         diag_error(d, NULL, "backend %s needs codegen", s->opt.backend->name);
@@ -677,14 +691,14 @@ typedef struct StepObs {
 
 static void observe_node(void *ctx, const Node *n, Tensor *const *results);
 static void observe_instr(void *ctx, const LirInstr *i, const Tensor *ops, const Tensor *storage);
-static bool run_native(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a,
-                       DiagList *d, StepObs *so);
+static bool run_native(const Backend *be, BackendExec *e, Tensor *const *inputs,
+                       Tensor **outputs, Arena *a, DiagList *d, StepObs *so);
 
 static bool execute(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a, DiagList *d,
                     StepObs *so) {
     if (s->opt.backend->compiles) {
-        CpuExec *e = session_exec(s, d);
-        return e && run_native(e, inputs, outputs, a, d, so);
+        BackendExec *e = session_exec(s, d);
+        return e && run_native(s->opt.backend, e, inputs, outputs, a, d, so);
     }
     if (s->opt.backend->runs_lir) {
         if (!s->lir) {
@@ -793,7 +807,8 @@ static bool run_lir_step(const Step *st, Tensor *const *inputs, Tensor **outputs
 /* The native code's values: after each instruction the probe reads its
  * results from the running memories, as the LIR interpreter reports them. */
 typedef struct NativeObs {
-    CpuExec *e;
+    const Backend *be;
+    BackendExec *e;
     const LirInstr **by_index;
     int n;
     StepObs *so;
@@ -801,7 +816,7 @@ typedef struct NativeObs {
 
 static void native_probe(void *ctx, int instr, int event) {
     NativeObs *no = ctx;
-    if (event != CPU_PROBE_END || instr < 0 || instr >= no->n)
+    if (event != PROBE_END || instr < 0 || instr >= no->n)
         return;
     const LirInstr *i = no->by_index[instr];
     Tensor *ops = calloc(2 * (size_t)i->nops + 1, sizeof(Tensor)), *storage = ops + i->nops;
@@ -809,62 +824,63 @@ static void native_probe(void *ctx, int instr, int event) {
         return;
     for (int k = 0; k < i->nops; k++) {
         const LirBuf *b = i->ops[k], *base = lir_storage(i->ops[k]);
-        ops[k] = (Tensor){.type = b->type, .data = cpu_exec_address(no->e, b)};
-        storage[k] = (Tensor){.type = base->type, .data = cpu_exec_address(no->e, base)};
+        ops[k] = (Tensor){.type = b->type, .data = no->be->address(no->e, b)};
+        storage[k] = (Tensor){.type = base->type, .data = no->be->address(no->e, base)};
     }
     observe_instr(no->so, i, ops, storage);
     free(ops);
 }
 
-static bool run_native(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a,
-                       DiagList *d, StepObs *so) {
+static bool run_native(const Backend *be, BackendExec *e, Tensor *const *inputs,
+                       Tensor **outputs, Arena *a, DiagList *d, StepObs *so) {
     if (!so->observe)
-        return cpu_exec_run(e, inputs, outputs, a, d);
-    const LirProgram *p = cpu_exec_program(e);
+        return be->run(e, inputs, outputs, a, d);
+    const LirProgram *p = be->program(e);
     int n = 0;
     for (const LirInstr *i = p->first; i; i = i->next)
         n++;
-    NativeObs no = {e, calloc((size_t)n + 1, sizeof(LirInstr *)), n, so};
+    NativeObs no = {be, e, calloc((size_t)n + 1, sizeof(LirInstr *)), n, so};
     n = 0;
     for (const LirInstr *i = p->first; i; i = i->next)
         no.by_index[n++] = i;
-    if (!cpu_exec_set_probe(e, native_probe, &no)) {
+    if (!be->set_probe(e, native_probe, &no)) {
         diag_error(d, NULL, "the native code was compiled without instrumentation");
         free(no.by_index);
         return false;
     }
-    bool ok = cpu_exec_run(e, inputs, outputs, a, d);
-    cpu_exec_set_probe(e, NULL, NULL);
+    bool ok = be->run(e, inputs, outputs, a, d);
+    be->set_probe(e, NULL, NULL);
     free(no.by_index);
     return ok;
 }
 
-CpuExec *session_step_exec(Session *s, int k, bool instrument, DiagList *d) {
+BackendExec *session_step_exec(Session *s, int k, bool instrument, DiagList *d) {
+    const Backend *be = s->opt.backend;
     const Step *st = k >= 0 && k < s->nsteps ? &s->steps[k] : NULL;
     if (!st || st->level != PASS_CODEGEN || st->failed || !s->lir) {
         diag_error(d, NULL, "step %d is no code generation step that can run", k);
         return NULL;
     }
-    CpuOptions co = {.target_cpu = s->opt.target_cpu,
-                     .fallback = s->opt.fallback,
-                     .output = CPU_JIT,
-                     .instrument = instrument};
-    CpuModule *m = cpu_codegen(s->lir, &co, d);
+    BackendOptions co = s->opt.codegen;
+    co.output = OUTPUT_JIT;
+    co.instrument = instrument;
+    BackendModule *m = be->compile(s->lir, &co, d);
     /* The native steps up to k again: llvm-opt optimises, and the pass that
      * --break-pass names miscompiles where it did in the pipeline. */
     for (int i = 1; m && i <= k; i++) {
         const PassInfo *pi = s->steps[i].level == PASS_CODEGEN ? pass_find(s->steps[i].name) : NULL;
         if (!pi)
             continue;
-        if (pi->step == STEP_LLVM_OPT && !cpu_optimize(m, d)) {
-            cpu_module_free(m);
+        if (pi->step == STEP_LLVM_OPT && !be->optimize(m, d)) {
+            be->module_free(m);
             return NULL;
         }
         if (s->opt.break_pass && !strcmp(s->opt.break_pass, pi->name))
-            cpu_break_module(m);
+            be->miscompile(m);
     }
-    CpuExec *e = m ? cpu_jit(m, s->opt.threads, d) : NULL;
-    cpu_module_free(m);
+    BackendExec *e = m ? be->load(m, s->opt.threads, d) : NULL;
+    if (m)
+        be->module_free(m);
     return e;
 }
 
@@ -872,9 +888,11 @@ CpuExec *session_step_exec(Session *s, int k, bool instrument, DiagList *d) {
  * instrumentation when values are observed, and run as native code. */
 static bool run_native_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs,
                             Arena *a, DiagList *d, StepObs *so) {
-    CpuExec *e = session_step_exec(s, k, so->observe != NULL, d);
-    bool ok = e && run_native(e, inputs, outputs, a, d, so);
-    cpu_exec_free(e);
+    const Backend *be = s->opt.backend;
+    BackendExec *e = session_step_exec(s, k, so->observe != NULL, d);
+    bool ok = e && run_native(be, e, inputs, outputs, a, d, so);
+    if (e)
+        be->exec_free(e);
     return ok;
 }
 
@@ -891,7 +909,8 @@ bool session_run_step(Session *s, int k, Tensor *const *inputs, Tensor **outputs
         return false;
     }
     if (st->native && !observe)
-        return cpu_snapshot_run(st->native, st->lir, s->opt.threads, inputs, outputs, a, d);
+        return st->backend->snapshot_run(st->native, st->lir, s->opt.threads, inputs, outputs,
+                                         a, d);
     if (st->graph)
         return interp_run(st->graph->main, inputs, outputs, a, d, observe ? observe_node : NULL,
                           &so);

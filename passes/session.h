@@ -23,18 +23,16 @@ typedef struct SessionOptions {
     const char *break_pass; /* --break-pass */
     bool no_verify;         /* --no-verify: skip the verifier after each pass (the default runs it) */
     const Backend *backend; /* what lowering targets (default: interp) */
-    const char *target_cpu; /* cpu backend: NULL for the host */
-    bool fallback;          /* cpu backend: --fallback=interp */
-    int threads;            /* cpu backend: worker threads when running (0: every CPU) */
-    int cpu_output;         /* cpu backend: CpuOutput (JIT, executable, bundle) */
-    const char *entry;      /* cpu backend: the entry point's name (bundles) */
-    bool instrument;        /* cpu backend, JIT: code that reports each instruction */
+    BackendOptions codegen; /* compiling backends: target, output kind, entry, ... */
+    int threads;            /* compiling backends: worker threads when running (0: every CPU) */
     const struct QuantConfig *quant; /* --quantize: the pipeline starts with quantize */
 } SessionOptions;
 
 typedef struct Step {
     const char *name; /* "import" or the pass name */
     PassLevel level;
+    StepKind kind;    /* a pass, irgen, or a backend's code generation or optimisation */
+    bool planned;     /* this step made the memory plan (the arena figures below are its) */
     bool changed;
     bool failed;      /* the pass failed or broke the verifier */
     bool invalid;     /* failed: the verifier rejected the IR the pass left */
@@ -43,7 +41,8 @@ typedef struct Step {
     LirProgram *lir;  /* the low-level program after this step (from irgen on) */
     char *lir_text;
     char *llvm_text;  /* the LLVM IR after codegen / after llvm-opt */
-    struct CpuSnapshot *native; /* that LLVM IR, kept to be JIT-compiled and run */
+    BackendSnapshot *native; /* that module, kept to be loaded and run */
+    const Backend *backend;  /* whose snapshot it is */
     int ninstrs;
     int64_t arena_bytes, lower_bound, naive_bytes; /* allocate */
     int nnodes, nconsts;
@@ -64,8 +63,8 @@ typedef struct Session {
     DiagList diags;   /* everything said while loading and running */
     Module *work;     /* the graph being transformed (NULL if the import failed) */
     LirProgram *lir;  /* the low-level program, once irgen has run */
-    struct CpuModule *cpu;  /* the LLVM module, once codegen has run */
-    struct CpuExec *exec;   /* its JIT-compiled form, made on first execution */
+    BackendModule *module; /* the backend's module, once codegen has run */
+    BackendExec *exec;     /* its loaded form, made on first execution */
     bool from_lir;    /* the input was a .lir file */
     Step *steps;
     int nsteps, cap;
@@ -110,7 +109,10 @@ bool session_append_pipeline(Session *s, const char *spec);
 /* Makes sure the pipeline ends with an allocated low-level program, adding
  * irgen and allocate when it does not. */
 bool session_want_lir(Session *s);
-/* Same, then LLVM code generation and optimisation (the cpu backend). */
+/* The pipeline makes a memory plan (it ends at an allocated program). */
+bool session_pipeline_plans(const Session *s);
+/* Same as session_want_lir, then the backend's code generation and its
+ * optimisation (compiling backends). */
 bool session_want_codegen(Session *s);
 /* Runs the compiled model on the session's backend: the final graph on the
  * interpreter, or the allocated program on interp-lir. Outputs go to `a`. */
@@ -142,12 +144,12 @@ bool session_step_is_native(const Session *s, int k);
  * code's (opt.instrument), read from its memory after each instruction. */
 bool session_execute_observed(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,
                               DiagList *d, StepObserver observe, void *observe_ctx);
-/* The JIT-compiled program, compiling it on first use (cpu backend). */
-struct CpuExec *session_exec(Session *s, DiagList *d);
+/* The loaded program, loading it on first use (compiling backends). */
+BackendExec *session_exec(Session *s, DiagList *d);
 /* Step k (codegen or llvm-opt) compiled again for the JIT from the allocated
  * program, instrumented if asked, with --break-pass's miscompile where it
- * struck; the caller frees it (cpu_exec_free). NULL with a diagnostic. */
-struct CpuExec *session_step_exec(Session *s, int k, bool instrument, DiagList *d);
+ * struck; the caller frees it (the backend's exec_free). NULL with a diagnostic. */
+BackendExec *session_step_exec(Session *s, int k, bool instrument, DiagList *d);
 
 /* ---- naming steps (every command that takes a step uses these) --------------- */
 

@@ -174,22 +174,42 @@ void args_free(CommonArgs *ca) {
         free((char *)ca->input_names[i]);
     for (int i = 0; i < ca->ndims; i++)
         free((char *)ca->dims[i].name);
+    arena_destroy(ca->input_arena);
+    ca->input_arena = NULL;
+}
+
+/* --input i: a .npy file, or a serialized TensorProto (.pb, as in the ONNX
+ * test data). */
+static bool load_input(CommonArgs *ca, int i, Arena *a, DiagList *d) {
+    size_t len;
+    const char *path = ca->input_files[i];
+    char *buf = file_read_all(path, &len, d);
+    if (buf && cli_has_suffix(path, ".pb"))
+        ca->input_values[i] = onnx_read_tensor(buf, len, path, a, NULL, d);
+    else
+        ca->input_values[i] = buf ? npy_read(buf, len, path, a, d) : NULL;
+    free(buf);
+    return ca->input_values[i] != NULL;
 }
 
 bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d) {
-    for (int i = 0; i < ca->ninputs; i++) {
-        size_t len;
-        const char *path = ca->input_files[i];
-        char *buf = file_read_all(path, &len, d);
-        /* .pb: a serialized TensorProto, as in the ONNX test data */
-        if (buf && cli_has_suffix(path, ".pb"))
-            ca->input_values[i] = onnx_read_tensor(buf, len, path, a, NULL, d);
-        else
-            ca->input_values[i] = buf ? npy_read(buf, len, path, a, d) : NULL;
-        free(buf);
-        if (!ca->input_values[i])
+    for (int i = 0; i < ca->ninputs; i++)
+        if (!load_input(ca, i, a, d))
             return false;
-    }
+    return true;
+}
+
+bool args_ensure_inputs(CommonArgs *ca, DiagList *d) {
+    bool missing = false;
+    for (int i = 0; i < ca->ninputs; i++)
+        missing |= !ca->input_values[i];
+    if (!missing)
+        return true;
+    if (!ca->input_arena)
+        ca->input_arena = arena_new();
+    for (int i = 0; i < ca->ninputs; i++)
+        if (!ca->input_values[i] && !load_input(ca, i, ca->input_arena, d))
+            return false;
     return true;
 }
 
@@ -204,12 +224,23 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
         .break_pass = ca->break_pass,
         .no_verify = ca->no_verify,
         .backend = ca->backend ? backend_find(ca->backend) : NULL,
-        .target_cpu = ca->target_cpu,
-        .fallback = ca->fallback,
+        .codegen = {.target_cpu = ca->target_cpu, .fallback = ca->fallback},
         .threads = ca->threads, /* 0: every online CPU (libjit_runtime_new) */
         .max_memory = ca->max_memory ? ca->max_memory : cli_physical_memory(),
         .quant = ca->quant.profile ? &ca->quant : NULL,
     };
+}
+
+bool args_want_compiling(CommonArgs *ca, const char *what, DiagList *d) {
+    const Backend *be = ca->backend ? backend_find(ca->backend) : backend_compiling();
+    if (be && !be->compiles) {
+        diag_error(d, NULL, "%s: native code comes from a compiling backend (%s), not '%s'", what,
+                   backend_compiling_names(), ca->backend);
+        return false;
+    }
+    if (be)
+        ca->backend = be->name;
+    return true; /* an unknown name is reported with the other names */
 }
 
 static Session *finish_open(Session *s, CommonArgs *ca, const char *dflt, DiagList *d) {
@@ -243,7 +274,7 @@ static bool check_names(const CommonArgs *ca, DiagList *d) {
 }
 
 Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, DiagList *d) {
-    if (!check_names(ca, d))
+    if (!check_names(ca, d) || (known && !args_ensure_inputs(ca, d)))
         return NULL;
     SessionOptions so = args_session_options(ca, known);
     return finish_open(session_open(ca->model, &so), ca, dflt, d);

@@ -26,6 +26,7 @@ typedef struct CommonArgs {
     int threads;
     bool fallback;
     uint64_t max_memory; /* --max-memory; 0: the machine's physical memory */
+    Arena *input_arena;  /* the --input values args_ensure_inputs read (args_free) */
     const char *quantize; /* --quantize=PROFILE.json */
     QuantConfig quant;    /* its options; quant.profile once read (args_parse) */
     QProfile profile;
@@ -49,8 +50,15 @@ bool args_common(CommonArgs *ca, OptionId id, const char *value, bool *bad, Diag
 void args_free(CommonArgs *ca);
 /* Reads the --input files (.npy, or .pb TensorProto) into `a`. */
 bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d);
+/* Reads the --input values not read yet, so that every command compiles the
+ * model specialised to them (an input that decides a shape or an If's
+ * branch), not only those that run it. */
+bool args_ensure_inputs(CommonArgs *ca, DiagList *d);
 /* Session options from the arguments (known inputs in `known`). */
 SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known);
+/* What needs native code (`what`: "compile", "opt: --emit=asm"): the
+ * --backend named must compile; none named is the default compiling one. */
+bool args_want_compiling(CommonArgs *ca, const char *what, DiagList *d);
 /* Opens the session and sets its pipeline (default `dflt`); NULL after
  * reporting when the model cannot be loaded. */
 Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, DiagList *d);

@@ -16,6 +16,7 @@ int cmd_compare(int argc, char **argv);
 int cmd_conform(int argc, char **argv);
 int cmd_opt(int argc, char **argv);
 int cmd_passes(int argc, char **argv);
+int cmd_targets(int argc, char **argv);
 int cmd_bisect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_mem(int argc, char **argv);

@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "backends/cpu/cpu.h"
 #include "backends/interp/interp.h"
 #include "tui/args.h"
 #include "tui/cli.h"
@@ -34,15 +33,16 @@ static int cmp_double(const void *a, const void *b) {
  * end-to-end runs (probe off) it is measured against. */
 static bool per_node(Session *s, Tensor *const *inputs, const BenchOpts *bo, double e2e_ms,
                      DiagList *d) {
-    CpuExec *e = session_exec(s, d);
-    Profile *p = e ? profile_run(e, inputs, 0, bo->iters, bo->trace != NULL, d) : NULL;
+    const Backend *be = s->opt.backend;
+    BackendExec *e = session_exec(s, d);
+    Profile *p = e ? profile_run(be, e, inputs, 0, bo->iters, bo->trace != NULL, d) : NULL;
     if (!p)
         return false;
     bool ok = true;
     if (bo->per_node) {
-        double peak = cpu_exec_fma_peak(e);
+        double peak = be->fma_peak(e);
         printf("FMA peak %.1f GFLOP/s (%d threads, measured with a vector-FMA loop)\n", peak,
-               cpu_exec_threads(e));
+               be->threads(e));
         StrBuf out;
         sb_init(&out);
         profile_print(p, peak, e2e_ms, &out);
@@ -77,7 +77,7 @@ static int bench(CommonArgs *ca, const BenchOpts *bo, DiagList *d) {
     }
     bool loaded = args_load_inputs(ca, a, d);
     SessionOptions so = args_session_options(ca, known); /* the inputs bind dimensions */
-    so.instrument = profile;
+    so.codegen.instrument = profile;
     Session *s = loaded ? args_open_session_with(ca, &so, "-O2", d) : NULL;
     int status = 1;
     double t0 = now_ms();

@@ -68,7 +68,7 @@ static bool run_both(CommonArgs *ca, ValueSet *vf, ValueSet *vq, DiagList *d) {
         SessionOptions so = args_session_options(ca, known);
         if (pass == 0)
             so.quant = NULL;
-        so.instrument = true;
+        so.codegen.instrument = true;
         Session *s = args_open_session_with(ca, &so, "-O0", d);
         ok = s && session_run(s);
         if (s && !ok)

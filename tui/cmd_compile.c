@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/cpu.h"
 #include "tui/args.h"
 
 /* The bundle's entry point: the model file's base name as a C identifier. */
@@ -22,6 +21,7 @@ static void entry_name(const char *model, char *out, size_t len) {
 
 typedef struct CompileArgs {
     const char *out, *bundle;
+    bool no_threads;
 } CompileArgs;
 
 static int compile_option(OptionId id, const char *v, void *ctx, DiagList *d) {
@@ -30,6 +30,8 @@ static int compile_option(OptionId id, const char *v, void *ctx, DiagList *d) {
         c->out = v;
     else if (id == OPT_BUNDLE)
         c->bundle = v;
+    else if (id == OPT_NO_THREADS)
+        c->no_threads = true;
     else
         return 0;
     return 1;
@@ -50,25 +52,38 @@ int cmd_compile(int argc, char **argv) {
         diag_error(&d, NULL, "usage: glowc compile MODEL (-o EXE | --bundle DIR)");
         goto done;
     }
-    if (ca.backend && strcmp(ca.backend, "cpu")) {
-        diag_error(&d, NULL, "compile: native code comes from the cpu backend, not '%s'",
-                   ca.backend);
+    /* An executable's main() allocates its buffers and reads files anyway;
+     * it takes --threads 1 at run time for one thread. */
+    if (co.no_threads && !bundle) {
+        diag_error(&d, NULL, "--no-threads is for bundles (--bundle DIR); an executable runs "
+                             "on one thread with its own --threads 1");
         goto done;
     }
+    /* The interpreter's kernels allocate their working memory. */
+    if (co.no_threads && ca.fallback) {
+        diag_error(&d, NULL, "--no-threads cannot take --fallback=interp: the interpreter's "
+                             "kernels allocate memory (malloc), which a --no-threads bundle "
+                             "never does");
+        goto done;
+    }
+    if (!args_want_compiling(&ca, "compile", &d))
+        goto done;
     char entry[128];
     entry_name(ca.model, entry, sizeof entry);
-    ca.backend = "cpu";
     KnownInput known[MAX_CLI_INPUTS];
+    if (!args_ensure_inputs(&ca, &d))
+        goto done;
     SessionOptions so = args_session_options(&ca, known);
-    so.cpu_output = bundle ? CPU_BUNDLE : CPU_EXECUTABLE;
-    so.entry = bundle ? entry : NULL;
+    so.codegen.output = bundle ? OUTPUT_BUNDLE : OUTPUT_EXECUTABLE;
+    so.codegen.entry = bundle ? entry : NULL;
+    so.codegen.no_threads = co.no_threads;
     Session *s = args_open_session_with(&ca, &so, "-O2", &d);
     if (!s)
         goto done;
-    bool ok = session_run(s) && s->cpu;
+    bool ok = session_run(s) && s->module;
     if (ok)
-        ok = bundle ? cpu_write_bundle(s->cpu, bundle, ca.model, &d)
-                    : cpu_write_executable(s->cpu, out, &d);
+        ok = bundle ? s->opt.backend->write_bundle(s->module, bundle, ca.model, &d)
+                    : s->opt.backend->write_executable(s->module, out, &d);
     if (ok && bundle)
         printf("wrote %s/%s.o, %s/%s.h, %s/%s.weights\n", bundle, entry, bundle, entry, bundle,
                entry);

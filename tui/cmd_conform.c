@@ -163,7 +163,7 @@ static ResultKind run_data_set(const char *test, const char *set, const ConformO
     for (int i = 0; i < nin; i++)
         known[i] = (KnownInput){in_names[i][0] ? in_names[i] : NULL, i, ins[i]};
     SessionOptions so = {.known = known, .nknown = nin, .no_verify = o->no_verify,
-                         .backend = o->backend, .fallback = o->fallback,  .threads = 1,
+                         .backend = o->backend, .codegen = {.fallback = o->fallback}, .threads = 1,
                          .max_memory = cli_physical_memory()};
     s = session_open(model, &so);
     free(model);

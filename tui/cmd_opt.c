@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backends/cpu/cpu.h"
 #include "core/file.h"
 #include "core/print.h"
 #include "core/textdiff.h"
@@ -46,9 +45,9 @@ static const char *emitted(const Session *s, const char *emit) {
             return st->text;
         if (!strcmp(emit, "lir") && st->lir_text)
             return st->lir_text;
-        if (!strcmp(emit, "llvm") && st->llvm_text && !strcmp(st->name, "codegen"))
+        if (!strcmp(emit, "llvm") && st->llvm_text && st->kind == STEP_CODEGEN)
             return st->llvm_text;
-        if (!strcmp(emit, "llvm-opt") && st->llvm_text && !strcmp(st->name, "llvm-opt"))
+        if (!strcmp(emit, "llvm-opt") && st->llvm_text && st->kind == STEP_LLVM_OPT)
             return st->llvm_text;
     }
     return "";
@@ -218,14 +217,14 @@ static void print_stats(const Session *s) {
             fprintf(stderr, "%s(%d nodes, +%d -%d lines)", st->nstats ? "  " : "", st->nnodes,
                     st->lines_added, st->lines_removed);
         fputc('\n', stderr);
-        if (!strcmp(st->name, "schedule")) {
+        if (st->level == PASS_SCHEDULE) {
             fprintf(stderr, "  %-16s peak live bytes: given order %lld, chosen order %lld\n", "",
                     (long long)st->peak_before, (long long)st->peak_after);
             if (st->one_order)
                 fprintf(stderr, "  %-16s (the only order: every node uses the one before it)\n",
                         "");
         }
-        if (st->lir && st->lir->allocated && !strcmp(st->name, "allocate"))
+        if (st->planned)
             fprintf(stderr, "  %-16s arena %lld bytes, lower bound %lld bytes, naive %lld bytes\n",
                     "", (long long)st->arena_bytes, (long long)st->lower_bound,
                     (long long)st->naive_bytes);
@@ -290,7 +289,7 @@ static bool opt_one(Session *s, const OptArgs *oa, DiagList *d) {
         if (!strcmp(emit, "asm")) {
             StrBuf sb;
             sb_init(&sb);
-            ok = s->cpu && cpu_emit(s->cpu, true, &sb, d);
+            ok = s->module && s->opt.backend->emit(s->module, true, &sb, d);
             fputs(sb_str(&sb), stdout);
             sb_free(&sb);
         } else {
@@ -317,12 +316,10 @@ int cmd_opt(int argc, char **argv) {
     if (!args_parse(&ca, argc, argv, "opt", opt_option, &oa, &d))
         goto done;
     if (oa.emit && strcmp(oa.emit, "graph") && strcmp(oa.emit, "lir")) {
-        if (ca.backend && strcmp(ca.backend, "cpu")) {
-            diag_error(&d, NULL, "opt: --emit=%s comes from the cpu backend, not '%s'", oa.emit,
-                       ca.backend);
+        char what[64];
+        snprintf(what, sizeof what, "opt: --emit=%s", oa.emit);
+        if (!args_want_compiling(&ca, what, &d))
             goto done;
-        }
-        ca.backend = "cpu";
     }
     split = oa.split;
     if (split && oa.dump_dir) {
@@ -367,6 +364,31 @@ done:
     args_free(&ca);
     diag_free(&d);
     return status;
+}
+
+int cmd_targets(int argc, char **argv) {
+    if (argc > 1) {
+        fprintf(stderr, "error: targets: takes no arguments, got '%s'\n", argv[1]);
+        return 1;
+    }
+    for (int i = 0; backend_at(i); i++) {
+        const Backend *b = backend_at(i);
+        printf("%-12s %s\n", b->name, b->summary);
+        if (!b->list_targets)
+            continue;
+        StrBuf sb;
+        sb_init(&sb);
+        b->list_targets(&sb);
+        /* Indented under its backend. */
+        for (const char *line = sb_str(&sb); *line;) {
+            const char *end = strchr(line, '\n');
+            size_t n = end ? (size_t)(end - line) : strlen(line);
+            printf("  %.*s\n", (int)n, line);
+            line += n + (end != NULL);
+        }
+        sb_free(&sb);
+    }
+    return 0;
 }
 
 int cmd_passes(int argc, char **argv) {

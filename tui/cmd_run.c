@@ -106,7 +106,7 @@ static int run_model(CommonArgs *ca, const RunOpts *ro, DiagList *d) {
     bool loaded = (!ro->dump_dir || values_check_dir(ro->dump_dir, d)) &&
                   args_load_inputs(ca, a, d);
     SessionOptions so = args_session_options(ca, known); /* the inputs bind dimensions */
-    so.instrument = ro->dump_dir != NULL;                 /* native code reports its values */
+    so.codegen.instrument = ro->dump_dir != NULL;                 /* native code reports its values */
     Session *s = loaded ? args_open_session_with(ca, &so, dflt, d) : NULL;
     bool ok = s && session_run(s);
     if (s && !ok)

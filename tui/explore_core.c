@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "backends/cpu/cpu.h"
 #include "core/lir_print.h"
 #include "core/print.h"
 #include "core/textdiff.h"
@@ -43,7 +42,7 @@ void explore_init(Explorer *e, CommonArgs *args, const char *pipeline) {
     /* The explorer shows every level down to LLVM IR: the CPU backend unless
      * asked otherwise, with the interpreter's kernels for what it lacks. */
     if (!args->backend) {
-        args->backend = "cpu";
+        args->backend = backend_compiling()->name;
         args->fallback = true;
     }
     e->pipeline = strdup(pipeline ? pipeline : "-O2");
@@ -71,10 +70,7 @@ static void take_diags(Explorer *e, DiagList *d) {
 static bool wants_codegen(const Session *s) {
     if (!s->opt.backend || !s->opt.backend->compiles)
         return false;
-    for (int i = 0; i < s->npipeline; i++)
-        if (!strcmp(s->pipeline[i], "allocate"))
-            return true;
-    return false;
+    return session_pipeline_plans(s);
 }
 
 static bool run_pipeline(Explorer *e, const char *spec, StrBuf *out, DiagList *d) {
@@ -673,13 +669,14 @@ bool explore_compile(const Explorer *e, const char *path, StrBuf *out, DiagList 
     if (!need_session(e, d))
         return false;
     SessionOptions so = args_session_options(e->args, NULL);
-    so.backend = backend_find("cpu");
-    so.fallback = true;
-    so.cpu_output = CPU_EXECUTABLE;
+    if (!so.backend || !so.backend->compiles)
+        so.backend = backend_compiling();
+    so.codegen.fallback = true;
+    so.codegen.output = OUTPUT_EXECUTABLE;
     Session *s = session_open(e->model, &so);
     bool ok = (s->work || s->lir) && session_set_pipeline(s, e->pipeline) &&
-              session_want_codegen(s) && session_run(s) && s->cpu &&
-              cpu_write_executable(s->cpu, path, d);
+              session_want_codegen(s) && session_run(s) && s->module &&
+              s->opt.backend->write_executable(s->module, path, d);
     if (ok)
         sb_printf(out, "wrote %s\n", path);
     diag_append(d, &s->diags);
@@ -909,20 +906,20 @@ static bool is_weight(const LirProgram *p, const char *name) {
 /* What the code generator made of the node's instructions: the kernel each
  * one calls (the CPU module records it by instruction index). */
 static bool history_codegen(const Session *s, const char *name, StrBuf *out) {
-    if (!s->cpu || !s->lir)
+    if (!s->module || !s->lir)
         return false;
     int index = 0, found = 0, mine = 0;
     for (const LirInstr *i = s->lir->first; i; i = i->next, index++) {
         if (i->dead || !i->name || strcmp(i->name, name))
             continue;
         mine++;
-        const char *fn = cpu_instr_function(s->cpu, index);
+        const char *fn = s->opt.backend->instr_function(s->module, index);
         if (!fn)
             continue;
         if (!found++)
             sb_printf(out, "  LLVM functions (code generation) of '%s':\n", name);
         sb_printf(out, "    instruction %d %s calls %s", index, instr_kind_name(i->kind), fn);
-        const char *worker = cpu_instr_worker(s->cpu, index);
+        const char *worker = s->opt.backend->instr_worker(s->module, index);
         if (worker) /* a kernel, run by the thread pool */
             sb_printf(out, " in %s", worker);
         sb_putc(out, '\n');
@@ -1178,16 +1175,18 @@ static bool view_profile(const Explorer *e, StrBuf *out, DiagList *d) {
         return true;
     }
     RunInputs ri = {0};
-    CpuExec *x = bind_inputs(e, NULL, 0, &ri, d) ? session_step_exec(s, k, true, d) : NULL;
-    Profile *p = x ? profile_run(x, ri.tensors, 1, 5, false, d) : NULL;
+    const Backend *be = s->opt.backend;
+    BackendExec *x = bind_inputs(e, NULL, 0, &ri, d) ? session_step_exec(s, k, true, d) : NULL;
+    Profile *p = x ? profile_run(be, x, ri.tensors, 1, 5, false, d) : NULL;
     if (p) {
-        double peak = cpu_exec_fma_peak(x);
+        double peak = be->fma_peak(x);
         sb_printf(out, "step %d (%s) on native code, %d threads, FMA peak %.1f GFLOP/s\n", k,
-                  s->steps[k].name, cpu_exec_threads(x), peak);
+                  s->steps[k].name, be->threads(x), peak);
         profile_print(p, peak, 0, out);
     }
     profile_free(p);
-    cpu_exec_free(x);
+    if (x)
+        be->exec_free(x);
     arena_destroy(ri.a);
     return p != NULL;
 }

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "backends/cpu/cpu.h"
 #include "core/file.h"
 #include "core/print.h"
 
@@ -70,16 +69,16 @@ static void add_event(Profile *p, int instr, int lane, double start, double end)
  * only take the mutex while tracing: timing alone costs two clock reads. */
 static void probe(void *ctx, int instr, int event) {
     Profile *p = ctx;
-    bool chunk = event == CPU_PROBE_CHUNK_BEGIN || event == CPU_PROBE_CHUNK_END;
+    bool chunk = event == PROBE_CHUNK_BEGIN || event == PROBE_CHUNK_END;
     if (chunk && !p->tracing)
         return;
     double t = now_s();
-    switch ((CpuProbeEvent)event) {
-    case CPU_PROBE_BEGIN:
+    switch ((ProbeEvent)event) {
+    case PROBE_BEGIN:
         p->current = instr;
         p->begin[instr] = t;
         return;
-    case CPU_PROBE_END:
+    case PROBE_END:
         p->total[instr] += t - p->begin[instr];
         p->ran[instr] = true;
         if (p->tracing) {
@@ -88,11 +87,11 @@ static void probe(void *ctx, int instr, int event) {
             pthread_mutex_unlock(&p->mu);
         }
         return;
-    case CPU_PROBE_CHUNK_BEGIN:
-    case CPU_PROBE_CHUNK_END:
+    case PROBE_CHUNK_BEGIN:
+    case PROBE_CHUNK_END:
         pthread_mutex_lock(&p->mu);
         int lane = lane_of_self(p);
-        if (event == CPU_PROBE_CHUNK_BEGIN)
+        if (event == PROBE_CHUNK_BEGIN)
             p->lane_start[lane] = t;
         else
             add_event(p, -1 - p->current, lane, p->lane_start[lane], t);
@@ -101,9 +100,9 @@ static void probe(void *ctx, int instr, int event) {
     }
 }
 
-static Profile *profile_new(CpuExec *e) {
+static Profile *profile_new(const Backend *be, BackendExec *e) {
     Profile *p = calloc(1, sizeof *p);
-    p->prog = cpu_exec_program(e);
+    p->prog = be->program(e);
     for (const LirInstr *i = p->prog->first; i; i = i->next)
         p->n++;
     p->instr = calloc((size_t)p->n + 1, sizeof *p->instr);
@@ -129,22 +128,22 @@ void profile_free(Profile *p) {
     free(p);
 }
 
-static bool run_once(CpuExec *e, Tensor *const *inputs, DiagList *d) {
+static bool run_once(const Backend *be, BackendExec *e, Tensor *const *inputs, DiagList *d) {
     Arena *a = arena_new();
-    const LirProgram *p = cpu_exec_program(e);
+    const LirProgram *p = be->program(e);
     Tensor **outs = arena_alloc_array(a, (size_t)p->nbufs + 1, sizeof(Tensor *));
-    bool ok = cpu_exec_run(e, inputs, outs, a, d);
+    bool ok = be->run(e, inputs, outs, a, d);
     arena_destroy(a);
     return ok;
 }
 
-Profile *profile_run(CpuExec *e, Tensor *const *inputs, int warm, int runs, bool trace,
-                     DiagList *d) {
+Profile *profile_run(const Backend *be, BackendExec *e, Tensor *const *inputs, int warm, int runs,
+                     bool trace, DiagList *d) {
     for (int k = 0; k < warm; k++)
-        if (!run_once(e, inputs, d))
+        if (!run_once(be, e, inputs, d))
             return NULL;
-    Profile *p = profile_new(e);
-    if (!cpu_exec_set_probe(e, probe, p)) {
+    Profile *p = profile_new(be, e);
+    if (!be->set_probe(e, probe, p)) {
         diag_error(d, NULL, "the native code was compiled without instrumentation");
         profile_free(p);
         return NULL;
@@ -155,11 +154,11 @@ Profile *profile_run(CpuExec *e, Tensor *const *inputs, int warm, int runs, bool
         p->nlanes = 0;
         lane_of_self(p); /* the caller is lane 0 */
         p->run_start = now_s();
-        ok = run_once(e, inputs, d);
+        ok = run_once(be, e, inputs, d);
         p->wall += now_s() - p->run_start;
     }
     p->runs = runs;
-    cpu_exec_set_probe(e, NULL, NULL);
+    be->set_probe(e, NULL, NULL);
     if (!ok) {
         profile_free(p);
         return NULL;

@@ -12,8 +12,8 @@ typedef struct Profile Profile;
 /* Runs instrumented native code `runs` times with the probe on, after
  * `warm` runs without; NULL with a diagnostic if it cannot. `trace`: keep
  * every event of the last run. */
-Profile *profile_run(struct CpuExec *e, Tensor *const *inputs, int warm, int runs, bool trace,
-                     DiagList *d);
+Profile *profile_run(const Backend *be, BackendExec *e, Tensor *const *inputs, int warm, int runs,
+                     bool trace, DiagList *d);
 void profile_free(Profile *p);
 /* The table: one row per instruction that ran, by time, with its node
  * name, kind, output shape, ms, %, GFLOP/s and % of peak (peak_gflops 0:

@@ -25,6 +25,7 @@
 
 #include <llvm-c/BitReader.h>
 #include <llvm-c/Linker.h>
+#include <llvm-c/Transforms/PassBuilder.h>
 
 extern char **environ;
 
@@ -163,9 +164,12 @@ static void add_bundle_wrappers(CpuModule *m) {
 
 bool cpu_add_output_parts(CpuModule *m, DiagList *d) {
     switch (m->opt.output) {
-    case CPU_JIT: return true;
-    case CPU_EXECUTABLE: return link_exe_runtime(m, d) && add_model_info(m, d);
-    case CPU_BUNDLE: add_bundle_wrappers(m); return true;
+    case OUTPUT_JIT: return true;
+    case OUTPUT_EXECUTABLE: return link_exe_runtime(m, d) && add_model_info(m, d);
+    case OUTPUT_BUNDLE:
+        if (!m->opt.no_threads)
+            add_bundle_wrappers(m);
+        return true;
     }
     return true;
 }
@@ -270,6 +274,120 @@ static bool bundle_object(CpuModule *m, const char *path, char **out, size_t *le
 
 /* ---- bundles -------------------------------------------------------------------- */
 
+/* A no-threads bundle's kernel scratch: slot k's bytes (CPU_SCRATCH_FN k,
+ * folded to a constant by O3), placed after the plan's arena. */
+typedef struct BundleMemory {
+    int64_t arena;   /* the plan's activations, rounded up to BUNDLE_ALIGN */
+    int64_t scratch; /* the kernels' slots after it, each rounded up */
+} BundleMemory;
+
+enum { BUNDLE_ALIGN = 64 };
+
+static int64_t round_up(int64_t x) {
+    return (x + BUNDLE_ALIGN - 1) / BUNDLE_ALIGN * BUNDLE_ALIGN;
+}
+
+static bool folded_size(LLVMValueRef fn, int64_t *bytes) {
+    if (!fn || LLVMCountBasicBlocks(fn) != 1)
+        return false;
+    LLVMValueRef ret = LLVMGetBasicBlockTerminator(LLVMGetEntryBasicBlock(fn));
+    LLVMValueRef v = ret && LLVMIsAReturnInst(ret) ? LLVMGetOperand(ret, 0) : NULL;
+    if (!v || !LLVMIsAConstantInt(v))
+        return false;
+    *bytes = LLVMConstIntGetSExtValue(v);
+    return *bytes >= 0;
+}
+
+/* Reads the scratch sizes, then drops their functions from the object. */
+static bool static_scratch(CpuModule *m, BundleMemory *mem, DiagList *d) {
+    mem->arena = round_up(m->p->arena_bytes);
+    mem->scratch = 0;
+    for (int k = 0;; k++) {
+        char name[40];
+        snprintf(name, sizeof name, CPU_SCRATCH_FN "%d", k);
+        LLVMValueRef fn = LLVMGetNamedFunction(m->mod, name);
+        if (!fn)
+            break;
+        int64_t bytes;
+        if (!folded_size(fn, &bytes)) {
+            diag_error(d, NULL, "--no-threads: the kernels' scratch size did not fold to a "
+                                "constant (a build problem)");
+            return false;
+        }
+        mem->scratch += round_up(bytes);
+        LLVMSetLinkage(fn, LLVMInternalLinkage);
+    }
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef err = LLVMRunPasses(m->mod, "globaldce", m->tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (err) {
+        char *msg = LLVMGetErrorMessage(err);
+        diag_error(d, NULL, "LLVM optimisation failed: %s", msg);
+        LLVMDisposeErrorMessage(msg);
+        return false;
+    }
+    return true;
+}
+
+static bool calls(LLVMValueRef fn, LLVMValueRef callee) {
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+            if (LLVMIsACallInst(i) && LLVMGetCalledValue(i) == callee)
+                return true;
+    return false;
+}
+
+/* The interpreter's kernel allocates (its arena), so a no-threads bundle
+ * cannot carry it: every instruction whose libjit kernel still hands its
+ * shape to it is named. */
+static bool check_no_fallback(CpuModule *m, DiagList *d) {
+    LLVMValueRef generic = LLVMGetNamedFunction(m->mod, "libjit_generic");
+    if (!generic || !LLVMGetFirstUse(generic))
+        return true;
+    StrBuf sb;
+    sb_init(&sb);
+    int index = 0;
+    for (LirInstr *i = m->p->first; i; i = i->next, index++) {
+        const char *w = index < m->ninstrs ? m->instr_worker[index] : NULL;
+        LLVMValueRef fn = w ? LLVMGetNamedFunction(m->mod, w) : NULL;
+        if (fn && calls(fn, generic))
+            sb_printf(&sb, "%snode '%s' (%s, instruction %d)", sb.len ? ", " : "",
+                      i->name ? i->name : "?", instr_kind_name(i->kind), index);
+    }
+    diag_error(d, NULL,
+               "--no-threads: %s may run the interpreter's kernel (libjit's hands it the "
+               "shapes it has no fast path for), which allocates memory; compile without "
+               "--no-threads",
+               sb.len ? sb_str(&sb) : "an instruction");
+    sb_free(&sb);
+    return false;
+}
+
+/* What a no-threads bundle must not call: the thread pool's and the
+ * allocators' functions. O3 drops them with the paths that used them; one
+ * left is a bug of ours, caught here rather than by the user's linker. */
+static bool check_no_threads(CpuModule *m, DiagList *d) {
+    static const char *const banned[] = {"pthread_", "malloc", "calloc", "realloc", "free",
+                                         "aligned_alloc", "posix_memalign", "mmap", "munmap",
+                                         "sysconf", "sched_yield"};
+    for (LLVMValueRef fn = LLVMGetFirstFunction(m->mod); fn; fn = LLVMGetNextFunction(fn)) {
+        size_t len;
+        const char *name = LLVMGetValueName2(fn, &len);
+        if (!LLVMIsDeclaration(fn) || !LLVMGetFirstUse(fn))
+            continue;
+        for (size_t k = 0; k < sizeof banned / sizeof *banned; k++) {
+            size_t n = strlen(banned[k]);
+            bool prefix = banned[k][n - 1] == '_';
+            if (prefix ? !strncmp(name, banned[k], n) : !strcmp(name, banned[k])) {
+                diag_error(d, NULL, "--no-threads: the code still calls %s (a build problem)",
+                           name);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 static void macro_name(const char *s, char *out, size_t len) {
     size_t k = 0;
     for (; *s && k + 1 < len; s++)
@@ -277,49 +395,184 @@ static void macro_name(const char *s, char *out, size_t len) {
     out[k] = 0;
 }
 
-static void header_io(StrBuf *h, const char *up, const char *what, const LirBuf *w) {
-    char name[128], ty[TYPE_STR_MAX];
-    macro_name(w->name, name, sizeof name);
-    sb_printf(h, "/* %s '%s': %s */\n", what, w->name, type_str(&w->type, ty));
-    sb_printf(h, "#define %s_%s_%s_OFFSET %lld\n", up, what[0] == 'i' ? "INPUT" : "OUTPUT", name,
-              (long long)w->address);
-    sb_printf(h, "#define %s_%s_%s_SIZE %lld\n", up, what[0] == 'i' ? "INPUT" : "OUTPUT", name,
-              (long long)type_bytes(&w->type));
+static const char *elem_ctype(ElemKind e) {
+    switch (e) {
+#define ELEM(E, nm, ctype, size, onnx, cls)                                                        \
+    case ELEM_##E: return #ctype;
+#include "core/elems.def"
+    default: return "uint8_t";
+    }
 }
 
-static void bundle_header(const CpuModule *m, const char *model_path, StrBuf *h) {
+static int elem_onnx(ElemKind e) {
+    switch (e) {
+#define ELEM(E, nm, ctype, size, onnx, cls)                                                        \
+    case ELEM_##E: return onnx;
+#include "core/elems.def"
+    default: return 0;
+    }
+}
+
+static bool is_io(const LirBuf *w) {
+    return !w->dead && (w->kind == LB_IN || w->kind == LB_OUT);
+}
+
+/* Two inputs or outputs whose names make the same macro ("a.b", "a_b")
+ * would define it twice: refused, naming both. */
+static bool check_macro_names(const CpuModule *m, DiagList *d) {
+    for (int a = 0; a < m->p->nbufs; a++) {
+        if (!is_io(m->p->bufs[a]))
+            continue;
+        char x[128], y[128];
+        macro_name(m->p->bufs[a]->name, x, sizeof x);
+        for (int b = a + 1; b < m->p->nbufs; b++) {
+            if (!is_io(m->p->bufs[b]) || m->p->bufs[a]->kind != m->p->bufs[b]->kind)
+                continue;
+            macro_name(m->p->bufs[b]->name, y, sizeof y);
+            if (!strcmp(x, y)) {
+                diag_error(d, NULL, "bundle header: '%s' and '%s' both make the macro name %s",
+                           m->p->bufs[a]->name, m->p->bufs[b]->name, x);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+static void header_io_comment(StrBuf *h, const char *up, const LirBuf *w) {
+    char name[128], ty[TYPE_STR_MAX];
+    macro_name(w->name, name, sizeof name);
+    const char *what = w->kind == LB_IN ? "INPUT" : "OUTPUT";
+    sb_printf(h, " *   %-6s %-16s %s at mutables + %lld, %lld bytes: %s_%s_%s_*\n",
+              w->kind == LB_IN ? "input" : "output", w->name, type_str(&w->type, ty),
+              (long long)w->address, (long long)type_bytes(&w->type), up, what, name);
+}
+
+static void header_io(StrBuf *h, const char *up, const LirBuf *w) {
+    char name[128], ty[TYPE_STR_MAX], pre[300];
+    macro_name(w->name, name, sizeof name);
+    snprintf(pre, sizeof pre, "%s_%s_%s", up, w->kind == LB_IN ? "INPUT" : "OUTPUT", name);
+    sb_printf(h, "/* %s '%s': %s */\n", w->kind == LB_IN ? "input" : "output", w->name,
+              type_str(&w->type, ty));
+    sb_printf(h, "#define %s_OFFSET %lld\n", pre, (long long)w->address);
+    sb_printf(h, "#define %s_SIZE %lld\n", pre, (long long)type_bytes(&w->type));
+    sb_printf(h, "#define %s_TYPE %s\n", pre, elem_ctype(w->type.elem));
+    sb_printf(h, "#define %s_ONNX_TYPE %d\n", pre, elem_onnx(w->type.elem));
+    sb_printf(h, "#define %s_COUNT %lld\n", pre, (long long)type_numel(&w->type));
+    sb_printf(h, "#define %s_RANK %d\n", pre, w->type.rank);
+    sb_printf(h, "#define %s_SHAPE {", pre);
+    for (int i = 0; i < w->type.rank; i++)
+        sb_printf(h, "%s%lld", i ? ", " : "", (long long)w->type.dims[i]);
+    sb_printf(h, "%s}\n", w->type.rank ? "" : "1");
+}
+
+/* NAME_INPUTS(X) / NAME_OUTPUTS(X): X(MACRO, "name") for each, in order. */
+static void header_io_list(StrBuf *h, const CpuModule *m, const char *up, LirBufKind kind) {
+    int n = 0;
+    for (int b = 0; b < m->p->nbufs; b++)
+        n += is_io(m->p->bufs[b]) && m->p->bufs[b]->kind == kind;
+    const char *what = kind == LB_IN ? "INPUTS" : "OUTPUTS";
+    sb_printf(h, "#define %s_NUM_%s %d\n#define %s_%s(X)", up, what, n, up, what);
+    for (int b = 0; b < m->p->nbufs; b++) {
+        const LirBuf *w = m->p->bufs[b];
+        if (!is_io(w) || w->kind != kind)
+            continue;
+        char name[128];
+        macro_name(w->name, name, sizeof name);
+        sb_printf(h, " \\\n    X(%s, \"%s\")", name, w->name);
+    }
+    sb_printf(h, "\n");
+}
+
+static void header_usage(StrBuf *h, const CpuModule *m, const char *model_path,
+                         const BundleMemory *mem, const char *up) {
+    const char *n = m->entry;
+    bool nt = m->opt.no_threads;
+    sb_printf(h,
+              "/* %s: compiled by glowc from %s for %s, %s.\n"
+              " *\n"
+              " * Entry point:\n"
+              " *   int %s(uint8_t *weights, uint8_t *mutables, uint8_t *activations,\n"
+              " *        %*sLibjitRuntime *rt);\n"
+              " * returns 0, or 1 + the index of the instruction whose kernel failed.\n"
+              " *\n"
+              " * Memory, all the caller's, each block %s_ALIGNMENT (%d) byte aligned:\n"
+              " *   weights      %s_WEIGHTS_SIZE = %lld bytes, the contents of %s.weights\n"
+              " *                (read only; may be shared by calls on several threads)\n"
+              " *   mutables     %s_MUTABLE_SIZE = %lld bytes: write each input at its\n"
+              " *                _OFFSET before the call, read each output at its _OFFSET after\n"
+              " *   activations  %s_ACTIVATIONS_SIZE = %lld bytes of scratch, nothing kept\n"
+              " *                between calls\n",
+              n, model_path, m->cpu, nt ? "without threads" : "with threads", n,
+              (int)strlen(n), "", up,
+              BUNDLE_ALIGN, up, (long long)m->p->const_bytes, n, up,
+              (long long)m->p->mutable_bytes, up, (long long)(mem->arena + mem->scratch));
+    if (nt)
+        sb_printf(h,
+                  " *                (the plan's %lld, then the kernels' %lld at\n"
+                  " *                %s_SCRATCH_OFFSET)\n",
+                  (long long)mem->arena, (long long)mem->scratch, up);
+    sb_printf(h, " *\n * Inputs and outputs (in mutables):\n");
+    for (int b = 0; b < m->p->nbufs; b++)
+        if (is_io(m->p->bufs[b]))
+            header_io_comment(h, up, m->p->bufs[b]);
+    if (nt)
+        sb_printf(h,
+                  " *\n"
+                  " * No threads: the calling thread runs everything; pass rt = NULL (it is\n"
+                  " * ignored). %s.o calls no malloc and no pthreads: link it with -lm\n"
+                  " * alone. Calls on other threads need their own mutables and activations.\n"
+                  " * The kernels take up to about 250 KB of the caller's stack (a matrix\n"
+                  " * product's block).\n"
+                  " */\n",
+                  n);
+    else
+        sb_printf(h,
+                  " *\n"
+                  " * Threads: rt from %s_runtime_new(threads; 0: every CPU), freed by\n"
+                  " * %s_runtime_free; it also keeps the kernels' scratch between calls.\n"
+                  " * rt = NULL: one thread, the kernels' scratch malloc'd per call. Link\n"
+                  " * %s.o with -lm -lpthread.\n"
+                  " */\n",
+                  n, n, n);
+}
+
+static void bundle_header(const CpuModule *m, const char *model_path, const BundleMemory *mem,
+                          StrBuf *h) {
     char up[128];
     macro_name(m->entry, up, sizeof up);
     const char *n = m->entry;
-    sb_printf(h,
-              "/* %s: compiled by glowc from %s for %s.\n"
-              " *\n"
-              " * Usage: give the entry point three 64-byte aligned memories:\n"
-              " *   weights      %s_WEIGHTS_SIZE bytes, the contents of %s.weights\n"
-              " *   mutables     %s_MUTABLE_SIZE bytes: write each input at its\n"
-              " *                _OFFSET, read each output at its _OFFSET after the call\n"
-              " *   activations  %s_ACTIVATIONS_SIZE bytes of scratch\n"
-              " * and a runtime from %s_runtime_new(threads; 0: every CPU) (it also keeps the kernels'\n"
-              " * scratch between calls), or NULL: one thread, scratch malloc'd per call.\n"
-              " * %s returns 0 on success. Link %s.o with -lm -lpthread. */\n",
-              n, model_path, m->cpu, up, n, up, up, n, n, n);
+    header_usage(h, m, model_path, mem, up);
     sb_printf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdint.h>\n\n", up, up);
-    sb_printf(h, "#define %s_ALIGNMENT 64\n", up);
+    sb_printf(h, "#define %s_NO_THREADS %d\n", up, m->opt.no_threads ? 1 : 0);
+    sb_printf(h, "#define %s_ALIGNMENT %d\n", up, BUNDLE_ALIGN);
     sb_printf(h, "#define %s_WEIGHTS_SIZE %lld\n", up, (long long)m->p->const_bytes);
+    sb_printf(h, "#define %s_WEIGHTS_ALIGNMENT %d\n", up, BUNDLE_ALIGN);
     sb_printf(h, "#define %s_MUTABLE_SIZE %lld\n", up, (long long)m->p->mutable_bytes);
-    sb_printf(h, "#define %s_ACTIVATIONS_SIZE %lld\n\n", up, (long long)m->p->arena_bytes);
-    for (int b = 0; b < m->p->nbufs; b++) {
-        const LirBuf *w = m->p->bufs[b];
-        if (!w->dead && (w->kind == LB_IN || w->kind == LB_OUT))
-            header_io(h, up, w->kind == LB_IN ? "input" : "output", w);
+    sb_printf(h, "#define %s_MUTABLE_ALIGNMENT %d\n", up, BUNDLE_ALIGN);
+    sb_printf(h, "#define %s_ACTIVATIONS_SIZE %lld\n", up, (long long)(mem->arena + mem->scratch));
+    sb_printf(h, "#define %s_ACTIVATIONS_ALIGNMENT %d\n", up, BUNDLE_ALIGN);
+    if (m->opt.no_threads) {
+        sb_printf(h, "#define %s_SCRATCH_OFFSET %lld\n", up, (long long)mem->arena);
+        sb_printf(h, "#define %s_SCRATCH_SIZE %lld\n", up, (long long)mem->scratch);
     }
+    sb_printf(h, "\n");
+    header_io_list(h, m, up, LB_IN);
+    header_io_list(h, m, up, LB_OUT);
+    sb_printf(h, "\n");
+    for (int b = 0; b < m->p->nbufs; b++)
+        if (is_io(m->p->bufs[b]))
+            header_io(h, up, m->p->bufs[b]);
+    sb_printf(h, "\ntypedef struct LibjitRuntime LibjitRuntime;\n");
+    if (!m->opt.no_threads)
+        sb_printf(h,
+                  "LibjitRuntime *%s_runtime_new(int threads);\n"
+                  "void %s_runtime_free(LibjitRuntime *rt);\n",
+                  n, n);
     sb_printf(h,
-              "\ntypedef struct LibjitRuntime LibjitRuntime;\n"
-              "LibjitRuntime *%s_runtime_new(int threads);\n"
-              "void %s_runtime_free(LibjitRuntime *rt);\n"
               "int %s(uint8_t *weights, uint8_t *mutables, uint8_t *activations, "
               "LibjitRuntime *rt);\n\n#endif\n",
-              n, n, n);
+              n);
 }
 
 bool cpu_write_bundle(CpuModule *m, const char *dir, const char *model_path, DiagList *d) {
@@ -339,9 +592,13 @@ bool cpu_write_bundle(CpuModule *m, const char *dir, const char *model_path, Dia
     unsigned char *blob = calloc(wbytes, 1);
     if (!blob)
         diag_error(d, NULL, "out of memory for %zu bytes of weights", wbytes);
-    bool ok = blob && cpu_weights_blob(m->p, blob, d) && bundle_object(m, opath, &obj, &olen, d);
+    BundleMemory mem = {m->p->arena_bytes, 0};
+    bool ok = blob && check_macro_names(m, d) && cpu_weights_blob(m->p, blob, d);
+    if (ok && m->opt.no_threads)
+        ok = static_scratch(m, &mem, d) && check_no_fallback(m, d) && check_no_threads(m, d);
+    ok = ok && bundle_object(m, opath, &obj, &olen, d);
     if (ok) {
-        bundle_header(m, model_path, &h);
+        bundle_header(m, model_path, &mem, &h);
         FileOut files[] = {
             {opath, obj, olen},
             {wpath, blob, (size_t)m->p->const_bytes},

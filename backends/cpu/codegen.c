@@ -17,7 +17,10 @@
 #include <llvm-c/BitReader.h>
 
 #include "backends/cpu/libjit/desc.h"
+#include "backends/cpu/libjit/libjit.h"
 #include "core/lir_verify.h"
+
+#include <stddef.h>
 
 enum { MAX_DESC = 4096 };
 
@@ -30,6 +33,8 @@ typedef struct CG {
     LLVMTypeRef i8, i32, i64, ptr, worker_ty;
     LLVMValueRef entry, weights, mutables, acts, rt, ops;
     LLVMValueRef probe; /* instrumented: glowc_probe_call(instr, event), else NULL */
+    LLVMValueRef scratch; /* no_threads: the entry's LjScratch over the activations */
+    LLVMValueRef scratch_fn[LJ_SCRATCH_SLOTS]; /* no_threads: CPU_SCRATCH_FN k */
     int max_ops;
     DiagList *d;
     bool ok;
@@ -39,6 +44,7 @@ typedef struct CG {
     struct Worker {
         uint64_t hash;
         LLVMValueRef kernel, desc, fn;
+        LLVMValueRef scratch; /* libjit_K_scratch, or NULL */
         int64_t *words;
         int nwords;
     } *workers;
@@ -171,7 +177,7 @@ static LLVMValueRef runtime_fn(CG *g, const char *name) {
     return fn;
 }
 
-/* ---- instrumentation (CpuOptions.instrument) ------------------------------------ */
+/* ---- instrumentation (BackendOptions.instrument) ------------------------------------ */
 
 /* glowc_probe = {fn, ctx}, set by the JIT (cpu_exec_set_probe), and
  *   glowc_probe_call(instr, event) { if (fn) fn(ctx, instr, event); } */
@@ -203,7 +209,7 @@ static void make_probe(CG *g) {
     LLVMDisposeBuilder(b);
 }
 
-static void emit_probe(CG *g, LLVMBuilderRef b, int instr, CpuProbeEvent event) {
+static void emit_probe(CG *g, LLVMBuilderRef b, int instr, ProbeEvent event) {
     if (!g->probe)
         return;
     LLVMValueRef args[2] = {LLVMConstInt(g->i32, (unsigned long long)instr, true),
@@ -217,14 +223,21 @@ static LLVMValueRef make_worker(CG *g, LLVMValueRef kernel, LLVMValueRef desc, i
     snprintf(name, sizeof name, "glowc_worker%d", index);
     LLVMValueRef w = LLVMAddFunction(g->mod, name, g->worker_ty);
     LLVMSetLinkage(w, LLVMInternalLinkage);
+    /* Called directly without threads, and kept a function as with them:
+     * the same code, and aot.c can tell which instruction's still calls
+     * the interpreter's kernel. */
+    if (g->m->opt.no_threads)
+        LLVMAddAttributeAtIndex(w, (unsigned)LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(g->ctx,
+                                                        LLVMGetEnumAttributeKindForName("noinline", 8), 0));
     LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(g->ctx, w, "entry");
     LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
     LLVMPositionBuilderAtEnd(b, bb);
     LLVMValueRef args[5] = {desc, LLVMGetParam(w, 0), LLVMGetParam(w, 1), LLVMGetParam(w, 2),
                             LLVMGetParam(w, 3)};
-    emit_probe(g, b, -1, CPU_PROBE_CHUNK_BEGIN);
+    emit_probe(g, b, -1, PROBE_CHUNK_BEGIN);
     LLVMBuildCall2(b, LLVMGlobalGetValueType(kernel), kernel, args, 5, "");
-    emit_probe(g, b, -1, CPU_PROBE_CHUNK_END);
+    emit_probe(g, b, -1, PROBE_CHUNK_END);
     LLVMBuildRetVoid(b);
     LLVMDisposeBuilder(b);
     return w;
@@ -268,6 +281,7 @@ static struct Worker *find_worker(CG *g, LLVMValueRef kernel, const int64_t *w, 
     x->kernel = kernel;
     x->desc = desc_global(g, w, nw, index);
     x->fn = make_worker(g, kernel, x->desc, index);
+    x->scratch = NULL;
     g->nworkers++;
     return x;
 }
@@ -275,8 +289,8 @@ static struct Worker *find_worker(CG *g, LLVMValueRef kernel, const int64_t *w, 
 static void emit_kernel(CG *g, LLVMValueRef kernel, const char *name, const int64_t *w, int nw,
                         int index) {
     struct Worker *x = find_worker(g, kernel, w, nw, index);
-    LLVMValueRef par = runtime_fn(g, "libjit_parallel");
-    if (!x || !par) {
+    LLVMValueRef par = g->scratch ? NULL : runtime_fn(g, "libjit_parallel");
+    if (!x || (!g->scratch && !par)) {
         g->ok = false;
         return;
     }
@@ -284,8 +298,16 @@ static void emit_kernel(CG *g, LLVMValueRef kernel, const char *name, const int6
     snprintf(work_name, sizeof work_name, "%s_work", name);
     LLVMValueRef work_fn = LLVMGetNamedFunction(g->mod, work_name);
     LLVMValueRef n = work_fn ? call(g, work_fn, &x->desc, 1) : LLVMConstInt(g->i64, 1, false);
-    LLVMValueRef args[4] = {g->rt, n, x->fn, g->ops};
-    call(g, par, args, 4);
+    if (g->scratch) {
+        /* No threads: the worker takes every unit, with the fixed scratch. */
+        snprintf(work_name, sizeof work_name, "%s_scratch", name);
+        x->scratch = LLVMGetNamedFunction(g->mod, work_name);
+        LLVMValueRef args[4] = {g->ops, LLVMConstInt(g->i64, 0, false), n, g->scratch};
+        call(g, x->fn, args, 4);
+    } else {
+        LLVMValueRef args[4] = {g->rt, n, x->fn, g->ops};
+        call(g, par, args, 4);
+    }
     size_t len;
     g->m->instr_worker[index] = strdup(LLVMGetValueName2(x->fn, &len));
 }
@@ -379,14 +401,14 @@ static void emit_instr(CG *g, LirInstr *i, int index) {
     case IK_TENSORVIEW: return; /* addresses are constants of the plan */
     default: break;
     }
-    emit_probe(g, g->b, index, CPU_PROBE_BEGIN);
+    emit_probe(g, g->b, index, PROBE_BEGIN);
     if (i->kind == IK_COPY)
         emit_copy(g, i);
     else if (i->kind == IK_INSERT)
         emit_insert(g, i, index);
     else
         emit_compute(g, i, index);
-    emit_probe(g, g->b, index, CPU_PROBE_END);
+    emit_probe(g, g->b, index, PROBE_END);
 }
 
 /* ---- the module ------------------------------------------------------------- */
@@ -401,6 +423,72 @@ static bool load_bitcode(CG *g) {
     }
     LLVMDisposeMemoryBuffer(buf);
     return true;
+}
+
+/* ---- no threads: the kernels' scratch inside the activations memory -------- */
+
+/* CPU_SCRATCH_FN k: max over the workers of libjit_K_scratch(desc, k),
+ * which O3 folds to a constant (read back by aot.c for the header). */
+static void define_scratch_fns(CG *g) {
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
+    for (int k = 0; k < LJ_SCRATCH_SLOTS; k++) {
+        LLVMValueRef fn = g->scratch_fn[k];
+        LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+        LLVMValueRef most = LLVMConstInt(g->i64, 0, false);
+        LLVMTypeRef sty = LLVMFunctionType(g->i64, (LLVMTypeRef[]){g->ptr, g->i32}, 2, false);
+        for (int i = 0; i < g->nworkers; i++) {
+            if (!g->workers[i].scratch)
+                continue;
+            LLVMValueRef args[2] = {g->workers[i].desc, LLVMConstInt(g->i32, (unsigned)k, false)};
+            LLVMValueRef v = LLVMBuildCall2(b, sty, g->workers[i].scratch, args, 2, "");
+            most = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, v, most, ""), v, most, "");
+        }
+        LLVMBuildRet(b, most);
+    }
+    LLVMDisposeBuilder(b);
+}
+
+static LLVMValueRef round64(CG *g, LLVMValueRef x) {
+    LLVMValueRef up = LLVMBuildAdd(g->b, x, LLVMConstInt(g->i64, 63, false), "");
+    return LLVMBuildAnd(g->b, up, LLVMConstInt(g->i64, ~63ull, false), "");
+}
+
+static LLVMValueRef field(CG *g, size_t offset) {
+    LLVMValueRef idx = LLVMConstInt(g->i64, offset, false);
+    return LLVMBuildGEP2(g->b, g->i8, g->scratch, &idx, 1, "");
+}
+
+/* The entry's LjScratch: slot k at the activations' end (the plan's arena
+ * rounded up to 64 bytes), after slots 0 .. k-1, each CPU_SCRATCH_FN k
+ * bytes rounded up to 64. */
+static void begin_static_scratch(CG *g) {
+    LLVMTypeRef bytes = LLVMArrayType2(g->i8, sizeof(LjScratch));
+    g->scratch = LLVMBuildAlloca(g->b, bytes, "scratch");
+    LLVMSetAlignment(g->scratch, 16);
+    LLVMTypeRef fty = LLVMFunctionType(g->i64, NULL, 0, false);
+    LLVMValueRef off = round64(g, LLVMConstInt(g->i64, (unsigned long long)g->p->arena_bytes, false));
+    for (int k = 0; k < LJ_SCRATCH_SLOTS; k++) {
+        char name[40];
+        snprintf(name, sizeof name, CPU_SCRATCH_FN "%d", k);
+        g->scratch_fn[k] = LLVMAddFunction(g->mod, name, fty);
+        LLVMValueRef size = LLVMBuildCall2(g->b, fty, g->scratch_fn[k], NULL, 0, "");
+        LLVMValueRef at = LLVMBuildGEP2(g->b, g->i8, g->acts, &off, 1, "");
+        LLVMBuildStore(g->b, at, field(g, offsetof(LjScratch, p) + (size_t)k * sizeof(void *)));
+        LLVMBuildStore(g->b, size, field(g, offsetof(LjScratch, cap) + (size_t)k * sizeof(size_t)));
+        off = LLVMBuildAdd(g->b, off, round64(g, size), "");
+    }
+}
+
+/* The libjit bitcode's scratch mode, a constant of this module. */
+static void set_scratch_mode(CG *g, bool fixed) {
+    LLVMValueRef gv = LLVMGetNamedGlobal(g->mod, "libjit_static_scratch");
+    if (!gv) {
+        diag_error(g->d, NULL, "the libjit bitcode lacks libjit_static_scratch (a build problem)");
+        g->ok = false;
+        return;
+    }
+    LLVMSetInitializer(gv, LLVMConstInt(LLVMGlobalGetValueType(gv), fixed, false));
+    LLVMSetGlobalConstant(gv, true);
 }
 
 static void begin_entry(CG *g, const char *name) {
@@ -418,11 +506,17 @@ static void begin_entry(CG *g, const char *name) {
     LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "entry");
     LLVMPositionBuilderAtEnd(g->b, bb);
     g->ops = LLVMBuildAlloca(g->b, LLVMArrayType2(g->ptr, (uint64_t)g->max_ops), "ops");
+    if (g->m->opt.no_threads)
+        begin_static_scratch(g);
 }
 
-CpuModule *cpu_codegen(LirProgram *p, const CpuOptions *o, DiagList *d) {
+CpuModule *cpu_codegen(LirProgram *p, const BackendOptions *o, DiagList *d) {
     if (!p->allocated) {
         diag_error(d, NULL, "code generation needs a memory plan (run allocate first)");
+        return NULL;
+    }
+    if (o->no_threads && (o->output != OUTPUT_BUNDLE || o->fallback)) {
+        diag_error(d, NULL, "--no-threads is for bundles without --fallback=interp");
         return NULL;
     }
     /* The kernels trust every shape they are given: ill-typed IR (a pass
@@ -445,7 +539,8 @@ CpuModule *cpu_codegen(LirProgram *p, const CpuOptions *o, DiagList *d) {
         return NULL;
     }
     m->mod = g.mod;
-    if (o->instrument && o->output == CPU_JIT)
+    set_scratch_mode(&g, o->no_threads);
+    if (o->instrument && o->output == OUTPUT_JIT)
         make_probe(&g);
     for (LirInstr *i = p->first; i; i = i->next)
         if (i->nops > g.max_ops)
@@ -459,6 +554,8 @@ CpuModule *cpu_codegen(LirProgram *p, const CpuOptions *o, DiagList *d) {
     int index = 0;
     for (LirInstr *i = p->first; i; i = i->next, index++)
         emit_instr(&g, i, index);
+    if (g.scratch)
+        define_scratch_fns(&g);
     for (int k = 0; k < g.nworkers; k++)
         free(g.workers[k].words);
     free(g.workers);

@@ -13,38 +13,15 @@
 #ifndef GLOWC_BACKENDS_CPU_H
 #define GLOWC_BACKENDS_CPU_H
 
-#include "core/diag.h"
-#include "core/lir.h"
-#include "core/strbuf.h"
+#include "backends/backend.h"
 
-typedef enum { CPU_JIT, CPU_EXECUTABLE, CPU_BUNDLE } CpuOutput;
-
-typedef struct CpuOptions {
-    const char *target_cpu; /* NULL: the host */
-    const char *entry;      /* the entry point's name; NULL: "glowc_main" */
-    bool fallback;          /* run kinds without a libjit kernel by the interpreter's */
-    CpuOutput output;       /* executables link main() and embed the weights */
-    bool instrument;        /* JIT only: call a probe around each instruction (below) */
-} CpuOptions;
-
-/* Instrumented code calls the probe before and after every instruction that
- * does something (by program index), and before and after each thread's
- * share of a parallel one (instr -1, on that thread); with no probe set it
- * only tests a pointer. Uninstrumented code (executables, bundles, the
- * default JIT) has none of it. */
-typedef enum {
-    CPU_PROBE_BEGIN,
-    CPU_PROBE_END,
-    CPU_PROBE_CHUNK_BEGIN,
-    CPU_PROBE_CHUNK_END
-} CpuProbeEvent;
-typedef void (*CpuProbe)(void *ctx, int instr, int event);
-
+/* The options (target, output kind, instrumentation) and the probe are the
+ * backend interface's: BackendOptions, Probe (backends/backend.h). */
 typedef struct CpuModule CpuModule;
 
 /* LLVM IR for an allocated program; NULL with a diagnostic listing every
  * operator without a kernel (unless fallback). */
-CpuModule *cpu_codegen(LirProgram *p, const CpuOptions *o, DiagList *d);
+CpuModule *cpu_codegen(LirProgram *p, const BackendOptions *o, DiagList *d);
 bool cpu_optimize(CpuModule *m, DiagList *d);
 void cpu_print_llvm(CpuModule *m, StrBuf *out);
 bool cpu_emit(CpuModule *m, bool assembly, StrBuf *out, DiagList *d);
@@ -57,6 +34,8 @@ const char *cpu_instr_function(const CpuModule *m, int index);
  * instructions with the same kernel and descriptor), or NULL. */
 const char *cpu_instr_worker(const CpuModule *m, int index);
 const char *cpu_target_cpu(const CpuModule *m);
+/* `glowc targets`: the triples and CPUs code generation supports. */
+void cpu_list_targets(StrBuf *out);
 void cpu_module_free(CpuModule *m);
 
 /* JIT: compiles the optimised module (which it takes over) and runs it. */
@@ -65,7 +44,7 @@ CpuExec *cpu_jit(CpuModule *m, int threads, DiagList *d);
 bool cpu_exec_run(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a, DiagList *d);
 void cpu_exec_free(CpuExec *e);
 /* Instrumented code only (false otherwise): the probe the next runs call. */
-bool cpu_exec_set_probe(CpuExec *e, CpuProbe probe, void *ctx);
+bool cpu_exec_set_probe(CpuExec *e, Probe probe, void *ctx);
 /* Where buffer b (of the executed program) lies in the running memories:
  * inside the probe, the native kernels' values themselves. */
 void *cpu_exec_address(const CpuExec *e, const LirBuf *b);

@@ -11,9 +11,12 @@
 
 /* The instrumented module's {probe, ctx} pair (codegen.c, jit.c). */
 #define CPU_PROBE_GLOBAL "glowc_probe"
+/* no_threads bundles: CPU_SCRATCH_FN "k" returns the bytes of the kernels'
+ * scratch slot k (codegen.c), a constant once optimised (aot.c). */
+#define CPU_SCRATCH_FN "glowc_scratch"
 
 struct CpuModule {
-    CpuOptions opt;
+    BackendOptions opt;
     LirProgram *p;
     LLVMOrcThreadSafeContextRef tsc; /* owns ctx */
     LLVMContextRef ctx;
@@ -30,7 +33,7 @@ struct CpuModule {
     int ninstrs;
 };
 
-CpuModule *cpu_module_new(LirProgram *p, const CpuOptions *o, DiagList *d);
+CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d);
 void cpu_note_missing(CpuModule *m, const LirInstr *i, const char *kernel);
 void cpu_note_fallback(CpuModule *m, const LirInstr *i);
 /* One error listing every kind without a kernel; false if there was one. */

@@ -158,12 +158,12 @@ bool cpu_exec_run(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a,
 /* ---- snapshots: a step's LLVM IR, run later ---------------------------------- */
 
 struct CpuSnapshot {
-    CpuOptions opt;
+    BackendOptions opt;
     LLVMMemoryBufferRef bitcode;
 };
 
 CpuSnapshot *cpu_snapshot(const CpuModule *m) {
-    if (!m || !m->mod || m->opt.output != CPU_JIT)
+    if (!m || !m->mod || m->opt.output != OUTPUT_JIT)
         return NULL; /* executables and bundles are written, not run here */
     CpuSnapshot *s = calloc(1, sizeof *s);
     s->opt = m->opt;
@@ -204,7 +204,7 @@ bool cpu_snapshot_run(const CpuSnapshot *s, LirProgram *p, int threads, Tensor *
     return ok;
 }
 
-bool cpu_exec_set_probe(CpuExec *e, CpuProbe probe, void *ctx) {
+bool cpu_exec_set_probe(CpuExec *e, Probe probe, void *ctx) {
     if (!e->probe)
         return false;
     e->probe[0] = (void *)probe;

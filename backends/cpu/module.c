@@ -39,7 +39,7 @@ static bool known_cpu(const char *name) {
     return false;
 }
 
-CpuModule *cpu_module_new(LirProgram *p, const CpuOptions *o, DiagList *d) {
+CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d) {
     init_llvm();
     CpuModule *m = calloc(1, sizeof *m);
     m->opt = *o;
@@ -190,15 +190,17 @@ const char *cpu_target_cpu(const CpuModule *m) {
 static bool keep_external(const CpuModule *m, const char *name) {
     char buf[160];
     switch (m->opt.output) {
-    case CPU_JIT:
+    case OUTPUT_JIT:
         return !strcmp(name, m->entry) || !strcmp(name, "libjit_runtime_new") ||
                !strcmp(name, "libjit_runtime_free") ||
                (m->opt.instrument && (!strcmp(name, "libjit_fma_peak") ||
                                       !strcmp(name, CPU_PROBE_GLOBAL)));
-    case CPU_EXECUTABLE: return !strcmp(name, "main");
-    case CPU_BUNDLE:
+    case OUTPUT_EXECUTABLE: return !strcmp(name, "main");
+    case OUTPUT_BUNDLE:
         if (!strcmp(name, m->entry))
             return true;
+        if (m->opt.no_threads) /* the scratch sizes, until aot.c has read them */
+            return !strncmp(name, CPU_SCRATCH_FN, strlen(CPU_SCRATCH_FN));
         snprintf(buf, sizeof buf, "%s_runtime_new", m->entry);
         if (!strcmp(name, buf))
             return true;
@@ -366,4 +368,15 @@ bool cpu_break_module(CpuModule *m) {
     LLVMBuildRet(b, status);
     LLVMDisposeBuilder(b);
     return true;
+}
+
+void cpu_list_targets(StrBuf *out) {
+    char *triple = LLVMGetDefaultTargetTriple();
+    char *host = LLVMGetHostCPUName();
+    sb_printf(out, "%s (host; --target-cpu=native is %s)\n  cpus:", triple, host);
+    for (size_t i = 0; i < sizeof target_cpus / sizeof *target_cpus; i++)
+        sb_printf(out, " %s", target_cpus[i]);
+    sb_printf(out, "\n");
+    LLVMDisposeMessage(host);
+    LLVMDisposeMessage(triple);
 }

@@ -10,5 +10,14 @@ bool interp_is_native(const Node *n) {
     return n->kind == NK_FULLY_CONNECTED || !node_lowers(n);
 }
 
-const Backend interp_backend = {"interp", interp_is_native, false, false};
-const Backend interp_lir_backend = {"interp-lir", interp_is_native, true, false};
+const Backend interp_backend = {
+    .name = "interp",
+    .summary = "the reference interpreter, on the final graph",
+    .is_native = interp_is_native,
+};
+const Backend interp_lir_backend = {
+    .name = "interp-lir",
+    .summary = "the reference interpreter, on the allocated low-level program",
+    .is_native = interp_is_native,
+    .runs_lir = true,
+};

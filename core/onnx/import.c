@@ -44,6 +44,7 @@ struct ImportCtx {
     int nunsupported;
     bool any_unsupported;
     uint64_t tensor_bytes; /* tensors made so far, against opt->max_memory */
+    const char *scope;     /* inside an If's branch: the If's name, for generated names */
 };
 
 /* ---- value map ---------------------------------------------------------- */
@@ -282,7 +283,8 @@ static Tensor *known_input(ImportCtx *ic, const Node *param) {
         const KnownInput *k = &ic->opt->known[i];
         if (k->name && k->name[0] ? strcmp(k->name, param->name) : k->index != pi)
             continue;
-        if (!type_equal(&k->value->type, &param->res[0].type))
+        /* (A command that names inputs without reading them gives no value.) */
+        if (!k->value || !type_equal(&k->value->type, &param->res[0].type))
             return NULL;
         return (Tensor *)k->value;
     }
@@ -318,7 +320,7 @@ static Tensor *fold_value(ImportCtx *ic, Value *v, int depth) {
         if (t && pi >= 0 && !ic->known_const[pi]) {
             ic->known_const[pi] = &n->res[0]; /* mark: noted once */
             diag_note(ic->d, NULL,
-                      "input '%s' decides a shape, so the model is specialised to its value",
+                      "input '%s' is read at compile time (it decides a shape or a branch), so the model is specialised to its value",
                       n->name);
         }
         return t;
@@ -368,7 +370,7 @@ Tensor *on_try_const(OnnxNode *on, Value *v) {
  * is always correct, as the callers then take the value at run time. */
 enum { WALK_MAX = 1024 };
 
-static bool depends_on_input(ImportCtx *ic, const Value *v) {
+static bool walk_inputs(ImportCtx *ic, const Value *v, StrBuf *names) {
     Function *f = ic->f;
     if (f->next_id > ic->walk_cap) {
         int cap = f->next_id * 2;
@@ -384,7 +386,9 @@ static bool depends_on_input(ImportCtx *ic, const Value *v) {
     ic->walk_seen[v->def->id] = true;
     for (int i = 0; i < nwalk && !found; i++) {
         Node *n = ic->walk[i];
-        found = n->kind == NK_PLACEHOLDER || nwalk > WALK_MAX;
+        if (n->kind == NK_PLACEHOLDER && names)
+            sb_printf(names, "%s'%s'", names->len ? ", " : "", n->name);
+        found = (n->kind == NK_PLACEHOLDER && !names) || nwalk > WALK_MAX;
         for (int k = 0; k < n->nops; k++) {
             Node *d = n->ops[k]->def;
             if (!ic->walk_seen[d->id]) {
@@ -396,6 +400,10 @@ static bool depends_on_input(ImportCtx *ic, const Value *v) {
     for (int i = 0; i < nwalk; i++)
         ic->walk_seen[ic->walk[i]->id] = false;
     return found;
+}
+
+static bool depends_on_input(ImportCtx *ic, const Value *v) {
+    return walk_inputs(ic, v, NULL);
 }
 
 Tensor *on_try_static(OnnxNode *on, Value *v) {
@@ -606,7 +614,8 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
     OnnxNode on = {.ic = ic, .f = ic->f, .d = ic->d, .proto = np, .op = op, .opset = ic->opset};
     /* Copied: the nodes keep their name, and the protobuf dies with the scratch arena. */
     on.name = np->name && np->name[0] ? arena_strdup(a, np->name)
-                                      : arena_printf(a, "%s_%d", op, index);
+              : ic->scope           ? arena_printf(a, "%s/%s_%d", ic->scope, op, index)
+                                    : arena_printf(a, "%s_%d", op, index);
     on.where = arena_printf(a, "node '%s' (%s)", on.name, op);
     on.nin = (int)np->n_input;
     on.nout = (int)np->n_output;
@@ -950,7 +959,7 @@ static bool pb_depth_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *p
     return true;
 }
 
-static bool import_graph(ImportCtx *ic, const Onnx__GraphProto *g) {
+static void import_initializers(ImportCtx *ic, const Onnx__GraphProto *g) {
     Function *f = ic->f;
     for (size_t i = 0; i < g->n_initializer; i++) {
         const Onnx__TensorProto *tp = g->initializer[i];
@@ -964,6 +973,80 @@ static bool import_graph(ImportCtx *ic, const Onnx__GraphProto *g) {
         ic->tensor_bytes += tensor_bytes(t);
         map_put(ic, name, &graph_add_constant(f, name, t)->res[0]);
     }
+}
+
+/* ---- control flow ------------------------------------------------------------ */
+
+/* If. Exporters emit an If mostly on something fixed once the model is
+ * compiled: a shape (a rank or a length compared with a constant), or an
+ * input such as a sample rate that a deployment fixes. When the condition
+ * folds to a constant (initializers, shapes, inputs given with --input), the
+ * taken branch is imported in the If's place: its initializers and nodes join
+ * the graph, seeing the outer scope's values, and its outputs become the
+ * If's. Nested Ifs fold the same way. A condition known only at run time is
+ * refused, naming the inputs it depends on: the graph IR has no regions yet. */
+bool import_if(OnnxNode *on) {
+    ImportCtx *ic = on->ic;
+    Value *c = on_in(on, 0);
+    if (!c) {
+        on_error(on, "input 0 (cond) is missing");
+        return false;
+    }
+    Tensor *t = fold_value(ic, c, 0);
+    if (!t) {
+        StrBuf names;
+        sb_init(&names);
+        walk_inputs(ic, c, &names);
+        on_unsupported(on, "the condition is known only at run time (it depends on input%s %s); "
+                           "glowc imports an If whose condition is known at compile time: give "
+                           "%s with --input to specialise the model",
+                       strchr(sb_str(&names), ',') ? "s" : "", sb_str(&names),
+                       strchr(sb_str(&names), ',') ? "them" : "it");
+        sb_free(&names);
+        return false;
+    }
+    if (tensor_numel(t) != 1) {
+        on_error(on, "the condition has %lld elements; it must have one",
+                 (long long)tensor_numel(t));
+        return false;
+    }
+    bool taken = tensor_get_i64(t, 0) != 0;
+    const char *which = taken ? "then_branch" : "else_branch";
+    const Onnx__AttributeProto *at = find_attr(on, which);
+    if (!at || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH || !at->g) {
+        on_error(on, "attribute '%s' (a graph) is missing", which);
+        return false;
+    }
+    const Onnx__GraphProto *g = at->g;
+    if (g->n_output != (size_t)on->nout) {
+        on_error(on, "its %s has %zu outputs; the node has %d", which, g->n_output, on->nout);
+        return false;
+    }
+    int errors = ic->d->errors;
+    const char *outer = ic->scope;
+    ic->scope = on->name;
+    import_initializers(ic, g);
+    for (size_t i = 0; i < g->n_node; i++)
+        import_node(ic, g->node[i], (int)i);
+    ic->scope = outer;
+    if (ic->d->errors > errors)
+        return false;
+    for (int i = 0; i < on->nout; i++) {
+        const char *name = g->output[i]->name ? g->output[i]->name : "";
+        Value *v = map_get(ic, name);
+        if (!v || v == &ic->poison) {
+            on_error(on, "output '%s' of its %s is not produced by any node", name, which);
+            return false;
+        }
+        if (on->proto->output[i][0])
+            map_put(ic, on->proto->output[i], v);
+    }
+    return true;
+}
+
+static bool import_graph(ImportCtx *ic, const Onnx__GraphProto *g) {
+    Function *f = ic->f;
+    import_initializers(ic, g);
     UnboundDim unbound[32];
     int nunbound = 0;
     for (size_t i = 0; i < g->n_input; i++) {

@@ -13,11 +13,20 @@ trap 'rm -rf "$out"' EXIT INT TERM
 "$glowc" compile "$root/fixtures/models/digits.onnx" --bundle "$out" >/dev/null
 clang-19 -std=c17 -O2 -Wall -Werror -I"$out" "$here/example.c" "$out/digits.o" -lm -lpthread \
     -o "$out/example"
+# The same example against a --no-threads bundle, linked without -lpthread.
+"$glowc" compile "$root/fixtures/models/digits.onnx" --bundle "$out/nt" --no-threads >/dev/null
+clang-19 -std=c17 -O2 -Wall -Werror -I"$out/nt" "$here/example.c" "$out/nt/digits.o" -lm \
+    -o "$out/example_nt"
 status=0
 for npy in "$root"/fixtures/models/digits_samples/sample_*.npy; do
     # An .npy of 64 floats ends with their 256 bytes.
     tail -c 256 "$npy" >"$out/image.raw"
     got=$("$out/example" "$out/digits.weights" "$out/image.raw")
+    got_nt=$("$out/example_nt" "$out/nt/digits.weights" "$out/image.raw")
+    if [ "$got_nt" != "$got" ]; then
+        echo "bundle: $(basename "$npy"): the --no-threads bundle says $got_nt, the threaded one $got"
+        status=1
+    fi
     "$glowc" run "$root/fixtures/models/digits.onnx" --input "image=$npy" \
         --output-dir "$out" >/dev/null 2>&1
     want=$(/usr/bin/python3 -c "import numpy as n; print(int(n.load('$out/logits.npy').argmax()))")
@@ -38,5 +47,5 @@ if ! cmp -s "$out/exe/y.npy" "$out/ref/y.npy"; then
     echo "bundle: the compiled Hardmax (interpreter fallback) differs from glowc run"
     status=1
 fi
-[ $status -eq 0 ] && echo "bundle: the README example agrees with glowc run on every sample"
+[ $status -eq 0 ] && echo "bundle: the README example (threads and --no-threads) agrees with glowc run on every sample"
 exit $status

@@ -22,6 +22,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -33,6 +34,39 @@ static const double FLT_TINY = 1.1754943508222875e-38;
 
 static int64_t rnd(uint64_t *s, int64_t lo, int64_t hi) {
     return lo + (int64_t)(rng_next(s) % (uint64_t)(hi - lo + 1));
+}
+
+typedef int64_t (*ScratchFn)(const int64_t *d, int slot);
+
+/* A --no-threads bundle calls each kernel once over all its units, with
+ * the fixed scratch libjit_K_scratch sized at compile time: every request
+ * must fit (lj_scratch_get traps otherwise; the buffers have the exact
+ * sizes, for AddressSanitizer) and the output must be the very bytes of
+ * the same call with scratch allocated (a threaded bundle's one thread).
+ * The mode is a constant of generated code; here, of this call only. */
+static void check_static_scratch(Case *c, KernelFn fn, WorkFn work, ScratchFn scratch,
+                                 const char *what) {
+    size_t bytes = (size_t)desc_numel(&c->d, 0) * sizeof(float);
+    int64_t n = work(c->d.w);
+    fn(c->d.w, c->fast, 0, n, NULL);
+    unsigned char *want = malloc(bytes + 1);
+    memcpy(want, c->fast[0], bytes);
+    memset(c->fast[0], 0xff, bytes);
+    LjScratch sc = {0};
+    for (int k = 0; k < LJ_SCRATCH_SLOTS; k++) {
+        int64_t cap = scratch(c->d.w, k);
+        assert_true(cap >= 0);
+        sc.cap[k] = (size_t)cap;
+        sc.p[k] = malloc(sc.cap[k] + 1);
+    }
+    libjit_static_scratch = true;
+    fn(c->d.w, c->fast, 0, n, &sc);
+    libjit_static_scratch = false;
+    if (memcmp(want, c->fast[0], bytes))
+        fail_msg("%s: the fixed scratch of a --no-threads bundle changes the result", what);
+    for (int k = 0; k < LJ_SCRATCH_SLOTS; k++)
+        free(sc.p[k]);
+    free(want);
 }
 
 /* The tolerance of an n-term sum followed by activation `act`. */
@@ -139,8 +173,12 @@ static double check_conv(const ConvSpec *k, uint64_t seed) {
              (long long)k->pads[1], (long long)k->pads[2], (long long)k->pads[3],
              (long long)k->group, k->act ? k->act : "-", k->bias ? " bias" : "");
     Tol tol = sum_tol(k->c / k->group * k->kh * k->kw + 1, k->act);
-    double worst = check_conv_case(&c, tol, what, k->group > 1 && k->group == k->c &&
-                                                      k->group == k->m);
+    bool depthwise = k->group > 1 && k->group == k->c && k->group == k->m;
+    double worst = check_conv_case(&c, tol, what, depthwise);
+    check_static_scratch(&c, libjit_conv_f32, libjit_conv_f32_work, libjit_conv_f32_scratch, what);
+    if (depthwise)
+        check_static_scratch(&c, libjit_conv_dw_f32, libjit_conv_dw_f32_work,
+                             libjit_conv_dw_f32_scratch, what);
     case_free(&c);
     return worst;
 }
@@ -235,6 +273,8 @@ static void test_fully_connected(void **state) {
     for (int i = 0; i < 120; i++) {
         int64_t m = rnd(&s, 0, 2) ? 1 : rnd(&s, 1, 70), k = rnd(&s, 0, 3) ? rnd(&s, 1, 80) : rnd(&s, 200, 700);
         int64_t n = rnd(&s, 1, rnd(&s, 0, 1) ? 60 : 500);
+        if (i == 0) /* B packed (m > 32) in one deep block: the heap's (scratch) */
+            m = 48, k = 700, n = 100;
         const char *act = acts[rnd(&s, 0, 6)];
         Case c = {0};
         for (int pass = 0; pass < 2; pass++) {
@@ -257,6 +297,8 @@ static void test_fully_connected(void **state) {
         snprintf(what, sizeof what, "fully_connected %lldx%lld . %lldx%lld %s", (long long)m,
                  (long long)k, (long long)k, (long long)n, act ? act : "-");
         double r = case_check(&c, 0, sum_tol(k + 1, act), what);
+        check_static_scratch(&c, libjit_fully_connected_f32, libjit_fully_connected_f32_work,
+                             libjit_fully_connected_f32_scratch, what);
         worst = r > worst ? r : worst;
         case_free(&c);
     }
@@ -269,6 +311,8 @@ static void test_matmul(void **state) {
     double worst = 0;
     for (int i = 0; i < 150; i++) {
         int64_t m = rnd(&s, 1, 40), k = rnd(&s, 1, rnd(&s, 0, 3) ? 40 : 300), n = rnd(&s, 1, 120);
+        if (i == 0) /* B packed (m > 32) in one deep block: the heap's (scratch) */
+            m = 40, k = 900, n = 100;
         int ba = (int)rnd(&s, 0, 2), bb = (int)rnd(&s, 0, 2), rank = ba > bb ? ba : bb;
         int64_t batch[2] = {rnd(&s, 1, 4), rnd(&s, 1, 3)};
         int64_t ad[5], bd[5], yd[5];
@@ -308,6 +352,8 @@ static void test_matmul(void **state) {
         snprintf(what, sizeof what, "matmul rank %d x rank %d, m%lld k%lld n%lld", ra, rb, (long long)m,
                  (long long)k, (long long)n);
         double r = case_check(&c, 0, sum_tol(k, NULL), what);
+        check_static_scratch(&c, libjit_matmul_f32, libjit_matmul_f32_work,
+                             libjit_matmul_f32_scratch, what);
         worst = r > worst ? r : worst;
         case_free(&c);
     }
@@ -376,6 +422,9 @@ static void test_pool(void **state) {
         /* The average: a sum of kh*kw terms, then one rounded division. */
         Tol t = avg ? sum_tol(kh * kw + 2, NULL) : (Tol){0, 0, 0};
         double r = case_check(&cs, 0, t, what);
+        check_static_scratch(&cs, avg ? libjit_avg_pool_f32 : libjit_max_pool_f32,
+                             avg ? libjit_avg_pool_f32_work : libjit_max_pool_f32_work,
+                             avg ? libjit_avg_pool_f32_scratch : libjit_max_pool_f32_scratch, what);
         worst = r > worst ? r : worst;
         ran++;
         case_free(&cs);

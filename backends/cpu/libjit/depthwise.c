@@ -213,11 +213,15 @@ LJ_VECTOR_FN bool lj_depthwise_lanes(const LjWindow *g, int64_t c, const float *
     return true;
 }
 
+size_t lj_pool_lanes_scratch(const LjWindow *g) {
+    return (size_t)(g->h * g->w + g->oh * g->ow) * LJ_VL * sizeof(float);
+}
+
 LJ_VECTOR_FN bool lj_pool_lanes(const LjWindow *g, LjPool kind, bool count_include_pad,
                                 int64_t c, const float *x, float *y, int64_t lo, int64_t hi,
                                 LjScratch *sc) {
     int64_t in = g->h * g->w, out = g->oh * g->ow;
-    float *xt = lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)(in + out) * LJ_VL * sizeof(float));
+    float *xt = lj_scratch_get(sc, LJ_SCRATCH_PLANES, lj_pool_lanes_scratch(g));
     if (!xt)
         return false;
     float *ot = xt + in * LJ_VL;

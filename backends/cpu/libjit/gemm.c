@@ -256,15 +256,32 @@ static void pack_rows(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int w
     }
 }
 
+LJ_INLINE int64_t pick_nc(const LjGemm *g) {
+    return g->n < NC ? (g->n + NR - 1) / NR * NR : NC;
+}
+
+/* The deep B block's bytes, asked of the scratch; 0 when the stack's
+ * block does. One function for lj_sgemm and the kernels' _scratch. */
+size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets) {
+    LjGemm g = {.m = m, .n = n, .k = k};
+    if (m <= 0 || n <= 0)
+        return 0;
+    bool packed = by_offsets || packs_b(&g);
+    int64_t kc_max = pick_kc(&g, packed), nc_max = pick_nc(&g);
+    return packed && kc_max * nc_max > KC_MAX * NC ? (size_t)(kc_max * nc_max) * sizeof(float)
+                                                   : 0;
+}
+
 LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
     float stack_block[KC_MAX * NC] __attribute__((aligned(64)));
     if (g->m <= 0 || g->n <= 0)
         return;
     bool packed = g->koff || packs_b(g);
-    int64_t kc_max = pick_kc(g, packed), nc_max = g->n < NC ? (g->n + NR - 1) / NR * NR : NC;
+    int64_t kc_max = pick_kc(g, packed);
     float *block = stack_block, *heap = NULL;
-    if (packed && kc_max * nc_max > KC_MAX * NC) {
-        heap = lj_scratch_get(g->sc, LJ_SCRATCH_PACK, (size_t)(kc_max * nc_max) * sizeof(float));
+    size_t deep = lj_sgemm_scratch(g->m, g->n, g->k, g->koff != NULL);
+    if (deep) {
+        heap = lj_scratch_get(g->sc, LJ_SCRATCH_PACK, deep);
         if (heap)
             block = heap;
         else

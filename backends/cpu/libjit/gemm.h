@@ -37,5 +37,8 @@ typedef struct LjGemm {
 /* The whole product on the calling thread. Threads split it by rows: each
  * takes a slice of A, C and a per-row bias. */
 void lj_sgemm(const LjGemm *g);
+/* The scratch lj_sgemm asks for an m x n x k product (by_offsets: B's
+ * rows by koff), in bytes. */
+size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets);
 
 #endif

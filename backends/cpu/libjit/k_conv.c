@@ -226,13 +226,26 @@ LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const flo
     }
 }
 
+/* The buffers conv_subsampled and conv_planes ask for (one function for
+ * them and for libjit_conv_f32_scratch). */
+LJ_INLINE size_t subsampled_bytes(const Conv *s) {
+    return (size_t)(s->cg * s->oh * s->ow) * sizeof(float);
+}
+
+LJ_INLINE size_t planes_bytes(const Conv *s) {
+    LjWindow win = window_of(s);
+    LjPhases q = lj_phases(&win, PANEL);
+    int64_t kdim = s->cg * s->kh * s->kw, per_c = s->sh * s->sw * q.size;
+    return (size_t)kdim * sizeof(int64_t) + (size_t)(s->cg * per_c) * sizeof(float);
+}
+
 /* Strided 1x1: B is the group's input channels subsampled, built once per
  * part. False if the buffer cannot be had. */
 LJ_VECTOR_FN static bool conv_subsampled(const Conv *s, const float *x, const float *w,
                                          const float *bias, float *y, LjAct act, int64_t lo,
                                          int64_t hi, LjScratch *sc) {
     int64_t plane = s->oh * s->ow;
-    float *sub = lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)(s->cg * plane) * sizeof(float));
+    float *sub = lj_scratch_get(sc, LJ_SCRATCH_PLANES, subsampled_bytes(s));
     if (!sub)
         return false;
     Grid gr = grid_of(s);
@@ -281,8 +294,7 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
     LjWindow win = window_of(s);
     LjPhases q = lj_phases(&win, PANEL);
     int64_t taps = s->kh * s->kw, kdim = s->cg * taps, per_c = s->sh * s->sw * q.size;
-    size_t bytes = (size_t)kdim * sizeof(int64_t) + (size_t)(s->cg * per_c) * sizeof(float);
-    int64_t *koff = lj_scratch_get(sc, LJ_SCRATCH_PLANES, bytes);
+    int64_t *koff = lj_scratch_get(sc, LJ_SCRATCH_PLANES, planes_bytes(s));
     if (!koff)
         return false;
     float *planes = (float *)(koff + kdim);
@@ -347,6 +359,38 @@ LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, in
             libjit_generic(d, ops);
     } else if (!conv_planes(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc) && lo == 0)
         libjit_generic(d, ops);
+}
+
+/* One call over all units runs, per (image, group), one part per column
+ * block (conv_parts): all mg rows by `cols` columns, the last block by
+ * what is left; each is one product. */
+LJ_INLINE int64_t conv_pack_bytes(const Conv *s, bool by_offsets) {
+    Grid gr = grid_of(s);
+    int64_t n = product_cols(s), last = n - (gr.ncb - 1) * gr.cols;
+    size_t full = lj_sgemm_scratch(s->mg, gr.cols < n ? gr.cols : n, s->cg * s->kh * s->kw,
+                                   by_offsets);
+    size_t tail = lj_sgemm_scratch(s->mg, last, s->cg * s->kh * s->kw, by_offsets);
+    return (int64_t)(full > tail ? full : tail);
+}
+
+LIBJIT_SCRATCH libjit_conv_f32_scratch(const int64_t *d, int slot) {
+    Conv s = conv_of(d);
+    if (!s.fast)
+        return 0;
+    if (is_depthwise(&s)) {
+        LjWindow g = window_of(&s);
+        return slot == LJ_SCRATCH_PLANES ? (int64_t)lj_dwconv_scratch(&g) : 0;
+    }
+    bool pointwise = is_pointwise(&s), subsampled = !pointwise && is_subsampled(&s);
+    if (slot == LJ_SCRATCH_PACK)
+        return conv_pack_bytes(&s, !pointwise && !subsampled);
+    if (slot != LJ_SCRATCH_PLANES || pointwise)
+        return 0;
+    return (int64_t)(subsampled ? subsampled_bytes(&s) : planes_bytes(&s));
+}
+
+LIBJIT_SCRATCH libjit_conv_dw_f32_scratch(const int64_t *d, int slot) {
+    return libjit_conv_f32_scratch(d, slot);
 }
 
 /* Depthwise convolutions alone (code generation calls this one for them):

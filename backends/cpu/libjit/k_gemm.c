@@ -21,6 +21,13 @@ LIBJIT_WORK libjit_fully_connected_f32_work(const int64_t *d) {
     return col_units(lj_dim(d, 0, 1));
 }
 
+/* One call over all units is one product of all the columns. */
+LIBJIT_SCRATCH libjit_fully_connected_f32_scratch(const int64_t *d, int slot) {
+    return slot == LJ_SCRATCH_PACK ? (int64_t)lj_sgemm_scratch(lj_dim(d, 0, 0), lj_dim(d, 0, 1),
+                                                               lj_dim(d, 1, 1), false)
+                                   : 0;
+}
+
 /* Operands: 0 y [M,N], 1 x [M,K], 2 w [K,N], 3 b [N]. */
 LIBJIT_KERNEL libjit_fully_connected_f32(const int64_t *d, void *const *ops, int64_t lo,
                                          int64_t hi, LjScratch *sc) {
@@ -95,6 +102,14 @@ LJ_INLINE MatmulShape matmul_shape(const int64_t *d) {
 LIBJIT_WORK libjit_matmul_f32_work(const int64_t *d) {
     MatmulShape s = matmul_shape(d);
     return s.nbatch * col_units(s.n);
+}
+
+/* One call over all units is one product of all the columns per batch. */
+LIBJIT_SCRATCH libjit_matmul_f32_scratch(const int64_t *d, int slot) {
+    if (slot != LJ_SCRATCH_PACK || lj_elem(d, 1) != ELEM_F32 || lj_elem(d, 2) != ELEM_F32)
+        return 0;
+    MatmulShape s = matmul_shape(d);
+    return (int64_t)lj_sgemm_scratch(s.m, s.n, s.k, false);
 }
 
 LIBJIT_KERNEL libjit_matmul_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,

@@ -79,6 +79,19 @@ LJ_INLINE void pool_run(const int64_t *d, void *const *ops, LjPool kind, int64_t
     }
 }
 
+LJ_INLINE int64_t window_scratch(const int64_t *d, int slot) {
+    LjWindow g;
+    return slot == LJ_SCRATCH_PLANES && window_of(d, &g) ? (int64_t)lj_pool_lanes_scratch(&g) : 0;
+}
+
+LIBJIT_SCRATCH libjit_max_pool_f32_scratch(const int64_t *d, int slot) {
+    return window_scratch(d, slot);
+}
+
+LIBJIT_SCRATCH libjit_avg_pool_f32_scratch(const int64_t *d, int slot) {
+    return window_scratch(d, slot);
+}
+
 LIBJIT_WORK libjit_max_pool_f32_work(const int64_t *d) {
     return window_work(d);
 }

