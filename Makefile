@@ -49,7 +49,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff test-quant \
         test-kernels bench bench-kernels clean difftest difftest-ort test-difftest \
-        fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui test-npm-models
+        fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui test-npm-models test-train demo-train
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/glowc
@@ -233,6 +233,11 @@ bench-kernels: $(BUILD)/tests/bench_conv $(BUILD)/tests/bench_model
 demo: $(BUILD)/glowc
 	@$(PYTHON) fixtures/models/digits_demo.py $(BUILD)/glowc
 
+# Trains the digits model from scratch with glowc and with torch (same
+# initial weights, hyperparameters and batches) and prints both.
+demo-train: $(BUILD)/glowc
+	GLOWC=$(abspath $(BUILD)/glowc) $(PYTHON) tests/train/check_torch.py
+
 # ---- tests -----------------------------------------------------------------
 SAN_BUILD := build/asan
 LIT := tests/lit
@@ -258,6 +263,17 @@ test-san:
 test-unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; \
 	  LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) $$t; done
+
+# Training (issue 19): the differentiate and train fixtures; every gradient
+# rule against central finite differences in double precision, on the
+# interpreter and as native code; gradients, first losses and a training run
+# of the digits model and an MLP against torch.
+test-train: $(BUILD)/glowc
+	PATH="$(LLVM_BIN):$$PATH" $(LIT) -sv --param glowc=$(abspath $(BUILD)/glowc) \
+	  fixtures/graph/differentiate.hl fixtures/graph/differentiate_errors.hl fixtures/train
+	GLOWC=$(abspath $(BUILD)/glowc) $(PYTHON) tests/train/check_fd.py --backend=interp
+	GLOWC=$(abspath $(BUILD)/glowc) $(PYTHON) tests/train/check_fd.py --backend=cpu
+	GLOWC=$(abspath $(BUILD)/glowc) $(PYTHON) tests/train/check_torch.py
 
 test-lit: $(BUILD)/glowc
 	PATH="$(LLVM_BIN):$$PATH" LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \

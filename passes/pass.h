@@ -20,9 +20,20 @@ typedef struct PassStat {
     long count;
 } PassStat;
 
+/* What the differentiate pass makes of the forward function: the loss over
+ * its first output, and the SGD step (torch's: weight decay added to the
+ * gradient, then momentum, then the learning rate). */
+typedef enum { LOSS_SOFTMAX_CE, LOSS_MSE } LossKind;
+typedef struct TrainSpec {
+    LossKind loss;
+    double lr, momentum, weight_decay;
+    bool forward_only; /* the loss and outputs with the weights as inputs, no step */
+} TrainSpec;
+
 typedef struct PassContext {
     DiagList *d;
     const Backend *backend; /* what lowering lowers to */
+    const TrainSpec *train; /* differentiate: what to make (NULL: nothing to do) */
     /* Statistics of the pass being run (reset by the pass manager). */
     PassStat stats[32];
     int nstats;

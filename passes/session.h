@@ -26,6 +26,7 @@ typedef struct SessionOptions {
     BackendOptions codegen; /* compiling backends: target, output kind, entry, ... */
     int threads;            /* compiling backends: worker threads when running (0: every CPU) */
     const struct QuantConfig *quant; /* --quantize: the pipeline starts with quantize */
+    const TrainSpec *train; /* the differentiate pass's loss and optimiser (NULL: inference) */
 } SessionOptions;
 
 typedef struct Step {

@@ -98,6 +98,30 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
             *bad = true;
         }
         break;
+    case OPT_TRAIN: ca->training = true; break;
+    case OPT_LOSS:
+        if (!strcmp(v, "softmax-cross-entropy") || !strcmp(v, "mse")) {
+            ca->train.loss = strcmp(v, "mse") ? LOSS_SOFTMAX_CE : LOSS_MSE;
+        } else {
+            diag_error(d, NULL, "--loss takes softmax-cross-entropy or mse, not '%s'", v);
+            *bad = true;
+        }
+        break;
+    case OPT_LR:
+    case OPT_MOMENTUM:
+    case OPT_WEIGHT_DECAY: {
+        double x;
+        double *dst = id == OPT_LR ? &ca->train.lr
+                      : id == OPT_MOMENTUM ? &ca->train.momentum : &ca->train.weight_decay;
+        if (!cli_parse_tolerance(v, &x) || (id == OPT_MOMENTUM && x >= 1) || (id == OPT_LR && x == 0)) {
+            diag_error(d, NULL, "%s takes a finite number %s, not '%s'", option_info(id)->spelling,
+                       id == OPT_MOMENTUM ? "in [0, 1)" : id == OPT_LR ? "> 0" : ">= 0", v);
+            *bad = true;
+        }
+        *dst = x;
+        ca->lr_given |= id == OPT_LR;
+        break;
+    }
     default: return false;
     }
     return true;
@@ -228,7 +252,26 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
         .threads = ca->threads, /* 0: every online CPU (libjit_runtime_new) */
         .max_memory = ca->max_memory ? ca->max_memory : cli_physical_memory(),
         .quant = ca->quant.profile ? &ca->quant : NULL,
+        .train = ca->training ? &ca->train : NULL,
     };
+}
+
+/* --train: the differentiate pass before the pipeline (a level spelled out
+ * as its passes, since a level cannot follow a pass in a list). */
+static char *training_pipeline(const char *spec) {
+    if (!pipeline_by_level(spec) && strstr(spec, "differentiate"))
+        return strdup(spec); /* placed by hand */
+    StrBuf sb;
+    sb_init(&sb);
+    sb_append(&sb, "differentiate");
+    const char *const *named = pipeline_by_level(spec);
+    for (int i = 0; named && named[i]; i++)
+        sb_printf(&sb, ",%s", named[i]);
+    if (!named && *spec)
+        sb_printf(&sb, ",%s", spec);
+    char *out = strdup(sb_str(&sb));
+    sb_free(&sb);
+    return out;
 }
 
 bool args_want_compiling(CommonArgs *ca, const char *what, DiagList *d) {
@@ -243,15 +286,30 @@ bool args_want_compiling(CommonArgs *ca, const char *what, DiagList *d) {
     return true; /* an unknown name is reported with the other names */
 }
 
+char *args_pipeline(const CommonArgs *ca, const char *spec, bool from_lir) {
+    return ca->training && !from_lir ? training_pipeline(spec) : strdup(spec);
+}
+
 static Session *finish_open(Session *s, CommonArgs *ca, const char *dflt, DiagList *d) {
     if (!s->work && !s->lir) {
         diag_append(d, &s->diags);
         session_free(s);
         return NULL;
     }
+    if (ca->training && s->from_lir) {
+        diag_error(d, NULL, "--train: '%s' is low-level IR; differentiation works on a graph "
+                   "(.onnx or .hl)", ca->model);
+        session_free(s);
+        return NULL;
+    }
     if (!ca->pipeline && s->from_lir)
         dflt = ""; /* no graph pipeline for low-level input */
-    bool ok = session_set_pipeline(s, ca->pipeline ? ca->pipeline : dflt);
+    const char *spec = ca->pipeline ? ca->pipeline : dflt;
+    char *full = args_pipeline(ca, spec, s->from_lir);
+    if (ca->training && !ca->lr_given)
+        ca->train.lr = 0.01;
+    bool ok = session_set_pipeline(s, full);
+    free(full);
     if (ok && s->opt.backend->compiles)
         ok = session_want_codegen(s);
     else if (ok && s->opt.backend->runs_lir)

@@ -26,6 +26,9 @@ typedef struct CommonArgs {
     int threads;
     bool fallback;
     uint64_t max_memory; /* --max-memory; 0: the machine's physical memory */
+    bool training;       /* --train (or the train command): differentiate first */
+    TrainSpec train;     /* --loss, --lr, --momentum, --weight-decay */
+    bool lr_given;
     Arena *input_arena;  /* the --input values args_ensure_inputs read (args_free) */
     const char *quantize; /* --quantize=PROFILE.json */
     QuantConfig quant;    /* its options; quant.profile once read (args_parse) */
@@ -50,6 +53,9 @@ bool args_common(CommonArgs *ca, OptionId id, const char *value, bool *bad, Diag
 void args_free(CommonArgs *ca);
 /* Reads the --input files (.npy, or .pb TensorProto) into `a`. */
 bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d);
+/* The pipeline to run for `spec` (malloc'd): with --train, differentiate
+ * first unless the list places it. */
+char *args_pipeline(const CommonArgs *ca, const char *spec, bool from_lir);
 /* Reads the --input values not read yet, so that every command compiles the
  * model specialised to them (an input that decides a shape or an If's
  * branch), not only those that run it. */

@@ -1,0 +1,917 @@
+/* differentiate: the forward function and a loss become a training function
+ * (Glow's differentiate()): the forward nodes, the loss over the first
+ * output, the gradient of every node in reverse order, and one SGD step
+ * (momentum, weight decay) for every trainable weight. The gradients are
+ * ordinary nodes (conv_transpose for a convolution's input, a convolution
+ * with swapped roles for its weight, scatter_elements for a max pool, ...),
+ * so they are optimised, lowered, scheduled, allocated and compiled like
+ * everything else.
+ *
+ * The weights being trained become state the caller carries from step to
+ * step: each one a parameter and its updated value an output.
+ *   parameters: the model's inputs, `labels`, every weight W, then (with
+ *               momentum) every `W.velocity`
+ *   outputs:    `loss` (a scalar), the model's outputs, every `W.updated`,
+ *               then every `W.velocity.updated`
+ * Trainable weights are the float constants of rank >= 1 that the first
+ * output depends on (a batch norm's running statistics excepted).
+ * Runs only when a training spec is given (PassContext.train).
+ * Requires a graph as imported (no fused activations); invalidates the schedule. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/infer.h"
+#include "core/strbuf.h"
+#include "passes/pass.h"
+
+typedef struct Grad {
+    Function *f;
+    DiagList *d;
+    PassContext *ctx;
+    bool ok;
+    int nids;         /* ids below this are the forward graph's */
+    Value ***grad;    /* grad[id][result]: the gradient of that value so far */
+    bool *wants;      /* node id depends on a trainable weight */
+    bool *on_path;    /* node id is something the first output depends on */
+    const char *name; /* what new nodes are named after: "<forward node>.grad" */
+} Grad;
+
+/* ---- building ------------------------------------------------------------- */
+
+static Value *add_node(Grad *g, Node *n) {
+    n->name = g->name;
+    if (!infer_node(n, g->d))
+        g->ok = false;
+    return &n->res[0];
+}
+
+static Value *op1(Grad *g, NodeKind k, Value *x) {
+    return add_node(g, graph_add_node(g->f, k, 1, &x, 1));
+}
+
+static Value *op2(Grad *g, NodeKind k, Value *x, Value *y) {
+    Value *ops[2] = {x, y};
+    return add_node(g, graph_add_node(g->f, k, 2, ops, 1));
+}
+
+static Value *scalar(Grad *g, ElemKind e, double v) {
+    Type t = type_scalar(e);
+    Tensor *x = tensor_new(g->f->module->arena, &t);
+    tensor_set_f64(x, 0, v);
+    return &graph_add_constant(g->f, "", x)->res[0];
+}
+
+static Value *filled(Grad *g, const Type *t, double v) {
+    Tensor *x = tensor_new(g->f->module->arena, t);
+    for (int64_t i = 0; v != 0 && i < tensor_numel(x); i++)
+        tensor_set_f64(x, i, v);
+    return &graph_add_constant(g->f, "", x)->res[0];
+}
+
+static Value *reshape(Grad *g, Value *x, const Type *t) {
+    if (type_same_shape(&x->type, t))
+        return x;
+    Node *n = graph_add_node(g->f, NK_RESHAPE, 1, &x, 1);
+    n->res[0].type = x->type;
+    n->res[0].type.rank = t->rank;
+    memcpy(n->res[0].type.dims, t->dims, sizeof t->dims);
+    return add_node(g, n);
+}
+
+static Value *transpose(Grad *g, Value *x, int rank, const int64_t *perm) {
+    Node *n = graph_add_node(g->f, NK_TRANSPOSE, 1, &x, 1);
+    node_set_ints(n, AK_perm, rank, perm);
+    return add_node(g, n);
+}
+
+/* The last two axes swapped. */
+static Value *swap_last(Grad *g, Value *x) {
+    int64_t perm[MAX_RANK];
+    int r = x->type.rank;
+    for (int i = 0; i < r; i++)
+        perm[i] = i;
+    perm[r - 2] = r - 1;
+    perm[r - 1] = r - 2;
+    return transpose(g, x, r, perm);
+}
+
+static Value *reduce_sum(Grad *g, Value *x, uint32_t mask, bool keep) {
+    Node *n = graph_add_node(g->f, NK_REDUCE_SUM, 1, &x, 1);
+    int64_t axes[MAX_RANK];
+    int na = 0;
+    for (int i = 0; i < x->type.rank; i++)
+        if (mask & (1u << i))
+            axes[na++] = i;
+    node_set_ints(n, AK_axes, na, axes);
+    node_set_int(n, AK_keepdims, keep);
+    return add_node(g, n);
+}
+
+static Value *slice(Grad *g, Value *x, const int64_t *starts, const int64_t *ends) {
+    int r = x->type.rank;
+    int64_t steps[MAX_RANK];
+    for (int i = 0; i < r; i++)
+        steps[i] = 1;
+    Node *n = graph_add_node(g->f, NK_SLICE, 1, &x, 1);
+    node_set_ints(n, AK_starts, r, starts);
+    node_set_ints(n, AK_ends, r, ends);
+    node_set_ints(n, AK_steps, r, steps);
+    return add_node(g, n);
+}
+
+/* A gradient of a broadcast result, summed back to the shape of an operand
+ * of type t: over the leading axes t lacks and the axes where t has 1. */
+static Value *unbroadcast(Grad *g, Value *dy, const Type *t) {
+    if (type_same_shape(&dy->type, t))
+        return dy;
+    int off = dy->type.rank - t->rank;
+    uint32_t mask = 0;
+    for (int i = 0; i < off; i++)
+        mask |= 1u << i;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] == 1 && dy->type.dims[i + off] != 1)
+            mask |= 1u << (i + off);
+    Value *r = mask ? reduce_sum(g, dy, mask, true) : dy;
+    return reshape(g, r, t);
+}
+
+/* Operand i of n needs a gradient (it depends on a weight). */
+static bool wants(const Grad *g, const Node *n, int i) {
+    int id = n->ops[i]->def->id;
+    return id < g->nids && g->wants[id];
+}
+
+/* ---- one rule per differentiable kind ---------------------------------------
+ * A rule sets dx[i] for every operand i it differentiates (NULL: none) from
+ * dy, the gradient of result 0, and returns false when the node's
+ * attributes have no gradient here. */
+
+typedef bool (*GradRule)(Grad *g, Node *n, Value *dy, Value **dx);
+
+static bool grad_identity(Grad *g, Node *n, Value *dy, Value **dx) {
+    dx[0] = dy;
+    return true;
+}
+
+static bool grad_reshape(Grad *g, Node *n, Value *dy, Value **dx) {
+    dx[0] = reshape(g, dy, &n->ops[0]->type);
+    return true;
+}
+
+static bool grad_neg(Grad *g, Node *n, Value *dy, Value **dx) {
+    dx[0] = op1(g, NK_NEG, dy);
+    return true;
+}
+
+/* relu: dy where the result is positive (the result, not the operand, so
+ * that a later pass may still fuse the relu into its producer). */
+static bool grad_relu(Grad *g, Node *n, Value *dy, Value **dx) {
+    ElemKind e = dy->type.elem;
+    Value *pos = op2(g, NK_GREATER, &n->res[0], scalar(g, e, 0));
+    Value *ops[3] = {pos, dy, scalar(g, e, 0)};
+    dx[0] = add_node(g, graph_add_node(g->f, NK_WHERE, 3, ops, 1));
+    return true;
+}
+
+static bool grad_leaky_relu(Grad *g, Node *n, Value *dy, Value **dx) {
+    ElemKind e = dy->type.elem;
+    Value *pos = op2(g, NK_GREATER, n->ops[0], scalar(g, e, 0));
+    Value *neg = op2(g, NK_MUL, dy, scalar(g, e, node_attr_float(n, AK_alpha, 0.01f)));
+    Value *ops[3] = {pos, dy, neg};
+    dx[0] = add_node(g, graph_add_node(g->f, NK_WHERE, 3, ops, 1));
+    return true;
+}
+
+static bool grad_sigmoid(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *y = &n->res[0];
+    Value *one_minus = op2(g, NK_SUB, scalar(g, y->type.elem, 1), y);
+    dx[0] = op2(g, NK_MUL, dy, op2(g, NK_MUL, y, one_minus));
+    return true;
+}
+
+static bool grad_tanh(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *y = &n->res[0];
+    Value *d = op2(g, NK_SUB, scalar(g, y->type.elem, 1), op2(g, NK_MUL, y, y));
+    dx[0] = op2(g, NK_MUL, dy, d);
+    return true;
+}
+
+static bool grad_exp(Grad *g, Node *n, Value *dy, Value **dx) {
+    dx[0] = op2(g, NK_MUL, dy, &n->res[0]);
+    return true;
+}
+
+static bool grad_log(Grad *g, Node *n, Value *dy, Value **dx) {
+    dx[0] = op2(g, NK_DIV, dy, n->ops[0]);
+    return true;
+}
+
+static bool grad_sqrt(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *y = &n->res[0];
+    dx[0] = op2(g, NK_DIV, dy, op2(g, NK_MUL, y, scalar(g, y->type.elem, 2)));
+    return true;
+}
+
+static bool grad_add(Grad *g, Node *n, Value *dy, Value **dx) {
+    for (int i = 0; i < 2; i++)
+        if (wants(g, n, i))
+            dx[i] = unbroadcast(g, dy, &n->ops[i]->type);
+    return true;
+}
+
+static bool grad_sub(Grad *g, Node *n, Value *dy, Value **dx) {
+    if (wants(g, n, 0))
+        dx[0] = unbroadcast(g, dy, &n->ops[0]->type);
+    if (wants(g, n, 1))
+        dx[1] = unbroadcast(g, op1(g, NK_NEG, dy), &n->ops[1]->type);
+    return true;
+}
+
+static bool grad_mul(Grad *g, Node *n, Value *dy, Value **dx) {
+    for (int i = 0; i < 2; i++)
+        if (wants(g, n, i))
+            dx[i] = unbroadcast(g, op2(g, NK_MUL, dy, n->ops[1 - i]), &n->ops[i]->type);
+    return true;
+}
+
+/* d(a/b) = dy / b and -dy * (a/b) / b. */
+static bool grad_div(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *q = op2(g, NK_DIV, dy, n->ops[1]);
+    if (wants(g, n, 0))
+        dx[0] = unbroadcast(g, q, &n->ops[0]->type);
+    if (wants(g, n, 1))
+        dx[1] = unbroadcast(g, op1(g, NK_NEG, op2(g, NK_MUL, q, &n->res[0])), &n->ops[1]->type);
+    return true;
+}
+
+/* Both operands of rank >= 2 (a vector operand has no gradient rule yet). */
+static bool grad_matmul(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *a = n->ops[0], *b = n->ops[1];
+    if (a->type.rank < 2 || b->type.rank < 2)
+        return false;
+    if (wants(g, n, 0))
+        dx[0] = unbroadcast(g, op2(g, NK_MATMUL, dy, swap_last(g, b)), &a->type);
+    if (wants(g, n, 1))
+        dx[1] = unbroadcast(g, op2(g, NK_MATMUL, swap_last(g, a), dy), &b->type);
+    return true;
+}
+
+static Value *gemm(Grad *g, Value *a, Value *b, bool ta, bool tb, double alpha) {
+    Value *ops[2] = {a, b};
+    Node *n = graph_add_node(g->f, NK_GEMM, 2, ops, 1);
+    node_set_float(n, AK_alpha, (float)alpha);
+    node_set_float(n, AK_beta, 1);
+    node_set_int(n, AK_trans_a, ta);
+    node_set_int(n, AK_trans_b, tb);
+    return add_node(g, n);
+}
+
+/* y = alpha A'B' + beta c with A' = A or A^T, B' likewise: each operand's
+ * gradient is one gemm with the transpositions that give its layout. */
+static bool grad_gemm(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *a = n->ops[0], *b = n->ops[1];
+    bool ta = node_attr_int(n, AK_trans_a, 0), tb = node_attr_int(n, AK_trans_b, 0);
+    double alpha = node_attr_float(n, AK_alpha, 1), beta = node_attr_float(n, AK_beta, 1);
+    if (wants(g, n, 0))
+        dx[0] = ta ? gemm(g, b, dy, tb, true, alpha) : gemm(g, dy, b, false, !tb, alpha);
+    if (wants(g, n, 1))
+        dx[1] = tb ? gemm(g, dy, a, true, ta, alpha) : gemm(g, a, dy, !ta, false, alpha);
+    if (n->nops == 3 && wants(g, n, 2)) {
+        Value *dc = unbroadcast(g, dy, &n->ops[2]->type);
+        dx[2] = beta == 1 ? dc : op2(g, NK_MUL, dc, scalar(g, dc->type.elem, beta));
+    }
+    return true;
+}
+
+/* The input's gradient is the transposed convolution of dy with the same
+ * weight (its [C_out, C_in/group, k...] layout is conv_transpose's), with
+ * output_padding making up the rows a stride skipped. */
+static Value *conv_input_grad(Grad *g, Node *n, const Window *w, Value *dy) {
+    const Type *x = &n->ops[0]->type;
+    int ns = w->nspatial;
+    int64_t outpad[MAX_RANK], pads[2 * MAX_RANK];
+    for (int i = 0; i < ns; i++) {
+        int64_t made = (dy->type.dims[2 + i] - 1) * w->stride[i] - w->pad_begin[i] -
+                       w->pad_end[i] + w->dilation[i] * (w->kernel[i] - 1) + 1;
+        outpad[i] = x->dims[2 + i] - made;
+        pads[i] = w->pad_begin[i];
+        pads[ns + i] = w->pad_end[i];
+    }
+    Value *ops[2] = {dy, n->ops[1]};
+    Node *t = graph_add_node(g->f, NK_CONV_TRANSPOSE, 2, ops, 1);
+    node_set_ints(t, AK_kernel, ns, w->kernel);
+    node_set_ints(t, AK_strides, ns, w->stride);
+    node_set_ints(t, AK_pads, 2 * ns, pads);
+    node_set_ints(t, AK_dilations, ns, w->dilation);
+    node_set_int(t, AK_group, w->group);
+    node_set_ints(t, AK_output_padding, ns, outpad);
+    return add_node(g, t);
+}
+
+/* dW[o, c, k] = sum over n and positions of dy[n, o, p] * x[n, g(o)*ci + c,
+ * p*stride + k*dilation - pad]: itself a convolution of x with dy, strides
+ * and dilations swapped, where the batch becomes the channels and each
+ * weight channel c (within its group) becomes a batch entry. With groups,
+ * x [N, G*ci, H...] is laid out as [ci, G*N, H...] so that group g of the
+ * convolution sees exactly its own channels. The result [ci, C_out, k'...]
+ * may run past the kernel (positions the forward never reached): sliced. */
+static Value *conv_weight_grad(Grad *g, Node *n, const Window *w, Value *dy) {
+    const Type *xt = &n->ops[0]->type, *wt = &n->ops[1]->type;
+    int ns = w->nspatial, r = xt->rank;
+    int64_t N = xt->dims[0], G = w->group, ci = xt->dims[1] / G;
+    Type t5 = *xt; /* [N, G, ci, H...] */
+    t5.rank = r + 1;
+    t5.dims[1] = G;
+    t5.dims[2] = ci;
+    for (int i = 0; i < ns; i++)
+        t5.dims[3 + i] = xt->dims[2 + i];
+    Value *x = reshape(g, n->ops[0], &t5);
+    int64_t perm[MAX_RANK] = {2, 1, 0};
+    for (int i = 0; i < ns; i++)
+        perm[3 + i] = 3 + i;
+    x = transpose(g, x, r + 1, perm); /* [ci, G, N, H...] */
+    Type xs = *xt;
+    xs.dims[0] = ci;
+    xs.dims[1] = G * N;
+    x = reshape(g, x, &xs);
+    int64_t p2[MAX_RANK] = {1, 0};
+    for (int i = 0; i < ns; i++)
+        p2[2 + i] = 2 + i;
+    Value *k = transpose(g, dy, r, p2); /* [C_out, N, Ho...] */
+    int64_t pads[2 * MAX_RANK], kern[MAX_RANK];
+    for (int i = 0; i < ns; i++) {
+        kern[i] = dy->type.dims[2 + i];
+        pads[i] = w->pad_begin[i];
+        pads[ns + i] = w->pad_end[i];
+    }
+    Value *ops[2] = {x, k};
+    Node *c = graph_add_node(g->f, NK_CONV, 2, ops, 1);
+    node_set_ints(c, AK_kernel, ns, kern);
+    node_set_ints(c, AK_strides, ns, w->dilation);
+    node_set_ints(c, AK_pads, 2 * ns, pads);
+    node_set_ints(c, AK_dilations, ns, w->stride);
+    node_set_int(c, AK_group, G);
+    Value *full = add_node(g, c); /* [ci, C_out, k'...] */
+    if (!g->ok)
+        return full;
+    int64_t starts[MAX_RANK] = {0}, ends[MAX_RANK] = {ci, wt->dims[0]};
+    for (int i = 0; i < ns; i++)
+        ends[2 + i] = w->kernel[i];
+    bool past = false;
+    for (int i = 0; i < ns; i++)
+        past |= full->type.dims[2 + i] != w->kernel[i];
+    if (past)
+        full = slice(g, full, starts, ends);
+    return transpose(g, full, r, p2);
+}
+
+static bool grad_conv(Grad *g, Node *n, Value *dy, Value **dx) {
+    if (node_attr_act(n, AK_act) != ACT_NONE)
+        return false;
+    Window w;
+    if (!window_from_node(n, n->ops[0]->type.rank - 2, &n->ops[1]->type, &w))
+        return false;
+    if (wants(g, n, 0))
+        dx[0] = conv_input_grad(g, n, &w, dy);
+    if (wants(g, n, 1))
+        dx[1] = conv_weight_grad(g, n, &w, dy);
+    if (n->nops == 3 && wants(g, n, 2))
+        dx[2] = reduce_sum(g, dy, ((1u << dy->type.rank) - 1) & ~2u, false);
+    return true;
+}
+
+/* The forward max pool also gives its argmax (flattened over N, C and the
+ * spatial axes); dx is dy scattered, added, to those positions. */
+static bool grad_max_pool(Grad *g, Node *n, Value *dy, Value **dx) {
+    if (node_attr_int(n, AK_storage_order, 0) != 0)
+        return false;
+    Value *idx;
+    if (n->nres == 2) {
+        idx = &n->res[1];
+    } else {
+        Node *m = graph_insert_before(g->f, n, NK_MAX_POOL, 1, n->ops, 2);
+        m->name = n->name;
+        m->loc = n->loc;
+        m->label = n->label;
+        m->nattrs = n->nattrs;
+        m->attrs = n->attrs;
+        if (!infer_node(m, g->d))
+            return g->ok = false;
+        graph_replace_uses(g->f, &n->res[0], &m->res[0]);
+        graph_remove_node(g->f, n); /* the walk has taken its predecessor already */
+        idx = &m->res[1];
+    }
+    const Type *xt = &n->ops[0]->type;
+    Type flat_x = type_make(xt->elem, 1, (int64_t[]){type_numel(xt)});
+    Type flat_y = type_make(dy->type.elem, 1, (int64_t[]){type_numel(&dy->type)});
+    Value *ops[3] = {filled(g, &flat_x, 0), reshape(g, idx, &flat_y), reshape(g, dy, &flat_y)};
+    Node *s = graph_add_node(g->f, NK_SCATTER_ELEMENTS, 3, ops, 1);
+    node_set_int(s, AK_axis, 0);
+    node_set_enum(s, AK_reduction, RED_ADD);
+    dx[0] = reshape(g, add_node(g, s), xt);
+    return true;
+}
+
+/* Every position gets dy / (its window's size) through a depthwise
+ * transposed convolution with a kernel of ones; the divisor is the count of
+ * the window that produced each output, padding counted or not. */
+static bool grad_avg_pool(Grad *g, Node *n, Value *dy, Value **dx) {
+    const Type *xt = &n->ops[0]->type;
+    int ns = xt->rank - 2;
+    Window w;
+    if (!window_from_node(n, ns, NULL, &w) || w.ceil_mode)
+        return false;
+    Type ct = dy->type; /* [1, 1, Ho...] of 1/count */
+    ct.dims[0] = ct.dims[1] = 1;
+    Tensor *cnt = tensor_new(g->f->module->arena, &ct);
+    int64_t strides[MAX_RANK];
+    type_strides(&ct, strides);
+    for (int64_t i = 0; i < tensor_numel(cnt); i++) {
+        double c = 1;
+        for (int a = 0; a < ns; a++) {
+            int64_t o = i / strides[2 + a] % ct.dims[2 + a], in = 0;
+            for (int64_t k = 0; k < w.kernel[a]; k++) {
+                int64_t p = o * w.stride[a] + k * w.dilation[a] - w.pad_begin[a];
+                in += w.count_include_pad ? (p < xt->dims[2 + a] + w.pad_end[a])
+                                          : (p >= 0 && p < xt->dims[2 + a]);
+            }
+            c *= (double)in;
+        }
+        tensor_set_f64(cnt, i, c > 0 ? 1 / c : 0);
+    }
+    Value *scaled = op2(g, NK_MUL, dy, &graph_add_constant(g->f, "", cnt)->res[0]);
+    Type kt = *xt; /* [C, 1, k...] of ones */
+    kt.dims[0] = xt->dims[1];
+    kt.dims[1] = 1;
+    for (int a = 0; a < ns; a++)
+        kt.dims[2 + a] = w.kernel[a];
+    Value *ones = filled(g, &kt, 1);
+    int64_t outpad[MAX_RANK], pads[2 * MAX_RANK];
+    for (int a = 0; a < ns; a++) {
+        int64_t made = (dy->type.dims[2 + a] - 1) * w.stride[a] - w.pad_begin[a] - w.pad_end[a] +
+                       w.dilation[a] * (w.kernel[a] - 1) + 1;
+        outpad[a] = xt->dims[2 + a] - made;
+        pads[a] = w.pad_begin[a];
+        pads[ns + a] = w.pad_end[a];
+    }
+    Value *ops[2] = {scaled, ones};
+    Node *t = graph_add_node(g->f, NK_CONV_TRANSPOSE, 2, ops, 1);
+    node_set_ints(t, AK_kernel, ns, w.kernel);
+    node_set_ints(t, AK_strides, ns, w.stride);
+    node_set_ints(t, AK_pads, 2 * ns, pads);
+    node_set_ints(t, AK_dilations, ns, w.dilation);
+    node_set_int(t, AK_group, xt->dims[1]);
+    node_set_ints(t, AK_output_padding, ns, outpad);
+    dx[0] = add_node(g, t);
+    return true;
+}
+
+static bool grad_global_avg_pool(Grad *g, Node *n, Value *dy, Value **dx) {
+    Type t = n->ops[0]->type;
+    t.dims[0] = t.dims[1] = 1;
+    dx[0] = op2(g, NK_MUL, dy, filled(g, &t, 1.0 / (double)type_numel(&t)));
+    return true;
+}
+
+/* dy goes to every position equal to the maximum (ties share it whole). */
+static bool grad_global_max_pool(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *at_max = op2(g, NK_EQUAL, n->ops[0], &n->res[0]);
+    Value *ops[3] = {at_max, dy, scalar(g, dy->type.elem, 0)};
+    dx[0] = add_node(g, graph_add_node(g->f, NK_WHERE, 3, ops, 1));
+    return true;
+}
+
+static uint32_t axis_mask(Node *n) {
+    int axis = 0;
+    axis_normalize(node_attr_int(n, AK_axis, -1), n->ops[0]->type.rank, &axis);
+    return 1u << axis;
+}
+
+/* y (dy - sum(dy y)) along the axis. */
+static bool grad_softmax(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *y = &n->res[0];
+    Value *s = reduce_sum(g, op2(g, NK_MUL, dy, y), axis_mask(n), true);
+    dx[0] = op2(g, NK_MUL, y, op2(g, NK_SUB, dy, s));
+    return true;
+}
+
+/* dy - exp(y) sum(dy) along the axis. */
+static bool grad_log_softmax(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *s = reduce_sum(g, dy, axis_mask(n), true);
+    dx[0] = op2(g, NK_SUB, dy, op2(g, NK_MUL, op1(g, NK_EXP, &n->res[0]), s));
+    return true;
+}
+
+static bool grad_transpose(Grad *g, Node *n, Value *dy, Value **dx) {
+    int k, r = dy->type.rank;
+    const int64_t *perm = node_attr_ints(n, AK_perm, &k);
+    int64_t inv[MAX_RANK];
+    for (int i = 0; i < r; i++)
+        inv[perm ? perm[i] : r - 1 - i] = i;
+    dx[0] = transpose(g, dy, r, inv);
+    return true;
+}
+
+static bool grad_concat(Grad *g, Node *n, Value *dy, Value **dx) {
+    int axis, r = dy->type.rank;
+    if (!axis_normalize(node_attr_int(n, AK_axis, 0), r, &axis))
+        return false;
+    int64_t at = 0;
+    for (int i = 0; i < n->nops; i++) {
+        int64_t starts[MAX_RANK] = {0}, ends[MAX_RANK];
+        memcpy(ends, dy->type.dims, sizeof ends);
+        starts[axis] = at;
+        ends[axis] = at += n->ops[i]->type.dims[axis];
+        if (wants(g, n, i))
+            dx[i] = slice(g, dy, starts, ends);
+    }
+    return true;
+}
+
+/* Unit steps only: dy padded with zeros back to the operand's shape. */
+static bool grad_slice(Grad *g, Node *n, Value *dy, Value **dx) {
+    const Type *xt = &n->ops[0]->type;
+    int64_t start[MAX_RANK], step[MAX_RANK], count[MAX_RANK], pads[2 * MAX_RANK];
+    slice_params(n, xt, start, step, count);
+    for (int i = 0; i < xt->rank; i++) {
+        if (step[i] != 1)
+            return false;
+        pads[i] = start[i];
+        pads[xt->rank + i] = xt->dims[i] - start[i] - count[i];
+    }
+    Node *p = graph_add_node(g->f, NK_PAD, 1, &dy, 1);
+    node_set_ints(p, AK_pads, 2 * xt->rank, pads);
+    node_set_enum(p, AK_mode, MODE_CONSTANT);
+    node_set_float(p, AK_value, 0);
+    dx[0] = add_node(g, p);
+    return true;
+}
+
+/* Inference-form batch norm, y = (x - mean) s + bias with s = scale /
+ * sqrt(var + eps): the statistics are constants of the model. */
+static bool grad_batch_norm(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *x = n->ops[0];
+    int rank = x->type.rank;
+    ElemKind e = x->type.elem;
+    Type ct = n->ops[1]->type; /* [C, 1, ...] */
+    ct.rank = rank - 1;
+    for (int i = 1; i < ct.rank; i++)
+        ct.dims[i] = 1;
+    double eps = node_attr_float(n, AK_epsilon, 1e-5f);
+    Value *inv = op2(g, NK_DIV, scalar(g, e, 1),
+                     op1(g, NK_SQRT, op2(g, NK_ADD, n->ops[4], scalar(g, e, eps))));
+    Value *invc = reshape(g, inv, &ct);
+    uint32_t mask = ((1u << rank) - 1) & ~2u;
+    if (wants(g, n, 0))
+        dx[0] = op2(g, NK_MUL, dy, reshape(g, op2(g, NK_MUL, n->ops[1], inv), &ct));
+    Value *xhat = op2(g, NK_MUL, op2(g, NK_SUB, x, reshape(g, n->ops[3], &ct)), invc);
+    dx[1] = reduce_sum(g, op2(g, NK_MUL, dy, xhat), mask, false);
+    dx[2] = reduce_sum(g, dy, mask, false);
+    return true;
+}
+
+
+static Value *where0(Grad *g, Value *cond, Value *dy) {
+    Value *ops[3] = {cond, dy, scalar(g, dy->type.elem, 0)};
+    return add_node(g, graph_add_node(g->f, NK_WHERE, 3, ops, 1));
+}
+
+/* dy where min <= x <= max (torch's clamp); bounds given as attributes. */
+static bool grad_clip(Grad *g, Node *n, Value *dy, Value **dx) {
+    if (n->nops != 1)
+        return false;
+    Value *x = n->ops[0], *grad = dy;
+    ElemKind e = x->type.elem;
+    if (node_has_attr(n, AK_min))
+        grad = where0(g, op2(g, NK_GREATER_EQUAL, x, scalar(g, e, node_attr_float(n, AK_min, 0))),
+                      grad);
+    if (node_has_attr(n, AK_max))
+        grad = where0(g, op2(g, NK_LESS_EQUAL, x, scalar(g, e, node_attr_float(n, AK_max, 0))),
+                      grad);
+    dx[0] = grad;
+    return true;
+}
+
+/* dy (times 1/count for a mean) spread back over the reduced axes. */
+static bool grad_reduce(Grad *g, Node *n, Value *dy, Value **dx) {
+    const Type *xt = &n->ops[0]->type;
+    uint32_t mask = reduce_axes_mask(n, xt->rank);
+    Type keep = *xt;
+    int64_t count = 1;
+    for (int i = 0; i < xt->rank; i++) {
+        if (mask & (1u << i)) {
+            count *= xt->dims[i];
+            keep.dims[i] = 1;
+        }
+    }
+    Value *k = reshape(g, dy, &keep);
+    if (n->kind == NK_REDUCE_MEAN)
+        k = op2(g, NK_MUL, k, scalar(g, dy->type.elem, 1.0 / (double)(count ? count : 1)));
+    Node *ex = graph_add_node(g->f, NK_EXPAND, 1, &k, 1);
+    ex->res[0].type = *xt;
+    dx[0] = add_node(g, ex);
+    return true;
+}
+
+/* A constant scalar exponent p: dy p x^(p-1). */
+static bool grad_pow(Grad *g, Node *n, Value *dy, Value **dx) {
+    double p;
+    if (wants(g, n, 1) || !value_splat(n->ops[1], &p))
+        return false;
+    ElemKind e = dy->type.elem;
+    Value *d = op2(g, NK_POW, n->ops[0], scalar(g, e, p - 1));
+    dx[0] = op2(g, NK_MUL, dy, op2(g, NK_MUL, d, scalar(g, e, p)));
+    return true;
+}
+
+/* d erf(x) = 2/sqrt(pi) exp(-x^2). */
+static bool grad_erf(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *x = n->ops[0];
+    ElemKind e = x->type.elem;
+    Value *ex = op1(g, NK_EXP, op1(g, NK_NEG, op2(g, NK_MUL, x, x)));
+    dx[0] = op2(g, NK_MUL, dy, op2(g, NK_MUL, ex, scalar(g, e, 1.1283791670955126)));
+    return true;
+}
+
+/* Constant padding: the padded region's gradient is dropped. */
+static bool grad_pad(Grad *g, Node *n, Value *dy, Value **dx) {
+    int k, r = dy->type.rank;
+    const int64_t *pads = node_attr_ints(n, AK_pads, &k);
+    if (node_attr_enum(n, AK_mode, MODE_CONSTANT) != MODE_CONSTANT || k != 2 * r)
+        return false;
+    int64_t starts[MAX_RANK], ends[MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        if (pads[i] < 0 || pads[r + i] < 0)
+            return false;
+        starts[i] = pads[i];
+        ends[i] = pads[i] + n->ops[0]->type.dims[i];
+    }
+    dx[0] = slice(g, dy, starts, ends);
+    return true;
+}
+
+static const GradRule grad_rules[NK_COUNT] = {
+    [NK_IDENTITY] = grad_identity,     [NK_DROPOUT] = grad_identity,
+    [NK_RESHAPE] = grad_reshape,       [NK_FLATTEN] = grad_reshape,
+    [NK_SQUEEZE] = grad_reshape,       [NK_UNSQUEEZE] = grad_reshape,
+    [NK_NEG] = grad_neg,               [NK_RELU] = grad_relu,
+    [NK_LEAKY_RELU] = grad_leaky_relu, [NK_SIGMOID] = grad_sigmoid,
+    [NK_TANH] = grad_tanh,             [NK_EXP] = grad_exp,
+    [NK_LOG] = grad_log,               [NK_SQRT] = grad_sqrt,
+    [NK_ADD] = grad_add,               [NK_SUB] = grad_sub,
+    [NK_MUL] = grad_mul,               [NK_DIV] = grad_div,
+    [NK_MATMUL] = grad_matmul,         [NK_GEMM] = grad_gemm,
+    [NK_CONV] = grad_conv,             [NK_MAX_POOL] = grad_max_pool,
+    [NK_AVG_POOL] = grad_avg_pool,     [NK_GLOBAL_AVG_POOL] = grad_global_avg_pool,
+    [NK_GLOBAL_MAX_POOL] = grad_global_max_pool,
+    [NK_SOFTMAX] = grad_softmax,       [NK_LOG_SOFTMAX] = grad_log_softmax,
+    [NK_TRANSPOSE] = grad_transpose,   [NK_CONCAT] = grad_concat,
+    [NK_SLICE] = grad_slice,           [NK_BATCH_NORM] = grad_batch_norm,
+    [NK_CLIP] = grad_clip,             [NK_REDUCE_SUM] = grad_reduce,
+    [NK_REDUCE_MEAN] = grad_reduce,    [NK_POW] = grad_pow,
+    [NK_ERF] = grad_erf,               [NK_PAD] = grad_pad,
+};
+
+/* ---- the backward walk ------------------------------------------------------ */
+
+static bool is_trainable(const Node *c) {
+    return c->kind == NK_CONSTANT && elem_is_float(c->res[0].type.elem) &&
+           c->res[0].type.rank >= 1;
+}
+
+/* on_path: what the first output depends on; wants: what depends on a
+ * trainable weight on that path. */
+static void mark(Grad *g) {
+    Function *f = g->f;
+    g->on_path[f->outputs[0]->def->id] = true;
+    for (Node *n = f->last; n; n = n->prev) {
+        if (!g->on_path[n->id])
+            continue;
+        for (int i = 0; i < n->nops; i++) {
+            /* a batch norm's running statistics are not trained */
+            bool stats = n->kind == NK_BATCH_NORM && i >= 3;
+            if (!stats || n->ops[i]->def->kind != NK_CONSTANT)
+                g->on_path[n->ops[i]->def->id] = true;
+        }
+    }
+    for (int i = 0; i < f->nconsts; i++)
+        g->wants[f->consts[i]->id] = g->on_path[f->consts[i]->id] && is_trainable(f->consts[i]);
+    for (Node *n = f->first; n; n = n->next)
+        for (int i = 0; i < n->nops && !g->wants[n->id]; i++)
+            g->wants[n->id] = g->wants[n->ops[i]->def->id] && g->on_path[n->id];
+}
+
+static void accumulate(Grad *g, Value *v, Value *dv) {
+    Node *def = v->def;
+    if (!dv || def->id >= g->nids || !g->wants[def->id])
+        return;
+    if (!g->grad[def->id])
+        g->grad[def->id] = arena_alloc_array(g->f->module->arena, (size_t)def->nres,
+                                             sizeof(Value *));
+    Value **slot = &g->grad[def->id][v->index];
+    *slot = *slot ? op2(g, NK_ADD, *slot, dv) : dv;
+}
+
+/* Every node on the path whose result depends on a weight, last first; the
+ * nodes without a rule are listed together, in one error. */
+static bool backward(Grad *g, Node *last) {
+    StrBuf missing;
+    sb_init(&missing);
+    int nmissing = 0;
+    /* reached: below an operator without a gradient, still searched for
+     * more of them */
+    bool *reached = calloc((size_t)g->nids, sizeof *reached);
+    for (Node *n = last, *prev; n; n = prev) {
+        prev = n->prev;
+        if (n->id >= g->nids || !g->wants[n->id])
+            continue;
+        bool has = g->grad[n->id] && g->grad[n->id][0];
+        if (!has && !reached[n->id])
+            continue;
+        GradRule rule = grad_rules[n->kind];
+        g->name = arena_printf(g->f->module->arena, "%s.grad",
+                               n->name[0] ? n->name : node_kind_name(n->kind));
+        Value *const *ops = n->ops;
+        int nops = n->nops;
+        Value **dx = arena_alloc_array(g->f->module->arena, (size_t)nops + 1, sizeof *dx);
+        if (n->nres != 1 && n->kind != NK_MAX_POOL)
+            rule = NULL;
+        bool ok = rule && (!has || rule(g, n, g->grad[n->id][0], dx));
+        if (ok && has) {
+            for (int i = 0; i < nops; i++)
+                accumulate(g, ops[i], dx[i]);
+            continue;
+        }
+        if (!ok) /* no rule, or one that declined these attributes */
+            sb_printf(&missing, "%s%s", nmissing++ ? ", " : "", node_where(n));
+        for (int i = 0; i < nops; i++)
+            if (ops[i]->def->id < g->nids)
+                reached[ops[i]->def->id] = true;
+    }
+    free(reached);
+    if (nmissing)
+        diag_error(g->d, NULL, "differentiate: no gradient for %d operator%s on the path to the loss: %s",
+                   nmissing, nmissing > 1 ? "s" : "", sb_str(&missing));
+    sb_free(&missing);
+    return !nmissing && g->ok;
+}
+
+/* ---- the loss and the update --------------------------------------------------- */
+
+/* A new parameter is printed by its name, as the importer's are. */
+static Value *labeled(Node *p) {
+    p->label = p->name;
+    return &p->res[0];
+}
+
+/* Adds `labels` and returns the scalar loss; seeds the output's gradient. */
+static Value *add_loss(Grad *g, const TrainSpec *spec, Value *out) {
+    Function *f = g->f;
+    const Type *zt = &out->type;
+    ElemKind e = zt->elem;
+    if (spec->loss == LOSS_MSE) {
+        Value *t = labeled(graph_add_param(f, "labels", zt));
+        Value *diff = op2(g, NK_SUB, out, t);
+        Value *sq = reduce_sum(g, op2(g, NK_MUL, diff, diff), (1u << zt->rank) - 1, false);
+        double inv = 1.0 / (double)type_numel(zt);
+        accumulate(g, out, op2(g, NK_MUL, diff, scalar(g, e, 2 * inv)));
+        return op2(g, NK_MUL, sq, scalar(g, e, inv));
+    }
+    /* softmax cross-entropy over axis 1, integer labels: the mean of
+     * -log_softmax at the label; its gradient (softmax - one_hot) / count */
+    Type lt = *zt;
+    lt.elem = ELEM_I64;
+    lt.rank = zt->rank - 1;
+    for (int i = 1; i < lt.rank; i++)
+        lt.dims[i] = zt->dims[i + 1];
+    Value *labels = labeled(graph_add_param(f, "labels", &lt));
+    Node *ls = graph_add_node(f, NK_LOG_SOFTMAX, 1, &out, 1);
+    node_set_int(ls, AK_axis, 1);
+    Value *logp = add_node(g, ls);
+    Value *ops[2] = {logp, labels};
+    Node *nll = graph_add_node(f, NK_NLL_LOSS, 2, ops, 1);
+    node_set_enum(nll, AK_reduction, RED_MEAN);
+    Value *loss = add_node(g, nll);
+    Type vt = type_make(e, 1, (int64_t[]){2});
+    Tensor *onoff = tensor_new(f->module->arena, &vt);
+    tensor_set_f64(onoff, 1, 1);
+    Value *hot_ops[2] = {labels, &graph_add_constant(f, "", onoff)->res[0]};
+    Node *hot = graph_add_node(f, NK_ONE_HOT, 2, hot_ops, 1);
+    hot->res[0].type = *zt;
+    node_set_int(hot, AK_axis, 1);
+    Value *diff = op2(g, NK_SUB, op1(g, NK_EXP, logp), add_node(g, hot));
+    accumulate(g, out, op2(g, NK_MUL, diff, scalar(g, e, 1.0 / (double)type_numel(&lt))));
+    return loss;
+}
+
+static const char *suffixed(Function *f, const char *name, const char *suffix) {
+    size_t n = strlen(name) + strlen(suffix) + 1;
+    char *s = arena_alloc(f->module->arena, n);
+    snprintf(s, n, "%s%s", name, suffix);
+    return s;
+}
+
+/* g += wd W; with momentum v' = m v + g; W' = W - lr v' (torch's SGD). The
+ * weight becomes a parameter; the outputs carry W' (and v'). */
+static void add_updates(Grad *g, const TrainSpec *spec, Value *loss) {
+    Function *f = g->f;
+    int nout = f->noutputs, nw = 0;
+    Node **weights = calloc((size_t)f->nconsts + 1, sizeof *weights);
+    for (int i = 0; i < f->nconsts; i++) {
+        Node *c = f->consts[i];
+        if (c->id >= g->nids || !g->wants[c->id])
+            continue;
+        if ((g->grad[c->id] && g->grad[c->id][0]) || spec->forward_only)
+            weights[nw++] = c;
+    }
+    bool momentum = spec->momentum != 0 && !spec->forward_only;
+    int total = 1 + nout + (spec->forward_only ? 0 : nw * (momentum ? 2 : 1));
+    Value **outs = calloc((size_t)total, sizeof *outs);
+    const char **names = calloc((size_t)total, sizeof *names);
+    outs[0] = loss;
+    names[0] = "loss";
+    for (int i = 0; i < nout; i++) {
+        outs[1 + i] = f->outputs[i];
+        names[1 + i] = f->output_names[i];
+    }
+    Node **params = calloc((size_t)nw * 2 + 1, sizeof *params);
+    g->name = "sgd";
+    /* printed by the constant's %name when it had one (it goes) */
+    for (int i = 0; i < nw; i++) {
+        params[i] = graph_add_param(f, weights[i]->name, &weights[i]->res[0].type);
+        params[i]->label = weights[i]->label;
+    }
+    for (int i = 0; momentum && i < nw; i++) {
+        Node *p = graph_add_param(f, suffixed(f, weights[i]->name, ".velocity"),
+                                  &weights[i]->res[0].type);
+        p->label = weights[i]->label ? p->name : NULL;
+        params[nw + i] = p;
+    }
+    for (int i = 0; !spec->forward_only && i < nw; i++) {
+        Value *w = &weights[i]->res[0], *grad = g->grad[weights[i]->id][0];
+        ElemKind e = w->type.elem;
+        if (spec->weight_decay != 0)
+            grad = op2(g, NK_ADD, grad, op2(g, NK_MUL, w, scalar(g, e, spec->weight_decay)));
+        if (momentum) {
+            Value *v = &params[nw + i]->res[0];
+            grad = op2(g, NK_ADD, op2(g, NK_MUL, v, scalar(g, e, spec->momentum)), grad);
+            outs[1 + nout + nw + i] = grad;
+            names[1 + nout + nw + i] = suffixed(f, weights[i]->name, ".velocity.updated");
+        }
+        outs[1 + nout + i] = op2(g, NK_SUB, w, op2(g, NK_MUL, grad, scalar(g, e, spec->lr)));
+        names[1 + nout + i] = suffixed(f, weights[i]->name, ".updated");
+    }
+    graph_set_outputs(f, total, outs, names);
+    for (int i = 0; i < nw; i++) {
+        graph_replace_uses(f, &weights[i]->res[0], &params[i]->res[0]);
+        graph_remove_node(f, weights[i]);
+    }
+    pass_stat(g->ctx, "weights-trained", nw);
+    free(weights);
+    free(outs);
+    free(names);
+    free(params);
+}
+
+bool pass_differentiate(Function *f, PassContext *ctx) {
+    const TrainSpec *spec = ctx->train;
+    if (!spec)
+        return false;
+    if (f->noutputs < 1 || !elem_is_float(f->outputs[0]->type.elem)) {
+        diag_error(ctx->d, NULL, "differentiate: the first output must be a float tensor");
+        return false;
+    }
+    const Type *zt = &f->outputs[0]->type;
+    if (spec->loss == LOSS_SOFTMAX_CE && zt->rank < 2) {
+        char b[TYPE_STR_MAX];
+        diag_error(ctx->d, NULL,
+                   "differentiate: softmax-cross-entropy needs an output of rank >= 2 "
+                   "([batch, classes, ...]); '%s' is %s",
+                   f->output_names[0], type_str(zt, b));
+        return false;
+    }
+    for (int i = 0; i < f->nparams; i++) {
+        if (!strcmp(f->params[i]->name, "labels")) {
+            diag_error(ctx->d, NULL, "differentiate: the model has an input named 'labels', "
+                                     "the name the training function gives the labels");
+            return false;
+        }
+    }
+    Grad g = {.f = f, .d = ctx->d, .ok = true, .nids = f->next_id, .ctx = ctx, .name = "loss"};
+    g.grad = calloc((size_t)g.nids, sizeof *g.grad);
+    g.wants = calloc((size_t)g.nids, sizeof *g.wants);
+    g.on_path = calloc((size_t)g.nids, sizeof *g.on_path);
+    mark(&g);
+    Node *last = f->last;
+    Value *out = f->outputs[0];
+    Value *loss = add_loss(&g, spec, out);
+    bool ok = g.ok && (spec->forward_only || backward(&g, last));
+    if (ok)
+        add_updates(&g, spec, loss);
+    free(g.grad);
+    free(g.wants);
+    free(g.on_path);
+    return ok;
+}

@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""glowc's training against torch's, on sklearn's digits (make test-train).
+
+1. Gradients: one glowc SGD step (lr 100, one batch of 64) gives each
+   parameter's gradient as (W0 - W1) / 100; torch autograd in double
+   precision on the same weights and batch is the reference. Each
+   parameter's gradient must agree within 1e-4 of its largest magnitude:
+   glowc accumulates in float32 over 64 samples (errors near 1e-6 of the
+   scale), a wrong rule is off by the gradient's own size.
+2. The first 20 losses of plain SGD (batch 32, lr 0.05) from the same
+   initial weights on the same batches (glowc's shuffle replayed here) must
+   match torch's (float32) within 1e-3 relative: float32 rounding in two
+   summation orders stays near 1e-6 over 20 steps.
+3. Training from scratch (the seeded initial weights), glowc and torch with
+   the same hyperparameters and batches; the held-out accuracy of the
+   weights glowc wrote, evaluated by torch, must reach 97%.
+Usage: check_torch.py [--skip-train] [--epochs E] [--backend B]"""
+import argparse
+import os
+import re
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (DigitsNet, Mlp, digits_split, export, glowc_train, initializers,  # noqa: E402
+                    splitmix_shuffle, np, torch)
+
+LR_GRAD = 100.0
+
+
+def load(model, weights, dtype=torch.float32):
+    model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in weights.items()})
+    return model.to(dtype)
+
+
+def check_gradients(name, cls, tmp, xt, yt, backend):
+    init = os.path.join(tmp, name + "_init.onnx")
+    torch.manual_seed(0)
+    export(cls(), init, xt[:2])
+    xs, ys = xt[:64], yt[:64]
+    np.save(os.path.join(tmp, "gx.npy"), xs)
+    np.save(os.path.join(tmp, "gy.npy"), ys)
+    out = os.path.join(tmp, name + "_step.onnx")
+    glowc_train(init, os.path.join(tmp, "gx.npy"), os.path.join(tmp, "gy.npy"), out,
+                "--epochs", 1, "--batch", 64, "--lr", LR_GRAD, "--backend", backend)
+    w0, w1 = initializers(init), initializers(out)
+    m = load(cls(), w0, torch.float64)
+    loss = torch.nn.functional.cross_entropy(m(torch.from_numpy(xs).double()),
+                                             torch.from_numpy(ys))
+    loss.backward()
+    worst = 0.0
+    for k, p in m.named_parameters():
+        ref = p.grad.numpy()
+        got = (w0[k].astype(np.float64) - w1[k].astype(np.float64)) / LR_GRAD
+        err = np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30)
+        worst = max(worst, err)
+        print(f"  {name} {k:22s} {str(list(ref.shape)):16s} max|grad| {np.abs(ref).max():.3e}"
+              f"  error {err:.2e}")
+        if err > 1e-4:
+            raise SystemExit(f"FAIL: {name} gradient of {k} off by {err:.2e} of its scale")
+    print(f"gradients {name}: every parameter within {worst:.2e} of its scale (limit 1e-4)")
+
+
+def torch_sgd(model, xt, yt, epochs, batch, lr, momentum, wd, seed, steps=None, log=None):
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=wd)
+    state, losses, times = seed, [], []
+    x, y = torch.from_numpy(xt), torch.from_numpy(yt)
+    for _ in range(epochs):
+        t0 = time.time()
+        order, state = splitmix_shuffle(len(xt), state)
+        for k in range(len(xt) // batch):
+            idx = torch.tensor(order[k * batch:(k + 1) * batch])
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+            if steps and len(losses) == steps:
+                return losses, times
+        times.append(time.time() - t0)
+    return losses, times
+
+
+def check_losses(tmp, xt, yt, backend):
+    init = os.path.join(tmp, "digits_init.onnx")
+    out = glowc_train(init, os.path.join(tmp, "xt.npy"), os.path.join(tmp, "yt.npy"),
+                      os.path.join(tmp, "l.onnx"), "--epochs", 1, "--batch", 32, "--lr", 0.05,
+                      "--print-steps", "--backend", backend)
+    got = [float(v) for v in re.findall(r"step \d+ loss (\S+)", out)][:20]
+    torch.set_num_threads(1)
+    want, _ = torch_sgd(load(DigitsNet(), initializers(init)), xt, yt, 1, 32, 0.05, 0, 0, 0, 20)
+    worst = max(abs(g - w) / abs(w) for g, w in zip(got, want))
+    for i in (0, 9, 19):
+        print(f"  step {i + 1:2d}: glowc {got[i]:.6f}  torch {want[i]:.6f}")
+    if len(got) < 20 or worst > 1e-3:
+        raise SystemExit(f"FAIL: the first 20 losses differ by {worst:.2e} relative (limit 1e-3)")
+    print(f"losses: the first 20 within {worst:.2e} relative of torch's (limit 1e-3)")
+
+
+def accuracy(model, x, y):
+    with torch.no_grad():
+        return float((model(torch.from_numpy(x)).argmax(1).numpy() == y).mean()) * 100
+
+
+def check_training(tmp, xt, yt, xv, yv, epochs, backend):
+    init = os.path.join(tmp, "digits_init.onnx")
+    hyper = dict(batch=32, lr=0.1, momentum=0.9, wd=1e-4)
+    trained = os.path.join(tmp, "digits_trained.onnx")
+    t0 = time.time()
+    out = glowc_train(init, os.path.join(tmp, "xt.npy"), os.path.join(tmp, "yt.npy"), trained,
+                      "--epochs", epochs, "--batch", hyper["batch"], "--lr", hyper["lr"],
+                      "--momentum", hyper["momentum"], "--weight-decay", hyper["wd"],
+                      "--validate", os.path.join(tmp, "xv.npy") + "," + os.path.join(tmp, "yv.npy"),
+                      "--backend", backend)
+    total = time.time() - t0
+    sys.stdout.write(out)
+    secs = [float(s) for s in re.findall(r"  (\S+) s$", out, re.M)]
+    acc = accuracy(load(DigitsNet(), initializers(trained)), xv, yv)
+    torch.set_num_threads(2)
+    m = load(DigitsNet(), initializers(init))
+    _, times = torch_sgd(m, xt, yt, epochs, hyper["batch"], hyper["lr"], hyper["momentum"],
+                         hyper["wd"], 0)
+    tacc = accuracy(m, xv, yv)
+    print(f"training ({backend}, batch 32, SGD lr 0.1 momentum 0.9 weight decay 1e-4, "
+          f"{epochs} epochs on {len(xt)} samples):")
+    print(f"  glowc: held-out accuracy {acc:.2f}% (its weights, evaluated by torch), "
+          f"{np.median(secs) * 1000:.1f} ms per epoch (median), {total:.1f} s in all with compilation")
+    print(f"  torch: held-out accuracy {tacc:.2f}%, {np.median(times) * 1000:.1f} ms per epoch "
+          f"(median, 2 threads)")
+    if acc < 97:
+        raise SystemExit(f"FAIL: held-out accuracy {acc:.2f}% < 97%")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--skip-train", action="store_true")
+    ap.add_argument("--epochs", type=int, default=20)
+    ap.add_argument("--backend", default="cpu")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        xt, xv, yt, yv = digits_split()
+        for n, v in (("xt", xt), ("yt", yt), ("xv", xv), ("yv", yv)):
+            np.save(os.path.join(tmp, n + ".npy"), v)
+        check_gradients("mlp", Mlp, tmp, xt, yt, a.backend)
+        check_gradients("digits", DigitsNet, tmp, xt, yt, a.backend)
+        check_losses(tmp, xt, yt, a.backend)
+        if not a.skip_train:
+            check_training(tmp, xt, yt, xv, yv, a.epochs, a.backend)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
