@@ -1870,6 +1870,108 @@ static bool infer_qlinear_conv(Node *n, DiagList *d) {
            (n->nops < 9 || need_bias(n, d, 8, ELEM_I32, m));
 }
 
+/* Operand i has a per-tensor quantized type: the integer forms read their
+ * scales from the types. */
+static bool need_quantized(Node *n, DiagList *d, int i, const Type *t) {
+    if (t->quant == QUANT_TENSOR)
+        return true;
+    char a[TYPE_STR_MAX];
+    if (i < 0)
+        node_error(d, n, "result type %s is not quantized per tensor (scale=, offset=)",
+                   tstr(t, a));
+    else
+        node_error(d, n, "operand %d has type %s, not quantized per tensor (scale=, offset=)", i,
+                   tstr(t, a));
+    return false;
+}
+
+static bool infer_rescale(Node *n, DiagList *d) {
+    const Type *x = op_type(n, 0);
+    Type *r = &n->res[0].type;
+    if (!need_quantized(n, d, 0, x) || !need_quantized(n, d, -1, r))
+        return false;
+    if (!type_same_shape(r, x) || (r->elem != ELEM_I8 && r->elem != ELEM_U8)) {
+        char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+        node_error(d, n, "cannot rescale %s to %s (same shape, to i8 or u8)", tstr(x, a),
+                   tstr(r, b));
+        return false;
+    }
+    return true;
+}
+
+static bool infer_qbinary(Node *n, DiagList *d) {
+    Type declared = n->res[0].type, t;
+    if (!need_quantized(n, d, 0, op_type(n, 0)) || !need_quantized(n, d, 1, op_type(n, 1)) ||
+        !need_quantized(n, d, -1, &declared) || !broadcast_ops(n, d, 2, &t))
+        return false;
+    if (declared.elem != ELEM_I8 && declared.elem != ELEM_U8) {
+        node_error(d, n, "result must be i8 or u8");
+        return false;
+    }
+    t.elem = declared.elem;
+    n->res[0].type = t;
+    return true;
+}
+
+static bool infer_qpool(Node *n, DiagList *d) {
+    ElemKind declared = n->res[0].type.elem;
+    if (!need_quantized(n, d, 0, op_type(n, 0)) || !need_quantized(n, d, -1, &n->res[0].type))
+        return false;
+    if (declared != ELEM_I8 && declared != ELEM_U8) {
+        node_error(d, n, "result must be i8 or u8");
+        return false;
+    }
+    bool ok = n->kind == NK_QAVG_POOL ? infer_pool(n, d) : infer_global_pool(n, d);
+    n->res[0].type.elem = declared;
+    return ok;
+}
+
+/* A scalar constant operand's value (false when it is computed or elided). */
+static bool const_scalar(const Value *v, double *out) {
+    const Node *c = v->def;
+    if (c->kind != NK_CONSTANT || !c->payload || !c->payload->data ||
+        tensor_numel(c->payload) != 1)
+        return false;
+    *out = tensor_get_f64(c->payload, 0);
+    return true;
+}
+
+/* A quantized type beside ONNX-style scale and zero point operands must say
+ * what they say, or a reader of the type is misled. */
+static bool quant_agrees(Node *n, DiagList *d, const Type *t, int scale_op, int zp_op,
+                         const char *what) {
+    double s, z;
+    if (t->quant != QUANT_TENSOR || !const_scalar(n->ops[scale_op], &s) ||
+        !const_scalar(n->ops[zp_op], &z) || ((float)s == t->scale && z == t->offset))
+        return true;
+    char a[TYPE_STR_MAX];
+    node_error(d, n, "%s has type %s but its scale and zero point operands are %.9g and %.9g",
+               what, tstr(t, a), s, z);
+    return false;
+}
+
+static bool check_declared_quant(Node *n, DiagList *d) {
+    const Type *r = &n->res[0].type;
+    switch (n->kind) {
+    case NK_QUANTIZE_LINEAR: return quant_agrees(n, d, r, 1, 2, "the result");
+    case NK_DEQUANTIZE_LINEAR: return quant_agrees(n, d, op_type(n, 0), 1, 2, "operand 0");
+    case NK_QLINEAR_MATMUL:
+        return quant_agrees(n, d, op_type(n, 0), 1, 2, "operand 0") &&
+               quant_agrees(n, d, op_type(n, 3), 4, 5, "operand 3") &&
+               quant_agrees(n, d, r, 6, 7, "the result");
+    case NK_QLINEAR_CONV:
+        if (op_type(n, 3)->quant == QUANT_CHANNEL && op_type(n, 3)->qaxis != 0) {
+            node_error(d, n, "weights quantized per channel along axis %d, not 0 (the output "
+                       "channels)", (int)op_type(n, 3)->qaxis);
+            return false;
+        }
+        return quant_agrees(n, d, op_type(n, 0), 1, 2, "operand 0") &&
+               quant_agrees(n, d, op_type(n, 3), 4, 5, "operand 3") &&
+               quant_agrees(n, d, r, 6, 7, "the result");
+    default: return true;
+    }
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 static const InferFn infer_fns[NK_COUNT] = {
@@ -1911,7 +2013,21 @@ bool infer_node(Node *n, DiagList *d) {
             return false;
         }
     }
+    /* Quantization is declared, not inferred: whoever made the node (the
+     * quantize pass, the text) chose the scale, so a result keeps the one it
+     * had while its element kind stays, and otherwise has none. */
+    Type declared[8];
+    int nkeep = n->nres < 8 ? n->nres : 8;
+    for (int i = 0; i < nkeep; i++)
+        declared[i] = n->res[i].type;
     if (!infer_fns[n->kind](n, d))
+        return false;
+    for (int i = 0; i < n->nres; i++) {
+        Type none = {.quant = QUANT_NONE};
+        bool keep = i < nkeep && declared[i].elem == n->res[i].type.elem;
+        type_copy_quant(&n->res[i].type, keep ? &declared[i] : &none);
+    }
+    if (!check_declared_quant(n, d))
         return false;
     for (int i = 0; i < n->nres; i++) {
         int64_t numel;

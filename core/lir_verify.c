@@ -202,6 +202,15 @@ bool lir_verify(LirProgram *p, DiagList *d) {
         return false;
     }
     lir_number(p);
+    for (int b = 0; b < p->nbufs; b++) {
+        const char *problem = p->bufs[b]->dead ? NULL : type_quant_problem(&p->bufs[b]->type);
+        if (problem) {
+            char nm[64], ty[TYPE_STR_MAX];
+            diag_error(d, NULL, "%s has type %s: %s", buf_name(p->bufs[b], nm, sizeof nm),
+                       type_str(&p->bufs[b]->type, ty), problem);
+            v.ok = false;
+        }
+    }
     for (LirInstr *i = p->first; i; i = i->next)
         check_instr(&v, i);
     for (int b = 0; b < p->nbufs; b++) {

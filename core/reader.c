@@ -243,13 +243,57 @@ static int rd_enum(Reader *ps, AttrKey key) {
     return v;
 }
 
+/* The quantization after a type's dimensions: `scale=S, offset=Z` (per
+ * tensor) or `axis=A` (per channel), then the closing '>'. */
+static void rd_type_quant(Reader *ps, Type *t, const char *type_at) {
+    rd_skip_ws(ps);
+    bool is_int;
+    if (rd_keyword(ps, "axis")) {
+        rd_expect(ps, '=', "after axis");
+        t->quant = QUANT_CHANNEL;
+        rd_skip_ws(ps);
+        const char *at = ps->p;
+        int64_t a = rd_int(ps, "for the channel axis");
+        if (a < 0 || a >= t->rank)
+            rd_error(ps, at, "channel axis %lld is not a dimension of a rank-%d type",
+                     (long long)a, t->rank);
+        t->qaxis = (int32_t)a;
+    } else {
+        rd_expect_keyword(ps, "scale");
+        rd_expect(ps, '=', "after scale");
+        t->quant = QUANT_TENSOR;
+        t->scale = (float)rd_number(ps, &is_int, "for the scale");
+        rd_expect(ps, ',', "between scale and offset");
+        rd_skip_ws(ps);
+        rd_expect_keyword(ps, "offset");
+        rd_expect(ps, '=', "after offset");
+        rd_skip_ws(ps);
+        const char *at = ps->p;
+        int64_t z = rd_int(ps, "for the offset");
+        if (z < INT32_MIN || z > INT32_MAX)
+            rd_error(ps, at, "offset %lld out of range", (long long)z);
+        t->offset = (int32_t)z;
+    }
+    rd_skip_ws(ps);
+    rd_expect(ps, '>', "to end the type");
+    const char *problem = type_quant_problem(t);
+    if (problem)
+        rd_error(ps, type_at, "%s", problem);
+}
+
 Type rd_type(Reader *ps) {
+    rd_skip_ws(ps);
+    const char *type_at = ps->p;
     Type t = {.elem = rd_elem(ps)};
     if (ps->p >= ps->end || *ps->p != '<')
         rd_error(ps, ps->p, "expected '<' after element kind");
     ps->p++;
     if (ps->p < ps->end && *ps->p == '>') {
         ps->p++;
+        return t;
+    }
+    if (ps->p < ps->end && !isdigit((unsigned char)*ps->p) && rd_peek_ident(ps)) {
+        rd_type_quant(ps, &t, type_at); /* a quantized scalar: i8<scale=.., offset=..> */
         return t;
     }
     for (;;) {
@@ -273,7 +317,12 @@ Type rd_type(Reader *ps) {
             ps->p++;
             break;
         }
-        rd_error(ps, ps->p, "expected 'x' or '>' in type");
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            rd_type_quant(ps, &t, type_at);
+            break;
+        }
+        rd_error(ps, ps->p, "expected 'x', ',' or '>' in type");
     }
     int64_t numel;
     if (!type_numel_checked(&t, &numel))

@@ -1,7 +1,9 @@
 /* Element kinds, half-precision conversion and static tensor types. */
 #include "core/types.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct ElemInfo {
@@ -164,8 +166,59 @@ bool type_same_shape(const Type *a, const Type *b) {
     return true;
 }
 
+bool type_same_quant(const Type *a, const Type *b) {
+    if (a->quant != b->quant)
+        return false;
+    if (a->quant == QUANT_TENSOR)
+        return a->scale == b->scale && a->offset == b->offset;
+    return a->quant != QUANT_CHANNEL || a->qaxis == b->qaxis;
+}
+
 bool type_equal(const Type *a, const Type *b) {
-    return a->elem == b->elem && type_same_shape(a, b);
+    return a->elem == b->elem && type_same_shape(a, b) && type_same_quant(a, b);
+}
+
+void type_copy_quant(Type *dst, const Type *src) {
+    dst->quant = src->quant;
+    dst->scale = src->scale;
+    dst->offset = src->offset;
+    dst->qaxis = src->qaxis;
+}
+
+bool quant_elem_range(ElemKind k, int64_t *lo, int64_t *hi) {
+    switch (k) {
+    case ELEM_I8: *lo = INT8_MIN; *hi = INT8_MAX; return true;
+    case ELEM_U8: *lo = 0; *hi = UINT8_MAX; return true;
+    case ELEM_I32: *lo = INT32_MIN; *hi = INT32_MAX; return true;
+    default: return false;
+    }
+}
+
+const char *type_quant_problem(const Type *t) {
+    if (t->quant == QUANT_NONE)
+        return NULL;
+    int64_t lo, hi;
+    if (!quant_elem_range(t->elem, &lo, &hi))
+        return "a quantized type must be i8, u8 or i32";
+    if (t->quant == QUANT_CHANNEL)
+        return t->qaxis >= 0 && t->qaxis < t->rank ? NULL : "the channel axis is not a dimension";
+    if (!(t->scale > 0) || !isfinite(t->scale))
+        return "the scale must be positive and finite";
+    if (t->offset < lo || t->offset > hi)
+        return "the offset is outside the element kind's range";
+    return NULL;
+}
+
+/* The shortest decimal that reads back as the same float, so a printed type
+ * parses to the identical scale and prints identically again. */
+static int print_scale(char *buf, size_t size, float v) {
+    int n = 0;
+    for (int p = 1; p <= 9; p++) {
+        n = snprintf(buf, size, "%.*g", p, (double)v);
+        if (strtof(buf, NULL) == v)
+            break;
+    }
+    return n;
 }
 
 bool type_numel_checked(const Type *t, int64_t *numel) {
@@ -207,6 +260,15 @@ const char *type_str(const Type *t, char *buf) {
     for (int i = 0; i < t->rank && n < TYPE_STR_MAX; i++)
         n += snprintf(buf + n, (size_t)(TYPE_STR_MAX - n), i ? "x%lld" : "%lld",
                       (long long)t->dims[i]);
+    if (t->quant == QUANT_TENSOR && n < TYPE_STR_MAX) {
+        n += snprintf(buf + n, (size_t)(TYPE_STR_MAX - n), t->rank ? ", scale=" : "scale=");
+        if (n < TYPE_STR_MAX)
+            n += print_scale(buf + n, (size_t)(TYPE_STR_MAX - n), t->scale);
+        if (n < TYPE_STR_MAX)
+            n += snprintf(buf + n, (size_t)(TYPE_STR_MAX - n), ", offset=%d", (int)t->offset);
+    } else if (t->quant == QUANT_CHANNEL && n < TYPE_STR_MAX) {
+        n += snprintf(buf + n, (size_t)(TYPE_STR_MAX - n), ", axis=%d", (int)t->qaxis);
+    }
     if (n < TYPE_STR_MAX - 1)
         snprintf(buf + n, (size_t)(TYPE_STR_MAX - n), ">");
     return buf;

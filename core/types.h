@@ -17,10 +17,22 @@ typedef enum { ECLS_FLOAT, ECLS_SINT, ECLS_UINT, ECLS_BOOL } ElemClass;
 
 enum { MAX_RANK = 8 };
 
+/* A quantized integer type stands for real = scale * (q - offset). Per
+ * tensor, scale and offset are in the type. Per channel (QUANT_CHANNEL),
+ * the type names only the channel axis: the scales and offsets are tensors,
+ * operands of the node that makes or reads the value (quantize_linear,
+ * qlinear_conv's w_scale), as in ONNX and Glow's channelwise convolution --
+ * a type is copied by value everywhere, so it holds no list. */
+typedef enum { QUANT_NONE, QUANT_TENSOR, QUANT_CHANNEL } QuantMode;
+
 typedef struct Type {
     ElemKind elem;
     int rank;
     int64_t dims[MAX_RANK];
+    QuantMode quant;
+    float scale;    /* QUANT_TENSOR */
+    int32_t offset; /* QUANT_TENSOR */
+    int32_t qaxis;  /* QUANT_CHANNEL */
 } Type;
 
 /* Element kinds. */
@@ -45,7 +57,14 @@ uint16_t f32_to_bf16(float f);
 /* Types. */
 Type type_make(ElemKind elem, int rank, const int64_t *dims);
 Type type_scalar(ElemKind elem);
-bool type_equal(const Type *a, const Type *b);
+bool type_equal(const Type *a, const Type *b); /* quantization included */
+bool type_same_quant(const Type *a, const Type *b);
+/* Copies src's quantization (or its absence) onto dst. */
+void type_copy_quant(Type *dst, const Type *src);
+/* The range of q in a quantized kind (i8, u8, i32): false for others. */
+bool quant_elem_range(ElemKind k, int64_t *lo, int64_t *hi);
+/* NULL when t's quantization is valid, else what is wrong with it. */
+const char *type_quant_problem(const Type *t);
 bool type_same_shape(const Type *a, const Type *b);
 /* Element count; false on overflow of int64 or of size_t bytes. */
 bool type_numel_checked(const Type *t, int64_t *numel);
@@ -53,8 +72,9 @@ int64_t type_numel(const Type *t); /* for types already checked */
 size_t type_bytes(const Type *t);
 /* Row-major strides in elements. */
 void type_strides(const Type *t, int64_t *strides);
-/* "f32<1x3x224x224>", "i64<>" (scalar). buf of at least TYPE_STR_MAX bytes. */
-enum { TYPE_STR_MAX = 8 + MAX_RANK * 21 };
+/* "f32<1x3x224x224>", "i64<>" (scalar), "i8<1x64, scale=0.5, offset=-3>",
+ * "i8<64x3x3x3, axis=0>" (per channel). buf of at least TYPE_STR_MAX bytes. */
+enum { TYPE_STR_MAX = 8 + MAX_RANK * 21 + 48 };
 const char *type_str(const Type *t, char *buf);
 /* Numpy-style broadcast of two shapes; false if incompatible. */
 bool type_broadcast(const Type *a, const Type *b, Type *out);

@@ -84,6 +84,21 @@ static bool check_types(Node *n, DiagList *d) {
     return ok;
 }
 
+/* A quantized type is an integer kind with a usable scale (a zero scale
+ * would divide by zero in every dequantization downstream). */
+static bool check_quant(const Node *n, DiagList *d) {
+    for (int i = 0; i < n->nres; i++) {
+        const char *problem = type_quant_problem(&n->res[i].type);
+        if (problem) {
+            char buf[TYPE_STR_MAX];
+            node_error(d, n, "result %d has type %s: %s", i, type_str(&n->res[i].type, buf),
+                       problem);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool verify_function(Function *f, DiagList *d) {
     Seen s = {.cap = f->next_id};
     s.by_id = calloc((size_t)(s.cap ? s.cap : 1), sizeof *s.by_id);
@@ -98,6 +113,7 @@ bool verify_function(Function *f, DiagList *d) {
             node_error(d, p, "parameter %d is not a placeholder", i);
             ok = false;
         }
+        ok &= check_quant(p, d);
         ok &= define(&s, p, d);
     }
     for (int i = 0; i < f->nconsts; i++) {
@@ -107,6 +123,7 @@ bool verify_function(Function *f, DiagList *d) {
             node_error(d, c, "constant without data of its type");
             ok = false;
         }
+        ok &= check_quant(c, d);
         ok &= define(&s, c, d);
     }
     int count = 0;
@@ -122,7 +139,7 @@ bool verify_function(Function *f, DiagList *d) {
             break;
         }
         node_ok = node_ok && check_operands(f, n, &s, d) && check_attrs(n, d) &&
-                  check_types(n, d);
+                  check_types(n, d) && check_quant(n, d);
         ok &= node_ok;
         ok &= define(&s, n, d);
     }

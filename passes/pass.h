@@ -43,6 +43,8 @@ typedef struct PassContext {
     /* Peak live activation bytes before and after scheduling (schedule pass). */
     int64_t peak_before, peak_after;
     bool one_order; /* schedule: the graph admits a single order */
+    /* The quantize pass's profile and options (NULL without --quantize). */
+    const struct QuantConfig *quant;
     /* The memory plan's figures (allocate pass). */
     int64_t arena_bytes, lower_bound, naive_bytes;
 } PassContext;

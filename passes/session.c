@@ -374,6 +374,16 @@ bool session_set_pipeline(Session *s, const char *spec) {
         free_names(names, n);
         return false;
     }
+    /* The profile names the imported graph's values: quantize runs first. */
+    bool has_quantize = false;
+    for (int i = 0; i < n; i++)
+        has_quantize |= !strcmp(names[i], "quantize");
+    if (s->opt.quant && !s->from_lir && !has_quantize) {
+        names = realloc(names, ((size_t)n + 2) * sizeof *names);
+        memmove(names + 1, names, (size_t)n * sizeof *names);
+        names[0] = strdup("quantize");
+        n++;
+    }
     if (!check_order(s, names, n)) {
         free_names(names, n);
         return false;
@@ -547,7 +557,8 @@ bool session_step(Session *s) {
         return false;
     const PassInfo *pi = pass_find(s->pipeline[s->next++]);
     s->npipeline_ran = true;
-    PassContext ctx = {.d = &s->diags, .backend = s->opt.backend, .train = s->opt.train};
+    PassContext ctx = {.d = &s->diags, .backend = s->opt.backend, .quant = s->opt.quant,
+                       .train = s->opt.train};
     ctx.break_this_pass = s->opt.break_pass && !s->broken && !strcmp(s->opt.break_pass, pi->name);
     int errors = s->diags.errors;
     double t0 = now();

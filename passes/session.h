@@ -25,6 +25,7 @@ typedef struct SessionOptions {
     const Backend *backend; /* what lowering targets (default: interp) */
     BackendOptions codegen; /* compiling backends: target, output kind, entry, ... */
     int threads;            /* compiling backends: worker threads when running (0: every CPU) */
+    const struct QuantConfig *quant; /* --quantize: the pipeline starts with quantize */
     const TrainSpec *train; /* the differentiate pass's loss and optimiser (NULL: inference) */
 } SessionOptions;
 

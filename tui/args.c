@@ -62,6 +62,19 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
     case OPT_VERIFY_EACH: ca->no_verify = false; break; /* the default; old scripts say it */
     case OPT_BACKEND: ca->backend = v; break;
     case OPT_TARGET: ca->target = v; break;
+    case OPT_QUANTIZE: ca->quantize = v; break;
+    case OPT_KEEP_FLOAT: ca->quant.keep_float = v; break;
+    case OPT_QUANT_PER_TENSOR: ca->quant.per_tensor_weights = true; break;
+    case OPT_QUANT_SCHEMA:
+        if ((*bad = !quant_schema_by_name(v, &ca->quant.schema)))
+            diag_error(d, NULL, "--quant-schema: '%s' is not one of asymmetric, symmetric, "
+                       "symmetric-uint8, symmetric-pow2", v);
+        break;
+    case OPT_QUANT_CALIBRATION:
+        if ((*bad = !quant_calibration_by_name(v, &ca->quant.calibration)))
+            diag_error(d, NULL, "--quant-calibration: '%s' is not one of minmax, kl, percentile",
+                       v);
+        break;
     case OPT_TARGET_CPU: ca->target_cpu = v; break;
     case OPT_TARGET_FEATURES: ca->target_features = v; break;
     case OPT_THREADS: {
@@ -116,6 +129,33 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
     return true;
 }
 
+/* --quantize: the profile, which must be of this model's very bytes (a
+ * profile names values, and another model's would name other ones). */
+static bool load_profile(CommonArgs *ca, DiagList *d) {
+    if (!ca->model) {
+        diag_error(d, NULL, "--quantize needs a model");
+        return false;
+    }
+    size_t len;
+    char *model = file_read_all(ca->model, &len, d);
+    if (!model || !qprof_read(ca->quantize, &ca->profile, d)) {
+        free(model);
+        return false;
+    }
+    uint64_t h = qprof_hash_bytes(model, len);
+    free(model);
+    if (h != ca->profile.model_hash) {
+        diag_error(d, ca->quantize, "the profile is of another model (its hash is "
+                   "fnv1a64:%016llx, %s's is fnv1a64:%016llx): profile this model again",
+                   (unsigned long long)ca->profile.model_hash, ca->model, (unsigned long long)h);
+        qprof_free(&ca->profile);
+        return false;
+    }
+    ca->quant.profile = &ca->profile;
+    ca->quant.profile_path = ca->quantize;
+    return true;
+}
+
 bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn own, void *ctx,
                 DiagList *d) {
     const CommandSpec *c = command_spec(cmd);
@@ -151,10 +191,11 @@ bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn ow
         diag_error(d, NULL, "%s: no model given (see 'glowc %s --help')", cmd, cmd);
         return false;
     }
-    return args_check_target(ca, false, d);
+    return args_check_target(ca, false, d) && (!ca->quantize || load_profile(ca, d));
 }
 
 void args_free(CommonArgs *ca) {
+    qprof_free(&ca->profile);
     for (int i = 0; i < ca->ninputs; i++)
         free((char *)ca->input_names[i]);
     for (int i = 0; i < ca->ndims; i++)
@@ -213,6 +254,7 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
                     .target_features = ca->target_features, .fallback = ca->fallback},
         .threads = ca->threads, /* 0: every online CPU (libjit_runtime_new) */
         .max_memory = ca->max_memory ? ca->max_memory : cli_physical_memory(),
+        .quant = ca->quant.profile ? &ca->quant : NULL,
         .train = ca->training ? &ca->train : NULL,
     };
 }
@@ -411,7 +453,9 @@ static bool check_inputs(const CommonArgs *ca, const Session *s, DiagList *d) {
             sb_free(&names);
             continue;
         }
+        /* An .npy holds no scale: a quantized input takes the model's. */
         const Type *type = session_input_type(s, p);
+        type_copy_quant(&ca->input_values[i]->type, type);
         if (!type_equal(&ca->input_values[i]->type, type)) {
             char want[TYPE_STR_MAX], got[TYPE_STR_MAX];
             diag_error(d, NULL, "--input %s: the model expects %s, '%s' holds %s",

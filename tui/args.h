@@ -3,6 +3,7 @@
 #ifndef GLOWC_TUI_ARGS_H
 #define GLOWC_TUI_ARGS_H
 
+#include "passes/quant_profile.h"
 #include "passes/session.h"
 #include "tui/cli.h"
 #include "tui/options.h"
@@ -30,6 +31,9 @@ typedef struct CommonArgs {
     TrainSpec train;     /* --loss, --lr, --momentum, --weight-decay */
     bool lr_given;
     Arena *input_arena;  /* the --input values args_ensure_inputs read (args_free) */
+    const char *quantize; /* --quantize=PROFILE.json */
+    QuantConfig quant;    /* its options; quant.profile once read (args_parse) */
+    QProfile profile;
 } CommonArgs;
 
 /* A command's own option `id` (tui/options.def) with its value (NULL for a

@@ -206,7 +206,8 @@ static void print_stats(const Session *s) {
                     st->nconsts);
             continue;
         }
-        fprintf(stderr, "  %-16s %s", st->name, st->changed ? "" : "no change");
+        fprintf(stderr, "  %-16s %s", st->name,
+                st->changed ? "" : st->nstats ? "no change: " : "no change");
         for (int k = 0; k < st->nstats; k++)
             fprintf(stderr, "%s%s %ld", k ? ", " : "", st->stats[k].name, st->stats[k].count);
         if (st->changed && st->level == PASS_LIR)

@@ -299,3 +299,72 @@ bool k_qlinear_conv(const KernelArgs *a) {
     free(g.acc);
     return true;
 }
+
+/* ---- integer forms on quantized types (the quantize pass) ---------------- */
+
+/* real / scale, rounded half to even, plus the offset, saturated: the one
+ * rounding of every integer form, in double: the definition native kernels
+ * must reproduce. */
+static void store_real(Tensor *y, int64_t i, double real) {
+    store_quantized(y, i, real / (double)y->type.scale, y->type.offset);
+}
+
+static double real_of(const Tensor *t, int64_t i) {
+    return (double)t->type.scale * (double)(tensor_get_i64(t, i) - t->type.offset);
+}
+
+bool k_rescale(const KernelArgs *a) {
+    const Tensor *x = a->in[0];
+    for (int64_t i = 0; i < tensor_numel(x); i++)
+        store_real(a->out[0], i, real_of(x, i));
+    return true;
+}
+
+static bool qbinary(const KernelArgs *a, bool mul) {
+    Tensor *y = a->out[0];
+    const Type *ops[2] = {&a->in[0]->type, &a->in[1]->type};
+    Bcast b;
+    bcast_init(&b, &y->type, ops, 2);
+    for (int64_t i = 0; i < tensor_numel(y); i++, bcast_next(&b)) {
+        double u = real_of(a->in[0], b.off[0]), v = real_of(a->in[1], b.off[1]);
+        store_real(y, i, mul ? u * v : u + v);
+    }
+    return true;
+}
+
+bool k_qadd(const KernelArgs *a) {
+    return qbinary(a, false);
+}
+
+bool k_qmul(const KernelArgs *a) {
+    return qbinary(a, true);
+}
+
+/* The float pool kernel on the real values, each result then quantized:
+ * one definition of windows and padding for both. */
+static bool qpool(const KernelArgs *a, KernelFn float_pool) {
+    const Tensor *x = a->in[0];
+    Tensor *y = a->out[0];
+    Arena *ar = arena_new();
+    Type xt = x->type, yt = y->type;
+    xt.elem = yt.elem = ELEM_F64;
+    xt.quant = yt.quant = QUANT_NONE;
+    Tensor *xf = tensor_new_big(ar, &xt), *yf = tensor_new_big(ar, &yt);
+    bool ok = xf && yf;
+    for (int64_t i = 0; ok && i < tensor_numel(x); i++)
+        tensor_set_f64(xf, i, real_of(x, i));
+    KernelArgs fa = {a->n, (Tensor *const[]){xf}, (Tensor *const[]){yf}, a->d};
+    ok = ok ? float_pool(&fa) : kernel_fail(a, "out of memory");
+    for (int64_t i = 0; ok && i < tensor_numel(y); i++)
+        store_real(y, i, tensor_get_f64(yf, i));
+    arena_destroy(ar);
+    return ok;
+}
+
+bool k_qavg_pool(const KernelArgs *a) {
+    return qpool(a, k_avg_pool);
+}
+
+bool k_qglobal_avg_pool(const KernelArgs *a) {
+    return qpool(a, k_global_avg_pool);
+}

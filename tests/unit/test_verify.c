@@ -1,5 +1,6 @@
 /* Unit tests for core/verify: a well-formed function passes with no
  * diagnostic; each kind of corruption is caught with one diagnostic. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -193,6 +194,60 @@ static void test_node_count(void **state) {
     expect_one_error("the function counts 4 nodes but lists 3");
 }
 
+/* A pass that leaves a quantized type on a float value is caught, and the
+ * declared quantization survives the shape rule's re-run. */
+static void test_quantized_float(void **state) {
+    (void)state;
+    g.relu->res[0].type.quant = QUANT_TENSOR;
+    g.relu->res[0].type.scale = 0.5f;
+    expect_one_error("result 0 has type f32<2x3, scale=0.5, offset=0>: a quantized type must "
+                     "be i8, u8 or i32");
+    assert_int_equal(g.relu->res[0].type.quant, QUANT_TENSOR);
+}
+
+/* Each invalid quantization of a graph input, alone. */
+static void expect_bad_param(Type t, const char *what) {
+    Module *m = module_new("quant");
+    Function *f = function_new(m, "main");
+    Node *p = graph_add_param(f, "q", &t);
+    graph_set_outputs(f, 1, (Value *[]){&p->res[0]}, (const char *[]){"y"});
+    DiagList d;
+    diag_init(&d, NULL);
+    assert_false(verify_function(f, &d));
+    assert_int_equal(d.errors, 1);
+    if (!strstr(d.head->msg, what))
+        print_error("diag: %s\n", d.head->msg);
+    assert_non_null(strstr(d.head->msg, what));
+    diag_free(&d);
+    module_destroy(m);
+}
+
+static void test_bad_quantization(void **state) {
+    (void)state;
+    Type t = type_make(ELEM_I8, 1, (int64_t[]){4});
+    t.quant = QUANT_TENSOR;
+    t.scale = 0;
+    expect_bad_param(t, "i8<4, scale=0, offset=0>: the scale must be positive and finite");
+    t.scale = -1;
+    expect_bad_param(t, "the scale must be positive and finite");
+    t.scale = (float)INFINITY;
+    expect_bad_param(t, "the scale must be positive and finite");
+    t.scale = 0.5f;
+    t.offset = 128;
+    expect_bad_param(t, "i8<4, scale=0.5, offset=128>: the offset is outside the element "
+                     "kind's range");
+    t.elem = ELEM_U8;
+    t.offset = -1;
+    expect_bad_param(t, "the offset is outside the element kind's range");
+    t.elem = ELEM_I16;
+    t.offset = 0;
+    expect_bad_param(t, "a quantized type must be i8, u8 or i32");
+    t.elem = ELEM_I8;
+    t.quant = QUANT_CHANNEL;
+    t.qaxis = 1;
+    expect_bad_param(t, "i8<4, axis=1>: the channel axis is not a dimension");
+}
+
 int main(void) {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -204,6 +259,7 @@ int main(void) {
         T(test_attribute_not_allowed), T(test_attribute_twice),
         T(test_shape_rule_failure),  T(test_output_not_defined),
         T(test_bad_constant),        T(test_node_count),
+        T(test_quantized_float),     T(test_bad_quantization),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
