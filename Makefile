@@ -440,4 +440,5 @@ test-fuzz-regress: $(DEPS_STAMP)
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (build/bc and build/rt are shared by every BUILD: the bitcode and the fallback objects)
+-include $(sort $(shell find $(BUILD) build/bc build/rt -name '*.d' 2>/dev/null))
