@@ -354,6 +354,16 @@ static void clear_pipeline(Session *s) {
     s->npipeline = s->next = 0;
 }
 
+static void prepend_pass(char ***names, int *n, const char *pass) {
+    for (int i = 0; i < *n; i++)
+        if (!strcmp((*names)[i], pass))
+            return;
+    *names = realloc(*names, ((size_t)*n + 2) * sizeof **names);
+    memmove(*names + 1, *names, (size_t)*n * sizeof **names);
+    (*names)[0] = strdup(pass);
+    (*n)++;
+}
+
 bool session_set_pipeline(Session *s, const char *spec) {
     const char *const *named = pipeline_by_level(spec);
     char **names = NULL;
@@ -374,16 +384,14 @@ bool session_set_pipeline(Session *s, const char *spec) {
         free_names(names, n);
         return false;
     }
-    /* The profile names the imported graph's values: quantize runs first. */
-    bool has_quantize = false;
-    for (int i = 0; i < n; i++)
-        has_quantize |= !strcmp(names[i], "quantize");
-    if (s->opt.quant && !s->from_lir && !has_quantize) {
-        names = realloc(names, ((size_t)n + 2) * sizeof *names);
-        memmove(names + 1, names, (size_t)n * sizeof *names);
-        names[0] = strdup("quantize");
-        n++;
-    }
+    /* Options that transform the imported graph put their pass first, unless
+     * the list places it: --train differentiates (then optimises the training
+     * function like any graph), --quantize before it, as its profile names
+     * the imported graph's values. */
+    if (s->opt.train && !s->from_lir)
+        prepend_pass(&names, &n, "differentiate");
+    if (s->opt.quant && !s->from_lir)
+        prepend_pass(&names, &n, "quantize");
     if (!check_order(s, names, n)) {
         free_names(names, n);
         return false;

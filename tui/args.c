@@ -259,24 +259,6 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
     };
 }
 
-/* --train: the differentiate pass before the pipeline (a level spelled out
- * as its passes, since a level cannot follow a pass in a list). */
-static char *training_pipeline(const char *spec) {
-    if (!pipeline_by_level(spec) && strstr(spec, "differentiate"))
-        return strdup(spec); /* placed by hand */
-    StrBuf sb;
-    sb_init(&sb);
-    sb_append(&sb, "differentiate");
-    const char *const *named = pipeline_by_level(spec);
-    for (int i = 0; named && named[i]; i++)
-        sb_printf(&sb, ",%s", named[i]);
-    if (!named && *spec)
-        sb_printf(&sb, ",%s", spec);
-    char *out = strdup(sb_str(&sb));
-    sb_free(&sb);
-    return out;
-}
-
 bool args_want_compiling(CommonArgs *ca, const char *what, DiagList *d) {
     const Backend *be = ca->backend ? backend_find(ca->backend) : backend_compiling();
     if (be && !be->compiles) {
@@ -287,10 +269,6 @@ bool args_want_compiling(CommonArgs *ca, const char *what, DiagList *d) {
     if (be)
         ca->backend = be->name;
     return true; /* an unknown name is reported with the other names */
-}
-
-char *args_pipeline(const CommonArgs *ca, const char *spec, bool from_lir) {
-    return ca->training && !from_lir ? training_pipeline(spec) : strdup(spec);
 }
 
 static Session *finish_open(Session *s, CommonArgs *ca, const char *dflt, DiagList *d) {
@@ -308,11 +286,9 @@ static Session *finish_open(Session *s, CommonArgs *ca, const char *dflt, DiagLi
     if (!ca->pipeline && s->from_lir)
         dflt = ""; /* no graph pipeline for low-level input */
     const char *spec = ca->pipeline ? ca->pipeline : dflt;
-    char *full = args_pipeline(ca, spec, s->from_lir);
     if (ca->training && !ca->lr_given)
         ca->train.lr = 0.01;
-    bool ok = session_set_pipeline(s, full);
-    free(full);
+    bool ok = session_set_pipeline(s, spec);
     if (ok && s->opt.backend->compiles)
         ok = session_want_codegen(s);
     else if (ok && s->opt.backend->runs_lir)

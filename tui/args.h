@@ -59,9 +59,6 @@ bool args_common(CommonArgs *ca, OptionId id, const char *value, bool *bad, Diag
 void args_free(CommonArgs *ca);
 /* Reads the --input files (.npy, or .pb TensorProto) into `a`. */
 bool args_load_inputs(CommonArgs *ca, Arena *a, DiagList *d);
-/* The pipeline to run for `spec` (malloc'd): with --train, differentiate
- * first unless the list places it. */
-char *args_pipeline(const CommonArgs *ca, const char *spec, bool from_lir);
 /* Reads the --input values not read yet, so that every command compiles the
  * model specialised to them (an input that decides a shape or an If's
  * branch), not only those that run it. */

@@ -75,10 +75,7 @@ static bool wants_codegen(const Session *s) {
 
 static bool run_pipeline(Explorer *e, const char *spec, StrBuf *out, DiagList *d) {
     Session *s = e->s;
-    char *full = args_pipeline(e->args, spec, s->from_lir); /* --train: differentiate first */
-    bool set = session_set_pipeline(s, full);
-    free(full);
-    if (!set) {
+    if (!session_set_pipeline(s, spec)) {
         take_diags(e, d);
         return false;
     }
@@ -677,10 +674,9 @@ bool explore_compile(const Explorer *e, const char *path, StrBuf *out, DiagList 
     so.codegen.fallback = true;
     so.codegen.output = OUTPUT_EXECUTABLE;
     Session *s = session_open(e->model, &so);
-    char *full = args_pipeline(e->args, e->pipeline, s->from_lir);
-    bool ok = (s->work || s->lir) && session_set_pipeline(s, full) && session_want_codegen(s) && session_run(s) && s->module &&
+    bool ok = (s->work || s->lir) && session_set_pipeline(s, e->pipeline) &&
+              session_want_codegen(s) && session_run(s) && s->module &&
               s->opt.backend->write_executable(s->module, path, d);
-    free(full);
     if (ok)
         sb_printf(out, "wrote %s\n", path);
     diag_append(d, &s->diags);
