@@ -188,7 +188,7 @@ $(BUILD)/tests/test_options: tests/unit/test_options.c $(filter-out $(BUILD)/tui
 # bitcode is) and for this CPU (as code generation optimises it).
 NATIVE := -march=native -Wno-invalid-feature-combination
 KERNEL_SRCS := $(filter-out %/runtime.c %/memory.c,$(wildcard backends/cpu/libjit/*.c)) \
-               tests/kernels/harness.c
+               tests/kernels/harness.c tests/kernels/any.c
 KBASE_OBJS := $(KERNEL_SRCS:%.c=$(BUILD)/kbase/%.o)
 KNATIVE_OBJS := $(KERNEL_SRCS:%.c=$(BUILD)/knative/%.o)
 KLIBS := $(BUILD)/libglowc.a $(LIBS) -lpthread
@@ -265,13 +265,16 @@ test-lit: $(BUILD)/glowc
 
 CONFORM_DIRS := $(addprefix /usr/share/libonnx-testdata/data/,node pytorch-converted pytorch-operator simple)
 # The imported graph, the optimised one, the low-level program against its
-# memory plan (verified after every pass), and native code.
+# memory plan (verified after every pass), native code with the interpreter's
+# kernels for what libjit lacks, and native code alone (its own floors).
 test-conform: $(BUILD)/glowc
 	tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
 	CONFORM_ARGS="-O2" tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
 	CONFORM_ARGS="-O2 --backend=interp-lir" \
 	    tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
 	CONFORM_ARGS="-O2 --backend=cpu --fallback=interp" \
+	    tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
+	CONFORM_ARGS="-O2 --backend=cpu" CONFORM_FLOORS=floors-cpu.txt \
 	    tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
 
 # The terminal explorer under tmux: keys in, screen content checked.

@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "backends/cpu/libjit/kernels.h"
+#include "tests/kernels/any.h"
 #include "tests/kernels/harness.h"
 
 static const double FLT_TINY = 1.1754943508222875e-38;
@@ -959,6 +960,21 @@ static void test_cast(void **state) {
     assert_true(worst <= 1);
 }
 
+/* ---- every element kind (any.c says why exact) ------------------------------------- */
+
+#define ANY_TEST(name)                                                                            \
+    static void test_any_##name(void **state) {                                                   \
+        int ran = any_##name##_cases(101);                                                        \
+        printf("every element kind, %s: %d cases exact\n", #name, ran);                          \
+        assert_true(ran > 0);                                                                     \
+    }
+ANY_TEST(unary)
+ANY_TEST(binary)
+ANY_TEST(misc)
+ANY_TEST(reduce)
+ANY_TEST(data)
+ANY_TEST(norm)
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_shapes),
@@ -976,6 +992,12 @@ int main(void) {
         cmocka_unit_test(test_slice),
         cmocka_unit_test(test_gather),
         cmocka_unit_test(test_cast),
+        cmocka_unit_test(test_any_unary),
+        cmocka_unit_test(test_any_binary),
+        cmocka_unit_test(test_any_misc),
+        cmocka_unit_test(test_any_reduce),
+        cmocka_unit_test(test_any_data),
+        cmocka_unit_test(test_any_norm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
