@@ -307,3 +307,121 @@ LIBJIT_KERNEL libjit_space_to_depth_any(const int64_t *d, void *const *ops, int6
                                         int64_t hi, LjScratch *sc) {
     block_move(d, ops, 0, 1, false, false, lo, hi);
 }
+
+/* ---- scatter_elements, scatter_nd ----------------------------------------------------- */
+
+/* y[dst] = y[dst] (op) u[src]: floats combine in double, integers in
+ * wrapping int64, as the interpreter does; no reduction is a byte move. */
+LJ_INLINE void combine(const int64_t *d, void *y, int64_t dst, const void *u, int64_t src,
+                       int red) {
+    int e = lj_elem(d, 0);
+    if (red == RED_NONE) {
+        lj_move(lj_elem_size(e), y, dst, u, src);
+    } else if (lj_is_float(e)) {
+        double a = lj_ld_f64(e, y, dst), b = lj_ld_f64(e, u, src);
+        lj_st_f64(e, y, dst, red == RED_ADD ? a + b : red == RED_MUL ? a * b
+                             : red == RED_MAX ? (b > a ? b : a) : (b < a ? b : a));
+    } else {
+        int64_t a = lj_ld_i64(e, y, dst), b = lj_ld_i64(e, u, src);
+        lj_st_i64(e, y, dst, red == RED_ADD   ? (int64_t)((uint64_t)a + (uint64_t)b)
+                             : red == RED_MUL ? (int64_t)((uint64_t)a * (uint64_t)b)
+                             : red == RED_MAX ? (b > a ? b : a) : (b < a ? b : a));
+    }
+}
+
+/* Updates apply in order (with duplicate indices the last wins, or all
+ * combine): one unit of work. y may be x (the copy is then a no-op). */
+LIBJIT_KERNEL libjit_scatter_elements_any(const int64_t *d, void *const *ops, int64_t lo,
+                                          int64_t hi, LjScratch *sc) {
+    int rank = lj_rank(d, 1), ei = lj_elem(d, 2), red = (int)lj_attr_int(d, AK_reduction, RED_NONE);
+    int64_t axis = lj_attr_int(d, AK_axis, 0);
+    axis = axis < 0 ? axis + rank : axis;
+    int64_t xs[DESC_MAX_RANK], idx[DESC_MAX_RANK], len = lj_dim(d, 1, (int)axis);
+    strides(d, 1, xs);
+    if (ops[0] != ops[1])
+        memmove(ops[0], ops[1], (size_t)lj_numel(d, 1) * lj_elem_size(lj_elem(d, 0)));
+    for (int64_t i = 0; i < lj_numel(d, 2); i++) {
+        unravel(d, 2, i, idx);
+        idx[axis] = wrap_index(lj_ld_i64(ei, ops[2], i), len);
+        int64_t off = 0;
+        for (int j = 0; j < rank; j++)
+            off += idx[j] * xs[j];
+        combine(d, ops[0], off, ops[3], i, red);
+    }
+}
+
+LIBJIT_WORK libjit_scatter_elements_any_work(const int64_t *d) {
+    return 1;
+}
+
+LIBJIT_KERNEL libjit_scatter_nd_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                    LjScratch *sc) {
+    int ri = lj_rank(d, 2), ei = lj_elem(d, 2), red = (int)lj_attr_int(d, AK_reduction, RED_NONE);
+    int last = (int)lj_dim(d, 2, ri - 1);
+    int64_t xs[DESC_MAX_RANK], rows = 1;
+    strides(d, 1, xs);
+    for (int i = 0; i < ri - 1; i++)
+        rows *= lj_dim(d, 2, i);
+    int64_t slice = last > 0 ? xs[last - 1] : lj_numel(d, 1);
+    if (ops[0] != ops[1])
+        memmove(ops[0], ops[1], (size_t)lj_numel(d, 1) * lj_elem_size(lj_elem(d, 0)));
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t off = 0;
+        for (int j = 0; j < last; j++)
+            off += wrap_index(lj_ld_i64(ei, ops[2], r * last + j), lj_dim(d, 1, j)) * xs[j];
+        for (int64_t e = 0; e < slice; e++)
+            combine(d, ops[0], off + e, ops[3], r * slice + e, red);
+    }
+}
+
+LIBJIT_WORK libjit_scatter_nd_any_work(const int64_t *d) {
+    return 1;
+}
+
+/* ---- one_hot, reverse_sequence ----------------------------------------------------------- */
+
+/* values = [off, on]; an index outside [-depth, depth) leaves its row off. */
+LIBJIT_KERNEL libjit_one_hot_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                 LjScratch *sc) {
+    int rank = lj_rank(d, 0), ei = lj_elem(d, 1);
+    int64_t axis = lj_attr_int(d, AK_axis, -1);
+    axis = axis < 0 ? axis + rank : axis;
+    int64_t depth = lj_dim(d, 0, (int)axis), inner = 1;
+    for (int i = (int)axis + 1; i < rank; i++)
+        inner *= lj_dim(d, 0, i);
+    size_t es = lj_elem_size(lj_elem(d, 0));
+    for (int64_t i = 0; i < lj_numel(d, 0); i++)
+        lj_move(es, ops[0], i, ops[2], 0);
+    for (int64_t j = 0; j < lj_numel(d, 1); j++) {
+        int64_t k = lj_ld_i64(ei, ops[1], j);
+        k = k < 0 ? k + depth : k;
+        if (k >= 0 && k < depth)
+            lj_move(es, ops[0], (j / inner * depth + k) * inner + j % inner, ops[2], 1);
+    }
+}
+
+LIBJIT_WORK libjit_one_hot_any_work(const int64_t *d) {
+    return 1;
+}
+
+/* Along the time axis the first sequence_lens[b] steps of batch b are
+ * reversed, the rest copied; lengths are clamped to [0, steps]. */
+LIBJIT_WORK libjit_reverse_sequence_any_work(const int64_t *d) {
+    return out_chunks(d);
+}
+
+LIBJIT_KERNEL libjit_reverse_sequence_any(const int64_t *d, void *const *ops, int64_t lo,
+                                          int64_t hi, LjScratch *sc) {
+    int b = (int)lj_attr_int(d, AK_batch_axis, 1), t = (int)lj_attr_int(d, AK_time_axis, 0);
+    int el = lj_elem(d, 2);
+    int64_t xs[DESC_MAX_RANK], idx[DESC_MAX_RANK], e0, e1, steps = lj_dim(d, 1, t);
+    size_t es = lj_elem_size(lj_elem(d, 0));
+    strides(d, 1, xs);
+    out_range(d, 0, lo, hi, &e0, &e1);
+    for (int64_t i = e0; i < e1; i++) {
+        unravel(d, 0, i, idx);
+        int64_t len = lj_ld_i64(el, ops[2], idx[b]), step = idx[t];
+        len = len < 0 ? 0 : len > steps ? steps : len;
+        lj_move(es, ops[0], i, ops[1], i + (step < len ? len - 1 - 2 * step : 0) * xs[t]);
+    }
+}
