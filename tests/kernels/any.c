@@ -467,6 +467,82 @@ int any_data_cases(uint64_t seed) {
             snprintf(what, sizeof what, "gather_elements on %s", elem_name(e));
             ok = ok && any_run(&c, what, libjit_gather_elements_any, libjit_gather_elements_any_work, &ran);
             any_free(&c);
+            /* scatter_elements, every reduction, indices in range */
+            c = (AnyCase){0};
+            desc_begin(&c.d, NK_SCATTER_ELEMENTS, 1);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_operand_elem(&c.d, ELEM_I64, rank, idx);
+            desc_operand_elem(&c.d, e, rank, idx);
+            desc_int(&c.d, AK_axis, axis);
+            static const int64_t reds[] = {RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN};
+            if (e != ELEM_BOOL)
+                desc_int(&c.d, AK_reduction, reds[rnd(&s, 0, 4)]);
+            any_alloc(&c, s);
+            for (int64_t j = 0; j < desc_numel(&c.d, 2); j++)
+                ((int64_t *)c.fast[2])[j] = rnd(&s, -x[axis], x[axis] - 1);
+            memcpy(c.ref[2], c.fast[2], bytes_of(&c, 2));
+            snprintf(what, sizeof what, "scatter_elements on %s", elem_name(e));
+            ok = ok && any_run(&c, what, libjit_scatter_elements_any, libjit_scatter_elements_any_work, &ran);
+            any_free(&c);
+            /* split along the axis into two parts */
+            if (x[axis] >= 2) {
+                int64_t p0[8], p1[8];
+                memcpy(p0, x, sizeof p0);
+                memcpy(p1, x, sizeof p1);
+                p0[axis] = rnd(&s, 1, x[axis] - 1);
+                p1[axis] = x[axis] - p0[axis];
+                c = (AnyCase){0};
+                desc_begin(&c.d, NK_SPLIT, 2);
+                desc_operand_elem(&c.d, e, rank, p0);
+                desc_operand_elem(&c.d, e, rank, p1);
+                desc_operand_elem(&c.d, e, rank, x);
+                desc_int(&c.d, AK_axis, axis);
+                int64_t parts[2] = {p0[axis], p1[axis]};
+                desc_ints(&c.d, AK_split, 2, parts);
+                any_alloc(&c, s);
+                snprintf(what, sizeof what, "split on %s", elem_name(e));
+                ok = ok && any_run(&c, what, libjit_split_any, libjit_split_any_work, &ran);
+                any_free(&c);
+            }
+            /* reverse_sequence: time axis 0, batch axis 1 */
+            if (rank >= 2) {
+                int64_t nb[1] = {x[1]};
+                c = (AnyCase){0};
+                desc_begin(&c.d, NK_REVERSE_SEQUENCE, 1);
+                desc_operand_elem(&c.d, e, rank, x);
+                desc_operand_elem(&c.d, e, rank, x);
+                desc_operand_elem(&c.d, ELEM_I64, 1, nb);
+                desc_int(&c.d, AK_batch_axis, 1);
+                desc_int(&c.d, AK_time_axis, 0);
+                any_alloc(&c, s);
+                for (int64_t j = 0; j < x[1]; j++)
+                    ((int64_t *)c.fast[2])[j] = rnd(&s, 0, x[0]);
+                memcpy(c.ref[2], c.fast[2], bytes_of(&c, 2));
+                snprintf(what, sizeof what, "reverse_sequence on %s", elem_name(e));
+                ok = ok && any_run(&c, what, libjit_reverse_sequence_any, libjit_reverse_sequence_any_work, &ran);
+                any_free(&c);
+            }
+            /* one_hot of i64 indices (some outside the depth), values [off, on] */
+            if (e != ELEM_BOOL) {
+                int64_t oh[8], two[1] = {2}, depth = rnd(&s, 1, 5);
+                int64_t oaxis = rnd(&s, 0, rank);
+                for (int j = 0, k = 0; j <= rank; j++)
+                    oh[j] = j == oaxis ? depth : x[k++];
+                c = (AnyCase){0};
+                desc_begin(&c.d, NK_ONE_HOT, 1);
+                desc_operand_elem(&c.d, e, rank + 1, oh);
+                desc_operand_elem(&c.d, ELEM_I64, rank, x);
+                desc_operand_elem(&c.d, e, 1, two);
+                desc_int(&c.d, AK_axis, oaxis);
+                any_alloc(&c, s);
+                for (int64_t j = 0; j < desc_numel(&c.d, 1); j++)
+                    ((int64_t *)c.fast[1])[j] = rnd(&s, -depth - 1, depth);
+                memcpy(c.ref[1], c.fast[1], bytes_of(&c, 1));
+                snprintf(what, sizeof what, "one_hot on %s", elem_name(e));
+                ok = ok && any_run(&c, what, libjit_one_hot_any, libjit_one_hot_any_work, &ran);
+                any_free(&c);
+            }
             /* trilu on the last two axes */
             if (rank >= 2) {
                 c = (AnyCase){0};
