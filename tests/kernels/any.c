@@ -659,3 +659,57 @@ int any_norm_cases(uint64_t seed) {
     }
     return ok ? ran : -1;
 }
+
+/* quantize_linear to i8, u8, i16, u16, i32 from f32 and f64, per tensor and
+ * per axis, and back; dynamic_quantize_linear from f32. */
+int any_quant_cases(uint64_t seed) {
+    static const ElemKind qk[] = {ELEM_I8, ELEM_U8, ELEM_I16, ELEM_U16, ELEM_I32};
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (size_t q = 0; q < sizeof qk / sizeof *qk && ok; q++)
+        for (int i = 0; i < 8 && ok; i++) {
+            ElemKind f = i % 2 ? ELEM_F64 : ELEM_F32;
+            int64_t x[8], one[1] = {1}, len[1];
+            int rank = random_shape(&s, x, 3, 50);
+            if (rank == 0)
+                x[rank++] = 7;
+            int64_t axis = rnd(&s, 0, rank - 1);
+            bool per_axis = i % 4 >= 2;
+            len[0] = x[axis];
+            for (int dir = 0; dir < 2 && ok; dir++) {
+                AnyCase c = {.plain = true};
+                desc_begin(&c.d, dir ? NK_DEQUANTIZE_LINEAR : NK_QUANTIZE_LINEAR, 1);
+                desc_operand_elem(&c.d, dir ? f : qk[q], rank, x);
+                desc_operand_elem(&c.d, dir ? qk[q] : f, rank, x);
+                desc_operand_elem(&c.d, f, per_axis ? 1 : 0, per_axis ? len : one);
+                desc_operand_elem(&c.d, qk[q], per_axis ? 1 : 0, per_axis ? len : one);
+                if (per_axis)
+                    desc_int(&c.d, AK_axis, axis);
+                any_alloc(&c, s + (uint64_t)dir);
+                for (int64_t j = 0; j < desc_numel(&c.d, 2); j++) /* scales: positive */
+                    elem_store_f64(f, c.fast[2], j, (double)rnd(&s, 1, 100) / 64);
+                memcpy(c.ref[2], c.fast[2], bytes_of(&c, 2));
+                char what[64];
+                snprintf(what, sizeof what, "%s %s", dir ? "dequantize_linear" : "quantize_linear",
+                         elem_name(qk[q]));
+                ok = any_run(&c, what, dir ? libjit_dequantize_linear_any : libjit_quantize_linear_any,
+                             dir ? libjit_dequantize_linear_any_work : libjit_quantize_linear_any_work, &ran);
+                any_free(&c);
+            }
+            if (q == 1 && ok) {
+                int64_t scalar[1];
+                AnyCase c = {.plain = true};
+                desc_begin(&c.d, NK_DYNAMIC_QUANTIZE_LINEAR, 3);
+                desc_operand_elem(&c.d, ELEM_U8, rank, x);
+                desc_operand_elem(&c.d, ELEM_F32, 0, scalar);
+                desc_operand_elem(&c.d, ELEM_U8, 0, scalar);
+                desc_operand_elem(&c.d, ELEM_F32, rank, x);
+                any_alloc(&c, s);
+                ok = any_run(&c, "dynamic_quantize_linear", libjit_dynamic_quantize_linear_any,
+                             libjit_dynamic_quantize_linear_any_work, &ran);
+                any_free(&c);
+            }
+        }
+    return ok ? ran : -1;
+}

@@ -14,5 +14,6 @@ int any_misc_cases(uint64_t seed);
 int any_reduce_cases(uint64_t seed);
 int any_data_cases(uint64_t seed);
 int any_norm_cases(uint64_t seed);
+int any_quant_cases(uint64_t seed);
 
 #endif

@@ -974,6 +974,7 @@ ANY_TEST(misc)
 ANY_TEST(reduce)
 ANY_TEST(data)
 ANY_TEST(norm)
+ANY_TEST(quant)
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -998,6 +999,7 @@ int main(void) {
         cmocka_unit_test(test_any_reduce),
         cmocka_unit_test(test_any_data),
         cmocka_unit_test(test_any_norm),
+        cmocka_unit_test(test_any_quant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
