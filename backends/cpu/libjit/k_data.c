@@ -425,3 +425,80 @@ LIBJIT_KERNEL libjit_reverse_sequence_any(const int64_t *d, void *const *ops, in
         lj_move(es, ops[0], i, ops[1], i + (step < len ? len - 1 - 2 * step : 0) * xs[t]);
     }
 }
+
+/* ---- gather, transpose, slice of the kinds k_misc.c's f32 kernels leave ------------- */
+
+/* y[o][j...][i] = x[o][indices[j...]][i], blocks of `inner` elements. */
+LIBJIT_WORK libjit_gather_any_work(const int64_t *d) {
+    return out_chunks(d);
+}
+
+LIBJIT_KERNEL libjit_gather_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                LjScratch *sc) {
+    int rank = lj_rank(d, 1), ei = lj_elem(d, 2);
+    int64_t axis = lj_attr_int(d, AK_axis, 0), inner = 1, nidx = lj_numel(d, 2), e0, e1;
+    axis = axis < 0 ? axis + rank : axis;
+    for (int i = (int)axis + 1; i < rank; i++)
+        inner *= lj_dim(d, 1, i);
+    int64_t len = lj_dim(d, 1, (int)axis);
+    size_t es = lj_elem_size(lj_elem(d, 0));
+    out_range(d, 0, lo, hi, &e0, &e1);
+    for (int64_t i = e0; i < e1 && inner && nidx; i++) {
+        int64_t in = i % inner, j = i / inner % nidx, o = i / inner / nidx;
+        int64_t k = wrap_index(lj_ld_i64(ei, ops[2], j), len);
+        lj_move(es, ops[0], i, ops[1], (o * len + k) * inner + in);
+    }
+}
+
+LIBJIT_WORK libjit_transpose_any_work(const int64_t *d) {
+    return out_chunks(d);
+}
+
+LIBJIT_KERNEL libjit_transpose_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                   LjScratch *sc) {
+    int rank = lj_rank(d, 1), n;
+    const int64_t *perm = lj_attr(d, AK_perm, &n);
+    int64_t xs[DESC_MAX_RANK], idx[DESC_MAX_RANK], e0, e1;
+    size_t es = lj_elem_size(lj_elem(d, 0));
+    strides(d, 1, xs);
+    out_range(d, 0, lo, hi, &e0, &e1);
+    for (int64_t i = e0; i < e1; i++) {
+        unravel(d, 0, i, idx);
+        int64_t off = 0;
+        for (int j = 0; j < rank; j++)
+            off += idx[j] * xs[perm && n == rank ? perm[j] : rank - 1 - j];
+        lj_move(es, ops[0], i, ops[1], off);
+    }
+}
+
+/* Starts clamped the ONNX way (as core/infer.c's slice_params); the counts
+ * are the output's dims. */
+LIBJIT_WORK libjit_slice_any_work(const int64_t *d) {
+    return out_chunks(d);
+}
+
+LIBJIT_KERNEL libjit_slice_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                               LjScratch *sc) {
+    int rank = lj_rank(d, 1), ks, kt;
+    const int64_t *s = lj_attr(d, AK_starts, &ks), *t = lj_attr(d, AK_steps, &kt);
+    int64_t xs[DESC_MAX_RANK], idx[DESC_MAX_RANK], base = 0, step[DESC_MAX_RANK], e0, e1;
+    size_t es = lj_elem_size(lj_elem(d, 0));
+    strides(d, 1, xs);
+    for (int i = 0; i < rank; i++) {
+        int64_t dim = lj_dim(d, 1, i);
+        step[i] = t && i < kt && t[i] ? t[i] : 1;
+        int64_t b = s && i < ks ? s[i] : (step[i] > 0 ? 0 : INT64_MAX);
+        if (b < 0)
+            b = b < -dim ? 0 : b + dim;
+        b = step[i] > 0 ? min64(b, dim) : min64(b, dim - 1);
+        base += b * xs[i];
+    }
+    out_range(d, 0, lo, hi, &e0, &e1);
+    for (int64_t i = e0; i < e1; i++) {
+        unravel(d, 0, i, idx);
+        int64_t off = base;
+        for (int j = 0; j < rank; j++)
+            off += idx[j] * step[j] * xs[j];
+        lj_move(es, ops[0], i, ops[1], off);
+    }
+}

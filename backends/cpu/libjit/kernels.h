@@ -134,7 +134,8 @@ LJ_BINARY_KERNELS(LJ_DECLARE_F32)
     X(expand) X(tile) X(pad) X(trilu) X(split) X(gather_elements) X(gather_nd)                 \
     X(depth_to_space) X(space_to_depth) X(layer_norm) X(softmax) X(log_softmax) X(hardmax)      \
     X(nll_loss) X(scatter_elements) X(scatter_nd) X(one_hot) X(reverse_sequence)              \
-    X(quantize_linear) X(dequantize_linear) X(dynamic_quantize_linear) X(conv_transpose)
+    X(quantize_linear) X(dequantize_linear) X(dynamic_quantize_linear) X(conv_transpose)       \
+    X(gather) X(transpose) X(slice)
 #define LJ_DECLARE_ANY4(name, kind, a, b) LJ_DECLARE_KERNEL(name##_any) LJ_DECLARE_WORK(name##_any)
 #define LJ_DECLARE_ANY3(name, kind, a) LJ_DECLARE_KERNEL(name##_any) LJ_DECLARE_WORK(name##_any)
 #define LJ_DECLARE_ANY2(name, kind) LJ_DECLARE_KERNEL(name##_any) LJ_DECLARE_WORK(name##_any)
