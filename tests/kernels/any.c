@@ -543,6 +543,74 @@ int any_data_cases(uint64_t seed) {
                 ok = ok && any_run(&c, what, libjit_one_hot_any, libjit_one_hot_any_work, &ran);
                 any_free(&c);
             }
+            /* gather along the axis, i32 or i64 indices (negative too) */
+            int64_t gi[2] = {rnd(&s, 1, 3), rnd(&s, 1, 3)}, gy[8];
+            int gr = (int)rnd(&s, 0, 2), ny = 0;
+            for (int j = 0; j < rank; j++) {
+                if (j != axis) {
+                    gy[ny++] = x[j];
+                    continue;
+                }
+                for (int q = 0; q < gr; q++)
+                    gy[ny++] = gi[q];
+            }
+            c = (AnyCase){0};
+            desc_begin(&c.d, NK_GATHER, 1);
+            desc_operand_elem(&c.d, e, ny, gy);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_operand_elem(&c.d, i % 2 ? ELEM_I32 : ELEM_I64, gr, gi);
+            desc_int(&c.d, AK_axis, axis);
+            any_alloc(&c, s);
+            for (int64_t j = 0; j < desc_numel(&c.d, 2); j++)
+                elem_store_i64((ElemKind)lj_elem(c.d.w, 2), c.fast[2], j, rnd(&s, -x[axis], x[axis] - 1));
+            memcpy(c.ref[2], c.fast[2], bytes_of(&c, 2));
+            snprintf(what, sizeof what, "gather on %s", elem_name(e));
+            ok = ok && any_run(&c, what, libjit_gather_any, libjit_gather_any_work, &ran);
+            any_free(&c);
+            /* transpose by a random permutation */
+            int64_t perm[8], ty[8];
+            for (int j = 0; j < rank; j++)
+                perm[j] = j;
+            for (int j = rank - 1; j > 0; j--) {
+                int q = (int)rnd(&s, 0, j);
+                int64_t t = perm[j];
+                perm[j] = perm[q];
+                perm[q] = t;
+            }
+            for (int j = 0; j < rank; j++)
+                ty[j] = x[perm[j]];
+            c = (AnyCase){0};
+            desc_begin(&c.d, NK_TRANSPOSE, 1);
+            desc_operand_elem(&c.d, e, rank, ty);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_ints(&c.d, AK_perm, rank, perm);
+            any_alloc(&c, s);
+            snprintf(what, sizeof what, "transpose on %s", elem_name(e));
+            ok = ok && any_run(&c, what, libjit_transpose_any, libjit_transpose_any_work, &ran);
+            any_free(&c);
+            /* slice with steps of either sign */
+            int64_t starts[8], ends[8], steps[8], sy[8];
+            for (int j = 0; j < rank; j++) {
+                steps[j] = rnd(&s, 0, 2) ? rnd(&s, 1, 2) : -rnd(&s, 1, 2);
+                starts[j] = rnd(&s, -x[j], x[j] - 1);
+                int64_t b = starts[j] < 0 ? starts[j] + x[j] : starts[j];
+                int64_t cnt = steps[j] > 0 ? (x[j] - b + steps[j] - 1) / steps[j] : (b + 1 + (-steps[j]) - 1) / (-steps[j]);
+                sy[j] = rnd(&s, 1, cnt);
+                ends[j] = b + sy[j] * steps[j];
+                if (ends[j] < 0) /* past the front: a negative end would count from the back */
+                    ends[j] = -x[j] - 1;
+            }
+            c = (AnyCase){0};
+            desc_begin(&c.d, NK_SLICE, 1);
+            desc_operand_elem(&c.d, e, rank, sy);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_ints(&c.d, AK_starts, rank, starts);
+            desc_ints(&c.d, AK_ends, rank, ends);
+            desc_ints(&c.d, AK_steps, rank, steps);
+            any_alloc(&c, s);
+            snprintf(what, sizeof what, "slice on %s", elem_name(e));
+            ok = ok && any_run(&c, what, libjit_slice_any, libjit_slice_any_work, &ran);
+            any_free(&c);
             /* trilu on the last two axes */
             if (rank >= 2) {
                 c = (AnyCase){0};
