@@ -48,7 +48,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff \
-        test-aarch64 test-quant test-train-native \
+        test-aarch64 test-quant test-train-native test-conform-fallback \
         test-kernels bench bench-kernels clean difftest difftest-ort test-difftest \
         fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui test-npm-models test-train demo-train
 .DEFAULT_GOAL := all
@@ -203,7 +203,7 @@ $(BUILD)/tests/test_options: tests/unit/test_options.c $(filter-out $(BUILD)/tui
 # bitcode is) and for this CPU (as code generation optimises it).
 NATIVE := -march=native -Wno-invalid-feature-combination
 KERNEL_SRCS := $(filter-out %/runtime.c %/memory.c,$(wildcard backends/cpu/libjit/*.c)) \
-               tests/kernels/harness.c
+               tests/kernels/harness.c tests/kernels/any.c
 KBASE_OBJS := $(KERNEL_SRCS:%.c=$(BUILD)/kbase/%.o)
 KNATIVE_OBJS := $(KERNEL_SRCS:%.c=$(BUILD)/knative/%.o)
 KLIBS := $(BUILD)/libglowc.a $(LIBS) -lpthread
@@ -304,12 +304,20 @@ test-lit: $(BUILD)/glowc
 
 CONFORM_DIRS := $(addprefix /usr/share/libonnx-testdata/data/,node pytorch-converted pytorch-operator simple)
 # The imported graph, the optimised one, the low-level program against its
-# memory plan (verified after every pass), and native code.
+# memory plan (verified after every pass), native code with the interpreter's
+# kernels for what libjit lacks, and native code alone (its own floors).
 test-conform: $(BUILD)/glowc
 	tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
 	CONFORM_ARGS="-O2" tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
 	CONFORM_ARGS="-O2 --backend=interp-lir" \
 	    tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
+	CONFORM_ARGS="-O2 --backend=cpu" CONFORM_FLOORS=floors-cpu.txt \
+	    tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
+
+# Native code with the interpreter's kernels for what has none: the
+# interpreter's floors. Not in make test (each configuration compiles every
+# test with LLVM: about 14 minutes), which runs native code alone above.
+test-conform-fallback: $(BUILD)/glowc
 	CONFORM_ARGS="-O2 --backend=cpu --fallback=interp" \
 	    tests/conform/check_floor.sh $(BUILD)/glowc $(CONFORM_DIRS)
 

@@ -354,6 +354,12 @@ static void emit_compute(CG *g, LirInstr *i, int index) {
     int64_t w[MAX_DESC];
     int nw = build_desc(i, nk, w);
     LLVMValueRef kernel = nw ? LLVMGetNamedFunction(g->mod, name) : NULL;
+    if (nw && !kernel) { /* the kernel for every element kind (k_table.c) */
+        char any[128];
+        snprintf(any, sizeof any, "libjit_%s_any", node_kind_name(nk));
+        if ((kernel = LLVMGetNamedFunction(g->mod, any)))
+            memcpy(name, any, sizeof any);
+    }
     if (!kernel && !g->m->opt.fallback) {
         cpu_note_missing(g->m, i, nw ? name : "an attribute too large for a descriptor");
         return;

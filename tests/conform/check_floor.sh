@@ -2,7 +2,10 @@
 # Usage: check_floor.sh GLOWC DIR...
 #
 # CONFORM_ARGS (environment) are passed to conform: an -O level, a backend.
-# The floors hold for every configuration make test runs.
+# CONFORM_FLOORS (environment) names the floors file next to this script:
+# floors.txt by default, whose floors hold for every configuration that can
+# fall back on the interpreter; a configuration with its own count (native
+# code with no fallback: floors-cpu.txt) names its own file.
 #
 # Runs `GLOWC conform DIR` for each ONNX backend suite folder, prints the
 # suite's summary line, and fails when the suite passes fewer tests than its
@@ -18,7 +21,7 @@ if [ $# -lt 2 ]; then
 fi
 glowc=$1
 shift
-floors="$(dirname "$0")/floors.txt"
+floors="$(dirname "$0")/${CONFORM_FLOORS:-floors.txt}"
 if [ ! -x "$glowc" ]; then
     echo "check_floor: '$glowc' is not an executable" >&2
     exit 2

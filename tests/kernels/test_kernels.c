@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "backends/cpu/libjit/kernels.h"
+#include "tests/kernels/any.h"
 #include "tests/kernels/harness.h"
 
 static const double FLT_TINY = 1.1754943508222875e-38;
@@ -1008,6 +1009,76 @@ static void test_cast(void **state) {
     assert_true(worst <= 1);
 }
 
+/* ---- conv_transpose --------------------------------------------------------------- */
+
+/* The kernel sums in double and rounds once; the interpreter sums n = cg *
+ * taps + 1 terms in f32 (a matrix product, then the bias), within gamma_n
+ * S of the exact sum: so within gamma_n S + 1/2 ulp of each other (2 gamma_n
+ * S allowed, and an ulp). */
+static void test_conv_transpose(void **state) {
+    uint64_t s = 77;
+    double worst = 0;
+    for (int i = 0; i < 40; i++) {
+        int ns = (int)rnd(&s, 1, 3);
+        int64_t group = rnd(&s, 1, 2), cg = rnd(&s, 1, 4), mg = rnd(&s, 1, 3);
+        int64_t x[5] = {rnd(&s, 1, 2), group * cg}, w[5] = {group * cg, mg}, y[5] = {x[0], group * mg};
+        int64_t k[3], st[3], dil[3], pads[6], taps = 1;
+        for (int a = 0; a < ns; a++) {
+            x[2 + a] = rnd(&s, 1, ns == 3 ? 4 : 9);
+            k[a] = w[2 + a] = rnd(&s, 1, 3);
+            st[a] = rnd(&s, 1, 3);
+            dil[a] = rnd(&s, 1, 2);
+            pads[a] = rnd(&s, 0, k[a] - 1);
+            pads[a + ns] = rnd(&s, 0, k[a] - 1);
+            int64_t outpad = rnd(&s, 0, st[a] - 1);
+            y[2 + a] = (x[2 + a] - 1) * st[a] + (k[a] - 1) * dil[a] + 1 + outpad - pads[a] - pads[a + ns];
+            if (y[2 + a] < 1)
+                y[2 + a] = 1, pads[a] = pads[a + ns] = 0, outpad = 0;
+            taps *= k[a];
+        }
+        bool bias = i % 2;
+        int64_t b[1] = {group * mg};
+        Case c = {0};
+        desc_begin(&c.d, NK_CONV_TRANSPOSE, 1);
+        desc_operand(&c.d, ns + 2, y);
+        desc_operand(&c.d, ns + 2, x);
+        desc_operand(&c.d, ns + 2, w);
+        if (bias)
+            desc_operand(&c.d, 1, b);
+        desc_ints(&c.d, AK_kernel, ns, k);
+        desc_ints(&c.d, AK_strides, ns, st);
+        desc_ints(&c.d, AK_dilations, ns, dil);
+        desc_ints(&c.d, AK_pads, 2 * ns, pads);
+        desc_int(&c.d, AK_group, group);
+        case_alloc(&c, (uint64_t)i);
+        assert_true(case_reference(&c, true));
+        run_kernel(&c.d, libjit_conv_transpose_any, libjit_conv_transpose_any_work, c.fast);
+        char what[64];
+        snprintf(what, sizeof what, "conv_transpose %dd case %d", ns, i);
+        double r = case_check(&c, 0, (Tol){2 * gamma_f32(cg * taps + 1), 1, 0}, what);
+        worst = r > worst ? r : worst;
+        case_free(&c);
+    }
+    printf("conv_transpose: worst error %.3f of the bound\n", worst);
+    assert_true(worst <= 1);
+}
+
+/* ---- every element kind (any.c says why exact) ------------------------------------- */
+
+#define ANY_TEST(name)                                                                            \
+    static void test_any_##name(void **state) {                                                   \
+        int ran = any_##name##_cases(101);                                                        \
+        printf("every element kind, %s: %d cases exact\n", #name, ran);                          \
+        assert_true(ran > 0);                                                                     \
+    }
+ANY_TEST(unary)
+ANY_TEST(binary)
+ANY_TEST(misc)
+ANY_TEST(reduce)
+ANY_TEST(data)
+ANY_TEST(norm)
+ANY_TEST(quant)
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_shapes),
@@ -1025,6 +1096,14 @@ int main(void) {
         cmocka_unit_test(test_slice),
         cmocka_unit_test(test_gather),
         cmocka_unit_test(test_cast),
+        cmocka_unit_test(test_conv_transpose),
+        cmocka_unit_test(test_any_unary),
+        cmocka_unit_test(test_any_binary),
+        cmocka_unit_test(test_any_misc),
+        cmocka_unit_test(test_any_reduce),
+        cmocka_unit_test(test_any_data),
+        cmocka_unit_test(test_any_norm),
+        cmocka_unit_test(test_any_quant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,8 @@
  * outputs then the inputs, and [lo, hi) the part of the work to do (the
  * caller splits [0, libjit_<kind>_<elem>_work(desc)) over threads; a kernel
  * that does not define _work is run whole, with lo = 0, hi = 1).
+ * When there is no libjit_<kind>_<elem>, libjit_<kind>_any is taken: one
+ * kernel for every element kind, which reads the kinds from the descriptor.
  *
  * `desc` is a constant array that code generation emits per instruction:
  *

@@ -72,4 +72,86 @@ LJ_DECLARE_WORK(cast_f32)
 LJ_UNARY_KERNELS(LJ_DECLARE_F32)
 LJ_BINARY_KERNELS(LJ_DECLARE_F32)
 
+/* k_table.c: one kernel per operator for every element kind,
+ * libjit_<kind>_any (code generation takes libjit_<kind>_<elem> first).
+ * Unary and binary rows: (keyword, node kind, expression over double x
+ * [and y] for floats, expression over int64 x [and y] for integers). */
+#define LJ_WRAP(op) ((int64_t)((uint64_t)x op (uint64_t)y))
+#define LJ_ANY_UNARY(X)                                                                       \
+    X(abs, NK_ABS, fabs(x), x < 0 ? ineg(x) : x)                                              \
+    X(neg, NK_NEG, -x, ineg(x))                                                               \
+    X(ceil, NK_CEIL, ceil(x), x)                                                              \
+    X(floor, NK_FLOOR, floor(x), x)                                                           \
+    X(round, NK_ROUND, nearbyint(x), x)                                                       \
+    X(sign, NK_SIGN, dsign(x), x > 0 ? 1 : x < 0 ? -1 : 0)                                    \
+    X(reciprocal, NK_RECIPROCAL, 1 / x, x)                                                    \
+    X(sqrt, NK_SQRT, sqrt(x), x)                                                              \
+    X(exp, NK_EXP, exp(x), x)                                                                 \
+    X(log, NK_LOG, log(x), x)                                                                 \
+    X(erf, NK_ERF, erf(x), x)                                                                 \
+    X(sin, NK_SIN, sin(x), x)                                                                 \
+    X(cos, NK_COS, cos(x), x)                                                                 \
+    X(tan, NK_TAN, tan(x), x)                                                                 \
+    X(asin, NK_ASIN, asin(x), x)                                                              \
+    X(acos, NK_ACOS, acos(x), x)                                                              \
+    X(atan, NK_ATAN, atan(x), x)                                                              \
+    X(sinh, NK_SINH, sinh(x), x)                                                              \
+    X(cosh, NK_COSH, cosh(x), x)                                                              \
+    X(asinh, NK_ASINH, asinh(x), x)                                                           \
+    X(acosh, NK_ACOSH, acosh(x), x)                                                           \
+    X(atanh, NK_ATANH, atanh(x), x)                                                           \
+    X(tanh, NK_TANH, tanh(x), x)                                                              \
+    X(sigmoid, NK_SIGMOID, sigmoid1(x), x)                                                    \
+    X(relu, NK_RELU, x < 0 ? 0 : x, x > 0 ? x : 0)                                            \
+    X(softplus, NK_SOFTPLUS, x > 30 ? x : log1p(exp(x)), x)                                   \
+    X(softsign, NK_SOFTSIGN, x / (1 + fabs(x)), x)                                            \
+    X(hard_swish, NK_HARD_SWISH, x * fmax(0, fmin(1, x / 6 + 0.5)), x)                        \
+    X(leaky_relu, NK_LEAKY_RELU, x < 0 ? u.alpha * x : x, x)                                  \
+    X(elu, NK_ELU, x < 0 ? u.alpha * (exp(x) - 1) : x, x)                                     \
+    X(selu, NK_SELU, x <= 0 ? u.gamma * (u.alpha * exp(x) - u.alpha) : u.gamma * x, x)        \
+    X(celu, NK_CELU, fmax(0, x) + fmin(0, u.alpha * (exp(x / u.alpha) - 1)), x)               \
+    X(hard_sigmoid, NK_HARD_SIGMOID, fmax(0, fmin(1, u.alpha * x + u.beta)), x)               \
+    X(thresholded_relu, NK_THRESHOLDED_RELU, x > u.alpha ? x : 0, x)                          \
+    X(shrink, NK_SHRINK, x < -u.lambd ? x + u.bias : x > u.lambd ? x - u.bias : 0,            \
+      x < -u.lambd ? lj_f64_to_i64(x + u.bias) : x > u.lambd ? lj_f64_to_i64(x - u.bias) : 0) \
+    X(clip, NK_CLIP, clip_f(x, u.lo, u.hi), clip_i(x, u.lo, u.hi))                            \
+    X(gelu, NK_GELU, 0.5 * x * (1 + erf(x / sqrt(2.0))), x)
+#define LJ_ANY_BINARY(X)                                                                      \
+    X(add, NK_ADD, x + y, LJ_WRAP(+))                                                         \
+    X(sub, NK_SUB, x - y, LJ_WRAP(-))                                                         \
+    X(mul, NK_MUL, x * y, LJ_WRAP(*))                                                         \
+    X(div, NK_DIV, x / y, idiv(x, y))                                                         \
+    X(min, NK_MIN, x != x || y != y ? NAN : fmin(x, y), x < y ? x : y)                        \
+    X(max, NK_MAX, x != x || y != y ? NAN : fmax(x, y), x > y ? x : y)                        \
+    X(mod, NK_MOD, use_fmod ? fmod(x, y) : fmod_python(x, y), use_fmod ? ifmod(x, y) : imod(x, y)) \
+    X(pow, NK_POW, pow(x, y), ipow(x, y))                                                     \
+    X(prelu, NK_PRELU, x < 0 ? y * x : x, x < 0 ? LJ_WRAP(*) : x)
+#define LJ_ANY_COMPARE(X)                                                                     \
+    X(equal, NK_EQUAL, ==) X(less, NK_LESS, <) X(less_equal, NK_LESS_EQUAL, <=)               \
+    X(greater, NK_GREATER, >) X(greater_equal, NK_GREATER_EQUAL, >=)
+#define LJ_ANY_LOGIC(X) X(and, NK_AND, x && z) X(or, NK_OR, x || z) X(xor, NK_XOR, x != z)
+#define LJ_ANY_REDUCE(X)                                                                      \
+    X(reduce_sum, NK_REDUCE_SUM) X(reduce_mean, NK_REDUCE_MEAN) X(reduce_max, NK_REDUCE_MAX)  \
+    X(reduce_min, NK_REDUCE_MIN) X(reduce_prod, NK_REDUCE_PROD) X(reduce_l1, NK_REDUCE_L1)    \
+    X(reduce_l2, NK_REDUCE_L2) X(reduce_log_sum, NK_REDUCE_LOG_SUM)                           \
+    X(reduce_log_sum_exp, NK_REDUCE_LOG_SUM_EXP) X(reduce_sum_square, NK_REDUCE_SUM_SQUARE)
+/* The rest of k_table.c and k_data.c, by keyword. */
+#define LJ_ANY_OTHER(X)                                                                       \
+    X(bitshift) X(where) X(isnan) X(isinf) X(not) X(cast) X(argmax) X(argmin) X(cumsum)        \
+    X(expand) X(tile) X(pad) X(trilu) X(split) X(gather_elements) X(gather_nd)                 \
+    X(depth_to_space) X(space_to_depth) X(layer_norm) X(softmax) X(log_softmax) X(hardmax)      \
+    X(nll_loss) X(scatter_elements) X(scatter_nd) X(one_hot) X(reverse_sequence)              \
+    X(quantize_linear) X(dequantize_linear) X(dynamic_quantize_linear) X(conv_transpose)       \
+    X(gather) X(transpose) X(slice)
+#define LJ_DECLARE_ANY4(name, kind, a, b) LJ_DECLARE_KERNEL(name##_any) LJ_DECLARE_WORK(name##_any)
+#define LJ_DECLARE_ANY3(name, kind, a) LJ_DECLARE_KERNEL(name##_any) LJ_DECLARE_WORK(name##_any)
+#define LJ_DECLARE_ANY2(name, kind) LJ_DECLARE_KERNEL(name##_any) LJ_DECLARE_WORK(name##_any)
+#define LJ_DECLARE_ANY1(name) LJ_DECLARE_KERNEL(name##_any) LJ_DECLARE_WORK(name##_any)
+LJ_ANY_UNARY(LJ_DECLARE_ANY4)
+LJ_ANY_BINARY(LJ_DECLARE_ANY4)
+LJ_ANY_COMPARE(LJ_DECLARE_ANY3)
+LJ_ANY_LOGIC(LJ_DECLARE_ANY3)
+LJ_ANY_REDUCE(LJ_DECLARE_ANY2)
+LJ_ANY_OTHER(LJ_DECLARE_ANY1)
+
 #endif

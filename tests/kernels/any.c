@@ -1,0 +1,783 @@
+/* The kernels for every element kind (libjit_<kind>_any: k_table.c,
+ * k_data.c, k_norm.c) against the interpreter's, for every element kind
+ * each operator takes (the ty column of nodes.def): random shapes and
+ * broadcasts, random values with NaN, infinities, signed zeros and ties
+ * among the floats and the extremes of each integer kind.
+ *
+ * Exact: these kernels compute as the interpreter does (floats in double,
+ * rounded once on store, in the same order; integers in wrapping int64;
+ * data movement by bytes), so every output must match byte for byte. A NaN
+ * matches any NaN of the same kind: the sign and payload of a NaN are not
+ * specified by C's library functions. */
+#include "tests/kernels/any.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/libjit/kernels.h"
+#include "core/tensor.h"
+
+/* The ty column of nodes.def: which element kinds operand 0 may have. */
+typedef enum { TY_ANY, TY_NUM, TY_FLOAT, TY_INT, TY_BOOL, TY_SIGNED } TyClass;
+static const TyClass kind_ty[NK_COUNT] = {
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs) [NK_##E] = TY_##ty,
+#include "core/nodes.def"
+};
+
+static bool takes(NodeKind k, ElemKind e) {
+    switch (kind_ty[k]) {
+    case TY_ANY: return true;
+    case TY_NUM: return e != ELEM_BOOL;
+    case TY_FLOAT: return elem_is_float(e);
+    case TY_INT: return elem_is_int(e);
+    case TY_BOOL: return e == ELEM_BOOL;
+    case TY_SIGNED: return elem_is_float(e) || elem_class(e) == ECLS_SINT;
+    }
+    return false;
+}
+
+static int64_t rnd(uint64_t *s, int64_t lo, int64_t hi) {
+    return lo + (int64_t)(rng_next(s) % (uint64_t)(hi - lo + 1));
+}
+
+/* Random values of kind e: small ones mostly, the kind's edges and the
+ * float specials now and then (not when plain). */
+static void fill(ElemKind e, void *p, int64_t n, uint64_t *s, bool plain) {
+    static const double specials[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 0.5, -2.5, 1e30};
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = rnd(s, plain, 15);
+        if (e == ELEM_BOOL)
+            elem_store_i64(e, p, i, r & 1);
+        else if (elem_is_float(e))
+            elem_store_f64(e, p, i, r == 0 ? specials[rnd(s, 0, 7)] : (double)rnd(s, -4000, 4000) / 1000);
+        else if (r == 0)
+            elem_store_i64(e, p, i, rnd(s, 0, 1) ? INT64_MAX : INT64_MIN); /* wraps to the edges */
+        else
+            elem_store_i64(e, p, i, elem_class(e) == ECLS_UINT ? rnd(s, 0, 300) : rnd(s, -150, 150));
+    }
+}
+
+typedef struct AnyCase {
+    bool plain; /* no NaN or infinities among the inputs (sums and norms) */
+    Desc d;
+    void *fast[CASE_OPS], *ref[CASE_OPS];
+} AnyCase;
+
+static size_t bytes_of(const AnyCase *c, int k) {
+    size_t n = (size_t)desc_numel(&c->d, k) * elem_size((ElemKind)lj_elem(c->d.w, k));
+    return n ? n : 1;
+}
+
+/* Inputs random, outputs poisoned differently in the two runs, so an
+ * element a kernel leaves unwritten cannot match. */
+static void any_alloc(AnyCase *c, uint64_t seed) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
+    for (int k = 0; k < lj_nops(c->d.w); k++) {
+        size_t b = bytes_of(c, k);
+        c->fast[k] = malloc(b);
+        c->ref[k] = malloc(b);
+        if (k < lj_nres(c->d.w)) {
+            memset(c->fast[k], 0xA5, b);
+            memset(c->ref[k], 0x5A, b);
+        } else {
+            fill((ElemKind)lj_elem(c->d.w, k), c->fast[k], desc_numel(&c->d, k), &s, c->plain);
+            memcpy(c->ref[k], c->fast[k], b);
+        }
+    }
+}
+
+static void any_free(AnyCase *c) {
+    for (int k = 0; k < lj_nops(c->d.w); k++) {
+        free(c->fast[k]);
+        free(c->ref[k]);
+    }
+}
+
+static bool same_elem(ElemKind e, const void *a, const void *b, int64_t i) {
+    size_t es = elem_size(e);
+    if (!memcmp((const char *)a + i * es, (const char *)b + i * es, es))
+        return true;
+    return elem_is_float(e) && isnan(elem_load_f64(e, a, i)) && isnan(elem_load_f64(e, b, i));
+}
+
+/* Runs the kernel (in scrambled work units) and the interpreter; false and
+ * a message on the first output element that differs. A case the
+ * interpreter refuses (an index out of range) is skipped. */
+static bool any_run(AnyCase *c, const char *what, KernelFn fn, WorkFn work, int *ran) {
+    if (libjit_generic(c->d.w, c->ref))
+        return true;
+    run_kernel(&c->d, fn, work, c->fast);
+    ++*ran;
+    for (int k = 0; k < lj_nres(c->d.w); k++) {
+        ElemKind e = (ElemKind)lj_elem(c->d.w, k);
+        for (int64_t i = 0; i < desc_numel(&c->d, k); i++) {
+            if (same_elem(e, c->fast[k], c->ref[k], i))
+                continue;
+            fprintf(stderr, "FAIL %s: output %d element %lld: kernel %.17g interpreter %.17g\n", what,
+                    k, (long long)i, elem_load_f64(e, c->fast[k], i), elem_load_f64(e, c->ref[k], i));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Axes of 1 to 6, but the last up to max_last (a long row). */
+static int random_shape(uint64_t *s, int64_t *dims, int max_rank, int64_t max_last) {
+    int rank = (int)rnd(s, 0, max_rank);
+    for (int i = 0; i < rank; i++)
+        dims[i] = rnd(s, 1, i == rank - 1 ? max_last : 6);
+    return rank;
+}
+
+/* Operand dims broadcasting to out: a suffix of its axes, some of them 1. */
+static int bcast_of(uint64_t *s, int rank, const int64_t *out, int64_t *dims) {
+    int r = rnd(s, 0, 2) ? rank : (int)rnd(s, 0, rank);
+    for (int i = 0; i < r; i++)
+        dims[i] = rnd(s, 0, 2) ? out[rank - r + i] : 1;
+    return r;
+}
+
+/* out = the broadcast of the operands' shapes (rank `rank`). */
+static void bcast_out(int rank, int64_t *out, int n, const int *ranks, int64_t (*dims)[8]) {
+    for (int j = 0; j < rank; j++) {
+        out[j] = 1;
+        for (int k = 0; k < n; k++) {
+            int64_t x = j >= rank - ranks[k] ? dims[k][j - (rank - ranks[k])] : 1;
+            out[j] = x > out[j] ? x : out[j];
+        }
+    }
+}
+
+typedef struct AnyKernel {
+    const char *name;
+    NodeKind kind;
+    KernelFn fn;
+    WorkFn work;
+} AnyKernel;
+
+#define ANY_ROW4(nm, K, a, b) {#nm, K, libjit_##nm##_any, libjit_##nm##_any_work},
+#define ANY_ROW3(nm, K, a) {#nm, K, libjit_##nm##_any, libjit_##nm##_any_work},
+#define ANY_ROW2(nm, K) {#nm, K, libjit_##nm##_any, libjit_##nm##_any_work},
+static const AnyKernel any_unary[] = {LJ_ANY_UNARY(ANY_ROW4)};
+static const AnyKernel any_binary[] = {LJ_ANY_BINARY(ANY_ROW4) LJ_ANY_COMPARE(ANY_ROW3)
+                                           LJ_ANY_LOGIC(ANY_ROW3)};
+static const AnyKernel any_reduce[] = {LJ_ANY_REDUCE(ANY_ROW2)};
+
+static bool is_compare(NodeKind k) {
+    return k == NK_EQUAL || k == NK_LESS || k == NK_LESS_EQUAL || k == NK_GREATER ||
+           k == NK_GREATER_EQUAL;
+}
+
+int any_unary_cases(uint64_t seed) {
+    uint64_t s = seed;
+    int ran = 0;
+    for (size_t u = 0; u < sizeof any_unary / sizeof *any_unary; u++)
+        for (int e = 0; e < ELEM_COUNT; e++) {
+            const AnyKernel *k = &any_unary[u];
+            if (!takes(k->kind, (ElemKind)e))
+                continue;
+            for (int i = 0; i < 4; i++) {
+                int64_t dims[8];
+                int rank = random_shape(&s, dims, 3, i == 0 ? 3000 : 9);
+                AnyCase c = {0};
+                desc_begin(&c.d, k->kind, 1);
+                desc_operand_elem(&c.d, (ElemKind)e, rank, dims);
+                desc_operand_elem(&c.d, (ElemKind)e, rank, dims);
+                if (i % 2 && k->kind == NK_CLIP) {
+                    desc_float(&c.d, AK_min, -1.5f);
+                    desc_float(&c.d, AK_max, 2.0f);
+                } else if (i % 2) {
+                    desc_float(&c.d, AK_alpha, 0.7f);
+                    desc_float(&c.d, AK_bias, 0.25f);
+                }
+                any_alloc(&c, s + (uint64_t)i);
+                char what[64];
+                snprintf(what, sizeof what, "%s on %s", k->name, elem_name((ElemKind)e));
+                bool ok = any_run(&c, what, k->fn, k->work, &ran);
+                any_free(&c);
+                if (!ok)
+                    return -1;
+            }
+        }
+    return ran;
+}
+
+int any_binary_cases(uint64_t seed) {
+    uint64_t s = seed;
+    int ran = 0;
+    for (size_t b = 0; b < sizeof any_binary / sizeof *any_binary; b++)
+        for (int e = 0; e < ELEM_COUNT; e++) {
+            const AnyKernel *k = &any_binary[b];
+            if (!takes(k->kind, (ElemKind)e))
+                continue;
+            for (int i = 0; i < 6; i++) {
+                int64_t out[8], dims[2][8];
+                int rank = random_shape(&s, out, 4, i == 0 ? 2000 : 7), ranks[2];
+                for (int j = 0; j < 2; j++)
+                    ranks[j] = bcast_of(&s, rank, out, dims[j]);
+                bcast_out(rank, out, 2, ranks, dims);
+                ElemKind ey = is_compare(k->kind) ? ELEM_BOOL : (ElemKind)e;
+                AnyCase c = {0};
+                desc_begin(&c.d, k->kind, 1);
+                desc_operand_elem(&c.d, ey, rank, out);
+                desc_operand_elem(&c.d, (ElemKind)e, ranks[0], dims[0]);
+                desc_operand_elem(&c.d, (ElemKind)e, ranks[1], dims[1]);
+                if (k->kind == NK_MOD && i % 2)
+                    desc_int(&c.d, AK_fmod, 1);
+                any_alloc(&c, s + (uint64_t)i);
+                char what[64];
+                snprintf(what, sizeof what, "%s on %s", k->name, elem_name((ElemKind)e));
+                bool ok = any_run(&c, what, k->fn, k->work, &ran);
+                any_free(&c);
+                if (!ok)
+                    return -1;
+            }
+        }
+    return ran;
+}
+
+/* where, bitshift, isnan, isinf, not, cast between every pair. */
+int any_misc_cases(uint64_t seed) {
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (int e = 0; e < ELEM_COUNT && ok; e++) {
+        for (int i = 0; i < 4 && ok; i++) {
+            int64_t out[8], dims[3][8];
+            int rank = random_shape(&s, out, 4, i == 0 ? 1500 : 6), ranks[3];
+            for (int j = 0; j < 3; j++)
+                ranks[j] = bcast_of(&s, rank, out, dims[j]);
+            bcast_out(rank, out, 3, ranks, dims);
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_WHERE, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, out);
+            desc_operand_elem(&c.d, ELEM_BOOL, ranks[0], dims[0]);
+            desc_operand_elem(&c.d, (ElemKind)e, ranks[1], dims[1]);
+            desc_operand_elem(&c.d, (ElemKind)e, ranks[2], dims[2]);
+            any_alloc(&c, s);
+            ok = any_run(&c, "where", libjit_where_any, libjit_where_any_work, &ran);
+            any_free(&c);
+        }
+        for (int to = 0; to < ELEM_COUNT && ok; to++) {
+            int64_t dims[8];
+            int rank = random_shape(&s, dims, 3, 40);
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_CAST, 1);
+            desc_operand_elem(&c.d, (ElemKind)to, rank, dims);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, dims);
+            desc_int(&c.d, AK_to, to);
+            any_alloc(&c, s);
+            char what[64];
+            snprintf(what, sizeof what, "cast %s to %s", elem_name((ElemKind)e), elem_name((ElemKind)to));
+            ok = any_run(&c, what, libjit_cast_any, libjit_cast_any_work, &ran);
+            any_free(&c);
+        }
+        static const struct {
+            NodeKind kind;
+            KernelFn fn;
+            WorkFn work;
+            bool to_bool;
+        } unary[] = {
+            {NK_ISNAN, libjit_isnan_any, libjit_isnan_any_work, true},
+            {NK_ISINF, libjit_isinf_any, libjit_isinf_any_work, true},
+            {NK_NOT, libjit_not_any, libjit_not_any_work, true},
+            {NK_CUMSUM, libjit_cumsum_any, libjit_cumsum_any_work, false},
+        };
+        for (size_t u = 0; u < sizeof unary / sizeof *unary && ok; u++) {
+            if (!takes(unary[u].kind, (ElemKind)e))
+                continue;
+            for (int i = 0; i < 4 && ok; i++) {
+                int64_t dims[8];
+                int rank = random_shape(&s, dims, 3, 30);
+                if (unary[u].kind == NK_CUMSUM && rank == 0)
+                    dims[rank++] = 5;
+                AnyCase c = {0};
+                desc_begin(&c.d, unary[u].kind, 1);
+                desc_operand_elem(&c.d, unary[u].to_bool ? ELEM_BOOL : (ElemKind)e, rank, dims);
+                desc_operand_elem(&c.d, (ElemKind)e, rank, dims);
+                if (unary[u].kind == NK_ISINF && i % 2)
+                    desc_int(&c.d, i == 1 ? AK_detect_negative : AK_detect_positive, 0);
+                if (unary[u].kind == NK_CUMSUM) {
+                    desc_int(&c.d, AK_axis, rnd(&s, -rank, rank - 1));
+                    desc_int(&c.d, AK_exclusive, i & 1);
+                    desc_int(&c.d, AK_reverse, i >> 1);
+                }
+                any_alloc(&c, s + (uint64_t)i);
+                char what[64];
+                snprintf(what, sizeof what, "%s on %s", node_kind_name(unary[u].kind), elem_name((ElemKind)e));
+                ok = any_run(&c, what, unary[u].fn, unary[u].work, &ran);
+                any_free(&c);
+            }
+        }
+        if (elem_class((ElemKind)e) == ECLS_UINT) {
+            for (int i = 0; i < 4 && ok; i++) {
+                int64_t dims[8];
+                int rank = random_shape(&s, dims, 3, 20);
+                AnyCase c = {0};
+                desc_begin(&c.d, NK_BITSHIFT, 1);
+                for (int k = 0; k < 3; k++)
+                    desc_operand_elem(&c.d, (ElemKind)e, rank, dims);
+                desc_int(&c.d, AK_direction, i % 2 ? DIR_LEFT : DIR_RIGHT);
+                any_alloc(&c, s + (uint64_t)i);
+                /* shifts mostly within the width */
+                for (int64_t j = 0; j < desc_numel(&c.d, 2); j++)
+                    elem_store_i64((ElemKind)e, c.fast[2], j, rnd(&s, 0, j % 7 ? 8 : 70));
+                memcpy(c.ref[2], c.fast[2], bytes_of(&c, 2));
+                ok = any_run(&c, "bitshift", libjit_bitshift_any, libjit_bitshift_any_work, &ran);
+                any_free(&c);
+            }
+        }
+    }
+    return ok ? ran : -1;
+}
+
+/* Reductions over random axes (or all), argmax and argmin along one. */
+int any_reduce_cases(uint64_t seed) {
+    uint64_t s = seed;
+    int ran = 0;
+    for (int e = 0; e < ELEM_COUNT; e++) {
+        if (!takes(NK_REDUCE_SUM, (ElemKind)e))
+            continue;
+        for (size_t r = 0; r < sizeof any_reduce / sizeof *any_reduce + 2; r++) {
+            bool arg = r >= sizeof any_reduce / sizeof *any_reduce;
+            for (int i = 0; i < 4; i++) {
+                int64_t x[8], y[8], axes[8];
+                int rank = random_shape(&s, x, 4, i == 0 ? 700 : 6), nax = 0, ry = 0;
+                if (rank == 0)
+                    x[rank++] = 3;
+                bool keep = rnd(&s, 0, 1);
+                int64_t axis = rnd(&s, 0, rank - 1);
+                for (int j = 0; j < rank; j++) {
+                    bool red = arg ? j == axis : rnd(&s, 0, 1);
+                    if (red)
+                        axes[nax++] = rnd(&s, 0, 1) ? j : j - rank;
+                    if (!red || keep)
+                        y[ry++] = red ? 1 : x[j];
+                }
+                bool all = !arg && (nax == 0 || i == 3);
+                if (all) {
+                    ry = 0;
+                    for (int j = 0; j < rank && keep; j++)
+                        y[ry++] = 1;
+                }
+                const AnyKernel *k = arg ? NULL : &any_reduce[r];
+                NodeKind kind = arg ? (r % 2 ? NK_ARGMIN : NK_ARGMAX) : k->kind;
+                AnyCase c = {.plain = i % 2};
+                desc_begin(&c.d, kind, 1);
+                desc_operand_elem(&c.d, arg ? ELEM_I64 : (ElemKind)e, ry, y);
+                desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+                if (arg) {
+                    desc_int(&c.d, AK_axis, axes[0]);
+                    desc_int(&c.d, AK_keepdims, keep);
+                    desc_int(&c.d, AK_select_last_index, i % 2);
+                } else {
+                    if (!all)
+                        desc_ints(&c.d, AK_axes, nax, axes);
+                    desc_int(&c.d, AK_keepdims, keep);
+                }
+                any_alloc(&c, s + (uint64_t)i);
+                char what[64];
+                snprintf(what, sizeof what, "%s on %s", node_kind_name(kind), elem_name((ElemKind)e));
+                bool ok = arg ? any_run(&c, what, kind == NK_ARGMAX ? libjit_argmax_any : libjit_argmin_any,
+                                        kind == NK_ARGMAX ? libjit_argmax_any_work : libjit_argmin_any_work, &ran)
+                              : any_run(&c, what, k->fn, k->work, &ran);
+                any_free(&c);
+                if (!ok)
+                    return -1;
+            }
+        }
+    }
+    return ran;
+}
+
+/* Data movement, once per element size (bool, i16, f32, i64) and f16. */
+int any_data_cases(uint64_t seed) {
+    static const ElemKind kinds[] = {ELEM_BOOL, ELEM_I16, ELEM_F16, ELEM_F32, ELEM_I64};
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (size_t ke = 0; ke < sizeof kinds / sizeof *kinds && ok; ke++) {
+        ElemKind e = kinds[ke];
+        char what[64];
+        for (int i = 0; i < 6 && ok; i++) {
+            AnyCase c = {0};
+            int64_t x[8], y[8], rep[8];
+            int rank = random_shape(&s, x, 4, 5);
+            /* expand: y broadcast of x and a random shape */
+            int ry = rank + (int)rnd(&s, 0, 1);
+            for (int j = 0; j < ry; j++)
+                y[j] = j < ry - rank || x[j - (ry - rank)] == 1 ? rnd(&s, 1, 4) : x[j - (ry - rank)];
+            desc_begin(&c.d, NK_EXPAND, 1);
+            desc_operand_elem(&c.d, e, ry, y);
+            desc_operand_elem(&c.d, e, rank, x);
+            any_alloc(&c, s);
+            snprintf(what, sizeof what, "expand on %s", elem_name(e));
+            ok = any_run(&c, what, libjit_expand_any, libjit_expand_any_work, &ran);
+            any_free(&c);
+            /* tile */
+            for (int j = 0; j < rank; j++)
+                rep[j] = rnd(&s, 1, 3), y[j] = x[j] * rep[j];
+            c = (AnyCase){0};
+            desc_begin(&c.d, NK_TILE, 1);
+            desc_operand_elem(&c.d, e, rank, y);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_ints(&c.d, AK_repeats, rank, rep);
+            any_alloc(&c, s);
+            snprintf(what, sizeof what, "tile on %s", elem_name(e));
+            ok = ok && any_run(&c, what, libjit_tile_any, libjit_tile_any_work, &ran);
+            any_free(&c);
+            if (rank == 0)
+                continue;
+            /* pad: every mode, pads that may cut (negative) for constant */
+            int64_t pads[16];
+            int mode = i % 3 == 0 ? MODE_CONSTANT : i % 3 == 1 ? MODE_REFLECT : MODE_EDGE;
+            for (int j = 0; j < rank; j++) {
+                int64_t m = mode == MODE_REFLECT ? x[j] - 1 : 3;
+                pads[j] = rnd(&s, 0, m);
+                pads[j + rank] = rnd(&s, 0, m);
+                y[j] = x[j] + pads[j] + pads[j + rank];
+            }
+            c = (AnyCase){0};
+            desc_begin(&c.d, NK_PAD, 1);
+            desc_operand_elem(&c.d, e, rank, y);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_int(&c.d, AK_mode, mode);
+            desc_ints(&c.d, AK_pads, 2 * rank, pads);
+            desc_float(&c.d, AK_value, 1.5f);
+            any_alloc(&c, s);
+            snprintf(what, sizeof what, "pad on %s", elem_name(e));
+            ok = ok && any_run(&c, what, libjit_pad_any, libjit_pad_any_work, &ran);
+            any_free(&c);
+            /* gather_elements along a random axis, indices in range */
+            int64_t axis = rnd(&s, 0, rank - 1), idx[8];
+            memcpy(idx, x, sizeof idx);
+            idx[axis] = rnd(&s, 1, 6);
+            c = (AnyCase){0};
+            desc_begin(&c.d, NK_GATHER_ELEMENTS, 1);
+            desc_operand_elem(&c.d, e, rank, idx);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_operand_elem(&c.d, i % 2 ? ELEM_I32 : ELEM_I64, rank, idx);
+            desc_int(&c.d, AK_axis, rnd(&s, 0, 1) ? axis : axis - rank);
+            any_alloc(&c, s);
+            for (int64_t j = 0; j < desc_numel(&c.d, 2); j++)
+                elem_store_i64((ElemKind)lj_elem(c.d.w, 2), c.fast[2], j, rnd(&s, -x[axis], x[axis] - 1));
+            memcpy(c.ref[2], c.fast[2], bytes_of(&c, 2));
+            snprintf(what, sizeof what, "gather_elements on %s", elem_name(e));
+            ok = ok && any_run(&c, what, libjit_gather_elements_any, libjit_gather_elements_any_work, &ran);
+            any_free(&c);
+            /* scatter_elements, every reduction, indices in range */
+            c = (AnyCase){0};
+            desc_begin(&c.d, NK_SCATTER_ELEMENTS, 1);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_operand_elem(&c.d, ELEM_I64, rank, idx);
+            desc_operand_elem(&c.d, e, rank, idx);
+            desc_int(&c.d, AK_axis, axis);
+            static const int64_t reds[] = {RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN};
+            if (e != ELEM_BOOL)
+                desc_int(&c.d, AK_reduction, reds[rnd(&s, 0, 4)]);
+            any_alloc(&c, s);
+            for (int64_t j = 0; j < desc_numel(&c.d, 2); j++)
+                ((int64_t *)c.fast[2])[j] = rnd(&s, -x[axis], x[axis] - 1);
+            memcpy(c.ref[2], c.fast[2], bytes_of(&c, 2));
+            snprintf(what, sizeof what, "scatter_elements on %s", elem_name(e));
+            ok = ok && any_run(&c, what, libjit_scatter_elements_any, libjit_scatter_elements_any_work, &ran);
+            any_free(&c);
+            /* split along the axis into two parts */
+            if (x[axis] >= 2) {
+                int64_t p0[8], p1[8];
+                memcpy(p0, x, sizeof p0);
+                memcpy(p1, x, sizeof p1);
+                p0[axis] = rnd(&s, 1, x[axis] - 1);
+                p1[axis] = x[axis] - p0[axis];
+                c = (AnyCase){0};
+                desc_begin(&c.d, NK_SPLIT, 2);
+                desc_operand_elem(&c.d, e, rank, p0);
+                desc_operand_elem(&c.d, e, rank, p1);
+                desc_operand_elem(&c.d, e, rank, x);
+                desc_int(&c.d, AK_axis, axis);
+                int64_t parts[2] = {p0[axis], p1[axis]};
+                desc_ints(&c.d, AK_split, 2, parts);
+                any_alloc(&c, s);
+                snprintf(what, sizeof what, "split on %s", elem_name(e));
+                ok = ok && any_run(&c, what, libjit_split_any, libjit_split_any_work, &ran);
+                any_free(&c);
+            }
+            /* reverse_sequence: time axis 0, batch axis 1 */
+            if (rank >= 2) {
+                int64_t nb[1] = {x[1]};
+                c = (AnyCase){0};
+                desc_begin(&c.d, NK_REVERSE_SEQUENCE, 1);
+                desc_operand_elem(&c.d, e, rank, x);
+                desc_operand_elem(&c.d, e, rank, x);
+                desc_operand_elem(&c.d, ELEM_I64, 1, nb);
+                desc_int(&c.d, AK_batch_axis, 1);
+                desc_int(&c.d, AK_time_axis, 0);
+                any_alloc(&c, s);
+                for (int64_t j = 0; j < x[1]; j++)
+                    ((int64_t *)c.fast[2])[j] = rnd(&s, 0, x[0]);
+                memcpy(c.ref[2], c.fast[2], bytes_of(&c, 2));
+                snprintf(what, sizeof what, "reverse_sequence on %s", elem_name(e));
+                ok = ok && any_run(&c, what, libjit_reverse_sequence_any, libjit_reverse_sequence_any_work, &ran);
+                any_free(&c);
+            }
+            /* one_hot of i64 indices (some outside the depth), values [off, on] */
+            if (e != ELEM_BOOL) {
+                int64_t oh[8], two[1] = {2}, depth = rnd(&s, 1, 5);
+                int64_t oaxis = rnd(&s, 0, rank);
+                for (int j = 0, k = 0; j <= rank; j++)
+                    oh[j] = j == oaxis ? depth : x[k++];
+                c = (AnyCase){0};
+                desc_begin(&c.d, NK_ONE_HOT, 1);
+                desc_operand_elem(&c.d, e, rank + 1, oh);
+                desc_operand_elem(&c.d, ELEM_I64, rank, x);
+                desc_operand_elem(&c.d, e, 1, two);
+                desc_int(&c.d, AK_axis, oaxis);
+                any_alloc(&c, s);
+                for (int64_t j = 0; j < desc_numel(&c.d, 1); j++)
+                    ((int64_t *)c.fast[1])[j] = rnd(&s, -depth - 1, depth);
+                memcpy(c.ref[1], c.fast[1], bytes_of(&c, 1));
+                snprintf(what, sizeof what, "one_hot on %s", elem_name(e));
+                ok = ok && any_run(&c, what, libjit_one_hot_any, libjit_one_hot_any_work, &ran);
+                any_free(&c);
+            }
+            /* gather along the axis, i32 or i64 indices (negative too) */
+            int64_t gi[2] = {rnd(&s, 1, 3), rnd(&s, 1, 3)}, gy[8];
+            int gr = (int)rnd(&s, 0, 2), ny = 0;
+            for (int j = 0; j < rank; j++) {
+                if (j != axis) {
+                    gy[ny++] = x[j];
+                    continue;
+                }
+                for (int q = 0; q < gr; q++)
+                    gy[ny++] = gi[q];
+            }
+            c = (AnyCase){0};
+            desc_begin(&c.d, NK_GATHER, 1);
+            desc_operand_elem(&c.d, e, ny, gy);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_operand_elem(&c.d, i % 2 ? ELEM_I32 : ELEM_I64, gr, gi);
+            desc_int(&c.d, AK_axis, axis);
+            any_alloc(&c, s);
+            for (int64_t j = 0; j < desc_numel(&c.d, 2); j++)
+                elem_store_i64((ElemKind)lj_elem(c.d.w, 2), c.fast[2], j, rnd(&s, -x[axis], x[axis] - 1));
+            memcpy(c.ref[2], c.fast[2], bytes_of(&c, 2));
+            snprintf(what, sizeof what, "gather on %s", elem_name(e));
+            ok = ok && any_run(&c, what, libjit_gather_any, libjit_gather_any_work, &ran);
+            any_free(&c);
+            /* transpose by a random permutation */
+            int64_t perm[8], ty[8];
+            for (int j = 0; j < rank; j++)
+                perm[j] = j;
+            for (int j = rank - 1; j > 0; j--) {
+                int q = (int)rnd(&s, 0, j);
+                int64_t t = perm[j];
+                perm[j] = perm[q];
+                perm[q] = t;
+            }
+            for (int j = 0; j < rank; j++)
+                ty[j] = x[perm[j]];
+            c = (AnyCase){0};
+            desc_begin(&c.d, NK_TRANSPOSE, 1);
+            desc_operand_elem(&c.d, e, rank, ty);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_ints(&c.d, AK_perm, rank, perm);
+            any_alloc(&c, s);
+            snprintf(what, sizeof what, "transpose on %s", elem_name(e));
+            ok = ok && any_run(&c, what, libjit_transpose_any, libjit_transpose_any_work, &ran);
+            any_free(&c);
+            /* slice with steps of either sign */
+            int64_t starts[8], ends[8], steps[8], sy[8];
+            for (int j = 0; j < rank; j++) {
+                steps[j] = rnd(&s, 0, 2) ? rnd(&s, 1, 2) : -rnd(&s, 1, 2);
+                starts[j] = rnd(&s, -x[j], x[j] - 1);
+                int64_t b = starts[j] < 0 ? starts[j] + x[j] : starts[j];
+                int64_t cnt = steps[j] > 0 ? (x[j] - b + steps[j] - 1) / steps[j] : (b + 1 + (-steps[j]) - 1) / (-steps[j]);
+                sy[j] = rnd(&s, 1, cnt);
+                ends[j] = b + sy[j] * steps[j];
+                if (ends[j] < 0) /* past the front: a negative end would count from the back */
+                    ends[j] = -x[j] - 1;
+            }
+            c = (AnyCase){0};
+            desc_begin(&c.d, NK_SLICE, 1);
+            desc_operand_elem(&c.d, e, rank, sy);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_ints(&c.d, AK_starts, rank, starts);
+            desc_ints(&c.d, AK_ends, rank, ends);
+            desc_ints(&c.d, AK_steps, rank, steps);
+            any_alloc(&c, s);
+            snprintf(what, sizeof what, "slice on %s", elem_name(e));
+            ok = ok && any_run(&c, what, libjit_slice_any, libjit_slice_any_work, &ran);
+            any_free(&c);
+            /* trilu on the last two axes */
+            if (rank >= 2) {
+                c = (AnyCase){0};
+                desc_begin(&c.d, NK_TRILU, 1);
+                desc_operand_elem(&c.d, e, rank, x);
+                desc_operand_elem(&c.d, e, rank, x);
+                desc_int(&c.d, AK_upper, i % 2);
+                desc_int(&c.d, AK_k, rnd(&s, -3, 3));
+                any_alloc(&c, s);
+                snprintf(what, sizeof what, "trilu on %s", elem_name(e));
+                ok = ok && any_run(&c, what, libjit_trilu_any, libjit_trilu_any_work, &ran);
+                any_free(&c);
+            }
+            /* depth_to_space and back */
+            int64_t b = rnd(&s, 1, 3), deep[4] = {rnd(&s, 1, 2), rnd(&s, 1, 3) * b * b, rnd(&s, 1, 4), rnd(&s, 1, 4)};
+            int64_t wide[4] = {deep[0], deep[1] / (b * b), deep[2] * b, deep[3] * b};
+            for (int dir = 0; dir < 2 && ok; dir++) {
+                c = (AnyCase){0};
+                desc_begin(&c.d, dir ? NK_SPACE_TO_DEPTH : NK_DEPTH_TO_SPACE, 1);
+                desc_operand_elem(&c.d, e, 4, dir ? deep : wide);
+                desc_operand_elem(&c.d, e, 4, dir ? wide : deep);
+                desc_int(&c.d, AK_blocksize, b);
+                if (!dir)
+                    desc_int(&c.d, AK_mode, i % 2 ? MODE_CRD : MODE_DCR);
+                any_alloc(&c, s);
+                snprintf(what, sizeof what, "%s on %s", dir ? "space_to_depth" : "depth_to_space", elem_name(e));
+                ok = any_run(&c, what, dir ? libjit_space_to_depth_any : libjit_depth_to_space_any,
+                             dir ? libjit_space_to_depth_any_work : libjit_depth_to_space_any_work, &ran);
+                any_free(&c);
+            }
+        }
+    }
+    return ok ? ran : -1;
+}
+
+/* layer_norm (with its statistics), softmax, log_softmax, hardmax and
+ * nll_loss on f32 and f64. */
+int any_norm_cases(uint64_t seed) {
+    static const ElemKind kinds[] = {ELEM_F32, ELEM_F64, ELEM_F16};
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (size_t ke = 0; ke < sizeof kinds / sizeof *kinds && ok; ke++) {
+        ElemKind e = kinds[ke];
+        char what[64];
+        for (int i = 0; i < 6 && ok; i++) {
+            int64_t x[8], st[8], one[1] = {1};
+            int rank = random_shape(&s, x, 4, i == 0 ? 300 : 6);
+            if (rank == 0)
+                x[rank++] = 4;
+            int64_t axis = rnd(&s, 0, rank - 1);
+            int nres = (int)rnd(&s, 1, 3), ns = rank - (int)axis;
+            for (int j = 0; j < rank; j++)
+                st[j] = j < axis ? x[j] : 1;
+            AnyCase c = {.plain = true};
+            desc_begin(&c.d, NK_LAYER_NORM, nres);
+            desc_operand_elem(&c.d, e, rank, x);
+            for (int k = 1; k < nres; k++)
+                desc_operand_elem(&c.d, ELEM_F32, rank, st);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_operand_elem(&c.d, e, i % 2 ? 1 : ns, i % 2 ? one : x + axis);
+            if (i % 3)
+                desc_operand_elem(&c.d, e, ns, x + axis);
+            desc_int(&c.d, AK_axis, rnd(&s, 0, 1) ? axis : axis - rank);
+            any_alloc(&c, s);
+            snprintf(what, sizeof what, "layer_norm on %s", elem_name(e));
+            ok = any_run(&c, what, libjit_layer_norm_any, libjit_layer_norm_any_work, &ran);
+            any_free(&c);
+            static const struct {
+                NodeKind kind;
+                KernelFn fn;
+                WorkFn work;
+            } sm[] = {{NK_SOFTMAX, libjit_softmax_any, libjit_softmax_any_work},
+                      {NK_LOG_SOFTMAX, libjit_log_softmax_any, libjit_log_softmax_any_work},
+                      {NK_HARDMAX, libjit_hardmax_any, libjit_hardmax_any_work}};
+            for (size_t k = 0; k < 3 && ok; k++) {
+                c = (AnyCase){.plain = i % 2};
+                desc_begin(&c.d, sm[k].kind, 1);
+                desc_operand_elem(&c.d, e, rank, x);
+                desc_operand_elem(&c.d, e, rank, x);
+                desc_int(&c.d, AK_axis, axis);
+                any_alloc(&c, s + k);
+                snprintf(what, sizeof what, "%s on %s", node_kind_name(sm[k].kind), elem_name(e));
+                ok = any_run(&c, what, sm[k].fn, sm[k].work, &ran);
+                any_free(&c);
+            }
+            /* nll_loss: x [N, C, d...], targets [N, d...] in range or ignored */
+            if (rank < 2 || !ok)
+                continue;
+            int64_t t[8], w[1] = {x[1]}, scalar[1];
+            int rt = 0;
+            for (int j = 0; j < rank; j++)
+                if (j != 1)
+                    t[rt++] = x[j];
+            int red = i % 3 == 0 ? RED_NONE : i % 3 == 1 ? RED_SUM : RED_MEAN;
+            c = (AnyCase){.plain = true};
+            desc_begin(&c.d, NK_NLL_LOSS, 1);
+            desc_operand_elem(&c.d, e, red == RED_NONE ? rt : 0, red == RED_NONE ? t : scalar);
+            desc_operand_elem(&c.d, e, rank, x);
+            desc_operand_elem(&c.d, ELEM_I64, rt, t);
+            if (i % 2)
+                desc_operand_elem(&c.d, e, 1, w);
+            desc_int(&c.d, AK_reduction, red);
+            if (i >= 3)
+                desc_int(&c.d, AK_ignore_index, 0);
+            any_alloc(&c, s);
+            for (int64_t j = 0; j < desc_numel(&c.d, 2); j++)
+                ((int64_t *)c.fast[2])[j] = rnd(&s, 0, x[1] - 1);
+            memcpy(c.ref[2], c.fast[2], bytes_of(&c, 2));
+            snprintf(what, sizeof what, "nll_loss on %s", elem_name(e));
+            ok = any_run(&c, what, libjit_nll_loss_any, libjit_nll_loss_any_work, &ran);
+            any_free(&c);
+        }
+    }
+    return ok ? ran : -1;
+}
+
+/* quantize_linear to i8, u8, i16, u16, i32 from f32 and f64, per tensor and
+ * per axis, and back; dynamic_quantize_linear from f32. */
+int any_quant_cases(uint64_t seed) {
+    static const ElemKind qk[] = {ELEM_I8, ELEM_U8, ELEM_I16, ELEM_U16, ELEM_I32};
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (size_t q = 0; q < sizeof qk / sizeof *qk && ok; q++)
+        for (int i = 0; i < 8 && ok; i++) {
+            ElemKind f = i % 2 ? ELEM_F64 : ELEM_F32;
+            int64_t x[8], one[1] = {1}, len[1];
+            int rank = random_shape(&s, x, 3, 50);
+            if (rank == 0)
+                x[rank++] = 7;
+            int64_t axis = rnd(&s, 0, rank - 1);
+            bool per_axis = i % 4 >= 2;
+            len[0] = x[axis];
+            for (int dir = 0; dir < 2 && ok; dir++) {
+                AnyCase c = {.plain = true};
+                desc_begin(&c.d, dir ? NK_DEQUANTIZE_LINEAR : NK_QUANTIZE_LINEAR, 1);
+                desc_operand_elem(&c.d, dir ? f : qk[q], rank, x);
+                desc_operand_elem(&c.d, dir ? qk[q] : f, rank, x);
+                desc_operand_elem(&c.d, f, per_axis ? 1 : 0, per_axis ? len : one);
+                desc_operand_elem(&c.d, qk[q], per_axis ? 1 : 0, per_axis ? len : one);
+                if (per_axis)
+                    desc_int(&c.d, AK_axis, axis);
+                any_alloc(&c, s + (uint64_t)dir);
+                for (int64_t j = 0; j < desc_numel(&c.d, 2); j++) /* scales: positive */
+                    elem_store_f64(f, c.fast[2], j, (double)rnd(&s, 1, 100) / 64);
+                memcpy(c.ref[2], c.fast[2], bytes_of(&c, 2));
+                char what[64];
+                snprintf(what, sizeof what, "%s %s", dir ? "dequantize_linear" : "quantize_linear",
+                         elem_name(qk[q]));
+                ok = any_run(&c, what, dir ? libjit_dequantize_linear_any : libjit_quantize_linear_any,
+                             dir ? libjit_dequantize_linear_any_work : libjit_quantize_linear_any_work, &ran);
+                any_free(&c);
+            }
+            if (q == 1 && ok) {
+                int64_t scalar[1];
+                AnyCase c = {.plain = true};
+                desc_begin(&c.d, NK_DYNAMIC_QUANTIZE_LINEAR, 3);
+                desc_operand_elem(&c.d, ELEM_U8, rank, x);
+                desc_operand_elem(&c.d, ELEM_F32, 0, scalar);
+                desc_operand_elem(&c.d, ELEM_U8, 0, scalar);
+                desc_operand_elem(&c.d, ELEM_F32, rank, x);
+                any_alloc(&c, s);
+                ok = any_run(&c, "dynamic_quantize_linear", libjit_dynamic_quantize_linear_any,
+                             libjit_dynamic_quantize_linear_any_work, &ran);
+                any_free(&c);
+            }
+        }
+    return ok ? ran : -1;
+}

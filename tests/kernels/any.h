@@ -1,0 +1,19 @@
+/* Cases for the kernels of every element kind (any.c): each returns how
+ * many cases ran against the interpreter, or -1 after reporting the first
+ * that differs. */
+#ifndef GLOWC_TESTS_KERNELS_ANY_H
+#define GLOWC_TESTS_KERNELS_ANY_H
+
+#include <stdint.h>
+
+#include "tests/kernels/harness.h"
+
+int any_unary_cases(uint64_t seed);
+int any_binary_cases(uint64_t seed);
+int any_misc_cases(uint64_t seed);
+int any_reduce_cases(uint64_t seed);
+int any_data_cases(uint64_t seed);
+int any_norm_cases(uint64_t seed);
+int any_quant_cases(uint64_t seed);
+
+#endif
