@@ -38,8 +38,9 @@ PACKAGES := clang-19 llvm-19-dev llvm-19-tools lld-19 libclang-rt-19-dev \
             python3-sklearn xxd \
             qemu-user libc6-dev-arm64-cross libgcc-12-dev-arm64-cross binutils-aarch64-linux-gnu
 
-LIB_SRCS := $(wildcard core/*.c core/onnx/*.c backends/*.c backends/interp/*.c \
-                       backends/cpu/*.c passes/*.c passes/graph/*.c passes/lir/*.c dot/*.c)
+# backends/*/*.c: a new backend is a folder (and its row in backends/backend.c).
+LIB_SRCS := $(wildcard core/*.c core/onnx/*.c backends/*.c backends/*/*.c \
+                       passes/*.c passes/graph/*.c passes/lir/*.c dot/*.c)
 TUI_SRCS := $(wildcard tui/*.c)
 PB_SRC   := $(GEN)/onnx/onnx.pb-c.c
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/onnx/onnx.pb-c.o $(TARGET_EMBEDS)
