@@ -15,18 +15,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 GLOWC = os.environ.get("GLOWC", os.path.join(ROOT, "build", "glowc"))
 
 
-class DigitsNet(nn.Module):
-    """fixtures/models/train_digits.py's architecture: 8x8 -> 4x4 -> 2x2 -> 10."""
-
-    def __init__(self):
-        super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(1, 12, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(12, 24, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
-        self.classifier = nn.Linear(24 * 2 * 2, 10)
-
-    def forward(self, x):
-        return self.classifier(torch.flatten(self.features(x), 1))
+# The bundled digits model's architecture, from the script that trains it.
+sys.path.insert(0, os.path.join(ROOT, "fixtures", "models"))
+from train_digits import DigitsNet  # noqa: E402,F401
 
 
 class Mlp(nn.Module):
