@@ -45,6 +45,7 @@ struct ImportCtx {
     bool any_unsupported;
     uint64_t tensor_bytes; /* tensors made so far, against opt->max_memory */
     const char *scope;     /* inside an If's branch: the If's name, for generated names */
+    bool scope_all;        /* inside an unrolled loop: every node's name takes the scope */
 };
 
 /* ---- value map ---------------------------------------------------------- */
@@ -613,9 +614,11 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
     const char *op = np->op_type ? np->op_type : "";
     OnnxNode on = {.ic = ic, .f = ic->f, .d = ic->d, .proto = np, .op = op, .opset = ic->opset};
     /* Copied: the nodes keep their name, and the protobuf dies with the scratch arena. */
-    on.name = np->name && np->name[0] ? arena_strdup(a, np->name)
-              : ic->scope           ? arena_printf(a, "%s/%s_%d", ic->scope, op, index)
-                                    : arena_printf(a, "%s_%d", op, index);
+    on.name = np->name && np->name[0]
+                  ? (ic->scope_all ? arena_printf(a, "%s/%s", ic->scope, np->name)
+                                   : arena_strdup(a, np->name))
+              : ic->scope ? arena_printf(a, "%s/%s_%d", ic->scope, op, index)
+                          : arena_printf(a, "%s_%d", op, index);
     on.where = arena_printf(a, "node '%s' (%s)", on.name, op);
     on.nin = (int)np->n_input;
     on.nout = (int)np->n_output;
@@ -977,6 +980,84 @@ static void import_initializers(ImportCtx *ic, const Onnx__GraphProto *g) {
 
 /* ---- control flow ------------------------------------------------------------ */
 
+/* A subgraph imported in place: its formal inputs are bound to `formals`
+ * (none for an If's branch, which sees the outer scope only), its
+ * initializers and nodes join the function under `scope` (every node's name
+ * takes it when `scope_all`, so the copies of an unrolled body stay apart),
+ * and outs receives its outputs. */
+static bool import_body(OnnxNode *on, const Onnx__GraphProto *g, const char *what,
+                        const char *scope, bool scope_all, Value *const *formals, int nformals,
+                        Value **outs) {
+    ImportCtx *ic = on->ic;
+    if (g->n_input != (size_t)nformals) {
+        on_error(on, "its %s takes %zu inputs; the node gives it %d", what, g->n_input, nformals);
+        return false;
+    }
+    for (int i = 0; i < nformals; i++)
+        map_put(ic, g->input[i]->name ? g->input[i]->name : "", formals[i]);
+    int errors = ic->d->errors, nunsupported = ic->nunsupported;
+    const char *outer = ic->scope;
+    bool outer_all = ic->scope_all;
+    ic->scope = scope;
+    ic->scope_all = outer_all || scope_all;
+    import_initializers(ic, g);
+    for (size_t i = 0; i < g->n_node; i++)
+        import_node(ic, g->node[i], (int)i);
+    ic->scope = outer;
+    ic->scope_all = outer_all;
+    if (ic->d->errors > errors || ic->nunsupported > nunsupported)
+        return false;
+    for (size_t i = 0; i < g->n_output; i++) {
+        const char *name = g->output[i]->name ? g->output[i]->name : "";
+        Value *v = map_get(ic, name);
+        if (v == &ic->poison)
+            return false; /* its cause is reported */
+        if (!v) {
+            on_error(on, "output '%s' of its %s is not produced by any node", name, what);
+            return false;
+        }
+        outs[i] = v;
+    }
+    return true;
+}
+
+static const Onnx__GraphProto *graph_attr(OnnxNode *on, const char *name) {
+    const Onnx__AttributeProto *at = find_attr(on, name);
+    if (!at || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH || !at->g) {
+        on_error(on, "attribute '%s' (a graph) is missing", name);
+        return NULL;
+    }
+    return at->g;
+}
+
+/* The refusal of a value only known at run time, naming the inputs it
+ * depends on and how to specialise the model to them. */
+static void refuse_run_time(OnnxNode *on, Value *v, const char *what, const char *supported) {
+    StrBuf names;
+    sb_init(&names);
+    walk_inputs(on->ic, v, &names);
+    bool many = strchr(sb_str(&names), ',') != NULL;
+    on_unsupported(on, "%s is known only at run time (it depends on input%s %s); glowc imports %s: "
+                       "give %s with --input to specialise the model",
+                   what, many ? "s" : "", sb_str(&names), supported, many ? "them" : "it");
+    sb_free(&names);
+}
+
+/* A scalar condition's truth, folded; false with an error when it does not fold. */
+static bool fold_cond(OnnxNode *on, Value *c, const char *what, const char *supported, bool *out) {
+    Tensor *t = fold_value(on->ic, c, 0);
+    if (!t) {
+        refuse_run_time(on, c, what, supported);
+        return false;
+    }
+    if (tensor_numel(t) != 1) {
+        on_error(on, "%s has %lld elements; it must have one", what, (long long)tensor_numel(t));
+        return false;
+    }
+    *out = tensor_get_i64(t, 0) != 0;
+    return true;
+}
+
 /* If. Exporters emit an If mostly on something fixed once the model is
  * compiled: a shape (a rank or a length compared with a constant), or an
  * input such as a sample rate that a deployment fixes. When the condition
@@ -986,61 +1067,420 @@ static void import_initializers(ImportCtx *ic, const Onnx__GraphProto *g) {
  * If's. Nested Ifs fold the same way. A condition known only at run time is
  * refused, naming the inputs it depends on: the graph IR has no regions yet. */
 bool import_if(OnnxNode *on) {
-    ImportCtx *ic = on->ic;
     Value *c = on_in(on, 0);
     if (!c) {
         on_error(on, "input 0 (cond) is missing");
         return false;
     }
-    Tensor *t = fold_value(ic, c, 0);
-    if (!t) {
-        StrBuf names;
-        sb_init(&names);
-        walk_inputs(ic, c, &names);
-        on_unsupported(on, "the condition is known only at run time (it depends on input%s %s); "
-                           "glowc imports an If whose condition is known at compile time: give "
-                           "%s with --input to specialise the model",
-                       strchr(sb_str(&names), ',') ? "s" : "", sb_str(&names),
-                       strchr(sb_str(&names), ',') ? "them" : "it");
-        sb_free(&names);
+    bool taken;
+    if (!fold_cond(on, c, "the condition", "an If whose condition is known at compile time",
+                   &taken))
         return false;
-    }
-    if (tensor_numel(t) != 1) {
-        on_error(on, "the condition has %lld elements; it must have one",
-                 (long long)tensor_numel(t));
-        return false;
-    }
-    bool taken = tensor_get_i64(t, 0) != 0;
     const char *which = taken ? "then_branch" : "else_branch";
-    const Onnx__AttributeProto *at = find_attr(on, which);
-    if (!at || at->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH || !at->g) {
-        on_error(on, "attribute '%s' (a graph) is missing", which);
+    const Onnx__GraphProto *g = graph_attr(on, which);
+    if (!g)
         return false;
-    }
-    const Onnx__GraphProto *g = at->g;
     if (g->n_output != (size_t)on->nout) {
         on_error(on, "its %s has %zu outputs; the node has %d", which, g->n_output, on->nout);
         return false;
     }
-    int errors = ic->d->errors;
-    const char *outer = ic->scope;
-    ic->scope = on->name;
-    import_initializers(ic, g);
-    for (size_t i = 0; i < g->n_node; i++)
-        import_node(ic, g->node[i], (int)i);
-    ic->scope = outer;
-    if (ic->d->errors > errors)
+    Value **outs = arena_alloc_array(on->ic->m->arena, g->n_output + 1, sizeof(Value *));
+    if (!import_body(on, g, which, on->name, false, NULL, 0, outs))
         return false;
-    for (int i = 0; i < on->nout; i++) {
-        const char *name = g->output[i]->name ? g->output[i]->name : "";
-        Value *v = map_get(ic, name);
-        if (!v || v == &ic->poison) {
-            on_error(on, "output '%s' of its %s is not produced by any node", name, which);
+    for (int i = 0; i < on->nout; i++)
+        on_bind(on, i, outs[i]);
+    return true;
+}
+
+/* ---- unrolled loops ---- */
+
+/* A loop is unrolled at import when its trip count is known then (from
+ * initializers, shapes, or inputs given with --input), as an If on a known
+ * condition is replaced by its branch: each iteration's copy of the body
+ * joins the graph, and the passes see straight-line code. A bound keeps a
+ * long loop from swamping the graph. */
+enum { UNROLL_MAX_NODES = 100000 };
+
+static bool unroll_fits(OnnxNode *on, const Onnx__GraphProto *g, int64_t iters) {
+    int64_t per = (int64_t)g->n_node + (int64_t)g->n_initializer + 2;
+    if (iters > UNROLL_MAX_NODES / per) {
+        on_unsupported(on, "the loop runs %lld times; glowc unrolls loops whose trip count is known "
+                           "at compile time, up to %d body nodes in all (this one needs %lld)",
+                       (long long)iters, UNROLL_MAX_NODES, (long long)iters * (per - 2));
+        return false;
+    }
+    return true;
+}
+
+/* x's index i along axis, without that axis. */
+static Value *take_index(OnnxNode *on, Value *x, int axis, int64_t i) {
+    const Type *t = &x->type;
+    int64_t s[MAX_RANK], e[MAX_RANK], st[MAX_RANK];
+    for (int k = 0; k < t->rank; k++) {
+        s[k] = k == axis ? i : 0;
+        e[k] = k == axis ? i + 1 : t->dims[k];
+        st[k] = 1;
+    }
+    Node *sl = on_node(on, NK_SLICE, 1, &x, 1);
+    node_set_ints(sl, AK_starts, t->rank, s);
+    node_set_ints(sl, AK_ends, t->rank, e);
+    node_set_ints(sl, AK_steps, t->rank, st);
+    Value *v = on_tmp(on, sl);
+    if (!v)
+        return NULL;
+    Node *sq = on_node(on, NK_SQUEEZE, 1, &v, 1);
+    int64_t ax = axis;
+    node_set_ints(sq, AK_axes, 1, &ax);
+    return on_tmp(on, sq);
+}
+
+/* vals[0..n) stacked along a new axis (in reverse order when `reverse`). */
+static Value *stack(OnnxNode *on, Value **vals, int64_t n, int axis, bool reverse) {
+    Value **parts = arena_alloc_array(on->ic->m->arena, (size_t)n, sizeof(Value *));
+    int64_t ax = axis;
+    for (int64_t i = 0; i < n; i++) {
+        Value *v = vals[reverse ? n - 1 - i : i];
+        if (axis > v->type.rank) {
+            on_error(on, "scan output axis %d is beyond the rank %d of its iterations' values",
+                     axis, v->type.rank);
+            return NULL;
+        }
+        Node *u = on_node(on, NK_UNSQUEEZE, 1, &v, 1);
+        node_set_ints(u, AK_axes, 1, &ax);
+        if (!(parts[i] = on_tmp(on, u)))
+            return NULL;
+    }
+    if (n == 1)
+        return parts[0];
+    Node *c = on_node(on, NK_CONCAT, (int)n, parts, 1);
+    node_set_int(c, AK_axis, axis);
+    return on_tmp(on, c);
+}
+
+/* Loop(M, cond, v...) with body (iteration, cond, v...) -> (cond, v..., scan...):
+ * runs while the iteration is below M (when given) and cond holds, both
+ * checked before each iteration; the scan outputs are the iterations' values
+ * stacked on a new leading axis. */
+bool import_loop(OnnxNode *on) {
+    ImportCtx *ic = on->ic;
+    if (on->nin < 2) {
+        on_error(on, "it takes at least 2 inputs (M and cond, which may be empty); it has %d",
+                 on->nin);
+        return false;
+    }
+    const Onnx__GraphProto *g = graph_attr(on, "body");
+    if (!g)
+        return false;
+    int n = on->nin - 2;
+    int nscan = (int)g->n_output - 1 - n;
+    if (nscan < 0 || n + nscan != on->nout) {
+        on_error(on, "its body has %zu outputs; with %d loop-carried values and %d outputs it must "
+                     "have %d", g->n_output, n, on->nout, 1 + on->nout);
+        return false;
+    }
+    int64_t trip = INT64_MAX;
+    Value *m = on_in(on, 0);
+    if (m) {
+        Tensor *t = fold_value(ic, m, 0);
+        if (!t) {
+            refuse_run_time(on, m, "the trip count M",
+                            "a Loop whose trip count or condition is known at compile time");
             return false;
         }
-        if (on->proto->output[i][0])
-            map_put(ic, on->proto->output[i], v);
+        if (tensor_numel(t) != 1) {
+            on_error(on, "the trip count M has %lld elements; it must have one",
+                     (long long)tensor_numel(t));
+            return false;
+        }
+        trip = tensor_get_i64(t, 0);
     }
+    bool cond = true;
+    Value *c = on_in(on, 1);
+    if (c && !fold_cond(on, c, "the condition",
+                        "a Loop whose trip count or condition is known at compile time", &cond))
+        return false;
+    if (trip != INT64_MAX && trip > 0 && !unroll_fits(on, g, trip))
+        return false;
+    Arena *a = ic->m->arena;
+    Value **carried = arena_alloc_array(a, (size_t)n + 1, sizeof(Value *));
+    for (int j = 0; j < n; j++)
+        if (!(carried[j] = on_in(on, 2 + j))) {
+            on_error(on, "loop-carried input %d is missing", 2 + j);
+            return false;
+        }
+    int64_t cap = 16, iters = 0;
+    Value ***scans = arena_alloc_array(a, (size_t)nscan + 1, sizeof(Value **));
+    for (int k = 0; k < nscan; k++)
+        scans[k] = arena_alloc_array(a, (size_t)cap, sizeof(Value *));
+    Value **formals = arena_alloc_array(a, (size_t)n + 2, sizeof(Value *));
+    Value **outs = arena_alloc_array(a, g->n_output + 1, sizeof(Value *));
+    for (; iters < trip && cond; iters++) {
+        if (trip == INT64_MAX && !unroll_fits(on, g, iters + 1))
+            return false;
+        formals[0] = on_scalar_const(on, ELEM_I64, (double)iters);
+        formals[1] = on_scalar_const(on, ELEM_BOOL, 1);
+        if (!formals[0] || !formals[1])
+            return false;
+        for (int j = 0; j < n; j++)
+            formals[2 + j] = carried[j];
+        const char *scope = arena_printf(a, "%s[%lld]", on->name, (long long)iters);
+        if (!import_body(on, g, "body", scope, true, formals, n + 2, outs))
+            return false;
+        if (!fold_cond(on, outs[0], "the body's condition",
+                       "a Loop whose condition is known at compile time", &cond))
+            return false;
+        for (int j = 0; j < n; j++)
+            carried[j] = outs[1 + j];
+        if (iters == cap) {
+            for (int k = 0; k < nscan; k++) {
+                Value **grown = arena_alloc_array(a, (size_t)cap * 2, sizeof(Value *));
+                memcpy(grown, scans[k], (size_t)cap * sizeof(Value *));
+                scans[k] = grown;
+            }
+            cap *= 2;
+        }
+        for (int k = 0; k < nscan; k++)
+            scans[k][iters] = outs[1 + n + k];
+    }
+    if (nscan && iters == 0) {
+        on_unsupported(on, "the loop runs no iteration, so its scan outputs are empty with a shape "
+                           "only the body's declared types could give");
+        return false;
+    }
+    for (int j = 0; j < n; j++)
+        on_bind(on, j, carried[j]);
+    for (int k = 0; k < nscan; k++) {
+        Value *v = stack(on, scans[k], iters, 0, false);
+        if (!v)
+            return false;
+        on_bind(on, n + k, v);
+    }
+    return true;
+}
+
+/* An axis attribute list (scan_input_axes, ...): `count` entries, each
+ * normalised against ranks[i]; absent, all zero. */
+static bool scan_axes(OnnxNode *on, const char *name, int count, const int *ranks, int64_t *out) {
+    int64_t v[64];
+    int got = on_attr_ints(on, name, v, 64);
+    if (got >= 0 && got != count) {
+        on_error(on, "attribute '%s' has %d entries; it must have %d", name, got, count);
+        return false;
+    }
+    for (int i = 0; i < count; i++) {
+        int64_t x = got < 0 ? 0 : v[i];
+        if (ranks) {
+            if (x < -ranks[i] || x >= ranks[i]) {
+                on_error(on, "attribute '%s'[%d] = %lld is outside the rank %d", name, i,
+                         (long long)x, ranks[i]);
+                return false;
+            }
+            if (x < 0)
+                x += ranks[i];
+        } else if (x != 0 && x != 1) {
+            on_error(on, "attribute '%s'[%d] = %lld must be 0 (forward) or 1 (reverse)", name, i,
+                     (long long)x);
+            return false;
+        }
+        out[i] = x;
+    }
+    return true;
+}
+
+/* One Scan over `states` and `xs` (the scanned inputs, already without a
+ * batch axis): the body runs once per index of the scanned axis, carrying
+ * the states; results: the final states, then the scan outputs stacked. */
+static bool scan_run(OnnxNode *on, const Onnx__GraphProto *g, int n, int m, Value **states,
+                     Value **xs, const int64_t *in_axes, const int64_t *in_dirs,
+                     const int64_t *out_axes_attr, bool out_axes_given, const int64_t *out_dirs,
+                     const char *scope, Value **results) {
+    Arena *a = on->ic->m->arena;
+    int nscan = (int)g->n_output - n;
+    int64_t len = -1;
+    for (int i = 0; i < m; i++) {
+        int64_t d = xs[i]->type.dims[in_axes[i]];
+        if (len >= 0 && d != len) {
+            on_error(on, "scan input %d has %lld iterations along axis %lld; the first has %lld", i,
+                     (long long)d, (long long)in_axes[i], (long long)len);
+            return false;
+        }
+        len = d;
+    }
+    if (len <= 0) {
+        on_unsupported(on, "the scan runs no iteration");
+        return false;
+    }
+    if (!unroll_fits(on, g, len))
+        return false;
+    Value **formals = arena_alloc_array(a, (size_t)(n + m), sizeof(Value *));
+    Value **outs = arena_alloc_array(a, g->n_output + 1, sizeof(Value *));
+    Value ***scans = arena_alloc_array(a, (size_t)nscan + 1, sizeof(Value **));
+    for (int k = 0; k < nscan; k++)
+        scans[k] = arena_alloc_array(a, (size_t)len, sizeof(Value *));
+    for (int64_t it = 0; it < len; it++) {
+        for (int j = 0; j < n; j++)
+            formals[j] = states[j];
+        for (int i = 0; i < m; i++) {
+            int64_t at = in_dirs[i] ? len - 1 - it : it;
+            if (!(formals[n + i] = take_index(on, xs[i], (int)in_axes[i], at)))
+                return false;
+        }
+        const char *s = arena_printf(a, "%s[%lld]", scope, (long long)it);
+        if (!import_body(on, g, "body", s, true, formals, n + m, outs))
+            return false;
+        for (int j = 0; j < n; j++)
+            states[j] = outs[j];
+        for (int k = 0; k < nscan; k++)
+            scans[k][it] = outs[n + k];
+    }
+    for (int j = 0; j < n; j++)
+        results[j] = states[j];
+    for (int k = 0; k < nscan; k++) {
+        int rank = scans[k][0]->type.rank + 1;
+        int64_t ax = out_axes_given ? out_axes_attr[k] : 0;
+        if (ax < -rank || ax >= rank) {
+            on_error(on, "scan_output_axes[%d] = %lld is outside the rank %d", k, (long long)ax,
+                     rank);
+            return false;
+        }
+        if (ax < 0)
+            ax += rank;
+        if (!(results[n + k] = stack(on, scans[k], len, (int)ax, out_dirs[k] != 0)))
+            return false;
+    }
+    return true;
+}
+
+/* Opset 8's Scan: every input has a leading batch axis; each batch element
+ * is scanned along its axis 1 (axis 0 once the batch axis is taken off) and
+ * the results are stacked back on the batch axis. */
+static bool scan_batched(OnnxNode *on, const Onnx__GraphProto *g, int n, int m, Value **states,
+                         Value **xs, const int64_t *in_dirs, const int64_t *out_dirs,
+                         Value **results) {
+    Arena *a = on->ic->m->arena;
+    int nres = on->nout;
+    int64_t batch = xs[0]->type.dims[0];
+    for (int i = 0; i < n + m; i++) {
+        Value *v = i < n ? states[i] : xs[i - n];
+        if (v->type.rank < 1 || v->type.dims[0] != batch) {
+            on_error(on, "input %d has no batch axis of %lld (opset 8's Scan batches every input)",
+                     1 + i, (long long)batch);
+            return false;
+        }
+    }
+    Value *lens = on_in(on, 0);
+    if (lens) {
+        Tensor *t = fold_value(on->ic, lens, 0);
+        if (!t) {
+            refuse_run_time(on, lens, "sequence_lens", "a Scan whose sequence lengths are known");
+            return false;
+        }
+        int64_t full = xs[0]->type.rank > 1 ? xs[0]->type.dims[1] : 0;
+        for (int64_t b = 0; b < tensor_numel(t); b++)
+            if (tensor_get_i64(t, b) != full) {
+                on_unsupported(on, "sequence_lens[%lld] is %lld, shorter than the scanned axis (%lld): "
+                                   "glowc scans whole sequences", (long long)b,
+                               (long long)tensor_get_i64(t, b), (long long)full);
+                return false;
+            }
+    }
+    int64_t axes[64] = {0};
+    Value **st = arena_alloc_array(a, (size_t)n + 1, sizeof(Value *));
+    Value **xb = arena_alloc_array(a, (size_t)m, sizeof(Value *));
+    Value ***per = arena_alloc_array(a, (size_t)nres + 1, sizeof(Value **));
+    for (int i = 0; i < nres; i++)
+        per[i] = arena_alloc_array(a, (size_t)batch, sizeof(Value *));
+    Value **res = arena_alloc_array(a, (size_t)nres + 1, sizeof(Value *));
+    for (int64_t b = 0; b < batch; b++) {
+        for (int j = 0; j < n; j++)
+            if (!(st[j] = take_index(on, states[j], 0, b)))
+                return false;
+        for (int i = 0; i < m; i++)
+            if (!(xb[i] = take_index(on, xs[i], 0, b)))
+                return false;
+        const char *scope = arena_printf(a, "%s<%lld>", on->name, (long long)b);
+        if (!scan_run(on, g, n, m, st, xb, axes, in_dirs, axes, false, out_dirs, scope, res))
+            return false;
+        for (int i = 0; i < nres; i++)
+            per[i][b] = res[i];
+    }
+    for (int i = 0; i < nres; i++)
+        if (!(results[i] = stack(on, per[i], batch, 0, false)))
+            return false;
+    return true;
+}
+
+/* Scan: opset 9 and later scan along given axes; opset 8 has a leading
+ * batch axis on every input, scanning axis 1 of each batch element, and an
+ * optional sequence_lens (which must then be the full length everywhere). */
+bool import_scan(OnnxNode *on) {
+    Arena *a = on->ic->m->arena;
+    const Onnx__GraphProto *g = graph_attr(on, "body");
+    if (!g)
+        return false;
+    bool v8 = on->opset < 9;
+    int first = v8 ? 1 : 0;
+    int m = (int)on_attr_int(on, "num_scan_inputs", -1);
+    int total = on->nin - first;
+    if (m < 1 || m > total || m > 64) {
+        on_error(on, "num_scan_inputs is %d; it must be between 1 and the %d inputs", m, total);
+        return false;
+    }
+    int n = total - m, nscan = (int)g->n_output - n;
+    if (nscan < 0 || n + nscan != on->nout || nscan > 64) {
+        on_error(on, "its body has %zu outputs; with %d states and %d outputs it must have %d",
+                 g->n_output, n, on->nout, on->nout);
+        return false;
+    }
+    Value **states = arena_alloc_array(a, (size_t)n + 1, sizeof(Value *));
+    Value **xs = arena_alloc_array(a, (size_t)m, sizeof(Value *));
+    int ranks[64];
+    for (int i = 0; i < total; i++) {
+        Value *v = on_in(on, first + i);
+        if (!v) {
+            on_error(on, "input %d is missing", first + i);
+            return false;
+        }
+        if (i < n)
+            states[i] = v;
+        else
+            xs[i - n] = v;
+    }
+    int64_t in_axes[64], in_dirs[64], out_axes[64], out_dirs[64];
+    for (int i = 0; i < m; i++)
+        ranks[i] = xs[i]->type.rank - (v8 ? 1 : 0);
+    if (!scan_axes(on, v8 ? "directions" : "scan_input_directions", m, NULL, in_dirs) ||
+        !scan_axes(on, "scan_output_directions", nscan, NULL, out_dirs))
+        return false;
+    if (v8) {
+        for (int i = 0; i < m; i++)
+            in_axes[i] = 0;
+    } else if (!scan_axes(on, "scan_input_axes", m, ranks, in_axes)) {
+        return false;
+    }
+    for (int i = 0; i < m; i++)
+        if (ranks[i] < 1) {
+            on_error(on, "scan input %d has no axis to scan", i);
+            return false;
+        }
+    int64_t raw[64];
+    int got = on_attr_ints(on, "scan_output_axes", raw, 64);
+    if (got >= 0 && got != nscan) {
+        on_error(on, "attribute 'scan_output_axes' has %d entries; it must have %d", got, nscan);
+        return false;
+    }
+    for (int k = 0; k < nscan; k++)
+        out_axes[k] = got < 0 ? 0 : raw[k];
+    Value **results = arena_alloc_array(a, (size_t)on->nout + 1, sizeof(Value *));
+    if (!v8) {
+        if (!scan_run(on, g, n, m, states, xs, in_axes, in_dirs, out_axes, got >= 0, out_dirs,
+                      on->name, results))
+            return false;
+    } else if (!scan_batched(on, g, n, m, states, xs, in_dirs, out_dirs, results)) {
+        return false;
+    }
+    for (int i = 0; i < on->nout; i++)
+        on_bind(on, i, results[i]);
     return true;
 }
 
