@@ -26,20 +26,21 @@ static bool add_dim(CommonArgs *ca, const char *v, DiagList *d) {
     return true;
 }
 
-static bool add_input(CommonArgs *ca, const char *v, DiagList *d) {
+/* --input or --stream (`opt`) NAME=FILE. */
+static bool add_input(CommonArgs *ca, const char *v, const char *opt, DiagList *d) {
     const char *eq = strchr(v, '=');
     if (!eq || eq == v || !eq[1]) {
-        diag_error(d, NULL, "--input expects NAME=FILE.npy (or FILE.pb), got '%s'", v);
+        diag_error(d, NULL, "%s expects NAME=FILE.npy (or FILE.pb), got '%s'", opt, v);
         return false;
     }
     if (ca->ninputs == MAX_CLI_INPUTS) {
-        diag_error(d, NULL, "--input: more than %d given", MAX_CLI_INPUTS);
+        diag_error(d, NULL, "%s: more than %d inputs given", opt, MAX_CLI_INPUTS);
         return false;
     }
     size_t n = (size_t)(eq - v);
     for (int k = 0; k < ca->ninputs; k++) {
         if (strlen(ca->input_names[k]) == n && !strncmp(ca->input_names[k], v, n)) {
-            diag_error(d, NULL, "--input %s given twice", ca->input_names[k]);
+            diag_error(d, NULL, "%s %s given twice", opt, ca->input_names[k]);
             return false;
         }
     }
@@ -56,7 +57,11 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
     case OPT_O2: ca->pipeline = "-O2"; break;
     case OPT_PASSES: ca->pipeline = v; break;
     case OPT_DIM: *bad = !add_dim(ca, v, d); break;
-    case OPT_INPUT: *bad = !add_input(ca, v, d); break;
+    case OPT_INPUT: *bad = !add_input(ca, v, "--input", d); break;
+    case OPT_STREAM:
+        if (!(*bad = !add_input(ca, v, "--stream", d)))
+            ca->input_stream[ca->ninputs - 1] = true;
+        break;
     case OPT_BREAK_PASS: ca->break_pass = v; break;
     case OPT_NO_VERIFY: ca->no_verify = true; break;
     case OPT_VERIFY_EACH: ca->no_verify = false; break; /* the default; old scripts say it */
@@ -241,7 +246,7 @@ bool args_ensure_inputs(CommonArgs *ca, DiagList *d) {
 
 SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
     for (int i = 0; known && i < ca->ninputs; i++)
-        known[i] = (KnownInput){ca->input_names[i], -1, ca->input_values[i]};
+        known[i] = (KnownInput){ca->input_names[i], -1, ca->input_values[i], NULL};
     return (SessionOptions){
         .dims = ca->dims,
         .ndims = ca->ndims,

@@ -278,7 +278,7 @@ static int param_index(const ImportCtx *ic, const Node *n) {
     return -1;
 }
 
-static Tensor *known_input(ImportCtx *ic, const Node *param) {
+static const KnownInput *known_entry(ImportCtx *ic, const Node *param) {
     int pi = param_index(ic, param);
     for (int i = 0; i < ic->opt->nknown; i++) {
         const KnownInput *k = &ic->opt->known[i];
@@ -287,7 +287,7 @@ static Tensor *known_input(ImportCtx *ic, const Node *param) {
         /* (A command that names inputs without reading them gives no value.) */
         if (!k->value || !type_equal(&k->value->type, &param->res[0].type))
             return NULL;
-        return (Tensor *)k->value;
+        return k;
     }
     return NULL;
 }
@@ -316,7 +316,10 @@ static Tensor *fold_value(ImportCtx *ic, Value *v, int depth) {
     if (n->kind == NK_CONSTANT)
         return n->payload && n->payload->data ? n->payload : NULL;
     if (n->kind == NK_PLACEHOLDER) {
-        Tensor *t = known_input(ic, n);
+        const KnownInput *k = known_entry(ic, n);
+        Tensor *t = k ? (Tensor *)k->value : NULL;
+        if (k && k->read)
+            *k->read = true;
         int pi = param_index(ic, n);
         if (t && pi >= 0 && !ic->known_const[pi]) {
             ic->known_const[pi] = &n->res[0]; /* mark: noted once */
