@@ -335,6 +335,7 @@ test-models: $(BUILD)/glowc
 
 test-bundle: $(BUILD)/glowc
 	tests/bundle/run.sh $(BUILD)/glowc
+	tests/bundle/stream.sh $(BUILD)/glowc
 	$(PYTHON) tests/bundle/no_threads.py $(BUILD)/glowc
 
 # The digits model and the 8 benchmark models (exported into build/models as
