@@ -1,12 +1,14 @@
 /* Shared option parsing and input binding for the compiling subcommands. */
 #include "tui/args.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/file.h"
 #include "core/npy.h"
+#include "tui/quant_report.h"
 
 static bool add_dim(CommonArgs *ca, const char *v, DiagList *d) {
     if (ca->ndims == MAX_CLI_INPUTS) {
@@ -69,6 +71,14 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
     case OPT_TARGET: ca->target = v; break;
     case OPT_QUANTIZE: ca->quantize = v; break;
     case OPT_KEEP_FLOAT: ca->quant.keep_float = v; break;
+    case OPT_MIN_SQNR: {
+        char *end;
+        ca->min_sqnr = strtod(v, &end);
+        ca->min_sqnr_given = true;
+        if ((*bad = end == v || *end || !isfinite(ca->min_sqnr)))
+            diag_error(d, NULL, "--min-sqnr: '%s' is not a number of dB", v);
+        break;
+    }
     case OPT_QUANT_PER_TENSOR: ca->quant.per_tensor_weights = true; break;
     case OPT_QUANT_SCHEMA:
         if ((*bad = !quant_schema_by_name(v, &ca->quant.schema)))
@@ -196,11 +206,23 @@ bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn ow
         diag_error(d, NULL, "%s: no model given (see 'glowc %s --help')", cmd, cmd);
         return false;
     }
-    return args_check_target(ca, false, d) && (!ca->quantize || load_profile(ca, d));
+    if (!args_check_target(ca, false, d) || (ca->quantize && !load_profile(ca, d)))
+        return false;
+    bool auto_keep = ca->quant.keep_float && !strcmp(ca->quant.keep_float, "auto");
+    if (auto_keep && !ca->quantize) {
+        diag_error(d, NULL, "--keep-float=auto chooses among quantized nodes: it needs --quantize");
+        return false;
+    }
+    if (ca->min_sqnr_given && !auto_keep) {
+        diag_error(d, NULL, "--min-sqnr is the threshold of --keep-float=auto");
+        return false;
+    }
+    return !auto_keep || quant_resolve_auto(ca, d);
 }
 
 void args_free(CommonArgs *ca) {
     qprof_free(&ca->profile);
+    free(ca->keep_auto_list);
     for (int i = 0; i < ca->ninputs; i++)
         free((char *)ca->input_names[i]);
     for (int i = 0; i < ca->ndims; i++)
