@@ -1,4 +1,4 @@
-/* glowc train: SGD on a model's weights through the compiled training
+/* glowc train: SGD or Adam on a model's weights through the compiled training
  * function (the differentiate pass, then the usual pipeline), one line per
  * epoch, and the trained weights written into a copy of the ONNX model.
  *
@@ -244,22 +244,28 @@ typedef struct Trainer {
     Session *train, *eval;
     Layout lt, le;
     Tensor **state; /* by training-function input index */
+    bool *is_weight; /* by input index: a model initializer, not optimiser state */
     const char *xname;
 } Trainer;
 
-/* The weights' starting values: the imported model's constants. */
+/* The weights' starting values: the imported model's constants; the
+ * optimiser's state (velocities, Adam's moments and corrections) starts at
+ * zero. */
 static bool init_state(Trainer *t) {
     Session *s = t->train;
     const Function *f0 = s->steps[0].graph->main;
     t->state = arena_alloc_array(t->a, (size_t)session_ninputs(s) + 1, sizeof(Tensor *));
+    t->is_weight = arena_alloc_array(t->a, (size_t)session_ninputs(s) + 1, sizeof(bool));
     for (int k = 0; k < t->lt.nstate; k++) {
         int in = t->lt.state_in[k];
         const char *name = session_input_name(s, in);
         t->state[in] = tensor_new(t->a, session_input_type(s, in));
-        for (int c = 0; c < f0->nconsts; c++)
-            if (!strcmp(f0->consts[c]->name, name) && f0->consts[c]->payload->data)
-                memcpy(t->state[in]->data, f0->consts[c]->payload->data,
-                       tensor_bytes(t->state[in]));
+        for (int c = 0; c < f0->nconsts; c++) {
+            if (strcmp(f0->consts[c]->name, name) || !f0->consts[c]->payload->data)
+                continue;
+            memcpy(t->state[in]->data, f0->consts[c]->payload->data, tensor_bytes(t->state[in]));
+            t->is_weight[in] = true;
+        }
     }
     return true;
 }
@@ -359,11 +365,9 @@ static bool write_model(Trainer *t) {
     const char **names = calloc((size_t)n + 1, sizeof *names);
     const Tensor **vals = calloc((size_t)n + 1, sizeof *vals);
     for (int i = 0; i < n; i++) {
-        const char *name = session_input_name(t->train, t->lt.state_in[i]);
-        size_t len = strlen(name);
-        if (len > 9 && !strcmp(name + len - 9, ".velocity"))
+        if (!t->is_weight[t->lt.state_in[i]])
             continue;
-        names[nw] = name;
+        names[nw] = session_input_name(t->train, t->lt.state_in[i]);
         vals[nw++] = t->state[t->lt.state_in[i]];
     }
     bool ok = onnx_write_with_weights(t->ca->model, t->to->out, nw, names, vals, t->d);

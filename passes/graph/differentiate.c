@@ -1,7 +1,7 @@
 /* differentiate: the forward function and a loss become a training function
  * (Glow's differentiate()): the forward nodes, the loss over the first
  * output, the gradient of every node in reverse order, and one SGD step
- * (momentum, weight decay) for every trainable weight. The gradients are
+ * (momentum, weight decay) or Adam step for every trainable weight. The gradients are
  * ordinary nodes (conv_transpose for a convolution's input, a convolution
  * with swapped roles for its weight, scatter_elements for a max pool, ...),
  * so they are optimised, lowered, scheduled, allocated and compiled like
@@ -9,10 +9,11 @@
  *
  * The weights being trained become state the caller carries from step to
  * step: each one a parameter and its updated value an output.
- *   parameters: the model's inputs, `labels`, every weight W, then (with
- *               momentum) every `W.velocity`
+ *   parameters: the model's inputs, `labels`, every weight W, then the
+ *               optimiser's state: with momentum every `W.velocity`; with
+ *               Adam `adam.bias_correction1/2`, every `W.adam_m`, `W.adam_v`
  *   outputs:    `loss` (a scalar), the model's outputs, every `W.updated`,
- *               then every `W.velocity.updated`
+ *               then every `S.updated` for each state parameter S
  * Trainable weights are the float constants of rank >= 1 that the first
  * output depends on (a batch norm's running statistics excepted).
  * Runs only when a training spec is given (PassContext.train).
@@ -813,8 +814,83 @@ static const char *suffixed(Function *f, const char *name, const char *suffix) {
     return s;
 }
 
-/* g += wd W; with momentum v' = m v + g; W' = W - lr v' (torch's SGD). The
- * weight becomes a parameter; the outputs carry W' (and v'). */
+/* The optimiser's state besides the weights: parameters that the caller
+ * carries from step to step and starts at zero, each with its
+ * "<name>.updated" output. */
+typedef struct Step {
+    Grad *g;
+    Value **outs;
+    const char **names;
+    int nouts;
+} Step;
+
+static Value *state(Step *st, const char *name, const Type *t, const char *label) {
+    Node *p = graph_add_param(st->g->f, name, t);
+    p->label = label ? p->name : NULL;
+    return &p->res[0];
+}
+
+static void update(Step *st, const char *name, Value *v) {
+    st->outs[st->nouts] = v;
+    st->names[st->nouts++] = suffixed(st->g->f, name, ".updated");
+}
+
+/* g += wd W; with momentum v' = m v + g; W' = W - lr v' (torch's SGD). */
+static Value *sgd_step(Step *st, const TrainSpec *spec, Node *weight, Value *w, Value *grad) {
+    Grad *g = st->g;
+    ElemKind e = w->type.elem;
+    if (spec->momentum != 0) {
+        const char *name = suffixed(g->f, weight->name, ".velocity");
+        Value *v = state(st, name, &w->type, weight->label);
+        grad = op2(g, NK_ADD, op2(g, NK_MUL, v, scalar(g, e, spec->momentum)), grad);
+        update(st, name, grad);
+    }
+    return op2(g, NK_SUB, w, op2(g, NK_MUL, grad, scalar(g, e, spec->lr)));
+}
+
+/* torch.optim.Adam (L2 weight decay added to the gradient, as torch's):
+ *   m' = b1 m + (1-b1) g,  v' = b2 v + (1-b2) g^2,
+ *   W' = W - lr/c1 * m' / (sqrt(v')/sqrt(c2) + eps)
+ * with the bias corrections c_i = 1 - b_i^t. They are carried as state,
+ * c' = (1-b) + b c from c = 0, rather than computed as pow(b, t): for b2 =
+ * 0.999, 1 - pow(b2, t) in f32 loses five digits to cancellation in the
+ * first steps, where the correction matters most. */
+static Value *adam_step(Step *st, const TrainSpec *spec, Node *weight, Value *w, Value *grad,
+                        Value *const c[2]) {
+    Grad *g = st->g;
+    ElemKind e = w->type.elem;
+    const char *mname = suffixed(g->f, weight->name, ".adam_m");
+    const char *vname = suffixed(g->f, weight->name, ".adam_v");
+    Value *m = state(st, mname, &w->type, weight->label);
+    Value *v = state(st, vname, &w->type, weight->label);
+    double b1 = spec->beta1, b2 = spec->beta2;
+    Value *m2 = op2(g, NK_ADD, op2(g, NK_MUL, m, scalar(g, e, b1)),
+                    op2(g, NK_MUL, grad, scalar(g, e, 1 - b1)));
+    Value *v2 = op2(g, NK_ADD, op2(g, NK_MUL, v, scalar(g, e, b2)),
+                    op2(g, NK_MUL, op2(g, NK_MUL, grad, grad), scalar(g, e, 1 - b2)));
+    update(st, mname, m2);
+    update(st, vname, v2);
+    Value *denom = op2(g, NK_ADD, op2(g, NK_DIV, op1(g, NK_SQRT, v2), op1(g, NK_SQRT, c[1])),
+                       scalar(g, e, spec->eps));
+    Value *rate = op2(g, NK_DIV, scalar(g, e, spec->lr), c[0]);
+    return op2(g, NK_SUB, w, op2(g, NK_MUL, op2(g, NK_DIV, m2, denom), rate));
+}
+
+/* The two bias corrections after this step, and their state. */
+static void adam_corrections(Step *st, const TrainSpec *spec, ElemKind e, Value *c[2]) {
+    Grad *g = st->g;
+    static const char *const names[2] = {"adam.bias_correction1", "adam.bias_correction2"};
+    Type t = type_scalar(e);
+    for (int i = 0; i < 2; i++) {
+        double b = i ? spec->beta2 : spec->beta1;
+        Value *prev = state(st, names[i], &t, names[i]);
+        c[i] = op2(g, NK_ADD, op2(g, NK_MUL, prev, scalar(g, e, b)), scalar(g, e, 1 - b));
+        update(st, names[i], c[i]);
+    }
+}
+
+/* The weights become parameters; the outputs carry W' and the optimiser's
+ * state after the step. */
 static void add_updates(Grad *g, const TrainSpec *spec, Value *loss) {
     Function *f = g->f;
     int nout = f->noutputs, nw = 0;
@@ -826,43 +902,48 @@ static void add_updates(Grad *g, const TrainSpec *spec, Value *loss) {
         if ((g->grad[c->id] && g->grad[c->id][0]) || spec->forward_only)
             weights[nw++] = c;
     }
-    bool momentum = spec->momentum != 0 && !spec->forward_only;
-    int total = 1 + nout + (spec->forward_only ? 0 : nw * (momentum ? 2 : 1));
-    Value **outs = calloc((size_t)total, sizeof *outs);
-    const char **names = calloc((size_t)total, sizeof *names);
-    outs[0] = loss;
-    names[0] = "loss";
+    /* at most: loss, outputs, per weight W' and two moments, two corrections */
+    int cap = 1 + nout + 3 * nw + 2;
+    Step st = {.g = g, .outs = calloc((size_t)cap, sizeof(Value *)),
+               .names = calloc((size_t)cap, sizeof(const char *))};
+    st.outs[st.nouts] = loss;
+    st.names[st.nouts++] = "loss";
     for (int i = 0; i < nout; i++) {
-        outs[1 + i] = f->outputs[i];
-        names[1 + i] = f->output_names[i];
+        st.outs[st.nouts] = f->outputs[i];
+        st.names[st.nouts++] = f->output_names[i];
     }
-    Node **params = calloc((size_t)nw * 2 + 1, sizeof *params);
-    g->name = "sgd";
+    Node **params = calloc((size_t)nw + 1, sizeof *params);
+    g->name = spec->optimizer == OPTIM_ADAM ? "adam" : "sgd";
     /* printed by the constant's %name when it had one (it goes) */
     for (int i = 0; i < nw; i++) {
         params[i] = graph_add_param(f, weights[i]->name, &weights[i]->res[0].type);
         params[i]->label = weights[i]->label;
     }
-    for (int i = 0; momentum && i < nw; i++) {
-        Node *p = graph_add_param(f, suffixed(f, weights[i]->name, ".velocity"),
-                                  &weights[i]->res[0].type);
-        p->label = weights[i]->label ? p->name : NULL;
-        params[nw + i] = p;
-    }
+    /* W' first, in weight order, then the state; the caller pairs them by name */
+    Value **updated = calloc((size_t)nw + 1, sizeof *updated);
+    Value *c[2] = {NULL, NULL};
+    if (!spec->forward_only && nw && spec->optimizer == OPTIM_ADAM)
+        adam_corrections(&st, spec, weights[0]->res[0].type.elem, c);
     for (int i = 0; !spec->forward_only && i < nw; i++) {
         Value *w = &weights[i]->res[0], *grad = g->grad[weights[i]->id][0];
-        ElemKind e = w->type.elem;
         if (spec->weight_decay != 0)
-            grad = op2(g, NK_ADD, grad, op2(g, NK_MUL, w, scalar(g, e, spec->weight_decay)));
-        if (momentum) {
-            Value *v = &params[nw + i]->res[0];
-            grad = op2(g, NK_ADD, op2(g, NK_MUL, v, scalar(g, e, spec->momentum)), grad);
-            outs[1 + nout + nw + i] = grad;
-            names[1 + nout + nw + i] = suffixed(f, weights[i]->name, ".velocity.updated");
-        }
-        outs[1 + nout + i] = op2(g, NK_SUB, w, op2(g, NK_MUL, grad, scalar(g, e, spec->lr)));
-        names[1 + nout + i] = suffixed(f, weights[i]->name, ".updated");
+            grad = op2(g, NK_ADD, grad,
+                       op2(g, NK_MUL, w, scalar(g, w->type.elem, spec->weight_decay)));
+        updated[i] = spec->optimizer == OPTIM_ADAM ? adam_step(&st, spec, weights[i], w, grad, c)
+                                                   : sgd_step(&st, spec, weights[i], w, grad);
     }
+    int nstate = st.nouts - 1 - nout, total = st.nouts + (spec->forward_only ? 0 : nw);
+    Value **outs = calloc((size_t)total + 1, sizeof *outs);
+    const char **names = calloc((size_t)total + 1, sizeof *names);
+    memcpy(outs, st.outs, (size_t)(1 + nout) * sizeof *outs);
+    memcpy(names, st.names, (size_t)(1 + nout) * sizeof *names);
+    int k = 1 + nout;
+    for (int i = 0; !spec->forward_only && i < nw; i++, k++) {
+        outs[k] = updated[i];
+        names[k] = suffixed(f, weights[i]->name, ".updated");
+    }
+    memcpy(outs + k, st.outs + 1 + nout, (size_t)nstate * sizeof *outs);
+    memcpy(names + k, st.names + 1 + nout, (size_t)nstate * sizeof *names);
     graph_set_outputs(f, total, outs, names);
     for (int i = 0; i < nw; i++) {
         graph_replace_uses(f, &weights[i]->res[0], &params[i]->res[0]);
@@ -870,8 +951,11 @@ static void add_updates(Grad *g, const TrainSpec *spec, Value *loss) {
     }
     pass_stat(g->ctx, "weights-trained", nw);
     free(weights);
+    free(st.outs);
+    free(st.names);
     free(outs);
     free(names);
+    free(updated);
     free(params);
 }
 
