@@ -10,7 +10,10 @@
 2. The first 20 losses of plain SGD (batch 32, lr 0.05) from the same
    initial weights on the same batches (glowc's shuffle replayed here) must
    match torch's (float32) within 1e-3 relative: float32 rounding in two
-   summation orders stays near 1e-6 over 20 steps.
+   summation orders stays near 1e-6 over 20 steps. The same for Adam
+   (torch.optim.Adam, non-default betas, eps and weight decay): its step
+   divides by sqrt(v), which amplifies rounding in tiny second moments, and
+   the limit is the same 1e-3.
 3. Training from scratch (the seeded initial weights), glowc and torch with
    the same hyperparameters and batches; the held-out accuracy of the
    weights glowc wrote, evaluated by torch, must reach 97%.
@@ -62,8 +65,12 @@ def check_gradients(name, cls, tmp, xt, yt, backend):
     print(f"gradients {name}: every parameter within {worst:.2e} of its scale (limit 1e-4)")
 
 
-def torch_sgd(model, xt, yt, epochs, batch, lr, momentum, wd, seed, steps=None, log=None):
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=wd)
+def torch_sgd(model, xt, yt, epochs, batch, lr, momentum, wd, seed, steps=None, log=None,
+              adam=None):
+    if adam is None:
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=wd)
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=wd, **adam)
     state, losses, times = seed, [], []
     x, y = torch.from_numpy(xt), torch.from_numpy(yt)
     for _ in range(epochs):
@@ -82,20 +89,31 @@ def torch_sgd(model, xt, yt, epochs, batch, lr, momentum, wd, seed, steps=None, 
     return losses, times
 
 
-def check_losses(tmp, xt, yt, backend):
+def check_losses(tmp, xt, yt, backend, adam=False):
+    """Plain SGD (lr 0.05), or Adam (lr 0.01, betas 0.8 and 0.99, eps 1e-6,
+    weight decay 1e-3: none of torch's defaults, so each option is exercised)."""
     init = os.path.join(tmp, "digits_init.onnx")
+    if adam:
+        lr, wd, extra = 0.01, 1e-3, ["--optimizer=adam", "--beta1", 0.8, "--beta2", 0.99,
+                                    "--eps", 1e-6, "--weight-decay", 1e-3]
+        opt = dict(betas=(0.8, 0.99), eps=1e-6)
+    else:
+        lr, wd, extra, opt = 0.05, 0, [], None
     out = glowc_train(init, os.path.join(tmp, "xt.npy"), os.path.join(tmp, "yt.npy"),
-                      os.path.join(tmp, "l.onnx"), "--epochs", 1, "--batch", 32, "--lr", 0.05,
-                      "--print-steps", "--backend", backend)
+                      os.path.join(tmp, "l.onnx"), "--epochs", 1, "--batch", 32, "--lr", lr,
+                      "--print-steps", "--backend", backend, *extra)
     got = [float(v) for v in re.findall(r"step \d+ loss (\S+)", out)][:20]
     torch.set_num_threads(1)
-    want, _ = torch_sgd(load(DigitsNet(), initializers(init)), xt, yt, 1, 32, 0.05, 0, 0, 0, 20)
+    want, _ = torch_sgd(load(DigitsNet(), initializers(init)), xt, yt, 1, 32, lr, 0, wd, 0, 20,
+                        adam=opt)
     worst = max(abs(g - w) / abs(w) for g, w in zip(got, want))
+    name = "Adam" if adam else "SGD"
     for i in (0, 9, 19):
-        print(f"  step {i + 1:2d}: glowc {got[i]:.6f}  torch {want[i]:.6f}")
+        print(f"  {name} step {i + 1:2d}: glowc {got[i]:.6f}  torch {want[i]:.6f}")
     if len(got) < 20 or worst > 1e-3:
-        raise SystemExit(f"FAIL: the first 20 losses differ by {worst:.2e} relative (limit 1e-3)")
-    print(f"losses: the first 20 within {worst:.2e} relative of torch's (limit 1e-3)")
+        raise SystemExit(f"FAIL: the first 20 {name} losses differ by {worst:.2e} relative "
+                         f"(limit 1e-3)")
+    print(f"losses ({name}): the first 20 within {worst:.2e} relative of torch's (limit 1e-3)")
 
 
 def accuracy(model, x, y):
@@ -145,6 +163,7 @@ def main():
         check_gradients("mlp", Mlp, tmp, xt, yt, a.backend)
         check_gradients("digits", DigitsNet, tmp, xt, yt, a.backend)
         check_losses(tmp, xt, yt, a.backend)
+        check_losses(tmp, xt, yt, a.backend, adam=True)
         if not a.skip_train:
             check_training(tmp, xt, yt, xv, yv, a.epochs, a.backend)
     print("PASS")
