@@ -37,9 +37,19 @@ typedef struct Grad {
     bool *wants;      /* node id depends on a trainable weight */
     bool *on_path;    /* node id is something the first output depends on */
     const char *name; /* what new nodes are named after: "<forward node>.grad" */
+    Node *at;         /* new nodes go before this one (NULL: at the end) */
+    /* batch norms' running statistics after the step, outputs besides the
+     * optimiser's */
+    Value **stats;
+    const char **stat_names;
+    int nstats;
 } Grad;
 
 /* ---- building ------------------------------------------------------------- */
+
+static Node *new_node(Grad *g, NodeKind k, int nops, Value *const *ops, int nres) {
+    return graph_insert_before(g->f, g->at, k, nops, ops, nres);
+}
 
 static Value *add_node(Grad *g, Node *n) {
     n->name = g->name;
@@ -49,12 +59,12 @@ static Value *add_node(Grad *g, Node *n) {
 }
 
 static Value *op1(Grad *g, NodeKind k, Value *x) {
-    return add_node(g, graph_add_node(g->f, k, 1, &x, 1));
+    return add_node(g, new_node(g, k, 1, &x, 1));
 }
 
 static Value *op2(Grad *g, NodeKind k, Value *x, Value *y) {
     Value *ops[2] = {x, y};
-    return add_node(g, graph_add_node(g->f, k, 2, ops, 1));
+    return add_node(g, new_node(g, k, 2, ops, 1));
 }
 
 static Value *scalar(Grad *g, ElemKind e, double v) {
@@ -74,7 +84,7 @@ static Value *filled(Grad *g, const Type *t, double v) {
 static Value *reshape(Grad *g, Value *x, const Type *t) {
     if (type_same_shape(&x->type, t))
         return x;
-    Node *n = graph_add_node(g->f, NK_RESHAPE, 1, &x, 1);
+    Node *n = new_node(g, NK_RESHAPE, 1, &x, 1);
     n->res[0].type = x->type;
     n->res[0].type.rank = t->rank;
     memcpy(n->res[0].type.dims, t->dims, sizeof t->dims);
@@ -82,7 +92,7 @@ static Value *reshape(Grad *g, Value *x, const Type *t) {
 }
 
 static Value *transpose(Grad *g, Value *x, int rank, const int64_t *perm) {
-    Node *n = graph_add_node(g->f, NK_TRANSPOSE, 1, &x, 1);
+    Node *n = new_node(g, NK_TRANSPOSE, 1, &x, 1);
     node_set_ints(n, AK_perm, rank, perm);
     return add_node(g, n);
 }
@@ -98,8 +108,8 @@ static Value *swap_last(Grad *g, Value *x) {
     return transpose(g, x, r, perm);
 }
 
-static Value *reduce_sum(Grad *g, Value *x, uint32_t mask, bool keep) {
-    Node *n = graph_add_node(g->f, NK_REDUCE_SUM, 1, &x, 1);
+static Value *reduce(Grad *g, NodeKind k, Value *x, uint32_t mask, bool keep) {
+    Node *n = new_node(g, k, 1, &x, 1);
     int64_t axes[MAX_RANK];
     int na = 0;
     for (int i = 0; i < x->type.rank; i++)
@@ -110,12 +120,16 @@ static Value *reduce_sum(Grad *g, Value *x, uint32_t mask, bool keep) {
     return add_node(g, n);
 }
 
+static Value *reduce_sum(Grad *g, Value *x, uint32_t mask, bool keep) {
+    return reduce(g, NK_REDUCE_SUM, x, mask, keep);
+}
+
 static Value *slice(Grad *g, Value *x, const int64_t *starts, const int64_t *ends) {
     int r = x->type.rank;
     int64_t steps[MAX_RANK];
     for (int i = 0; i < r; i++)
         steps[i] = 1;
-    Node *n = graph_add_node(g->f, NK_SLICE, 1, &x, 1);
+    Node *n = new_node(g, NK_SLICE, 1, &x, 1);
     node_set_ints(n, AK_starts, r, starts);
     node_set_ints(n, AK_ends, r, ends);
     node_set_ints(n, AK_steps, r, steps);
@@ -172,7 +186,7 @@ static bool grad_relu(Grad *g, Node *n, Value *dy, Value **dx) {
     ElemKind e = dy->type.elem;
     Value *pos = op2(g, NK_GREATER, &n->res[0], scalar(g, e, 0));
     Value *ops[3] = {pos, dy, scalar(g, e, 0)};
-    dx[0] = add_node(g, graph_add_node(g->f, NK_WHERE, 3, ops, 1));
+    dx[0] = add_node(g, new_node(g, NK_WHERE, 3, ops, 1));
     return true;
 }
 
@@ -181,7 +195,7 @@ static bool grad_leaky_relu(Grad *g, Node *n, Value *dy, Value **dx) {
     Value *pos = op2(g, NK_GREATER, n->ops[0], scalar(g, e, 0));
     Value *neg = op2(g, NK_MUL, dy, scalar(g, e, node_attr_float(n, AK_alpha, 0.01f)));
     Value *ops[3] = {pos, dy, neg};
-    dx[0] = add_node(g, graph_add_node(g->f, NK_WHERE, 3, ops, 1));
+    dx[0] = add_node(g, new_node(g, NK_WHERE, 3, ops, 1));
     return true;
 }
 
@@ -261,7 +275,7 @@ static bool grad_matmul(Grad *g, Node *n, Value *dy, Value **dx) {
 
 static Value *gemm(Grad *g, Value *a, Value *b, bool ta, bool tb, double alpha) {
     Value *ops[2] = {a, b};
-    Node *n = graph_add_node(g->f, NK_GEMM, 2, ops, 1);
+    Node *n = new_node(g, NK_GEMM, 2, ops, 1);
     node_set_float(n, AK_alpha, (float)alpha);
     node_set_float(n, AK_beta, 1);
     node_set_int(n, AK_trans_a, ta);
@@ -301,7 +315,7 @@ static Value *conv_input_grad(Grad *g, Node *n, const Window *w, Value *dy) {
         pads[ns + i] = w->pad_end[i];
     }
     Value *ops[2] = {dy, n->ops[1]};
-    Node *t = graph_add_node(g->f, NK_CONV_TRANSPOSE, 2, ops, 1);
+    Node *t = new_node(g, NK_CONV_TRANSPOSE, 2, ops, 1);
     node_set_ints(t, AK_kernel, ns, w->kernel);
     node_set_ints(t, AK_strides, ns, w->stride);
     node_set_ints(t, AK_pads, 2 * ns, pads);
@@ -348,7 +362,7 @@ static Value *conv_weight_grad(Grad *g, Node *n, const Window *w, Value *dy) {
         pads[ns + i] = w->pad_end[i];
     }
     Value *ops[2] = {x, k};
-    Node *c = graph_add_node(g->f, NK_CONV, 2, ops, 1);
+    Node *c = new_node(g, NK_CONV, 2, ops, 1);
     node_set_ints(c, AK_kernel, ns, kern);
     node_set_ints(c, AK_strides, ns, w->dilation);
     node_set_ints(c, AK_pads, 2 * ns, pads);
@@ -408,7 +422,7 @@ static bool grad_max_pool(Grad *g, Node *n, Value *dy, Value **dx) {
     Type flat_x = type_make(xt->elem, 1, (int64_t[]){type_numel(xt)});
     Type flat_y = type_make(dy->type.elem, 1, (int64_t[]){type_numel(&dy->type)});
     Value *ops[3] = {filled(g, &flat_x, 0), reshape(g, idx, &flat_y), reshape(g, dy, &flat_y)};
-    Node *s = graph_add_node(g->f, NK_SCATTER_ELEMENTS, 3, ops, 1);
+    Node *s = new_node(g, NK_SCATTER_ELEMENTS, 3, ops, 1);
     node_set_int(s, AK_axis, 0);
     node_set_enum(s, AK_reduction, RED_ADD);
     dx[0] = reshape(g, add_node(g, s), xt);
@@ -458,7 +472,7 @@ static bool grad_avg_pool(Grad *g, Node *n, Value *dy, Value **dx) {
         pads[ns + a] = w.pad_end[a];
     }
     Value *ops[2] = {scaled, ones};
-    Node *t = graph_add_node(g->f, NK_CONV_TRANSPOSE, 2, ops, 1);
+    Node *t = new_node(g, NK_CONV_TRANSPOSE, 2, ops, 1);
     node_set_ints(t, AK_kernel, ns, w.kernel);
     node_set_ints(t, AK_strides, ns, w.stride);
     node_set_ints(t, AK_pads, 2 * ns, pads);
@@ -480,7 +494,7 @@ static bool grad_global_avg_pool(Grad *g, Node *n, Value *dy, Value **dx) {
 static bool grad_global_max_pool(Grad *g, Node *n, Value *dy, Value **dx) {
     Value *at_max = op2(g, NK_EQUAL, n->ops[0], &n->res[0]);
     Value *ops[3] = {at_max, dy, scalar(g, dy->type.elem, 0)};
-    dx[0] = add_node(g, graph_add_node(g->f, NK_WHERE, 3, ops, 1));
+    dx[0] = add_node(g, new_node(g, NK_WHERE, 3, ops, 1));
     return true;
 }
 
@@ -542,7 +556,7 @@ static bool grad_slice(Grad *g, Node *n, Value *dy, Value **dx) {
         pads[i] = start[i];
         pads[xt->rank + i] = xt->dims[i] - start[i] - count[i];
     }
-    Node *p = graph_add_node(g->f, NK_PAD, 1, &dy, 1);
+    Node *p = new_node(g, NK_PAD, 1, &dy, 1);
     node_set_ints(p, AK_pads, 2 * xt->rank, pads);
     node_set_enum(p, AK_mode, MODE_CONSTANT);
     node_set_float(p, AK_value, 0);
@@ -576,7 +590,7 @@ static bool grad_batch_norm(Grad *g, Node *n, Value *dy, Value **dx) {
 
 static Value *where0(Grad *g, Value *cond, Value *dy) {
     Value *ops[3] = {cond, dy, scalar(g, dy->type.elem, 0)};
-    return add_node(g, graph_add_node(g->f, NK_WHERE, 3, ops, 1));
+    return add_node(g, new_node(g, NK_WHERE, 3, ops, 1));
 }
 
 /* dy where min <= x <= max (torch's clamp); bounds given as attributes. */
@@ -610,7 +624,7 @@ static bool grad_reduce(Grad *g, Node *n, Value *dy, Value **dx) {
     Value *k = reshape(g, dy, &keep);
     if (n->kind == NK_REDUCE_MEAN)
         k = op2(g, NK_MUL, k, scalar(g, dy->type.elem, 1.0 / (double)(count ? count : 1)));
-    Node *ex = graph_add_node(g->f, NK_EXPAND, 1, &k, 1);
+    Node *ex = new_node(g, NK_EXPAND, 1, &k, 1);
     ex->res[0].type = *xt;
     dx[0] = add_node(g, ex);
     return true;
@@ -757,6 +771,95 @@ static bool backward(Grad *g, Node *last) {
                    nmissing, nmissing > 1 ? "s" : "", sb_str(&missing));
     sb_free(&missing);
     return !nmissing && g->ok;
+}
+
+/* ---- training-mode batch normalization ----------------------------------- */
+
+/* A batch norm's running statistic: the constant becomes a parameter of the
+ * same name (state the caller carries); NULL when it is not a constant. */
+static Value *stat_param(Grad *g, Value *v) {
+    Node *c = v->def;
+    if (c->kind == NK_PLACEHOLDER)
+        return v;
+    if (c->kind != NK_CONSTANT || !c->name[0])
+        return NULL;
+    Node *p = graph_add_param(g->f, c->name, &v->type);
+    p->label = c->label;
+    graph_replace_uses(g->f, v, &p->res[0]);
+    graph_remove_node(g->f, c);
+    return &p->res[0];
+}
+
+/* torch's BatchNorm in training mode (ONNX's training_mode=1), written with
+ * reductions and arithmetic before the node it replaces, so that the
+ * existing rules differentiate it:
+ *   mu = mean(x), var = mean((x - mu)^2) over every axis but 1,
+ *   y = (x - mu) / sqrt(var + eps) * gamma + beta;
+ * the running statistics move by torch's momentum 0.1 (ONNX's 0.9), the
+ * variance unbiased (times n/(n-1)) as torch's is. */
+static void train_batch_norm(Grad *g, Node *n) {
+    Value *x = n->ops[0];
+    Value *rm = stat_param(g, n->ops[3]), *rv = stat_param(g, n->ops[4]);
+    if (!rm || !rv || x->type.rank < 2)
+        return; /* statistics computed in the graph: left as inference */
+    ElemKind e = x->type.elem;
+    int rank = x->type.rank;
+    Type kt = x->type, ct = n->ops[3]->type;
+    int64_t count = 1;
+    for (int i = 0; i < rank; i++) {
+        if (i != 1) {
+            count *= kt.dims[i];
+            kt.dims[i] = 1;
+        }
+    }
+    uint32_t mask = ((1u << rank) - 1) & ~2u;
+    const double momentum = 0.1, eps = node_attr_float(n, AK_epsilon, 1e-5f);
+    g->at = n;
+    g->name = n->name[0] ? n->name : "batch_norm";
+    Value *mu = reduce(g, NK_REDUCE_MEAN, x, mask, true);
+    Value *d = op2(g, NK_SUB, x, mu);
+    Value *var = reduce(g, NK_REDUCE_MEAN, op2(g, NK_MUL, d, d), mask, true);
+    Value *inv = op2(g, NK_DIV, scalar(g, e, 1),
+                     op1(g, NK_SQRT, op2(g, NK_ADD, var, scalar(g, e, eps))));
+    Value *y = op2(g, NK_ADD, op2(g, NK_MUL, op2(g, NK_MUL, d, inv), reshape(g, n->ops[1], &kt)),
+                   reshape(g, n->ops[2], &kt));
+    double unbias = count > 1 ? (double)count / (double)(count - 1) : 1;
+    Value *upd[2] = {
+        op2(g, NK_ADD, op2(g, NK_MUL, rm, scalar(g, e, 1 - momentum)),
+            op2(g, NK_MUL, reshape(g, mu, &ct), scalar(g, e, momentum))),
+        op2(g, NK_ADD, op2(g, NK_MUL, rv, scalar(g, e, 1 - momentum)),
+            op2(g, NK_MUL, reshape(g, var, &ct), scalar(g, e, momentum * unbias))),
+    };
+    g->at = NULL;
+    for (int i = 0; i < 2; i++) {
+        g->stats[g->nstats] = upd[i];
+        g->stat_names[g->nstats++] =
+            arena_printf(g->f->module->arena, "%s.updated", (i ? rv : rm)->def->name);
+    }
+    graph_replace_uses(g->f, &n->res[0], y);
+    graph_remove_node(g->f, n);
+}
+
+/* Every batch norm: in training mode for the training function; with its
+ * statistics as inputs (the training function's, as they move) for the
+ * forward-only one. */
+static void batch_norms(Grad *g, bool forward_only) {
+    int count = 0;
+    for (Node *n = g->f->first; n; n = n->next)
+        count += n->kind == NK_BATCH_NORM;
+    g->stats = arena_alloc_array(g->f->module->arena, (size_t)count * 2 + 1, sizeof(Value *));
+    g->stat_names = arena_alloc_array(g->f->module->arena, (size_t)count * 2 + 1,
+                                      sizeof(const char *));
+    for (Node *n = g->f->first, *next; n; n = next) {
+        next = n->next;
+        if (n->kind != NK_BATCH_NORM || n->nres != 1)
+            continue;
+        if (!forward_only) {
+            train_batch_norm(g, n);
+        } else if (stat_param(g, n->ops[3])) {
+            stat_param(g, n->ops[4]);
+        }
+    }
 }
 
 /* ---- the loss and the update --------------------------------------------------- */
@@ -933,8 +1036,8 @@ static void add_updates(Grad *g, const TrainSpec *spec, Value *loss) {
                                                    : sgd_step(&st, spec, weights[i], w, grad);
     }
     int nstate = st.nouts - 1 - nout, total = st.nouts + (spec->forward_only ? 0 : nw);
-    Value **outs = calloc((size_t)total + 1, sizeof *outs);
-    const char **names = calloc((size_t)total + 1, sizeof *names);
+    Value **outs = calloc((size_t)(total + g->nstats) + 1, sizeof *outs);
+    const char **names = calloc((size_t)(total + g->nstats) + 1, sizeof *names);
     memcpy(outs, st.outs, (size_t)(1 + nout) * sizeof *outs);
     memcpy(names, st.names, (size_t)(1 + nout) * sizeof *names);
     int k = 1 + nout;
@@ -944,7 +1047,9 @@ static void add_updates(Grad *g, const TrainSpec *spec, Value *loss) {
     }
     memcpy(outs + k, st.outs + 1 + nout, (size_t)nstate * sizeof *outs);
     memcpy(names + k, st.names + 1 + nout, (size_t)nstate * sizeof *names);
-    graph_set_outputs(f, total, outs, names);
+    memcpy(outs + total, g->stats, (size_t)g->nstats * sizeof *outs);
+    memcpy(names + total, g->stat_names, (size_t)g->nstats * sizeof *names);
+    graph_set_outputs(f, total + g->nstats, outs, names);
     for (int i = 0; i < nw; i++) {
         graph_replace_uses(f, &weights[i]->res[0], &params[i]->res[0]);
         graph_remove_node(f, weights[i]);
@@ -983,7 +1088,10 @@ bool pass_differentiate(Function *f, PassContext *ctx) {
             return false;
         }
     }
-    Grad g = {.f = f, .d = ctx->d, .ok = true, .nids = f->next_id, .ctx = ctx, .name = "loss"};
+    Grad g = {.f = f, .d = ctx->d, .ok = true, .ctx = ctx};
+    batch_norms(&g, spec->forward_only);
+    g.name = "loss";
+    g.nids = f->next_id;
     g.grad = calloc((size_t)g.nids, sizeof *g.grad);
     g.wants = calloc((size_t)g.nids, sizeof *g.wants);
     g.on_path = calloc((size_t)g.nids, sizeof *g.on_path);

@@ -26,7 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (DigitsNet, Mlp, digits_split, export, glowc_train, initializers,  # noqa: E402
+from common import (BnNet, DigitsNet, Mlp, digits_split, export, glowc_train, initializers,  # noqa: E402
                     splitmix_shuffle, np, torch)
 
 LR_GRAD = 100.0
@@ -116,6 +116,57 @@ def check_losses(tmp, xt, yt, backend, adam=False):
     print(f"losses ({name}): the first 20 within {worst:.2e} relative of torch's (limit 1e-3)")
 
 
+def check_batch_norm(tmp, xt, yt, backend):
+    """BnNet trained in training mode by both (SGD lr 0.02): the first 20
+    losses within 1e-3 relative (float32 in two summation orders; the
+    differences grow from 1e-7 at step 1 as rounding is amplified through
+    the batch statistics, to about 1e-5 at step 20), and after one step
+    every weight and running statistic within 1e-5 of its largest magnitude
+    (one step of float32 rounding; a biased variance moves the running
+    variance by 1/(n-1) of a tenth of the batch's, near 3e-5 here, a wrong
+    momentum by far more)."""
+    init = os.path.join(tmp, "bn_init.onnx")
+    torch.manual_seed(1)
+    export(BnNet(), init, xt[:2])
+    w0 = initializers(init)
+    if not any(k.endswith("running_mean") for k in w0):
+        raise SystemExit("FAIL: the exported BnNet has no batch norm left (folded by export)")
+    log = glowc_train(init, os.path.join(tmp, "xt.npy"), os.path.join(tmp, "yt.npy"),
+                      os.path.join(tmp, "bn_epoch.onnx"), "--epochs", 1, "--batch", 32,
+                      "--lr", 0.02, "--print-steps", "--backend", backend)
+    got = [float(v) for v in re.findall(r"step \d+ loss (\S+)", log)][:20]
+    torch.set_num_threads(1)
+    want, _ = torch_sgd(load(BnNet(), w0).train(), xt, yt, 1, 32, 0.02, 0, 0, 0, 20)
+    worst = max(abs(g - w) / abs(w) for g, w in zip(got, want))
+    for i in (0, 9, 19):
+        print(f"  BN step {i + 1:2d}: glowc {got[i]:.6f}  torch {want[i]:.6f}")
+    if len(got) < 20 or worst > 1e-3:
+        raise SystemExit(f"FAIL: the first 20 batch-norm losses differ by {worst:.2e} relative "
+                         f"(limit 1e-3)")
+    # one step on 32 samples
+    np.save(os.path.join(tmp, "x32.npy"), xt[:32])
+    np.save(os.path.join(tmp, "y32.npy"), yt[:32])
+    out = os.path.join(tmp, "bn_step.onnx")
+    glowc_train(init, os.path.join(tmp, "x32.npy"), os.path.join(tmp, "y32.npy"), out,
+                "--epochs", 1, "--batch", 32, "--lr", 0.02, "--backend", backend)
+    m = load(BnNet(), w0).train()
+    torch_sgd(m, xt[:32], yt[:32], 1, 32, 0.02, 0, 0, 0)
+    w1, wworst = initializers(out), 0.0
+    for k, v in m.state_dict().items():
+        if k.endswith("num_batches_tracked"):
+            continue
+        r = v.numpy().astype(np.float64)
+        err = np.abs(w1[k].astype(np.float64) - r).max() / max(np.abs(r).max(), 1e-30)
+        wworst = max(wworst, err)
+        if err > 1e-5:
+            raise SystemExit(f"FAIL: after one step {k} is off by {err:.2e} of its scale")
+        if k.endswith(("running_mean", "running_var")) and np.array_equal(w1[k], w0[k]):
+            raise SystemExit(f"FAIL: {k} did not move")
+    print(f"batch norm (training mode): the first 20 losses within {worst:.2e} relative "
+          f"(limit 1e-3); weights and running statistics after a step within {wworst:.2e} "
+          f"of their scale (limit 1e-5)")
+
+
 def accuracy(model, x, y):
     with torch.no_grad():
         return float((model(torch.from_numpy(x)).argmax(1).numpy() == y).mean()) * 100
@@ -162,8 +213,10 @@ def main():
             np.save(os.path.join(tmp, n + ".npy"), v)
         check_gradients("mlp", Mlp, tmp, xt, yt, a.backend)
         check_gradients("digits", DigitsNet, tmp, xt, yt, a.backend)
+        check_gradients("bn", BnNet, tmp, xt, yt, a.backend)  # training-mode batch norm
         check_losses(tmp, xt, yt, a.backend)
         check_losses(tmp, xt, yt, a.backend, adam=True)
+        check_batch_norm(tmp, xt, yt, a.backend)
         if not a.skip_train:
             check_training(tmp, xt, yt, xv, yv, a.epochs, a.backend)
     print("PASS")
