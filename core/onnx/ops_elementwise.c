@@ -71,6 +71,17 @@ bool import_elu(OnnxNode *on) {
     return unary_attrs(on, NK_ELU, "alpha", AK_alpha, 1.0f, NULL, AK_NONE, 0);
 }
 
+/* Gelu (opset 20): the exact form only; the tanh approximation is another
+ * function, refused rather than computed the exact way. */
+bool import_gelu(OnnxNode *on) {
+    const char *approx = on_attr_str(on, "approximate", "none");
+    if (strcmp(approx, "none")) {
+        on_error(on, "approximate='%s' is not supported (only 'none')", approx);
+        return false;
+    }
+    return simple(on, NK_GELU, 1);
+}
+
 bool import_selu(OnnxNode *on) {
     return unary_attrs(on, NK_SELU, "alpha", AK_alpha, 1.67326319217681884765625f, "gamma",
                        AK_gamma, 1.05070102214813232421875f);

@@ -667,6 +667,88 @@ static bool grad_pad(Grad *g, Node *n, Value *dy, Value **dx) {
     return true;
 }
 
+/* gelu(x) = x Phi(x) (the exact form): dy (Phi(x) + x phi(x)), with
+ * Phi(x) = (1 + erf(x / sqrt 2)) / 2 and phi(x) = exp(-x^2 / 2) / sqrt(2 pi). */
+static bool grad_gelu(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *x = n->ops[0];
+    ElemKind e = x->type.elem;
+    Value *cdf = op2(g, NK_MUL, op2(g, NK_ADD, op1(g, NK_ERF, op2(g, NK_MUL, x,
+                                                   scalar(g, e, 0.70710678118654752))),
+                                     scalar(g, e, 1)),
+                     scalar(g, e, 0.5));
+    Value *pdf = op2(g, NK_MUL, op1(g, NK_EXP, op2(g, NK_MUL, op2(g, NK_MUL, x, x),
+                                                   scalar(g, e, -0.5))),
+                     scalar(g, e, 0.39894228040143268));
+    dx[0] = op2(g, NK_MUL, dy, op2(g, NK_ADD, cdf, op2(g, NK_MUL, x, pdf)));
+    return true;
+}
+
+/* Layer normalization over the axes from `axis` on, y = xh scale + bias with
+ * xh = (x - mean) / sqrt(var + eps), recomputed here from x:
+ *   dx = (dxh - mean(dxh) - xh mean(dxh xh)) / sqrt(var + eps), dxh = dy scale;
+ * scale's and bias's gradients are dy xh and dy summed over the leading axes. */
+static bool grad_layer_norm(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *x = n->ops[0];
+    int rank = x->type.rank, axis = (int)node_attr_int(n, AK_axis, -1);
+    if (axis < 0)
+        axis += rank;
+    if (axis < 0 || axis >= rank)
+        return false;
+    ElemKind e = x->type.elem;
+    uint32_t mask = ((1u << rank) - 1) & ~((1u << axis) - 1);
+    double eps = node_attr_float(n, AK_epsilon, 1e-5f);
+    Value *d = op2(g, NK_SUB, x, reduce(g, NK_REDUCE_MEAN, x, mask, true));
+    Value *var = reduce(g, NK_REDUCE_MEAN, op2(g, NK_MUL, d, d), mask, true);
+    Value *inv = op2(g, NK_DIV, scalar(g, e, 1),
+                     op1(g, NK_SQRT, op2(g, NK_ADD, var, scalar(g, e, eps))));
+    Value *xh = op2(g, NK_MUL, d, inv);
+    if (wants(g, n, 0)) {
+        Value *dxh = op2(g, NK_MUL, dy, n->ops[1]);
+        Value *m1 = reduce(g, NK_REDUCE_MEAN, dxh, mask, true);
+        Value *m2 = reduce(g, NK_REDUCE_MEAN, op2(g, NK_MUL, dxh, xh), mask, true);
+        Value *c = op2(g, NK_SUB, op2(g, NK_SUB, dxh, m1), op2(g, NK_MUL, xh, m2));
+        dx[0] = op2(g, NK_MUL, c, inv);
+    }
+    dx[1] = unbroadcast(g, op2(g, NK_MUL, dy, xh), &n->ops[1]->type);
+    if (n->nops > 2)
+        dx[2] = unbroadcast(g, dy, &n->ops[2]->type);
+    return true;
+}
+
+/* gather along `axis`: dy added into zeros at the gathered positions
+ * (scatter_elements with reduction add, so repeated indices accumulate).
+ * The indices are flattened to one axis K and broadcast over dy's other
+ * axes; negative ones count from the end, as gather's do. */
+static bool grad_gather(Grad *g, Node *n, Value *dy, Value **dx) {
+    const Type *xt = &n->ops[0]->type;
+    Value *idx = n->ops[1];
+    int rank = xt->rank, axis = (int)node_attr_int(n, AK_axis, 0);
+    if (axis < 0)
+        axis += rank;
+    if (axis < 0 || axis >= rank || !wants(g, n, 0))
+        return axis >= 0 && axis < rank;
+    int64_t k = type_numel(&idx->type);
+    Type yt = *xt, it = *xt;
+    yt.elem = dy->type.elem;
+    yt.dims[axis] = k;
+    it.elem = idx->type.elem;
+    for (int i = 0; i < rank; i++)
+        it.dims[i] = i == axis ? k : 1;
+    Value *ops3[3] = {op2(g, NK_LESS, idx, scalar(g, idx->type.elem, 0)),
+                      op2(g, NK_ADD, idx, scalar(g, idx->type.elem, (double)xt->dims[axis])),
+                      idx};
+    Value *pos = add_node(g, new_node(g, NK_WHERE, 3, ops3, 1));
+    Node *ex = new_node(g, NK_EXPAND, 1, (Value *[]){reshape(g, pos, &it)}, 1);
+    ex->res[0].type = yt;
+    ex->res[0].type.elem = idx->type.elem;
+    Value *ops[3] = {filled(g, xt, 0), add_node(g, ex), reshape(g, dy, &yt)};
+    Node *s = new_node(g, NK_SCATTER_ELEMENTS, 3, ops, 1);
+    node_set_int(s, AK_axis, axis);
+    node_set_enum(s, AK_reduction, RED_ADD);
+    dx[0] = add_node(g, s);
+    return true;
+}
+
 static const GradRule grad_rules[NK_COUNT] = {
     [NK_IDENTITY] = grad_identity,     [NK_DROPOUT] = grad_identity,
     [NK_RESHAPE] = grad_reshape,       [NK_FLATTEN] = grad_reshape,
@@ -687,6 +769,8 @@ static const GradRule grad_rules[NK_COUNT] = {
     [NK_CLIP] = grad_clip,             [NK_REDUCE_SUM] = grad_reduce,
     [NK_REDUCE_MEAN] = grad_reduce,    [NK_POW] = grad_pow,
     [NK_ERF] = grad_erf,               [NK_PAD] = grad_pad,
+    [NK_GELU] = grad_gelu,             [NK_LAYER_NORM] = grad_layer_norm,
+    [NK_GATHER] = grad_gather,
 };
 
 /* ---- the backward walk ------------------------------------------------------ */
