@@ -11,9 +11,12 @@
  * step: each one a parameter and its updated value an output.
  *   parameters: the model's inputs, `labels`, every weight W, then the
  *               optimiser's state: with momentum every `W.velocity`; with
- *               Adam `adam.bias_correction1/2`, every `W.adam_m`, `W.adam_v`
+ *               Adam `adam.bias_correction1/2`, every `W.adam_m`, `W.adam_v`;
+ *               a batch norm's running statistics and a dropout's `D.noise`
+ *               (batch norms and dropouts train in training mode)
  *   outputs:    `loss` (a scalar), the model's outputs, every `W.updated`,
- *               then every `S.updated` for each state parameter S
+ *               then every `S.updated` for each state parameter S (the
+ *               noise has none: the caller draws it afresh every step)
  * Trainable weights are the float constants of rank >= 1 that the first
  * output depends on (a batch norm's running statistics excepted).
  * Runs only when a training spec is given (PassContext.train).
@@ -924,10 +927,38 @@ static void train_batch_norm(Grad *g, Node *n) {
     graph_remove_node(g->f, n);
 }
 
+/* Dropout in training mode (torch's): y = x * keep / (1 - ratio), keep =
+ * noise >= ratio, with noise a new input `<node>.noise` shaped like x that
+ * the caller fills with uniform [0, 1) values from a seeded generator, so
+ * the graph stays a pure function and a run is reproducible. The mask is a
+ * constant factor for the gradient (mul's rule). Ratio 0 stays the identity. */
+static void train_dropout(Grad *g, Node *n) {
+    double ratio = node_attr_float(n, AK_ratio, 0);
+    Value *x = n->ops[0];
+    if (ratio <= 0 || ratio >= 1 || !elem_is_float(x->type.elem))
+        return;
+    ElemKind e = x->type.elem;
+    const char *base = n->name[0] ? n->name : "dropout";
+    Node *p = graph_add_param(g->f, arena_printf(g->f->module->arena, "%s.noise", base),
+                              &x->type);
+    p->label = p->name;
+    g->at = n;
+    g->name = base;
+    Node *c = new_node(g, NK_CAST, 1, (Value *[]){op2(g, NK_GREATER_EQUAL, &p->res[0],
+                                                      scalar(g, e, ratio))}, 1);
+    node_set_elem(c, AK_to, e);
+    Value *keep = op2(g, NK_MUL, add_node(g, c), scalar(g, e, 1 / (1 - ratio)));
+    Value *y = op2(g, NK_MUL, x, keep);
+    g->at = NULL;
+    graph_replace_uses(g->f, &n->res[0], y);
+    graph_remove_node(g->f, n);
+}
+
 /* Every batch norm: in training mode for the training function; with its
  * statistics as inputs (the training function's, as they move) for the
- * forward-only one. */
-static void batch_norms(Grad *g, bool forward_only) {
+ * forward-only one. Every dropout: in training mode for the training
+ * function, the identity for the forward-only one. */
+static void training_forms(Grad *g, bool forward_only) {
     int count = 0;
     for (Node *n = g->f->first; n; n = n->next)
         count += n->kind == NK_BATCH_NORM;
@@ -936,6 +967,8 @@ static void batch_norms(Grad *g, bool forward_only) {
                                       sizeof(const char *));
     for (Node *n = g->f->first, *next; n; n = next) {
         next = n->next;
+        if (n->kind == NK_DROPOUT && !forward_only)
+            train_dropout(g, n);
         if (n->kind != NK_BATCH_NORM || n->nres != 1)
             continue;
         if (!forward_only) {
@@ -1173,7 +1206,7 @@ bool pass_differentiate(Function *f, PassContext *ctx) {
         }
     }
     Grad g = {.f = f, .d = ctx->d, .ok = true, .ctx = ctx};
-    batch_norms(&g, spec->forward_only);
+    training_forms(&g, spec->forward_only);
     g.name = "loss";
     g.nids = f->next_id;
     g.grad = calloc((size_t)g.nids, sizeof *g.grad);

@@ -26,8 +26,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (BnNet, DigitsNet, Mlp, digits_split, export, glowc_train, initializers,  # noqa: E402
-                    splitmix_shuffle, np, torch)
+from common import (BnNet, DigitsNet, Mlp, NOISE_STREAM, digits_split, export,  # noqa: E402
+                    glowc_train, initializers, splitmix_shuffle, splitmix_uniform, np, torch)
 
 LR_GRAD = 100.0
 
@@ -167,6 +167,60 @@ def check_batch_norm(tmp, xt, yt, backend):
           f"of their scale (limit 1e-5)")
 
 
+def check_dropout(tmp, xt, yt, backend):
+    """The MLP with a dropout (ratio 0.5) after its first activation, trained
+    in training mode (SGD lr 0.1, batch 32): glowc draws the dropout's noise
+    from its seeded generator, replayed here so that torch applies the same
+    masks (keep where noise >= 0.5, times 2). The first 20 losses must match
+    within 1e-5 relative: float32 in two summation orders stays near 1e-7,
+    while the untrained MLP's losses all sit near ln 10, so that torch without
+    the masks is off by only 4e-3 (measured) -- the issue's 1e-3 would leave
+    too little margin to catch a wrong mask."""
+    import onnx
+    from onnx import helper, numpy_helper
+    init = os.path.join(tmp, "mlp_drop.onnx")
+    torch.manual_seed(2)
+    export(Mlp(), init, xt[:2])
+    m = onnx.load(init)
+    tanh = next(n for n in m.graph.node if n.op_type == "Tanh")
+    for n in m.graph.node:
+        n.input[:] = ["dropped" if i == tanh.output[0] else i for i in n.input]
+    m.graph.initializer.append(numpy_helper.from_array(np.array(0.5, np.float32), "ratio"))
+    m.graph.node.insert(list(m.graph.node).index(tanh) + 1,
+                        helper.make_node("Dropout", [tanh.output[0], "ratio"], ["dropped"],
+                                         name="drop"))
+    onnx.save(m, init)
+    seed = 5
+    log = glowc_train(init, os.path.join(tmp, "xt.npy"), os.path.join(tmp, "yt.npy"),
+                      os.path.join(tmp, "drop_out.onnx"), "--epochs", 1, "--batch", 32,
+                      "--lr", 0.1, "--seed", seed, "--print-steps", "--backend", backend)
+    got = [float(v) for v in re.findall(r"step \d+ loss (\S+)", log)][:20]
+    model = load(Mlp(), {k: v for k, v in initializers(init).items() if k != "ratio"})
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    order, _ = splitmix_shuffle(len(xt), seed)
+    noise_state, want = seed ^ NOISE_STREAM, []
+    x, y = torch.from_numpy(xt), torch.from_numpy(yt)
+    for k in range(20):
+        idx = torch.tensor(order[k * 32:(k + 1) * 32])
+        noise, noise_state = splitmix_uniform(32 * 32, noise_state)
+        keep = torch.from_numpy((noise >= 0.5).astype(np.float32).reshape(32, 32)) * 2
+        h = torch.tanh(model.l1(torch.flatten(x[idx], 1))) * keep
+        out = model.l3(torch.sigmoid(model.l2(h)))
+        loss = torch.nn.functional.cross_entropy(out, y[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        want.append(loss.item())
+    worst = max(abs(g - w) / abs(w) for g, w in zip(got, want))
+    for i in (0, 9, 19):
+        print(f"  dropout step {i + 1:2d}: glowc {got[i]:.6f}  torch {want[i]:.6f}")
+    if len(got) < 20 or worst > 1e-5:
+        raise SystemExit(f"FAIL: the first 20 dropout losses differ by {worst:.2e} relative "
+                         f"(limit 1e-5)")
+    print(f"dropout (training mode, ratio 0.5, the same masks): the first 20 losses within "
+          f"{worst:.2e} relative of torch's (limit 1e-5)")
+
+
 def accuracy(model, x, y):
     with torch.no_grad():
         return float((model(torch.from_numpy(x)).argmax(1).numpy() == y).mean()) * 100
@@ -217,6 +271,7 @@ def main():
         check_losses(tmp, xt, yt, a.backend)
         check_losses(tmp, xt, yt, a.backend, adam=True)
         check_batch_norm(tmp, xt, yt, a.backend)
+        check_dropout(tmp, xt, yt, a.backend)
         if not a.skip_train:
             check_training(tmp, xt, yt, xv, yv, a.epochs, a.backend)
     print("PASS")

@@ -94,6 +94,24 @@ def splitmix_shuffle(n, state):
     return order, state
 
 
+def splitmix_uniform(n, state):
+    """tui/cmd_train.c's dropout noise: n uniform [0, 1) floats of 24 bits
+    from splitmix64; returns them (float32) and the new state."""
+    mask = (1 << 64) - 1
+    out = np.empty(n, np.float32)
+    for i in range(n):
+        state = (state + 0x9e3779b97f4a7c15) & mask
+        z = state
+        z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & mask
+        z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & mask
+        z ^= z >> 31
+        out[i] = (z >> 40) * 2.0 ** -24
+    return out, state
+
+
+NOISE_STREAM = 0x6a09e667f3bcc909  # cmd_train.c: the noise's seed is the shuffle's xor this
+
+
 def glowc_train(model, x, y, out, *args):
     """Runs glowc train; returns its stdout (raises with its stderr on failure)."""
     cmd = [GLOWC, "train", model, "--input", "image=" + x, "--labels", y, "-o", out,
