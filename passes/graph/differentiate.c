@@ -884,11 +884,16 @@ static Value *stat_param(Grad *g, Value *v) {
  *   y = (x - mu) / sqrt(var + eps) * gamma + beta;
  * the running statistics move by torch's momentum 0.1 (ONNX's 0.9), the
  * variance unbiased (times n/(n-1)) as torch's is. */
+/* A running statistic the training function can carry: a named constant. */
+static bool is_stat(const Value *v) {
+    return v->def->kind == NK_CONSTANT && v->def->name[0];
+}
+
 static void train_batch_norm(Grad *g, Node *n) {
     Value *x = n->ops[0];
-    Value *rm = stat_param(g, n->ops[3]), *rv = stat_param(g, n->ops[4]);
-    if (!rm || !rv || x->type.rank < 2)
+    if (!is_stat(n->ops[3]) || !is_stat(n->ops[4]) || x->type.rank < 2)
         return; /* statistics computed in the graph: left as inference */
+    Value *rm = stat_param(g, n->ops[3]), *rv = stat_param(g, n->ops[4]);
     ElemKind e = x->type.elem;
     int rank = x->type.rank;
     Type kt = x->type, ct = n->ops[3]->type;
@@ -973,7 +978,8 @@ static void training_forms(Grad *g, bool forward_only) {
             continue;
         if (!forward_only) {
             train_batch_norm(g, n);
-        } else if (stat_param(g, n->ops[3])) {
+        } else if (is_stat(n->ops[3]) && is_stat(n->ops[4])) {
+            stat_param(g, n->ops[3]);
             stat_param(g, n->ops[4]);
         }
     }
