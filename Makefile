@@ -289,7 +289,8 @@ test-unit: $(UNIT_BINS)
 # of the digits model and an MLP against torch.
 test-train: $(BUILD)/glowc
 	PATH="$(LLVM_BIN):$$PATH" $(LIT) -sv --param glowc=$(abspath $(BUILD)/glowc) \
-	  fixtures/graph/differentiate.hl fixtures/graph/differentiate_errors.hl fixtures/train
+	  fixtures/graph/differentiate.hl fixtures/graph/differentiate_bn.hl \
+	  fixtures/graph/differentiate_errors.hl fixtures/train
 	GLOWC=$(abspath $(BUILD)/glowc) $(PYTHON) tests/train/check_fd.py --backend=interp
 	GLOWC=$(abspath $(BUILD)/glowc) $(PYTHON) tests/train/check_torch.py
 

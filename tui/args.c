@@ -124,15 +124,31 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
             *bad = true;
         }
         break;
+    case OPT_OPTIMIZER:
+        if (!strcmp(v, "sgd") || !strcmp(v, "adam")) {
+            ca->train.optimizer = strcmp(v, "adam") ? OPTIM_SGD : OPTIM_ADAM;
+        } else {
+            diag_error(d, NULL, "--optimizer takes sgd or adam, not '%s'", v);
+            *bad = true;
+        }
+        break;
     case OPT_LR:
     case OPT_MOMENTUM:
-    case OPT_WEIGHT_DECAY: {
+    case OPT_WEIGHT_DECAY:
+    case OPT_BETA1:
+    case OPT_BETA2:
+    case OPT_EPS: {
         double x;
         double *dst = id == OPT_LR ? &ca->train.lr
-                      : id == OPT_MOMENTUM ? &ca->train.momentum : &ca->train.weight_decay;
-        if (!cli_parse_tolerance(v, &x) || (id == OPT_MOMENTUM && x >= 1) || (id == OPT_LR && x == 0)) {
+                      : id == OPT_MOMENTUM ? &ca->train.momentum
+                      : id == OPT_BETA1 ? &ca->train.beta1
+                      : id == OPT_BETA2 ? &ca->train.beta2
+                      : id == OPT_EPS ? &ca->train.eps : &ca->train.weight_decay;
+        bool unit = id == OPT_MOMENTUM || id == OPT_BETA1 || id == OPT_BETA2;
+        bool positive = id == OPT_LR || id == OPT_EPS;
+        if (!cli_parse_tolerance(v, &x) || (unit && x >= 1) || (positive && x == 0)) {
             diag_error(d, NULL, "%s takes a finite number %s, not '%s'", option_info(id)->spelling,
-                       id == OPT_MOMENTUM ? "in [0, 1)" : id == OPT_LR ? "> 0" : ">= 0", v);
+                       unit ? "in [0, 1)" : positive ? "> 0" : ">= 0", v);
             *bad = true;
         }
         *dst = x;
@@ -174,6 +190,10 @@ static bool load_profile(CommonArgs *ca, DiagList *d) {
 bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn own, void *ctx,
                 DiagList *d) {
     const CommandSpec *c = command_spec(cmd);
+    /* torch.optim.Adam's defaults */
+    ca->train.beta1 = 0.9;
+    ca->train.beta2 = 0.999;
+    ca->train.eps = 1e-8;
     for (int i = 1; i < argc; i++) {
         OptionId id;
         const char *v;
