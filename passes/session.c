@@ -403,8 +403,10 @@ bool session_set_pipeline(Session *s, const char *spec) {
         prepend_pass(&names, &n, "differentiate");
     if (s->opt.quant && !s->from_lir)
         prepend_pass(&names, &n, "quantize");
-    else if (!s->from_lir && imported_qdq(s))
-        prepend_pass(&names, &n, "fold-qdq"); /* QDQ groups to int8, as ORT runs them */
+    else if (named && !s->from_lir && imported_qdq(s))
+        /* QDQ groups to int8, as ONNX Runtime runs them; an explicit --passes
+         * list runs the Q/DQ nodes in float unless it names fold-qdq. */
+        prepend_pass(&names, &n, "fold-qdq");
     if (!check_order(s, names, n)) {
         free_names(names, n);
         return false;
