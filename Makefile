@@ -50,7 +50,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff \
         test-aarch64 test-quant test-train-native test-conform-fallback \
-        test-kernels bench bench-kernels clean difftest difftest-ort test-difftest \
+        test-kernels bench bench-quant bench-kernels clean difftest difftest-ort test-difftest \
         fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui test-npm-models test-train demo-train
 .DEFAULT_GOAL := all
 
@@ -400,6 +400,11 @@ test-npm-models: $(BUILD)/glowc
 
 bench: $(BUILD)/glowc
 	$(PYTHON) tests/bench/bench.py $(BUILD)/glowc
+
+# int8: glowc beside ONNX Runtime running glowc's QDQ models, resnet18/50 and
+# mobilenet_v2 (needs node and npm; not in make test; out/bench-quant.md).
+bench-quant: $(BUILD)/glowc
+	$(PYTHON) tests/quant/bench_quant.py $(BUILD)/glowc
 
 # ---- fuzzing (libFuzzer; tests/fuzz) -----------------------------------------
 # One binary per input reader, built with its own sanitized library in

@@ -335,11 +335,10 @@ static void export_constant(Qdq *q, const ActQ *a) {
     free(zero);
 }
 
-static const char *attr_set_float(Onnx__NodeProto *n, const char *name, float v) {
+static void attr_set_float(Onnx__NodeProto *n, const char *name, float v) {
     for (size_t i = 0; i < n->n_attribute; i++)
         if (!strcmp(n->attribute[i]->name, name))
             n->attribute[i]->f = v;
-    return name;
 }
 
 static int64_t attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt) {
