@@ -151,7 +151,8 @@ static Onnx__TensorProto *tensor_proto(const char *name, int onnx_elem, int rank
     t->data_type = onnx_elem;
     t->n_dims = (size_t)rank;
     t->dims = malloc(sizeof(int64_t) * (size_t)(rank ? rank : 1));
-    memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
+    if (rank > 0)
+        memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
     t->has_raw_data = true;
     t->raw_data.len = bytes;
     t->raw_data.data = malloc(bytes ? bytes : 1);

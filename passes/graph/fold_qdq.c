@@ -17,7 +17,8 @@
  * and the Q's readers read the integer node. Anything else stays float
  * between its DQ and Q. ONNX's own integer kinds (QLinearConv,
  * QuantizeLinear...) get quantized types from their constant scale and zero
- * point operands. Runs first when the imported graph holds a
+ * point operands, and a QLinearMatMul of a 2-D input by constant weights
+ * becomes the same 1x1 qlinear_conv as a gemm. Runs first when the imported graph holds a
  * dequantize_linear; invalidates nothing. */
 #include <math.h>
 #include <stdlib.h>
@@ -352,6 +353,72 @@ static bool fold_matmul(Fold *q, Node *n) {
     return true;
 }
 
+/* ONNX's QLinearMatMul of a 2-D a (one scale) and a constant b [K,N]: the
+ * 1x1 qlinear_conv the quantize pass makes of a matmul, so that one integer
+ * kind carries every product. The kernels compute the same: the int sum
+ * times (a_scale * b_scale / y_scale) in float, rounded half to even. */
+static bool fold_qlinear_matmul(Fold *q, Node *n) {
+    const Tensor *b = value_constant(n->ops[3]), *bs = value_constant(n->ops[4]);
+    const Tensor *bz = value_constant(n->ops[5]);
+    double as, az, ys, yz;
+    Value *a = n->ops[0];
+    if (a->type.rank != 2 || !b || !bs || !bz || b->type.rank != 2 ||
+        !scalar_of(n->ops[1], &as) || !scalar_of(n->ops[2], &az) ||
+        !scalar_of(n->ops[6], &ys) || !scalar_of(n->ops[7], &yz) || !(as > 0) || !(ys > 0))
+        return false;
+    int64_t k = b->type.dims[0], m = b->type.dims[1], rows = a->type.dims[0];
+    if ((tensor_numel(bs) != 1 && tensor_numel(bs) != m) ||
+        (tensor_numel(bz) != 1 && tensor_numel(bz) != m))
+        return false;
+    Arena *ar = q->f->module->arena;
+    Type wt = type_make(b->type.elem, 4, (int64_t[]){m, k, 1, 1});
+    Tensor *w = tensor_new(ar, &wt);
+    for (int64_t o = 0; o < m; o++)
+        for (int64_t i = 0; i < k; i++)
+            tensor_set_i64(w, o * k + i, tensor_get_i64(b, i * m + o));
+    double *sv = calloc((size_t)m + 1, sizeof *sv), *zv = calloc((size_t)m + 1, sizeof *zv);
+    for (int64_t o = 0; o < m; o++) {
+        sv[o] = tensor_get_f64(bs, tensor_numel(bs) == 1 ? 0 : o);
+        zv[o] = tensor_get_f64(bz, tensor_numel(bz) == 1 ? 0 : o);
+    }
+    Node *wn = graph_add_constant(q->f, n->name, w);
+    wn->res[0].type.quant = QUANT_CHANNEL;
+    wn->res[0].type.qaxis = 0;
+    w->type = wn->res[0].type;
+    Weights ws = {.w = &wn->res[0], .ws = vec_const(q, ELEM_F32, m, sv, n->name, false),
+                  .wz = vec_const(q, b->type.elem, m, zv, n->name, false), .m = m, .k = k};
+    free(sv);
+    free(zv);
+    /* The operand's type says its scale (a plain integer input does not). */
+    QP ap = {a->type.elem, (float)as, (int32_t)az}, yp = {n->res[0].type.elem, (float)ys,
+                                                            (int32_t)yz};
+    Value *ai = a;
+    if (a->type.quant != QUANT_TENSOR) {
+        Node *r = graph_insert_before(q->f, n, NK_RESHAPE, 1, &a, 1);
+        r->name = n->name;
+        r->res[0].type = a->type;
+        set_quant(&r->res[0], &ap);
+        ai = &r->res[0];
+    } else if (!same_qp(&ap, &(QP){a->type.elem, a->type.scale, a->type.offset})) {
+        return false;
+    }
+    double *zero = calloc((size_t)m + 1, sizeof *zero);
+    Value *bias = vec_const(q, ELEM_I32, m, zero, n->name, true);
+    free(zero);
+    Value *x4 = reshape_int(q, n, ai, 4, (int64_t[]){rows, k, 1, 1});
+    Value *y4 = emit_qconv(q, n, x4, &ws, bias, &yp, NULL);
+    Value *y = y4 ? reshape_int(q, n, y4, 2, (int64_t[]){rows, m}) : NULL;
+    if (!y)
+        return false;
+    graph_replace_uses(q->f, &n->res[0], y);
+    if (!q->rewrote) {
+        q->rewrote = true;
+        pass_rewrote(q->ctx, q->f, y);
+    }
+    pass_stat(q->ctx, "qlinear-matmuls", 1);
+    return true;
+}
+
 /* An integer node of n's kind and attributes over ops, result at p. */
 static Value *emit_like(Fold *q, Node *n, NodeKind k, int nops, Value **ops, const QP *p) {
     Node *m = graph_insert_before(q->f, n, k, nops, ops, 1);
@@ -487,6 +554,7 @@ static bool fold(Fold *q, Node *n) {
     case NK_AVG_POOL:
     case NK_GLOBAL_AVG_POOL: return fold_avg_pool(q, n);
     case NK_CONCAT: return fold_concat(q, n);
+    case NK_QLINEAR_MATMUL: return fold_qlinear_matmul(q, n);
     default: return false;
     }
 }
