@@ -60,8 +60,9 @@ static char *xprintf2(const char *a, const char *b) {
     return p;
 }
 
+/* "SRC: error: ...", fmt taking one string. */
 static bool fail(Qdq *q, const char *fmt, const char *what) {
-    diag_error(q->d, NULL, fmt, q->src, what);
+    diag_error(q->d, q->src, fmt, what);
     q->ok = false;
     return false;
 }
@@ -103,7 +104,7 @@ static void add_act(Qdq *q, const Node *n, bool from_float, const Tensor *data) 
     const ActQ *old = act_find(q, n->name);
     if (old) {
         if (old->elem != t->elem || old->scale != t->scale || old->offset != t->offset)
-            fail(q, "%s: value '%s' has two quantizations in the quantized graph", n->name);
+            fail(q, "value '%s' has two quantizations in the quantized graph", n->name);
         return;
     }
     q->acts[q->nacts++] =
@@ -318,7 +319,7 @@ static void export_constant(Qdq *q, const ActQ *a) {
     int at = onnx_node_index(q, a->name);
     const char *t = at >= 0 ? q->g->node[at]->output[0] : a->name;
     if (at < 0 && !find_initializer(q->g, a->name)) {
-        fail(q, "%s: the quantized constant '%s' is no initializer or node of the model", a->name);
+        fail(q, "the quantized constant '%s' is no initializer or node of the model", a->name);
         return;
     }
     char *qv = xprintf2(t, "/quantized"), *out = xprintf2(t, "/dequantized");
@@ -381,7 +382,7 @@ static void export_weights(Qdq *q, const Node *c, Arena *a) {
     const char *name = c->ops[3]->def->name;
     int at = onnx_node_index(q, name);
     if (at < 0) {
-        fail(q, "%s: the quantized conv '%s' is no node of the model", name);
+        fail(q, "the quantized conv '%s' is no node of the model", name);
         return;
     }
     Onnx__NodeProto *n = q->g->node[at];
@@ -389,7 +390,7 @@ static void export_weights(Qdq *q, const Node *c, Arena *a) {
     const Tensor *wz = c->ops[5]->def->payload, *b = c->ops[8]->def->payload;
     const Tensor *xs = c->ops[1]->def->payload;
     if (!w || !ws || !wz || !b || !xs) {
-        fail(q, "%s: the quantized conv '%s' has weights that are not constants", name);
+        fail(q, "the quantized conv '%s' has weights that are not constants", name);
         return;
     }
     int64_t m = w->type.dims[0], k = tensor_numel(w) / (m ? m : 1);
@@ -459,7 +460,7 @@ static void rewrite(Qdq *q, Arena *a) {
         } else if (is_graph_input(g, x->name)) {
             push_q_dqs(q, x, x->name, x->name, true, false);
         } else if (onnx_node_index(q, x->name) < 0) {
-            fail(q, "%s: the quantized value '%s' is no node or input of the model", x->name);
+            fail(q, "the quantized value '%s' is no node or input of the model", x->name);
         }
     }
     for (size_t i = 0; q->ok && i < g->n_node; i++) {
@@ -505,7 +506,7 @@ bool onnx_write_qdq(const char *src, const char *dst, const Function *f, DiagLis
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
     free(buf);
     if (!mp || !mp->graph) {
-        diag_error(d, NULL, "%s: not a valid ONNX model", src);
+        diag_error(d, src, "not a valid ONNX model");
         if (mp)
             onnx__model_proto__free_unpacked(mp, NULL);
         return false;
@@ -515,7 +516,7 @@ bool onnx_write_qdq(const char *src, const char *dst, const Function *f, DiagLis
     if (opset < 13) {
         char v[16];
         snprintf(v, sizeof v, "%d", opset);
-        fail(&q, "%s: QDQ export needs opset 13 or later (per-channel DequantizeLinear); the "
+        fail(&q, "QDQ export needs opset 13 or later (per-channel DequantizeLinear); the "
              "model imports opset %s", v);
     }
     /* The names the importer gave: the ONNX node's, or OP_INDEX for none. */
