@@ -289,7 +289,8 @@ test-unit: $(UNIT_BINS)
 # of the digits model and an MLP against torch.
 test-train: $(BUILD)/glowc
 	PATH="$(LLVM_BIN):$$PATH" $(LIT) -sv --param glowc=$(abspath $(BUILD)/glowc) \
-	  fixtures/graph/differentiate.hl fixtures/graph/differentiate_errors.hl fixtures/train
+	  fixtures/graph/differentiate.hl fixtures/graph/differentiate_bn.hl \
+	  fixtures/graph/differentiate_errors.hl fixtures/train
 	GLOWC=$(abspath $(BUILD)/glowc) $(PYTHON) tests/train/check_fd.py --backend=interp
 	GLOWC=$(abspath $(BUILD)/glowc) $(PYTHON) tests/train/check_torch.py
 
@@ -335,6 +336,7 @@ test-models: $(BUILD)/glowc
 
 test-bundle: $(BUILD)/glowc
 	tests/bundle/run.sh $(BUILD)/glowc
+	tests/bundle/stream.sh $(BUILD)/glowc
 	$(PYTHON) tests/bundle/no_threads.py $(BUILD)/glowc
 
 # The digits model and the 8 benchmark models (exported into build/models as

@@ -18,6 +18,7 @@ typedef struct CommonArgs {
     const char *input_names[MAX_CLI_INPUTS];
     const char *input_files[MAX_CLI_INPUTS];
     Tensor *input_values[MAX_CLI_INPUTS];
+    bool input_stream[MAX_CLI_INPUTS]; /* --stream: the leading axis is the step axis (run) */
     int ninputs;
     const char *break_pass;
     bool no_verify; /* --no-verify: no verifier between passes */
@@ -33,6 +34,9 @@ typedef struct CommonArgs {
     Arena *input_arena;  /* the --input values args_ensure_inputs read (args_free) */
     const char *quantize; /* --quantize=PROFILE.json */
     QuantConfig quant;    /* its options; quant.profile once read (args_parse) */
+    double min_sqnr;      /* --min-sqnr (dB), for --keep-float=auto */
+    bool min_sqnr_given;
+    char *keep_auto_list; /* --keep-float=auto: the nodes it chose (args_parse) */
     QProfile profile;
 } CommonArgs;
 

@@ -161,7 +161,7 @@ static ResultKind run_data_set(const char *test, const char *set, const ConformO
     }
     KnownInput known[MAX_IO];
     for (int i = 0; i < nin; i++)
-        known[i] = (KnownInput){in_names[i][0] ? in_names[i] : NULL, i, ins[i]};
+        known[i] = (KnownInput){in_names[i][0] ? in_names[i] : NULL, i, ins[i], NULL};
     SessionOptions so = {.known = known, .nknown = nin, .no_verify = o->no_verify,
                          .backend = o->backend, .codegen = {.fallback = o->fallback}, .threads = 1,
                          .max_memory = cli_physical_memory()};

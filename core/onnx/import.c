@@ -278,7 +278,7 @@ static int param_index(const ImportCtx *ic, const Node *n) {
     return -1;
 }
 
-static Tensor *known_input(ImportCtx *ic, const Node *param) {
+static const KnownInput *known_entry(ImportCtx *ic, const Node *param) {
     int pi = param_index(ic, param);
     for (int i = 0; i < ic->opt->nknown; i++) {
         const KnownInput *k = &ic->opt->known[i];
@@ -287,7 +287,7 @@ static Tensor *known_input(ImportCtx *ic, const Node *param) {
         /* (A command that names inputs without reading them gives no value.) */
         if (!k->value || !type_equal(&k->value->type, &param->res[0].type))
             return NULL;
-        return (Tensor *)k->value;
+        return k;
     }
     return NULL;
 }
@@ -316,7 +316,10 @@ static Tensor *fold_value(ImportCtx *ic, Value *v, int depth) {
     if (n->kind == NK_CONSTANT)
         return n->payload && n->payload->data ? n->payload : NULL;
     if (n->kind == NK_PLACEHOLDER) {
-        Tensor *t = known_input(ic, n);
+        const KnownInput *k = known_entry(ic, n);
+        Tensor *t = k ? (Tensor *)k->value : NULL;
+        if (k && k->read)
+            *k->read = true;
         int pi = param_index(ic, n);
         if (t && pi >= 0 && !ic->known_const[pi]) {
             ic->known_const[pi] = &n->res[0]; /* mark: noted once */
@@ -623,8 +626,11 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
     on.nin = (int)np->n_input;
     on.nout = (int)np->n_output;
     on.in = arena_alloc_array(a, (size_t)(on.nin ? on.nin : 1), sizeof(Value *));
-    bool foreign = np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx");
-    const OpEntry *entry = foreign ? NULL : find_handler(op);
+    /* the training domain's rows in ops.def carry its name */
+    bool training = np->domain && !strcmp(np->domain, "ai.onnx.preview.training");
+    bool foreign = np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx") && !training;
+    const OpEntry *entry = foreign ? NULL
+                         : find_handler(training ? arena_printf(a, "%s.%s", np->domain, op) : op);
     OpHandler fn = entry ? entry->fn : NULL;
     if (entry && entry->takes_seq)
         on.seq = arena_alloc_array(a, (size_t)(on.nin ? on.nin : 1), sizeof(OnnxSeq *));
@@ -650,7 +656,7 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
             poisoned = true;
         }
     }
-    if (!foreign && ic->opset == 0) {
+    if (!foreign && !training && ic->opset == 0) {
         on_error(&on, "the model imports no opset of the default domain");
         poisoned = true;
     } else if (!fn) {

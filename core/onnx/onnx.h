@@ -26,6 +26,7 @@ typedef struct KnownInput {
     const char *name;
     int index;
     const Tensor *value;
+    bool *read; /* if set: made true when the import reads the value (the model is specialised to it) */
 } KnownInput;
 
 /* Evaluates node n on constant operands; results are allocated in `a`. */

@@ -7,8 +7,9 @@ fails when npm cannot reach it. Not part of `make test`.
 - silero VAD v5 (@ricky0123/vad-web): an If on the sample rate (input
   `sr`, given with --input so the model is specialised to it), nested Ifs
   on shapes, an LSTM whose state is an input and an output. Four 512-sample
-  chunks at 16 kHz and four 256-sample chunks at 8 kHz are fed in turn, each
-  chunk's stateN becoming the next one's state (streaming), on the -O0
+  chunks at 16 kHz and four 256-sample chunks at 8 kHz are streamed (glowc
+  compiles once: `run --stream input=CHUNKS --carry stateN=state`; ORT is
+  called per chunk), each chunk's stateN becoming the next one's state, on the -O0
   interpreter, -O2 interp-lir and -O2 native code (--fallback=interp for the
   kinds without a native kernel, listed in the output). Every speech
   probability and the final state agree with ORT within 1e-4 relative to
@@ -94,34 +95,41 @@ def run_ort(model, feeds, out):
 
 
 def stream(glowc, model, work, label, n, sr, states, args, tol):
-    """Feeds 4 chunks in turn on glowc (args) and on ORT, each chunk's state
-    outputs (in_name, out_name, shape) fed back as the next one's inputs."""
+    """Feeds 4 chunks in turn: glowc compiles once and streams them
+    (`run --stream input=... --carry OUT=IN`), ORT is called per chunk with
+    the previous chunk's state outputs (in_name, out_name, shape) fed back;
+    each of glowc's stacked outputs is compared with ORT's chunk by chunk."""
     np.save(os.path.join(work, "sr.npy"), np.array(sr, dtype=np.int64))
-    cur = {"g": {}, "o": {}}
-    for who in ("g", "o"):
-        for name, _, shape in states:
-            p = os.path.join(work, f"{who}_{name}_init.npy")
-            np.save(p, np.zeros(shape, np.float32))
-            cur[who][name] = p
-    worst, probs, notes = 0.0, [], []
+    cur = {}
+    for name, _, shape in states:
+        p = os.path.join(work, f"{name}_init.npy")
+        np.save(p, np.zeros(shape, np.float32))
+        cur[name] = p
+    chunks = np.stack([signal(n, k) for k in range(4)])
+    np.save(os.path.join(work, "chunks.npy"), chunks)
+    gout = os.path.join(work, "g")
+    os.makedirs(gout, exist_ok=True)
+    cmd = [glowc, "run", model, *args, "--output-dir", gout,
+           "--stream", "input=" + os.path.join(work, "chunks.npy"),
+           "--input", "sr=" + os.path.join(work, "sr.npy")]
+    for name, out_name, _ in states:
+        cmd += ["--input", f"{name}={cur[name]}", "--carry", f"{out_name}={name}"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(r.stderr.strip())
+    notes = [ln for ln in r.stderr.splitlines() if "interpreter's kernels" in ln]
+    worst, probs = 0.0, []
     for k in range(4):
         xin = os.path.join(work, f"x{k}.npy")
-        np.save(xin, signal(n, k))
-        res = {}
-        for who in ("g", "o"):
-            out = os.path.join(work, f"{who}{k}")
-            os.makedirs(out, exist_ok=True)
-            feeds = {"input": xin, "sr": os.path.join(work, "sr.npy"), **cur[who]}
-            if who == "g":
-                notes = run_glowc(glowc, model, feeds, args, out)
-            else:
-                run_ort(model, feeds, out)
-            res[who] = out
-            for name, out_name, _ in states:  # the next chunk's state: this one's output
-                cur[who][name] = os.path.join(out, out_name + ".npy")
-        for f in sorted(os.listdir(res["o"])):
-            a = np.load(os.path.join(res["o"], f)).astype(np.float64)
-            g = np.load(os.path.join(res["g"], f)).astype(np.float64)
+        np.save(xin, chunks[k])
+        out = os.path.join(work, f"o{k}")
+        os.makedirs(out, exist_ok=True)
+        run_ort(model, {"input": xin, "sr": os.path.join(work, "sr.npy"), **cur}, out)
+        for name, out_name, _ in states:  # the next chunk's state: this one's output
+            cur[name] = os.path.join(out, out_name + ".npy")
+        for f in sorted(os.listdir(out)):
+            a = np.load(os.path.join(out, f)).astype(np.float64)
+            g = np.load(os.path.join(gout, f))[k].astype(np.float64)
             err = np.abs(a - g).max() / max(np.abs(a).max(), 1e-30)
             worst = max(worst, err)
             if f == "output.npy":
