@@ -69,7 +69,8 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
     case OPT_VERIFY_EACH: ca->no_verify = false; break; /* the default; old scripts say it */
     case OPT_BACKEND: ca->backend = v; break;
     case OPT_TARGET: ca->target = v; break;
-    case OPT_QUANTIZE: ca->quantize = v; break;
+    case OPT_QUANTIZE:
+    case OPT_PROFILE: ca->quantize = v; break;
     case OPT_KEEP_FLOAT: ca->quant.keep_float = v; break;
     case OPT_MIN_SQNR: {
         char *end;
