@@ -211,14 +211,33 @@ static bool params_for_range(Quant *q, const char *name, double lo, double hi, Q
     return true;
 }
 
-/* The parameters of a profiled value, from its calibrated range. */
-static bool choose(Quant *q, const char *name, QParams *out) {
+/* Whether v is computed from the graph's inputs (else from constants
+ * alone: a constant the pass meets before constant folding). */
+static bool reads_input(const Value *v, int depth) {
+    const Node *n = v->def;
+    if (n->kind == NK_PLACEHOLDER || depth > 64)
+        return true; /* (deeper than any exporter's constant expression) */
+    for (int i = 0; i < n->nops; i++)
+        if (reads_input(n->ops[i], depth + 1))
+            return true;
+    return false;
+}
+
+/* The parameters of a profiled value v, from its calibrated range. A value
+ * computed from the inputs that is 0 on every sample is an error (its scale
+ * would be 0: a dead layer, or too few samples); one computed from
+ * constants alone (an Identity of a zero bias, as transformer exports
+ * have) is held exactly by any scale. */
+static bool choose(Quant *q, const Value *val, QParams *out) {
+    const char *name = value_name(val);
     const QProfValue *v = qprof_find(q->cfg->profile, name);
     if (!v)
         return error(q, name, "the profile has no value '%s'%s (is it from this graph, "
                      "profiled with the same inputs?)", "");
     double lo, hi;
     calibrated_range(q->cfg, v, &lo, &hi);
+    if (lo == 0 && hi == 0 && !reads_input(val, 0))
+        hi = 1;
     return params_for_range(q, name, lo, hi, out);
 }
 
@@ -263,6 +282,10 @@ static Value *int_constant(Quant *q, Value *v, const Tensor *c) {
         error(q, value_name(v), "constant '%s' is empty or not finite%s", "");
         return NULL;
     }
+    /* All zeros (a bias exported as zeros): every scale holds it exactly,
+     * and the zero point is 0 whatever scale the unit range gives. */
+    if (lo == 0 && hi == 0)
+        hi = 1;
     if (!params_for_range(q, value_name(v), lo, hi, &p))
         return NULL;
     Type t = c->type;
@@ -291,7 +314,7 @@ static Value *int_of(Quant *q, Value *v) {
     const Tensor *c = value_constant(v);
     if (c && elem_is_float(c->type.elem)) /* quantized now, from its own range */
         return int_constant(q, v, c);
-    if (v->index != 0 || !choose(q, value_name(v), &p))
+    if (v->index != 0 || !choose(q, v, &p))
         return NULL;
     Value *ops[3] = {v, scalar_const(q, ELEM_F32, p.scale, value_name(v)),
                      scalar_const(q, p.elem, p.offset, value_name(v))};
@@ -428,13 +451,13 @@ static bool output_params(Quant *q, Node *n, Node **relu, QParams *out) {
     *relu = NULL;
     QParams rp;
     if (u && u->kind == NK_RELU && !kept_float(q, u) && qprof_find(q->cfg->profile, u->name) &&
-        choose(q, u->name, &rp) && rp.offset == (rp.elem == ELEM_U8 ? 0 : -128)) {
+        choose(q, &u->res[0], &rp) && rp.offset == (rp.elem == ELEM_U8 ? 0 : -128)) {
         *relu = u;
         *out = rp;
         pass_stat(q->ctx, "relus-folded", 1);
         return true;
     }
-    return !q->failed && choose(q, value_name(&n->res[0]), out);
+    return !q->failed && choose(q, &n->res[0], out);
 }
 
 static Value *reshape_int(Quant *q, Node *pos, Value *iv, int rank, const int64_t *dims) {
@@ -627,7 +650,7 @@ static Value *emit_int(Quant *q, Node *n, NodeKind k, int nops, Value **ops, con
 /* add and mul in real numbers, to the result's profiled range. */
 static bool rewrite_binary(Quant *q, Node *n) {
     QParams p;
-    if (!elem_is_float(n->res[0].type.elem) || !choose(q, value_name(&n->res[0]), &p))
+    if (!elem_is_float(n->res[0].type.elem) || !choose(q, &n->res[0], &p))
         return false;
     Value *ops[2] = {int_of(q, n->ops[0]), int_of(q, n->ops[1])};
     if (!ops[0] || !ops[1])
@@ -644,7 +667,7 @@ static bool rewrite_binary(Quant *q, Node *n) {
 static bool rewrite_concat(Quant *q, Node *n) {
     QParams p;
     if (!elem_is_float(n->res[0].type.elem) || n->nops > 64 ||
-        !choose(q, value_name(&n->res[0]), &p))
+        !choose(q, &n->res[0], &p))
         return false;
     Value *ops[64];
     for (int i = 0; i < n->nops; i++) {
@@ -705,7 +728,7 @@ static bool rewrite_avg_pool(Quant *q, Node *n) {
         return false;
     QParams p = params_of(src);
     if (qprof_find(q->cfg->profile, value_name(&n->res[0])) &&
-        !choose(q, value_name(&n->res[0]), &p))
+        !choose(q, &n->res[0], &p))
         return false;
     Value *y = emit_int(q, n, n->kind == NK_AVG_POOL ? NK_QAVG_POOL : NK_QGLOBAL_AVG_POOL, 1,
                         &src, &p);
