@@ -30,6 +30,7 @@ typedef struct BackendOptions {
     BackendOutput output;        /* executables link main() and embed the weights */
     bool instrument;             /* JIT only: call a probe around each instruction */
     bool no_threads;             /* bundles: no thread pool, no pthreads, no malloc */
+    const char *cache_dir;       /* cpu: where compiled kernels are kept; NULL: nowhere */
 } BackendOptions;
 
 /* Instrumented code calls the probe before and after every instruction that

@@ -35,6 +35,9 @@ typedef struct CommonArgs {
     const char *quantize; /* --quantize=PROFILE.json */
     QuantConfig quant;    /* its options; quant.profile once read (args_parse) */
     QProfile profile;
+    bool no_cache;        /* --no-cache: compile the kernel engine afresh, keep nothing */
+    char cache_dir[1024]; /* cli_cache_dir's answer, when cache_dir_set */
+    bool cache_dir_set;
 } CommonArgs;
 
 /* A command's own option `id` (tui/options.def) with its value (NULL for a

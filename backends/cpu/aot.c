@@ -294,24 +294,42 @@ static bool weights_object(const CpuModule *m, StrBuf *out, DiagList *d) {
     return ok;
 }
 
+/* The precompiled kernels (engine.c) as a file to link, when the module
+ * calls them; path[0] stays 0 otherwise. */
+static bool write_engine(const CpuModule *m, const char *out, char *path, size_t len,
+                         DiagList *d) {
+    if (!cpu_uses_engine(&m->opt))
+        return true;
+    StrBuf obj;
+    sb_init(&obj);
+    snprintf(path, len, "%s.engine.tmp%d", out, (int)getpid());
+    bool ok = cpu_engine_object(m, &obj, d) && write_as(path, out, obj.data, obj.len, d);
+    sb_free(&obj);
+    return ok;
+}
+
 bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
     StrBuf obj, wobj;
     sb_init(&obj);
     sb_init(&wobj);
-    char objpath[4200], wpath[4200], tmp[4200], fb[4200] = "";
+    char objpath[4200], wpath[4200], tmp[4200], fb[4200] = "", eng[4200] = "";
     snprintf(objpath, sizeof objpath, "%s.o.tmp%d", path, (int)getpid());
     snprintf(wpath, sizeof wpath, "%s.weights.tmp%d", path, (int)getpid());
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
     bool ok = have_cross_tools(m, true, path, d) && cpu_emit(m, false, &obj, d) &&
               write_as(objpath, path, obj.data, obj.len, d) && weights_object(m, &wobj, d) &&
               write_as(wpath, path, wobj.data, wobj.len, d) &&
+              write_engine(m, path, eng, sizeof eng, d) &&
               (!needs_fallback(m) || write_fallback(m, path, fb, sizeof fb, d));
     if (ok) {
         char *argv[16] = {NULL}, flag[200];
         int n = link_command(m, true, argv, flag, sizeof flag);
-        const char *rest[] = {objpath, wpath, "-o", tmp, "-lm", "-lpthread", fb[0] ? fb : NULL};
+        /* The engine before the libraries it calls (static links). */
+        const char *rest[] = {objpath, wpath, eng[0] ? eng : NULL, "-o", tmp, "-lm", "-lpthread",
+                              fb[0] ? fb : NULL};
         for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
-            argv[n++] = (char *)rest[i];
+            if (rest[i])
+                argv[n++] = (char *)rest[i];
         ok = run_tool(argv, path, d);
     }
     sb_free(&obj);
@@ -320,6 +338,8 @@ bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
     remove(wpath);
     if (fb[0])
         remove(fb);
+    if (eng[0])
+        remove(eng);
     if (ok && rename(tmp, path)) {
         diag_error(d, NULL, "cannot write '%s': %s", path, strerror(errno));
         ok = false;

@@ -545,6 +545,8 @@ CpuModule *cpu_codegen(LirProgram *p, const BackendOptions *o, DiagList *d) {
         return NULL;
     }
     m->mod = g.mod;
+    if (cpu_uses_engine(o))
+        cpu_strip_precompiled(m);
     set_scratch_mode(&g, o->no_threads);
     if (o->instrument && o->output == OUTPUT_JIT)
         make_probe(&g);

@@ -50,6 +50,20 @@ static bool lookup(CpuExec *e, const char *name, void **out, DiagList *d) {
     return true;
 }
 
+/* The precompiled kernels (engine.c) beside the module, as an object file. */
+static bool add_engine(CpuExec *e, LLVMOrcJITDylibRef main, const CpuModule *m, DiagList *d) {
+    StrBuf obj;
+    sb_init(&obj);
+    bool ok = cpu_engine_object(m, &obj, d);
+    if (ok) {
+        LLVMMemoryBufferRef buf =
+            LLVMCreateMemoryBufferWithMemoryRangeCopy(obj.data, obj.len, "glowc-engine.o");
+        ok = !failed(LLVMOrcLLJITAddObjectFile(e->jit, main, buf), "kernel engine", d);
+    }
+    sb_free(&obj);
+    return ok;
+}
+
 static bool create_jit(CpuExec *e, CpuModule *m, DiagList *d) {
     LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
     LLVMTargetMachineRef tm = cpu_new_target_machine(m);
@@ -64,6 +78,8 @@ static bool create_jit(CpuExec *e, CpuModule *m, DiagList *d) {
         return false;
     LLVMOrcJITDylibRef main = LLVMOrcLLJITGetMainJITDylib(e->jit);
     LLVMOrcJITDylibAddGenerator(main, gen);
+    if (cpu_uses_engine(&m->opt) && !add_engine(e, main, m, d))
+        return false;
     LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m->mod, m->tsc);
     m->mod = NULL; /* the JIT owns it now */
     return !failed(LLVMOrcLLJITAddLLVMIRModule(e->jit, main, tsm), "module", d);

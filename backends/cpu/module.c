@@ -397,37 +397,42 @@ static bool keep_external(const CpuModule *m, const char *name) {
     return false;
 }
 
-static void set_target_attributes(CpuModule *m, LLVMValueRef fn) {
+static void set_target_attributes(const CpuModule *m, LLVMContextRef ctx, LLVMValueRef fn) {
     unsigned idx = (unsigned)LLVMAttributeFunctionIndex;
     LLVMRemoveStringAttributeAtIndex(fn, idx, "target-cpu", 10);
     LLVMRemoveStringAttributeAtIndex(fn, idx, "target-features", 15);
     LLVMRemoveStringAttributeAtIndex(fn, idx, "tune-cpu", 8);
-    LLVMAddAttributeAtIndex(fn, idx, LLVMCreateStringAttribute(m->ctx, "target-cpu", 10, m->cpu,
+    LLVMAddAttributeAtIndex(fn, idx, LLVMCreateStringAttribute(ctx, "target-cpu", 10, m->cpu,
                                                                (unsigned)strlen(m->cpu)));
     LLVMAddAttributeAtIndex(fn, idx,
-                            LLVMCreateStringAttribute(m->ctx, "target-features", 15, m->features,
+                            LLVMCreateStringAttribute(ctx, "target-features", 15, m->features,
                                                       (unsigned)strlen(m->features)));
 }
 
-void cpu_finish_module(CpuModule *m) {
-    LLVMSetTarget(m->mod, m->triple);
+void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
+                        bool (*keep)(const CpuModule *, const char *)) {
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMSetTarget(mod, m->triple);
     LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m->tm);
-    LLVMSetModuleDataLayout(m->mod, dl);
+    LLVMSetModuleDataLayout(mod, dl);
     LLVMDisposeTargetData(dl);
-    for (LLVMValueRef fn = LLVMGetFirstFunction(m->mod); fn; fn = LLVMGetNextFunction(fn)) {
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
         if (LLVMIsDeclaration(fn))
             continue;
-        set_target_attributes(m, fn);
+        set_target_attributes(m, ctx, fn);
         size_t len;
-        const char *name = LLVMGetValueName2(fn, &len);
-        if (!keep_external(m, name))
+        if (!keep(m, LLVMGetValueName2(fn, &len)))
             LLVMSetLinkage(fn, LLVMInternalLinkage);
     }
-    for (LLVMValueRef gv = LLVMGetFirstGlobal(m->mod); gv; gv = LLVMGetNextGlobal(gv)) {
+    for (LLVMValueRef gv = LLVMGetFirstGlobal(mod); gv; gv = LLVMGetNextGlobal(gv)) {
         size_t len;
-        if (!LLVMIsDeclaration(gv) && !keep_external(m, LLVMGetValueName2(gv, &len)))
+        if (!LLVMIsDeclaration(gv) && !keep(m, LLVMGetValueName2(gv, &len)))
             LLVMSetLinkage(gv, LLVMInternalLinkage);
     }
+}
+
+void cpu_finish_module(CpuModule *m) {
+    cpu_prepare_module(m, m->mod, keep_external);
 }
 
 bool cpu_optimize(CpuModule *m, DiagList *d) {
@@ -558,7 +563,7 @@ bool cpu_break_module(CpuModule *m) {
     LLVMValueRef fn = LLVMAddFunction(m->mod, m->entry, fty);
     /* Callers in the module (an executable's main()) call the broken one. */
     LLVMReplaceAllUsesWith(inner, fn);
-    set_target_attributes(m, fn);
+    set_target_attributes(m, m->ctx, fn);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(m->ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));
     LLVMValueRef args[4];
