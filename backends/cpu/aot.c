@@ -296,7 +296,7 @@ static bool weights_object(const CpuModule *m, StrBuf *out, DiagList *d) {
 
 /* The precompiled kernels (engine.c) as a file to link, when the module
  * calls them; path[0] stays 0 otherwise. */
-static bool write_engine(const CpuModule *m, const char *out, char *path, size_t len,
+static bool write_engine(CpuModule *m, const char *out, char *path, size_t len,
                          DiagList *d) {
     if (!cpu_uses_engine(&m->opt))
         return true;
@@ -305,6 +305,14 @@ static bool write_engine(const CpuModule *m, const char *out, char *path, size_t
     snprintf(path, len, "%s.engine.tmp%d", out, (int)getpid());
     bool ok = cpu_engine_object(m, &obj, d) && write_as(path, out, obj.data, obj.len, d);
     sb_free(&obj);
+    return ok;
+}
+
+/* The weights' object, its time counted as emission. */
+static bool weights_timed(CpuModule *m, StrBuf *out, DiagList *d) {
+    double t0 = cpu_seconds();
+    bool ok = weights_object(m, out, d);
+    m->phase[BACKEND_PHASE_EMIT] += cpu_seconds() - t0;
     return ok;
 }
 
@@ -317,7 +325,7 @@ bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
     snprintf(wpath, sizeof wpath, "%s.weights.tmp%d", path, (int)getpid());
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
     bool ok = have_cross_tools(m, true, path, d) && cpu_emit(m, false, &obj, d) &&
-              write_as(objpath, path, obj.data, obj.len, d) && weights_object(m, &wobj, d) &&
+              write_as(objpath, path, obj.data, obj.len, d) && weights_timed(m, &wobj, d) &&
               write_as(wpath, path, wobj.data, wobj.len, d) &&
               write_engine(m, path, eng, sizeof eng, d) &&
               (!needs_fallback(m) || write_fallback(m, path, fb, sizeof fb, d));
@@ -330,7 +338,9 @@ bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
         for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
             if (rest[i])
                 argv[n++] = (char *)rest[i];
+        double t0 = cpu_seconds();
         ok = run_tool(argv, path, d);
+        m->phase[BACKEND_PHASE_LINK] += cpu_seconds() - t0;
     }
     sb_free(&obj);
     sb_free(&wobj);
@@ -374,8 +384,10 @@ static bool bundle_object(CpuModule *m, const char *path, char **out, size_t *le
         for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
             ld[n++] = (char *)rest[i];
         char *loc[] = {"llvm-objcopy-19", "--localize-symbol=libjit_generic", joined, NULL};
+        double t0 = cpu_seconds();
         ok = write_fallback(m, path, fb, sizeof fb, d) && run_tool(ld, path, d) &&
              run_tool(loc, path, d) && (*out = file_read_all(joined, len, d)) != NULL;
+        m->phase[BACKEND_PHASE_LINK] += cpu_seconds() - t0;
     }
     sb_free(&obj);
     remove(tmp);

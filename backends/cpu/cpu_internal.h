@@ -57,7 +57,11 @@ struct CpuModule {
     char **instr_fn; /* by instruction index: the function it calls (or NULL) */
     char **instr_worker; /* by instruction index: the worker that calls it (or NULL) */
     int ninstrs;
+    double phase[BACKEND_NPHASES]; /* seconds, for --time-passes */
 };
+
+/* A monotonic clock in seconds (the phase timings). */
+double cpu_seconds(void);
 
 CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d);
 void cpu_note_missing(CpuModule *m, const LirInstr *i, const char *kernel);
@@ -76,7 +80,7 @@ void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
  * (from the cache in o->cache_dir when there is a valid entry). */
 bool cpu_uses_engine(const BackendOptions *o);
 void cpu_strip_precompiled(CpuModule *m);
-bool cpu_engine_object(const CpuModule *m, StrBuf *out, DiagList *d);
+bool cpu_engine_object(CpuModule *m, StrBuf *out, DiagList *d);
 /* A target machine for m's triple/cpu/features (for the JIT, which takes
  * ownership of its own). */
 LLVMTargetMachineRef cpu_new_target_machine(const CpuModule *m);

@@ -186,7 +186,7 @@ static void write_entry(const char *dir, const char *path, uint64_t key, const S
         remove(tmp);
 }
 
-bool cpu_engine_object(const CpuModule *m, StrBuf *out, DiagList *d) {
+static bool engine_object(const CpuModule *m, StrBuf *out, DiagList *d) {
     uint64_t key = engine_key(m);
     const char *dir = m->opt.cache_dir;
     char path[4200] = "";
@@ -201,4 +201,11 @@ bool cpu_engine_object(const CpuModule *m, StrBuf *out, DiagList *d) {
     if (path[0])
         write_entry(dir, path, key, out);
     return true;
+}
+
+bool cpu_engine_object(CpuModule *m, StrBuf *out, DiagList *d) {
+    double t0 = cpu_seconds();
+    bool ok = engine_object(m, out, d);
+    m->phase[BACKEND_PHASE_ENGINE] += cpu_seconds() - t0;
+    return ok;
 }

@@ -51,7 +51,7 @@ static bool lookup(CpuExec *e, const char *name, void **out, DiagList *d) {
 }
 
 /* The precompiled kernels (engine.c) beside the module, as an object file. */
-static bool add_engine(CpuExec *e, LLVMOrcJITDylibRef main, const CpuModule *m, DiagList *d) {
+static bool add_engine(CpuExec *e, LLVMOrcJITDylibRef main, CpuModule *m, DiagList *d) {
     StrBuf obj;
     sb_init(&obj);
     bool ok = cpu_engine_object(m, &obj, d);
@@ -101,9 +101,17 @@ CpuExec *cpu_jit(CpuModule *m, int threads, DiagList *d) {
     e->p = m->p;
     e->mem = arena_new();
     void *rt_new = NULL;
-    if (!create_jit(e, m, d) || !lookup(e, m->entry, (void **)&e->entry, d) ||
-        !lookup(e, "libjit_runtime_new", &rt_new, d) ||
-        !lookup(e, "libjit_runtime_free", (void **)&e->runtime_free, d)) {
+    if (!create_jit(e, m, d)) {
+        cpu_exec_free(e);
+        return NULL;
+    }
+    /* The first lookup compiles the module and links it. */
+    double t0 = cpu_seconds();
+    bool found = lookup(e, m->entry, (void **)&e->entry, d) &&
+                 lookup(e, "libjit_runtime_new", &rt_new, d) &&
+                 lookup(e, "libjit_runtime_free", (void **)&e->runtime_free, d);
+    m->phase[BACKEND_PHASE_EMIT] += cpu_seconds() - t0;
+    if (!found) {
         cpu_exec_free(e);
         return NULL;
     }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -241,6 +242,27 @@ static void pick_cpu(CpuModule *m, const BackendOptions *o) {
     m->features = strdup(extra);
 }
 
+static bool emit(CpuModule *m, bool assembly, StrBuf *out, DiagList *d) {
+    LLVMMemoryBufferRef buf;
+    char *err = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(m->tm, m->mod,
+                                            assembly ? LLVMAssemblyFile : LLVMObjectFile, &err,
+                                            &buf)) {
+        diag_error(d, NULL, "LLVM code generation failed: %s", err ? err : "?");
+        LLVMDisposeMessage(err);
+        return false;
+    }
+    sb_append_n(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+    LLVMDisposeMemoryBuffer(buf);
+    return !out->oom;
+}
+
+double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d) {
     if (!cpu_check_target(o, false, d))
         return NULL;
@@ -350,6 +372,10 @@ bool cpu_report_missing(CpuModule *m, DiagList *d) {
                sb_str(&sb));
     sb_free(&sb);
     return false;
+}
+
+double cpu_phase_seconds(const CpuModule *m, BackendPhase phase) {
+    return m->phase[phase];
 }
 
 int cpu_fallback_count(const CpuModule *m) {
@@ -462,18 +488,10 @@ void cpu_print_llvm(CpuModule *m, StrBuf *out) {
 }
 
 bool cpu_emit(CpuModule *m, bool assembly, StrBuf *out, DiagList *d) {
-    LLVMMemoryBufferRef buf;
-    char *err = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(m->tm, m->mod,
-                                            assembly ? LLVMAssemblyFile : LLVMObjectFile, &err,
-                                            &buf)) {
-        diag_error(d, NULL, "LLVM code generation failed: %s", err ? err : "?");
-        LLVMDisposeMessage(err);
-        return false;
-    }
-    sb_append_n(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
-    LLVMDisposeMemoryBuffer(buf);
-    return !out->oom;
+    double t0 = cpu_seconds();
+    bool ok = emit(m, assembly, out, d);
+    m->phase[BACKEND_PHASE_EMIT] += cpu_seconds() - t0;
+    return ok;
 }
 
 bool cpu_weights_present(const LirProgram *p, DiagList *d) {
