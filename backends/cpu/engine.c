@@ -22,15 +22,27 @@
 #include <llvm-c/BitReader.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
-/* Bump when the entry's layout or how the engine is compiled changes. */
-enum { ENGINE_FORMAT = 1, HEADER = 32 };
+/* Bump when the entry's layout, how the engine is compiled or which
+ * functions it holds (is_precompiled's rule) changes; the specialised list
+ * itself is part of the key. */
+enum { ENGINE_FORMAT = 2, HEADER = 32 };
 static const char MAGIC[8] = {'G', 'L', 'O', 'W', 'C', 'E', 'N', 'G'};
 
+/* specialised.def's rule: every external libjit_* function but the
+ * specialised kernels (and their _work and _scratch), and the lj_* helpers
+ * it names; the module's own functions (glowc_*) and the C library never. */
 static bool is_precompiled(const CpuModule *m, const char *name) {
     (void)m;
+#define SPECIALISED(n)
 #define PRECOMPILED(n) if (!strcmp(name, #n)) return true;
-#include "backends/cpu/libjit/precompiled.def"
-    return false;
+#include "backends/cpu/libjit/specialised.def"
+    if (strncmp(name, "libjit_", 7))
+        return false;
+#define SPECIALISED(n) if (!strncmp(name, #n, sizeof #n - 1) && \
+                           (!name[sizeof #n - 1] || name[sizeof #n - 1] == '_')) return false;
+#define PRECOMPILED(n)
+#include "backends/cpu/libjit/specialised.def"
+    return true;
 }
 
 bool cpu_uses_engine(const BackendOptions *o) {
@@ -47,7 +59,8 @@ void cpu_strip_precompiled(CpuModule *m) {
         next = LLVMGetNextFunction(fn);
         size_t len;
         const char *name = LLVMGetValueName2(fn, &len);
-        if (LLVMIsDeclaration(fn) || !is_precompiled(m, name))
+        if (LLVMIsDeclaration(fn) || LLVMGetLinkage(fn) != LLVMExternalLinkage ||
+            !is_precompiled(m, name))
             continue;
         char keep[128];
         snprintf(keep, sizeof keep, "%s", name);
@@ -73,6 +86,9 @@ static uint64_t engine_key(const CpuModule *m) {
     int format = ENGINE_FORMAT;
     uint64_t h = fnv(1469598103934665603ull, &format, sizeof format);
     h = fnv(h, v, sizeof v);
+#define SPECIALISED(n) h = fnv(h, "s" #n, sizeof #n + 1);
+#define PRECOMPILED(n) h = fnv(h, "p" #n, sizeof #n + 1);
+#include "backends/cpu/libjit/specialised.def"
     h = fnv(h, m->target->libjit, *m->target->libjit_len);
     h = fnv(h, m->triple, strlen(m->triple) + 1);
     h = fnv(h, m->cpu, strlen(m->cpu) + 1);
