@@ -200,8 +200,10 @@ static bool run_tool(char **argv, const char *out, DiagList *d) {
  * whose only global symbol is libjit_generic, embedded in glowc) goes into
  * every program whose code still calls it: a libjit kernel hands it the
  * shapes it has no fast path for. Written next to OUT; the caller removes it. */
+/* The kernel engine's kernels call it for the shapes they have no fast path
+ * for, whatever the model. */
 static bool needs_fallback(const CpuModule *m) {
-    return LLVMGetNamedFunction(m->mod, "libjit_generic") != NULL;
+    return cpu_uses_engine(&m->opt) || LLVMGetNamedFunction(m->mod, "libjit_generic") != NULL;
 }
 
 static bool write_fallback(const CpuModule *m, const char *out, char *path, size_t len,
