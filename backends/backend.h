@@ -42,6 +42,7 @@ typedef void (*Probe)(void *ctx, int instr, int event);
 /* The phases of making native code that are no session step, timed by the
  * backend for --time-passes: (ID, what the table calls it). */
 #define BACKEND_PHASES(X)                                                                       \
+    X(BITCODE, "libjit bitcode parse")                                                          \
     X(ENGINE, "kernel engine (precompiled kernels: cache or compile)")                          \
     X(EMIT, "machine-code emission (JIT: and its in-memory link)")                              \
     X(LINK, "linking (executables, bundles)")
