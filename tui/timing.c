@@ -43,13 +43,17 @@ void timing_print(const Session *s, double import_s, double first_s) {
     bool has_phases = s->opt.backend && s->opt.backend->phase_seconds;
     double bitcode = has_phases ? session_phase_seconds(s, BACKEND_PHASE_BITCODE) : 0;
     /* codegen's own row leaves out the bitcode parse, a row of its own. */
+    if (has_phases)
+        add(rows, &n, "libjit bitcode parse (codegen)", bitcode);
     for (int i = 0; i < s->nsteps; i++)
         if (s->steps[i].level == PASS_CODEGEN)
             add(rows, &n, s->steps[i].name,
                 s->steps[i].seconds - (strcmp(s->steps[i].name, "codegen") ? 0 : bitcode));
     double loading = 0;
     if (has_phases) {
-#define X(id, name) add(rows, &n, name, session_phase_seconds(s, BACKEND_PHASE_##id));
+#define X(id, name)                                                                             \
+    if (BACKEND_PHASE_##id != BACKEND_PHASE_BITCODE)                                            \
+        add(rows, &n, name, session_phase_seconds(s, BACKEND_PHASE_##id));
         BACKEND_PHASES(X)
 #undef X
         /* The JIT builds and loads on the first execution: shown above. */
