@@ -50,7 +50,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff \
         test-aarch64 test-quant test-train-native test-conform-fallback \
-        test-kernels bench bench-kernels clean difftest difftest-ort test-difftest \
+        test-kernels bench bench-quant test-qdq-ort bench-kernels clean difftest difftest-ort test-difftest \
         fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui test-npm-models test-train demo-train
 .DEFAULT_GOAL := all
 
@@ -289,7 +289,8 @@ test-unit: $(UNIT_BINS)
 # of the digits model and an MLP against torch.
 test-train: $(BUILD)/glowc
 	PATH="$(LLVM_BIN):$$PATH" $(LIT) -sv --param glowc=$(abspath $(BUILD)/glowc) \
-	  fixtures/graph/differentiate.hl fixtures/graph/differentiate_errors.hl fixtures/train
+	  fixtures/graph/differentiate.hl fixtures/graph/differentiate_bn.hl \
+	  fixtures/graph/differentiate_errors.hl fixtures/train
 	GLOWC=$(abspath $(BUILD)/glowc) $(PYTHON) tests/train/check_fd.py --backend=interp
 	GLOWC=$(abspath $(BUILD)/glowc) $(PYTHON) tests/train/check_torch.py
 
@@ -401,6 +402,16 @@ test-npm-models: $(BUILD)/glowc
 
 bench: $(BUILD)/glowc
 	$(PYTHON) tests/bench/bench.py $(BUILD)/glowc
+
+# int8: glowc beside ONNX Runtime running glowc's QDQ models, resnet18/50 and
+# mobilenet_v2 (needs node and npm; not in make test; out/bench-quant.md).
+bench-quant: $(BUILD)/glowc
+	$(PYTHON) tests/quant/bench_quant.py $(BUILD)/glowc
+
+# ONNX Runtime on glowc quantize's QDQ digits models against glowc's int8
+# graph, every schema and calibration (needs node and npm; ~30 s).
+test-qdq-ort: $(BUILD)/glowc
+	$(PYTHON) tests/quant/qdq_ort.py $(BUILD)/glowc $(BUILD)/qdq-ort
 
 # ---- fuzzing (libFuzzer; tests/fuzz) -----------------------------------------
 # One binary per input reader, built with its own sanitized library in

@@ -21,12 +21,16 @@ typedef struct PassStat {
 } PassStat;
 
 /* What the differentiate pass makes of the forward function: the loss over
- * its first output, and the SGD step (torch's: weight decay added to the
- * gradient, then momentum, then the learning rate). */
+ * its first output, and the step (torch's SGD: weight decay added to the
+ * gradient, then momentum, then the learning rate; or torch's Adam, with
+ * its bias correction). */
 typedef enum { LOSS_SOFTMAX_CE, LOSS_MSE } LossKind;
+typedef enum { OPTIM_SGD, OPTIM_ADAM } OptimizerKind;
 typedef struct TrainSpec {
     LossKind loss;
+    OptimizerKind optimizer;
     double lr, momentum, weight_decay;
+    double beta1, beta2, eps; /* Adam's (zero: torch's defaults 0.9, 0.999, 1e-8) */
     bool forward_only; /* the loss and outputs with the weights as inputs, no step */
 } TrainSpec;
 

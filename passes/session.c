@@ -364,6 +364,17 @@ static void prepend_pass(char ***names, int *n, const char *pass) {
     (*n)++;
 }
 
+/* An imported ONNX model in QDQ form: a dequantize_linear somewhere. */
+static bool imported_qdq(const Session *s) {
+    size_t len = s->path ? strlen(s->path) : 0;
+    if (s->nsteps < 1 || !s->steps[0].graph || len < 5 || strcmp(s->path + len - 5, ".onnx"))
+        return false;
+    for (const Node *n = s->steps[0].graph->main->first; n; n = n->next)
+        if (n->kind == NK_DEQUANTIZE_LINEAR)
+            return true;
+    return false;
+}
+
 bool session_set_pipeline(Session *s, const char *spec) {
     const char *const *named = pipeline_by_level(spec);
     char **names = NULL;
@@ -392,6 +403,10 @@ bool session_set_pipeline(Session *s, const char *spec) {
         prepend_pass(&names, &n, "differentiate");
     if (s->opt.quant && !s->from_lir)
         prepend_pass(&names, &n, "quantize");
+    else if (named && !s->from_lir && imported_qdq(s))
+        /* QDQ groups to int8, as ONNX Runtime runs them; an explicit --passes
+         * list runs the Q/DQ nodes in float unless it names fold-qdq. */
+        prepend_pass(&names, &n, "fold-qdq");
     if (!check_order(s, names, n)) {
         free_names(names, n);
         return false;

@@ -1,12 +1,14 @@
 /* Shared option parsing and input binding for the compiling subcommands. */
 #include "tui/args.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/file.h"
 #include "core/npy.h"
+#include "tui/quant_report.h"
 
 static bool add_dim(CommonArgs *ca, const char *v, DiagList *d) {
     if (ca->ndims == MAX_CLI_INPUTS) {
@@ -67,8 +69,17 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
     case OPT_VERIFY_EACH: ca->no_verify = false; break; /* the default; old scripts say it */
     case OPT_BACKEND: ca->backend = v; break;
     case OPT_TARGET: ca->target = v; break;
-    case OPT_QUANTIZE: ca->quantize = v; break;
+    case OPT_QUANTIZE:
+    case OPT_PROFILE: ca->quantize = v; break;
     case OPT_KEEP_FLOAT: ca->quant.keep_float = v; break;
+    case OPT_MIN_SQNR: {
+        char *end;
+        ca->min_sqnr = strtod(v, &end);
+        ca->min_sqnr_given = true;
+        if ((*bad = end == v || *end || !isfinite(ca->min_sqnr)))
+            diag_error(d, NULL, "--min-sqnr: '%s' is not a number of dB", v);
+        break;
+    }
     case OPT_QUANT_PER_TENSOR: ca->quant.per_tensor_weights = true; break;
     case OPT_QUANT_SCHEMA:
         if ((*bad = !quant_schema_by_name(v, &ca->quant.schema)))
@@ -115,15 +126,31 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
             *bad = true;
         }
         break;
+    case OPT_OPTIMIZER:
+        if (!strcmp(v, "sgd") || !strcmp(v, "adam")) {
+            ca->train.optimizer = strcmp(v, "adam") ? OPTIM_SGD : OPTIM_ADAM;
+        } else {
+            diag_error(d, NULL, "--optimizer takes sgd or adam, not '%s'", v);
+            *bad = true;
+        }
+        break;
     case OPT_LR:
     case OPT_MOMENTUM:
-    case OPT_WEIGHT_DECAY: {
+    case OPT_WEIGHT_DECAY:
+    case OPT_BETA1:
+    case OPT_BETA2:
+    case OPT_EPS: {
         double x;
         double *dst = id == OPT_LR ? &ca->train.lr
-                      : id == OPT_MOMENTUM ? &ca->train.momentum : &ca->train.weight_decay;
-        if (!cli_parse_tolerance(v, &x) || (id == OPT_MOMENTUM && x >= 1) || (id == OPT_LR && x == 0)) {
+                      : id == OPT_MOMENTUM ? &ca->train.momentum
+                      : id == OPT_BETA1 ? &ca->train.beta1
+                      : id == OPT_BETA2 ? &ca->train.beta2
+                      : id == OPT_EPS ? &ca->train.eps : &ca->train.weight_decay;
+        bool unit = id == OPT_MOMENTUM || id == OPT_BETA1 || id == OPT_BETA2;
+        bool positive = id == OPT_LR || id == OPT_EPS;
+        if (!cli_parse_tolerance(v, &x) || (unit && x >= 1) || (positive && x == 0)) {
             diag_error(d, NULL, "%s takes a finite number %s, not '%s'", option_info(id)->spelling,
-                       id == OPT_MOMENTUM ? "in [0, 1)" : id == OPT_LR ? "> 0" : ">= 0", v);
+                       unit ? "in [0, 1)" : positive ? "> 0" : ">= 0", v);
             *bad = true;
         }
         *dst = x;
@@ -165,6 +192,10 @@ static bool load_profile(CommonArgs *ca, DiagList *d) {
 bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn own, void *ctx,
                 DiagList *d) {
     const CommandSpec *c = command_spec(cmd);
+    /* torch.optim.Adam's defaults */
+    ca->train.beta1 = 0.9;
+    ca->train.beta2 = 0.999;
+    ca->train.eps = 1e-8;
     for (int i = 1; i < argc; i++) {
         OptionId id;
         const char *v;
@@ -198,11 +229,23 @@ bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn ow
         return false;
     }
     ca->cache_dir_set = !ca->no_cache && cli_cache_dir(ca->cache_dir, sizeof ca->cache_dir);
-    return args_check_target(ca, false, d) && (!ca->quantize || load_profile(ca, d));
+    if (!args_check_target(ca, false, d) || (ca->quantize && !load_profile(ca, d)))
+        return false;
+    bool auto_keep = ca->quant.keep_float && !strcmp(ca->quant.keep_float, "auto");
+    if (auto_keep && !ca->quantize) {
+        diag_error(d, NULL, "--keep-float=auto chooses among quantized nodes: it needs --quantize");
+        return false;
+    }
+    if (ca->min_sqnr_given && !auto_keep) {
+        diag_error(d, NULL, "--min-sqnr is the threshold of --keep-float=auto");
+        return false;
+    }
+    return !auto_keep || quant_resolve_auto(ca, d);
 }
 
 void args_free(CommonArgs *ca) {
     qprof_free(&ca->profile);
+    free(ca->keep_auto_list);
     for (int i = 0; i < ca->ninputs; i++)
         free((char *)ca->input_names[i]);
     for (int i = 0; i < ca->ndims; i++)

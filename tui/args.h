@@ -34,6 +34,9 @@ typedef struct CommonArgs {
     Arena *input_arena;  /* the --input values args_ensure_inputs read (args_free) */
     const char *quantize; /* --quantize=PROFILE.json */
     QuantConfig quant;    /* its options; quant.profile once read (args_parse) */
+    double min_sqnr;      /* --min-sqnr (dB), for --keep-float=auto */
+    bool min_sqnr_given;
+    char *keep_auto_list; /* --keep-float=auto: the nodes it chose (args_parse) */
     QProfile profile;
     bool no_cache;        /* --no-cache: compile the kernel engine afresh, keep nothing */
     char cache_dir[1024]; /* cli_cache_dir's answer, when cache_dir_set */

@@ -26,6 +26,7 @@ int cmd_repl(int argc, char **argv);
 int cmd_explore(int argc, char **argv);
 int cmd_update_checks(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 
 /* Prints the diagnostics to stderr; returns 1 when there were errors. */

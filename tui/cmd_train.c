@@ -1,4 +1,4 @@
-/* glowc train: SGD on a model's weights through the compiled training
+/* glowc train: SGD or Adam on a model's weights through the compiled training
  * function (the differentiate pass, then the usual pipeline), one line per
  * epoch, and the trained weights written into a copy of the ONNX model.
  *
@@ -38,6 +38,8 @@ typedef struct Layout {
     int nstate;            /* weights and velocities carried between steps */
     int state_in[4096];     /* their input indices ... */
     int state_out[4096];    /* ... and the outputs that update them */
+    int nnoise;            /* dropouts' noise inputs, drawn afresh every step */
+    int noise_in[256];
 } Layout;
 
 static double now(void) {
@@ -178,6 +180,18 @@ static bool find_layout(const Session *s, const char *xname, Layout *l, DiagList
         l->state_in[l->nstate] = in;
         l->state_out[l->nstate++] = o;
     }
+    l->nnoise = 0;
+    for (int i = 0; i < session_ninputs(s); i++) {
+        const char *name = session_input_name(s, i);
+        size_t len = strlen(name), sl = strlen(".noise");
+        if (len <= sl || strcmp(name + len - sl, ".noise"))
+            continue;
+        if (l->nnoise == 256) {
+            diag_error(d, NULL, "train: more than 256 dropouts");
+            return false;
+        }
+        l->noise_in[l->nnoise++] = i;
+    }
     if (l->x < 0 || l->labels < 0) {
         diag_error(d, NULL, "train: the training function lacks its '%s' or 'labels' input",
                    xname);
@@ -225,6 +239,12 @@ static uint64_t splitmix(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
+/* Uniform [0, 1) in 24 bits, exact in float32: the dropouts' noise. */
+static void fill_noise(Tensor *t, uint64_t *rng) {
+    for (int64_t i = 0; i < tensor_numel(t); i++)
+        tensor_set_f64(t, i, (double)(splitmix(rng) >> 40) * 0x1p-24);
+}
+
 static void shuffle(int64_t *order, int64_t n, uint64_t *rng) {
     for (int64_t i = 0; i < n; i++)
         order[i] = i;
@@ -243,23 +263,34 @@ typedef struct Trainer {
     Arena *a;
     Session *train, *eval;
     Layout lt, le;
-    Tensor **state; /* by training-function input index */
+    Tensor **state; /* by training-function input index (noise too) */
+    uint64_t noise_rng; /* the dropouts' generator, apart from the shuffle's */
+    bool *is_weight; /* by input index: a model initializer, not optimiser state */
     const char *xname;
 } Trainer;
 
-/* The weights' starting values: the imported model's constants. */
+/* The weights' starting values: the imported model's constants; the
+ * optimiser's state (velocities, Adam's moments and corrections) starts at
+ * zero. */
 static bool init_state(Trainer *t) {
     Session *s = t->train;
     const Function *f0 = s->steps[0].graph->main;
     t->state = arena_alloc_array(t->a, (size_t)session_ninputs(s) + 1, sizeof(Tensor *));
+    t->is_weight = arena_alloc_array(t->a, (size_t)session_ninputs(s) + 1, sizeof(bool));
     for (int k = 0; k < t->lt.nstate; k++) {
         int in = t->lt.state_in[k];
         const char *name = session_input_name(s, in);
         t->state[in] = tensor_new(t->a, session_input_type(s, in));
-        for (int c = 0; c < f0->nconsts; c++)
-            if (!strcmp(f0->consts[c]->name, name) && f0->consts[c]->payload->data)
-                memcpy(t->state[in]->data, f0->consts[c]->payload->data,
-                       tensor_bytes(t->state[in]));
+        for (int c = 0; c < f0->nconsts; c++) {
+            if (strcmp(f0->consts[c]->name, name) || !f0->consts[c]->payload->data)
+                continue;
+            memcpy(t->state[in]->data, f0->consts[c]->payload->data, tensor_bytes(t->state[in]));
+            t->is_weight[in] = true;
+        }
+    }
+    for (int k = 0; k < t->lt.nnoise; k++) {
+        int in = t->lt.noise_in[k];
+        t->state[in] = tensor_new(t->a, session_input_type(s, in));
     }
     return true;
 }
@@ -325,6 +356,8 @@ static bool epoch(Trainer *t, const Data *dt, uint64_t *rng, int e, double *loss
     for (int64_t k = 0; ok && k < steps; k++) {
         gather_rows(dt->x, order + k * b, b, xb);
         gather_rows(dt->y, order + k * b, b, yb);
+        for (int i = 0; i < t->lt.nnoise; i++)
+            fill_noise(in[t->lt.noise_in[i]], &t->noise_rng);
         Arena *step = arena_new();
         Tensor **out = arena_alloc_array(step, (size_t)nout + 1, sizeof(Tensor *));
         ok = session_execute(s, in, out, step, t->d);
@@ -359,11 +392,9 @@ static bool write_model(Trainer *t) {
     const char **names = calloc((size_t)n + 1, sizeof *names);
     const Tensor **vals = calloc((size_t)n + 1, sizeof *vals);
     for (int i = 0; i < n; i++) {
-        const char *name = session_input_name(t->train, t->lt.state_in[i]);
-        size_t len = strlen(name);
-        if (len > 9 && !strcmp(name + len - 9, ".velocity"))
+        if (!t->is_weight[t->lt.state_in[i]])
             continue;
-        names[nw] = name;
+        names[nw] = session_input_name(t->train, t->lt.state_in[i]);
         vals[nw++] = t->state[t->lt.state_in[i]];
     }
     bool ok = onnx_write_with_weights(t->ca->model, t->to->out, nw, names, vals, t->d);
@@ -460,6 +491,7 @@ static int train(CommonArgs *ca, const TrainOpts *to, DiagList *d) {
         ok = false;
     }
     uint64_t rng = (uint64_t)to->seed;
+    t.noise_rng = (uint64_t)to->seed ^ 0x6a09e667f3bcc909ull; /* a stream of its own */
     bool trained = ok;
     for (int e = 1; trained && e <= to->epochs; e++) {
         double t0 = now(), loss, acc;

@@ -14,6 +14,7 @@
 #include "core/textdiff.h"
 #include "dot/memmap.h"
 #include "tui/profile.h"
+#include "tui/quant_report.h"
 
 /* The LLVM IR a step carries: the CPU backend's code generation and LLVM
  * optimisation steps keep it. */
@@ -290,8 +291,8 @@ void explore_where(const Explorer *e, StrBuf *out) {
 
 /* ---- views ---------------------------------------------------------------------- */
 
-static const char *const view_names[VIEW_COUNT] = {"graph", "dot",  "lir",   "mem",
-                                                   "llvm",  "diff", "stats", "profile"};
+static const char *const view_names[VIEW_COUNT] = {"graph", "dot",   "lir",     "mem",  "llvm",
+                                                   "diff",  "stats", "profile", "quant"};
 
 const char *explore_view_name(ExploreView v) {
     return v < VIEW_COUNT ? view_names[v] : "?";
@@ -488,6 +489,7 @@ static bool view_of_step(const Session *s, int k, ExploreView v, int width, StrB
     case VIEW_LLVM: view_llvm(s, k, out); return true;
     case VIEW_STATS: view_stats(s, k, out); return true;
     case VIEW_PROFILE: sb_append(out, "(a profile is measured, not diffed)\n"); return true;
+    case VIEW_QUANT: sb_append(out, "(quantization error is measured, not diffed)\n"); return true;
     case VIEW_DIFF:
     case VIEW_COUNT: break;
     }
@@ -534,6 +536,34 @@ static bool diff_between(const Session *s, int ka, int kb, ExploreView base, int
 
 static bool view_profile(const Explorer *e, StrBuf *out, DiagList *d);
 
+/* Where quantization loses accuracy (the question "accuracy dropped: which
+ * layer?"): every value of the float graph against the quantized one's,
+ * worst first, and the nodes kept in float. The same table as compare
+ * --quantize; it does not depend on the step. */
+static bool view_quant(const Explorer *e, StrBuf *out, DiagList *d) {
+    CommonArgs *ca = e->args;
+    if (!ca || !ca->quant.profile) {
+        sb_append(out, "no --quantize: this view compares the float graph with the quantized one "
+                       "(explore MODEL --quantize=PROFILE.json; glowc profile writes one)\n");
+        return true;
+    }
+    int q = -1;
+    for (int k = 0; k < e->s->nsteps && q < 0; k++)
+        if (!strcmp(e->s->steps[k].name, "quantize"))
+            q = k;
+    if (q >= 0)
+        sb_printf(out, "the quantize pass is step %d\n", q);
+    const char *kept = ca->quant.keep_float;
+    sb_printf(out, "kept in float: %s%s\n", kept && *kept ? kept : "none",
+              ca->keep_auto_list ? " (chosen by --keep-float=auto)" : "");
+    QuantReport r;
+    bool ok = quant_report_run(ca, false, &r, d);
+    if (ok)
+        quant_report_print(&r, ca->quantize, out);
+    quant_report_free(&r);
+    return ok;
+}
+
 static bool view_diff(const Session *s, int k, ExploreView base, int width, StrBuf *out,
                       DiagList *d) {
     if (k == 0) {
@@ -561,6 +591,8 @@ bool explore_view(const Explorer *e, ExploreView v, ExploreView base, int width,
         return false;
     if (v == VIEW_PROFILE)
         return view_profile(e, out, d);
+    if (v == VIEW_QUANT)
+        return view_quant(e, out, d);
     if (v == VIEW_DIFF)
         return view_diff(e->s, e->s->current, base, width, out, d);
     return view_of_step(e->s, e->s->current, v, width, out, d);

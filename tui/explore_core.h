@@ -23,6 +23,7 @@ typedef enum {
     VIEW_DIFF,
     VIEW_STATS,
     VIEW_PROFILE, /* per-instruction time of the step's native code */
+    VIEW_QUANT,   /* --quantize: float against quantized, per value (quant_report.h) */
     VIEW_COUNT
 } ExploreView;
 

@@ -110,7 +110,7 @@ static bool do_show(Repl *r, int argc, char **argv, StrBuf *out, DiagList *d) {
     ExploreView v, base = VIEW_COUNT;
     if (!explore_view_from_name(argv[1], &v) || (argc > 2 && !explore_view_from_name(argv[2], &base))) {
         diag_error(d, NULL, "show: unknown view '%s'; the views are graph, dot, lir, mem, llvm, "
-                            "diff [VIEW], stats",
+                            "diff [VIEW], stats, profile, quant",
                    argc > 2 && explore_view_from_name(argv[1], &v) ? argv[2] : argv[1]);
         return false;
     }
@@ -230,7 +230,7 @@ static const ReplCommand command_table[] = {
     {"next", do_next, 0, 1, "next [N]", "go N steps forward"},
     {"prev", do_prev, 0, 1, "prev [N]", "go N steps back"},
     {"show", do_show, 1, 2, "show VIEW, show diff [VIEW]",
-     "a view of the current step: graph dot lir mem llvm stats profile"},
+     "a view of the current step: graph dot lir mem llvm stats profile quant"},
     {"diff", do_diff, 2, 3, "diff A B [VIEW]",
      "step A's view (default: what B did) against step B's"},
     {"node", do_node, 1, 1, "node NAME", "a node, its operands and users, its history"},

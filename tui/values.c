@@ -90,8 +90,8 @@ void values_free(ValueSet *vs) {
 static bool storage_of_last(const ValueSet *vs, const char *name, int result, const Tensor *t) {
     if (!vs->last || vs->last_result != result || strcmp(vs->last_name, name))
         return false;
-    const char *lo = t->data, *hi = lo + tensor_bytes(t), *v = vs->last->data;
-    return tensor_bytes(t) > tensor_bytes(vs->last) && v >= lo && v < hi;
+    const char *lo = t->data, *hi = lo + tensor_bytes(t), *v = vs->last;
+    return tensor_bytes(t) > vs->last_bytes && v >= lo && v < hi;
 }
 
 void values_observe(void *ctx, const char *name, int result, const Tensor *value) {
@@ -99,7 +99,8 @@ void values_observe(void *ctx, const char *name, int result, const Tensor *value
     if (!name || !name[0] || !value->data)
         return;
     bool skip = storage_of_last(vs, name, result, value);
-    vs->last = value;
+    vs->last = value->data;
+    vs->last_bytes = tensor_bytes(value);
     vs->last_name = name;
     vs->last_result = result;
     if (skip)

@@ -20,7 +20,8 @@ typedef struct ValueSet {
      * name of the value they compute */
     const char **fused, **fused_as;
     int nfused;
-    const Tensor *last;  /* the report before, to drop a view's storage */
+    const void *last;    /* the report before (its data and size: the tensor reported may */
+    uint64_t last_bytes; /* be a temporary), to drop a view's storage */
     const char *last_name;
     int last_result;
 } ValueSet;

@@ -263,6 +263,22 @@ double cpu_seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* LLVM's diagnostics while it optimises and emits a module. Warnings and
+ * remarks are dropped: libjit asks for loops to be unrolled whole (a hint
+ * that pays when the descriptor makes the trip count a constant), and LLVM
+ * warns "loop not unrolled" wherever the shape leaves it a variable -- as
+ * intended, and nothing a user can act on (the bitcode's own build silences
+ * it with -Wno-pass-failed). Errors are printed as LLVM's default handler
+ * would; the call that failed also reports through its result. */
+static void llvm_diagnostic(LLVMDiagnosticInfoRef info, void *ctx) {
+    (void)ctx;
+    if (LLVMGetDiagInfoSeverity(info) != LLVMDSError)
+        return;
+    char *what = LLVMGetDiagInfoDescription(info);
+    fprintf(stderr, "error: LLVM: %s\n", what);
+    LLVMDisposeMessage(what);
+}
+
 CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d) {
     if (!cpu_check_target(o, false, d))
         return NULL;
@@ -275,6 +291,7 @@ CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d) {
     snprintf(m->entry, sizeof m->entry, "%s", o->entry ? o->entry : "glowc_main");
     m->tsc = LLVMOrcCreateNewThreadSafeContext();
     m->ctx = LLVMOrcThreadSafeContextGetContext(m->tsc);
+    LLVMContextSetDiagnosticHandler(m->ctx, llvm_diagnostic, NULL);
     /* The host keeps LLVM's own spelling of its triple; others are normalised. */
     m->triple = m->host ? LLVMGetDefaultTargetTriple()
                         : LLVMNormalizeTargetTriple(m->target->triple);

@@ -626,8 +626,11 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
     on.nin = (int)np->n_input;
     on.nout = (int)np->n_output;
     on.in = arena_alloc_array(a, (size_t)(on.nin ? on.nin : 1), sizeof(Value *));
-    bool foreign = np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx");
-    const OpEntry *entry = foreign ? NULL : find_handler(op);
+    /* the training domain's rows in ops.def carry its name */
+    bool training = np->domain && !strcmp(np->domain, "ai.onnx.preview.training");
+    bool foreign = np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx") && !training;
+    const OpEntry *entry = foreign ? NULL
+                         : find_handler(training ? arena_printf(a, "%s.%s", np->domain, op) : op);
     OpHandler fn = entry ? entry->fn : NULL;
     if (entry && entry->takes_seq)
         on.seq = arena_alloc_array(a, (size_t)(on.nin ? on.nin : 1), sizeof(OnnxSeq *));
@@ -653,7 +656,7 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
             poisoned = true;
         }
     }
-    if (!foreign && ic->opset == 0) {
+    if (!foreign && !training && ic->opset == 0) {
         on_error(&on, "the model imports no opset of the default domain");
         poisoned = true;
     } else if (!fn) {

@@ -36,6 +36,8 @@ typedef bool (*OpHandler)(OnnxNode *on);
 #define ONNX_OP(op_type, handler) bool handler(OnnxNode *on);
 #define ONNX_SEQ_OP(op_type, handler) bool handler(OnnxNode *on);
 #include "core/onnx/ops.def"
+/* BatchNormalization with training_mode=1 (ops_training.c). */
+bool import_batch_norm_training(OnnxNode *on);
 
 /* ---- attributes ---- */
 bool on_has_attr(const OnnxNode *on, const char *name);

@@ -71,6 +71,17 @@ bool import_elu(OnnxNode *on) {
     return unary_attrs(on, NK_ELU, "alpha", AK_alpha, 1.0f, NULL, AK_NONE, 0);
 }
 
+/* Gelu (opset 20): the exact form only; the tanh approximation is another
+ * function, refused rather than computed the exact way. */
+bool import_gelu(OnnxNode *on) {
+    const char *approx = on_attr_str(on, "approximate", "none");
+    if (strcmp(approx, "none")) {
+        on_error(on, "approximate='%s' is not supported (only 'none')", approx);
+        return false;
+    }
+    return simple(on, NK_GELU, 1);
+}
+
 bool import_selu(OnnxNode *on) {
     return unary_attrs(on, NK_SELU, "alpha", AK_alpha, 1.67326319217681884765625f, "gamma",
                        AK_gamma, 1.05070102214813232421875f);
@@ -199,11 +210,26 @@ static bool dropout_is_identity(OnnxNode *on) {
     return false;
 }
 
-/* Inference: the identity. The mask output, when asked for, is all true. */
+/* The ratio a training function would drop (opset 12 on: input 1, else an
+ * attribute; 0.5 by default); 0 when it is not a constant. */
+static double dropout_ratio(OnnxNode *on) {
+    if (on->opset < 12)
+        return on_attr_float(on, "ratio", 0.5f);
+    if (!on_in(on, 1))
+        return 0.5;
+    Tensor *r = on_try_const(on, on_in(on, 1));
+    return r && tensor_numel(r) == 1 ? tensor_get_f64(r, 0) : 0;
+}
+
+/* Inference: the identity. The mask output, when asked for, is all true.
+ * The ratio is kept for the differentiate pass. */
 bool import_dropout(OnnxNode *on) {
     if (!on_need_inputs(on, 1, 3) || !dropout_is_identity(on))
         return false;
     Node *n = on_node(on, NK_DROPOUT, 1, on->in, 1);
+    double ratio = dropout_ratio(on);
+    if (ratio > 0 && ratio < 1)
+        node_set_float(n, AK_ratio, (float)ratio);
     if (!on_done(on, n))
         return false;
     if (on->nout > 1 && on->proto->output[1][0]) {

@@ -228,7 +228,9 @@ static bool extra_outputs_used(const OnnxNode *on, int from) {
 bool import_batch_norm(OnnxNode *on) {
     if (!on_need_inputs(on, 5, 5))
         return false;
-    if (on_attr_int(on, "training_mode", 0) || extra_outputs_used(on, 1)) {
+    if (on_attr_int(on, "training_mode", 0))
+        return import_batch_norm_training(on);
+    if (extra_outputs_used(on, 1)) {
         on_unsupported(on, "training-mode batch normalization is not supported");
         return false;
     }

@@ -1,7 +1,7 @@
 /* differentiate: the forward function and a loss become a training function
  * (Glow's differentiate()): the forward nodes, the loss over the first
  * output, the gradient of every node in reverse order, and one SGD step
- * (momentum, weight decay) for every trainable weight. The gradients are
+ * (momentum, weight decay) or Adam step for every trainable weight. The gradients are
  * ordinary nodes (conv_transpose for a convolution's input, a convolution
  * with swapped roles for its weight, scatter_elements for a max pool, ...),
  * so they are optimised, lowered, scheduled, allocated and compiled like
@@ -9,10 +9,14 @@
  *
  * The weights being trained become state the caller carries from step to
  * step: each one a parameter and its updated value an output.
- *   parameters: the model's inputs, `labels`, every weight W, then (with
- *               momentum) every `W.velocity`
+ *   parameters: the model's inputs, `labels`, every weight W, then the
+ *               optimiser's state: with momentum every `W.velocity`; with
+ *               Adam `adam.bias_correction1/2`, every `W.adam_m`, `W.adam_v`;
+ *               a batch norm's running statistics and a dropout's `D.noise`
+ *               (batch norms and dropouts train in training mode)
  *   outputs:    `loss` (a scalar), the model's outputs, every `W.updated`,
- *               then every `W.velocity.updated`
+ *               then every `S.updated` for each state parameter S (the
+ *               noise has none: the caller draws it afresh every step)
  * Trainable weights are the float constants of rank >= 1 that the first
  * output depends on (a batch norm's running statistics excepted).
  * Runs only when a training spec is given (PassContext.train).
@@ -36,9 +40,19 @@ typedef struct Grad {
     bool *wants;      /* node id depends on a trainable weight */
     bool *on_path;    /* node id is something the first output depends on */
     const char *name; /* what new nodes are named after: "<forward node>.grad" */
+    Node *at;         /* new nodes go before this one (NULL: at the end) */
+    /* batch norms' running statistics after the step, outputs besides the
+     * optimiser's */
+    Value **stats;
+    const char **stat_names;
+    int nstats;
 } Grad;
 
 /* ---- building ------------------------------------------------------------- */
+
+static Node *new_node(Grad *g, NodeKind k, int nops, Value *const *ops, int nres) {
+    return graph_insert_before(g->f, g->at, k, nops, ops, nres);
+}
 
 static Value *add_node(Grad *g, Node *n) {
     n->name = g->name;
@@ -48,12 +62,12 @@ static Value *add_node(Grad *g, Node *n) {
 }
 
 static Value *op1(Grad *g, NodeKind k, Value *x) {
-    return add_node(g, graph_add_node(g->f, k, 1, &x, 1));
+    return add_node(g, new_node(g, k, 1, &x, 1));
 }
 
 static Value *op2(Grad *g, NodeKind k, Value *x, Value *y) {
     Value *ops[2] = {x, y};
-    return add_node(g, graph_add_node(g->f, k, 2, ops, 1));
+    return add_node(g, new_node(g, k, 2, ops, 1));
 }
 
 static Value *scalar(Grad *g, ElemKind e, double v) {
@@ -73,7 +87,7 @@ static Value *filled(Grad *g, const Type *t, double v) {
 static Value *reshape(Grad *g, Value *x, const Type *t) {
     if (type_same_shape(&x->type, t))
         return x;
-    Node *n = graph_add_node(g->f, NK_RESHAPE, 1, &x, 1);
+    Node *n = new_node(g, NK_RESHAPE, 1, &x, 1);
     n->res[0].type = x->type;
     n->res[0].type.rank = t->rank;
     memcpy(n->res[0].type.dims, t->dims, sizeof t->dims);
@@ -81,7 +95,7 @@ static Value *reshape(Grad *g, Value *x, const Type *t) {
 }
 
 static Value *transpose(Grad *g, Value *x, int rank, const int64_t *perm) {
-    Node *n = graph_add_node(g->f, NK_TRANSPOSE, 1, &x, 1);
+    Node *n = new_node(g, NK_TRANSPOSE, 1, &x, 1);
     node_set_ints(n, AK_perm, rank, perm);
     return add_node(g, n);
 }
@@ -97,8 +111,8 @@ static Value *swap_last(Grad *g, Value *x) {
     return transpose(g, x, r, perm);
 }
 
-static Value *reduce_sum(Grad *g, Value *x, uint32_t mask, bool keep) {
-    Node *n = graph_add_node(g->f, NK_REDUCE_SUM, 1, &x, 1);
+static Value *reduce(Grad *g, NodeKind k, Value *x, uint32_t mask, bool keep) {
+    Node *n = new_node(g, k, 1, &x, 1);
     int64_t axes[MAX_RANK];
     int na = 0;
     for (int i = 0; i < x->type.rank; i++)
@@ -109,12 +123,16 @@ static Value *reduce_sum(Grad *g, Value *x, uint32_t mask, bool keep) {
     return add_node(g, n);
 }
 
+static Value *reduce_sum(Grad *g, Value *x, uint32_t mask, bool keep) {
+    return reduce(g, NK_REDUCE_SUM, x, mask, keep);
+}
+
 static Value *slice(Grad *g, Value *x, const int64_t *starts, const int64_t *ends) {
     int r = x->type.rank;
     int64_t steps[MAX_RANK];
     for (int i = 0; i < r; i++)
         steps[i] = 1;
-    Node *n = graph_add_node(g->f, NK_SLICE, 1, &x, 1);
+    Node *n = new_node(g, NK_SLICE, 1, &x, 1);
     node_set_ints(n, AK_starts, r, starts);
     node_set_ints(n, AK_ends, r, ends);
     node_set_ints(n, AK_steps, r, steps);
@@ -171,7 +189,7 @@ static bool grad_relu(Grad *g, Node *n, Value *dy, Value **dx) {
     ElemKind e = dy->type.elem;
     Value *pos = op2(g, NK_GREATER, &n->res[0], scalar(g, e, 0));
     Value *ops[3] = {pos, dy, scalar(g, e, 0)};
-    dx[0] = add_node(g, graph_add_node(g->f, NK_WHERE, 3, ops, 1));
+    dx[0] = add_node(g, new_node(g, NK_WHERE, 3, ops, 1));
     return true;
 }
 
@@ -180,7 +198,7 @@ static bool grad_leaky_relu(Grad *g, Node *n, Value *dy, Value **dx) {
     Value *pos = op2(g, NK_GREATER, n->ops[0], scalar(g, e, 0));
     Value *neg = op2(g, NK_MUL, dy, scalar(g, e, node_attr_float(n, AK_alpha, 0.01f)));
     Value *ops[3] = {pos, dy, neg};
-    dx[0] = add_node(g, graph_add_node(g->f, NK_WHERE, 3, ops, 1));
+    dx[0] = add_node(g, new_node(g, NK_WHERE, 3, ops, 1));
     return true;
 }
 
@@ -260,7 +278,7 @@ static bool grad_matmul(Grad *g, Node *n, Value *dy, Value **dx) {
 
 static Value *gemm(Grad *g, Value *a, Value *b, bool ta, bool tb, double alpha) {
     Value *ops[2] = {a, b};
-    Node *n = graph_add_node(g->f, NK_GEMM, 2, ops, 1);
+    Node *n = new_node(g, NK_GEMM, 2, ops, 1);
     node_set_float(n, AK_alpha, (float)alpha);
     node_set_float(n, AK_beta, 1);
     node_set_int(n, AK_trans_a, ta);
@@ -300,7 +318,7 @@ static Value *conv_input_grad(Grad *g, Node *n, const Window *w, Value *dy) {
         pads[ns + i] = w->pad_end[i];
     }
     Value *ops[2] = {dy, n->ops[1]};
-    Node *t = graph_add_node(g->f, NK_CONV_TRANSPOSE, 2, ops, 1);
+    Node *t = new_node(g, NK_CONV_TRANSPOSE, 2, ops, 1);
     node_set_ints(t, AK_kernel, ns, w->kernel);
     node_set_ints(t, AK_strides, ns, w->stride);
     node_set_ints(t, AK_pads, 2 * ns, pads);
@@ -347,7 +365,7 @@ static Value *conv_weight_grad(Grad *g, Node *n, const Window *w, Value *dy) {
         pads[ns + i] = w->pad_end[i];
     }
     Value *ops[2] = {x, k};
-    Node *c = graph_add_node(g->f, NK_CONV, 2, ops, 1);
+    Node *c = new_node(g, NK_CONV, 2, ops, 1);
     node_set_ints(c, AK_kernel, ns, kern);
     node_set_ints(c, AK_strides, ns, w->dilation);
     node_set_ints(c, AK_pads, 2 * ns, pads);
@@ -407,7 +425,7 @@ static bool grad_max_pool(Grad *g, Node *n, Value *dy, Value **dx) {
     Type flat_x = type_make(xt->elem, 1, (int64_t[]){type_numel(xt)});
     Type flat_y = type_make(dy->type.elem, 1, (int64_t[]){type_numel(&dy->type)});
     Value *ops[3] = {filled(g, &flat_x, 0), reshape(g, idx, &flat_y), reshape(g, dy, &flat_y)};
-    Node *s = graph_add_node(g->f, NK_SCATTER_ELEMENTS, 3, ops, 1);
+    Node *s = new_node(g, NK_SCATTER_ELEMENTS, 3, ops, 1);
     node_set_int(s, AK_axis, 0);
     node_set_enum(s, AK_reduction, RED_ADD);
     dx[0] = reshape(g, add_node(g, s), xt);
@@ -457,7 +475,7 @@ static bool grad_avg_pool(Grad *g, Node *n, Value *dy, Value **dx) {
         pads[ns + a] = w.pad_end[a];
     }
     Value *ops[2] = {scaled, ones};
-    Node *t = graph_add_node(g->f, NK_CONV_TRANSPOSE, 2, ops, 1);
+    Node *t = new_node(g, NK_CONV_TRANSPOSE, 2, ops, 1);
     node_set_ints(t, AK_kernel, ns, w.kernel);
     node_set_ints(t, AK_strides, ns, w.stride);
     node_set_ints(t, AK_pads, 2 * ns, pads);
@@ -479,7 +497,7 @@ static bool grad_global_avg_pool(Grad *g, Node *n, Value *dy, Value **dx) {
 static bool grad_global_max_pool(Grad *g, Node *n, Value *dy, Value **dx) {
     Value *at_max = op2(g, NK_EQUAL, n->ops[0], &n->res[0]);
     Value *ops[3] = {at_max, dy, scalar(g, dy->type.elem, 0)};
-    dx[0] = add_node(g, graph_add_node(g->f, NK_WHERE, 3, ops, 1));
+    dx[0] = add_node(g, new_node(g, NK_WHERE, 3, ops, 1));
     return true;
 }
 
@@ -541,7 +559,7 @@ static bool grad_slice(Grad *g, Node *n, Value *dy, Value **dx) {
         pads[i] = start[i];
         pads[xt->rank + i] = xt->dims[i] - start[i] - count[i];
     }
-    Node *p = graph_add_node(g->f, NK_PAD, 1, &dy, 1);
+    Node *p = new_node(g, NK_PAD, 1, &dy, 1);
     node_set_ints(p, AK_pads, 2 * xt->rank, pads);
     node_set_enum(p, AK_mode, MODE_CONSTANT);
     node_set_float(p, AK_value, 0);
@@ -575,7 +593,7 @@ static bool grad_batch_norm(Grad *g, Node *n, Value *dy, Value **dx) {
 
 static Value *where0(Grad *g, Value *cond, Value *dy) {
     Value *ops[3] = {cond, dy, scalar(g, dy->type.elem, 0)};
-    return add_node(g, graph_add_node(g->f, NK_WHERE, 3, ops, 1));
+    return add_node(g, new_node(g, NK_WHERE, 3, ops, 1));
 }
 
 /* dy where min <= x <= max (torch's clamp); bounds given as attributes. */
@@ -609,7 +627,7 @@ static bool grad_reduce(Grad *g, Node *n, Value *dy, Value **dx) {
     Value *k = reshape(g, dy, &keep);
     if (n->kind == NK_REDUCE_MEAN)
         k = op2(g, NK_MUL, k, scalar(g, dy->type.elem, 1.0 / (double)(count ? count : 1)));
-    Node *ex = graph_add_node(g->f, NK_EXPAND, 1, &k, 1);
+    Node *ex = new_node(g, NK_EXPAND, 1, &k, 1);
     ex->res[0].type = *xt;
     dx[0] = add_node(g, ex);
     return true;
@@ -652,6 +670,88 @@ static bool grad_pad(Grad *g, Node *n, Value *dy, Value **dx) {
     return true;
 }
 
+/* gelu(x) = x Phi(x) (the exact form): dy (Phi(x) + x phi(x)), with
+ * Phi(x) = (1 + erf(x / sqrt 2)) / 2 and phi(x) = exp(-x^2 / 2) / sqrt(2 pi). */
+static bool grad_gelu(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *x = n->ops[0];
+    ElemKind e = x->type.elem;
+    Value *cdf = op2(g, NK_MUL, op2(g, NK_ADD, op1(g, NK_ERF, op2(g, NK_MUL, x,
+                                                   scalar(g, e, 0.70710678118654752))),
+                                     scalar(g, e, 1)),
+                     scalar(g, e, 0.5));
+    Value *pdf = op2(g, NK_MUL, op1(g, NK_EXP, op2(g, NK_MUL, op2(g, NK_MUL, x, x),
+                                                   scalar(g, e, -0.5))),
+                     scalar(g, e, 0.39894228040143268));
+    dx[0] = op2(g, NK_MUL, dy, op2(g, NK_ADD, cdf, op2(g, NK_MUL, x, pdf)));
+    return true;
+}
+
+/* Layer normalization over the axes from `axis` on, y = xh scale + bias with
+ * xh = (x - mean) / sqrt(var + eps), recomputed here from x:
+ *   dx = (dxh - mean(dxh) - xh mean(dxh xh)) / sqrt(var + eps), dxh = dy scale;
+ * scale's and bias's gradients are dy xh and dy summed over the leading axes. */
+static bool grad_layer_norm(Grad *g, Node *n, Value *dy, Value **dx) {
+    Value *x = n->ops[0];
+    int rank = x->type.rank, axis = (int)node_attr_int(n, AK_axis, -1);
+    if (axis < 0)
+        axis += rank;
+    if (axis < 0 || axis >= rank)
+        return false;
+    ElemKind e = x->type.elem;
+    uint32_t mask = ((1u << rank) - 1) & ~((1u << axis) - 1);
+    double eps = node_attr_float(n, AK_epsilon, 1e-5f);
+    Value *d = op2(g, NK_SUB, x, reduce(g, NK_REDUCE_MEAN, x, mask, true));
+    Value *var = reduce(g, NK_REDUCE_MEAN, op2(g, NK_MUL, d, d), mask, true);
+    Value *inv = op2(g, NK_DIV, scalar(g, e, 1),
+                     op1(g, NK_SQRT, op2(g, NK_ADD, var, scalar(g, e, eps))));
+    Value *xh = op2(g, NK_MUL, d, inv);
+    if (wants(g, n, 0)) {
+        Value *dxh = op2(g, NK_MUL, dy, n->ops[1]);
+        Value *m1 = reduce(g, NK_REDUCE_MEAN, dxh, mask, true);
+        Value *m2 = reduce(g, NK_REDUCE_MEAN, op2(g, NK_MUL, dxh, xh), mask, true);
+        Value *c = op2(g, NK_SUB, op2(g, NK_SUB, dxh, m1), op2(g, NK_MUL, xh, m2));
+        dx[0] = op2(g, NK_MUL, c, inv);
+    }
+    dx[1] = unbroadcast(g, op2(g, NK_MUL, dy, xh), &n->ops[1]->type);
+    if (n->nops > 2)
+        dx[2] = unbroadcast(g, dy, &n->ops[2]->type);
+    return true;
+}
+
+/* gather along `axis`: dy added into zeros at the gathered positions
+ * (scatter_elements with reduction add, so repeated indices accumulate).
+ * The indices are flattened to one axis K and broadcast over dy's other
+ * axes; negative ones count from the end, as gather's do. */
+static bool grad_gather(Grad *g, Node *n, Value *dy, Value **dx) {
+    const Type *xt = &n->ops[0]->type;
+    Value *idx = n->ops[1];
+    int rank = xt->rank, axis = (int)node_attr_int(n, AK_axis, 0);
+    if (axis < 0)
+        axis += rank;
+    if (axis < 0 || axis >= rank || !wants(g, n, 0))
+        return axis >= 0 && axis < rank;
+    int64_t k = type_numel(&idx->type);
+    Type yt = *xt, it = *xt;
+    yt.elem = dy->type.elem;
+    yt.dims[axis] = k;
+    it.elem = idx->type.elem;
+    for (int i = 0; i < rank; i++)
+        it.dims[i] = i == axis ? k : 1;
+    Value *ops3[3] = {op2(g, NK_LESS, idx, scalar(g, idx->type.elem, 0)),
+                      op2(g, NK_ADD, idx, scalar(g, idx->type.elem, (double)xt->dims[axis])),
+                      idx};
+    Value *pos = add_node(g, new_node(g, NK_WHERE, 3, ops3, 1));
+    Node *ex = new_node(g, NK_EXPAND, 1, (Value *[]){reshape(g, pos, &it)}, 1);
+    ex->res[0].type = yt;
+    ex->res[0].type.elem = idx->type.elem;
+    Value *ops[3] = {filled(g, xt, 0), add_node(g, ex), reshape(g, dy, &yt)};
+    Node *s = new_node(g, NK_SCATTER_ELEMENTS, 3, ops, 1);
+    node_set_int(s, AK_axis, axis);
+    node_set_enum(s, AK_reduction, RED_ADD);
+    dx[0] = add_node(g, s);
+    return true;
+}
+
 static const GradRule grad_rules[NK_COUNT] = {
     [NK_IDENTITY] = grad_identity,     [NK_DROPOUT] = grad_identity,
     [NK_RESHAPE] = grad_reshape,       [NK_FLATTEN] = grad_reshape,
@@ -672,6 +772,8 @@ static const GradRule grad_rules[NK_COUNT] = {
     [NK_CLIP] = grad_clip,             [NK_REDUCE_SUM] = grad_reduce,
     [NK_REDUCE_MEAN] = grad_reduce,    [NK_POW] = grad_pow,
     [NK_ERF] = grad_erf,               [NK_PAD] = grad_pad,
+    [NK_GELU] = grad_gelu,             [NK_LAYER_NORM] = grad_layer_norm,
+    [NK_GATHER] = grad_gather,
 };
 
 /* ---- the backward walk ------------------------------------------------------ */
@@ -758,6 +860,131 @@ static bool backward(Grad *g, Node *last) {
     return !nmissing && g->ok;
 }
 
+/* ---- training-mode batch normalization ----------------------------------- */
+
+/* A batch norm's running statistic: the constant becomes a parameter of the
+ * same name (state the caller carries); NULL when it is not a constant. */
+static Value *stat_param(Grad *g, Value *v) {
+    Node *c = v->def;
+    if (c->kind == NK_PLACEHOLDER)
+        return v;
+    if (c->kind != NK_CONSTANT || !c->name[0])
+        return NULL;
+    Node *p = graph_add_param(g->f, c->name, &v->type);
+    p->label = c->label;
+    graph_replace_uses(g->f, v, &p->res[0]);
+    graph_remove_node(g->f, c);
+    return &p->res[0];
+}
+
+/* torch's BatchNorm in training mode (ONNX's training_mode=1), written with
+ * reductions and arithmetic before the node it replaces, so that the
+ * existing rules differentiate it:
+ *   mu = mean(x), var = mean((x - mu)^2) over every axis but 1,
+ *   y = (x - mu) / sqrt(var + eps) * gamma + beta;
+ * the running statistics move by torch's momentum 0.1 (ONNX's 0.9), the
+ * variance unbiased (times n/(n-1)) as torch's is. */
+/* A running statistic the training function can carry: a named constant. */
+static bool is_stat(const Value *v) {
+    return v->def->kind == NK_CONSTANT && v->def->name[0];
+}
+
+static void train_batch_norm(Grad *g, Node *n) {
+    Value *x = n->ops[0];
+    if (!is_stat(n->ops[3]) || !is_stat(n->ops[4]) || x->type.rank < 2)
+        return; /* statistics computed in the graph: left as inference */
+    Value *rm = stat_param(g, n->ops[3]), *rv = stat_param(g, n->ops[4]);
+    ElemKind e = x->type.elem;
+    int rank = x->type.rank;
+    Type kt = x->type, ct = n->ops[3]->type;
+    int64_t count = 1;
+    for (int i = 0; i < rank; i++) {
+        if (i != 1) {
+            count *= kt.dims[i];
+            kt.dims[i] = 1;
+        }
+    }
+    uint32_t mask = ((1u << rank) - 1) & ~2u;
+    const double momentum = 0.1, eps = node_attr_float(n, AK_epsilon, 1e-5f);
+    g->at = n;
+    g->name = n->name[0] ? n->name : "batch_norm";
+    Value *mu = reduce(g, NK_REDUCE_MEAN, x, mask, true);
+    Value *d = op2(g, NK_SUB, x, mu);
+    Value *var = reduce(g, NK_REDUCE_MEAN, op2(g, NK_MUL, d, d), mask, true);
+    Value *inv = op2(g, NK_DIV, scalar(g, e, 1),
+                     op1(g, NK_SQRT, op2(g, NK_ADD, var, scalar(g, e, eps))));
+    Value *y = op2(g, NK_ADD, op2(g, NK_MUL, op2(g, NK_MUL, d, inv), reshape(g, n->ops[1], &kt)),
+                   reshape(g, n->ops[2], &kt));
+    double unbias = count > 1 ? (double)count / (double)(count - 1) : 1;
+    Value *upd[2] = {
+        op2(g, NK_ADD, op2(g, NK_MUL, rm, scalar(g, e, 1 - momentum)),
+            op2(g, NK_MUL, reshape(g, mu, &ct), scalar(g, e, momentum))),
+        op2(g, NK_ADD, op2(g, NK_MUL, rv, scalar(g, e, 1 - momentum)),
+            op2(g, NK_MUL, reshape(g, var, &ct), scalar(g, e, momentum * unbias))),
+    };
+    g->at = NULL;
+    for (int i = 0; i < 2; i++) {
+        g->stats[g->nstats] = upd[i];
+        g->stat_names[g->nstats++] =
+            arena_printf(g->f->module->arena, "%s.updated", (i ? rv : rm)->def->name);
+    }
+    graph_replace_uses(g->f, &n->res[0], y);
+    graph_remove_node(g->f, n);
+}
+
+/* Dropout in training mode (torch's): y = x * keep / (1 - ratio), keep =
+ * noise >= ratio, with noise a new input `<node>.noise` shaped like x that
+ * the caller fills with uniform [0, 1) values from a seeded generator, so
+ * the graph stays a pure function and a run is reproducible. The mask is a
+ * constant factor for the gradient (mul's rule). Ratio 0 stays the identity. */
+static void train_dropout(Grad *g, Node *n) {
+    double ratio = node_attr_float(n, AK_ratio, 0);
+    Value *x = n->ops[0];
+    if (ratio <= 0 || ratio >= 1 || !elem_is_float(x->type.elem))
+        return;
+    ElemKind e = x->type.elem;
+    const char *base = n->name[0] ? n->name : "dropout";
+    Node *p = graph_add_param(g->f, arena_printf(g->f->module->arena, "%s.noise", base),
+                              &x->type);
+    p->label = p->name;
+    g->at = n;
+    g->name = base;
+    Node *c = new_node(g, NK_CAST, 1, (Value *[]){op2(g, NK_GREATER_EQUAL, &p->res[0],
+                                                      scalar(g, e, ratio))}, 1);
+    node_set_elem(c, AK_to, e);
+    Value *keep = op2(g, NK_MUL, add_node(g, c), scalar(g, e, 1 / (1 - ratio)));
+    Value *y = op2(g, NK_MUL, x, keep);
+    g->at = NULL;
+    graph_replace_uses(g->f, &n->res[0], y);
+    graph_remove_node(g->f, n);
+}
+
+/* Every batch norm: in training mode for the training function; with its
+ * statistics as inputs (the training function's, as they move) for the
+ * forward-only one. Every dropout: in training mode for the training
+ * function, the identity for the forward-only one. */
+static void training_forms(Grad *g, bool forward_only) {
+    int count = 0;
+    for (Node *n = g->f->first; n; n = n->next)
+        count += n->kind == NK_BATCH_NORM;
+    g->stats = arena_alloc_array(g->f->module->arena, (size_t)count * 2 + 1, sizeof(Value *));
+    g->stat_names = arena_alloc_array(g->f->module->arena, (size_t)count * 2 + 1,
+                                      sizeof(const char *));
+    for (Node *n = g->f->first, *next; n; n = next) {
+        next = n->next;
+        if (n->kind == NK_DROPOUT && !forward_only)
+            train_dropout(g, n);
+        if (n->kind != NK_BATCH_NORM || n->nres != 1)
+            continue;
+        if (!forward_only) {
+            train_batch_norm(g, n);
+        } else if (is_stat(n->ops[3]) && is_stat(n->ops[4])) {
+            stat_param(g, n->ops[3]);
+            stat_param(g, n->ops[4]);
+        }
+    }
+}
+
 /* ---- the loss and the update --------------------------------------------------- */
 
 /* A new parameter is printed by its name, as the importer's are. */
@@ -813,8 +1040,83 @@ static const char *suffixed(Function *f, const char *name, const char *suffix) {
     return s;
 }
 
-/* g += wd W; with momentum v' = m v + g; W' = W - lr v' (torch's SGD). The
- * weight becomes a parameter; the outputs carry W' (and v'). */
+/* The optimiser's state besides the weights: parameters that the caller
+ * carries from step to step and starts at zero, each with its
+ * "<name>.updated" output. */
+typedef struct Step {
+    Grad *g;
+    Value **outs;
+    const char **names;
+    int nouts;
+} Step;
+
+static Value *state(Step *st, const char *name, const Type *t, const char *label) {
+    Node *p = graph_add_param(st->g->f, name, t);
+    p->label = label ? p->name : NULL;
+    return &p->res[0];
+}
+
+static void update(Step *st, const char *name, Value *v) {
+    st->outs[st->nouts] = v;
+    st->names[st->nouts++] = suffixed(st->g->f, name, ".updated");
+}
+
+/* g += wd W; with momentum v' = m v + g; W' = W - lr v' (torch's SGD). */
+static Value *sgd_step(Step *st, const TrainSpec *spec, Node *weight, Value *w, Value *grad) {
+    Grad *g = st->g;
+    ElemKind e = w->type.elem;
+    if (spec->momentum != 0) {
+        const char *name = suffixed(g->f, weight->name, ".velocity");
+        Value *v = state(st, name, &w->type, weight->label);
+        grad = op2(g, NK_ADD, op2(g, NK_MUL, v, scalar(g, e, spec->momentum)), grad);
+        update(st, name, grad);
+    }
+    return op2(g, NK_SUB, w, op2(g, NK_MUL, grad, scalar(g, e, spec->lr)));
+}
+
+/* torch.optim.Adam (L2 weight decay added to the gradient, as torch's):
+ *   m' = b1 m + (1-b1) g,  v' = b2 v + (1-b2) g^2,
+ *   W' = W - lr/c1 * m' / (sqrt(v')/sqrt(c2) + eps)
+ * with the bias corrections c_i = 1 - b_i^t. They are carried as state,
+ * c' = (1-b) + b c from c = 0, rather than computed as pow(b, t): for b2 =
+ * 0.999, 1 - pow(b2, t) in f32 loses five digits to cancellation in the
+ * first steps, where the correction matters most. */
+static Value *adam_step(Step *st, const TrainSpec *spec, Node *weight, Value *w, Value *grad,
+                        Value *const c[2]) {
+    Grad *g = st->g;
+    ElemKind e = w->type.elem;
+    const char *mname = suffixed(g->f, weight->name, ".adam_m");
+    const char *vname = suffixed(g->f, weight->name, ".adam_v");
+    Value *m = state(st, mname, &w->type, weight->label);
+    Value *v = state(st, vname, &w->type, weight->label);
+    double b1 = spec->beta1, b2 = spec->beta2;
+    Value *m2 = op2(g, NK_ADD, op2(g, NK_MUL, m, scalar(g, e, b1)),
+                    op2(g, NK_MUL, grad, scalar(g, e, 1 - b1)));
+    Value *v2 = op2(g, NK_ADD, op2(g, NK_MUL, v, scalar(g, e, b2)),
+                    op2(g, NK_MUL, op2(g, NK_MUL, grad, grad), scalar(g, e, 1 - b2)));
+    update(st, mname, m2);
+    update(st, vname, v2);
+    Value *denom = op2(g, NK_ADD, op2(g, NK_DIV, op1(g, NK_SQRT, v2), op1(g, NK_SQRT, c[1])),
+                       scalar(g, e, spec->eps));
+    Value *rate = op2(g, NK_DIV, scalar(g, e, spec->lr), c[0]);
+    return op2(g, NK_SUB, w, op2(g, NK_MUL, op2(g, NK_DIV, m2, denom), rate));
+}
+
+/* The two bias corrections after this step, and their state. */
+static void adam_corrections(Step *st, const TrainSpec *spec, ElemKind e, Value *c[2]) {
+    Grad *g = st->g;
+    static const char *const names[2] = {"adam.bias_correction1", "adam.bias_correction2"};
+    Type t = type_scalar(e);
+    for (int i = 0; i < 2; i++) {
+        double b = i ? spec->beta2 : spec->beta1;
+        Value *prev = state(st, names[i], &t, names[i]);
+        c[i] = op2(g, NK_ADD, op2(g, NK_MUL, prev, scalar(g, e, b)), scalar(g, e, 1 - b));
+        update(st, names[i], c[i]);
+    }
+}
+
+/* The weights become parameters; the outputs carry W' and the optimiser's
+ * state after the step. */
 static void add_updates(Grad *g, const TrainSpec *spec, Value *loss) {
     Function *f = g->f;
     int nout = f->noutputs, nw = 0;
@@ -826,52 +1128,62 @@ static void add_updates(Grad *g, const TrainSpec *spec, Value *loss) {
         if ((g->grad[c->id] && g->grad[c->id][0]) || spec->forward_only)
             weights[nw++] = c;
     }
-    bool momentum = spec->momentum != 0 && !spec->forward_only;
-    int total = 1 + nout + (spec->forward_only ? 0 : nw * (momentum ? 2 : 1));
-    Value **outs = calloc((size_t)total, sizeof *outs);
-    const char **names = calloc((size_t)total, sizeof *names);
-    outs[0] = loss;
-    names[0] = "loss";
+    /* at most: loss, outputs, per weight W' and two moments, two corrections */
+    int cap = 1 + nout + 3 * nw + 2;
+    Step st = {.g = g, .outs = calloc((size_t)cap, sizeof(Value *)),
+               .names = calloc((size_t)cap, sizeof(const char *))};
+    st.outs[st.nouts] = loss;
+    st.names[st.nouts++] = "loss";
     for (int i = 0; i < nout; i++) {
-        outs[1 + i] = f->outputs[i];
-        names[1 + i] = f->output_names[i];
+        st.outs[st.nouts] = f->outputs[i];
+        st.names[st.nouts++] = f->output_names[i];
     }
-    Node **params = calloc((size_t)nw * 2 + 1, sizeof *params);
-    g->name = "sgd";
+    Node **params = calloc((size_t)nw + 1, sizeof *params);
+    g->name = spec->optimizer == OPTIM_ADAM ? "adam" : "sgd";
     /* printed by the constant's %name when it had one (it goes) */
     for (int i = 0; i < nw; i++) {
         params[i] = graph_add_param(f, weights[i]->name, &weights[i]->res[0].type);
         params[i]->label = weights[i]->label;
     }
-    for (int i = 0; momentum && i < nw; i++) {
-        Node *p = graph_add_param(f, suffixed(f, weights[i]->name, ".velocity"),
-                                  &weights[i]->res[0].type);
-        p->label = weights[i]->label ? p->name : NULL;
-        params[nw + i] = p;
-    }
+    /* W' first, in weight order, then the state; the caller pairs them by name */
+    Value **updated = calloc((size_t)nw + 1, sizeof *updated);
+    Value *c[2] = {NULL, NULL};
+    if (!spec->forward_only && nw && spec->optimizer == OPTIM_ADAM)
+        adam_corrections(&st, spec, weights[0]->res[0].type.elem, c);
     for (int i = 0; !spec->forward_only && i < nw; i++) {
         Value *w = &weights[i]->res[0], *grad = g->grad[weights[i]->id][0];
-        ElemKind e = w->type.elem;
         if (spec->weight_decay != 0)
-            grad = op2(g, NK_ADD, grad, op2(g, NK_MUL, w, scalar(g, e, spec->weight_decay)));
-        if (momentum) {
-            Value *v = &params[nw + i]->res[0];
-            grad = op2(g, NK_ADD, op2(g, NK_MUL, v, scalar(g, e, spec->momentum)), grad);
-            outs[1 + nout + nw + i] = grad;
-            names[1 + nout + nw + i] = suffixed(f, weights[i]->name, ".velocity.updated");
-        }
-        outs[1 + nout + i] = op2(g, NK_SUB, w, op2(g, NK_MUL, grad, scalar(g, e, spec->lr)));
-        names[1 + nout + i] = suffixed(f, weights[i]->name, ".updated");
+            grad = op2(g, NK_ADD, grad,
+                       op2(g, NK_MUL, w, scalar(g, w->type.elem, spec->weight_decay)));
+        updated[i] = spec->optimizer == OPTIM_ADAM ? adam_step(&st, spec, weights[i], w, grad, c)
+                                                   : sgd_step(&st, spec, weights[i], w, grad);
     }
-    graph_set_outputs(f, total, outs, names);
+    int nstate = st.nouts - 1 - nout, total = st.nouts + (spec->forward_only ? 0 : nw);
+    Value **outs = calloc((size_t)(total + g->nstats) + 1, sizeof *outs);
+    const char **names = calloc((size_t)(total + g->nstats) + 1, sizeof *names);
+    memcpy(outs, st.outs, (size_t)(1 + nout) * sizeof *outs);
+    memcpy(names, st.names, (size_t)(1 + nout) * sizeof *names);
+    int k = 1 + nout;
+    for (int i = 0; !spec->forward_only && i < nw; i++, k++) {
+        outs[k] = updated[i];
+        names[k] = suffixed(f, weights[i]->name, ".updated");
+    }
+    memcpy(outs + k, st.outs + 1 + nout, (size_t)nstate * sizeof *outs);
+    memcpy(names + k, st.names + 1 + nout, (size_t)nstate * sizeof *names);
+    memcpy(outs + total, g->stats, (size_t)g->nstats * sizeof *outs);
+    memcpy(names + total, g->stat_names, (size_t)g->nstats * sizeof *names);
+    graph_set_outputs(f, total + g->nstats, outs, names);
     for (int i = 0; i < nw; i++) {
         graph_replace_uses(f, &weights[i]->res[0], &params[i]->res[0]);
         graph_remove_node(f, weights[i]);
     }
     pass_stat(g->ctx, "weights-trained", nw);
     free(weights);
+    free(st.outs);
+    free(st.names);
     free(outs);
     free(names);
+    free(updated);
     free(params);
 }
 
@@ -899,7 +1211,10 @@ bool pass_differentiate(Function *f, PassContext *ctx) {
             return false;
         }
     }
-    Grad g = {.f = f, .d = ctx->d, .ok = true, .nids = f->next_id, .ctx = ctx, .name = "loss"};
+    Grad g = {.f = f, .d = ctx->d, .ok = true, .ctx = ctx};
+    training_forms(&g, spec->forward_only);
+    g.name = "loss";
+    g.nids = f->next_id;
     g.grad = calloc((size_t)g.nids, sizeof *g.grad);
     g.wants = calloc((size_t)g.nids, sizeof *g.wants);
     g.on_path = calloc((size_t)g.nids, sizeof *g.on_path);

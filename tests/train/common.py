@@ -32,6 +32,30 @@ class Mlp(nn.Module):
         return self.l3(torch.sigmoid(self.l2(torch.tanh(self.l1(x)))))
 
 
+class BnNet(nn.Module):
+    """DigitsNet with training-mode batch norms (after the relus, so that
+    torch's export does not fold them into the convolutions)."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.BatchNorm2d(8), nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.BatchNorm2d(16), nn.MaxPool2d(2))
+        self.classifier = nn.Linear(16 * 2 * 2, 10)
+        # statistics and affine parameters away from 0 and 1, so that a rule
+        # that ignored one of them would show
+        for m in self.features:
+            if isinstance(m, nn.BatchNorm2d):
+                with torch.no_grad():
+                    m.running_mean.uniform_(-0.5, 0.5)
+                    m.running_var.uniform_(0.5, 2.0)
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.uniform_(-0.2, 0.2)
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+
 def digits_split():
     """80% train, 20% held out, images / 16 as f32 [N,1,8,8], labels i64."""
     from sklearn.datasets import load_digits
@@ -68,6 +92,24 @@ def splitmix_shuffle(n, state):
         j = z % (i + 1)
         order[i], order[j] = order[j], order[i]
     return order, state
+
+
+def splitmix_uniform(n, state):
+    """tui/cmd_train.c's dropout noise: n uniform [0, 1) floats of 24 bits
+    from splitmix64; returns them (float32) and the new state."""
+    mask = (1 << 64) - 1
+    out = np.empty(n, np.float32)
+    for i in range(n):
+        state = (state + 0x9e3779b97f4a7c15) & mask
+        z = state
+        z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & mask
+        z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & mask
+        z ^= z >> 31
+        out[i] = (z >> 40) * 2.0 ** -24
+    return out, state
+
+
+NOISE_STREAM = 0x6a09e667f3bcc909  # cmd_train.c: the noise's seed is the shuffle's xor this
 
 
 def glowc_train(model, x, y, out, *args):

@@ -1,0 +1,562 @@
+/* ONNX export of a quantized graph in QDQ form (what ONNX Runtime's own
+ * quantizer writes): the source model's float operators kept, with
+ * QuantizeLinear -> DequantizeLinear after every value the quantize pass made
+ * an integer, and conv/gemm/matmul weights stored as int8 (per-channel, a
+ * DequantizeLinear with axis) with int32 biases. The parameters are read off
+ * the quantized graph, whose nodes bear the ONNX node names, so a runtime
+ * that fuses DQ -> op -> Q into its integer kernels computes what glowc does.
+ *
+ * Ownership: the unpacked model is protobuf-c's (malloc); everything added
+ * is malloc'd too and everything replaced is freed, so free_unpacked frees
+ * the edited model whole. */
+#include "core/onnx/export.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/file.h"
+#include "onnx/onnx.pb-c.h"
+
+/* An integer value of the quantized graph, by the ONNX name of the float
+ * value it stands for. from_float: made by a quantize_linear of a float
+ * value (which keeps its float readers); else the value itself is computed
+ * in integers and every reader sees it dequantized. */
+typedef struct ActQ {
+    const char *name;
+    ElemKind elem;
+    float scale;
+    int32_t offset;
+    bool from_float;
+    const Tensor *data; /* a quantized constant: its integers */
+} ActQ;
+
+typedef struct Qdq {
+    const Function *f;
+    Onnx__GraphProto *g;
+    const char *src;
+    DiagList *d;
+    ActQ *acts;
+    int nacts;
+    const Node **convs; /* qlinear_conv nodes: their weights and biases */
+    int nconvs;
+    char **onnx_names;  /* by ONNX node index: the name glowc gave it */
+    Onnx__NodeProto **out;
+    size_t nout, capout;
+    bool ok;
+} Qdq;
+
+static char *xstrdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    memcpy(p, s, n);
+    return p;
+}
+
+static char *xprintf2(const char *a, const char *b) {
+    size_t n = strlen(a) + strlen(b) + 1;
+    char *p = malloc(n);
+    snprintf(p, n, "%s%s", a, b);
+    return p;
+}
+
+/* "SRC: error: ...", fmt taking one string. */
+static bool fail(Qdq *q, const char *fmt, const char *what) {
+    diag_error(q->d, q->src, fmt, what);
+    q->ok = false;
+    return false;
+}
+
+/* ---- what the quantized graph chose ---------------------------------------------- */
+
+static const ActQ *act_find(const Qdq *q, const char *name) {
+    for (int i = 0; i < q->nacts; i++)
+        if (!strcmp(q->acts[i].name, name))
+            return &q->acts[i];
+    return NULL;
+}
+
+static bool is_weight_of_conv(const Qdq *q, const Node *c) {
+    for (int i = 0; i < q->nconvs; i++)
+        for (int k = 3; k < 9; k++)
+            if (q->convs[i]->ops[k]->def == c)
+                return true;
+    return false;
+}
+
+/* A node of the quantized graph whose integer result names a float value:
+ * not the rescales before a concat (the concat's readers rescale), nor the
+ * reshapes a matmul's rewrite puts around its 1x1 conv (named after the
+ * value they reshape, at its parameters). */
+static bool names_a_value(const Node *n) {
+    const Type *t = &n->res[0].type;
+    if (n->nres < 1 || t->quant != QUANT_TENSOR || elem_is_float(t->elem) || !n->name ||
+        !n->name[0] || strchr(n->name, '#'))
+        return false;
+    if (n->kind == NK_RESCALE)
+        return false;
+    return !(n->kind == NK_RESHAPE && n->nops == 1 && n->ops[0]->def->name &&
+             !strcmp(n->name, n->ops[0]->def->name));
+}
+
+static void add_act(Qdq *q, const Node *n, bool from_float, const Tensor *data) {
+    const Type *t = &n->res[0].type;
+    const ActQ *old = act_find(q, n->name);
+    if (old) {
+        if (old->elem != t->elem || old->scale != t->scale || old->offset != t->offset)
+            fail(q, "value '%s' has two quantizations in the quantized graph", n->name);
+        return;
+    }
+    q->acts[q->nacts++] =
+        (ActQ){n->name, t->elem, t->scale, t->offset, from_float && !data, data};
+}
+
+static void collect(Qdq *q) {
+    const Function *f = q->f;
+    int cap = f->nnodes + f->nconsts + 1;
+    q->acts = calloc((size_t)cap, sizeof *q->acts);
+    q->convs = calloc((size_t)cap, sizeof *q->convs);
+    for (const Node *n = f->first; n; n = n->next)
+        if (n->kind == NK_QLINEAR_CONV)
+            q->convs[q->nconvs++] = n;
+    for (int i = 0; i < f->nconsts; i++) {
+        const Node *c = f->consts[i];
+        if (names_a_value(c) && c->payload && !is_weight_of_conv(q, c))
+            add_act(q, c, true, c->payload);
+    }
+    for (const Node *n = f->first; n; n = n->next)
+        if (names_a_value(n))
+            add_act(q, n, n->kind == NK_QUANTIZE_LINEAR, NULL);
+}
+
+/* An ONNX node glowc computes in integers: it reads the dequantized form of
+ * a float value that was quantized for it. */
+static bool reads_integers(const Qdq *q, const char *name) {
+    const ActQ *a = act_find(q, name);
+    if (a && !a->from_float && !a->data)
+        return true;
+    for (int i = 0; i < q->nconvs; i++)
+        if (!strcmp(q->convs[i]->ops[3]->def->name, name))
+            return true;
+    return false;
+}
+
+/* ---- building protos ------------------------------------------------------------- */
+
+static Onnx__TensorProto *tensor_proto(const char *name, int onnx_elem, int rank,
+                                       const int64_t *dims, const void *data, size_t bytes) {
+    Onnx__TensorProto *t = malloc(sizeof *t);
+    onnx__tensor_proto__init(t);
+    t->name = xstrdup(name);
+    t->has_data_type = true;
+    t->data_type = onnx_elem;
+    t->n_dims = (size_t)rank;
+    t->dims = malloc(sizeof(int64_t) * (size_t)(rank ? rank : 1));
+    if (rank > 0)
+        memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
+    t->has_raw_data = true;
+    t->raw_data.len = bytes;
+    t->raw_data.data = malloc(bytes ? bytes : 1);
+    memcpy(t->raw_data.data, data, bytes);
+    return t;
+}
+
+static void add_initializer(Qdq *q, Onnx__TensorProto *t) {
+    Onnx__GraphProto *g = q->g;
+    g->initializer = realloc(g->initializer, sizeof *g->initializer * (g->n_initializer + 1));
+    g->initializer[g->n_initializer++] = t;
+}
+
+/* A scalar initializer: the scale (f32) or zero point of a value. */
+static void add_scalar(Qdq *q, const char *name, ElemKind elem, double v) {
+    union {
+        float f;
+        int8_t i8;
+        uint8_t u8;
+        int32_t i32;
+    } u = {0};
+    if (elem == ELEM_F32)
+        u.f = (float)v;
+    else if (elem == ELEM_U8)
+        u.u8 = (uint8_t)v;
+    else if (elem == ELEM_I32)
+        u.i32 = (int32_t)v;
+    else
+        u.i8 = (int8_t)v;
+    add_initializer(q, tensor_proto(name, elem_to_onnx(elem), 0, NULL, &u, elem_size(elem)));
+}
+
+static void push_node(Qdq *q, Onnx__NodeProto *n) {
+    if (q->nout == q->capout) {
+        q->capout = q->capout ? q->capout * 2 : 64;
+        q->out = realloc(q->out, sizeof *q->out * q->capout);
+    }
+    q->out[q->nout++] = n;
+}
+
+/* op(in, scale, zero) -> out, named after out; axis >= 0 adds the attribute. */
+static void push_qdq_node(Qdq *q, const char *op, const char *in, const char *scale,
+                          const char *zero, const char *out, int axis) {
+    Onnx__NodeProto *n = malloc(sizeof *n);
+    onnx__node_proto__init(n);
+    n->op_type = xstrdup(op);
+    n->name = xprintf2(out, op[0] == 'Q' ? "/QuantizeLinear" : "/DequantizeLinear");
+    n->n_input = 3;
+    n->input = malloc(3 * sizeof(char *));
+    n->input[0] = xstrdup(in);
+    n->input[1] = xstrdup(scale);
+    n->input[2] = xstrdup(zero);
+    n->n_output = 1;
+    n->output = malloc(sizeof(char *));
+    n->output[0] = xstrdup(out);
+    if (axis >= 0) {
+        Onnx__AttributeProto *a = malloc(sizeof *a);
+        onnx__attribute_proto__init(a);
+        a->name = xstrdup("axis");
+        a->has_type = true;
+        a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+        a->has_i = true;
+        a->i = axis;
+        n->n_attribute = 1;
+        n->attribute = malloc(sizeof *n->attribute);
+        n->attribute[0] = a;
+    }
+    push_node(q, n);
+}
+
+/* ---- the rewrite ----------------------------------------------------------------- */
+
+static void replace_str(char **slot, const char *s) {
+    char *n = xstrdup(s);
+    free(*slot);
+    *slot = n;
+}
+
+/* Every reader of `from` that glowc computes in integers reads `to`. */
+static void rewire_readers(Qdq *q, const char *from, const char *to) {
+    for (size_t i = 0; i < q->g->n_node; i++) {
+        Onnx__NodeProto *n = q->g->node[i];
+        if (!reads_integers(q, q->onnx_names[i]))
+            continue;
+        for (size_t k = 0; k < n->n_input; k++)
+            if (!strcmp(n->input[k], from))
+                replace_str(&n->input[k], to);
+    }
+}
+
+static bool is_graph_output(const Onnx__GraphProto *g, const char *name) {
+    for (size_t i = 0; i < g->n_output; i++)
+        if (!strcmp(g->output[i]->name, name))
+            return true;
+    return false;
+}
+
+/* Q of `in` (float value t) at a's parameters, then a DequantizeLinear of
+ * its own for each reader of t -- all readers, or with `integer_readers`
+ * those glowc computes in integers -- since ONNX Runtime fuses a DQ into
+ * its reader's int8 kernel only when the DQ has no other reader. `t` itself
+ * is then, if a graph output, the DQ's. */
+static void push_q_dqs(Qdq *q, const ActQ *a, const char *in, const char *t,
+                       bool integer_readers, bool output) {
+    char *scale = xprintf2(t, "/scale"), *zero = xprintf2(t, "/zero_point");
+    char *qv = xprintf2(t, "/quantized");
+    add_scalar(q, scale, ELEM_F32, a->scale);
+    /* int8 activations as uint8, every integer and the zero point shifted by
+     * 128: the same reals and the same rounding, and the form ONNX Runtime's
+     * x86 int8 kernels take (it fuses an int8 Q/DQ only when it can make
+     * that shift itself, one reader per Q). */
+    if (a->elem == ELEM_I8)
+        add_scalar(q, zero, ELEM_U8, a->offset + 128);
+    else
+        add_scalar(q, zero, a->elem, a->offset);
+    push_qdq_node(q, "QuantizeLinear", in, scale, zero, qv, -1);
+    for (size_t i = 0; i < q->g->n_node; i++) {
+        Onnx__NodeProto *n = q->g->node[i];
+        if (integer_readers && !reads_integers(q, q->onnx_names[i]))
+            continue;
+        for (size_t k = 0; k < n->n_input; k++) {
+            if (strcmp(n->input[k], t))
+                continue;
+            char idx[48];
+            snprintf(idx, sizeof idx, "/dequantized/%zu/%zu", i, k);
+            char *out = xprintf2(t, idx);
+            push_qdq_node(q, "DequantizeLinear", qv, scale, zero, out, -1);
+            replace_str(&n->input[k], out);
+            free(out);
+        }
+    }
+    if (output)
+        push_qdq_node(q, "DequantizeLinear", qv, scale, zero, t, -1);
+    free(scale);
+    free(zero);
+    free(qv);
+}
+
+static bool is_graph_input(const Onnx__GraphProto *g, const char *name) {
+    for (size_t i = 0; i < g->n_input; i++)
+        if (!strcmp(g->input[i]->name, name))
+            return true;
+    return false;
+}
+
+static Onnx__TensorProto *find_initializer(const Onnx__GraphProto *g, const char *name) {
+    for (size_t i = 0; i < g->n_initializer; i++)
+        if (!strcmp(g->initializer[i]->name, name))
+            return g->initializer[i];
+    return NULL;
+}
+
+static int onnx_node_index(const Qdq *q, const char *name) {
+    for (size_t i = 0; i < q->g->n_node; i++)
+        if (!strcmp(q->onnx_names[i], name))
+            return (int)i;
+    return -1;
+}
+
+/* A quantized constant: its integers as an initializer and a DQ, read by
+ * the nodes glowc computes in integers. */
+static void export_constant(Qdq *q, const ActQ *a) {
+    int at = onnx_node_index(q, a->name);
+    const char *t = at >= 0 ? q->g->node[at]->output[0] : a->name;
+    if (at < 0 && !find_initializer(q->g, a->name)) {
+        fail(q, "the quantized constant '%s' is no initializer or node of the model", a->name);
+        return;
+    }
+    char *qv = xprintf2(t, "/quantized"), *out = xprintf2(t, "/dequantized");
+    char *scale = xprintf2(out, "/scale"), *zero = xprintf2(out, "/zero_point");
+    const Tensor *c = a->data;
+    add_initializer(q, tensor_proto(qv, elem_to_onnx(c->type.elem), c->type.rank, c->type.dims,
+                                    c->data, tensor_bytes(c)));
+    add_scalar(q, scale, ELEM_F32, a->scale);
+    add_scalar(q, zero, a->elem, a->offset);
+    push_qdq_node(q, "DequantizeLinear", qv, scale, zero, out, -1);
+    rewire_readers(q, t, out);
+    free(qv);
+    free(out);
+    free(scale);
+    free(zero);
+}
+
+static void attr_set_float(Onnx__NodeProto *n, const char *name, float v) {
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (!strcmp(n->attribute[i]->name, name))
+            n->attribute[i]->f = v;
+}
+
+static int64_t attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt) {
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (!strcmp(n->attribute[i]->name, name))
+            return n->attribute[i]->i;
+    return dflt;
+}
+
+/* Input k of ONNX node n becomes DQ(ints, scales [m], zeros [m], axis). */
+static void set_dq_input(Qdq *q, Onnx__NodeProto *n, size_t k, const char *what,
+                         const Tensor *ints, const int64_t *dims, int rank, const float *scales,
+                         const void *zeros, ElemKind zero_elem, int64_t m, int axis) {
+    const char *base = n->output[0];
+    char *qv = xprintf2(base, what), *out = xprintf2(qv, "/dequantized");
+    char *scale = xprintf2(qv, "/scale"), *zero = xprintf2(qv, "/zero_point");
+    add_initializer(q, tensor_proto(qv, elem_to_onnx(ints->type.elem), rank, dims, ints->data,
+                                    tensor_bytes(ints)));
+    add_initializer(q, tensor_proto(scale, elem_to_onnx(ELEM_F32), 1, &m, scales, 4 * (size_t)m));
+    add_initializer(q, tensor_proto(zero, elem_to_onnx(zero_elem), 1, &m, zeros,
+                                    elem_size(zero_elem) * (size_t)m));
+    push_qdq_node(q, "DequantizeLinear", qv, scale, zero, out, axis);
+    if (k >= n->n_input) {
+        n->input = realloc(n->input, sizeof(char *) * (k + 1));
+        while (n->n_input <= k)
+            n->input[n->n_input++] = xstrdup("");
+    }
+    replace_str(&n->input[k], out);
+    free(qv);
+    free(out);
+    free(scale);
+    free(zero);
+}
+
+/* The weights and bias of the ONNX node a qlinear_conv came from, as
+ * glowc quantized them. Gemm and MatMul: glowc's [N,K,1,1] weights (alpha
+ * folded in) go back to the node's layout; alpha and beta become 1. */
+static void export_weights(Qdq *q, const Node *c, Arena *a) {
+    const char *name = c->ops[3]->def->name;
+    int at = onnx_node_index(q, name);
+    if (at < 0) {
+        fail(q, "the quantized conv '%s' is no node of the model", name);
+        return;
+    }
+    Onnx__NodeProto *n = q->g->node[at];
+    const Tensor *w = c->ops[3]->def->payload, *ws = c->ops[4]->def->payload;
+    const Tensor *wz = c->ops[5]->def->payload, *b = c->ops[8]->def->payload;
+    const Tensor *xs = c->ops[1]->def->payload;
+    if (!w || !ws || !wz || !b || !xs) {
+        fail(q, "the quantized conv '%s' has weights that are not constants", name);
+        return;
+    }
+    int64_t m = w->type.dims[0], k = tensor_numel(w) / (m ? m : 1);
+    float *bscale = malloc(sizeof(float) * (size_t)m);
+    float *wscale = malloc(sizeof(float) * (size_t)m);
+    for (int64_t i = 0; i < m; i++) {
+        wscale[i] = (float)tensor_get_f64(ws, tensor_numel(ws) == 1 ? 0 : i);
+        bscale[i] = (float)(tensor_get_f64(xs, 0) * (double)wscale[i]);
+    }
+    int32_t *bzero = calloc((size_t)m, sizeof *bzero);
+    int8_t *wzero = calloc((size_t)m, sizeof *wzero);
+    bool conv = !strcmp(n->op_type, "Conv");
+    bool rows = conv || (!strcmp(n->op_type, "Gemm") && attr_int(n, "transB", 0));
+    const Tensor *wout = w;
+    int64_t dims2[2] = {rows ? m : k, rows ? k : m};
+    if (!rows) { /* [K, N]: the channel axis is 1 */
+        Type t = type_make(ELEM_I8, 2, dims2);
+        Tensor *tr = tensor_new(a, &t);
+        for (int64_t o = 0; o < m; o++)
+            for (int64_t i = 0; i < k; i++)
+                ((int8_t *)tr->data)[i * m + o] = ((const int8_t *)w->data)[o * k + i];
+        wout = tr;
+    }
+    set_dq_input(q, n, 1, "/weight_quantized", wout, conv ? w->type.dims : dims2,
+                 conv ? w->type.rank : 2, wscale, wzero, ELEM_I8, m, rows ? 0 : 1);
+    if (strcmp(n->op_type, "MatMul")) /* MatMul has no bias (glowc's is zero) */
+        set_dq_input(q, n, 2, "/bias_quantized", b, &m, 1, bscale, bzero, ELEM_I32, m, 0);
+    if (!strcmp(n->op_type, "Gemm")) {
+        attr_set_float(n, "alpha", 1);
+        attr_set_float(n, "beta", 1);
+    }
+    free(bscale);
+    free(wscale);
+    free(bzero);
+    free(wzero);
+}
+
+/* The float weights the int8 ones replaced: no node reads them any more. */
+static void drop_unread_initializers(Onnx__GraphProto *g) {
+    size_t k = 0;
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        Onnx__TensorProto *t = g->initializer[i];
+        bool read = is_graph_input(g, t->name);
+        for (size_t n = 0; n < g->n_node && !read; n++)
+            for (size_t j = 0; j < g->node[n]->n_input && !read; j++)
+                read = !strcmp(g->node[n]->input[j], t->name);
+        for (size_t o = 0; o < g->n_output && !read; o++)
+            read = !strcmp(g->output[o]->name, t->name);
+        if (read)
+            g->initializer[k++] = t;
+        else
+            onnx__tensor_proto__free_unpacked(t, NULL);
+    }
+    g->n_initializer = k;
+}
+
+/* Nodes: the weights' and constants' DQs and the inputs' Q/DQ first, then
+ * each source node followed by the Q/DQ of its result. */
+static void rewrite(Qdq *q, Arena *a) {
+    Onnx__GraphProto *g = q->g;
+    for (int i = 0; q->ok && i < q->nconvs; i++)
+        export_weights(q, q->convs[i], a);
+    for (int i = 0; q->ok && i < q->nacts; i++) {
+        const ActQ *x = &q->acts[i];
+        if (x->data) {
+            export_constant(q, x);
+        } else if (is_graph_input(g, x->name)) {
+            push_q_dqs(q, x, x->name, x->name, true, false);
+        } else if (onnx_node_index(q, x->name) < 0) {
+            fail(q, "the quantized value '%s' is no node or input of the model", x->name);
+        }
+    }
+    for (size_t i = 0; q->ok && i < g->n_node; i++) {
+        Onnx__NodeProto *n = g->node[i];
+        push_node(q, n);
+        const ActQ *x = act_find(q, q->onnx_names[i]);
+        if (!x || x->data || is_graph_input(g, x->name) || n->n_output < 1)
+            continue;
+        char *t = xstrdup(n->output[0]);
+        if (x->from_float) { /* the float value stays; integer readers see Q/DQ */
+            push_q_dqs(q, x, t, t, true, false);
+        } else { /* computed in integers: every reader, outputs too, sees Q/DQ */
+            char *fv = xprintf2(t, "/float");
+            replace_str(&n->output[0], fv);
+            push_q_dqs(q, x, fv, t, false, is_graph_output(g, t));
+            free(fv);
+        }
+        free(t);
+    }
+    if (!q->ok)
+        return;
+    free(g->node);
+    g->node = q->out;
+    g->n_node = q->nout;
+    q->out = NULL;
+    drop_unread_initializers(g);
+}
+
+static int default_opset(const Onnx__ModelProto *mp) {
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        if (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))
+            return o->has_version ? (int)o->version : 1;
+    }
+    return 0;
+}
+
+bool onnx_write_qdq(const char *src, const char *dst, const Function *f, DiagList *d) {
+    size_t len;
+    uint8_t *buf = (uint8_t *)file_read_all(src, &len, d);
+    if (!buf)
+        return false;
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
+    free(buf);
+    if (!mp || !mp->graph) {
+        diag_error(d, src, "not a valid ONNX model");
+        if (mp)
+            onnx__model_proto__free_unpacked(mp, NULL);
+        return false;
+    }
+    Qdq q = {.f = f, .g = mp->graph, .src = src, .d = d, .ok = true};
+    int opset = default_opset(mp);
+    if (opset < 13) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", opset);
+        fail(&q, "QDQ export needs opset 13 or later (per-channel DequantizeLinear); the "
+             "model imports opset %s", v);
+    }
+    /* The names the importer gave: the ONNX node's, or OP_INDEX for none. */
+    size_t nsrc = q.g->n_node;
+    q.onnx_names = calloc(nsrc + 1, sizeof(char *));
+    for (size_t i = 0; i < nsrc; i++) {
+        const Onnx__NodeProto *n = q.g->node[i];
+        char idx[32];
+        snprintf(idx, sizeof idx, "_%zu", i);
+        q.onnx_names[i] = n->name && n->name[0] ? xstrdup(n->name) : xprintf2(n->op_type, idx);
+    }
+    Arena *a = arena_new();
+    if (q.ok)
+        collect(&q);
+    if (q.ok)
+        rewrite(&q, a);
+    bool ok = q.ok;
+    if (ok) {
+        size_t size = onnx__model_proto__get_packed_size(mp);
+        uint8_t *out = malloc(size ? size : 1);
+        onnx__model_proto__pack(mp, out);
+        FileOut fo = {dst, out, size};
+        ok = file_write_all(&fo, 1, d);
+        free(out);
+    }
+    for (size_t i = 0; i < nsrc; i++)
+        free(q.onnx_names[i]);
+    /* The nodes added before a failure are in q.out only. */
+    for (size_t i = 0; q.out && i < q.nout; i++) {
+        bool source = false;
+        for (size_t k = 0; k < q.g->n_node && !source; k++)
+            source = q.g->node[k] == q.out[i];
+        if (!source)
+            onnx__node_proto__free_unpacked(q.out[i], NULL);
+    }
+    free(q.out);
+    free(q.onnx_names);
+    free(q.acts);
+    free(q.convs);
+    arena_destroy(a);
+    onnx__model_proto__free_unpacked(mp, NULL);
+    return ok;
+}

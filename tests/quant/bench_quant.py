@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""make bench-quant: int8 glowc against ONNX Runtime running the QDQ model
+that `glowc quantize` wrote, in one run (issue 15's speed figures).
+
+For each model (build/models, exported by fixtures/models/export_models.py:
+random weights, batch 1): profile it (`glowc profile` on its input and 7
+random N(0,1) images, fixed seed), write the QDQ model (`glowc quantize`,
+default quantization: asymmetric, minmax, per-channel weights), then time at
+1 and 2 threads, medians of ITERS runs after a warm-up:
+  - glowc float32 (`glowc bench --backend=cpu`)
+  - glowc int8    (`glowc bench --quantize=P --backend=cpu`); while the CPU
+    backend has no int8 kernels this says so and shows n/a: the interpreter
+    is a reference, not a fair speed comparison
+  - ORT float32 and ORT on the QDQ model (onnxruntime-node, optimisations on:
+    it fuses the QDQ groups into QLinearConv, QLinearAdd, QGemm...)
+and on the model's input compares outputs: ORT QDQ and glowc int8 (the
+interpreter, `glowc run --quantize`) against glowc float32 (top-1 class the
+same? largest error), and ORT QDQ against glowc int8 in steps of the output
+scale. Writes the table to out/bench-quant.md too.
+
+Needs node and npm (onnxruntime-node is installed into build/ort as `make
+bench` does); says so and exits 1 when they are missing.
+Usage: bench_quant.py GLOWC [--models m1,m2] [--iters N]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
+import bench  # noqa: E402  (its ensure_ort and timing)
+
+MODELS = ["resnet18", "resnet50", "mobilenet_v2"]
+WORK = os.path.join(ROOT, "build", "quant-bench")
+TIMING = re.compile(r"median ([0-9.]+) ms")
+
+
+def run(cmd, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode:
+        sys.exit("bench-quant: %s failed:\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
+    return r.stdout
+
+
+def timing(cmd, env=None):
+    """Median ms, or (None, the last line of the error)."""
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    m = TIMING.search(r.stdout)
+    if r.returncode or not m:
+        return None, (r.stderr.strip().splitlines() or ["?"])[-1]
+    return float(m.group(1)), None
+
+
+def output_scale(qdq):
+    """The scale of the QDQ model's last DequantizeLinear (the output's)."""
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(qdq)
+    init = {t.name: t for t in m.graph.initializer}
+    last = [n for n in m.graph.node if n.op_type == "DequantizeLinear"
+            and n.output[0] in {o.name for o in m.graph.output}]
+    return float(numpy_helper.to_array(init[last[0].input[1]])) if last else None
+
+
+def model_row(glowc, m, iters, node_env):
+    mdir = os.path.join(ROOT, "build", "models")
+    onnx_path, inp = os.path.join(mdir, m + ".onnx"), os.path.join(mdir, m + ".input.npy")
+    work = os.path.join(WORK, m)
+    os.makedirs(work, exist_ok=True)
+    x = np.load(inp)
+    rng = np.random.default_rng(0)
+    calib = np.concatenate([x, rng.standard_normal((7,) + x.shape[1:]).astype(np.float32)])
+    np.save(os.path.join(work, "calib.npy"), calib)
+    prof, qdq = os.path.join(work, "profile.json"), os.path.join(work, m + ".qdq.onnx")
+    run([glowc, "profile", onnx_path, "--input", "input=" + os.path.join(work, "calib.npy"),
+         "-o", prof])
+    run([glowc, "quantize", onnx_path, "--quantize=" + prof, "-o", qdq])
+    js = os.path.join(ROOT, "tests", "bench", "ort_bench.js")
+    times, notes = {}, []
+    for t in (1, 2):
+        common = ["--backend=cpu", "--threads", str(t), "--iters", str(iters),
+                  "--input", "input=" + inp]
+        times["gf", t], e1 = timing([glowc, "bench", onnx_path] + common)
+        times["gq", t], e2 = timing([glowc, "bench", onnx_path, "--quantize=" + prof] + common)
+        times["of", t], e3 = timing(["node", js, onnx_path, str(t), str(iters), inp], env=node_env)
+        times["oq", t], e4 = timing(["node", js, qdq, str(t), str(iters), inp], env=node_env)
+        notes += [e for e in (e1, e3, e4) if e]
+        if e2 and t == 1:
+            notes.append("glowc int8 on --backend=cpu: " + e2 +
+                         " -- no native int8 kernels yet; the interpreter is not a fair "
+                         "comparison, so glowc's float32 times stand beside ORT's")
+    # Outputs on the model's input: glowc float32 (cpu), glowc int8
+    # (interpreter), ORT on the QDQ model.
+    outs = {}
+    for key, cmd in (("float", [glowc, "run", onnx_path, "--backend=cpu"]),
+                     ("int8", [glowc, "run", onnx_path, "--quantize=" + prof])):
+        d = os.path.join(work, key)
+        run(cmd + ["--input", "input=" + inp, "--output-dir", d])
+        outs[key] = np.load(os.path.join(d, "output.npy"))
+    d = os.path.join(work, "ort")
+    os.makedirs(d, exist_ok=True)
+    run(["node", os.path.join(ROOT, "tests", "quant", "ort_qdq_run.js"), qdq, d, "1",
+         "input=" + inp], env=node_env)
+    outs["ort"] = np.load(os.path.join(d, "output.npy"))
+    f, g, o = outs["float"], outs["int8"], outs["ort"]
+    step = output_scale(qdq)
+    acc = {
+        "ort_top1": bool(o.argmax() == f.argmax()),
+        "glowc_top1": bool(g.argmax() == f.argmax()),
+        "ort_err": float(np.abs(o - f).max()),
+        "glowc_err": float(np.abs(g - f).max()),
+        "float_range": float(np.abs(f).max()),
+        "ort_vs_glowc_steps": float(np.abs(o - g).max() / step) if step else None,
+    }
+    return times, acc, notes
+
+
+def cell(x, fmt="%.2f"):
+    return "n/a" if x is None else (fmt % x if isinstance(x, float) else str(x))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("glowc")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--iters", type=int, default=20)
+    a = ap.parse_args()
+    if not shutil.which("node") or not (shutil.which("npm") or os.path.isdir(
+            os.path.join(bench.ORT_DIR, "node_modules", "onnxruntime-node"))):
+        sys.exit("bench-quant: needs node and npm (Debian: apt-get install nodejs npm) for "
+                 "ONNX Runtime (onnxruntime-node); nothing was run")
+    glowc = os.path.abspath(a.glowc)
+    models = a.models.split(",")
+    subprocess.run([sys.executable, os.path.join(ROOT, "fixtures", "models", "export_models.py"),
+                    os.path.join(ROOT, "build", "models")] + models, check=True,
+                   stdout=subprocess.DEVNULL)
+    bench.ensure_ort()
+    node_env = dict(os.environ, NODE_PATH=os.path.join(bench.ORT_DIR, "node_modules"))
+    rows, all_notes = [], []
+    for m in models:
+        times, acc, notes = model_row(glowc, m, a.iters, node_env)
+        rows.append((m, times, acc))
+        all_notes += ["%s: %s" % (m, n) for n in notes]
+        print(m, json.dumps({"%s%d" % k: v for k, v in times.items()}), json.dumps(acc),
+              flush=True)
+    t = ["| model | threads | glowc f32 ms | glowc int8 ms | ORT f32 ms | ORT QDQ ms | "
+         "ORT f32/QDQ |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for m, tm, _ in rows:
+        for th in (1, 2):
+            of, oq = tm["of", th], tm["oq", th]
+            t.append("| %s | %d | %s | %s | %s | %s | %s |" % (
+                m, th, cell(tm["gf", th]), cell(tm["gq", th]), cell(of), cell(oq),
+                cell(of / oq if of and oq else None)))
+    q = ["| model | ORT QDQ top-1 = float | ORT QDQ max err | glowc int8 top-1 = float | "
+         "glowc int8 max err | max |output| float | ORT QDQ vs glowc int8 (output steps) |",
+         "|---|---|---:|---:|---:|---:|---:|"]
+    for m, _, ac in rows:
+        q.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            m, "yes" if ac["ort_top1"] else "no", cell(ac["ort_err"], "%.4g"),
+            "yes" if ac["glowc_top1"] else "no", cell(ac["glowc_err"], "%.4g"),
+            cell(ac["float_range"], "%.4g"), cell(ac["ort_vs_glowc_steps"], "%.0f")))
+    cpu = open("/proc/cpuinfo").read()
+    cpu_name = (re.search(r"model name\s*:\s*(.*)", cpu) or [None, "?"])[1]
+    text = ("# int8: glowc against ONNX Runtime on glowc's QDQ models\n\nBatch 1, median of %d "
+            "runs after a warm-up, on %s (%d cores); profile: the model's input and 7 random "
+            "images; default quantization.\n\n" % (a.iters, cpu_name, os.cpu_count()) +
+            "\n".join(t) + "\n\nOutputs on the model's input, against glowc float32:\n\n" +
+            "\n".join(q) + "\n")
+    if all_notes:
+        text += "\n" + "\n".join("- " + n for n in all_notes) + "\n"
+    os.makedirs(os.path.join(ROOT, "out"), exist_ok=True)
+    with open(os.path.join(ROOT, "out", "bench-quant.md"), "w") as f:
+        f.write(text)
+    print("\n" + text)
+
+
+if __name__ == "__main__":
+    main()
