@@ -30,6 +30,7 @@ typedef struct BackendOptions {
     BackendOutput output;        /* executables link main() and embed the weights */
     bool instrument;             /* JIT only: call a probe around each instruction */
     bool no_threads;             /* bundles: no thread pool, no pthreads, no malloc */
+    const char *cache_dir;       /* cpu: where compiled kernels are kept; NULL: nowhere */
 } BackendOptions;
 
 /* Instrumented code calls the probe before and after every instruction that
@@ -37,6 +38,20 @@ typedef struct BackendOptions {
  * share of a parallel one (instr -1, on that thread). */
 typedef enum { PROBE_BEGIN, PROBE_END, PROBE_CHUNK_BEGIN, PROBE_CHUNK_END } ProbeEvent;
 typedef void (*Probe)(void *ctx, int instr, int event);
+
+/* The phases of making native code that are no session step, timed by the
+ * backend for --time-passes: (ID, what the table calls it). */
+#define BACKEND_PHASES(X)                                                                       \
+    X(BITCODE, "libjit bitcode parse")                                                          \
+    X(ENGINE, "kernel engine (precompiled kernels: cache or compile)")                          \
+    X(EMIT, "machine-code emission (JIT: and its in-memory link)")                              \
+    X(LINK, "linking (executables, bundles)")
+typedef enum {
+#define X(id, name) BACKEND_PHASE_##id,
+    BACKEND_PHASES(X)
+#undef X
+    BACKEND_NPHASES
+} BackendPhase;
 
 typedef struct BackendModule BackendModule;     /* compiled, not yet loaded */
 typedef struct BackendExec BackendExec;         /* loaded and runnable */
@@ -73,6 +88,8 @@ typedef struct Backend {
     /* Ahead of time: an executable, or a bundle (object, header, weights). */
     bool (*write_executable)(BackendModule *m, const char *path, DiagList *d);
     bool (*write_bundle)(BackendModule *m, const char *dir, const char *model_path, DiagList *d);
+    /* Seconds spent in phase so far (loading and writing add to them). */
+    double (*phase_seconds)(const BackendModule *m, BackendPhase phase);
     void (*module_free)(BackendModule *m);
 
     /* A frozen copy, run later for the program it was made from. */

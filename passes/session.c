@@ -697,9 +697,17 @@ bool session_want_codegen(Session *s) {
     return has_opt || session_append_pipeline(s, "llvm-opt");
 }
 
+double session_phase_seconds(const Session *s, BackendPhase p) {
+    if (s->module && s->opt.backend->phase_seconds)
+        return s->opt.backend->phase_seconds(s->module, p);
+    return s->phase_seconds[p];
+}
+
 BackendExec *session_exec(Session *s, DiagList *d) {
     if (!s->exec && s->module) {
         s->exec = s->opt.backend->load(s->module, s->opt.threads, d);
+        for (int p = 0; p < BACKEND_NPHASES && s->opt.backend->phase_seconds; p++)
+            s->phase_seconds[p] = s->opt.backend->phase_seconds(s->module, (BackendPhase)p);
         s->opt.backend->module_free(s->module); /* loading took what it needs */
         s->module = NULL;
     }

@@ -66,6 +66,7 @@ typedef struct Session {
     LirProgram *lir;  /* the low-level program, once irgen has run */
     BackendModule *module; /* the backend's module, once codegen has run */
     BackendExec *exec;     /* its loaded form, made on first execution */
+    double phase_seconds[BACKEND_NPHASES]; /* the module's, kept when loading frees it */
     bool from_lir;    /* the input was a .lir file */
     Step *steps;
     int nsteps, cap;
@@ -145,6 +146,9 @@ bool session_step_is_native(const Session *s, int k);
  * code's (opt.instrument), read from its memory after each instruction. */
 bool session_execute_observed(Session *s, Tensor *const *inputs, Tensor **outputs, Arena *a,
                               DiagList *d, StepObserver observe, void *observe_ctx);
+/* Seconds the backend spent in phase p (the module's, or its last ones
+ * once loading consumed it): --time-passes. */
+double session_phase_seconds(const Session *s, BackendPhase p);
 /* The loaded program, loading it on first use (compiling backends). */
 BackendExec *session_exec(Session *s, DiagList *d);
 /* Step k (codegen or llvm-opt) compiled again for the JIT from the allocated

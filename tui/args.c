@@ -116,6 +116,7 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
             *bad = true;
         }
         break;
+    case OPT_NO_CACHE: ca->no_cache = true; break;
     case OPT_TRAIN: ca->training = true; break;
     case OPT_LOSS:
         if (!strcmp(v, "softmax-cross-entropy") || !strcmp(v, "mse")) {
@@ -227,6 +228,7 @@ bool args_parse(CommonArgs *ca, int argc, char **argv, const char *cmd, ArgFn ow
         diag_error(d, NULL, "%s: no model given (see 'glowc %s --help')", cmd, cmd);
         return false;
     }
+    ca->cache_dir_set = !ca->no_cache && cli_cache_dir(ca->cache_dir, sizeof ca->cache_dir);
     if (!args_check_target(ca, false, d) || (ca->quantize && !load_profile(ca, d)))
         return false;
     bool auto_keep = ca->quant.keep_float && !strcmp(ca->quant.keep_float, "auto");
@@ -299,7 +301,8 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
         .no_verify = ca->no_verify,
         .backend = ca->backend ? backend_find(ca->backend) : NULL,
         .codegen = {.target = ca->target, .target_cpu = ca->target_cpu,
-                    .target_features = ca->target_features, .fallback = ca->fallback},
+                    .target_features = ca->target_features, .fallback = ca->fallback,
+                    .cache_dir = ca->cache_dir_set ? ca->cache_dir : NULL},
         .threads = ca->threads, /* 0: every online CPU (libjit_runtime_new) */
         .max_memory = ca->max_memory ? ca->max_memory : cli_physical_memory(),
         .quant = ca->quant.profile ? &ca->quant : NULL,

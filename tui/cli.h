@@ -42,6 +42,11 @@ bool cli_parse_size(const char *arg, uint64_t *out);
 /* The machine's physical memory in bytes: the default --max-memory. */
 uint64_t cli_physical_memory(void);
 
+/* Where the cpu backend keeps its compiled kernels (backends/cpu/engine.c):
+ * $GLOWC_CACHE_DIR, else $XDG_CACHE_HOME/glowc, else $HOME/.cache/glowc;
+ * NULL when none is set (then nothing is cached). In buf. */
+const char *cli_cache_dir(char *buf, size_t len);
+
 /* A whole decimal integer in [lo, hi] ("2x", "" and overflow are not). */
 bool cli_parse_int(const char *arg, long long lo, long long hi, long long *out);
 /* A finite number >= 0 (--rtol, --atol). */

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "backends/interp/interp.h"
+#include "tui/timing.h"
 #include "tui/args.h"
 #include "tui/cli.h"
 #include "tui/profile.h"
@@ -16,6 +17,7 @@ typedef struct BenchOpts {
     int iters;
     bool per_node;     /* --per-node */
     const char *trace; /* --trace FILE.json */
+    bool time_passes;
 } BenchOpts;
 
 static double now_ms(void) {
@@ -78,7 +80,9 @@ static int bench(CommonArgs *ca, const BenchOpts *bo, DiagList *d) {
     bool loaded = args_load_inputs(ca, a, d);
     SessionOptions so = args_session_options(ca, known); /* the inputs bind dimensions */
     so.codegen.instrument = profile;
+    double t_open = now_ms();
     Session *s = loaded ? args_open_session_with(ca, &so, "-O2", d) : NULL;
+    double import_ms = now_ms() - t_open, first_ms = -1;
     int status = 1;
     double t0 = now_ms();
     bool ok = s && session_run(s);
@@ -99,7 +103,11 @@ static int bench(CommonArgs *ca, const BenchOpts *bo, DiagList *d) {
             goto done;
         if (i >= 0)
             times[i] = ms;
+        else
+            first_ms = ms;
     }
+    if (inputs && bo->time_passes)
+        timing_print(s, import_ms / 1000, first_ms / 1000);
     if (inputs) {
         qsort(times, (size_t)iters, sizeof *times, cmp_double);
         double median = iters % 2 ? times[iters / 2] : (times[iters / 2 - 1] + times[iters / 2]) / 2;
@@ -119,6 +127,10 @@ static int iters_option(OptionId id, const char *v, void *ctx, DiagList *d) {
     BenchOpts *bo = ctx;
     if (id == OPT_PER_NODE) {
         bo->per_node = true;
+        return 1;
+    }
+    if (id == OPT_TIME_PASSES) {
+        bo->time_passes = true;
         return 1;
     }
     if (id == OPT_TRACE) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tui/timing.h"
 #include "tui/args.h"
 
 /* The bundle's entry point: the model file's base name as a C identifier. */
@@ -22,6 +23,7 @@ static void entry_name(const char *model, char *out, size_t len) {
 typedef struct CompileArgs {
     const char *out, *bundle;
     bool no_threads;
+    bool time_passes;
 } CompileArgs;
 
 static int compile_option(OptionId id, const char *v, void *ctx, DiagList *d) {
@@ -32,6 +34,8 @@ static int compile_option(OptionId id, const char *v, void *ctx, DiagList *d) {
         c->bundle = v;
     else if (id == OPT_NO_THREADS)
         c->no_threads = true;
+    else if (id == OPT_TIME_PASSES)
+        c->time_passes = true;
     else
         return 0;
     return 1;
@@ -77,7 +81,9 @@ int cmd_compile(int argc, char **argv) {
     so.codegen.output = bundle ? OUTPUT_BUNDLE : OUTPUT_EXECUTABLE;
     so.codegen.entry = bundle ? entry : NULL;
     so.codegen.no_threads = co.no_threads;
+    double t0 = timing_now();
     Session *s = args_open_session_with(&ca, &so, "-O2", &d);
+    double import_s = timing_now() - t0;
     if (!s)
         goto done;
     bool ok = session_run(s) && s->module;
@@ -89,6 +95,8 @@ int cmd_compile(int argc, char **argv) {
                entry);
     else if (ok)
         printf("wrote %s\n", out);
+    if (co.time_passes)
+        timing_print(s, import_s, -1);
     diag_append(&d, &s->diags);
     session_free(s);
     status = ok ? 0 : 1;

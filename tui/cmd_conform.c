@@ -30,6 +30,9 @@ typedef struct ConformOptions {
     bool verbose;
     bool no_verify;
     bool fallback;
+    bool no_cache;
+    const char *cache_dir; /* the kernel engine's cache (cli_cache_dir), NULL: --no-cache */
+    char cache_buf[1024];
 } ConformOptions;
 
 typedef enum { R_PASS, R_FAIL, R_SKIP } ResultKind;
@@ -163,7 +166,7 @@ static ResultKind run_data_set(const char *test, const char *set, const ConformO
     for (int i = 0; i < nin; i++)
         known[i] = (KnownInput){in_names[i][0] ? in_names[i] : NULL, i, ins[i], NULL};
     SessionOptions so = {.known = known, .nknown = nin, .no_verify = o->no_verify,
-                         .backend = o->backend, .codegen = {.fallback = o->fallback}, .threads = 1,
+                         .backend = o->backend, .codegen = {.fallback = o->fallback, .cache_dir = o->cache_dir}, .threads = 1,
                          .max_memory = cli_physical_memory()};
     s = session_open(model, &so);
     free(model);
@@ -444,6 +447,7 @@ int cmd_conform(int argc, char **argv) {
         case OPT_NO_VERIFY: o.no_verify = true; break;
         case OPT_VERIFY_EACH: o.no_verify = false; break; /* the default; old scripts say it */
         case OPT_VERBOSE: case OPT_VERBOSE_SHORT: o.verbose = true; break;
+        case OPT_NO_CACHE: o.no_cache = true; break;
         case OPT_FALLBACK:
             if (strcmp(v, "interp")) {
                 diag_error(&d, NULL, "--fallback takes 'interp', not '%s'", v);
@@ -482,6 +486,7 @@ int cmd_conform(int argc, char **argv) {
         o.jobs = 64; /* the machine's core count, as the default */
     if (!pipeline_check(o.pipeline, &d))
         goto done;
+    o.cache_dir = o.no_cache ? NULL : cli_cache_dir(o.cache_buf, sizeof o.cache_buf);
     if (!ntests) {
         diag_error(&d, NULL, "conform: no tests found (give folders holding model.onnx)");
         goto done;

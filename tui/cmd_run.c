@@ -13,6 +13,7 @@
 #include "core/file.h"
 #include "core/npy.h"
 #include "core/print.h"
+#include "tui/timing.h"
 #include "tui/args.h"
 #include "tui/cli.h"
 #include "tui/values.h"
@@ -98,6 +99,7 @@ typedef struct RunOpts {
     const char *dump_dir; /* --dump-values */
     const char *carry_out[MAX_CLI_INPUTS], *carry_in[MAX_CLI_INPUTS]; /* --carry OUT=IN */
     int ncarry;
+    bool time_passes;
 } RunOpts;
 
 /* Step k of a --stream value: a view of its k-th slice on the leading axis. */
@@ -280,7 +282,9 @@ static int run_model(CommonArgs *ca, const RunOpts *ro, DiagList *d) {
     for (int i = 0; i < ca->ninputs; i++)
         known[i].read = &read[i];
     so.codegen.instrument = ro->dump_dir != NULL;                 /* native code reports its values */
+    double t0 = timing_now();
     Session *s = loaded ? args_open_session_with(ca, &so, dflt, d) : NULL;
+    double import_s = timing_now() - t0, first_s = -1;
     bool ok = s && session_run(s);
     if (s && !ok)
         diag_append(d, &s->diags);
@@ -294,10 +298,15 @@ static int run_model(CommonArgs *ca, const RunOpts *ro, DiagList *d) {
     if (steps)
         ok = ok && inputs &&
              run_steps(ca, ro, s, inputs, full, steps, carry_from, carry_to, outputs, a, d);
-    else
+    else {
+        t0 = timing_now();
         ok = ok && inputs &&
              session_execute_observed(s, inputs, outputs, a, d,
                                       ro->dump_dir ? values_observe : NULL, &vs);
+        first_s = timing_now() - t0;
+    }
+    if (ok && ro->time_passes)
+        timing_print(s, import_s, first_s);
     ok = ok && (!ro->dump_dir || values_dump(&vs, ro->dump_dir, d));
     ok = ok && run_write_outputs(s, outputs, ro->out_dir, d);
     if (ok && ro->dump_dir)
@@ -327,6 +336,10 @@ static int run_option(OptionId id, const char *v, void *ctx, DiagList *d) {
         }
         ro->carry_out[ro->ncarry] = strndup(v, (size_t)(eq - v));
         ro->carry_in[ro->ncarry++] = eq + 1;
+        return 1;
+    }
+    if (id == OPT_TIME_PASSES) {
+        ro->time_passes = true;
         return 1;
     }
     if (id != OPT_OUTPUT_DIR && id != OPT_DUMP_VALUES)

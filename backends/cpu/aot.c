@@ -200,8 +200,10 @@ static bool run_tool(char **argv, const char *out, DiagList *d) {
  * whose only global symbol is libjit_generic, embedded in glowc) goes into
  * every program whose code still calls it: a libjit kernel hands it the
  * shapes it has no fast path for. Written next to OUT; the caller removes it. */
+/* The kernel engine's kernels call it for the shapes they have no fast path
+ * for, whatever the model. */
 static bool needs_fallback(const CpuModule *m) {
-    return LLVMGetNamedFunction(m->mod, "libjit_generic") != NULL;
+    return cpu_uses_engine(&m->opt) || LLVMGetNamedFunction(m->mod, "libjit_generic") != NULL;
 }
 
 static bool write_fallback(const CpuModule *m, const char *out, char *path, size_t len,
@@ -294,25 +296,53 @@ static bool weights_object(const CpuModule *m, StrBuf *out, DiagList *d) {
     return ok;
 }
 
+/* The precompiled kernels (engine.c) as a file to link, when the module
+ * calls them; path[0] stays 0 otherwise. */
+static bool write_engine(CpuModule *m, const char *out, char *path, size_t len,
+                         DiagList *d) {
+    if (!cpu_uses_engine(&m->opt))
+        return true;
+    StrBuf obj;
+    sb_init(&obj);
+    snprintf(path, len, "%s.engine.tmp%d", out, (int)getpid());
+    bool ok = cpu_engine_object(m, &obj, d) && write_as(path, out, obj.data, obj.len, d);
+    sb_free(&obj);
+    return ok;
+}
+
+/* The weights' object, its time counted as emission. */
+static bool weights_timed(CpuModule *m, StrBuf *out, DiagList *d) {
+    double t0 = cpu_seconds();
+    bool ok = weights_object(m, out, d);
+    m->phase[BACKEND_PHASE_EMIT] += cpu_seconds() - t0;
+    return ok;
+}
+
 bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
     StrBuf obj, wobj;
     sb_init(&obj);
     sb_init(&wobj);
-    char objpath[4200], wpath[4200], tmp[4200], fb[4200] = "";
+    char objpath[4200], wpath[4200], tmp[4200], fb[4200] = "", eng[4200] = "";
     snprintf(objpath, sizeof objpath, "%s.o.tmp%d", path, (int)getpid());
     snprintf(wpath, sizeof wpath, "%s.weights.tmp%d", path, (int)getpid());
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
     bool ok = have_cross_tools(m, true, path, d) && cpu_emit(m, false, &obj, d) &&
-              write_as(objpath, path, obj.data, obj.len, d) && weights_object(m, &wobj, d) &&
+              write_as(objpath, path, obj.data, obj.len, d) && weights_timed(m, &wobj, d) &&
               write_as(wpath, path, wobj.data, wobj.len, d) &&
+              write_engine(m, path, eng, sizeof eng, d) &&
               (!needs_fallback(m) || write_fallback(m, path, fb, sizeof fb, d));
     if (ok) {
         char *argv[16] = {NULL}, flag[200];
         int n = link_command(m, true, argv, flag, sizeof flag);
-        const char *rest[] = {objpath, wpath, "-o", tmp, "-lm", "-lpthread", fb[0] ? fb : NULL};
+        /* The engine before the libraries it calls (static links). */
+        const char *rest[] = {objpath, wpath, eng[0] ? eng : NULL, "-o", tmp, "-lm", "-lpthread",
+                              fb[0] ? fb : NULL};
         for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
-            argv[n++] = (char *)rest[i];
+            if (rest[i])
+                argv[n++] = (char *)rest[i];
+        double t0 = cpu_seconds();
         ok = run_tool(argv, path, d);
+        m->phase[BACKEND_PHASE_LINK] += cpu_seconds() - t0;
     }
     sb_free(&obj);
     sb_free(&wobj);
@@ -320,6 +350,8 @@ bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
     remove(wpath);
     if (fb[0])
         remove(fb);
+    if (eng[0])
+        remove(eng);
     if (ok && rename(tmp, path)) {
         diag_error(d, NULL, "cannot write '%s': %s", path, strerror(errno));
         ok = false;
@@ -354,8 +386,10 @@ static bool bundle_object(CpuModule *m, const char *path, char **out, size_t *le
         for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
             ld[n++] = (char *)rest[i];
         char *loc[] = {"llvm-objcopy-19", "--localize-symbol=libjit_generic", joined, NULL};
+        double t0 = cpu_seconds();
         ok = write_fallback(m, path, fb, sizeof fb, d) && run_tool(ld, path, d) &&
              run_tool(loc, path, d) && (*out = file_read_all(joined, len, d)) != NULL;
+        m->phase[BACKEND_PHASE_LINK] += cpu_seconds() - t0;
     }
     sb_free(&obj);
     remove(tmp);

@@ -540,11 +540,16 @@ CpuModule *cpu_codegen(LirProgram *p, const BackendOptions *o, DiagList *d) {
     g.ptr = LLVMPointerTypeInContext(g.ctx, 0);
     LLVMTypeRef wparams[4] = {g.ptr, g.i64, g.i64, g.ptr};
     g.worker_ty = LLVMFunctionType(LLVMVoidTypeInContext(g.ctx), wparams, 4, false);
-    if (!load_bitcode(&g)) {
+    double t0 = cpu_seconds();
+    bool loaded = load_bitcode(&g);
+    m->phase[BACKEND_PHASE_BITCODE] += cpu_seconds() - t0;
+    if (!loaded) {
         cpu_module_free(m);
         return NULL;
     }
     m->mod = g.mod;
+    if (cpu_uses_engine(o))
+        cpu_strip_precompiled(m);
     set_scratch_mode(&g, o->no_threads);
     if (o->instrument && o->output == OUTPUT_JIT)
         make_probe(&g);

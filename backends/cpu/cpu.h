@@ -27,6 +27,8 @@ void cpu_print_llvm(CpuModule *m, StrBuf *out);
 bool cpu_emit(CpuModule *m, bool assembly, StrBuf *out, DiagList *d);
 /* The instructions that run on the interpreter's kernel, as "kind (name)". */
 int cpu_fallback_count(const CpuModule *m);
+/* Seconds spent so far in a phase that is no session step (--time-passes). */
+double cpu_phase_seconds(const CpuModule *m, BackendPhase phase);
 const char *cpu_fallback_what(const CpuModule *m, int i);
 /* The kernel (or fallback) each instruction calls, by program index. */
 const char *cpu_instr_function(const CpuModule *m, int index);

@@ -60,6 +60,10 @@ static bool write_bundle(BackendModule *m, const char *dir, const char *model, D
     return cpu_write_bundle(MOD(m), dir, model, d);
 }
 
+static double phase_seconds(const BackendModule *m, BackendPhase phase) {
+    return cpu_phase_seconds(CMOD(m), phase);
+}
+
 static void module_free(BackendModule *m) {
     cpu_module_free(MOD(m));
 }
@@ -126,6 +130,7 @@ const Backend cpu_backend = {
     .miscompile = miscompile,
     .write_executable = write_executable,
     .write_bundle = write_bundle,
+    .phase_seconds = phase_seconds,
     .module_free = module_free,
     .snapshot = snapshot,
     .snapshot_run = snapshot_run,

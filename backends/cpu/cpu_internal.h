@@ -57,7 +57,11 @@ struct CpuModule {
     char **instr_fn; /* by instruction index: the function it calls (or NULL) */
     char **instr_worker; /* by instruction index: the worker that calls it (or NULL) */
     int ninstrs;
+    double phase[BACKEND_NPHASES]; /* seconds, for --time-passes */
 };
+
+/* A monotonic clock in seconds (the phase timings). */
+double cpu_seconds(void);
 
 CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d);
 void cpu_note_missing(CpuModule *m, const LirInstr *i, const char *kernel);
@@ -67,6 +71,16 @@ bool cpu_report_missing(CpuModule *m, DiagList *d);
 /* Target attributes on every function, everything but the entry and the
  * runtime API internal, so that O3 keeps only what the program uses. */
 void cpu_finish_module(CpuModule *m);
+/* mod for m's triple, data layout, CPU and features, with every definition
+ * internal but those keep(m, name) names (module.c). */
+void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
+                        bool (*keep)(const CpuModule *, const char *));
+/* The precompiled engine (engine.c): whether o's output links it, the
+ * module's precompiled functions made declarations, and its object file
+ * (from the cache in o->cache_dir when there is a valid entry). */
+bool cpu_uses_engine(const BackendOptions *o);
+void cpu_strip_precompiled(CpuModule *m);
+bool cpu_engine_object(CpuModule *m, StrBuf *out, DiagList *d);
 /* A target machine for m's triple/cpu/features (for the JIT, which takes
  * ownership of its own). */
 LLVMTargetMachineRef cpu_new_target_machine(const CpuModule *m);

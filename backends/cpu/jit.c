@@ -50,6 +50,20 @@ static bool lookup(CpuExec *e, const char *name, void **out, DiagList *d) {
     return true;
 }
 
+/* The precompiled kernels (engine.c) beside the module, as an object file. */
+static bool add_engine(CpuExec *e, LLVMOrcJITDylibRef main, CpuModule *m, DiagList *d) {
+    StrBuf obj;
+    sb_init(&obj);
+    bool ok = cpu_engine_object(m, &obj, d);
+    if (ok) {
+        LLVMMemoryBufferRef buf =
+            LLVMCreateMemoryBufferWithMemoryRangeCopy(obj.data, obj.len, "glowc-engine.o");
+        ok = !failed(LLVMOrcLLJITAddObjectFile(e->jit, main, buf), "kernel engine", d);
+    }
+    sb_free(&obj);
+    return ok;
+}
+
 static bool create_jit(CpuExec *e, CpuModule *m, DiagList *d) {
     LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
     LLVMTargetMachineRef tm = cpu_new_target_machine(m);
@@ -64,6 +78,8 @@ static bool create_jit(CpuExec *e, CpuModule *m, DiagList *d) {
         return false;
     LLVMOrcJITDylibRef main = LLVMOrcLLJITGetMainJITDylib(e->jit);
     LLVMOrcJITDylibAddGenerator(main, gen);
+    if (cpu_uses_engine(&m->opt) && !add_engine(e, main, m, d))
+        return false;
     LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m->mod, m->tsc);
     m->mod = NULL; /* the JIT owns it now */
     return !failed(LLVMOrcLLJITAddLLVMIRModule(e->jit, main, tsm), "module", d);
@@ -85,9 +101,17 @@ CpuExec *cpu_jit(CpuModule *m, int threads, DiagList *d) {
     e->p = m->p;
     e->mem = arena_new();
     void *rt_new = NULL;
-    if (!create_jit(e, m, d) || !lookup(e, m->entry, (void **)&e->entry, d) ||
-        !lookup(e, "libjit_runtime_new", &rt_new, d) ||
-        !lookup(e, "libjit_runtime_free", (void **)&e->runtime_free, d)) {
+    if (!create_jit(e, m, d)) {
+        cpu_exec_free(e);
+        return NULL;
+    }
+    /* The first lookup compiles the module and links it. */
+    double t0 = cpu_seconds();
+    bool found = lookup(e, m->entry, (void **)&e->entry, d) &&
+                 lookup(e, "libjit_runtime_new", &rt_new, d) &&
+                 lookup(e, "libjit_runtime_free", (void **)&e->runtime_free, d);
+    m->phase[BACKEND_PHASE_EMIT] += cpu_seconds() - t0;
+    if (!found) {
         cpu_exec_free(e);
         return NULL;
     }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -241,6 +242,27 @@ static void pick_cpu(CpuModule *m, const BackendOptions *o) {
     m->features = strdup(extra);
 }
 
+static bool emit(CpuModule *m, bool assembly, StrBuf *out, DiagList *d) {
+    LLVMMemoryBufferRef buf;
+    char *err = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(m->tm, m->mod,
+                                            assembly ? LLVMAssemblyFile : LLVMObjectFile, &err,
+                                            &buf)) {
+        diag_error(d, NULL, "LLVM code generation failed: %s", err ? err : "?");
+        LLVMDisposeMessage(err);
+        return false;
+    }
+    sb_append_n(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+    LLVMDisposeMemoryBuffer(buf);
+    return !out->oom;
+}
+
+double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* LLVM's diagnostics while it optimises and emits a module. Warnings and
  * remarks are dropped: libjit asks for loops to be unrolled whole (a hint
  * that pays when the descriptor makes the trip count a constant), and LLVM
@@ -369,6 +391,10 @@ bool cpu_report_missing(CpuModule *m, DiagList *d) {
     return false;
 }
 
+double cpu_phase_seconds(const CpuModule *m, BackendPhase phase) {
+    return m->phase[phase];
+}
+
 int cpu_fallback_count(const CpuModule *m) {
     return m->nfallback;
 }
@@ -414,37 +440,42 @@ static bool keep_external(const CpuModule *m, const char *name) {
     return false;
 }
 
-static void set_target_attributes(CpuModule *m, LLVMValueRef fn) {
+static void set_target_attributes(const CpuModule *m, LLVMContextRef ctx, LLVMValueRef fn) {
     unsigned idx = (unsigned)LLVMAttributeFunctionIndex;
     LLVMRemoveStringAttributeAtIndex(fn, idx, "target-cpu", 10);
     LLVMRemoveStringAttributeAtIndex(fn, idx, "target-features", 15);
     LLVMRemoveStringAttributeAtIndex(fn, idx, "tune-cpu", 8);
-    LLVMAddAttributeAtIndex(fn, idx, LLVMCreateStringAttribute(m->ctx, "target-cpu", 10, m->cpu,
+    LLVMAddAttributeAtIndex(fn, idx, LLVMCreateStringAttribute(ctx, "target-cpu", 10, m->cpu,
                                                                (unsigned)strlen(m->cpu)));
     LLVMAddAttributeAtIndex(fn, idx,
-                            LLVMCreateStringAttribute(m->ctx, "target-features", 15, m->features,
+                            LLVMCreateStringAttribute(ctx, "target-features", 15, m->features,
                                                       (unsigned)strlen(m->features)));
 }
 
-void cpu_finish_module(CpuModule *m) {
-    LLVMSetTarget(m->mod, m->triple);
+void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
+                        bool (*keep)(const CpuModule *, const char *)) {
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMSetTarget(mod, m->triple);
     LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m->tm);
-    LLVMSetModuleDataLayout(m->mod, dl);
+    LLVMSetModuleDataLayout(mod, dl);
     LLVMDisposeTargetData(dl);
-    for (LLVMValueRef fn = LLVMGetFirstFunction(m->mod); fn; fn = LLVMGetNextFunction(fn)) {
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
         if (LLVMIsDeclaration(fn))
             continue;
-        set_target_attributes(m, fn);
+        set_target_attributes(m, ctx, fn);
         size_t len;
-        const char *name = LLVMGetValueName2(fn, &len);
-        if (!keep_external(m, name))
+        if (!keep(m, LLVMGetValueName2(fn, &len)))
             LLVMSetLinkage(fn, LLVMInternalLinkage);
     }
-    for (LLVMValueRef gv = LLVMGetFirstGlobal(m->mod); gv; gv = LLVMGetNextGlobal(gv)) {
+    for (LLVMValueRef gv = LLVMGetFirstGlobal(mod); gv; gv = LLVMGetNextGlobal(gv)) {
         size_t len;
-        if (!LLVMIsDeclaration(gv) && !keep_external(m, LLVMGetValueName2(gv, &len)))
+        if (!LLVMIsDeclaration(gv) && !keep(m, LLVMGetValueName2(gv, &len)))
             LLVMSetLinkage(gv, LLVMInternalLinkage);
     }
+}
+
+void cpu_finish_module(CpuModule *m) {
+    cpu_prepare_module(m, m->mod, keep_external);
 }
 
 bool cpu_optimize(CpuModule *m, DiagList *d) {
@@ -474,18 +505,10 @@ void cpu_print_llvm(CpuModule *m, StrBuf *out) {
 }
 
 bool cpu_emit(CpuModule *m, bool assembly, StrBuf *out, DiagList *d) {
-    LLVMMemoryBufferRef buf;
-    char *err = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(m->tm, m->mod,
-                                            assembly ? LLVMAssemblyFile : LLVMObjectFile, &err,
-                                            &buf)) {
-        diag_error(d, NULL, "LLVM code generation failed: %s", err ? err : "?");
-        LLVMDisposeMessage(err);
-        return false;
-    }
-    sb_append_n(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
-    LLVMDisposeMemoryBuffer(buf);
-    return !out->oom;
+    double t0 = cpu_seconds();
+    bool ok = emit(m, assembly, out, d);
+    m->phase[BACKEND_PHASE_EMIT] += cpu_seconds() - t0;
+    return ok;
 }
 
 bool cpu_weights_present(const LirProgram *p, DiagList *d) {
@@ -575,7 +598,7 @@ bool cpu_break_module(CpuModule *m) {
     LLVMValueRef fn = LLVMAddFunction(m->mod, m->entry, fty);
     /* Callers in the module (an executable's main()) call the broken one. */
     LLVMReplaceAllUsesWith(inner, fn);
-    set_target_attributes(m, fn);
+    set_target_attributes(m, m->ctx, fn);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(m->ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(m->ctx, fn, "entry"));
     LLVMValueRef args[4];

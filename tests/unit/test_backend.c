@@ -38,7 +38,8 @@ static void test_names_match_table(void **state) {
 /* Every function pointer of the row, by name, for the message. */
 #define FNS(X)                                                                                  \
     X(compile) X(optimize) X(print_ir) X(emit) X(nfallback) X(fallback_what) X(instr_function) \
-    X(instr_worker) X(miscompile) X(write_executable) X(write_bundle) X(module_free)           \
+    X(instr_worker) X(miscompile) X(write_executable) X(write_bundle) X(phase_seconds)         \
+    X(module_free)                                                                              \
     X(snapshot) X(snapshot_run) X(snapshot_free) X(load) X(run) X(set_probe) X(address)        \
     X(program) X(threads) X(fma_peak) X(exec_free) X(list_targets) X(check_target)
 

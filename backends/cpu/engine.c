@@ -1,0 +1,238 @@
+/* The kernel engine: the libjit functions specialised.def does not keep in
+ * each model's module, compiled once per (libjit bitcode, LLVM version,
+ * triple, CPU, features, table) into an object file and cached on disk, so
+ * that a model's module carries only its entry point, its workers and the
+ * specialised kernels through LLVM. Without it, O3 and code generation of
+ * every kernel, specialised to each descriptor, were 95% of a compile
+ * (4 s for a 20 KB model, most of it the gemm tiles).
+ *
+ * Cache entries are files "engine-KEY.o" under BackendOptions.cache_dir:
+ *   "GLOWCENG" | key (8 bytes) | object length (8) | FNV-1a of the object (8) | object
+ * written to a temporary and renamed, so concurrent runs see a whole entry
+ * or none; an entry whose header, length or checksum is wrong is ignored
+ * and rebuilt, with a note. */
+#include "backends/cpu/cpu_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+/* Bump when the entry's layout, how the engine is compiled or which
+ * functions it holds (is_precompiled's rule) changes; the specialised list
+ * itself is part of the key. */
+enum { ENGINE_FORMAT = 2, HEADER = 32 };
+static const char MAGIC[8] = {'G', 'L', 'O', 'W', 'C', 'E', 'N', 'G'};
+
+/* specialised.def's rule: every external libjit_* function but the
+ * specialised kernels (and their _work and _scratch), and the lj_* helpers
+ * it names; the module's own functions (glowc_*) and the C library never. */
+static bool is_precompiled(const CpuModule *m, const char *name) {
+    (void)m;
+#define SPECIALISED(n)
+#define PRECOMPILED(n) if (!strcmp(name, #n)) return true;
+#include "backends/cpu/libjit/specialised.def"
+    if (strncmp(name, "libjit_", 7))
+        return false;
+#define SPECIALISED(n) if (!strncmp(name, #n, sizeof #n - 1) && \
+                           (!name[sizeof #n - 1] || name[sizeof #n - 1] == '_')) return false;
+#define PRECOMPILED(n)
+#include "backends/cpu/libjit/specialised.def"
+    return true;
+}
+
+bool cpu_uses_engine(const BackendOptions *o) {
+    /* Bundles stay one self-contained object with no extra global symbols
+     * (two of them link into one program), and --no-threads ones make the
+     * scratch mode a constant of the module, which the engine cannot see. */
+    return o->output != OUTPUT_BUNDLE;
+}
+
+/* In m's module: each precompiled function's body dropped (a declaration
+ * of the same name and type), so that LLVM neither optimises nor emits it. */
+void cpu_strip_precompiled(CpuModule *m) {
+    for (LLVMValueRef fn = LLVMGetFirstFunction(m->mod), next; fn; fn = next) {
+        next = LLVMGetNextFunction(fn);
+        size_t len;
+        const char *name = LLVMGetValueName2(fn, &len);
+        if (LLVMIsDeclaration(fn) || LLVMGetLinkage(fn) != LLVMExternalLinkage ||
+            !is_precompiled(m, name))
+            continue;
+        char keep[128];
+        snprintf(keep, sizeof keep, "%s", name);
+        LLVMSetValueName2(fn, "", 0);
+        LLVMValueRef decl = LLVMAddFunction(m->mod, keep, LLVMGlobalGetValueType(fn));
+        LLVMReplaceAllUsesWith(fn, decl);
+        LLVMDeleteFunction(fn);
+    }
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static uint64_t engine_key(const CpuModule *m) {
+    unsigned v[3];
+    LLVMGetVersion(&v[0], &v[1], &v[2]);
+    int format = ENGINE_FORMAT;
+    uint64_t h = fnv(1469598103934665603ull, &format, sizeof format);
+    h = fnv(h, v, sizeof v);
+#define SPECIALISED(n) h = fnv(h, "s" #n, sizeof #n + 1);
+#define PRECOMPILED(n) h = fnv(h, "p" #n, sizeof #n + 1);
+#include "backends/cpu/libjit/specialised.def"
+    h = fnv(h, m->target->libjit, *m->target->libjit_len);
+    h = fnv(h, m->triple, strlen(m->triple) + 1);
+    h = fnv(h, m->cpu, strlen(m->cpu) + 1);
+    return fnv(h, m->features, strlen(m->features) + 1);
+}
+
+/* The unspecialised kernels keep loops whose unrolling their pragmas ask
+ * for with constant trip counts; LLVM's warnings about them say nothing to
+ * a user, so the engine's context drops every diagnostic but errors (which
+ * fail the passes and are reported from there). */
+static void quiet(LLVMDiagnosticInfoRef info, void *ctx) {
+    (void)info;
+    (void)ctx;
+}
+
+/* The engine's object, compiled now: the libjit bitcode with everything but
+ * the precompiled functions internal, through O3 and code generation. */
+static bool build_engine(const CpuModule *m, StrBuf *out, DiagList *d) {
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMContextSetDiagnosticHandler(ctx, quiet, NULL);
+    LLVMModuleRef mod = NULL;
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
+        (const char *)m->target->libjit, *m->target->libjit_len, "libjit.bc", false);
+    bool ok = !LLVMParseBitcodeInContext2(ctx, buf, &mod);
+    LLVMDisposeMemoryBuffer(buf);
+    if (!ok) {
+        diag_error(d, NULL, "cannot read the embedded libjit bitcode");
+        LLVMContextDispose(ctx);
+        return false;
+    }
+    cpu_prepare_module(m, mod, is_precompiled);
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, true);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, true);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, true);
+    LLVMErrorRef err = LLVMRunPasses(mod, "globaldce,default<O3>", m->tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (err) {
+        char *msg = LLVMGetErrorMessage(err);
+        diag_error(d, NULL, "LLVM optimisation of the kernel engine failed: %s", msg);
+        LLVMDisposeErrorMessage(msg);
+        ok = false;
+    }
+    char *emsg = NULL;
+    LLVMMemoryBufferRef obj;
+    if (ok && LLVMTargetMachineEmitToMemoryBuffer(m->tm, mod, LLVMObjectFile, &emsg, &obj)) {
+        diag_error(d, NULL, "LLVM code generation of the kernel engine failed: %s",
+                   emsg ? emsg : "?");
+        LLVMDisposeMessage(emsg);
+        ok = false;
+    } else if (ok) {
+        sb_append_n(out, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
+        LLVMDisposeMemoryBuffer(obj);
+        ok = !out->oom;
+    }
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    return ok;
+}
+
+static uint64_t get64(const unsigned char *p) {
+    uint64_t x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+
+/* The cached object for key at path into out; false (and a note when the
+ * entry exists but is damaged) if there is none to use. */
+static bool read_entry(const char *path, uint64_t key, StrBuf *out, DiagList *d) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    unsigned char h[HEADER];
+    bool ok = fread(h, 1, HEADER, f) == HEADER && !memcmp(h, MAGIC, 8) && get64(h + 8) == key;
+    uint64_t len = ok ? get64(h + 16) : 0;
+    char *data = ok && len < ((uint64_t)1 << 32) ? malloc(len + 1) : NULL;
+    ok = data && fread(data, 1, len, f) == len && fgetc(f) == EOF &&
+         fnv(1469598103934665603ull, data, len) == get64(h + 24);
+    fclose(f);
+    if (ok)
+        sb_append_n(out, data, len);
+    else
+        diag_note(d, NULL, "ignoring the damaged cache entry '%s'; rebuilding it", path);
+    free(data);
+    return ok && !out->oom;
+}
+
+/* mkdir -p; false if dir is not a directory afterwards. */
+static bool make_dirs(const char *dir) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = 0;
+        mkdir(p, 0755);
+        *s = '/';
+    }
+    struct stat st;
+    return (!mkdir(p, 0755) || errno == EEXIST) && !stat(p, &st) && S_ISDIR(st.st_mode);
+}
+
+/* Best effort: a cache that cannot be written only costs the next run time. */
+static void write_entry(const char *dir, const char *path, uint64_t key, const StrBuf *obj) {
+    if (!make_dirs(dir))
+        return;
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return;
+    unsigned char h[HEADER];
+    uint64_t len = obj->len, sum = fnv(1469598103934665603ull, obj->data, obj->len);
+    memcpy(h, MAGIC, 8);
+    memcpy(h + 8, &key, 8);
+    memcpy(h + 16, &len, 8);
+    memcpy(h + 24, &sum, 8);
+    bool ok = fwrite(h, 1, HEADER, f) == HEADER && fwrite(obj->data, 1, obj->len, f) == obj->len;
+    ok = !fclose(f) && ok;
+    if (!ok || rename(tmp, path))
+        remove(tmp);
+}
+
+static bool engine_object(const CpuModule *m, StrBuf *out, DiagList *d) {
+    uint64_t key = engine_key(m);
+    const char *dir = m->opt.cache_dir;
+    char path[4200] = "";
+    if (dir && *dir) {
+        snprintf(path, sizeof path, "%s/engine-%016llx.o", dir, (unsigned long long)key);
+        if (read_entry(path, key, out, d))
+            return true;
+        sb_clear(out);
+    }
+    if (!build_engine(m, out, d))
+        return false;
+    if (path[0])
+        write_entry(dir, path, key, out);
+    return true;
+}
+
+bool cpu_engine_object(CpuModule *m, StrBuf *out, DiagList *d) {
+    double t0 = cpu_seconds();
+    bool ok = engine_object(m, out, d);
+    m->phase[BACKEND_PHASE_ENGINE] += cpu_seconds() - t0;
+    return ok;
+}
