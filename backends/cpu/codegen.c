@@ -64,6 +64,10 @@ static int put_operand(int64_t *w, int n, const LirBuf *b) {
     w[n++] = b->type.rank;
     for (int i = 0; i < DESC_MAX_RANK; i++)
         w[n++] = i < b->type.rank ? b->type.dims[i] : 1;
+    w[n++] = b->type.quant;
+    w[n++] = f64_bits((double)b->type.scale);
+    w[n++] = b->type.offset;
+    w[n++] = b->type.qaxis;
     return n;
 }
 
