@@ -74,6 +74,11 @@ LJ_INLINE LjQConv lj_qconv_of(const int64_t *d, void *const *ops, bool requant) 
     }
     g.ex = lj_elem(d, xo);
     g.ew = lj_elem(d, wo);
+    g.ey = lj_elem(d, 0);
+    g.ebias = lj_nops(d) == 10 ? lj_elem(d, 9) : 0;
+    if (!ops) /* the geometry alone (a kernel's _work and _scratch) */
+        return g;
+    g.ew = lj_elem(d, wo);
     g.ezw = lj_elem(d, zwo);
     g.ey = lj_elem(d, 0);
     g.x = ops[xo];
@@ -91,7 +96,6 @@ LJ_INLINE LjQConv lj_qconv_of(const int64_t *d, void *const *ops, bool requant) 
         g.ys = (float)lj_ld_f64(lj_elem(d, 7), ops[7], 0);
         g.yz = lj_ld_i64(lj_elem(d, 8), ops[8], 0);
         g.bias = lj_nops(d) == 10 ? ops[9] : 0;
-        g.ebias = lj_nops(d) == 10 ? lj_elem(d, 9) : 0;
     }
     return g;
 }
@@ -107,5 +111,9 @@ LJ_INLINE void lj_qconv_store(const LjQConv *g, int64_t yo, int64_t m, int64_t s
     s += g->bias ? lj_ld_i64(g->ebias, g->bias, m) : 0;
     lj_store_q(g->ey, g->y, yo, (double)s * lj_qconv_mult(g, m), g->yz);
 }
+
+/* The plain convolution (k_qint.c): the fast one's fallback. */
+LIBJIT_KERNEL libjit_qlinear_conv_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                      LjScratch *sc);
 
 #endif

@@ -1,0 +1,302 @@
+/* The fast quantized convolution: qlinear_conv with u8 or i8 activations
+ * and i8 weights over 2-D images, results identical to the interpreter's.
+ *
+ * Regular and grouped convolutions are a GEMM per group: an im2col tile of
+ * TILE output positions is packed as [K/4][TILE][4] bytes (four consecutive
+ * k of one position in one 32-bit lane), and each weight row's four bytes
+ * are broadcast to every lane, so one vpdpbusd (u8 x s8 -> s32, four
+ * products per lane) adds four k of sixteen positions. The weights need no
+ * packing: a row of ONNX's [M][C/g][kh][kw] is already k-contiguous.
+ * vpdpbusd wants unsigned activations: i8 ones are shifted by 128 (x ^ 0x80)
+ * and the shift comes back out exactly with the weight sums:
+ *   sum (x - zx)(w - zw) = D - (sh + zx) Sw - zw (Sx - sh K) + K zx zw
+ * where D is the packed dot product, sh the shift, Sw a row's weight sum and
+ * Sx a position's sum of shifted activations (padding holds zx + sh, which
+ * is zero after the zero point). Sums fit in i32: the kernel is taken only
+ * when K * 255 * 255 does.
+ * libjit_qlinear_conv_vnni_<y> is the same with vpdpbusd; code generation
+ * calls it when the target has AVX-512 VNNI. Depthwise convolutions (one
+ * channel per group) run plane by plane on a zero-padded i32 copy. Anything
+ * else (3-D, u8 weights, wide sums) takes the plain kernel of k_qint.c. */
+#include "backends/cpu/libjit/k_qint.h"
+
+#pragma STDC FP_CONTRACT OFF
+/* 64-byte vectors cross only into always-inline helpers (vec.h says why). */
+#pragma clang diagnostic ignored "-Wpsabi"
+
+enum { TILE = 64, VLANES = 16, NVEC = TILE / VLANES, MR = 4 };
+
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+typedef struct QConvPlan {
+    LjQConv g;
+    bool fast, depthwise, any_zw;
+    int64_t k, k4, tiles, msplit, sh;
+} QConvPlan;
+
+LJ_INLINE QConvPlan plan_of(const int64_t *d, void *const *ops) {
+    QConvPlan s = {.g = lj_qconv_of(d, ops, true)};
+    const LjQConv *g = &s.g;
+    s.k = g->cg * g->ksize;
+    s.k4 = (s.k + 3) / 4;
+    bool kinds = (g->ex == ELEM_I8 || g->ex == ELEM_U8) && (g->ey == ELEM_I8 || g->ey == ELEM_U8) &&
+                 (lj_nops(d) != 10 || g->ebias == ELEM_I32) && g->ew == ELEM_I8;
+    s.depthwise = g->cg == 1 && g->mg == 1 && g->group > 1;
+    s.fast = kinds && g->win.ns == 2 && s.k * 255 * 255 < 2147483647LL;
+    s.sh = g->ex == ELEM_I8 ? 128 : 0;
+    s.tiles = (g->out_size + TILE - 1) / TILE;
+    /* Few tiles (7x7 images): split the channels too, for two threads. */
+    int64_t units = g->batch * g->group * s.tiles;
+    s.msplit = units < 4 && g->mg >= 2 * MR ? 2 : 1;
+    for (int64_t m = 0; m < g->cout && ops; m++)
+        s.any_zw |= (g->zw_per_m ? lj_ld_i64(g->ezw, g->zw, m) : g->zw0) != 0;
+    return s;
+}
+
+LJ_INLINE int64_t plan_units(const QConvPlan *s) {
+    if (s->depthwise)
+        return s->g.batch * s->g.cin;
+    return s->g.batch * s->g.group * s->tiles * s->msplit;
+}
+
+/* ---- packing ------------------------------------------------------------------------- */
+
+/* Positions [p0, p0 + TILE) of image nb, group gr: xp[k4][TILE][4], the
+ * shifted activations (padding: zx + sh; k beyond K: 0), and their sums. */
+LJ_INLINE void pack_tile(const QConvPlan *s, int64_t nb, int64_t gr, int64_t p0, uint8_t *xp,
+                         int32_t *sx) {
+    const LjQConv *g = &s->g;
+    const uint8_t *x = g->x;
+    int64_t kh = g->win.kernel[0], kw = g->win.kernel[1], ih = g->idims[0], iw = g->idims[1];
+    int64_t ow = g->odims[1], np = g->out_size - p0 < TILE ? g->out_size - p0 : TILE;
+    uint8_t shift = (uint8_t)s->sh, pad = (uint8_t)(g->zx + s->sh);
+    for (int64_t t = 0; t < TILE; t++)
+        sx[t] = 0;
+    for (int64_t k = 0; k < s->k4 * 4; k++) {
+        uint8_t *row = xp + (k / 4) * TILE * 4 + k % 4;
+        if (k >= s->k) {
+            for (int64_t t = 0; t < TILE; t++)
+                row[t * 4] = 0;
+            continue;
+        }
+        int64_t c = gr * g->cg + k / g->ksize, i = k % g->ksize / kw, j = k % kw;
+        const uint8_t *plane = x + (nb * g->cin + c) * g->in_size;
+        for (int64_t t = 0; t < TILE; t++) {
+            int64_t p = p0 + t, oh = p / ow, oc = p % ow;
+            int64_t y = oh * g->win.stride[0] - g->win.pad_begin[0] + i * g->win.dilation[0];
+            int64_t xx = oc * g->win.stride[1] - g->win.pad_begin[1] + j * g->win.dilation[1];
+            bool in = t < np && y >= 0 && y < ih && xx >= 0 && xx < iw;
+            uint8_t v = in ? (uint8_t)(plane[y * iw + xx] ^ shift) : t < np ? pad : 0;
+            row[t * 4] = v;
+            sx[t] += v;
+        }
+    }
+    (void)kh;
+}
+
+/* Four bytes of weight row m from k4 (zero beyond K) as one lane. */
+LJ_INLINE int32_t wgroup(const int8_t *w, int64_t k, int64_t k4) {
+    if (k4 * 4 + 4 <= k) {
+        int32_t v;
+        __builtin_memcpy(&v, w + k4 * 4, 4);
+        return v;
+    }
+    uint32_t v = 0;
+    for (int64_t j = 0; j < 4 && k4 * 4 + j < k; j++)
+        v |= (uint32_t)(uint8_t)w[k4 * 4 + j] << (8 * j);
+    return (int32_t)v;
+}
+
+/* ---- the dot products -------------------------------------------------------------- */
+
+/* acc[r][v] = sum over k4 of row r's four bytes x the tile's, vector v. */
+#define DOT_BODY(STEP)                                                                             \
+    for (int r = 0; r < MR; r++)                                                                   \
+        for (int v = 0; v < NVEC; v++)                                                             \
+            acc[r][v] = (v16i){0};                                                                 \
+    for (int64_t q = 0; q < k4; q++) {                                                             \
+        v16i xv[NVEC];                                                                             \
+        for (int v = 0; v < NVEC; v++)                                                             \
+            __builtin_memcpy(&xv[v], xp + (q * TILE + v * VLANES) * 4, 64);                        \
+        for (int r = 0; r < MR; r++) {                                                             \
+            v16i wv = (v16i){0} + wgroup(w[r], k, q);                                             \
+            for (int v = 0; v < NVEC; v++)                                                         \
+                acc[r][v] = STEP(acc[r][v], xv[v], wv);                                            \
+        }                                                                                          \
+    }
+
+/* Four u8 x s8 products per lane, in plain vector code. */
+LJ_INLINE v16i dot4_plain(v16i acc, v16i x, v16i w) {
+    for (int j = 0; j < 4; j++) {
+        v16i xj = (x >> (8 * j)) & 0xff;
+        v16i wj = (w << (24 - 8 * j)) >> 24; /* sign-extended byte j */
+        acc += xj * wj;
+    }
+    return acc;
+}
+
+LJ_INLINE void dot_plain(const uint8_t *xp, const int8_t *const *w, int64_t k, int64_t k4,
+                         v16i acc[MR][NVEC]) {
+    DOT_BODY(dot4_plain)
+}
+
+#if defined(__x86_64__)
+/* Not always-inline: clang would refuse to inline a VNNI function into the
+ * shared code; LLVM inlines it once code generation has given every
+ * function the target's features (and drops it, unused, on other CPUs). */
+#define DOT4_VNNI(a, x, w) __builtin_ia32_vpdpbusd512(a, x, w)
+static __attribute__((target("avx512f,avx512bw,avx512vnni,evex512"), min_vector_width(512))) void
+dot_vnni(const uint8_t *xp, const int8_t *const *w, int64_t k,
+                                    int64_t k4, v16i acc[MR][NVEC]) {
+    DOT_BODY(DOT4_VNNI)
+}
+#endif
+
+/* ---- one unit: a tile of positions, all (or half) the group's channels ------------ */
+
+LJ_INLINE void store_tile(const QConvPlan *s, int64_t nb, int64_t m, int64_t p0, int32_t dot,
+                          int64_t t, const int32_t *sx, int64_t sw) {
+    const LjQConv *g = &s->g;
+    int64_t zw = g->zw_per_m ? lj_ld_i64(g->ezw, g->zw, m) : g->zw0;
+    int64_t acc = (int64_t)dot - (s->sh + g->zx) * sw;
+    if (s->any_zw)
+        acc += -zw * ((int64_t)sx[t] - s->sh * s->k) + s->k * g->zx * zw;
+    lj_qconv_store(g, (nb * g->cout + m) * g->out_size + p0 + t, m, acc);
+}
+
+LJ_INLINE void gemm_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *xp, int32_t *sx) {
+    const LjQConv *g = &s->g;
+    int64_t half = u % s->msplit, tile = u / s->msplit % s->tiles;
+    int64_t gr = u / (s->msplit * s->tiles) % g->group, nb = u / (s->msplit * s->tiles * g->group);
+    int64_t p0 = tile * TILE, np = g->out_size - p0 < TILE ? g->out_size - p0 : TILE;
+    int64_t mlo = half * (g->mg / s->msplit), mhi = half + 1 == s->msplit ? g->mg : mlo + g->mg / s->msplit;
+    pack_tile(s, nb, gr, p0, xp, sx);
+    const int8_t *wbase = g->w;
+    for (int64_t m0 = mlo; m0 < mhi; m0 += MR) {
+        const int8_t *w[MR];
+        int64_t sw[MR];
+        for (int r = 0; r < MR; r++) {
+            int64_t m = gr * g->mg + (m0 + r < mhi ? m0 + r : m0);
+            w[r] = wbase + m * s->k;
+            sw[r] = 0;
+            for (int64_t j = 0; j < s->k; j++)
+                sw[r] += w[r][j];
+        }
+        v16i acc[MR][NVEC];
+#if defined(__x86_64__)
+        if (vnni)
+            dot_vnni(xp, w, s->k, s->k4, acc);
+        else
+#endif
+            dot_plain(xp, w, s->k, s->k4, acc);
+        for (int r = 0; r < MR && m0 + r < mhi; r++)
+            for (int64_t t = 0; t < np; t++)
+                store_tile(s, nb, gr * g->mg + m0 + r, p0, acc[r][t / VLANES][t % VLANES], t, sx,
+                           sw[r]);
+    }
+}
+
+/* ---- depthwise ------------------------------------------------------------------------ */
+
+LJ_INLINE int64_t dw_padded(const LjQConv *g, int a) {
+    return g->idims[a] + g->win.pad_begin[a] + g->win.pad_end[a] +
+           g->win.dilation[a] * (g->win.kernel[a] - 1) + g->win.stride[a];
+}
+
+LJ_INLINE size_t dw_bytes(const LjQConv *g) {
+    return (size_t)(dw_padded(g, 0) * dw_padded(g, 1) + g->out_size) * 4;
+}
+
+/* Plane u (image x channel): (x - zx) zero-padded in i32, then each tap
+ * adds its shifted plane times (w - zw) to the sums. */
+LJ_INLINE void dw_unit(const QConvPlan *s, int64_t u, int32_t *buf) {
+    const LjQConv *g = &s->g;
+    int64_t c = u % g->cin, hp = dw_padded(g, 0), wp = dw_padded(g, 1);
+    int64_t oh = g->odims[0], ow = g->odims[1], sh = g->win.stride[0], sw = g->win.stride[1];
+    int32_t *xp = buf, *acc = buf + hp * wp;
+    for (int64_t i = 0; i < hp * wp; i++)
+        xp[i] = 0;
+    int64_t base = u * g->in_size;
+    for (int64_t y = 0; y < g->idims[0]; y++)
+        for (int64_t x = 0; x < g->idims[1]; x++)
+            xp[(y + g->win.pad_begin[0]) * wp + x + g->win.pad_begin[1]] =
+                (int32_t)(lj_ld_i64(g->ex, g->x, base + y * g->idims[1] + x) - g->zx);
+    for (int64_t i = 0; i < g->out_size; i++)
+        acc[i] = 0;
+    int64_t zw = g->zw_per_m ? lj_ld_i64(g->ezw, g->zw, c) : g->zw0;
+    for (int64_t i = 0; i < g->win.kernel[0]; i++)
+        for (int64_t j = 0; j < g->win.kernel[1]; j++) {
+            int32_t wv = (int32_t)(lj_ld_i64(g->ew, g->w, c * g->ksize + i * g->win.kernel[1] + j) - zw);
+            const int32_t *src = xp + i * g->win.dilation[0] * wp + j * g->win.dilation[1];
+            for (int64_t y = 0; y < oh; y++) {
+                const int32_t *row = src + y * sh * wp;
+                int32_t *out = acc + y * ow;
+                if (sw == 1)
+                    for (int64_t x = 0; x < ow; x++)
+                        out[x] += row[x] * wv;
+                else
+                    for (int64_t x = 0; x < ow; x++)
+                        out[x] += row[x * sw] * wv;
+            }
+        }
+    for (int64_t i = 0; i < g->out_size; i++)
+        lj_qconv_store(g, u * g->out_size + i, c, acc[i]);
+}
+
+/* ---- entry points ---------------------------------------------------------------------- */
+
+LJ_INLINE int64_t qconv_scratch(const int64_t *d, int slot) {
+    QConvPlan s = plan_of(d, NULL);
+    if (!s.fast || slot != LJ_SCRATCH_PACK)
+        return 0;
+    if (s.depthwise)
+        return (int64_t)dw_bytes(&s.g);
+    return s.k4 * TILE * 4 + TILE * 4;
+}
+
+LJ_INLINE void qconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, LjScratch *sc,
+                     bool vnni) {
+    QConvPlan s = plan_of(d, ops);
+    if (!s.fast) { /* the plain kernel, with its units: (image, channel) */
+        libjit_qlinear_conv_any(d, ops, lo, hi, sc);
+        return;
+    }
+    void *buf = lj_scratch_get(sc, LJ_SCRATCH_PACK, (size_t)qconv_scratch(d, LJ_SCRATCH_PACK));
+    if (!buf) { /* out of memory: the plain kernel needs none */
+        libjit_qlinear_conv_any(d, ops, lo * s.g.batch * s.g.cout / plan_units(&s),
+                                hi * s.g.batch * s.g.cout / plan_units(&s), sc);
+        return;
+    }
+    for (int64_t u = lo; u < hi; u++) {
+        if (s.depthwise)
+            dw_unit(&s, u, buf);
+        else
+            gemm_unit(&s, u, vnni, buf, (int32_t *)((uint8_t *)buf + s.k4 * TILE * 4));
+    }
+    lj_scratch_put(sc, buf);
+}
+
+LJ_INLINE int64_t qconv_work(const int64_t *d) {
+    QConvPlan s = plan_of(d, NULL);
+    if (!s.fast)
+        return s.g.batch * s.g.cout;
+    return plan_units(&s) > 0 ? plan_units(&s) : 1;
+}
+
+#define QCONV_ENTRIES(E, SUFFIX, VNNI)                                                            \
+    LIBJIT_WORK libjit_qlinear_conv##SUFFIX##_##E##_work(const int64_t *d) {                      \
+        return qconv_work(d);                                                                     \
+    }                                                                                             \
+    LIBJIT_SCRATCH libjit_qlinear_conv##SUFFIX##_##E##_scratch(const int64_t *d, int slot) {      \
+        return qconv_scratch(d, slot);                                                            \
+    }                                                                                             \
+    LIBJIT_KERNEL libjit_qlinear_conv##SUFFIX##_##E(const int64_t *d, void *const *ops,           \
+                                                   int64_t lo, int64_t hi, LjScratch *sc) {       \
+        qconv(d, ops, lo, hi, sc, VNNI);                                                          \
+    }
+QCONV_ENTRIES(i8, , false)
+QCONV_ENTRIES(u8, , false)
+#if defined(__x86_64__)
+QCONV_ENTRIES(i8, _vnni, true)
+QCONV_ENTRIES(u8, _vnni, true)
+#endif
