@@ -63,35 +63,86 @@ LJ_INLINE int64_t plan_units(const QConvPlan *s) {
 
 /* Positions [p0, p0 + TILE) of image nb, group gr: xp[k4][TILE][4], the
  * shifted activations (padding: zx + sh; k beyond K: 0), and their sums. */
+/* A 1x1 convolution of stride 1 and no padding over a whole tile: the
+ * tile is TILE consecutive bytes of each channel, interleaved by four. */
+LJ_INLINE void pack_pointwise(const QConvPlan *s, const uint8_t *x, uint8_t *xp, int32_t *sx) {
+    const LjQConv *g = &s->g;
+    uint8_t shift = (uint8_t)s->sh;
+    for (int64_t q = 0; q < s->k4; q++) {
+        const uint8_t *r[4];
+        for (int j = 0; j < 4; j++)
+            r[j] = q * 4 + j < s->k ? x + (q * 4 + j) * g->in_size : 0;
+        uint32_t *lane = (uint32_t *)(xp + q * TILE * 4);
+        if (q * 4 + 4 <= s->k) {
+            for (int64_t t = 0; t < TILE; t++) {
+                uint32_t b0 = (uint8_t)(r[0][t] ^ shift), b1 = (uint8_t)(r[1][t] ^ shift);
+                uint32_t b2 = (uint8_t)(r[2][t] ^ shift), b3 = (uint8_t)(r[3][t] ^ shift);
+                uint32_t v = b0 | b1 << 8 | b2 << 16 | b3 << 24;
+                __builtin_memcpy(&lane[t], &v, 4);
+                sx[t] += (int32_t)(b0 + b1 + b2 + b3);
+            }
+            continue;
+        }
+        for (int64_t t = 0; t < TILE; t++) {
+            uint32_t v = 0;
+            for (int j = 0; j < 4; j++) {
+                uint32_t b = r[j] ? (uint8_t)(r[j][t] ^ shift) : 0;
+                v |= b << (8 * j);
+                sx[t] += (int32_t)b;
+            }
+            __builtin_memcpy(&lane[t], &v, 4);
+        }
+    }
+}
+
 LJ_INLINE void pack_tile(const QConvPlan *s, int64_t nb, int64_t gr, int64_t p0, uint8_t *xp,
                          int32_t *sx) {
     const LjQConv *g = &s->g;
     const uint8_t *x = g->x;
-    int64_t kh = g->win.kernel[0], kw = g->win.kernel[1], ih = g->idims[0], iw = g->idims[1];
+    int64_t kw = g->win.kernel[1], ih = g->idims[0], iw = g->idims[1];
     int64_t ow = g->odims[1], np = g->out_size - p0 < TILE ? g->out_size - p0 : TILE;
     uint8_t shift = (uint8_t)s->sh, pad = (uint8_t)(g->zx + s->sh);
-    for (int64_t t = 0; t < TILE; t++)
+    /* Each position's window corner; positions past the end read padding. */
+    int64_t y0[TILE], x0[TILE];
+    for (int64_t t = 0; t < TILE; t++) {
+        int64_t p = p0 + t;
+        y0[t] = t < np ? p / ow * g->win.stride[0] - g->win.pad_begin[0] : -ih - 1;
+        x0[t] = p % ow * g->win.stride[1] - g->win.pad_begin[1];
         sx[t] = 0;
-    for (int64_t k = 0; k < s->k4 * 4; k++) {
-        uint8_t *row = xp + (k / 4) * TILE * 4 + k % 4;
-        if (k >= s->k) {
-            for (int64_t t = 0; t < TILE; t++)
-                row[t * 4] = 0;
-            continue;
+    }
+    if (g->ksize == 1 && g->win.stride[0] == 1 && g->win.stride[1] == 1 && !g->win.pad_begin[0] &&
+        !g->win.pad_begin[1] && np == TILE) {
+        pack_pointwise(s, x + (nb * g->cin + gr * g->cg) * g->in_size + p0, xp, sx);
+        return;
+    }
+    /* Four k at a time, one 32-bit lane per position. */
+    for (int64_t q = 0; q < s->k4; q++) {
+        const uint8_t *plane[4];
+        int64_t di[4], dj[4];
+        bool real[4];
+        for (int j = 0; j < 4; j++) {
+            int64_t k = q * 4 + j, kk = k < s->k ? k : 0;
+            int64_t c = gr * g->cg + kk / g->ksize, i = kk % g->ksize / kw;
+            real[j] = k < s->k;
+            plane[j] = x + (nb * g->cin + c) * g->in_size;
+            di[j] = i * g->win.dilation[0];
+            dj[j] = kk % kw * g->win.dilation[1];
         }
-        int64_t c = gr * g->cg + k / g->ksize, i = k % g->ksize / kw, j = k % kw;
-        const uint8_t *plane = x + (nb * g->cin + c) * g->in_size;
+        uint32_t *lane = (uint32_t *)(xp + q * TILE * 4);
         for (int64_t t = 0; t < TILE; t++) {
-            int64_t p = p0 + t, oh = p / ow, oc = p % ow;
-            int64_t y = oh * g->win.stride[0] - g->win.pad_begin[0] + i * g->win.dilation[0];
-            int64_t xx = oc * g->win.stride[1] - g->win.pad_begin[1] + j * g->win.dilation[1];
-            bool in = t < np && y >= 0 && y < ih && xx >= 0 && xx < iw;
-            uint8_t v = in ? (uint8_t)(plane[y * iw + xx] ^ shift) : t < np ? pad : 0;
-            row[t * 4] = v;
-            sx[t] += v;
+            uint32_t v = 0;
+            int32_t sum = 0;
+            for (int j = 0; j < 4; j++) {
+                int64_t y = y0[t] + di[j], xx = x0[t] + dj[j];
+                bool in = (uint64_t)y < (uint64_t)ih && (uint64_t)xx < (uint64_t)iw;
+                uint8_t b = !real[j] ? 0 : in ? (uint8_t)(plane[j][y * iw + xx] ^ shift) : t < np ? pad : 0;
+                v |= (uint32_t)b << (8 * j);
+                sum += b;
+            }
+            __builtin_memcpy(&lane[t], &v, 4);
+            sx[t] += sum;
         }
     }
-    (void)kh;
 }
 
 /* Four bytes of weight row m from k4 (zero beyond K) as one lane. */
@@ -109,21 +160,52 @@ LJ_INLINE int32_t wgroup(const int8_t *w, int64_t k, int64_t k4) {
 
 /* ---- the dot products -------------------------------------------------------------- */
 
-/* acc[r][v] = sum over k4 of row r's four bytes x the tile's, vector v. */
+/* acc[r][v] = sum over k4 of row r's four bytes x the tile's, vector v:
+ * sixteen accumulators named, not an array, so they stay in registers
+ * (the bitcode is built without loop unrolling). */
+#define ACC_ROW(r) a##r##0 = (v16i){0}, a##r##1 = (v16i){0}, a##r##2 = (v16i){0}, a##r##3 = (v16i){0}
+#define STEP_ROW(STEP, r, wv)                                                                      \
+    do {                                                                                           \
+        v16i ws_ = (v16i){0} + (wv);                                                               \
+        a##r##0 = STEP(a##r##0, x0, ws_);                                                          \
+        a##r##1 = STEP(a##r##1, x1, ws_);                                                          \
+        a##r##2 = STEP(a##r##2, x2, ws_);                                                          \
+        a##r##3 = STEP(a##r##3, x3, ws_);                                                          \
+    } while (0)
+#define STEP_K4(STEP, q, W0, W1, W2, W3)                                                           \
+    do {                                                                                           \
+        const uint8_t *xq_ = xp + (q) * TILE * 4;                                                  \
+        v16i x0, x1, x2, x3;                                                                       \
+        __builtin_memcpy(&x0, xq_, 64);                                                            \
+        __builtin_memcpy(&x1, xq_ + 64, 64);                                                       \
+        __builtin_memcpy(&x2, xq_ + 128, 64);                                                      \
+        __builtin_memcpy(&x3, xq_ + 192, 64);                                                      \
+        STEP_ROW(STEP, 0, W0);                                                                     \
+        STEP_ROW(STEP, 1, W1);                                                                     \
+        STEP_ROW(STEP, 2, W2);                                                                     \
+        STEP_ROW(STEP, 3, W3);                                                                     \
+    } while (0)
+#define SAVE_ROW(r)                                                                                \
+    acc[r][0] = a##r##0, acc[r][1] = a##r##1, acc[r][2] = a##r##2, acc[r][3] = a##r##3
 #define DOT_BODY(STEP)                                                                             \
-    for (int r = 0; r < MR; r++)                                                                   \
-        for (int v = 0; v < NVEC; v++)                                                             \
-            acc[r][v] = (v16i){0};                                                                 \
-    for (int64_t q = 0; q < k4; q++) {                                                             \
-        v16i xv[NVEC];                                                                             \
-        for (int v = 0; v < NVEC; v++)                                                             \
-            __builtin_memcpy(&xv[v], xp + (q * TILE + v * VLANES) * 4, 64);                        \
-        for (int r = 0; r < MR; r++) {                                                             \
-            v16i wv = (v16i){0} + wgroup(w[r], k, q);                                             \
-            for (int v = 0; v < NVEC; v++)                                                         \
-                acc[r][v] = STEP(acc[r][v], xv[v], wv);                                            \
-        }                                                                                          \
-    }
+    v16i ACC_ROW(0), ACC_ROW(1), ACC_ROW(2), ACC_ROW(3);                                           \
+    int64_t full = k / 4;                                                                          \
+    for (int64_t q = 0; q < full; q++)                                                             \
+        STEP_K4(STEP, q, ld32(w[0] + 4 * q), ld32(w[1] + 4 * q), ld32(w[2] + 4 * q),               \
+                ld32(w[3] + 4 * q));                                                               \
+    if (full < k4)                                                                                 \
+        STEP_K4(STEP, full, wgroup(w[0], k, full), wgroup(w[1], k, full), wgroup(w[2], k, full),   \
+                wgroup(w[3], k, full));                                                            \
+    SAVE_ROW(0);                                                                                   \
+    SAVE_ROW(1);                                                                                   \
+    SAVE_ROW(2);                                                                                   \
+    SAVE_ROW(3);
+
+LJ_INLINE int32_t ld32(const int8_t *p) {
+    int32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return v;
+}
 
 /* Four u8 x s8 products per lane, in plain vector code. */
 LJ_INLINE v16i dot4_plain(v16i acc, v16i x, v16i w) {
@@ -154,14 +236,22 @@ dot_vnni(const uint8_t *xp, const int8_t *const *w, int64_t k,
 
 /* ---- one unit: a tile of positions, all (or half) the group's channels ------------ */
 
-LJ_INLINE void store_tile(const QConvPlan *s, int64_t nb, int64_t m, int64_t p0, int32_t dot,
-                          int64_t t, const int32_t *sx, int64_t sw) {
+/* Row m's np results from its dot products: the shift and zero points
+ * taken back out, the bias added, requantized. */
+LJ_INLINE void store_row(const QConvPlan *s, int64_t nb, int64_t m, int64_t p0, int64_t np,
+                         const v16i *dots, const int32_t *sx, int64_t sw) {
     const LjQConv *g = &s->g;
     int64_t zw = g->zw_per_m ? lj_ld_i64(g->ezw, g->zw, m) : g->zw0;
-    int64_t acc = (int64_t)dot - (s->sh + g->zx) * sw;
-    if (s->any_zw)
-        acc += -zw * ((int64_t)sx[t] - s->sh * s->k) + s->k * g->zx * zw;
-    lj_qconv_store(g, (nb * g->cout + m) * g->out_size + p0 + t, m, acc);
+    int64_t base = -(s->sh + g->zx) * sw + s->k * g->zx * zw + s->sh * s->k * zw;
+    base += g->bias ? lj_ld_i64(g->ebias, g->bias, m) : 0;
+    double mult = (double)lj_qconv_mult(g, m);
+    int64_t yo = (nb * g->cout + m) * g->out_size + p0;
+    for (int64_t t = 0; t < np; t++) {
+        int64_t acc = (int64_t)dots[t / VLANES][t % VLANES] + base;
+        if (s->any_zw)
+            acc -= zw * (int64_t)sx[t];
+        lj_store_q(g->ey, g->y, yo + t, (double)acc * mult, g->yz);
+    }
 }
 
 LJ_INLINE void gemm_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *xp, int32_t *sx) {
@@ -190,9 +280,7 @@ LJ_INLINE void gemm_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *xp, 
 #endif
             dot_plain(xp, w, s->k, s->k4, acc);
         for (int r = 0; r < MR && m0 + r < mhi; r++)
-            for (int64_t t = 0; t < np; t++)
-                store_tile(s, nb, gr * g->mg + m0 + r, p0, acc[r][t / VLANES][t % VLANES], t, sx,
-                           sw[r]);
+            store_row(s, nb, gr * g->mg + m0 + r, p0, np, acc[r], sx, sw[r]);
     }
 }
 

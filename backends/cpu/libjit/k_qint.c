@@ -188,8 +188,41 @@ LJ_INLINE int64_t planes(const int64_t *d) {
     return lj_dim(d, 0, 0) * lj_dim(d, 0, 1);
 }
 
+/* A 2-D max pool without indices: the window's largest value (only the
+ * value matters, so which of equal ones is first does not), 0 when the
+ * window is all padding. */
+LJ_INLINE void max_pool_2d(const int64_t *d, const LjQWin *w, void *const *ops, int64_t lo,
+                           int64_t hi) {
+    int e = lj_elem(d, 0);
+    int64_t ih = lj_dim(d, 1, 2), iw = lj_dim(d, 1, 3), oh = lj_dim(d, 0, 2), ow = lj_dim(d, 0, 3);
+    for (int64_t pl = lo; pl < hi; pl++)
+        for (int64_t y = 0; y < oh; y++)
+            for (int64_t x = 0; x < ow; x++) {
+                int64_t best = 0;
+                bool any = false;
+                for (int64_t i = 0; i < w->kernel[0]; i++) {
+                    int64_t yy = y * w->stride[0] - w->pad_begin[0] + i * w->dilation[0];
+                    if (yy < 0 || yy >= ih)
+                        continue;
+                    for (int64_t j = 0; j < w->kernel[1]; j++) {
+                        int64_t xx = x * w->stride[1] - w->pad_begin[1] + j * w->dilation[1];
+                        if (xx < 0 || xx >= iw)
+                            continue;
+                        int64_t v = lj_ld_i64(e, ops[1], (pl * ih + yy) * iw + xx);
+                        best = !any || v > best ? v : best;
+                        any = true;
+                    }
+                }
+                lj_st_i64(e, ops[0], (pl * oh + y) * ow + x, best);
+            }
+}
+
 LJ_INLINE void pool_planes(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, bool avg) {
     LjQWin w = qwin_of(d, lj_nres(d));
+    if (!avg && w.ns == 2 && lj_nres(d) == 1) {
+        max_pool_2d(d, &w, ops, lo, hi);
+        return;
+    }
     for (int64_t pl = lo; pl < hi; pl++)
         for (int64_t op = 0; op < spatial(d, 0); op++)
             pool_point(d, &w, ops, pl, op, avg);
