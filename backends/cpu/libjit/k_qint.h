@@ -112,8 +112,4 @@ LJ_INLINE void lj_qconv_store(const LjQConv *g, int64_t yo, int64_t m, int64_t s
     lj_store_q(g->ey, g->y, yo, (double)s * lj_qconv_mult(g, m), g->yz);
 }
 
-/* The plain convolution (k_qint.c): the fast one's fallback. */
-LIBJIT_KERNEL libjit_qlinear_conv_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
-                                      LjScratch *sc);
-
 #endif
