@@ -994,6 +994,13 @@ static void qconv_fix(AnyCase *c, uint64_t seed) {
     for (int64_t m = 0; m < desc_numel(&c->d, 6); m++)
         qset_i64(c, 6, m, zw ? rnd(&s, -5, 5) : 0);
     qset_f64(c, 7, 0, xs * 0.125 * sqrt((double)k) * 30 * (double)rnd(&s, 1, 4) / 2);
+    if (rnd(&s, 0, 1)) { /* powers of two: the multiplier is 2^-n, and ties come up */
+        int e = (int)lround(log2(sqrt((double)k) * 50));
+        qset_f64(c, 2, 0, 1.0 / 32);
+        for (int64_t m = 0; m < desc_numel(&c->d, 5); m++)
+            qset_f64(c, 5, m, ldexp(1.0, -(int)rnd(&s, 3, 4)));
+        qset_f64(c, 7, 0, ldexp(1.0, e - 8));
+    }
     qset_i64(c, 8, 0, qoffset(&s, (ElemKind)lj_elem(c->d.w, 8)));
     if (lj_nops(c->d.w) == 10)
         for (int64_t m = 0; m < desc_numel(&c->d, 9); m++)

@@ -95,52 +95,105 @@ LJ_INLINE void pack_pointwise(const QConvPlan *s, const uint8_t *x, uint8_t *xp,
     }
 }
 
+/* One k's bytes for positions [p0, p0 + np) of a tile (zero beyond):
+ * along each output row the input is one row of the plane, read at the
+ * stride, with padding (zx + sh) left and right of it. */
+typedef struct Segs {
+    int n;
+    int64_t t[TILE + 1], y[TILE + 1], x[TILE + 1], run[TILE + 1];
+} Segs;
+
+/* The tile's runs along output rows: where each starts in the tile, its
+ * window corner in the input, its length. */
+LJ_INLINE void tile_segs(const LjQConv *g, int64_t p0, int64_t np, Segs *sg) {
+    int64_t ow = g->odims[1], oh = p0 / ow, oc = p0 % ow;
+    sg->n = 0;
+    for (int64_t t = 0; t < np; sg->n++) {
+        int64_t run = ow - oc < np - t ? ow - oc : np - t;
+        sg->t[sg->n] = t;
+        sg->y[sg->n] = oh * g->win.stride[0] - g->win.pad_begin[0];
+        sg->x[sg->n] = oc * g->win.stride[1] - g->win.pad_begin[1];
+        sg->run[sg->n] = run;
+        t += run;
+        oh++;
+        oc = 0;
+    }
+}
+
+LJ_INLINE void fill_row(const QConvPlan *s, const Segs *sg, const uint8_t *plane, int64_t np,
+                        int64_t di, int64_t dj, uint8_t *row) {
+    const LjQConv *g = &s->g;
+    int64_t ih = g->idims[0], iw = g->idims[1], sw = g->win.stride[1];
+    uint8_t shift = (uint8_t)s->sh, pad = (uint8_t)(g->zx + s->sh);
+    for (int si = 0; si < sg->n; si++) {
+        int64_t run = sg->run[si], y = sg->y[si] + di, x0 = sg->x[si] + dj;
+        uint8_t *out = row + sg->t[si];
+        if (y < 0 || y >= ih) {
+            __builtin_memset(out, pad, (size_t)run);
+            continue;
+        }
+        const uint8_t *in = plane + y * iw;
+        /* u in [lo, hi) reads inside the row: 0 <= x0 + u * sw < iw */
+        int64_t lo = x0 >= 0 ? 0 : (-x0 + sw - 1) / sw;
+        int64_t hi = x0 >= iw ? 0 : (iw - x0 + sw - 1) / sw;
+        lo = lo < run ? lo : run;
+        hi = hi < run ? hi : run;
+        hi = hi > lo ? hi : lo;
+        for (int64_t u = 0; u < lo; u++)
+            out[u] = pad;
+        if (sw == 1)
+            for (int64_t u = lo; u < hi; u++)
+                out[u] = (uint8_t)(in[x0 + u] ^ shift);
+        else
+            for (int64_t u = lo; u < hi; u++)
+                out[u] = (uint8_t)(in[x0 + u * sw] ^ shift);
+        for (int64_t u = hi; u < run; u++)
+            out[u] = pad;
+    }
+    for (int64_t t = np; t < TILE; t++)
+        row[t] = 0;
+}
+
 LJ_INLINE void pack_tile(const QConvPlan *s, int64_t nb, int64_t gr, int64_t p0, uint8_t *xp,
                          int32_t *sx) {
     const LjQConv *g = &s->g;
     const uint8_t *x = g->x;
-    int64_t kw = g->win.kernel[1], ih = g->idims[0], iw = g->idims[1];
-    int64_t ow = g->odims[1], np = g->out_size - p0 < TILE ? g->out_size - p0 : TILE;
-    uint8_t shift = (uint8_t)s->sh, pad = (uint8_t)(g->zx + s->sh);
-    /* Each position's window corner; positions past the end read padding. */
-    int64_t y0[TILE], x0[TILE];
-    for (int64_t t = 0; t < TILE; t++) {
-        int64_t p = p0 + t;
-        y0[t] = t < np ? p / ow * g->win.stride[0] - g->win.pad_begin[0] : -ih - 1;
-        x0[t] = p % ow * g->win.stride[1] - g->win.pad_begin[1];
+    int64_t kw = g->win.kernel[1], np = g->out_size - p0 < TILE ? g->out_size - p0 : TILE;
+    for (int64_t t = 0; t < TILE; t++)
         sx[t] = 0;
-    }
     if (g->ksize == 1 && g->win.stride[0] == 1 && g->win.stride[1] == 1 && !g->win.pad_begin[0] &&
         !g->win.pad_begin[1] && np == TILE) {
         pack_pointwise(s, x + (nb * g->cin + gr * g->cg) * g->in_size + p0, xp, sx);
         return;
     }
-    /* Four k at a time, one 32-bit lane per position. */
+    /* Four k at a time: each k's TILE bytes as runs along output rows,
+     * then the four rows interleaved into one 32-bit lane per position. */
+    uint8_t rows[4][TILE];
+    Segs sg;
+    tile_segs(g, p0, np, &sg);
+    int64_t c = gr * g->cg, i = 0, j = 0; /* k's coordinates, stepped without division */
     for (int64_t q = 0; q < s->k4; q++) {
-        const uint8_t *plane[4];
-        int64_t di[4], dj[4];
-        bool real[4];
-        for (int j = 0; j < 4; j++) {
-            int64_t k = q * 4 + j, kk = k < s->k ? k : 0;
-            int64_t c = gr * g->cg + kk / g->ksize, i = kk % g->ksize / kw;
-            real[j] = k < s->k;
-            plane[j] = x + (nb * g->cin + c) * g->in_size;
-            di[j] = i * g->win.dilation[0];
-            dj[j] = kk % kw * g->win.dilation[1];
+        for (int r = 0; r < 4; r++) {
+            if (q * 4 + r >= s->k) {
+                __builtin_memset(rows[r], 0, TILE);
+                continue;
+            }
+            fill_row(s, &sg, x + (nb * g->cin + c) * g->in_size, np, i * g->win.dilation[0],
+                     j * g->win.dilation[1], rows[r]);
+            if (++j == kw) {
+                j = 0;
+                if (++i == g->win.kernel[0]) {
+                    i = 0;
+                    c++;
+                }
+            }
         }
         uint32_t *lane = (uint32_t *)(xp + q * TILE * 4);
         for (int64_t t = 0; t < TILE; t++) {
-            uint32_t v = 0;
-            int32_t sum = 0;
-            for (int j = 0; j < 4; j++) {
-                int64_t y = y0[t] + di[j], xx = x0[t] + dj[j];
-                bool in = (uint64_t)y < (uint64_t)ih && (uint64_t)xx < (uint64_t)iw;
-                uint8_t b = !real[j] ? 0 : in ? (uint8_t)(plane[j][y * iw + xx] ^ shift) : t < np ? pad : 0;
-                v |= (uint32_t)b << (8 * j);
-                sum += b;
-            }
+            uint32_t b0 = rows[0][t], b1 = rows[1][t], b2 = rows[2][t], b3 = rows[3][t];
+            uint32_t v = b0 | b1 << 8 | b2 << 16 | b3 << 24;
             __builtin_memcpy(&lane[t], &v, 4);
-            sx[t] += sum;
+            sx[t] += (int32_t)(b0 + b1 + b2 + b3);
         }
     }
 }
@@ -244,13 +297,22 @@ LJ_INLINE void store_row(const QConvPlan *s, int64_t nb, int64_t m, int64_t p0, 
     int64_t zw = g->zw_per_m ? lj_ld_i64(g->ezw, g->zw, m) : g->zw0;
     int64_t base = -(s->sh + g->zx) * sw + s->k * g->zx * zw + s->sh * s->k * zw;
     base += g->bias ? lj_ld_i64(g->ebias, g->bias, m) : 0;
-    double mult = (double)lj_qconv_mult(g, m);
-    int64_t yo = (nb * g->cout + m) * g->out_size + p0;
+    double mult = (double)lj_qconv_mult(g, m), yz = (double)g->yz;
+    int64_t yo = (nb * g->cout + m) * g->out_size + p0, zsx = s->any_zw ? zw : 0;
+    const int32_t *dot = (const int32_t *)dots;
+    /* lj_store_q for i8 and u8, in a loop that vectorises */
+    if (g->ey == ELEM_I8) {
+        int8_t *out = (int8_t *)g->y + yo;
+        for (int64_t t = 0; t < np; t++) {
+            double q = nearbyint((double)((int64_t)dot[t] + base - zsx * sx[t]) * mult) + yz;
+            out[t] = (int8_t)(q != q ? -128.0 : q < -128.0 ? -128.0 : q > 127.0 ? 127.0 : q);
+        }
+        return;
+    }
+    uint8_t *out = (uint8_t *)g->y + yo;
     for (int64_t t = 0; t < np; t++) {
-        int64_t acc = (int64_t)dots[t / VLANES][t % VLANES] + base;
-        if (s->any_zw)
-            acc -= zw * (int64_t)sx[t];
-        lj_store_q(g->ey, g->y, yo + t, (double)acc * mult, g->yz);
+        double q = nearbyint((double)((int64_t)dot[t] + base - zsx * sx[t]) * mult) + yz;
+        out[t] = (uint8_t)(q != q ? 0.0 : q < 0.0 ? 0.0 : q > 255.0 ? 255.0 : q);
     }
 }
 
