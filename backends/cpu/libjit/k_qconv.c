@@ -289,6 +289,29 @@ dot_vnni(const uint8_t *xp, const int8_t *const *w, int64_t k,
 
 /* ---- one unit: a tile of positions, all (or half) the group's channels ------------ */
 
+/* Results yo .. yo + n of channel m from sums acc[t] + base - zsx *
+ * sx[t] (sx read only when zsx is not 0): lj_qconv_store for i8 and u8, in
+ * loops that vectorise. */
+LJ_INLINE void requant(const LjQConv *g, int64_t m, const int32_t *acc, int64_t zsx,
+                       const int32_t *sx, int64_t base, int64_t yo, int64_t n) {
+    double mult = (double)lj_qconv_mult(g, m), yz = (double)g->yz;
+    if (g->ey == ELEM_I8) {
+        int8_t *out = (int8_t *)g->y + yo;
+        for (int64_t t = 0; t < n; t++) {
+            int64_t a = (int64_t)acc[t] + base - (zsx ? zsx * sx[t] : 0);
+            double q = nearbyint((double)a * mult) + yz;
+            out[t] = (int8_t)(q != q ? -128.0 : q < -128.0 ? -128.0 : q > 127.0 ? 127.0 : q);
+        }
+        return;
+    }
+    uint8_t *out = (uint8_t *)g->y + yo;
+    for (int64_t t = 0; t < n; t++) {
+        int64_t a = (int64_t)acc[t] + base - (zsx ? zsx * sx[t] : 0);
+        double q = nearbyint((double)a * mult) + yz;
+        out[t] = (uint8_t)(q != q ? 0.0 : q < 0.0 ? 0.0 : q > 255.0 ? 255.0 : q);
+    }
+}
+
 /* Row m's np results from its dot products: the shift and zero points
  * taken back out, the bias added, requantized. */
 LJ_INLINE void store_row(const QConvPlan *s, int64_t nb, int64_t m, int64_t p0, int64_t np,
@@ -297,23 +320,8 @@ LJ_INLINE void store_row(const QConvPlan *s, int64_t nb, int64_t m, int64_t p0, 
     int64_t zw = g->zw_per_m ? lj_ld_i64(g->ezw, g->zw, m) : g->zw0;
     int64_t base = -(s->sh + g->zx) * sw + s->k * g->zx * zw + s->sh * s->k * zw;
     base += g->bias ? lj_ld_i64(g->ebias, g->bias, m) : 0;
-    double mult = (double)lj_qconv_mult(g, m), yz = (double)g->yz;
-    int64_t yo = (nb * g->cout + m) * g->out_size + p0, zsx = s->any_zw ? zw : 0;
-    const int32_t *dot = (const int32_t *)dots;
-    /* lj_store_q for i8 and u8, in a loop that vectorises */
-    if (g->ey == ELEM_I8) {
-        int8_t *out = (int8_t *)g->y + yo;
-        for (int64_t t = 0; t < np; t++) {
-            double q = nearbyint((double)((int64_t)dot[t] + base - zsx * sx[t]) * mult) + yz;
-            out[t] = (int8_t)(q != q ? -128.0 : q < -128.0 ? -128.0 : q > 127.0 ? 127.0 : q);
-        }
-        return;
-    }
-    uint8_t *out = (uint8_t *)g->y + yo;
-    for (int64_t t = 0; t < np; t++) {
-        double q = nearbyint((double)((int64_t)dot[t] + base - zsx * sx[t]) * mult) + yz;
-        out[t] = (uint8_t)(q != q ? 0.0 : q < 0.0 ? 0.0 : q > 255.0 ? 255.0 : q);
-    }
+    requant(g, m, (const int32_t *)dots, s->any_zw ? zw : 0, sx, base,
+            (nb * g->cout + m) * g->out_size + p0, np);
 }
 
 LJ_INLINE void gemm_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *xp, int32_t *sx) {
@@ -389,8 +397,8 @@ LJ_INLINE void dw_unit(const QConvPlan *s, int64_t u, int32_t *buf) {
                         out[x] += row[x * sw] * wv;
             }
         }
-    for (int64_t i = 0; i < g->out_size; i++)
-        lj_qconv_store(g, u * g->out_size + i, c, acc[i]);
+    int64_t bias = g->bias ? lj_ld_i64(g->ebias, g->bias, c) : 0;
+    requant(g, c, acc, 0, acc, bias, u * g->out_size, g->out_size);
 }
 
 /* ---- entry points ---------------------------------------------------------------------- */
