@@ -64,6 +64,10 @@ static int put_operand(int64_t *w, int n, const LirBuf *b) {
     w[n++] = b->type.rank;
     for (int i = 0; i < DESC_MAX_RANK; i++)
         w[n++] = i < b->type.rank ? b->type.dims[i] : 1;
+    w[n++] = b->type.quant;
+    w[n++] = f64_bits((double)b->type.scale);
+    w[n++] = b->type.offset;
+    w[n++] = b->type.qaxis;
     return n;
 }
 
@@ -346,6 +350,31 @@ static bool is_depthwise_conv(const LirInstr *i) {
     return group > 1 && group == c && group == m;
 }
 
+/* Whether the module's features (the host's, or --target-features) name
+ * f: "+avx512vnni" in "+a,+avx512vnni,-b". A CPU named by --target-cpu
+ * alone brings its features to LLVM but not to this list, and is given the
+ * kernels every CPU of the target runs. */
+static bool has_feature(const CpuModule *m, const char *f) {
+    size_t n = strlen(f);
+    for (const char *p = m->features; p && (p = strstr(p, f)); p += n)
+        if ((p == m->features || p[-1] == ',') && (p[n] == ',' || !p[n]))
+            return true;
+    return false;
+}
+
+/* libjit_K_vnni_E: a kernel using AVX-512 VNNI's vpdpbusd (k_qconv.c),
+ * which only a target that has it may call. */
+static LLVMValueRef vnni_kernel(CG *g, NodeKind nk, const LirInstr *i, char *name, size_t size) {
+    if (!has_feature(g->m, "+avx512vnni") || !has_feature(g->m, "+evex512"))
+        return NULL;
+    char vn[128];
+    snprintf(vn, sizeof vn, "libjit_%s_vnni_%s", node_kind_name(nk), elem_name(i->ops[0]->type.elem));
+    LLVMValueRef k = LLVMGetNamedFunction(g->mod, vn);
+    if (k)
+        snprintf(name, size, "%s", vn);
+    return k;
+}
+
 static void emit_compute(CG *g, LirInstr *i, int index) {
     NodeKind nk = NODE_OF_IK(i->kind);
     char name[128];
@@ -353,7 +382,9 @@ static void emit_compute(CG *g, LirInstr *i, int index) {
              is_depthwise_conv(i) ? "_dw" : "", elem_name(i->ops[0]->type.elem));
     int64_t w[MAX_DESC];
     int nw = build_desc(i, nk, w);
-    LLVMValueRef kernel = nw ? LLVMGetNamedFunction(g->mod, name) : NULL;
+    LLVMValueRef kernel = nw ? vnni_kernel(g, nk, i, name, sizeof name) : NULL;
+    if (nw && !kernel)
+        kernel = LLVMGetNamedFunction(g->mod, name);
     if (nw && !kernel) { /* the kernel for every element kind (k_table.c) */
         char any[128];
         snprintf(any, sizeof any, "libjit_%s_any", node_kind_name(nk));

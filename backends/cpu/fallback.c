@@ -16,6 +16,11 @@ static Type operand_type(const int64_t *d, int k) {
     Type t = {.elem = (ElemKind)lj_elem(d, k), .rank = lj_rank(d, k)};
     for (int i = 0; i < t.rank; i++)
         t.dims[i] = lj_dim(d, k, i);
+    /* The integer forms of quantized types (rescale, qadd, ...) read them. */
+    t.quant = (QuantMode)lj_op(d, k)[DESC_OP_QUANT];
+    t.scale = (float)lj_bits_f64(lj_op(d, k)[DESC_OP_QUANT + 1]);
+    t.offset = (int32_t)lj_op(d, k)[DESC_OP_QUANT + 2];
+    t.qaxis = (int32_t)lj_op(d, k)[DESC_OP_QUANT + 3];
     return t;
 }
 

@@ -797,3 +797,367 @@ int any_quant_cases(uint64_t seed) {
         }
     return ok ? ran : -1;
 }
+
+/* ---- integer kernels of quantized graphs (k_qint.c, k_qconv.c) ----------------------
+ * Against the interpreter exactly, like every kernel above: sums are
+ * integers and each result is requantized by the same double operations.
+ * Scales are dyadic (k/64), so ties of round-half-to-even come up often. */
+
+static Type qtype(ElemKind e, int rank, const int64_t *dims, double scale, int64_t offset) {
+    Type t = {.elem = e, .rank = rank, .quant = QUANT_TENSOR, .scale = (float)scale,
+              .offset = (int32_t)offset};
+    for (int i = 0; i < rank; i++)
+        t.dims[i] = dims[i];
+    return t;
+}
+
+static int64_t qoffset(uint64_t *s, ElemKind e) {
+    return e == ELEM_U8 ? rnd(s, 0, 255) : rnd(s, -30, 30);
+}
+
+/* Sets a case's parameters (scales, zero points) after its random fill;
+ * deterministic in seed, so every kernel of a case sees the same inputs. */
+typedef void (*QFix)(AnyCase *c, uint64_t seed);
+
+/* Runs every kernel of fns (those not NULL) on one case; false on a mismatch. */
+static bool qrun(AnyCase *c, const char *what, QFix fix, const KernelFn *fns, const WorkFn *works,
+                 int n, int *ran, uint64_t seed) {
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) {
+        if (!fns[i])
+            continue;
+        any_alloc(c, seed);
+        if (fix)
+            fix(c, seed);
+        char name[160];
+        snprintf(name, sizeof name, "%s (kernel %d)", what, i);
+        ok = any_run(c, name, fns[i], works[i], ran);
+        any_free(c);
+    }
+    return ok;
+}
+
+/* Operand k's n values, in both copies. */
+static void qset_f64(AnyCase *c, int k, int64_t i, double v) {
+    ElemKind e = (ElemKind)lj_elem(c->d.w, k);
+    elem_store_f64(e, c->fast[k], i, v);
+    elem_store_f64(e, c->ref[k], i, v);
+}
+
+static void qset_i64(AnyCase *c, int k, int64_t i, int64_t v) {
+    ElemKind e = (ElemKind)lj_elem(c->d.w, k);
+    elem_store_i64(e, c->fast[k], i, v);
+    elem_store_i64(e, c->ref[k], i, v);
+}
+
+/* ---- rescale, qadd, qmul, pools ---- */
+
+static const ElemKind qkinds[] = {ELEM_I8, ELEM_U8};
+
+static bool qelementwise(uint64_t *s, int *ran) {
+    for (int op = 0; op < 3; op++)
+        for (int a = 0; a < 2; a++)
+            for (int b = 0; b < 2; b++)
+                for (int i = 0; i < 3; i++) {
+                    ElemKind ex = qkinds[a], ey = qkinds[b];
+                    int64_t y[8], x[2][8];
+                    int rank = random_shape(s, y, 3, i == 0 ? 300 : 9), r[2];
+                    for (int k = 0; k < 2; k++)
+                        r[k] = op == 0 ? rank : bcast_of(s, rank, y, x[k]);
+                    if (op == 0)
+                        memcpy(x[0], y, sizeof y);
+                    else
+                        bcast_out(rank, y, 2, r, x);
+                    AnyCase c = {.plain = true};
+                    NodeKind nk = op == 0 ? NK_RESCALE : op == 1 ? NK_QADD : NK_QMUL;
+                    desc_begin(&c.d, nk, 1);
+                    double sy = op == 2 ? (double)rnd(s, 1, 64) / 64 : (double)rnd(s, 1, 64) / 512;
+                    Type ty = qtype(ey, rank, y, sy, qoffset(s, ey));
+                    desc_operand_type(&c.d, &ty);
+                    for (int k = 0; k < (op == 0 ? 1 : 2); k++) {
+                        Type tx = qtype(k ? qkinds[b ^ a] : ex, r[k], x[k], (double)rnd(s, 1, 64) / 512,
+                                        qoffset(s, k ? qkinds[b ^ a] : ex));
+                        desc_operand_type(&c.d, &tx);
+                    }
+                    KernelFn fn[] = {op == 0 ? libjit_rescale_any : op == 1 ? libjit_qadd_any : libjit_qmul_any};
+                    WorkFn wk[] = {op == 0 ? libjit_rescale_any_work
+                                   : op == 1 ? libjit_qadd_any_work : libjit_qmul_any_work};
+                    char what[64];
+                    snprintf(what, sizeof what, "%s %s -> %s", node_kind_name(nk), elem_name(ex),
+                             elem_name(ey));
+                    if (!qrun(&c, what, NULL, fn, wk, 1, ran, *s + (uint64_t)i))
+                        return false;
+                }
+    return true;
+}
+
+/* 2-D (and, for max, 1-D) pools: windows with strides, padding (some
+ * windows all padding), dilation for max; count_include_pad both ways. */
+static bool qpools(uint64_t *s, int *ran) {
+    for (int kind = 0; kind < 4; kind++) /* qavg, qglobal_avg, max 2-D, max 1-D (+indices) */
+        for (int e = 0; e < 3; e++)
+            for (int i = 0; i < 6; i++) {
+                ElemKind ex = e < 2 ? qkinds[e] : ELEM_I32, ey = kind < 2 ? qkinds[(e + i) % 2] : ex;
+                if (kind < 2 && e == 2)
+                    continue;
+                int ns = kind == 3 ? 1 : 2;
+                int64_t x[4] = {rnd(s, 1, 2), rnd(s, 1, 3), rnd(s, 1, 9), rnd(s, 1, 9)}, y[4];
+                int64_t k[2], st[2], pads[4], dil[2];
+                bool ok_shape = true;
+                for (int a = 0; a < ns; a++) {
+                    k[a] = rnd(s, 1, 3);
+                    st[a] = rnd(s, 1, 2);
+                    dil[a] = kind >= 2 ? rnd(s, 1, 2) : 1;
+                    pads[a] = rnd(s, 0, k[a] - 1);
+                    pads[ns + a] = rnd(s, 0, k[a] - 1);
+                    int64_t span = (k[a] - 1) * dil[a] + 1, len = x[2 + a] + pads[a] + pads[ns + a];
+                    ok_shape &= len >= span;
+                    y[2 + a] = kind == 1 ? 1 : len >= span ? (len - span) / st[a] + 1 : 1;
+                }
+                if (!ok_shape)
+                    continue;
+                y[0] = x[0];
+                y[1] = x[1];
+                AnyCase c = {.plain = true};
+                NodeKind nk = kind == 0 ? NK_QAVG_POOL : kind == 1 ? NK_QGLOBAL_AVG_POOL : NK_MAX_POOL;
+                bool indices = kind == 3 && i % 2;
+                desc_begin(&c.d, nk, indices ? 2 : 1);
+                Type ty = qtype(ey, 2 + ns, y, (double)rnd(s, 1, 64) / 512, qoffset(s, ey));
+                Type tx = qtype(ex, 2 + ns, x, (double)rnd(s, 1, 64) / 512, qoffset(s, ex));
+                if (kind >= 2)
+                    ty = tx, memcpy(ty.dims, y, sizeof y);
+                desc_operand_type(&c.d, &ty);
+                if (indices)
+                    desc_operand_elem(&c.d, ELEM_I64, 2 + ns, y);
+                desc_operand_type(&c.d, &tx);
+                if (kind != 1) {
+                    desc_ints(&c.d, AK_kernel, ns, k);
+                    desc_ints(&c.d, AK_strides, ns, st);
+                    desc_ints(&c.d, AK_pads, 2 * ns, pads);
+                    desc_ints(&c.d, AK_dilations, ns, dil);
+                    if (kind == 0)
+                        desc_int(&c.d, AK_count_include_pad, i % 2);
+                    if (indices)
+                        desc_int(&c.d, AK_storage_order, i % 4 == 3);
+                }
+                KernelFn fn = kind == 0   ? libjit_qavg_pool_any
+                              : kind == 1 ? libjit_qglobal_avg_pool_any
+                              : e == 0    ? libjit_max_pool_i8
+                              : e == 1    ? libjit_max_pool_u8
+                                          : libjit_max_pool_i32;
+                WorkFn wk = kind == 0   ? libjit_qavg_pool_any_work
+                            : kind == 1 ? libjit_qglobal_avg_pool_any_work
+                            : e == 0    ? libjit_max_pool_i8_work
+                            : e == 1    ? libjit_max_pool_u8_work
+                                        : libjit_max_pool_i32_work;
+                char what[64];
+                snprintf(what, sizeof what, "%s %s %d-D%s", node_kind_name(nk), elem_name(ex), ns,
+                         indices ? " with indices" : "");
+                if (!qrun(&c, what, NULL, &fn, &wk, 1, ran, *s + (uint64_t)i))
+                    return false;
+            }
+    return true;
+}
+
+/* ---- convolutions ---- */
+
+/* The shape classes: (N, C, H, W, M, kh, kw, stride, pad, dilation, group);
+ * W = 0 makes a 1-D convolution over H. */
+static const int64_t qconv_shapes[][11] = {
+    {1, 8, 9, 9, 8, 3, 3, 1, 1, 1, 1},    /* regular 3x3 */
+    {1, 5, 10, 7, 6, 3, 3, 2, 1, 1, 1},   /* stride 2, K = 45 (not a multiple of 4) */
+    {1, 12, 8, 16, 10, 1, 1, 1, 0, 1, 1}, /* pointwise, whole tiles */
+    {2, 7, 5, 5, 9, 1, 1, 1, 0, 1, 1},    /* pointwise, a partial tile, two images */
+    {1, 6, 7, 7, 4, 3, 3, 1, 1, 1, 2},    /* grouped */
+    {1, 5, 9, 9, 5, 3, 3, 1, 1, 1, 5},    /* depthwise */
+    {2, 4, 10, 10, 4, 3, 3, 2, 1, 1, 4},  /* depthwise, stride 2 */
+    {1, 3, 6, 6, 6, 3, 3, 1, 1, 1, 3},    /* depthwise, two channels each (grouped GEMM) */
+    {1, 4, 9, 9, 5, 3, 3, 1, 2, 2, 1},    /* dilation 2 */
+    {1, 3, 6, 8, 4, 1, 3, 1, 0, 1, 1},    /* 1x3 */
+    {1, 64, 6, 6, 9, 3, 3, 1, 1, 1, 1},   /* K = 576: long sums, a partial row block */
+    {1, 2048, 1, 1, 20, 1, 1, 1, 0, 1, 1},/* a fully connected layer (the quantize pass's form) */
+    {1, 3, 10, 0, 4, 3, 1, 1, 1, 1, 1},   /* 1-D: the plain kernel */
+};
+
+/* x_scale, w_scale (per channel or not), y_scale so results spread over
+ * the range and some saturate; zero points; bias. Operands of qlinear_conv:
+ * 1 x, 2 x_scale, 3 x_zp, 4 w, 5 w_scale, 6 w_zp, 7 y_scale, 8 y_zp, 9 bias. */
+static void qconv_fix(AnyCase *c, uint64_t seed) {
+    uint64_t s = seed * 31 + 5;
+    int64_t k = desc_numel(&c->d, 4) / lj_dim(c->d.w, 4, 0);
+    double xs = (double)rnd(&s, 1, 32) / 64;
+    qset_f64(c, 2, 0, xs);
+    qset_i64(c, 3, 0, qoffset(&s, (ElemKind)lj_elem(c->d.w, 1)));
+    for (int64_t m = 0; m < desc_numel(&c->d, 5); m++)
+        qset_f64(c, 5, m, (double)rnd(&s, 1, 32) / 128);
+    bool zw = rnd(&s, 0, 1);
+    for (int64_t m = 0; m < desc_numel(&c->d, 6); m++)
+        qset_i64(c, 6, m, zw ? rnd(&s, -5, 5) : 0);
+    qset_f64(c, 7, 0, xs * 0.125 * sqrt((double)k) * 30 * (double)rnd(&s, 1, 4) / 2);
+    if (rnd(&s, 0, 1)) { /* powers of two: the multiplier is 2^-n, and ties come up */
+        int e = (int)lround(log2(sqrt((double)k) * 50));
+        qset_f64(c, 2, 0, 1.0 / 32);
+        for (int64_t m = 0; m < desc_numel(&c->d, 5); m++)
+            qset_f64(c, 5, m, ldexp(1.0, -(int)rnd(&s, 3, 4)));
+        qset_f64(c, 7, 0, ldexp(1.0, e - 8));
+    }
+    qset_i64(c, 8, 0, qoffset(&s, (ElemKind)lj_elem(c->d.w, 8)));
+    if (lj_nops(c->d.w) == 10)
+        for (int64_t m = 0; m < desc_numel(&c->d, 9); m++)
+            qset_i64(c, 9, m, rnd(&s, -5000, 5000));
+}
+
+/* conv_integer: 1 x, 2 w, 3 x_zp, 4 w_zp. */
+static void conv_integer_fix(AnyCase *c, uint64_t seed) {
+    uint64_t s = seed * 31 + 7;
+    qset_i64(c, 3, 0, qoffset(&s, (ElemKind)lj_elem(c->d.w, 1)));
+    for (int64_t m = 0; m < desc_numel(&c->d, 4); m++)
+        qset_i64(c, 4, m, qoffset(&s, (ElemKind)lj_elem(c->d.w, 2)) / 4);
+}
+
+static bool qconvs(uint64_t *s, int *ran) {
+    int nshapes = (int)(sizeof qconv_shapes / sizeof *qconv_shapes);
+    for (int sh = 0; sh < nshapes; sh++)
+        for (int v = 0; v < 8; v++) {
+            const int64_t *q = qconv_shapes[sh];
+            int ns = q[3] ? 2 : 1;
+            ElemKind ex = qkinds[v % 2], ey = qkinds[v / 2 % 2];
+            ElemKind ew = v == 7 ? ELEM_U8 : ELEM_I8; /* u8 weights: the plain path */
+            bool per_m = v % 3 != 2, bias = v % 4 != 3, integer = v == 5;
+            int64_t x[4] = {q[0], q[1], q[2], q[3]}, w[4] = {q[4], q[1] / q[10], q[5], q[6]};
+            int64_t y[4] = {q[0], q[4]}, st[2] = {q[7], q[7]}, pads[4], dil[2] = {q[9], q[9]};
+            int64_t kern[2] = {q[5], q[6]}, one[1] = {1}, mlen[1] = {q[4]};
+            for (int a = 0; a < ns; a++) {
+                pads[a] = pads[ns + a] = q[8];
+                y[2 + a] = (x[2 + a] + 2 * q[8] - (kern[a] - 1) * dil[a] - 1) / st[a] + 1;
+            }
+            AnyCase c = {.plain = true};
+            desc_begin(&c.d, integer ? NK_CONV_INTEGER : NK_QLINEAR_CONV, 1);
+            desc_operand_elem(&c.d, integer ? ELEM_I32 : ey, 2 + ns, y);
+            desc_operand_elem(&c.d, ex, 2 + ns, x);
+            if (integer) {
+                desc_operand_elem(&c.d, ew, 2 + ns, w);
+                desc_operand_elem(&c.d, ex, 0, one);
+                desc_operand_elem(&c.d, ew, per_m ? 1 : 0, per_m ? mlen : one);
+            } else {
+                desc_operand_elem(&c.d, ELEM_F32, 0, one);
+                desc_operand_elem(&c.d, ex, 0, one);
+                desc_operand_elem(&c.d, ew, 2 + ns, w);
+                desc_operand_elem(&c.d, ELEM_F32, per_m ? 1 : 0, per_m ? mlen : one);
+                desc_operand_elem(&c.d, ew, per_m ? 1 : 0, per_m ? mlen : one);
+                desc_operand_elem(&c.d, ELEM_F32, 0, one);
+                desc_operand_elem(&c.d, ey, 0, one);
+                if (bias)
+                    desc_operand_elem(&c.d, ELEM_I32, 1, mlen);
+            }
+            desc_ints(&c.d, AK_kernel, ns, kern);
+            desc_ints(&c.d, AK_strides, ns, st);
+            desc_ints(&c.d, AK_pads, 2 * ns, pads);
+            desc_ints(&c.d, AK_dilations, ns, dil);
+            desc_int(&c.d, AK_group, q[10]);
+            bool vnni = false;
+#if defined(__x86_64__)
+            vnni = __builtin_cpu_supports("avx512vnni");
+#endif
+            KernelFn fns[3] = {libjit_qlinear_conv_any, ey == ELEM_I8 ? libjit_qlinear_conv_i8 : libjit_qlinear_conv_u8};
+            WorkFn wks[3] = {libjit_qlinear_conv_any_work,
+                             ey == ELEM_I8 ? libjit_qlinear_conv_i8_work : libjit_qlinear_conv_u8_work};
+#if defined(__x86_64__)
+            if (vnni) {
+                fns[2] = ey == ELEM_I8 ? libjit_qlinear_conv_vnni_i8 : libjit_qlinear_conv_vnni_u8;
+                wks[2] = ey == ELEM_I8 ? libjit_qlinear_conv_vnni_i8_work : libjit_qlinear_conv_vnni_u8_work;
+            }
+#endif
+            if (integer) {
+                fns[0] = libjit_conv_integer_any;
+                wks[0] = libjit_conv_integer_any_work;
+                fns[1] = fns[2] = NULL;
+            }
+            char what[96];
+            snprintf(what, sizeof what, "%s shape %d, x %s, w %s, y %s%s%s",
+                     integer ? "conv_integer" : "qlinear_conv", sh, elem_name(ex), elem_name(ew),
+                     integer ? "i32" : elem_name(ey), per_m ? ", per channel" : "",
+                     bias && !integer ? ", bias" : "");
+            if (!qrun(&c, what, integer ? conv_integer_fix : qconv_fix, fns, wks, 3, ran,
+                      *s + (uint64_t)(sh * 8 + v)))
+                return false;
+        }
+    return true;
+}
+
+/* ---- matrix products ---- */
+
+/* matmul_integer: 1 a, 2 b, 3 a_zp, 4 b_zp; qlinear_matmul: 1 a, 2 a_scale,
+ * 3 a_zp, 4 b, 5 b_scale, 6 b_zp, 7 y_scale, 8 y_zp. */
+static void matmul_integer_fix(AnyCase *c, uint64_t seed) {
+    uint64_t s = seed * 31 + 9;
+    for (int64_t i = 0; i < desc_numel(&c->d, 3); i++)
+        qset_i64(c, 3, i, qoffset(&s, (ElemKind)lj_elem(c->d.w, 1)) / 2);
+    for (int64_t i = 0; i < desc_numel(&c->d, 4); i++)
+        qset_i64(c, 4, i, qoffset(&s, (ElemKind)lj_elem(c->d.w, 2)) / 2);
+}
+
+static void qlinear_matmul_fix(AnyCase *c, uint64_t seed) {
+    uint64_t s = seed * 31 + 11;
+    int64_t k = lj_dim(c->d.w, 4, 0);
+    qset_f64(c, 2, 0, (double)rnd(&s, 1, 32) / 64);
+    qset_i64(c, 3, 0, qoffset(&s, (ElemKind)lj_elem(c->d.w, 1)));
+    for (int64_t i = 0; i < desc_numel(&c->d, 5); i++)
+        qset_f64(c, 5, i, (double)rnd(&s, 1, 32) / 128);
+    for (int64_t i = 0; i < desc_numel(&c->d, 6); i++)
+        qset_i64(c, 6, i, qoffset(&s, (ElemKind)lj_elem(c->d.w, 4)) / 4);
+    qset_f64(c, 7, 0, 0.25 * 0.125 * sqrt((double)k) * 30);
+    qset_i64(c, 8, 0, qoffset(&s, (ElemKind)lj_elem(c->d.w, 8)));
+}
+
+static bool qmatmuls(uint64_t *s, int *ran) {
+    /* (a dims, b dims): batched with broadcasting, 1-D on either side */
+    static const int64_t shapes[][2][4] = {
+        {{3, 5}, {5, 4}}, {{2, 3, 7}, {7, 6}}, {{2, 1, 3, 4}, {3, 4, 5}}, {{9}, {9, 3}}, {{2, 6}, {6}},
+    };
+    static const int ranks[][2] = {{2, 2}, {3, 2}, {4, 3}, {1, 2}, {2, 1}};
+    static const int64_t ydims[][4] = {{3, 4}, {2, 3, 6}, {2, 3, 3, 5}, {3}, {2}};
+    static const int yrank[] = {2, 3, 4, 1, 1};
+    for (int sh = 0; sh < 5; sh++)
+        for (int v = 0; v < 8; v++) {
+            ElemKind ea = qkinds[v % 2], eb = qkinds[v / 2 % 2], ey = qkinds[v / 4 % 2];
+            bool qlinear = v % 3 != 0;
+            int ra = ranks[sh][0], rb = ranks[sh][1];
+            int64_t one[1] = {1}, rows[1] = {ra == 1 ? 1 : shapes[sh][0][ra - 2]};
+            int64_t cols[1] = {rb == 1 ? 1 : shapes[sh][1][rb - 1]};
+            bool per_row = v % 2 && ra == 2 && !qlinear, per_col = v / 2 % 2 && rb == 2;
+            AnyCase c = {.plain = true};
+            desc_begin(&c.d, qlinear ? NK_QLINEAR_MATMUL : NK_MATMUL_INTEGER, 1);
+            desc_operand_elem(&c.d, qlinear ? ey : ELEM_I32, yrank[sh], ydims[sh]);
+            desc_operand_elem(&c.d, ea, ra, shapes[sh][0]);
+            if (qlinear) {
+                desc_operand_elem(&c.d, ELEM_F32, 0, one);
+                desc_operand_elem(&c.d, ea, 0, one);
+                desc_operand_elem(&c.d, eb, rb, shapes[sh][1]);
+                desc_operand_elem(&c.d, ELEM_F32, per_col ? 1 : 0, per_col ? cols : one);
+                desc_operand_elem(&c.d, eb, per_col ? 1 : 0, per_col ? cols : one);
+                desc_operand_elem(&c.d, ELEM_F32, 0, one);
+                desc_operand_elem(&c.d, ey, 0, one);
+            } else {
+                desc_operand_elem(&c.d, eb, rb, shapes[sh][1]);
+                desc_operand_elem(&c.d, ea, per_row ? 1 : 0, per_row ? rows : one);
+                desc_operand_elem(&c.d, eb, per_col ? 1 : 0, per_col ? cols : one);
+            }
+            KernelFn fn = qlinear ? libjit_qlinear_matmul_any : libjit_matmul_integer_any;
+            WorkFn wk = qlinear ? libjit_qlinear_matmul_any_work : libjit_matmul_integer_any_work;
+            char what[96];
+            snprintf(what, sizeof what, "%s shape %d, %s x %s%s", qlinear ? "qlinear_matmul" : "matmul_integer",
+                     sh, elem_name(ea), elem_name(eb), per_col ? ", per column" : "");
+            if (!qrun(&c, what, qlinear ? qlinear_matmul_fix : matmul_integer_fix, &fn, &wk, 1, ran,
+                      *s + (uint64_t)(sh * 8 + v)))
+                return false;
+        }
+    return true;
+}
+
+int any_qint_cases(uint64_t seed) {
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = qelementwise(&s, &ran) && qpools(&s, &ran) && qconvs(&s, &ran) && qmatmuls(&s, &ran);
+    return ok ? ran : -1;
+}

@@ -15,5 +15,7 @@ int any_reduce_cases(uint64_t seed);
 int any_data_cases(uint64_t seed);
 int any_norm_cases(uint64_t seed);
 int any_quant_cases(uint64_t seed);
+/* The integer kernels of quantized graphs, every shape class. */
+int any_qint_cases(uint64_t seed);
 
 #endif

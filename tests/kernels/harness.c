@@ -22,8 +22,20 @@ void desc_operand_elem(Desc *d, ElemKind e, int rank, const int64_t *dims) {
     w[1] = rank;
     for (int i = 0; i < DESC_MAX_RANK; i++)
         w[2 + i] = i < rank ? dims[i] : 1;
+    for (int i = 0; i < 4; i++)
+        w[DESC_OP_QUANT + i] = 0; /* not quantized (desc_operand_quant sets it) */
     d->w[DESC_NOPS]++;
     d->nwords += DESC_OP_WORDS;
+}
+
+void desc_operand_type(Desc *d, const Type *t) {
+    int64_t *w = d->w + d->nwords;
+    desc_operand_elem(d, t->elem, t->rank, t->dims);
+    w[DESC_OP_QUANT] = t->quant;
+    double scale = t->scale;
+    memcpy(&w[DESC_OP_QUANT + 1], &scale, sizeof scale);
+    w[DESC_OP_QUANT + 2] = t->offset;
+    w[DESC_OP_QUANT + 3] = t->qaxis;
 }
 
 void desc_operand(Desc *d, int rank, const int64_t *dims) {
@@ -79,7 +91,7 @@ void desc_from_instr(Desc *d, const LirInstr *i) {
         nres++;
     desc_begin(d, NODE_OF_IK(i->kind), nres);
     for (int k = 0; k < i->nops; k++)
-        desc_operand_elem(d, i->ops[k]->type.elem, i->ops[k]->type.rank, i->ops[k]->type.dims);
+        desc_operand_type(d, &i->ops[k]->type);
     for (int k = 0; k < i->nattrs; k++) {
         const Attr *a = &i->attrs[k];
         switch (attr_key_type(a->key)) {

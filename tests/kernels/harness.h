@@ -13,7 +13,7 @@
 #include "backends/cpu/libjit/desc.h"
 #include "core/graph.h"
 
-enum { DESC_WORDS = 4096, CASE_OPS = 8 };
+enum { DESC_WORDS = 4096, CASE_OPS = 12 }; /* qlinear_conv: 10 operands */
 
 typedef struct Desc {
     int64_t w[DESC_WORDS];
@@ -24,6 +24,8 @@ typedef struct Desc {
 void desc_begin(Desc *d, NodeKind kind, int nres);
 void desc_operand(Desc *d, int rank, const int64_t *dims); /* f32 */
 void desc_operand_elem(Desc *d, ElemKind e, int rank, const int64_t *dims);
+/* With t's quantization (scale, offset). */
+void desc_operand_type(Desc *d, const Type *t);
 void desc_int(Desc *d, AttrKey k, int64_t v);
 void desc_ints(Desc *d, AttrKey k, int n, const int64_t *v);
 void desc_float(Desc *d, AttrKey k, float v);

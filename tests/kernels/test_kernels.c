@@ -1078,6 +1078,7 @@ ANY_TEST(reduce)
 ANY_TEST(data)
 ANY_TEST(norm)
 ANY_TEST(quant)
+ANY_TEST(qint)
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -1104,6 +1105,7 @@ int main(void) {
         cmocka_unit_test(test_any_data),
         cmocka_unit_test(test_any_norm),
         cmocka_unit_test(test_any_quant),
+        cmocka_unit_test(test_any_qint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,8 @@ tests/models); agreement is the share of images whose int8 top-1 class is the
 float top-1 class.
 
 Fails unless, for the default quantization (asymmetric, minmax, per-channel
-weights), agreement >= 99.5% and accuracy is within 0.5 point of float's;
+weights), agreement >= 99.5% and accuracy is within 0.5 point of float's, and
+unless native code (--backend=cpu) gives the interpreter's int8 logits exactly;
 prints the same figures for every schema and calibration.
 usage: digits_accuracy.py GLOWC WORKDIR"""
 import os
@@ -75,5 +76,14 @@ for schema in ["asymmetric", "symmetric", "symmetric-uint8", "symmetric-pow2"]:
                                                         100 * (acc - float_acc),
                                                         "  FAIL" if bad else
                                                         ("  (checked)" if default else "")))
+# Native int8 (libjit's integer kernels) must equal the interpreter, the
+# reference, exactly: the same integer sums and the same roundings.
+native = logits(model, os.path.join(WORK, "native"), "--quantize=" + profile, "--backend=cpu")
+interp = np.load(os.path.join(WORK, "asymmetric-minmax", "logits.npy"))
+same = native.tobytes() == interp.tobytes()
+failed |= not same
+print("native int8 (--backend=cpu) against the interpreter: %s" %
+      ("identical" if same else "DIFFERENT (%d of %d logits)  FAIL" %
+       ((native != interp).sum(), native.size)))
 print("%.1f s" % (time.time() - t0))
 sys.exit(1 if failed else 0)

@@ -17,7 +17,10 @@
  *   desc[DESC_NOPS]       number of outputs + inputs
  *   desc[DESC_NATTRS]     number of attribute records
  *   operand k at DESC_OPS + k * DESC_OP_WORDS:
- *       [0] element kind, [1] rank, [2 .. 2 + MAX_RANK) dims (unused: 1)
+ *       [0] element kind, [1] rank, [2 .. 2 + MAX_RANK) dims (unused: 1),
+ *       then its quantization (DESC_OP_QUANT + 0 ..): mode (QuantMode), scale
+ *       as the bits of a double, offset, channel axis -- so integer kernels
+ *       of quantized types (rescale, qadd, ...) read their scales here
  *   attribute j at DESC_OPS + nops * DESC_OP_WORDS + j * DESC_ATTR_WORDS:
  *       [0] attribute key (AttrKey), [1] count (1 for scalars), [2 ..] values:
  *       integers as they are, floats as the bits of a double, element kinds
@@ -40,7 +43,8 @@ enum {
     DESC_NATTRS = 3,
     DESC_OPS = 4,
     DESC_MAX_RANK = 8,
-    DESC_OP_WORDS = 2 + DESC_MAX_RANK,
+    DESC_OP_QUANT = 2 + DESC_MAX_RANK,
+    DESC_OP_WORDS = DESC_OP_QUANT + 4,
     DESC_ATTR_VALUES = 16,
     DESC_ATTR_WORDS = 2 + DESC_ATTR_VALUES,
 };

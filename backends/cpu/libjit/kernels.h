@@ -154,4 +154,23 @@ LJ_ANY_LOGIC(LJ_DECLARE_ANY3)
 LJ_ANY_REDUCE(LJ_DECLARE_ANY2)
 LJ_ANY_OTHER(LJ_DECLARE_ANY1)
 
+/* k_qint.c: integer kernels of quantized graphs and ONNX's integer
+ * products, for every kind; k_qconv.c: the fast qlinear_conv, by result
+ * kind, and its VNNI form (x86-64 only; code generation calls it only on
+ * CPUs with AVX-512 VNNI). */
+#define LJ_ANY_QINT(X)                                                                        \
+    X(rescale) X(qadd) X(qmul) X(qavg_pool) X(qglobal_avg_pool) X(conv_integer)                \
+    X(qlinear_conv) X(matmul_integer) X(qlinear_matmul)
+LJ_ANY_QINT(LJ_DECLARE_ANY1)
+#define LJ_QINT_BY_KIND(X) X(max_pool_i8) X(max_pool_u8) X(max_pool_i32)
+#define LJ_DECLARE_KW(name) LJ_DECLARE_KERNEL(name) LJ_DECLARE_WORK(name)
+LJ_QINT_BY_KIND(LJ_DECLARE_KW)
+#define LJ_DECLARE_KWS(name) LJ_DECLARE_KERNEL(name) LJ_DECLARE_WORK(name) LJ_DECLARE_SCRATCH(name)
+LJ_DECLARE_KWS(qlinear_conv_i8)
+LJ_DECLARE_KWS(qlinear_conv_u8)
+#if defined(__x86_64__)
+LJ_DECLARE_KWS(qlinear_conv_vnni_i8)
+LJ_DECLARE_KWS(qlinear_conv_vnni_u8)
+#endif
+
 #endif

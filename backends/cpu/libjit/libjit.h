@@ -47,6 +47,19 @@ LJ_INLINE int64_t lj_dim(const int64_t *d, int k, int i) {
     return lj_op(d, k)[2 + i];
 }
 
+/* A per-tensor quantized operand's scale and offset (real = scale * (q -
+ * offset)); 1 and 0 for others. */
+LJ_INLINE double lj_qscale(const int64_t *d, int k) {
+    int64_t bits = lj_op(d, k)[DESC_OP_QUANT + 1];
+    double x;
+    __builtin_memcpy(&x, &bits, sizeof x);
+    return lj_op(d, k)[DESC_OP_QUANT] ? x : 1.0;
+}
+
+LJ_INLINE int64_t lj_qoffset(const int64_t *d, int k) {
+    return lj_op(d, k)[DESC_OP_QUANT + 2];
+}
+
 LJ_INLINE int64_t lj_numel(const int64_t *d, int k) {
     int64_t n = 1;
     for (int i = 0; i < lj_rank(d, k); i++)

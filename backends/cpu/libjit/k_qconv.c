@@ -1,0 +1,460 @@
+/* The fast quantized convolution: qlinear_conv with u8 or i8 activations
+ * and i8 weights over 2-D images, results identical to the interpreter's.
+ *
+ * Regular and grouped convolutions are a GEMM per group: an im2col tile of
+ * TILE output positions is packed as [K/4][TILE][4] bytes (four consecutive
+ * k of one position in one 32-bit lane), and each weight row's four bytes
+ * are broadcast to every lane, so one vpdpbusd (u8 x s8 -> s32, four
+ * products per lane) adds four k of sixteen positions. The weights need no
+ * packing: a row of ONNX's [M][C/g][kh][kw] is already k-contiguous.
+ * vpdpbusd wants unsigned activations: i8 ones are shifted by 128 (x ^ 0x80)
+ * and the shift comes back out exactly with the weight sums:
+ *   sum (x - zx)(w - zw) = D - (sh + zx) Sw - zw (Sx - sh K) + K zx zw
+ * where D is the packed dot product, sh the shift, Sw a row's weight sum and
+ * Sx a position's sum of shifted activations (padding holds zx + sh, which
+ * is zero after the zero point). Sums fit in i32: the kernel is taken only
+ * when K * 255 * 255 does.
+ * libjit_qlinear_conv_vnni_<y> is the same with vpdpbusd; code generation
+ * calls it when the target has AVX-512 VNNI. Depthwise convolutions (one
+ * channel per group) run plane by plane on a zero-padded i32 copy. Anything
+ * else (3-D, u8 weights, wide sums) takes the plain kernel of k_qint.c. */
+#include "backends/cpu/libjit/k_qint.h"
+
+#pragma STDC FP_CONTRACT OFF
+/* 64-byte vectors cross only into always-inline helpers (vec.h says why). */
+#pragma clang diagnostic ignored "-Wpsabi"
+
+enum { TILE = 64, VLANES = 16, NVEC = TILE / VLANES, MR = 4 };
+
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+typedef struct QConvPlan {
+    LjQConv g;
+    bool fast, depthwise, any_zw;
+    int64_t k, k4, tiles, msplit, sh;
+} QConvPlan;
+
+LJ_INLINE QConvPlan plan_of(const int64_t *d, void *const *ops) {
+    QConvPlan s = {.g = lj_qconv_of(d, ops, true)};
+    const LjQConv *g = &s.g;
+    s.k = g->cg * g->ksize;
+    s.k4 = (s.k + 3) / 4;
+    bool kinds = (g->ex == ELEM_I8 || g->ex == ELEM_U8) && (g->ey == ELEM_I8 || g->ey == ELEM_U8) &&
+                 (lj_nops(d) != 10 || g->ebias == ELEM_I32) && g->ew == ELEM_I8;
+    s.depthwise = g->cg == 1 && g->mg == 1 && g->group > 1;
+    s.fast = kinds && g->win.ns == 2 && s.k * 255 * 255 < 2147483647LL;
+    s.sh = g->ex == ELEM_I8 ? 128 : 0;
+    s.tiles = (g->out_size + TILE - 1) / TILE;
+    /* Few tiles (7x7 images): split the channels too, for two threads. */
+    int64_t units = g->batch * g->group * s.tiles;
+    s.msplit = units < 4 && g->mg >= 2 * MR ? 2 : 1;
+    for (int64_t m = 0; m < g->cout && ops; m++)
+        s.any_zw |= (g->zw_per_m ? lj_ld_i64(g->ezw, g->zw, m) : g->zw0) != 0;
+    return s;
+}
+
+LJ_INLINE int64_t plan_units(const QConvPlan *s) {
+    if (s->depthwise)
+        return s->g.batch * s->g.cin;
+    return s->g.batch * s->g.group * s->tiles * s->msplit;
+}
+
+/* ---- packing ------------------------------------------------------------------------- */
+
+/* Positions [p0, p0 + TILE) of image nb, group gr: xp[k4][TILE][4], the
+ * shifted activations (padding: zx + sh; k beyond K: 0), and their sums. */
+/* A 1x1 convolution of stride 1 and no padding over a whole tile: the
+ * tile is TILE consecutive bytes of each channel, interleaved by four. */
+LJ_INLINE void pack_pointwise(const QConvPlan *s, const uint8_t *x, uint8_t *xp, int32_t *sx) {
+    const LjQConv *g = &s->g;
+    uint8_t shift = (uint8_t)s->sh;
+    for (int64_t q = 0; q < s->k4; q++) {
+        const uint8_t *r[4];
+        for (int j = 0; j < 4; j++)
+            r[j] = q * 4 + j < s->k ? x + (q * 4 + j) * g->in_size : 0;
+        uint32_t *lane = (uint32_t *)(xp + q * TILE * 4);
+        if (q * 4 + 4 <= s->k) {
+            for (int64_t t = 0; t < TILE; t++) {
+                uint32_t b0 = (uint8_t)(r[0][t] ^ shift), b1 = (uint8_t)(r[1][t] ^ shift);
+                uint32_t b2 = (uint8_t)(r[2][t] ^ shift), b3 = (uint8_t)(r[3][t] ^ shift);
+                uint32_t v = b0 | b1 << 8 | b2 << 16 | b3 << 24;
+                __builtin_memcpy(&lane[t], &v, 4);
+                sx[t] += (int32_t)(b0 + b1 + b2 + b3);
+            }
+            continue;
+        }
+        for (int64_t t = 0; t < TILE; t++) {
+            uint32_t v = 0;
+            for (int j = 0; j < 4; j++) {
+                uint32_t b = r[j] ? (uint8_t)(r[j][t] ^ shift) : 0;
+                v |= b << (8 * j);
+                sx[t] += (int32_t)b;
+            }
+            __builtin_memcpy(&lane[t], &v, 4);
+        }
+    }
+}
+
+/* One k's bytes for positions [p0, p0 + np) of a tile (zero beyond):
+ * along each output row the input is one row of the plane, read at the
+ * stride, with padding (zx + sh) left and right of it. */
+typedef struct Segs {
+    int n;
+    int64_t t[TILE + 1], y[TILE + 1], x[TILE + 1], run[TILE + 1];
+} Segs;
+
+/* The tile's runs along output rows: where each starts in the tile, its
+ * window corner in the input, its length. */
+LJ_INLINE void tile_segs(const LjQConv *g, int64_t p0, int64_t np, Segs *sg) {
+    int64_t ow = g->odims[1], oh = p0 / ow, oc = p0 % ow;
+    sg->n = 0;
+    for (int64_t t = 0; t < np; sg->n++) {
+        int64_t run = ow - oc < np - t ? ow - oc : np - t;
+        sg->t[sg->n] = t;
+        sg->y[sg->n] = oh * g->win.stride[0] - g->win.pad_begin[0];
+        sg->x[sg->n] = oc * g->win.stride[1] - g->win.pad_begin[1];
+        sg->run[sg->n] = run;
+        t += run;
+        oh++;
+        oc = 0;
+    }
+}
+
+LJ_INLINE void fill_row(const QConvPlan *s, const Segs *sg, const uint8_t *plane, int64_t np,
+                        int64_t di, int64_t dj, uint8_t *row) {
+    const LjQConv *g = &s->g;
+    int64_t ih = g->idims[0], iw = g->idims[1], sw = g->win.stride[1];
+    uint8_t shift = (uint8_t)s->sh, pad = (uint8_t)(g->zx + s->sh);
+    for (int si = 0; si < sg->n; si++) {
+        int64_t run = sg->run[si], y = sg->y[si] + di, x0 = sg->x[si] + dj;
+        uint8_t *out = row + sg->t[si];
+        if (y < 0 || y >= ih) {
+            __builtin_memset(out, pad, (size_t)run);
+            continue;
+        }
+        const uint8_t *in = plane + y * iw;
+        /* u in [lo, hi) reads inside the row: 0 <= x0 + u * sw < iw */
+        int64_t lo = x0 >= 0 ? 0 : (-x0 + sw - 1) / sw;
+        int64_t hi = x0 >= iw ? 0 : (iw - x0 + sw - 1) / sw;
+        lo = lo < run ? lo : run;
+        hi = hi < run ? hi : run;
+        hi = hi > lo ? hi : lo;
+        for (int64_t u = 0; u < lo; u++)
+            out[u] = pad;
+        if (sw == 1)
+            for (int64_t u = lo; u < hi; u++)
+                out[u] = (uint8_t)(in[x0 + u] ^ shift);
+        else
+            for (int64_t u = lo; u < hi; u++)
+                out[u] = (uint8_t)(in[x0 + u * sw] ^ shift);
+        for (int64_t u = hi; u < run; u++)
+            out[u] = pad;
+    }
+    for (int64_t t = np; t < TILE; t++)
+        row[t] = 0;
+}
+
+LJ_INLINE void pack_tile(const QConvPlan *s, int64_t nb, int64_t gr, int64_t p0, uint8_t *xp,
+                         int32_t *sx) {
+    const LjQConv *g = &s->g;
+    const uint8_t *x = g->x;
+    int64_t kw = g->win.kernel[1], np = g->out_size - p0 < TILE ? g->out_size - p0 : TILE;
+    for (int64_t t = 0; t < TILE; t++)
+        sx[t] = 0;
+    if (g->ksize == 1 && g->win.stride[0] == 1 && g->win.stride[1] == 1 && !g->win.pad_begin[0] &&
+        !g->win.pad_begin[1] && np == TILE) {
+        pack_pointwise(s, x + (nb * g->cin + gr * g->cg) * g->in_size + p0, xp, sx);
+        return;
+    }
+    /* Four k at a time: each k's TILE bytes as runs along output rows,
+     * then the four rows interleaved into one 32-bit lane per position. */
+    uint8_t rows[4][TILE];
+    Segs sg;
+    tile_segs(g, p0, np, &sg);
+    int64_t c = gr * g->cg, i = 0, j = 0; /* k's coordinates, stepped without division */
+    for (int64_t q = 0; q < s->k4; q++) {
+        for (int r = 0; r < 4; r++) {
+            if (q * 4 + r >= s->k) {
+                __builtin_memset(rows[r], 0, TILE);
+                continue;
+            }
+            fill_row(s, &sg, x + (nb * g->cin + c) * g->in_size, np, i * g->win.dilation[0],
+                     j * g->win.dilation[1], rows[r]);
+            if (++j == kw) {
+                j = 0;
+                if (++i == g->win.kernel[0]) {
+                    i = 0;
+                    c++;
+                }
+            }
+        }
+        uint32_t *lane = (uint32_t *)(xp + q * TILE * 4);
+        for (int64_t t = 0; t < TILE; t++) {
+            uint32_t b0 = rows[0][t], b1 = rows[1][t], b2 = rows[2][t], b3 = rows[3][t];
+            uint32_t v = b0 | b1 << 8 | b2 << 16 | b3 << 24;
+            __builtin_memcpy(&lane[t], &v, 4);
+            sx[t] += (int32_t)(b0 + b1 + b2 + b3);
+        }
+    }
+}
+
+/* Four bytes of weight row m from k4 (zero beyond K) as one lane. */
+LJ_INLINE int32_t wgroup(const int8_t *w, int64_t k, int64_t k4) {
+    if (k4 * 4 + 4 <= k) {
+        int32_t v;
+        __builtin_memcpy(&v, w + k4 * 4, 4);
+        return v;
+    }
+    uint32_t v = 0;
+    for (int64_t j = 0; j < 4 && k4 * 4 + j < k; j++)
+        v |= (uint32_t)(uint8_t)w[k4 * 4 + j] << (8 * j);
+    return (int32_t)v;
+}
+
+/* ---- the dot products -------------------------------------------------------------- */
+
+/* acc[r][v] = sum over k4 of row r's four bytes x the tile's, vector v:
+ * sixteen accumulators named, not an array, so they stay in registers
+ * (the bitcode is built without loop unrolling). */
+#define ACC_ROW(r) a##r##0 = (v16i){0}, a##r##1 = (v16i){0}, a##r##2 = (v16i){0}, a##r##3 = (v16i){0}
+#define STEP_ROW(STEP, r, wv)                                                                      \
+    do {                                                                                           \
+        v16i ws_ = (v16i){0} + (wv);                                                               \
+        a##r##0 = STEP(a##r##0, x0, ws_);                                                          \
+        a##r##1 = STEP(a##r##1, x1, ws_);                                                          \
+        a##r##2 = STEP(a##r##2, x2, ws_);                                                          \
+        a##r##3 = STEP(a##r##3, x3, ws_);                                                          \
+    } while (0)
+#define STEP_K4(STEP, q, W0, W1, W2, W3)                                                           \
+    do {                                                                                           \
+        const uint8_t *xq_ = xp + (q) * TILE * 4;                                                  \
+        v16i x0, x1, x2, x3;                                                                       \
+        __builtin_memcpy(&x0, xq_, 64);                                                            \
+        __builtin_memcpy(&x1, xq_ + 64, 64);                                                       \
+        __builtin_memcpy(&x2, xq_ + 128, 64);                                                      \
+        __builtin_memcpy(&x3, xq_ + 192, 64);                                                      \
+        STEP_ROW(STEP, 0, W0);                                                                     \
+        STEP_ROW(STEP, 1, W1);                                                                     \
+        STEP_ROW(STEP, 2, W2);                                                                     \
+        STEP_ROW(STEP, 3, W3);                                                                     \
+    } while (0)
+#define SAVE_ROW(r)                                                                                \
+    acc[r][0] = a##r##0, acc[r][1] = a##r##1, acc[r][2] = a##r##2, acc[r][3] = a##r##3
+#define DOT_BODY(STEP)                                                                             \
+    v16i ACC_ROW(0), ACC_ROW(1), ACC_ROW(2), ACC_ROW(3);                                           \
+    int64_t full = k / 4;                                                                          \
+    for (int64_t q = 0; q < full; q++)                                                             \
+        STEP_K4(STEP, q, ld32(w[0] + 4 * q), ld32(w[1] + 4 * q), ld32(w[2] + 4 * q),               \
+                ld32(w[3] + 4 * q));                                                               \
+    if (full < k4)                                                                                 \
+        STEP_K4(STEP, full, wgroup(w[0], k, full), wgroup(w[1], k, full), wgroup(w[2], k, full),   \
+                wgroup(w[3], k, full));                                                            \
+    SAVE_ROW(0);                                                                                   \
+    SAVE_ROW(1);                                                                                   \
+    SAVE_ROW(2);                                                                                   \
+    SAVE_ROW(3);
+
+LJ_INLINE int32_t ld32(const int8_t *p) {
+    int32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return v;
+}
+
+/* Four u8 x s8 products per lane, in plain vector code. */
+LJ_INLINE v16i dot4_plain(v16i acc, v16i x, v16i w) {
+    for (int j = 0; j < 4; j++) {
+        v16i xj = (x >> (8 * j)) & 0xff;
+        v16i wj = (w << (24 - 8 * j)) >> 24; /* sign-extended byte j */
+        acc += xj * wj;
+    }
+    return acc;
+}
+
+LJ_INLINE void dot_plain(const uint8_t *xp, const int8_t *const *w, int64_t k, int64_t k4,
+                         v16i acc[MR][NVEC]) {
+    DOT_BODY(dot4_plain)
+}
+
+#if defined(__x86_64__)
+/* Not always-inline: clang would refuse to inline a VNNI function into the
+ * shared code; LLVM inlines it once code generation has given every
+ * function the target's features (and drops it, unused, on other CPUs). */
+#define DOT4_VNNI(a, x, w) __builtin_ia32_vpdpbusd512(a, x, w)
+static __attribute__((target("avx512f,avx512bw,avx512vnni,evex512"), min_vector_width(512))) void
+dot_vnni(const uint8_t *xp, const int8_t *const *w, int64_t k,
+                                    int64_t k4, v16i acc[MR][NVEC]) {
+    DOT_BODY(DOT4_VNNI)
+}
+#endif
+
+/* ---- one unit: a tile of positions, all (or half) the group's channels ------------ */
+
+/* Results yo .. yo + n of channel m from sums acc[t] + base - zsx *
+ * sx[t] (sx read only when zsx is not 0): lj_qconv_store for i8 and u8, in
+ * loops that vectorise. */
+LJ_INLINE void requant(const LjQConv *g, int64_t m, const int32_t *acc, int64_t zsx,
+                       const int32_t *sx, int64_t base, int64_t yo, int64_t n) {
+    double mult = (double)lj_qconv_mult(g, m), yz = (double)g->yz;
+    if (g->ey == ELEM_I8) {
+        int8_t *out = (int8_t *)g->y + yo;
+        for (int64_t t = 0; t < n; t++) {
+            int64_t a = (int64_t)acc[t] + base - (zsx ? zsx * sx[t] : 0);
+            double q = nearbyint((double)a * mult) + yz;
+            out[t] = (int8_t)(q != q ? -128.0 : q < -128.0 ? -128.0 : q > 127.0 ? 127.0 : q);
+        }
+        return;
+    }
+    uint8_t *out = (uint8_t *)g->y + yo;
+    for (int64_t t = 0; t < n; t++) {
+        int64_t a = (int64_t)acc[t] + base - (zsx ? zsx * sx[t] : 0);
+        double q = nearbyint((double)a * mult) + yz;
+        out[t] = (uint8_t)(q != q ? 0.0 : q < 0.0 ? 0.0 : q > 255.0 ? 255.0 : q);
+    }
+}
+
+/* Row m's np results from its dot products: the shift and zero points
+ * taken back out, the bias added, requantized. */
+LJ_INLINE void store_row(const QConvPlan *s, int64_t nb, int64_t m, int64_t p0, int64_t np,
+                         const v16i *dots, const int32_t *sx, int64_t sw) {
+    const LjQConv *g = &s->g;
+    int64_t zw = g->zw_per_m ? lj_ld_i64(g->ezw, g->zw, m) : g->zw0;
+    int64_t base = -(s->sh + g->zx) * sw + s->k * g->zx * zw + s->sh * s->k * zw;
+    base += g->bias ? lj_ld_i64(g->ebias, g->bias, m) : 0;
+    requant(g, m, (const int32_t *)dots, s->any_zw ? zw : 0, sx, base,
+            (nb * g->cout + m) * g->out_size + p0, np);
+}
+
+LJ_INLINE void gemm_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *xp, int32_t *sx) {
+    const LjQConv *g = &s->g;
+    int64_t half = u % s->msplit, tile = u / s->msplit % s->tiles;
+    int64_t gr = u / (s->msplit * s->tiles) % g->group, nb = u / (s->msplit * s->tiles * g->group);
+    int64_t p0 = tile * TILE, np = g->out_size - p0 < TILE ? g->out_size - p0 : TILE;
+    int64_t mlo = half * (g->mg / s->msplit), mhi = half + 1 == s->msplit ? g->mg : mlo + g->mg / s->msplit;
+    pack_tile(s, nb, gr, p0, xp, sx);
+    const int8_t *wbase = g->w;
+    for (int64_t m0 = mlo; m0 < mhi; m0 += MR) {
+        const int8_t *w[MR];
+        int64_t sw[MR];
+        for (int r = 0; r < MR; r++) {
+            int64_t m = gr * g->mg + (m0 + r < mhi ? m0 + r : m0);
+            w[r] = wbase + m * s->k;
+            sw[r] = 0;
+            for (int64_t j = 0; j < s->k; j++)
+                sw[r] += w[r][j];
+        }
+        v16i acc[MR][NVEC];
+#if defined(__x86_64__)
+        if (vnni)
+            dot_vnni(xp, w, s->k, s->k4, acc);
+        else
+#endif
+            dot_plain(xp, w, s->k, s->k4, acc);
+        for (int r = 0; r < MR && m0 + r < mhi; r++)
+            store_row(s, nb, gr * g->mg + m0 + r, p0, np, acc[r], sx, sw[r]);
+    }
+}
+
+/* ---- depthwise ------------------------------------------------------------------------ */
+
+LJ_INLINE int64_t dw_padded(const LjQConv *g, int a) {
+    return g->idims[a] + g->win.pad_begin[a] + g->win.pad_end[a] +
+           g->win.dilation[a] * (g->win.kernel[a] - 1) + g->win.stride[a];
+}
+
+LJ_INLINE size_t dw_bytes(const LjQConv *g) {
+    return (size_t)(dw_padded(g, 0) * dw_padded(g, 1) + g->out_size) * 4;
+}
+
+/* Plane u (image x channel): (x - zx) zero-padded in i32, then each tap
+ * adds its shifted plane times (w - zw) to the sums. */
+LJ_INLINE void dw_unit(const QConvPlan *s, int64_t u, int32_t *buf) {
+    const LjQConv *g = &s->g;
+    int64_t c = u % g->cin, hp = dw_padded(g, 0), wp = dw_padded(g, 1);
+    int64_t oh = g->odims[0], ow = g->odims[1], sh = g->win.stride[0], sw = g->win.stride[1];
+    int32_t *xp = buf, *acc = buf + hp * wp;
+    for (int64_t i = 0; i < hp * wp; i++)
+        xp[i] = 0;
+    int64_t base = u * g->in_size;
+    for (int64_t y = 0; y < g->idims[0]; y++)
+        for (int64_t x = 0; x < g->idims[1]; x++)
+            xp[(y + g->win.pad_begin[0]) * wp + x + g->win.pad_begin[1]] =
+                (int32_t)(lj_ld_i64(g->ex, g->x, base + y * g->idims[1] + x) - g->zx);
+    for (int64_t i = 0; i < g->out_size; i++)
+        acc[i] = 0;
+    int64_t zw = g->zw_per_m ? lj_ld_i64(g->ezw, g->zw, c) : g->zw0;
+    for (int64_t i = 0; i < g->win.kernel[0]; i++)
+        for (int64_t j = 0; j < g->win.kernel[1]; j++) {
+            int32_t wv = (int32_t)(lj_ld_i64(g->ew, g->w, c * g->ksize + i * g->win.kernel[1] + j) - zw);
+            const int32_t *src = xp + i * g->win.dilation[0] * wp + j * g->win.dilation[1];
+            for (int64_t y = 0; y < oh; y++) {
+                const int32_t *row = src + y * sh * wp;
+                int32_t *out = acc + y * ow;
+                if (sw == 1)
+                    for (int64_t x = 0; x < ow; x++)
+                        out[x] += row[x] * wv;
+                else
+                    for (int64_t x = 0; x < ow; x++)
+                        out[x] += row[x * sw] * wv;
+            }
+        }
+    int64_t bias = g->bias ? lj_ld_i64(g->ebias, g->bias, c) : 0;
+    requant(g, c, acc, 0, acc, bias, u * g->out_size, g->out_size);
+}
+
+/* ---- entry points ---------------------------------------------------------------------- */
+
+LJ_INLINE int64_t qconv_scratch(const int64_t *d, int slot) {
+    QConvPlan s = plan_of(d, NULL);
+    if (!s.fast || slot != LJ_SCRATCH_PACK)
+        return 0;
+    if (s.depthwise)
+        return (int64_t)dw_bytes(&s.g);
+    return s.k4 * TILE * 4 + TILE * 4;
+}
+
+LJ_INLINE void qconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, LjScratch *sc,
+                     bool vnni) {
+    QConvPlan s = plan_of(d, ops);
+    if (!s.fast) { /* the plain kernel, with its units: (image, channel) */
+        libjit_qlinear_conv_any(d, ops, lo, hi, sc);
+        return;
+    }
+    void *buf = lj_scratch_get(sc, LJ_SCRATCH_PACK, (size_t)qconv_scratch(d, LJ_SCRATCH_PACK));
+    if (!buf) { /* out of memory: the plain kernel needs none */
+        libjit_qlinear_conv_any(d, ops, lo * s.g.batch * s.g.cout / plan_units(&s),
+                                hi * s.g.batch * s.g.cout / plan_units(&s), sc);
+        return;
+    }
+    for (int64_t u = lo; u < hi; u++) {
+        if (s.depthwise)
+            dw_unit(&s, u, buf);
+        else
+            gemm_unit(&s, u, vnni, buf, (int32_t *)((uint8_t *)buf + s.k4 * TILE * 4));
+    }
+    lj_scratch_put(sc, buf);
+}
+
+LJ_INLINE int64_t qconv_work(const int64_t *d) {
+    QConvPlan s = plan_of(d, NULL);
+    if (!s.fast)
+        return s.g.batch * s.g.cout;
+    return plan_units(&s) > 0 ? plan_units(&s) : 1;
+}
+
+#define QCONV_ENTRIES(E, SUFFIX, VNNI)                                                            \
+    LIBJIT_WORK libjit_qlinear_conv##SUFFIX##_##E##_work(const int64_t *d) {                      \
+        return qconv_work(d);                                                                     \
+    }                                                                                             \
+    LIBJIT_SCRATCH libjit_qlinear_conv##SUFFIX##_##E##_scratch(const int64_t *d, int slot) {      \
+        return qconv_scratch(d, slot);                                                            \
+    }                                                                                             \
+    LIBJIT_KERNEL libjit_qlinear_conv##SUFFIX##_##E(const int64_t *d, void *const *ops,           \
+                                                   int64_t lo, int64_t hi, LjScratch *sc) {       \
+        qconv(d, ops, lo, hi, sc, VNNI);                                                          \
+    }
+QCONV_ENTRIES(i8, , false)
+QCONV_ENTRIES(u8, , false)
+#if defined(__x86_64__)
+QCONV_ENTRIES(i8, _vnni, true)
+QCONV_ENTRIES(u8, _vnni, true)
+#endif
