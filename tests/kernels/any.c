@@ -797,3 +797,81 @@ int any_quant_cases(uint64_t seed) {
         }
     return ok ? ran : -1;
 }
+
+/* top_k along a random axis, k from 0 to the whole axis, largest or
+ * smallest (ties and NaN included: the order must be the interpreter's
+ * exactly), and resize in every mode, coordinate mode and nearest rounding,
+ * with antialias, exclude_outside, given or derived scales and a crop
+ * region. Resize sums the same products in the same order as the
+ * interpreter, so it is held to the same exactness. */
+int any_select_cases(uint64_t seed) {
+    static const int ctms[] = {CTM_HALF_PIXEL, CTM_HALF_PIXEL_SYMMETRIC, CTM_PYTORCH_HALF_PIXEL,
+                               CTM_ALIGN_CORNERS, CTM_ASYMMETRIC, CTM_TF_HALF_PIXEL_FOR_NN,
+                               CTM_TF_CROP_AND_RESIZE};
+    static const int modes[] = {MODE_NEAREST, MODE_LINEAR, MODE_CUBIC};
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (int e = 0; e < ELEM_COUNT && ok; e++) {
+        for (int i = 0; i < 6 && ok && takes(NK_TOP_K, (ElemKind)e); i++) {
+            int64_t x[8], y[8];
+            int rank = random_shape(&s, x, 3, i == 0 ? 200 : 9);
+            if (rank == 0)
+                x[rank++] = 7;
+            int64_t axis = rnd(&s, 0, rank - 1);
+            memcpy(y, x, sizeof x);
+            y[axis] = rnd(&s, 0, x[axis]);
+            AnyCase c = {.plain = i % 3 == 2};
+            desc_begin(&c.d, NK_TOP_K, 2);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, y);
+            desc_operand_elem(&c.d, ELEM_I64, rank, y);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            desc_int(&c.d, AK_axis, rnd(&s, 0, 1) ? axis : axis - rank);
+            desc_int(&c.d, AK_largest, i % 2);
+            desc_int(&c.d, AK_sorted, 1);
+            any_alloc(&c, s + (uint64_t)i);
+            char what[64];
+            snprintf(what, sizeof what, "top_k on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_top_k_any, libjit_top_k_any_work, &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 14 && ok; i++) {
+            int64_t x[8], y[8];
+            int rank = (int)rnd(&s, 1, 4);
+            float scales[8], roi[16];
+            for (int j = 0; j < rank; j++) {
+                x[j] = rnd(&s, 1, 6);
+                y[j] = rnd(&s, 0, 3) ? rnd(&s, 1, 11) : x[j];
+                scales[j] = rnd(&s, 0, 1) ? (float)y[j] / (float)x[j] : (float)rnd(&s, 3, 30) / 10;
+                roi[j] = (float)rnd(&s, -2, 5) / 10;
+                roi[rank + j] = (float)rnd(&s, 6, 12) / 10;
+            }
+            int mode = modes[i % 3], ctm = ctms[rnd(&s, 0, 6)];
+            AnyCase c = {.plain = i % 2 == 0};
+            desc_begin(&c.d, NK_RESIZE, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, y);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            desc_int(&c.d, AK_mode, mode);
+            desc_int(&c.d, AK_coordinate_transformation_mode, ctm);
+            desc_int(&c.d, AK_nearest_mode, rnd(&s, NEAREST_ROUND_PREFER_FLOOR, NEAREST_CEIL));
+            if (rnd(&s, 0, 1))
+                desc_floats(&c.d, AK_scales, rank, scales);
+            if (ctm == CTM_TF_CROP_AND_RESIZE) {
+                desc_floats(&c.d, AK_roi, 2 * rank, roi);
+                desc_float(&c.d, AK_extrapolation_value, -3.5f);
+            }
+            if (mode == MODE_CUBIC && i % 4 == 0)
+                desc_float(&c.d, AK_cubic_coeff_a, -0.5f);
+            if (i % 5 == 1)
+                desc_int(&c.d, AK_exclude_outside, 1);
+            if (mode != MODE_NEAREST && i % 4 == 3)
+                desc_int(&c.d, AK_antialias, 1);
+            any_alloc(&c, s + (uint64_t)i);
+            char what[96];
+            snprintf(what, sizeof what, "resize mode %d ctm %d on %s", mode, ctm, elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_resize_any, libjit_resize_any_work, &ran);
+            any_free(&c);
+        }
+    }
+    return ok ? ran : -1;
+}

@@ -15,5 +15,6 @@ int any_reduce_cases(uint64_t seed);
 int any_data_cases(uint64_t seed);
 int any_norm_cases(uint64_t seed);
 int any_quant_cases(uint64_t seed);
+int any_select_cases(uint64_t seed);
 
 #endif

@@ -27,6 +27,7 @@ void desc_operand_elem(Desc *d, ElemKind e, int rank, const int64_t *dims);
 void desc_int(Desc *d, AttrKey k, int64_t v);
 void desc_ints(Desc *d, AttrKey k, int n, const int64_t *v);
 void desc_float(Desc *d, AttrKey k, float v);
+void desc_floats(Desc *d, AttrKey k, int n, const float *v);
 void desc_str(Desc *d, AttrKey k, const char *s);
 void desc_act(Desc *d, const char *name);
 int64_t desc_numel(const Desc *d, int op);
