@@ -13,7 +13,7 @@
 #include "backends/cpu/libjit/desc.h"
 #include "core/graph.h"
 
-enum { DESC_WORDS = 4096, CASE_OPS = 8 };
+enum { DESC_WORDS = 4096, CASE_OPS = 12 }; /* lstm: 3 results and 8 inputs */
 
 typedef struct Desc {
     int64_t w[DESC_WORDS];
