@@ -802,8 +802,9 @@ int any_quant_cases(uint64_t seed) {
  * smallest (ties and NaN included: the order must be the interpreter's
  * exactly), and resize in every mode, coordinate mode and nearest rounding,
  * with antialias, exclude_outside, given or derived scales and a crop
- * region. Resize sums the same products in the same order as the
- * interpreter, so it is held to the same exactness. */
+ * region, and grid_sample in every mode and padding. Both sum the same
+ * products in the same order as the interpreter, so they are held to the
+ * same exactness. */
 int any_select_cases(uint64_t seed) {
     static const int ctms[] = {CTM_HALF_PIXEL, CTM_HALF_PIXEL_SYMMETRIC, CTM_PYTORCH_HALF_PIXEL,
                                CTM_ALIGN_CORNERS, CTM_ASYMMETRIC, CTM_TF_HALF_PIXEL_FOR_NN,
@@ -870,6 +871,25 @@ int any_select_cases(uint64_t seed) {
             char what[96];
             snprintf(what, sizeof what, "resize mode %d ctm %d on %s", mode, ctm, elem_name((ElemKind)e));
             ok = any_run(&c, what, libjit_resize_any, libjit_resize_any_work, &ran);
+            any_free(&c);
+        }
+        static const int gmodes[] = {MODE_NEAREST, MODE_BILINEAR, MODE_BICUBIC};
+        static const int gpads[] = {PADDING_ZEROS, PADDING_BORDER, PADDING_REFLECTION};
+        for (int i = 0; i < 18 && ok && elem_is_float((ElemKind)e); i++) {
+            int64_t x[4] = {rnd(&s, 1, 2), rnd(&s, 1, 3), rnd(&s, 1, 6), rnd(&s, 1, 6)};
+            int64_t y[4] = {x[0], x[1], rnd(&s, 1, 5), rnd(&s, 1, 5)}, grid[4] = {x[0], y[2], y[3], 2};
+            AnyCase c = {.plain = true}; /* grid positions in [-4, 4]: all of each padding */
+            desc_begin(&c.d, NK_GRID_SAMPLE, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, 4, y);
+            desc_operand_elem(&c.d, (ElemKind)e, 4, x);
+            desc_operand_elem(&c.d, (ElemKind)e, 4, grid);
+            desc_int(&c.d, AK_mode, gmodes[i % 3]);
+            desc_int(&c.d, AK_padding_mode, gpads[(i / 3) % 3]);
+            desc_int(&c.d, AK_align_corners, i >= 9);
+            any_alloc(&c, s + (uint64_t)i);
+            char what[96];
+            snprintf(what, sizeof what, "grid_sample case %d on %s", i, elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_grid_sample_any, libjit_grid_sample_any_work, &ran);
             any_free(&c);
         }
     }

@@ -164,12 +164,15 @@ LJ_ANY_COMPARE(LJ_DECLARE_ANY3)
 LJ_ANY_LOGIC(LJ_DECLARE_ANY3)
 LJ_ANY_REDUCE(LJ_DECLARE_ANY2)
 LJ_ANY_OTHER(LJ_DECLARE_ANY1)
-/* k_topk.c, k_resize.c: with scratch */
+/* k_topk.c, k_resize.c (with scratch) */
 LJ_DECLARE_KERNEL(top_k_any)
 LJ_DECLARE_WORK(top_k_any)
 LJ_DECLARE_SCRATCH(top_k_any)
 LJ_DECLARE_KERNEL(resize_any)
 LJ_DECLARE_WORK(resize_any)
 LJ_DECLARE_SCRATCH(resize_any)
+/* k_sample.c */
+LJ_DECLARE_KERNEL(grid_sample_any)
+LJ_DECLARE_WORK(grid_sample_any)
 
 #endif
