@@ -1157,6 +1157,73 @@ static void test_recurrent(void **state) {
     assert_true(worst <= 1);
 }
 
+/* The f32 vector softmax, log_softmax and layer_norm (k_vnorm.c) against
+ * the interpreter's double. Inputs in [-1, 1), so x - max is in (-2, 0]:
+ * its f32 rounding moves e^(x - max) by at most 2 * 2^-24 relative, lj_exp
+ * adds 1 ulp, the f32 lane sums of n terms gamma_n (Higham 3.1), and the
+ * final scale 1 ulp: softmax within 4 + n ulp (ulp(r) >= 2^-24 |r|).
+ * log_softmax, (x - max) - log(sum), is absolute: each of its two
+ * roundings at most 2^-24 of its operands (|x - max| < 2, log(sum) <=
+ * log n), plus gamma_n for the sum inside the log. layer_norm: the mean
+ * and variance sums within gamma_n relative (of values below 1 and 4), so
+ * the normalised value (below sqrt(n) in magnitude) and its scaling and
+ * bias carry at most 4 gamma_n (sqrt(n) + 1) + 4 ulp. */
+static void test_norm_vector(void **state) {
+    uint64_t s = 23;
+    double worst = 0;
+    for (int i = 0; i < 90; i++) {
+        int kind = i % 3, rank = (int)rnd(&s, 1, 4);
+        int64_t x[4], st[4], one[1] = {1};
+        for (int j = 0; j < rank; j++)
+            x[j] = rnd(&s, 1, j == rank - 1 && i % 2 ? 70 : 6);
+        int64_t axis = rnd(&s, 0, rank - 1), len = x[axis], n = 1;
+        for (int j = (int)axis; j < rank; j++)
+            n *= x[j];
+        Case c = {0};
+        char what[64];
+        Tol tol;
+        KernelFn fn;
+        WorkFn work;
+        if (kind < 2) {
+            desc_begin(&c.d, kind ? NK_LOG_SOFTMAX : NK_SOFTMAX, 1);
+            desc_operand(&c.d, rank, x);
+            desc_operand(&c.d, rank, x);
+            desc_int(&c.d, AK_axis, i % 4 == 1 ? axis - rank : axis);
+            fn = kind ? libjit_log_softmax_f32 : libjit_softmax_f32;
+            work = kind ? libjit_log_softmax_f32_work : libjit_softmax_f32_work;
+            tol = kind ? (Tol){0, 2, ldexp(1, -24) * (2 + log((double)len)) * 2 + gamma_f32(len)}
+                       : (Tol){0, 4 + (double)len, 0};
+        } else {
+            int nres = (int)rnd(&s, 1, 3);
+            for (int j = 0; j < rank; j++)
+                st[j] = j < axis ? x[j] : 1;
+            desc_begin(&c.d, NK_LAYER_NORM, nres);
+            desc_operand(&c.d, rank, x);
+            for (int k = 1; k < nres; k++)
+                desc_operand(&c.d, rank, st);
+            desc_operand(&c.d, rank, x);
+            desc_operand(&c.d, i % 9 == 2 ? 1 : rank - (int)axis, i % 9 == 2 ? one : x + axis);
+            if (i % 2)
+                desc_operand(&c.d, rank - (int)axis, x + axis);
+            desc_int(&c.d, AK_axis, axis);
+            fn = libjit_layer_norm_f32;
+            work = libjit_layer_norm_f32_work;
+            tol = (Tol){0, 4, 4 * gamma_f32(n) * (sqrt((double)n) + 1)};
+        }
+        case_alloc(&c, (uint64_t)i + 500);
+        assert_true(case_reference(&c, false));
+        run_kernel(&c.d, fn, work, c.fast);
+        for (int k = 0; k < lj_nres(c.d.w); k++) {
+            snprintf(what, sizeof what, "%s case %d output %d", node_kind_name((NodeKind)c.d.w[DESC_KIND]), i, k);
+            double r = case_check(&c, k, tol, what);
+            worst = r > worst ? r : worst;
+        }
+        case_free(&c);
+    }
+    printf("softmax, log_softmax, layer_norm (f32 vectors): worst error %.3f of the bound\n", worst);
+    assert_true(worst <= 1);
+}
+
 /* ---- every element kind (any.c says why exact) ------------------------------------- */
 
 #define ANY_TEST(name)                                                                            \
@@ -1193,6 +1260,7 @@ int main(void) {
         cmocka_unit_test(test_cast),
         cmocka_unit_test(test_conv_transpose),
         cmocka_unit_test(test_recurrent),
+        cmocka_unit_test(test_norm_vector),
         cmocka_unit_test(test_any_unary),
         cmocka_unit_test(test_any_binary),
         cmocka_unit_test(test_any_misc),

@@ -171,6 +171,13 @@ LJ_DECLARE_SCRATCH(top_k_any)
 LJ_DECLARE_KERNEL(resize_any)
 LJ_DECLARE_WORK(resize_any)
 LJ_DECLARE_SCRATCH(resize_any)
+/* k_vnorm.c */
+LJ_DECLARE_KERNEL(softmax_f32)
+LJ_DECLARE_WORK(softmax_f32)
+LJ_DECLARE_KERNEL(log_softmax_f32)
+LJ_DECLARE_WORK(log_softmax_f32)
+LJ_DECLARE_KERNEL(layer_norm_f32)
+LJ_DECLARE_WORK(layer_norm_f32)
 /* k_sample.c */
 LJ_DECLARE_KERNEL(grid_sample_any)
 LJ_DECLARE_WORK(grid_sample_any)
