@@ -401,6 +401,11 @@ test-npm-models: $(BUILD)/glowc
 bench: $(BUILD)/glowc
 	$(PYTHON) tests/bench/bench.py $(BUILD)/glowc
 
+# One operator alone (ConvTranspose, LSTM, GRU, LayerNorm, Softmax, Resize):
+# glowc's kernel against ORT's, one thread; needs ORT as make bench does.
+bench-kernels: $(BUILD)/glowc
+	$(PYTHON) tests/bench/bench_kernels.py $(BUILD)/glowc
+
 # ---- fuzzing (libFuzzer; tests/fuzz) -----------------------------------------
 # One binary per input reader, built with its own sanitized library in
 # build/fuzz. `make fuzz FUZZ_SECONDS=N` runs each target for N seconds, one
