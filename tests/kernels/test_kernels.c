@@ -1143,7 +1143,11 @@ static void test_recurrent(void **state) {
         WorkFn work = kind == NK_RNN   ? libjit_rnn_f32_work
                       : kind == NK_GRU ? libjit_gru_f32_work
                                        : libjit_lstm_f32_work;
+        ScratchFn scratch = kind == NK_RNN   ? libjit_rnn_f32_scratch
+                            : kind == NK_GRU ? libjit_gru_f32_scratch
+                                             : libjit_lstm_f32_scratch;
         run_kernel(&c.d, fn, work, c.fast);
+        check_static_scratch(&c, fn, work, scratch, node_kind_name(kind));
         double e = 2 * gamma_f32(I + H + 2) * (double)(I + H + 2) + ldexp(1, -21);
         for (int k = 0; k < nres; k++) {
             char what[64];
