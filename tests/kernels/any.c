@@ -802,7 +802,7 @@ int any_quant_cases(uint64_t seed) {
  * smallest (ties and NaN included: the order must be the interpreter's
  * exactly), and resize in every mode, coordinate mode and nearest rounding,
  * with antialias, exclude_outside, given or derived scales and a crop
- * region, and grid_sample in every mode and padding. Both sum the same
+ * region, grid_sample in every mode and padding, lrn and det. All sum the same
  * products in the same order as the interpreter, so they are held to the
  * same exactness. */
 int any_select_cases(uint64_t seed) {
@@ -871,6 +871,39 @@ int any_select_cases(uint64_t seed) {
             char what[96];
             snprintf(what, sizeof what, "resize mode %d ctm %d on %s", mode, ctm, elem_name((ElemKind)e));
             ok = any_run(&c, what, libjit_resize_any, libjit_resize_any_work, &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 8 && ok && elem_is_float((ElemKind)e); i++) {
+            int64_t x[5] = {rnd(&s, 1, 2), rnd(&s, 1, 7), rnd(&s, 1, 4), rnd(&s, 1, 4), 2};
+            int rank = (int)rnd(&s, 2, 5);
+            AnyCase c = {.plain = i % 2 == 0};
+            desc_begin(&c.d, NK_LRN, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            desc_int(&c.d, AK_size, rnd(&s, 1, 5));
+            if (i % 3 == 1) {
+                desc_float(&c.d, AK_alpha, 0.02f);
+                desc_float(&c.d, AK_beta, 0.6f);
+                desc_float(&c.d, AK_bias, 2.0f);
+            }
+            any_alloc(&c, s + (uint64_t)i);
+            char what[64];
+            snprintf(what, sizeof what, "lrn on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_lrn_any, libjit_lrn_any_work, &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 8 && ok && elem_is_float((ElemKind)e); i++) {
+            int64_t x[4] = {rnd(&s, 1, 3), rnd(&s, 1, 2), 0, 0};
+            int rank = (int)rnd(&s, 2, 4);
+            x[rank - 1] = x[rank - 2] = rnd(&s, 1, 6);
+            AnyCase c = {.plain = i % 2 == 0};
+            desc_begin(&c.d, NK_DET, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rank - 2, x);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            any_alloc(&c, s + (uint64_t)i);
+            char what[64];
+            snprintf(what, sizeof what, "det on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_det_any, libjit_det_any_work, &ran);
             any_free(&c);
         }
         static const int gmodes[] = {MODE_NEAREST, MODE_BILINEAR, MODE_BICUBIC};
