@@ -802,9 +802,9 @@ int any_quant_cases(uint64_t seed) {
  * smallest (ties and NaN included: the order must be the interpreter's
  * exactly), and resize in every mode, coordinate mode and nearest rounding,
  * with antialias, exclude_outside, given or derived scales and a crop
- * region, grid_sample in every mode and padding, lrn and det. All sum the same
- * products in the same order as the interpreter, so they are held to the
- * same exactness. */
+ * region, grid_sample in every mode and padding, lrn, det and max_unpool.
+ * The float ones sum the same products in the same order as the
+ * interpreter, so they are held to the same exactness. */
 int any_select_cases(uint64_t seed) {
     static const int ctms[] = {CTM_HALF_PIXEL, CTM_HALF_PIXEL_SYMMETRIC, CTM_PYTORCH_HALF_PIXEL,
                                CTM_ALIGN_CORNERS, CTM_ASYMMETRIC, CTM_TF_HALF_PIXEL_FOR_NN,
@@ -904,6 +904,29 @@ int any_select_cases(uint64_t seed) {
             char what[64];
             snprintf(what, sizeof what, "det on %s", elem_name((ElemKind)e));
             ok = any_run(&c, what, libjit_det_any, libjit_det_any_work, &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 6 && ok && takes(NK_MAX_UNPOOL, (ElemKind)e); i++) {
+            int64_t k[2] = {rnd(&s, 1, 3), rnd(&s, 1, 3)}, st[2] = {rnd(&s, 1, 3), rnd(&s, 1, 3)};
+            int64_t x[4] = {rnd(&s, 1, 2), rnd(&s, 1, 3), rnd(&s, 1, 4), rnd(&s, 1, 4)}, y[4], total = 1;
+            for (int j = 0; j < 4; j++) {
+                y[j] = j < 2 ? x[j] : (x[j] - 1) * st[j - 2] + k[j - 2];
+                total *= y[j];
+                y[j] += j >= 2 && i % 3 == 1; /* a declared size larger than the unpooled one */
+            }
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_MAX_UNPOOL, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, 4, y);
+            desc_operand_elem(&c.d, (ElemKind)e, 4, x);
+            desc_operand_elem(&c.d, ELEM_I64, 4, x);
+            desc_ints(&c.d, AK_kernel, 2, k);
+            desc_ints(&c.d, AK_strides, 2, st);
+            any_alloc(&c, s + (uint64_t)i);
+            for (int64_t j = 0; j < desc_numel(&c.d, 2); j++) /* in range, some repeated */
+                ((int64_t *)c.fast[2])[j] = ((int64_t *)c.ref[2])[j] = rnd(&s, 0, total - 1);
+            char what[64];
+            snprintf(what, sizeof what, "max_unpool on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_max_unpool_any, libjit_max_unpool_any_work, &ran);
             any_free(&c);
         }
         static const int gmodes[] = {MODE_NEAREST, MODE_BILINEAR, MODE_BICUBIC};

@@ -1,6 +1,7 @@
 /* lrn (local response normalisation across channels) and det (the
  * determinant of each trailing square matrix) for every float kind, as
- * libjit_lrn_any and libjit_det_any. Both compute in double as the
+ * libjit_lrn_any and libjit_det_any, and max_unpool for every kind. Both
+ * float kernels compute in double as the
  * interpreter does, in the same order, so results are identical to it
  * (tests/kernels/any.c). */
 #include <math.h>
@@ -103,4 +104,49 @@ LIBJIT_KERNEL libjit_det_any(const int64_t *d, void *const *ops, int64_t lo, int
         lj_st_f64(ey, ops[0], b, det_lu(m, n));
     }
     lj_scratch_put(sc, m);
+}
+
+/* ---- max_unpool ------------------------------------------------------------------------- */
+
+LJ_INLINE int64_t ints_or(const int64_t *d, int key, int i, int64_t dflt) {
+    int n;
+    const int64_t *v = lj_attr(d, key, &n);
+    return v && i < n ? v[i] : dflt;
+}
+
+LIBJIT_WORK libjit_max_unpool_any_work(const int64_t *d) {
+    return 1;
+}
+
+/* Operands: y, x, indices. y is zero but where an index puts an element of
+ * x; indices are flat over the unpooled size (x's spatial dims grown back
+ * by the window), which may differ from y's declared one. One unit: two
+ * indices may name one element, and the last one wins as in the
+ * interpreter. An index the interpreter refuses (outside) is skipped. */
+LIBJIT_KERNEL libjit_max_unpool_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                    LjScratch *sc) {
+    int rank = lj_rank(d, 1), ns = rank - 2, ei = lj_elem(d, 2);
+    size_t es = lj_elem_size(lj_elem(d, 0));
+    int64_t src[DESC_MAX_RANK], total = 1;
+    for (int i = 0; i < rank; i++) {
+        src[i] = lj_dim(d, 1, i);
+        if (i >= 2)
+            src[i] = (src[i] - 1) * ints_or(d, AK_strides, i - 2, 1) + ints_or(d, AK_kernel, i - 2, 1) -
+                     ints_or(d, AK_pads, i - 2, 0) - ints_or(d, AK_pads, i - 2 + ns, 0);
+        total *= src[i];
+    }
+    memset(ops[0], 0, (size_t)lj_numel(d, 0) * es);
+    for (int64_t i = 0; i < lj_numel(d, 1); i++) {
+        int64_t k = lj_ld_i64(ei, ops[2], i), off = 0, stride = 1, r = k;
+        bool inside = k >= 0 && k < total;
+        for (int a = rank - 1; a >= 0 && inside; a--) {
+            int64_t c = r % src[a];
+            r /= src[a];
+            inside = c < lj_dim(d, 0, a);
+            off += c * stride;
+            stride *= lj_dim(d, 0, a);
+        }
+        if (inside)
+            memcpy((char *)ops[0] + (size_t)off * es, (const char *)ops[1] + (size_t)i * es, es);
+    }
 }

@@ -178,12 +178,14 @@ LJ_DECLARE_KERNEL(log_softmax_f32)
 LJ_DECLARE_WORK(log_softmax_f32)
 LJ_DECLARE_KERNEL(layer_norm_f32)
 LJ_DECLARE_WORK(layer_norm_f32)
-/* k_linalg.c */
+/* k_linalg.c (with max_unpool) */
 LJ_DECLARE_KERNEL(lrn_any)
 LJ_DECLARE_WORK(lrn_any)
 LJ_DECLARE_KERNEL(det_any)
 LJ_DECLARE_WORK(det_any)
 LJ_DECLARE_SCRATCH(det_any)
+LJ_DECLARE_KERNEL(max_unpool_any)
+LJ_DECLARE_WORK(max_unpool_any)
 /* k_sample.c */
 LJ_DECLARE_KERNEL(grid_sample_any)
 LJ_DECLARE_WORK(grid_sample_any)
