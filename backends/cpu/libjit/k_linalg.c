@@ -6,6 +6,10 @@
  * (tests/kernels/any.c). */
 #include <math.h>
 
+/* No fused multiply-adds: the interpreter rounds every product, and these
+ * kernels are held to its results exactly. */
+#pragma STDC FP_CONTRACT OFF
+
 #include "backends/cpu/libjit/elem.h"
 #include "backends/cpu/libjit/kernels.h"
 

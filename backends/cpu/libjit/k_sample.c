@@ -11,6 +11,10 @@
  * the same. */
 #include <math.h>
 
+/* No fused multiply-adds: the interpreter rounds every product, and these
+ * kernels are held to its results exactly. */
+#pragma STDC FP_CONTRACT OFF
+
 #include "backends/cpu/libjit/elem.h"
 #include "backends/cpu/libjit/kernels.h"
 
