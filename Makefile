@@ -50,7 +50,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff \
         test-aarch64 test-quant test-train-native test-conform-fallback \
-        test-kernels bench bench-quant test-qdq-ort bench-kernels clean difftest difftest-ort test-difftest \
+        test-kernels bench bench-quant test-qdq-ort bench-kernels bench-conv clean difftest difftest-ort test-difftest \
         fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui test-npm-models test-train demo-train
 .DEFAULT_GOAL := all
 
@@ -242,7 +242,7 @@ $(BUILD)/tests/bench_model: tests/kernels/bench_model.c $(KNATIVE_OBJS) $(BUILD)
 
 # Not part of `make test`: timings, single-threaded, minimum of repeated runs.
 # bench_model MODEL.onnx breaks a model's time down by node kind.
-bench-kernels: $(BUILD)/tests/bench_conv $(BUILD)/tests/bench_model
+bench-conv: $(BUILD)/tests/bench_conv $(BUILD)/tests/bench_model
 	$(BUILD)/tests/bench_conv all
 
 # ---- demo: the bundled digits model ----------------------------------------
@@ -412,6 +412,11 @@ bench-quant: $(BUILD)/glowc
 # graph, every schema and calibration (needs node and npm; ~30 s).
 test-qdq-ort: $(BUILD)/glowc
 	$(PYTHON) tests/quant/qdq_ort.py $(BUILD)/glowc $(BUILD)/qdq-ort
+
+# One operator alone (ConvTranspose, LSTM, GRU, LayerNorm, Softmax, Resize):
+# glowc's kernel against ORT's, one thread; needs ORT as make bench does.
+bench-kernels: $(BUILD)/glowc
+	$(PYTHON) tests/bench/bench_kernels.py $(BUILD)/glowc
 
 # ---- fuzzing (libFuzzer; tests/fuzz) -----------------------------------------
 # One binary per input reader, built with its own sanitized library in

@@ -1503,17 +1503,9 @@ static const struct {
     bool alpha, beta;
     float alpha_dflt, beta_dflt;
 } rnn_acts[] = {
-    [RNN_ACT_RELU] = {"Relu", false, false, 0, 0},
-    [RNN_ACT_TANH] = {"Tanh", false, false, 0, 0},
-    [RNN_ACT_SIGMOID] = {"Sigmoid", false, false, 0, 0},
-    [RNN_ACT_AFFINE] = {"Affine", true, true, 1.0f, 0.0f},
-    [RNN_ACT_LEAKY_RELU] = {"LeakyRelu", true, false, 0.01f, 0},
-    [RNN_ACT_THRESHOLDED_RELU] = {"ThresholdedRelu", true, false, 1.0f, 0},
-    [RNN_ACT_SCALED_TANH] = {"ScaledTanh", true, true, 1.0f, 1.0f},
-    [RNN_ACT_HARD_SIGMOID] = {"HardSigmoid", true, true, 0.2f, 0.5f},
-    [RNN_ACT_ELU] = {"Elu", true, false, 1.0f, 0},
-    [RNN_ACT_SOFTSIGN] = {"Softsign", false, false, 0, 0},
-    [RNN_ACT_SOFTPLUS] = {"Softplus", false, false, 0, 0},
+#define RNN_ACT_ROW(E, nm, a, b, ad, bd) [RNN_ACT_##E] = {nm, a, b, ad, bd},
+    RNN_ACT_TABLE(RNN_ACT_ROW)
+#undef RNN_ACT_ROW
 };
 
 bool rnn_act_from_name(const char *name, size_t len, RnnAct *out) {

@@ -54,12 +54,24 @@ bool einsum_parse(const char *eq, int nops, const Type *const *ops, EinsumSpec *
                   char *err, size_t errlen);
 
 /* Recurrent layers: ONNX's activation functions, each with its alpha and
- * beta (the defaults of the ONNX operator of that name when not given). */
-typedef enum {
-    RNN_ACT_RELU, RNN_ACT_TANH, RNN_ACT_SIGMOID, RNN_ACT_AFFINE, RNN_ACT_LEAKY_RELU,
-    RNN_ACT_THRESHOLDED_RELU, RNN_ACT_SCALED_TANH, RNN_ACT_HARD_SIGMOID, RNN_ACT_ELU,
-    RNN_ACT_SOFTSIGN, RNN_ACT_SOFTPLUS
-} RnnActKind;
+ * beta (the defaults of the ONNX operator of that name when not given).
+ * Columns: enum suffix, ONNX name, takes alpha, takes beta, alpha's and
+ * beta's defaults. The libjit kernels parse the names from this table too. */
+#define RNN_ACT_TABLE(X)                                                                      \
+    X(RELU, "Relu", false, false, 0, 0)                                                       \
+    X(TANH, "Tanh", false, false, 0, 0)                                                       \
+    X(SIGMOID, "Sigmoid", false, false, 0, 0)                                                 \
+    X(AFFINE, "Affine", true, true, 1.0f, 0.0f)                                               \
+    X(LEAKY_RELU, "LeakyRelu", true, false, 0.01f, 0)                                         \
+    X(THRESHOLDED_RELU, "ThresholdedRelu", true, false, 1.0f, 0)                              \
+    X(SCALED_TANH, "ScaledTanh", true, true, 1.0f, 1.0f)                                      \
+    X(HARD_SIGMOID, "HardSigmoid", true, true, 0.2f, 0.5f)                                    \
+    X(ELU, "Elu", true, false, 1.0f, 0)                                                       \
+    X(SOFTSIGN, "Softsign", false, false, 0, 0)                                               \
+    X(SOFTPLUS, "Softplus", false, false, 0, 0)
+#define RNN_ACT_ENUM(E, name, a, b, ad, bd) RNN_ACT_##E,
+typedef enum { RNN_ACT_TABLE(RNN_ACT_ENUM) RNN_ACT_COUNT } RnnActKind;
+#undef RNN_ACT_ENUM
 typedef struct RnnAct {
     RnnActKind kind;
     float alpha, beta;

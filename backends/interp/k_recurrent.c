@@ -27,6 +27,7 @@ static double act_apply(const RnnAct *a, double clip, double x) {
     case RNN_ACT_ELU: return x < 0 ? al * (exp(x) - 1) : x;
     case RNN_ACT_SOFTSIGN: return x / (1 + fabs(x));
     case RNN_ACT_SOFTPLUS: return x > 30 ? x : log1p(exp(x));
+    case RNN_ACT_COUNT: break;
     }
     return x;
 }

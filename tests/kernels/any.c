@@ -1161,3 +1161,157 @@ int any_qint_cases(uint64_t seed) {
     bool ok = qelementwise(&s, &ran) && qpools(&s, &ran) && qconvs(&s, &ran) && qmatmuls(&s, &ran);
     return ok ? ran : -1;
 }
+
+/* top_k along a random axis, k from 0 to the whole axis, largest or
+ * smallest (ties and NaN included: the order must be the interpreter's
+ * exactly), and resize in every mode, coordinate mode and nearest rounding,
+ * with antialias, exclude_outside, given or derived scales and a crop
+ * region, grid_sample in every mode and padding, lrn, det and max_unpool.
+ * The float ones sum the same products in the same order as the
+ * interpreter, so they are held to the same exactness. */
+int any_select_cases(uint64_t seed) {
+    static const int ctms[] = {CTM_HALF_PIXEL, CTM_HALF_PIXEL_SYMMETRIC, CTM_PYTORCH_HALF_PIXEL,
+                               CTM_ALIGN_CORNERS, CTM_ASYMMETRIC, CTM_TF_HALF_PIXEL_FOR_NN,
+                               CTM_TF_CROP_AND_RESIZE};
+    static const int modes[] = {MODE_NEAREST, MODE_LINEAR, MODE_CUBIC};
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (int e = 0; e < ELEM_COUNT && ok; e++) {
+        for (int i = 0; i < 6 && ok && takes(NK_TOP_K, (ElemKind)e); i++) {
+            int64_t x[8], y[8];
+            int rank = random_shape(&s, x, 3, i == 0 ? 200 : 9);
+            if (rank == 0)
+                x[rank++] = 7;
+            int64_t axis = rnd(&s, 0, rank - 1);
+            memcpy(y, x, sizeof x);
+            y[axis] = rnd(&s, 0, x[axis]);
+            AnyCase c = {.plain = i % 3 == 2};
+            desc_begin(&c.d, NK_TOP_K, 2);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, y);
+            desc_operand_elem(&c.d, ELEM_I64, rank, y);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            desc_int(&c.d, AK_axis, rnd(&s, 0, 1) ? axis : axis - rank);
+            desc_int(&c.d, AK_largest, i % 2);
+            desc_int(&c.d, AK_sorted, 1);
+            any_alloc(&c, s + (uint64_t)i);
+            char what[64];
+            snprintf(what, sizeof what, "top_k on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_top_k_any, libjit_top_k_any_work, &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 14 && ok; i++) {
+            int64_t x[8], y[8];
+            int rank = (int)rnd(&s, 1, 4);
+            float scales[8], roi[16];
+            for (int j = 0; j < rank; j++) {
+                x[j] = rnd(&s, 1, 6);
+                y[j] = rnd(&s, 0, 3) ? rnd(&s, 1, 11) : x[j];
+                scales[j] = rnd(&s, 0, 1) ? (float)y[j] / (float)x[j] : (float)rnd(&s, 3, 30) / 10;
+                roi[j] = (float)rnd(&s, -2, 5) / 10;
+                roi[rank + j] = (float)rnd(&s, 6, 12) / 10;
+            }
+            int mode = modes[i % 3], ctm = ctms[rnd(&s, 0, 6)];
+            AnyCase c = {.plain = i % 2 == 0};
+            desc_begin(&c.d, NK_RESIZE, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, y);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            desc_int(&c.d, AK_mode, mode);
+            desc_int(&c.d, AK_coordinate_transformation_mode, ctm);
+            desc_int(&c.d, AK_nearest_mode, rnd(&s, NEAREST_ROUND_PREFER_FLOOR, NEAREST_CEIL));
+            if (rnd(&s, 0, 1))
+                desc_floats(&c.d, AK_scales, rank, scales);
+            if (ctm == CTM_TF_CROP_AND_RESIZE) {
+                desc_floats(&c.d, AK_roi, 2 * rank, roi);
+                desc_float(&c.d, AK_extrapolation_value, -3.5f);
+            }
+            if (mode == MODE_CUBIC && i % 4 == 0)
+                desc_float(&c.d, AK_cubic_coeff_a, -0.5f);
+            if (i % 5 == 1)
+                desc_int(&c.d, AK_exclude_outside, 1);
+            if (mode != MODE_NEAREST && i % 4 == 3)
+                desc_int(&c.d, AK_antialias, 1);
+            any_alloc(&c, s + (uint64_t)i);
+            char what[96];
+            snprintf(what, sizeof what, "resize mode %d ctm %d on %s", mode, ctm, elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_resize_any, libjit_resize_any_work, &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 8 && ok && elem_is_float((ElemKind)e); i++) {
+            int64_t x[5] = {rnd(&s, 1, 2), rnd(&s, 1, 7), rnd(&s, 1, 4), rnd(&s, 1, 4), 2};
+            int rank = (int)rnd(&s, 2, 5);
+            AnyCase c = {.plain = i % 2 == 0};
+            desc_begin(&c.d, NK_LRN, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            desc_int(&c.d, AK_size, rnd(&s, 1, 5));
+            if (i % 3 == 1) {
+                desc_float(&c.d, AK_alpha, 0.02f);
+                desc_float(&c.d, AK_beta, 0.6f);
+                desc_float(&c.d, AK_bias, 2.0f);
+            }
+            any_alloc(&c, s + (uint64_t)i);
+            char what[64];
+            snprintf(what, sizeof what, "lrn on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_lrn_any, libjit_lrn_any_work, &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 8 && ok && elem_is_float((ElemKind)e); i++) {
+            int64_t x[4] = {rnd(&s, 1, 3), rnd(&s, 1, 2), 0, 0};
+            int rank = (int)rnd(&s, 2, 4);
+            x[rank - 1] = x[rank - 2] = rnd(&s, 1, 6);
+            AnyCase c = {.plain = i % 2 == 0};
+            desc_begin(&c.d, NK_DET, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rank - 2, x);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            any_alloc(&c, s + (uint64_t)i);
+            char what[64];
+            snprintf(what, sizeof what, "det on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_det_any, libjit_det_any_work, &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 6 && ok && takes(NK_MAX_UNPOOL, (ElemKind)e); i++) {
+            int64_t k[2] = {rnd(&s, 1, 3), rnd(&s, 1, 3)}, st[2] = {rnd(&s, 1, 3), rnd(&s, 1, 3)};
+            int64_t x[4] = {rnd(&s, 1, 2), rnd(&s, 1, 3), rnd(&s, 1, 4), rnd(&s, 1, 4)}, y[4], total = 1;
+            for (int j = 0; j < 4; j++) {
+                y[j] = j < 2 ? x[j] : (x[j] - 1) * st[j - 2] + k[j - 2];
+                total *= y[j];
+                y[j] += j >= 2 && i % 3 == 1; /* a declared size larger than the unpooled one */
+            }
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_MAX_UNPOOL, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, 4, y);
+            desc_operand_elem(&c.d, (ElemKind)e, 4, x);
+            desc_operand_elem(&c.d, ELEM_I64, 4, x);
+            desc_ints(&c.d, AK_kernel, 2, k);
+            desc_ints(&c.d, AK_strides, 2, st);
+            any_alloc(&c, s + (uint64_t)i);
+            for (int64_t j = 0; j < desc_numel(&c.d, 2); j++) /* in range, some repeated */
+                ((int64_t *)c.fast[2])[j] = ((int64_t *)c.ref[2])[j] = rnd(&s, 0, total - 1);
+            char what[64];
+            snprintf(what, sizeof what, "max_unpool on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_max_unpool_any, libjit_max_unpool_any_work, &ran);
+            any_free(&c);
+        }
+        static const int gmodes[] = {MODE_NEAREST, MODE_BILINEAR, MODE_BICUBIC};
+        static const int gpads[] = {PADDING_ZEROS, PADDING_BORDER, PADDING_REFLECTION};
+        for (int i = 0; i < 18 && ok && elem_is_float((ElemKind)e); i++) {
+            int64_t x[4] = {rnd(&s, 1, 2), rnd(&s, 1, 3), rnd(&s, 1, 6), rnd(&s, 1, 6)};
+            int64_t y[4] = {x[0], x[1], rnd(&s, 1, 5), rnd(&s, 1, 5)}, grid[4] = {x[0], y[2], y[3], 2};
+            AnyCase c = {.plain = true}; /* grid positions in [-4, 4]: all of each padding */
+            desc_begin(&c.d, NK_GRID_SAMPLE, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, 4, y);
+            desc_operand_elem(&c.d, (ElemKind)e, 4, x);
+            desc_operand_elem(&c.d, (ElemKind)e, 4, grid);
+            desc_int(&c.d, AK_mode, gmodes[i % 3]);
+            desc_int(&c.d, AK_padding_mode, gpads[(i / 3) % 3]);
+            desc_int(&c.d, AK_align_corners, i >= 9);
+            any_alloc(&c, s + (uint64_t)i);
+            char what[96];
+            snprintf(what, sizeof what, "grid_sample case %d on %s", i, elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_grid_sample_any, libjit_grid_sample_any_work, &ran);
+            any_free(&c);
+        }
+    }
+    return ok ? ran : -1;
+}

@@ -17,5 +17,6 @@ int any_norm_cases(uint64_t seed);
 int any_quant_cases(uint64_t seed);
 /* The integer kernels of quantized graphs, every shape class. */
 int any_qint_cases(uint64_t seed);
+int any_select_cases(uint64_t seed);
 
 #endif

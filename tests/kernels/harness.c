@@ -73,6 +73,13 @@ void desc_float(Desc *d, AttrKey k, float v) {
     new_attr(d, k)[2] = f64_bits(v);
 }
 
+void desc_floats(Desc *d, AttrKey k, int n, const float *v) {
+    int64_t *r = new_attr(d, k);
+    r[1] = n;
+    for (int i = 0; i < n; i++)
+        r[2 + i] = f64_bits(v[i]);
+}
+
 void desc_str(Desc *d, AttrKey k, const char *s) {
     int64_t *r = new_attr(d, k);
     size_t len = strlen(s);

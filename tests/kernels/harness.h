@@ -13,7 +13,7 @@
 #include "backends/cpu/libjit/desc.h"
 #include "core/graph.h"
 
-enum { DESC_WORDS = 4096, CASE_OPS = 12 }; /* qlinear_conv: 10 operands */
+enum { DESC_WORDS = 4096, CASE_OPS = 12 }; /* lstm: 3 results and 8 inputs; qlinear_conv: 10 operands */
 
 typedef struct Desc {
     int64_t w[DESC_WORDS];
@@ -29,6 +29,7 @@ void desc_operand_type(Desc *d, const Type *t);
 void desc_int(Desc *d, AttrKey k, int64_t v);
 void desc_ints(Desc *d, AttrKey k, int n, const int64_t *v);
 void desc_float(Desc *d, AttrKey k, float v);
+void desc_floats(Desc *d, AttrKey k, int n, const float *v);
 void desc_str(Desc *d, AttrKey k, const char *s);
 void desc_act(Desc *d, const char *name);
 int64_t desc_numel(const Desc *d, int op);

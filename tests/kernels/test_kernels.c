@@ -1063,6 +1063,171 @@ static void test_conv_transpose(void **state) {
     assert_true(worst <= 1);
 }
 
+/* rnn, gru and lstm against the interpreter (double throughout). Inputs,
+ * weights and states are in [-1, 1), so a gate's pre-activation sums n =
+ * input + hidden + 2 terms of magnitude < 1: the f32 products (gemm, any
+ * order) are within gamma_n * n of it (Higham 3.1), the vector sigmoid and
+ * tanh add 2 ulp (< 2^-22 here), and every gate function is 1-Lipschitz,
+ * so one step's error is within e = 2 gamma_n n + 2^-21 (the cell update
+ * adds two such terms). Carried through the state, an error is multiplied
+ * per step by the derivative of the gates times R's row sums, below 1 on
+ * average for random weights but not bounded by it in the worst case; the
+ * bound is therefore e per step times seq^2 (a deliberately loose power)
+ * plus 4 ulp, which real discrepancies (a wrong gate, index or bias)
+ * exceed by orders of magnitude. */
+static void test_recurrent(void **state) {
+    static const NodeKind kinds[] = {NK_RNN, NK_GRU, NK_LSTM};
+    static const char *const acts[3][2] = {{"Tanh,Relu", "LeakyRelu,Sigmoid"},
+                                           {"Sigmoid,Tanh,HardSigmoid,Elu", "sigmoid,TANH,Affine,Softsign"},
+                                           {"Sigmoid,Tanh,Tanh,ScaledTanh,Tanh,Softplus",
+                                            "HardSigmoid,Tanh,ThresholdedRelu,Sigmoid,Elu,Tanh"}};
+    uint64_t s = 91;
+    double worst = 0;
+    for (int i = 0; i < 60; i++) {
+        int kind_i = i % 3;
+        NodeKind kind = kinds[kind_i];
+        int gates = kind == NK_RNN ? 1 : kind == NK_GRU ? 3 : 4, nact = kind_i + 1;
+        int dir = (int)rnd(&s, 0, 2); /* forward, reverse, bidirectional */
+        int64_t D = dir == 2 ? 2 : 1, S = rnd(&s, 1, 5), B = rnd(&s, 1, 4), I = rnd(&s, 1, 7);
+        int64_t H = rnd(&s, 1, i < 6 ? 40 : 9), GH = gates * H;
+        bool bf = rnd(&s, 0, 1), i64 = rnd(&s, 0, 1);
+        int nres = (int)rnd(&s, 1, kind == NK_LSTM ? 3 : 2);
+        int64_t y[4] = {S, D, B, H}, ybf[4] = {B, S, D, H}, st[3] = {D, B, H}, stbf[3] = {B, D, H};
+        int64_t x[3] = {S, B, I}, xbf[3] = {B, S, I};
+        Case c = {0};
+        desc_begin(&c.d, kind, nres);
+        desc_operand(&c.d, 4, bf ? ybf : y);
+        for (int k = 1; k < nres; k++)
+            desc_operand(&c.d, 3, bf ? stbf : st);
+        desc_operand(&c.d, 3, bf ? xbf : x);
+        desc_operand(&c.d, 3, (int64_t[]){D, GH, I});
+        desc_operand(&c.d, 3, (int64_t[]){D, GH, H});
+        desc_operand(&c.d, 2, (int64_t[]){D, 2 * GH});
+        desc_operand_elem(&c.d, i64 ? ELEM_I64 : ELEM_I32, 1, (int64_t[]){B});
+        desc_operand(&c.d, 3, bf ? stbf : st);
+        if (kind == NK_LSTM) {
+            desc_operand(&c.d, 3, bf ? stbf : st);
+            desc_operand(&c.d, 2, (int64_t[]){D, 3 * H});
+        }
+        desc_int(&c.d, AK_hidden_size, H);
+        desc_int(&c.d, AK_direction, dir == 0 ? DIR_FORWARD : dir == 1 ? DIR_REVERSE : DIR_BIDIRECTIONAL);
+        desc_int(&c.d, AK_layout, bf);
+        if (i % 4 == 1) { /* every direction's list: the first D * nact names */
+            char list[160] = "";
+            const char *src = acts[kind_i][(i / 4) % 2];
+            int names = 0;
+            for (const char *p = src; *p && names < D * nact; p++) {
+                if (*p == ',' && ++names == D * nact)
+                    break;
+                strncat(list, p, 1);
+            }
+            desc_str(&c.d, AK_activations, list);
+        }
+        if (i % 5 == 2)
+            desc_float(&c.d, AK_clip, 0.6f);
+        if (kind == NK_GRU)
+            desc_int(&c.d, AK_linear_before_reset, (i / 3) % 2);
+        if (kind == NK_LSTM && i % 7 == 2)
+            desc_int(&c.d, AK_input_forget, 1);
+        case_alloc(&c, (uint64_t)i);
+        int lens = nres + 4;
+        for (int64_t b = 0; b < B; b++) {
+            int64_t len = i % 2 ? rnd(&s, 0, S) : S;
+            if (i64)
+                ((int64_t *)c.fast[lens])[b] = len;
+            else
+                ((int32_t *)c.fast[lens])[b] = (int32_t)len;
+        }
+        assert_true(case_reference(&c, false));
+        KernelFn fn = kind == NK_RNN ? libjit_rnn_f32 : kind == NK_GRU ? libjit_gru_f32 : libjit_lstm_f32;
+        WorkFn work = kind == NK_RNN   ? libjit_rnn_f32_work
+                      : kind == NK_GRU ? libjit_gru_f32_work
+                                       : libjit_lstm_f32_work;
+        ScratchFn scratch = kind == NK_RNN   ? libjit_rnn_f32_scratch
+                            : kind == NK_GRU ? libjit_gru_f32_scratch
+                                             : libjit_lstm_f32_scratch;
+        run_kernel(&c.d, fn, work, c.fast);
+        check_static_scratch(&c, fn, work, scratch, node_kind_name(kind));
+        double e = 2 * gamma_f32(I + H + 2) * (double)(I + H + 2) + ldexp(1, -21);
+        for (int k = 0; k < nres; k++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s case %d output %d", node_kind_name(kind), i, k);
+            double r = case_check(&c, k, (Tol){0, 4, e * (double)(S * S)}, what);
+            worst = r > worst ? r : worst;
+        }
+        case_free(&c);
+    }
+    printf("rnn, gru, lstm: worst error %.3f of the bound\n", worst);
+    assert_true(worst <= 1);
+}
+
+/* The f32 vector softmax, log_softmax and layer_norm (k_vnorm.c) against
+ * the interpreter's double. Inputs in [-1, 1), so x - max is in (-2, 0]:
+ * its f32 rounding moves e^(x - max) by at most 2 * 2^-24 relative, lj_exp
+ * adds 1 ulp, the f32 lane sums of n terms gamma_n (Higham 3.1), and the
+ * final scale 1 ulp: softmax within 4 + n ulp (ulp(r) >= 2^-24 |r|).
+ * log_softmax, (x - max) - log(sum), is absolute: each of its two
+ * roundings at most 2^-24 of its operands (|x - max| < 2, log(sum) <=
+ * log n), plus gamma_n for the sum inside the log. layer_norm: the mean
+ * and variance sums within gamma_n relative (of values below 1 and 4), so
+ * the normalised value (below sqrt(n) in magnitude) and its scaling and
+ * bias carry at most 4 gamma_n (sqrt(n) + 1) + 4 ulp. */
+static void test_norm_vector(void **state) {
+    uint64_t s = 23;
+    double worst = 0;
+    for (int i = 0; i < 90; i++) {
+        int kind = i % 3, rank = (int)rnd(&s, 1, 4);
+        int64_t x[4], st[4], one[1] = {1};
+        for (int j = 0; j < rank; j++)
+            x[j] = rnd(&s, 1, j == rank - 1 && i % 2 ? 70 : 6);
+        int64_t axis = rnd(&s, 0, rank - 1), len = x[axis], n = 1;
+        for (int j = (int)axis; j < rank; j++)
+            n *= x[j];
+        Case c = {0};
+        char what[64];
+        Tol tol;
+        KernelFn fn;
+        WorkFn work;
+        if (kind < 2) {
+            desc_begin(&c.d, kind ? NK_LOG_SOFTMAX : NK_SOFTMAX, 1);
+            desc_operand(&c.d, rank, x);
+            desc_operand(&c.d, rank, x);
+            desc_int(&c.d, AK_axis, i % 4 == 1 ? axis - rank : axis);
+            fn = kind ? libjit_log_softmax_f32 : libjit_softmax_f32;
+            work = kind ? libjit_log_softmax_f32_work : libjit_softmax_f32_work;
+            tol = kind ? (Tol){0, 2, ldexp(1, -24) * (2 + log((double)len)) * 2 + gamma_f32(len)}
+                       : (Tol){0, 4 + (double)len, 0};
+        } else {
+            int nres = (int)rnd(&s, 1, 3);
+            for (int j = 0; j < rank; j++)
+                st[j] = j < axis ? x[j] : 1;
+            desc_begin(&c.d, NK_LAYER_NORM, nres);
+            desc_operand(&c.d, rank, x);
+            for (int k = 1; k < nres; k++)
+                desc_operand(&c.d, rank, st);
+            desc_operand(&c.d, rank, x);
+            desc_operand(&c.d, i % 9 == 2 ? 1 : rank - (int)axis, i % 9 == 2 ? one : x + axis);
+            if (i % 2)
+                desc_operand(&c.d, rank - (int)axis, x + axis);
+            desc_int(&c.d, AK_axis, axis);
+            fn = libjit_layer_norm_f32;
+            work = libjit_layer_norm_f32_work;
+            tol = (Tol){0, 4, 4 * gamma_f32(n) * (sqrt((double)n) + 1)};
+        }
+        case_alloc(&c, (uint64_t)i + 500);
+        assert_true(case_reference(&c, false));
+        run_kernel(&c.d, fn, work, c.fast);
+        for (int k = 0; k < lj_nres(c.d.w); k++) {
+            snprintf(what, sizeof what, "%s case %d output %d", node_kind_name((NodeKind)c.d.w[DESC_KIND]), i, k);
+            double r = case_check(&c, k, tol, what);
+            worst = r > worst ? r : worst;
+        }
+        case_free(&c);
+    }
+    printf("softmax, log_softmax, layer_norm (f32 vectors): worst error %.3f of the bound\n", worst);
+    assert_true(worst <= 1);
+}
+
 /* ---- every element kind (any.c says why exact) ------------------------------------- */
 
 #define ANY_TEST(name)                                                                            \
@@ -1079,6 +1244,7 @@ ANY_TEST(data)
 ANY_TEST(norm)
 ANY_TEST(quant)
 ANY_TEST(qint)
+ANY_TEST(select)
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -1098,6 +1264,8 @@ int main(void) {
         cmocka_unit_test(test_gather),
         cmocka_unit_test(test_cast),
         cmocka_unit_test(test_conv_transpose),
+        cmocka_unit_test(test_recurrent),
+        cmocka_unit_test(test_norm_vector),
         cmocka_unit_test(test_any_unary),
         cmocka_unit_test(test_any_binary),
         cmocka_unit_test(test_any_misc),
@@ -1106,6 +1274,7 @@ int main(void) {
         cmocka_unit_test(test_any_norm),
         cmocka_unit_test(test_any_quant),
         cmocka_unit_test(test_any_qint),
+        cmocka_unit_test(test_any_select),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,6 +28,17 @@ LJ_DECLARE_KERNEL(matmul_f32)
 LJ_DECLARE_WORK(matmul_f32)
 LJ_DECLARE_SCRATCH(matmul_f32)
 
+/* k_rnn.c */
+LJ_DECLARE_KERNEL(rnn_f32)
+LJ_DECLARE_WORK(rnn_f32)
+LJ_DECLARE_SCRATCH(rnn_f32)
+LJ_DECLARE_KERNEL(gru_f32)
+LJ_DECLARE_WORK(gru_f32)
+LJ_DECLARE_SCRATCH(gru_f32)
+LJ_DECLARE_KERNEL(lstm_f32)
+LJ_DECLARE_WORK(lstm_f32)
+LJ_DECLARE_SCRATCH(lstm_f32)
+
 /* k_pool.c */
 LJ_DECLARE_KERNEL(max_pool_f32)
 LJ_DECLARE_WORK(max_pool_f32)
@@ -153,6 +164,31 @@ LJ_ANY_COMPARE(LJ_DECLARE_ANY3)
 LJ_ANY_LOGIC(LJ_DECLARE_ANY3)
 LJ_ANY_REDUCE(LJ_DECLARE_ANY2)
 LJ_ANY_OTHER(LJ_DECLARE_ANY1)
+/* k_topk.c, k_resize.c (with scratch) */
+LJ_DECLARE_KERNEL(top_k_any)
+LJ_DECLARE_WORK(top_k_any)
+LJ_DECLARE_SCRATCH(top_k_any)
+LJ_DECLARE_KERNEL(resize_any)
+LJ_DECLARE_WORK(resize_any)
+LJ_DECLARE_SCRATCH(resize_any)
+/* k_vnorm.c */
+LJ_DECLARE_KERNEL(softmax_f32)
+LJ_DECLARE_WORK(softmax_f32)
+LJ_DECLARE_KERNEL(log_softmax_f32)
+LJ_DECLARE_WORK(log_softmax_f32)
+LJ_DECLARE_KERNEL(layer_norm_f32)
+LJ_DECLARE_WORK(layer_norm_f32)
+/* k_linalg.c (with max_unpool) */
+LJ_DECLARE_KERNEL(lrn_any)
+LJ_DECLARE_WORK(lrn_any)
+LJ_DECLARE_KERNEL(det_any)
+LJ_DECLARE_WORK(det_any)
+LJ_DECLARE_SCRATCH(det_any)
+LJ_DECLARE_KERNEL(max_unpool_any)
+LJ_DECLARE_WORK(max_unpool_any)
+/* k_sample.c */
+LJ_DECLARE_KERNEL(grid_sample_any)
+LJ_DECLARE_WORK(grid_sample_any)
 
 /* k_qint.c: integer kernels of quantized graphs and ONNX's integer
  * products, for every kind; k_qconv.c: the fast qlinear_conv, by result
