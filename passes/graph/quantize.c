@@ -647,10 +647,15 @@ static Value *emit_int(Quant *q, Node *n, NodeKind k, int nops, Value **ops, con
     return &m->res[0];
 }
 
-/* add and mul in real numbers, to the result's profiled range. */
+/* add and mul in real numbers, to the result's profiled range. A relu
+ * after an add (a residual block's) folds into the add's range, as after a
+ * conv: saturation at the relu's zero computes it, and the sum gets all 256
+ * levels of [0, max] instead of a clip of the add's own range. */
 static bool rewrite_binary(Quant *q, Node *n) {
     QParams p;
-    if (!elem_is_float(n->res[0].type.elem) || !choose(q, &n->res[0], &p))
+    Node *relu = NULL;
+    if (!elem_is_float(n->res[0].type.elem) ||
+        !(n->kind == NK_ADD ? output_params(q, n, &relu, &p) : choose(q, &n->res[0], &p)))
         return false;
     Value *ops[2] = {int_of(q, n->ops[0]), int_of(q, n->ops[1])};
     if (!ops[0] || !ops[1])
@@ -658,7 +663,14 @@ static bool rewrite_binary(Quant *q, Node *n) {
     Value *y = emit_int(q, n, n->kind == NK_ADD ? NK_QADD : NK_QMUL, 2, ops, &p);
     if (!y)
         return false;
-    replace(q, n, y);
+    if (relu) {
+        y->def->name = relu->name;
+        graph_replace_uses(q->f, &relu->res[0], float_of(q, y));
+        graph_remove_node(q->f, relu);
+        graph_remove_node(q->f, n);
+    } else {
+        replace(q, n, y);
+    }
     pass_stat(q->ctx, n->kind == NK_ADD ? "adds" : "muls", 1);
     return true;
 }
