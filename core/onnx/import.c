@@ -924,8 +924,7 @@ static bool pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
     return false;
 }
 
-static bool pb_depth_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
-                        int depth) {
+bool pb_depth_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len, int depth) {
     if (depth > PB_MAX_DEPTH)
         return false;
     const uint8_t *end = p + len;

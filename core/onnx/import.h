@@ -106,4 +106,14 @@ void on_note(OnnxNode *on, const char *fmt, ...) __attribute__((format(printf, 2
 Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir,
                           uint64_t max_bytes, const char *what, DiagList *d);
 
+/* Whether a protobuf message of this descriptor nests at most 64 deep (the
+ * unpacker recurses once per level). */
+bool pb_depth_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len, int depth);
+
+/* A model file unpacked (export.c; free with onnx__model_proto__free_unpacked),
+ * or NULL with a diagnostic naming the file and what is wrong with it. */
+Onnx__ModelProto *onnx_model_read(const char *src, DiagList *d);
+/* mp packed and written to dst, whole or not at all. */
+bool onnx_model_write(const Onnx__ModelProto *mp, const char *dst, DiagList *d);
+
 #endif
