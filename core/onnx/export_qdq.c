@@ -489,21 +489,12 @@ static void rewrite(Qdq *q, Arena *a) {
     drop_unread_initializers(g);
 }
 
-static int default_opset(const Onnx__ModelProto *mp) {
-    for (size_t i = 0; i < mp->n_opset_import; i++) {
-        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
-        if (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))
-            return o->has_version ? (int)o->version : 1;
-    }
-    return 0;
-}
-
 bool onnx_write_qdq(const char *src, const char *dst, const Function *f, DiagList *d) {
     Onnx__ModelProto *mp = onnx_model_read(src, d);
     if (!mp)
         return false;
     Qdq q = {.f = f, .g = mp->graph, .src = src, .d = d, .ok = true};
-    int opset = default_opset(mp);
+    int opset = onnx_default_opset(mp);
     if (opset < 13) {
         char v[16];
         snprintf(v, sizeof v, "%d", opset);

@@ -888,7 +888,7 @@ static void label_constants(Function *f) {
 
 /* ---- entry points ---------------------------------------------------------- */
 
-static int default_opset(const Onnx__ModelProto *mp) {
+int onnx_default_opset(const Onnx__ModelProto *mp) {
     for (size_t i = 0; i < mp->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
         if (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))
@@ -1571,7 +1571,7 @@ Module *onnx_import_buffer(const void *data, size_t len, const char *path,
                             : "truncated or corrupted protobuf");
     ImportCtx ic = {.d = d, .opt = opt, .m = m};
     if (ok) {
-        ic.opset = default_opset(mp);
+        ic.opset = onnx_default_opset(mp);
         if (ic.opset > 18) {
             diag_error(d, NULL, "opset %d of the default domain is newer than glowc knows (1 to 18)",
                        ic.opset);

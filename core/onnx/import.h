@@ -110,6 +110,9 @@ Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir
  * unpacker recurses once per level). */
 bool pb_depth_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len, int depth);
 
+/* The version of the default (ai.onnx) domain the model imports, 0 if none. */
+int onnx_default_opset(const Onnx__ModelProto *mp);
+
 /* A model file unpacked (export.c; free with onnx__model_proto__free_unpacked),
  * or NULL with a diagnostic naming the file and what is wrong with it. */
 Onnx__ModelProto *onnx_model_read(const char *src, DiagList *d);
