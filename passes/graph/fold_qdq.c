@@ -14,6 +14,8 @@
  *                                 DQ's parameters (the op commutes with them)
  *   add, mul                   -> qadd, qmul;  concat -> rescale + concat
  *   average pools              -> qavg_pool, qglobal_avg_pool
+ *   elementwise nodes of one varying input (hard-swish, sigmoid, a scale
+ *   and a shift ...)           -> qlookup, one table for the whole chain
  * and the Q's readers read the integer node. Anything else stays float
  * between its DQ and Q. ONNX's own integer kinds (QLinearConv,
  * QuantizeLinear...) get quantized types from their constant scale and zero
@@ -455,7 +457,41 @@ static bool fold_concat(Fold *q, Node *n) {
     return true;
 }
 
+/* DQ -> elementwise nodes of that one varying input -> Q: one table, as the
+ * quantize pass makes of such a chain (qbuild.h). */
+static bool chain_ends_in_q(void *ctx, const Node *n, bool last) {
+    QuantParams p;
+    return !last || q_after(ctx, n, &p);
+}
+
+static bool fold_chain(Fold *q, Node *n) {
+    Value *x = qb_chain_input(n);
+    Node *chain[QB_CHAIN_MAX];
+    int count = x && x->def->kind == NK_DEQUANTIZE_LINEAR
+                    ? qb_find_chain(q->f, n, x, chain, chain_ends_in_q, q)
+                    : 0;
+    Value *xi = count ? int_of(q, x) : NULL;
+    QuantParams yp;
+    Node *qn = xi ? q_after(q, chain[count - 1], &yp) : NULL;
+    double reals[256];
+    QuantParams xp = xi ? qb_params_of(xi) : yp;
+    if (!qn || !qb_chain_table(x, &xp, chain, count, reals))
+        return false;
+    Value *y = qb_lookup(q->f, q->ctx->d, chain[count - 1], xi, reals, &yp);
+    if (!y) {
+        q->failed = true;
+        return false;
+    }
+    take_over(q, qn, y, "chains");
+    return true;
+}
+
 static bool fold(Fold *q, Node *n) {
+    /* A relu or clip at the same parameters is an integer clip, exactly. */
+    if ((n->kind == NK_RELU || n->kind == NK_CLIP) && fold_clip(q, n))
+        return true;
+    if (fold_chain(q, n))
+        return true;
     switch (n->kind) {
     case NK_CONV: return fold_conv(q, n);
     case NK_GEMM:
@@ -463,8 +499,6 @@ static bool fold(Fold *q, Node *n) {
     case NK_MAX_POOL:
     case NK_RESHAPE:
     case NK_FLATTEN: return fold_passthrough(q, n);
-    case NK_RELU:
-    case NK_CLIP: return fold_clip(q, n);
     case NK_ADD:
     case NK_MUL: return fold_binary(q, n);
     case NK_AVG_POOL:

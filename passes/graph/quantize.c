@@ -11,6 +11,10 @@
  *   avg pools of an integer value  -> qavg_pool, qglobal_avg_pool at its scale
  *   add, mul                 -> qadd, qmul to the result's profiled range
  *   concat                   -> concat of integers, rescaled to its range
+ *   elementwise nodes of one varying input, itself an integer value or an
+ *   input (hard-swish, sigmoid, a scale and a shift ...)
+ *                            -> qlookup: one 256-entry table for the whole
+ *                               chain, to the last node's profiled range
  *   anything else            -> float, between dequantize_linear and
  *                               quantize_linear (constants are quantized
  *                               from their own range)
@@ -236,16 +240,6 @@ static bool choose(Quant *q, const Value *val, QuantParams *out) {
     return params_for_range(q, name, lo, hi, out);
 }
 
-/* real -> q as quantize_linear does: rounded half to even, saturated. */
-static int64_t quantize_real(double x, const QuantParams *p) {
-    double lo = p->elem == ELEM_U8 ? 0 : -128, hi = p->elem == ELEM_U8 ? 255 : 127;
-    double v = nearbyint(x / (double)p->scale) + p->offset;
-    return (int64_t)(v < lo ? lo : v > hi ? hi : v);
-}
-
-
-
-
 /* Where a node computing from v goes: right after v's definition. */
 static Node *after_def(Quant *q, const Value *v) {
     return node_is_storage(v->def) ? q->f->first : v->def->next;
@@ -273,7 +267,7 @@ static Value *int_constant(Quant *q, Value *v, const Tensor *c) {
     t.elem = p.elem;
     Tensor *x = tensor_new(q->f->module->arena, &t);
     for (int64_t i = 0; i < tensor_numel(c); i++)
-        tensor_set_i64(x, i, quantize_real(tensor_get_f64(c, i), &p));
+        tensor_set_i64(x, i, qb_quantize(tensor_get_f64(c, i), &p));
     Node *n = graph_add_constant(q->f, v->def->name, x);
     qb_set(&n->res[0], &p);
     x->type = n->res[0].type;
@@ -646,9 +640,9 @@ static bool rewrite_clip(Quant *q, Node *n) {
     m->name = n->name;
     bool relu = n->kind == NK_RELU;
     if (relu || node_has_attr(n, AK_min))
-        node_set_float(m, AK_min, (float)quantize_real(relu ? 0 : node_attr_float(n, AK_min, 0), &p));
+        node_set_float(m, AK_min, (float)qb_quantize(relu ? 0 : node_attr_float(n, AK_min, 0), &p));
     if (!relu && node_has_attr(n, AK_max))
-        node_set_float(m, AK_max, (float)quantize_real(node_attr_float(n, AK_max, 0), &p));
+        node_set_float(m, AK_max, (float)qb_quantize(node_attr_float(n, AK_max, 0), &p));
     infer_node(m, q->ctx->d);
     type_copy_quant(&m->res[0].type, &src->type);
     replace(q, n, &m->res[0]);
@@ -677,11 +671,53 @@ static bool rewrite_avg_pool(Quant *q, Node *n) {
     return true;
 }
 
+/* ---- elementwise chains as one table (qbuild.c) ------------------------------ */
+
+static bool chain_filter(void *ctx, const Node *n, bool last) {
+    Quant *q = ctx;
+    return last ? qprof_find(q->cfg->profile, value_name(&n->res[0])) != NULL : !kept_float(q, n);
+}
+
+static bool rewrite_chain(Quant *q, Node *n) {
+    if (!grow_maps(q))
+        return false;
+    Value *x = qb_chain_input(n);
+    /* x is an integer value's float form, or a graph input (quantized
+     * here, as a conv reading it would be). */
+    Value *xi = x ? q->srcv[x->def->id] : NULL;
+    bool input = x && x->def->kind == NK_PLACEHOLDER;
+    Node *chain[QB_CHAIN_MAX];
+    int count = xi || input ? qb_find_chain(q->f, n, x, chain, chain_filter, q) : 0;
+    /* A lone relu or clip stays the exact integer clip (no new rounding). */
+    if (count == 0 || (count == 1 && (n->kind == NK_RELU || n->kind == NK_CLIP)))
+        return false;
+    if (!xi && !(xi = int_of(q, x)))
+        return false;
+    Node *last = chain[count - 1];
+    QuantParams xp = qb_params_of(xi), yp;
+    double table[256];
+    if (!choose(q, &last->res[0], &yp) || !qb_chain_table(x, &xp, chain, count, table))
+        return false;
+    Value *y = qb_lookup(q->f, q->ctx->d, last, xi, table, &yp);
+    if (!y) {
+        q->failed = true;
+        return false;
+    }
+    replace(q, last, y);
+    for (int j = count - 2; j >= 0; j--)
+        graph_remove_node(q->f, chain[j]);
+    pass_stat(q->ctx, "chains-to-tables", 1);
+    pass_stat(q->ctx, "nodes-in-tables", count);
+    return true;
+}
+
 static bool rewrite(Quant *q, Node *n) {
     if (kept_float(q, n)) {
         pass_stat(q->ctx, "kept-float", 1);
         return false;
     }
+    if (rewrite_chain(q, n))
+        return true;
     switch (n->kind) {
     case NK_CONV: return rewrite_conv(q, n);
     case NK_GEMM:

@@ -198,6 +198,8 @@ LJ_DECLARE_WORK(grid_sample_any)
     X(rescale) X(qadd) X(qmul) X(qavg_pool) X(qglobal_avg_pool) X(conv_integer)                \
     X(qlinear_conv) X(matmul_integer) X(qlinear_matmul)
 LJ_ANY_QINT(LJ_DECLARE_ANY1)
+/* k_qlookup.c */
+LJ_DECLARE_ANY1(qlookup)
 #define LJ_QINT_BY_KIND(X) X(max_pool_i8) X(max_pool_u8) X(max_pool_i32)
 #define LJ_DECLARE_KW(name) LJ_DECLARE_KERNEL(name) LJ_DECLARE_WORK(name)
 LJ_QINT_BY_KIND(LJ_DECLARE_KW)
