@@ -1905,6 +1905,24 @@ static bool infer_qbinary(Node *n, DiagList *d) {
     return true;
 }
 
+static bool infer_gradient(Node *n, DiagList *d) {
+    if (n->nres != n->nops - 1) {
+        node_error(d, n, "%d results for %d values to differentiate by", n->nres, n->nops - 1);
+        return false;
+    }
+    for (int i = 0; i < n->nops; i++) {
+        if (!elem_is_float(op_type(n, i)->elem)) {
+            char a[TYPE_STR_MAX];
+            node_error(d, n, "operand %d has type %s, not a float tensor", i,
+                       tstr(op_type(n, i), a));
+            return false;
+        }
+    }
+    for (int i = 1; i < n->nops; i++)
+        n->res[i - 1].type = *op_type(n, i);
+    return true;
+}
+
 static bool infer_qlookup(Node *n, DiagList *d) {
     const Type *x = op_type(n, 0), *t = op_type(n, 1);
     Type *r = &n->res[0].type;

@@ -320,6 +320,10 @@ bool k_rescale(const KernelArgs *a) {
     return true;
 }
 
+bool k_gradient(const KernelArgs *a) {
+    return kernel_fail(a, "a gradient node runs only once the gradients pass has replaced it");
+}
+
 bool k_qlookup(const KernelArgs *a) {
     const Tensor *x = a->in[0], *table = a->in[1];
     int64_t base = x->type.elem == ELEM_U8 ? 0 : -128;

@@ -247,6 +247,10 @@ void on_note(OnnxNode *on, const char *fmt, ...) {
 
 /* ---- handler helpers: inputs and folding ------------------------------------ */
 
+Value *on_value(const OnnxNode *on, const char *name) {
+    return map_get(on->ic, name);
+}
+
 Value *on_in(const OnnxNode *on, int i) {
     return i < on->nin ? on->in[i] : NULL;
 }

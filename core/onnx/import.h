@@ -54,6 +54,8 @@ Tensor *on_attr_tensor(OnnxNode *on, const char *name);
 
 /* ---- inputs ---- */
 Value *on_in(const OnnxNode *on, int i); /* NULL when absent */
+/* The value an ONNX name stands for so far, or NULL (unknown, or a sequence). */
+Value *on_value(const OnnxNode *on, const char *name);
 bool on_need_inputs(OnnxNode *on, int min, int max);
 /* Input i, or a zero scalar constant of kind k standing for it when it is
  * absent (optional zero points). */
