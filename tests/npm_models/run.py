@@ -169,8 +169,9 @@ def compare(a, g):
     return np.abs(a - g).max() / max(np.abs(a).max(), 1e-30)
 
 
-def ocr(glowc, pkg, work):
-    assets = os.path.join(pkg, "assets")
+def ocr_decoder(assets):
+    """CTC greedy decoding with the package's dictionary (blank 0, then its
+    keys, then a space)."""
     keys = [ln.rstrip("\n") for ln in open(os.path.join(assets, "ppocr_keys_v1.txt"),
                                            encoding="utf-8")] + [" "]
 
@@ -181,6 +182,12 @@ def ocr(glowc, pkg, work):
                 out.append(keys[i - 1])
             prev = i
         return "".join(out)
+    return decode
+
+
+def ocr(glowc, pkg, work):
+    assets = os.path.join(pkg, "assets")
+    decode = ocr_decoder(assets)
 
     ok = True
     rec = os.path.join(assets, "ch_PP-OCRv4_rec_infer.onnx")
@@ -244,16 +251,7 @@ def ocr(glowc, pkg, work):
 def ocr_int8(glowc, pkg, work):
     """The OCR models quantized: task outputs against float's."""
     assets = os.path.join(pkg, "assets")
-    keys = [ln.rstrip("\n") for ln in open(os.path.join(assets, "ppocr_keys_v1.txt"),
-                                           encoding="utf-8")] + [" "]
-
-    def decode(y):
-        out, prev = [], 0
-        for i in y[0].argmax(-1):
-            if i and i != prev:
-                out.append(keys[i - 1])
-            prev = i
-        return "".join(out).rstrip()
+    decode = ocr_decoder(assets)
 
     def run(model, x, args, tag):
         out = os.path.join(work, tag)
@@ -279,9 +277,10 @@ def ocr_int8(glowc, pkg, work):
         reads = []
         for k, text in enumerate(("glowc compiles 2026", "Graph Lowering", "int8 VNNI 4x")):
             x = os.path.join(work, f"ocr{k}.npy")
-            f = decode(run(rec, x, ["-O2", "--backend=cpu", *dims], f"rf{k}"))
+            f = decode(run(rec, x, ["-O2", "--backend=cpu", *dims], f"rf{k}")).rstrip()
             q = decode(run(rec, x, ["-O2", "--backend=cpu", "--quantize=" + prof,
-                                    "--quant-schema=" + schema, *dims], f"rq{schema}{k}"))
+                                    "--quant-schema=" + schema, *dims],
+                           f"rq{schema}{k}")).rstrip()
             reads.append((text, f, q))
         same = all(f == q == text for text, f, q in reads)
         if asserted:
