@@ -9,7 +9,8 @@
  *   max_pool, reshape, flatten of an integer value -> the same on integers
  *   relu, clip of an integer value -> clip at the bounds' quantized values
  *   avg pools of an integer value  -> qavg_pool, qglobal_avg_pool at its scale
- *   add, mul                 -> qadd, qmul to the result's profiled range
+ *   add, mul                 -> qadd, qmul to the result's profiled range,
+ *                               when an operand is already an integer value
  *   concat                   -> concat of integers, rescaled to its range
  *   elementwise nodes of one varying input, itself an integer value or an
  *   input (hard-swish, sigmoid, a scale and a shift ...)
@@ -574,7 +575,10 @@ static bool rewrite_passthrough(Quant *q, Node *n) {
 static bool rewrite_binary(Quant *q, Node *n) {
     QuantParams p;
     Node *relu = NULL;
-    if (!elem_is_float(n->res[0].type.elem) ||
+    /* Only where integers already flow: an add or mul of float values
+     * (a float matmul's bias) would quantize both to add once. */
+    if (!elem_is_float(n->res[0].type.elem) || !grow_maps(q) ||
+        (!q->srcv[n->ops[0]->def->id] && !q->srcv[n->ops[1]->def->id]) ||
         !(n->kind == NK_ADD ? output_params(q, n, &relu, &p) : choose(q, &n->res[0], &p)))
         return false;
     Value *ops[2] = {int_of(q, n->ops[0]), int_of(q, n->ops[1])};
