@@ -1,0 +1,91 @@
+/* winograd: a float 2-D convolution with a constant 3x3 filter, stride 1,
+ * dilation 1, one group and pads of at most 2 becomes winograd_conv, its
+ * filter transformed here (core/winograd.h), once, into the 36 M x C
+ * matrices the kernel's products read in place:
+ *   conv(x, w [M,C,3,3], b) -> winograd_conv(x, u [36,M,C], b)
+ * For backends that say it pays (Backend.winograd) and for shapes where it
+ * does: enough channels that the products, not the transforms, dominate,
+ * and feature maps large enough that F(4x4)'s tiles are not mostly padding
+ * (the thresholds below were measured on this machine's resnet18/50 and
+ * densenet121 layers with `glowc bench --per-node`). Its rounding error is
+ * bounded in tests/kernels/test_kernels.c. Requires activations fused
+ * (fuse-activation) first; invalidates nothing. */
+#include <string.h>
+
+#include "core/winograd.h"
+#include "passes/pass.h"
+
+/* Channels (input and output) and output size below which direct
+ * convolution is as fast. */
+enum { MIN_CHANNELS = 16, MIN_SIZE = 8 };
+
+static bool fits(const Node *n) {
+    if (n->kind != NK_CONV || n->ops[0]->type.elem != ELEM_F32 || n->ops[0]->type.rank != 4)
+        return false;
+    const Type *w = &n->ops[1]->type, *y = &n->res[0].type;
+    if (w->dims[2] != 3 || w->dims[3] != 3 || node_attr_int(n, AK_group, 1) != 1)
+        return false;
+    int k;
+    const int64_t *s = node_attr_ints(n, AK_strides, &k);
+    for (int i = 0; s && i < k; i++)
+        if (s[i] != 1)
+            return false;
+    const int64_t *dl = node_attr_ints(n, AK_dilations, &k);
+    for (int i = 0; dl && i < k; i++)
+        if (dl[i] != 1)
+            return false;
+    const int64_t *p = node_attr_ints(n, AK_pads, &k);
+    for (int i = 0; p && i < k; i++)
+        if (p[i] < 0 || p[i] > 2)
+            return false;
+    if (p && k != 4)
+        return false;
+    return w->dims[0] >= MIN_CHANNELS && w->dims[1] >= MIN_CHANNELS && y->dims[2] >= MIN_SIZE &&
+           y->dims[3] >= MIN_SIZE && value_constant(n->ops[1]);
+}
+
+static Node *rewrite(Function *f, Node *conv, const WinoTransform *t) {
+    const Tensor *w = value_constant(conv->ops[1]);
+    int64_t M = w->type.dims[0], C = w->type.dims[1], rows = (int64_t)t->alpha * t->alpha;
+    Type ut = type_make(ELEM_F32, 3, (int64_t[]){rows, M, C});
+    Tensor *u = tensor_new_big(f->module->arena, &ut);
+    if (!u)
+        return NULL;
+    winograd_filter(t, w->data, M, C, u->data);
+    Node *cu = graph_add_constant(f, conv->ops[1]->def->name, u);
+    Value *ops[3] = {conv->ops[0], &cu->res[0], conv->nops > 2 ? conv->ops[2] : NULL};
+    Node *n = graph_insert_before(f, conv, NK_WINOGRAD_CONV, conv->nops, ops, 1);
+    n->name = conv->name;
+    n->res[0].type = conv->res[0].type;
+    int k;
+    const int64_t *p = node_attr_ints(conv, AK_pads, &k);
+    if (p)
+        node_set_ints(n, AK_pads, k, p);
+    if (node_has_attr(conv, AK_act))
+        node_set_act(n, AK_act, node_attr_act(conv, AK_act));
+    if (node_has_attr(conv, AK_act_alpha))
+        node_set_float(n, AK_act_alpha, node_attr_float(conv, AK_act_alpha, 0));
+    if (node_has_attr(conv, AK_act_beta))
+        node_set_float(n, AK_act_beta, node_attr_float(conv, AK_act_beta, 0));
+    graph_replace_uses(f, &conv->res[0], &n->res[0]);
+    graph_remove_node(f, conv);
+    return n;
+}
+
+bool pass_winograd(Function *f, PassContext *ctx) {
+    if (!ctx->backend || !ctx->backend->winograd)
+        return false;
+    bool changed = false;
+    for (Node *n = f->first, *next; n; n = next) {
+        next = n->next;
+        if (!fits(n))
+            continue;
+        Node *r = rewrite(f, n, &wino_f4);
+        if (!r)
+            continue;
+        pass_stat(ctx, "convs-to-winograd", 1);
+        pass_rewrote(ctx, f, &r->res[0]);
+        changed = true;
+    }
+    return changed;
+}
