@@ -6,8 +6,7 @@
  * For backends that say it pays (Backend.winograd) and for shapes where it
  * does: enough channels that the products, not the transforms, dominate,
  * and feature maps large enough that F(4x4)'s tiles are not mostly padding
- * (the thresholds below were measured on this machine's resnet18/50 and
- * densenet121 layers with `glowc bench --per-node`). Its rounding error is
+ * (the thresholds below). Its rounding error is
  * bounded in tests/kernels/test_kernels.c. Requires activations fused
  * (fuse-activation) first; invalidates nothing. */
 #include <string.h>
@@ -15,9 +14,15 @@
 #include "core/winograd.h"
 #include "passes/pass.h"
 
-/* Channels (input and output) and output size below which direct
- * convolution is as fast. */
-enum { MIN_CHANNELS = 16, MIN_SIZE = 8 };
+/* Where F(4x4) pays, measured with build/tests/bench_wino (single thread,
+ * against libjit_conv_f32): at least MIN_CHANNELS in and out (16 -> 16 at
+ * 28x28 ran 0.86x); at least MIN_TILES 4x4 tiles (7x7 maps have 4, mostly
+ * padding, and the transformed filter, 4x the direct one's bytes, is read
+ * for only those: 512 -> 512 at 7x7 ran 0.3x); and output channels x
+ * tiles at least MIN_WORK, below which the transforms are the cost (128
+ * -> 32 at 14x14, 512: 0.78x; 32 -> 32 at 28x28, 1568: 1.11x; 64 -> 64 at
+ * 56x56: 2.0x). */
+enum { MIN_CHANNELS = 16, MIN_TILES = 16, MIN_WORK = 1024 };
 
 static bool fits(const Node *n) {
     if (n->kind != NK_CONV || n->ops[0]->type.elem != ELEM_F32 || n->ops[0]->type.rank != 4)
@@ -40,8 +45,9 @@ static bool fits(const Node *n) {
             return false;
     if (p && k != 4)
         return false;
-    return w->dims[0] >= MIN_CHANNELS && w->dims[1] >= MIN_CHANNELS && y->dims[2] >= MIN_SIZE &&
-           y->dims[3] >= MIN_SIZE && value_constant(n->ops[1]);
+    int64_t tiles = (y->dims[2] + 3) / 4 * ((y->dims[3] + 3) / 4);
+    return w->dims[0] >= MIN_CHANNELS && w->dims[1] >= MIN_CHANNELS && tiles >= MIN_TILES &&
+           w->dims[0] * tiles >= MIN_WORK && value_constant(n->ops[1]);
 }
 
 static Node *rewrite(Function *f, Node *conv, const WinoTransform *t) {

@@ -35,7 +35,8 @@ typedef struct Wino {
     int64_t rpb, nrb;  /* tile rows per block, row blocks */
     int64_t mb, nmb;   /* output channels per block, channel blocks */
     int64_t ldt;       /* V's and Mo's row length: a block's tiles, padded */
-    int64_t dkw;       /* dk's row: tiles across, rounded up to vectors */
+    int64_t dkw;       /* tiles across, rounded up to vectors */
+    int64_t dks;       /* dk's row: dkw and a vector (the next tile's columns) */
     int64_t roww;      /* the padded input row */
 } Wino;
 
@@ -46,7 +47,7 @@ LJ_INLINE int64_t up(int64_t x, int64_t to) {
 LJ_INLINE Wino wino_of(const int64_t *d) {
     Wino s = {0};
     s.t = wino_of_rows(lj_dim(d, 2, 0));
-    int mt = s.t ? s.t->m : 4, al = mt + 2;
+    int mt = s.t ? s.t->m : 4;
     s.n = lj_dim(d, 1, 0);
     s.c = lj_dim(d, 1, 1);
     s.h = lj_dim(d, 1, 2);
@@ -72,7 +73,8 @@ LJ_INLINE Wino wino_of(const int64_t *d) {
     s.nmb = (s.m + s.mb - 1) / s.mb;
     s.dkw = up(s.ntx, LJ_VL);
     s.ldt = up(s.rpb * s.ntx, LJ_VL) + LJ_VL;
-    s.roww = s.dkw * mt + al;
+    s.dks = s.dkw + LJ_VL;
+    s.roww = (s.dkw + 1) * mt;
     return s;
 }
 
@@ -85,8 +87,7 @@ LJ_INLINE int64_t v_floats(const Wino *s) {
 
 LJ_INLINE int64_t scratch_floats(const Wino *s) {
     int64_t a2 = (int64_t)(s->t->alpha * s->t->alpha), al = s->t->alpha, mt = s->t->m;
-    return v_floats(s) + a2 * s->mb * s->ldt + al * al * s->dkw + s->roww +
-           mt * mt * s->dkw;
+    return v_floats(s) + a2 * s->mb * s->ldt + al * mt * s->dks + s->roww + mt * mt * s->dkw;
 }
 
 LIBJIT_WORK libjit_winograd_conv_f32_work(const int64_t *d) {
@@ -111,34 +112,45 @@ LIBJIT_SCRATCH libjit_winograd_conv_f32_scratch(const int64_t *d, int slot) {
 
 /* Input transform of tile row ty of channel plane x into V (tile index
  * base + tx). */
-LJ_INLINE void input_row(const WinoTransform *t, const int al, const int mt, const Wino *s, const float *x, int64_t ty,
-                         float *dk, float *row, float *v, int64_t base) {
+LJ_INLINE void input_row(const WinoTransform *t, const int al, const int mt, const Wino *s,
+                         const float *x, int64_t ty, float *dk, float *row, float *v,
+                         int64_t base) {
+    const int64_t dks = s->dks;
     for (int i = 0; i < al; i++) {
         int64_t yy = ty * mt - s->pt + i;
-        float *dst = dk + (int64_t)i * al * s->dkw;
+        float *dst = dk + (int64_t)i * mt * dks;
         if (yy < 0 || yy >= s->h) {
-            for (int64_t j = 0; j < al * s->dkw; j++)
+            for (int64_t j = 0; j < mt * dks; j++)
                 dst[j] = 0;
             continue;
         }
+        /* row[pl + j] = x[yy][j], zeros around: copies without tests. */
         const float *src = x + yy * s->w;
-        for (int64_t xx = 0; xx < s->roww; xx++) {
-            int64_t sx = xx - s->pl;
-            row[xx] = sx >= 0 && sx < s->w ? src[sx] : 0;
-        }
-        for (int k = 0; k < al; k++)
-            for (int64_t tx = 0; tx < s->dkw; tx++)
-                dst[k * s->dkw + tx] = row[tx * mt + k];
+        int64_t end = s->pl + s->w < s->roww ? s->pl + s->w : s->roww;
+        for (int64_t xx = 0; xx < s->pl; xx++)
+            row[xx] = 0;
+        for (int64_t xx = s->pl; xx < end; xx++)
+            row[xx] = src[xx - s->pl];
+        for (int64_t xx = end; xx < s->roww; xx++)
+            row[xx] = 0;
+        /* Split by column residue mod mt: one interleaved group of mt
+         * members, which the vectoriser turns into shuffles. Columns mt ..
+         * al-1 of a tile are columns 0 .. of the next one. */
+        for (int64_t tx = 0; tx <= s->dkw; tx++)
+            LOOP_FULL for (int k = 0; k < mt; k++) dst[k * dks + tx] = row[tx * mt + k];
     }
     for (int64_t tx = 0; tx < s->ntx; tx += LJ_VL) {
-        vf32 dd[WINO_MAX_ALPHA][WINO_MAX_ALPHA], bd[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
-        LOOP_FULL for (int i = 0; i < al; i++) LOOP_FULL for (int k = 0; k < al; k++)
-            dd[i][k] = lj_load(dk + ((int64_t)i * al + k) * s->dkw + tx);
-        LOOP_FULL for (int i = 0; i < al; i++) LOOP_FULL for (int j = 0; j < al; j++) {
-            vf32 acc = lj_splat(-0.0f);
-            LOOP_FULL for (int k = 0; k < al; k++) if (t->bt[i][k] != 0)
-                acc += (float)t->bt[i][k] * dd[k][j];
-            bd[i][j] = acc;
+        vf32 bd[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
+        LOOP_FULL for (int j = 0; j < al; j++) {
+            vf32 col[WINO_MAX_ALPHA];
+            LOOP_FULL for (int k = 0; k < al; k++)
+                col[k] = lj_load(dk + ((int64_t)k * mt + j % mt) * dks + tx + j / mt);
+            LOOP_FULL for (int i = 0; i < al; i++) {
+                vf32 acc = lj_splat(-0.0f);
+                LOOP_FULL for (int k = 0; k < al; k++) if (t->bt[i][k] != 0)
+                    acc += (float)t->bt[i][k] * col[k];
+                bd[i][j] = acc;
+            }
         }
         LOOP_FULL for (int i = 0; i < al; i++) LOOP_FULL for (int j = 0; j < al; j++) {
             vf32 acc = lj_splat(-0.0f);
@@ -171,13 +183,16 @@ LJ_INLINE void output_row(const WinoTransform *t, const int al, const int mt, co
             lj_store(orow + (int64_t)(p * mt + q) * s->dkw + tx, lj_act(acc, act));
         }
     }
+    /* Interleaved back into the output rows: whole tiles in one body per
+     * row (an interleaved store group), the last partial tile alone. */
+    int64_t whole = s->ow / mt;
     for (int p = 0; p < mt && ty * mt + p < s->oh; p++) {
         float *dst = y + (ty * mt + p) * s->ow;
-        for (int q = 0; q < mt; q++) {
-            const float *src = orow + (int64_t)(p * mt + q) * s->dkw;
-            for (int64_t tx = 0; tx < s->ntx && tx * mt + q < s->ow; tx++)
-                dst[tx * mt + q] = src[tx];
-        }
+        const float *src = orow + (int64_t)p * mt * s->dkw;
+        for (int64_t tx = 0; tx < whole; tx++)
+            LOOP_FULL for (int q = 0; q < mt; q++) dst[tx * mt + q] = src[q * s->dkw + tx];
+        for (int q = 0; whole * mt + q < s->ow; q++)
+            dst[whole * mt + q] = src[q * s->dkw + whole];
     }
 }
 
@@ -188,7 +203,7 @@ LJ_INLINE void wino_units(const WinoTransform *t, const int al, const int mt, co
     float *y = ops[0];
     int64_t a2 = al * al;
     float *v = buf, *mo = v + v_floats(s), *dk = mo + a2 * s->mb * s->ldt;
-    float *row = dk + a2 * s->dkw, *orow = row + s->roww;
+    float *row = dk + al * mt * s->dks, *orow = row + s->roww;
     int64_t built = -1;
     for (int64_t unit = lo; unit < hi; unit++) {
         int64_t block = unit / s->nmb, mbk = unit % s->nmb;
@@ -252,7 +267,7 @@ LIBJIT_KERNEL libjit_winograd_conv_f32(const int64_t *d, void *const *ops, int64
     /* dk's columns past the tiles are read by the last vector: zeros. */
     int64_t a2 = s.t->alpha * s.t->alpha;
     float *dk = buf + v_floats(&s) + a2 * s.mb * s.ldt;
-    for (int64_t i = 0; i < a2 * s.dkw; i++)
+    for (int64_t i = 0; i < s.t->alpha * s.t->m * s.dks; i++)
         dk[i] = 0;
     const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
     if (s.t->m == 4)
