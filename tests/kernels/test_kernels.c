@@ -364,6 +364,7 @@ static void test_winograd(void **state) {
         {1, 256, 14, 14, 256, {1, 1, 1, 1}, false, true},
         {1, 16, 55, 55, 64, {1, 1, 1, 1}, true, true},
         {2, 3, 9, 7, 5, {0, 2, 1, 0}, false, false},
+        {8, 1300, 12, 12, 64, {1, 1, 1, 1}, true, true}, /* the products' deep block */
     };
     const WinoTransform *ts[2] = {&wino_f2, &wino_f4};
     for (int f = 0; f < 2; f++) {
@@ -373,9 +374,10 @@ static void test_winograd(void **state) {
         for (int i = 0; i < 60; i++) {
             WinoSpec k = {rnd(&s, 1, 2), rnd(&s, 1, 40), rnd(&s, 1, 30), rnd(&s, 1, 30),
                           rnd(&s, 1, 40), {0}, rnd(&s, 0, 1) != 0, rnd(&s, 0, 3) != 0};
-            if (i < 4)
+            int nfixed = (int)(sizeof fixed / sizeof *fixed);
+            if (i < nfixed)
                 k = fixed[i];
-            for (int j = 0; i >= 4 && j < 4; j++)
+            for (int j = 0; i >= nfixed && j < 4; j++)
                 k.pads[j] = rnd(&s, 0, 2);
             if (k.h + k.pads[0] + k.pads[2] < 3 || k.w + k.pads[1] + k.pads[3] < 3)
                 continue;

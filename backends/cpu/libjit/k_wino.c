@@ -101,9 +101,19 @@ LIBJIT_SCRATCH libjit_winograd_conv_f32_scratch(const int64_t *d, int slot) {
         return 0;
     if (slot == LJ_SCRATCH_PLANES)
         return scratch_floats(&s) * (int64_t)sizeof(float);
-    if (slot == LJ_SCRATCH_PACK)
-        return (int64_t)lj_sgemm_scratch(s.mb, s.rpb * s.ntx, s.c, false);
-    return 0;
+    if (slot != LJ_SCRATCH_PACK)
+        return 0;
+    /* The products' deep block: the largest of the four shapes of units
+     * (the last row and channel blocks can be smaller, and a narrower
+     * product may ask a deeper block). */
+    int64_t rows[2] = {s.mb, s.m - (s.nmb - 1) * s.mb};
+    int64_t cols[2] = {s.rpb * s.ntx, (s.nty - (s.nrb - 1) * s.rpb) * s.ntx};
+    size_t most = 0;
+    for (int i = 0; i < 4; i++) {
+        size_t b = lj_sgemm_scratch(rows[i / 2], cols[i % 2], s.c, false);
+        most = b > most ? b : most;
+    }
+    return (int64_t)most;
 }
 
 /* The transforms' loops unroll, so that t's coefficients (a constant table)
