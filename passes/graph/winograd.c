@@ -15,14 +15,13 @@
 #include "passes/pass.h"
 
 /* Where F(4x4) pays, measured with build/tests/bench_wino (single thread,
- * against libjit_conv_f32): at least MIN_CHANNELS in and out (16 -> 16 at
- * 28x28 ran 0.86x); at least MIN_TILES 4x4 tiles (7x7 maps have 4, mostly
- * padding, and the transformed filter, 4x the direct one's bytes, is read
- * for only those: 512 -> 512 at 7x7 ran 0.3x); and output channels x
- * tiles at least MIN_WORK, below which the transforms are the cost (128
- * -> 32 at 14x14, 512: 0.78x; 32 -> 32 at 28x28, 1568: 1.11x; 64 -> 64 at
- * 56x56: 2.0x). */
-enum { MIN_CHANNELS = 16, MIN_TILES = 16, MIN_WORK = 1024 };
+ * against libjit_conv_f32, under load): at least MIN_CHANNELS in and out
+ * (16 -> 16 at 28x28 ran 1.08x); at least MIN_TILES 4x4 tiles (a 7x7 map
+ * has 4, mostly padding, and the transformed filter, 4x the direct one's
+ * bytes, is read for only those: 512 -> 512 ran 0.2x, 128 -> 32 0.4x);
+ * and output channels x tiles at least MIN_WORK (128 -> 32 at 14x14, 512:
+ * 1.2x; 64 -> 64 at 56x56: 2.3x; 256 -> 256 at 14x14: 1.5x). */
+enum { MIN_CHANNELS = 16, MIN_TILES = 16, MIN_WORK = 512 };
 
 static bool fits(const Node *n) {
     if (n->kind != NK_CONV || n->ops[0]->type.elem != ELEM_F32 || n->ops[0]->type.rank != 4)

@@ -34,9 +34,7 @@ typedef struct Wino {
     int64_t ntx, nty;  /* tiles across, down */
     int64_t rpb, nrb;  /* tile rows per block, row blocks */
     int64_t mb, nmb;   /* output channels per block, channel blocks */
-    int64_t ldt;       /* V's and Mo's row length: a block's tiles, padded */
-    int64_t dkw;       /* tiles across, rounded up to vectors */
-    int64_t dks;       /* dk's row: dkw and a vector (the next tile's columns) */
+    int64_t ldt;       /* a block's tiles, padded: the rows of V, Mo, dk and ot */
     int64_t roww;      /* the padded input row */
 } Wino;
 
@@ -71,23 +69,21 @@ LJ_INLINE Wino wino_of(const int64_t *d) {
         s.nmb *= 2;
     s.mb = up((s.m + s.nmb - 1) / s.nmb, LJ_GEMM_MR);
     s.nmb = (s.m + s.mb - 1) / s.mb;
-    s.dkw = up(s.ntx, LJ_VL);
-    s.ldt = up(s.rpb * s.ntx, LJ_VL) + LJ_VL;
-    s.dks = s.dkw + LJ_VL;
-    s.roww = (s.dkw + 1) * mt;
+    s.ldt = up(s.rpb * s.ntx + 1, LJ_VL) + LJ_VL;
+    s.roww = (s.ntx + 1) * mt + 2;
     return s;
 }
 
-/* The scratch of one unit, in floats: V, Mo, dk, the padded row and the
- * output transform's rows. */
+/* The scratch of one unit, in floats: V, Mo, dk, the output tiles (ot)
+ * and the padded row. */
 LJ_INLINE int64_t v_floats(const Wino *s) {
     int64_t a2 = (int64_t)(s->t->alpha * s->t->alpha);
     return a2 * s->c * s->ldt;
 }
 
 LJ_INLINE int64_t scratch_floats(const Wino *s) {
-    int64_t a2 = (int64_t)(s->t->alpha * s->t->alpha), al = s->t->alpha, mt = s->t->m;
-    return v_floats(s) + a2 * s->mb * s->ldt + al * mt * s->dks + s->roww + mt * mt * s->dkw;
+    int64_t a2 = (int64_t)(s->t->alpha * s->t->alpha), mt = s->t->m;
+    return v_floats(s) + a2 * s->mb * s->ldt + a2 * s->ldt + mt * mt * s->ldt + s->roww;
 }
 
 LIBJIT_WORK libjit_winograd_conv_f32_work(const int64_t *d) {
@@ -120,41 +116,50 @@ LIBJIT_SCRATCH libjit_winograd_conv_f32_scratch(const int64_t *d, int slot) {
  * are constants and the zero ones drop out. */
 #define LOOP_FULL _Pragma("clang loop unroll(full)")
 
-/* Input transform of tile row ty of channel plane x into V (tile index
- * base + tx). */
-LJ_INLINE void input_row(const WinoTransform *t, const int al, const int mt, const Wino *s,
-                         const float *x, int64_t ty, float *dk, float *row, float *v,
-                         int64_t base) {
-    const int64_t dks = s->dks;
-    for (int i = 0; i < al; i++) {
-        int64_t yy = ty * mt - s->pt + i;
-        float *dst = dk + (int64_t)i * mt * dks;
-        if (yy < 0 || yy >= s->h) {
-            for (int64_t j = 0; j < mt * dks; j++)
-                dst[j] = 0;
-            continue;
+/* Input transform of channel plane x over a block's tile rows [ty0, ty1)
+ * into V (tile index (ty - ty0) * ntx + tx), vectors running over the
+ * block's tiles, across tile rows.
+ * dk[i][k][t] is entry (i, k) of tile t: each input row is copied into a
+ * zero-padded row and split by column residue mod mt in one interleaved
+ * group of mt members (which the vectoriser turns into shuffles); columns
+ * mt .. al-1 of a tile are columns 0 .. of the next, copied over. */
+LJ_INLINE void input_block(const WinoTransform *t, const int al, const int mt, const Wino *s,
+                           const float *x, int64_t ty0, int64_t ty1, float *dk, float *row,
+                           float *v) {
+    const int64_t ldt = s->ldt, ntx = s->ntx;
+    for (int64_t ty = ty0; ty < ty1; ty++) {
+        int64_t base = (ty - ty0) * ntx;
+        for (int i = 0; i < al; i++) {
+            int64_t yy = ty * mt - s->pt + i;
+            float *d = dk + (int64_t)i * al * ldt + base;
+            if (yy < 0 || yy >= s->h) {
+                for (int k = 0; k < al; k++)
+                    for (int64_t tx = 0; tx <= ntx; tx++)
+                        d[k * ldt + tx] = 0;
+                continue;
+            }
+            const float *src = x + yy * s->w;
+            int64_t end = s->pl + s->w < s->roww ? s->pl + s->w : s->roww;
+            for (int64_t xx = 0; xx < s->pl; xx++)
+                row[xx] = 0;
+            for (int64_t xx = s->pl; xx < end; xx++)
+                row[xx] = src[xx - s->pl];
+            for (int64_t xx = end; xx < s->roww; xx++)
+                row[xx] = 0;
+            for (int64_t tx = 0; tx <= ntx; tx++)
+                LOOP_FULL for (int k = 0; k < mt; k++) d[k * ldt + tx] = row[tx * mt + k];
+            for (int k = mt; k < al; k++)
+                for (int64_t tx = 0; tx < ntx; tx++)
+                    d[k * ldt + tx] = d[(k - mt) * ldt + tx + 1];
         }
-        /* row[pl + j] = x[yy][j], zeros around: copies without tests. */
-        const float *src = x + yy * s->w;
-        int64_t end = s->pl + s->w < s->roww ? s->pl + s->w : s->roww;
-        for (int64_t xx = 0; xx < s->pl; xx++)
-            row[xx] = 0;
-        for (int64_t xx = s->pl; xx < end; xx++)
-            row[xx] = src[xx - s->pl];
-        for (int64_t xx = end; xx < s->roww; xx++)
-            row[xx] = 0;
-        /* Split by column residue mod mt: one interleaved group of mt
-         * members, which the vectoriser turns into shuffles. Columns mt ..
-         * al-1 of a tile are columns 0 .. of the next one. */
-        for (int64_t tx = 0; tx <= s->dkw; tx++)
-            LOOP_FULL for (int k = 0; k < mt; k++) dst[k * dks + tx] = row[tx * mt + k];
     }
-    for (int64_t tx = 0; tx < s->ntx; tx += LJ_VL) {
+    int64_t ntiles = (ty1 - ty0) * ntx;
+    for (int64_t tt = 0; tt < ntiles; tt += LJ_VL) {
         vf32 bd[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
         LOOP_FULL for (int j = 0; j < al; j++) {
             vf32 col[WINO_MAX_ALPHA];
             LOOP_FULL for (int k = 0; k < al; k++)
-                col[k] = lj_load(dk + ((int64_t)k * mt + j % mt) * dks + tx + j / mt);
+                col[k] = lj_load(dk + ((int64_t)k * al + j) * ldt + tt);
             LOOP_FULL for (int i = 0; i < al; i++) {
                 vf32 acc = lj_splat(-0.0f);
                 LOOP_FULL for (int k = 0; k < al; k++) if (t->bt[i][k] != 0)
@@ -166,44 +171,49 @@ LJ_INLINE void input_row(const WinoTransform *t, const int al, const int mt, con
             vf32 acc = lj_splat(-0.0f);
             LOOP_FULL for (int k = 0; k < al; k++) if (t->bt[j][k] != 0)
                 acc += (float)t->bt[j][k] * bd[i][k];
-            lj_store(v + (int64_t)(i * al + j) * s->c * s->ldt + base + tx, acc);
+            lj_store(v + (int64_t)(i * al + j) * s->c * ldt + tt, acc);
         }
     }
 }
 
-/* Output transform of channel m's tile row ty from Mo (tile index base +
- * tx), bias and activation, into y. */
-LJ_INLINE void output_row(const WinoTransform *t, const int al, const int mt, const Wino *s, const float *mo,
-                          int64_t mstride, int64_t base, float bias, LjAct act, int64_t ty,
-                          float *orow, float *y) {
-    for (int64_t tx = 0; tx < s->ntx; tx += LJ_VL) {
-        vf32 mm[WINO_MAX_ALPHA][WINO_MAX_ALPHA], am[WINO_MAX_M][WINO_MAX_ALPHA];
-        LOOP_FULL for (int i = 0; i < al; i++) LOOP_FULL for (int j = 0; j < al; j++)
-            mm[i][j] = lj_load(mo + (int64_t)(i * al + j) * mstride + base + tx);
-        LOOP_FULL for (int p = 0; p < mt; p++) LOOP_FULL for (int j = 0; j < al; j++) {
-            vf32 acc = lj_splat(-0.0f);
-            LOOP_FULL for (int i = 0; i < al; i++) if (t->at[p][i] != 0)
-                acc += (float)t->at[p][i] * mm[i][j];
-            am[p][j] = acc;
+/* Output transform of one output channel's products mo (entry xi of tile
+ * t at mo[xi * mstride + t]) over the block's tiles, bias and activation,
+ * into ot[p][q][t]; then interleaved into y's rows: whole tiles in one body
+ * per row (an interleaved store group), a last partial tile alone. */
+LJ_INLINE void output_block(const WinoTransform *t, const int al, const int mt, const Wino *s,
+                            const float *mo, int64_t mstride, float bias, LjAct act, int64_t ty0,
+                            int64_t ty1, float *ot, float *y) {
+    const int64_t ldt = s->ldt, ntx = s->ntx, ntiles = (ty1 - ty0) * ntx;
+    for (int64_t tt = 0; tt < ntiles; tt += LJ_VL) {
+        vf32 am[WINO_MAX_M][WINO_MAX_ALPHA];
+        LOOP_FULL for (int j = 0; j < al; j++) {
+            vf32 col[WINO_MAX_ALPHA];
+            LOOP_FULL for (int i = 0; i < al; i++)
+                col[i] = lj_load(mo + (int64_t)(i * al + j) * mstride + tt);
+            LOOP_FULL for (int p = 0; p < mt; p++) {
+                vf32 acc = lj_splat(-0.0f);
+                LOOP_FULL for (int i = 0; i < al; i++) if (t->at[p][i] != 0)
+                    acc += (float)t->at[p][i] * col[i];
+                am[p][j] = acc;
+            }
         }
         LOOP_FULL for (int p = 0; p < mt; p++) LOOP_FULL for (int q = 0; q < mt; q++) {
             vf32 acc = lj_splat(bias);
             LOOP_FULL for (int j = 0; j < al; j++) if (t->at[q][j] != 0)
                 acc += (float)t->at[q][j] * am[p][j];
-            lj_store(orow + (int64_t)(p * mt + q) * s->dkw + tx, lj_act(acc, act));
+            lj_store(ot + (int64_t)(p * mt + q) * ldt + tt, lj_act(acc, act));
         }
     }
-    /* Interleaved back into the output rows: whole tiles in one body per
-     * row (an interleaved store group), the last partial tile alone. */
     int64_t whole = s->ow / mt;
-    for (int p = 0; p < mt && ty * mt + p < s->oh; p++) {
-        float *dst = y + (ty * mt + p) * s->ow;
-        const float *src = orow + (int64_t)p * mt * s->dkw;
-        for (int64_t tx = 0; tx < whole; tx++)
-            LOOP_FULL for (int q = 0; q < mt; q++) dst[tx * mt + q] = src[q * s->dkw + tx];
-        for (int q = 0; whole * mt + q < s->ow; q++)
-            dst[whole * mt + q] = src[q * s->dkw + whole];
-    }
+    for (int64_t ty = ty0; ty < ty1; ty++)
+        for (int p = 0; p < mt && ty * mt + p < s->oh; p++) {
+            float *dst = y + (ty * mt + p) * s->ow;
+            const float *src = ot + (int64_t)p * mt * ldt + (ty - ty0) * ntx;
+            for (int64_t tx = 0; tx < whole; tx++)
+                LOOP_FULL for (int q = 0; q < mt; q++) dst[tx * mt + q] = src[q * ldt + tx];
+            for (int q = 0; whole * mt + q < s->ow; q++)
+                dst[whole * mt + q] = src[q * ldt + whole];
+        }
 }
 
 LJ_INLINE void wino_units(const WinoTransform *t, const int al, const int mt, const Wino *s, void *const *ops,
@@ -213,7 +223,7 @@ LJ_INLINE void wino_units(const WinoTransform *t, const int al, const int mt, co
     float *y = ops[0];
     int64_t a2 = al * al;
     float *v = buf, *mo = v + v_floats(s), *dk = mo + a2 * s->mb * s->ldt;
-    float *row = dk + al * mt * s->dks, *orow = row + s->roww;
+    float *ot = dk + a2 * s->ldt, *row = ot + mt * mt * s->ldt;
     int64_t built = -1;
     for (int64_t unit = lo; unit < hi; unit++) {
         int64_t block = unit / s->nmb, mbk = unit % s->nmb;
@@ -222,9 +232,8 @@ LJ_INLINE void wino_units(const WinoTransform *t, const int al, const int mt, co
         int64_t ntiles = (ty1 - ty0) * s->ntx;
         if (block != built) {
             for (int64_t c = 0; c < s->c; c++)
-                for (int64_t ty = ty0; ty < ty1; ty++)
-                    input_row(t, al, mt, s, x + (img * s->c + c) * s->h * s->w, ty, dk, row,
-                              v + c * s->ldt, (ty - ty0) * s->ntx);
+                input_block(t, al, mt, s, x + (img * s->c + c) * s->h * s->w, ty0, ty1, dk, row,
+                            v + c * s->ldt);
             built = block;
         }
         int64_t m0 = mbk * s->mb, rows = s->m - m0 < s->mb ? s->m - m0 : s->mb;
@@ -246,9 +255,8 @@ LJ_INLINE void wino_units(const WinoTransform *t, const int al, const int mt, co
         for (int64_t r = 0; r < rows; r++) {
             int64_t m = m0 + r;
             float *ym = y + (img * s->m + m) * s->oh * s->ow;
-            for (int64_t ty = ty0; ty < ty1; ty++)
-                output_row(t, al, mt, s, mo + r * s->ldt, s->mb * s->ldt, (ty - ty0) * s->ntx,
-                           bias ? bias[m] : 0.0f, act, ty, orow, ym);
+            output_block(t, al, mt, s, mo + r * s->ldt, s->mb * s->ldt, bias ? bias[m] : 0.0f,
+                         act, ty0, ty1, ot, ym);
         }
     }
 }
@@ -277,7 +285,7 @@ LIBJIT_KERNEL libjit_winograd_conv_f32(const int64_t *d, void *const *ops, int64
     /* dk's columns past the tiles are read by the last vector: zeros. */
     int64_t a2 = s.t->alpha * s.t->alpha;
     float *dk = buf + v_floats(&s) + a2 * s.mb * s.ldt;
-    for (int64_t i = 0; i < s.t->alpha * s.t->m * s.dks; i++)
+    for (int64_t i = 0; i < a2 * s.ldt; i++)
         dk[i] = 0;
     const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
     if (s.t->m == 4)
