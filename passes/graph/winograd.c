@@ -1,7 +1,7 @@
 /* winograd: a float 2-D convolution with a constant 3x3 filter, stride 1,
  * dilation 1, one group and pads of at most 2 becomes winograd_conv, its
  * filter transformed here (core/winograd.h), once, into the 36 M x C
- * matrices the kernel's products read in place:
+ * matrices (16 for F(2x2), on small maps) the kernel's products read in place:
  *   conv(x, w [M,C,3,3], b) -> winograd_conv(x, u [36,M,C], b)
  * For backends that say it pays (Backend.winograd) and for shapes where it
  * does: enough channels that the products, not the transforms, dominate,
@@ -20,13 +20,16 @@
  * has 4, mostly padding, and the transformed filter, 4x the direct one's
  * bytes, is read for only those: 512 -> 512 ran 0.2x, 128 -> 32 0.4x);
  * and output channels x tiles at least MIN_WORK (128 -> 32 at 14x14, 512:
- * 1.2x; 64 -> 64 at 56x56: 2.3x; 256 -> 256 at 14x14: 1.5x). */
-enum { MIN_CHANNELS = 16, MIN_TILES = 16, MIN_WORK = 512 };
+ * 1.2x; 64 -> 64 at 56x56: 2.3x; 256 -> 256 at 14x14: 1.5x). Where F(4x4)
+ * has too few tiles, F(2x2) may still pay (its filter is 16/9 the direct
+ * one's): 512 -> 512 at 7x7 (16 tiles, work 8192) ran 1.3x, 128 -> 32 at
+ * 7x7 (work 512) 0.96x; MIN_WORK_F2 between them. */
+enum { MIN_CHANNELS = 16, MIN_TILES = 16, MIN_WORK = 512, MIN_WORK_F2 = 2048 };
 
 static bool fits(const Node *n) {
     if (n->kind != NK_CONV || n->ops[0]->type.elem != ELEM_F32 || n->ops[0]->type.rank != 4)
         return false;
-    const Type *w = &n->ops[1]->type, *y = &n->res[0].type;
+    const Type *w = &n->ops[1]->type;
     if (w->dims[2] != 3 || w->dims[3] != 3 || node_attr_int(n, AK_group, 1) != 1)
         return false;
     int k;
@@ -44,9 +47,20 @@ static bool fits(const Node *n) {
             return false;
     if (p && k != 4)
         return false;
-    int64_t tiles = (y->dims[2] + 3) / 4 * ((y->dims[3] + 3) / 4);
-    return w->dims[0] >= MIN_CHANNELS && w->dims[1] >= MIN_CHANNELS && tiles >= MIN_TILES &&
-           w->dims[0] * tiles >= MIN_WORK && value_constant(n->ops[1]);
+    return w->dims[0] >= MIN_CHANNELS && w->dims[1] >= MIN_CHANNELS && value_constant(n->ops[1]);
+}
+
+/* The transform that pays for this conv's output size, or NULL. */
+static const WinoTransform *transform_for(const Node *n) {
+    const Type *y = &n->res[0].type;
+    int64_t m = y->dims[1];
+    int64_t t4 = (y->dims[2] + 3) / 4 * ((y->dims[3] + 3) / 4);
+    int64_t t2 = (y->dims[2] + 1) / 2 * ((y->dims[3] + 1) / 2);
+    if (t4 >= MIN_TILES && m * t4 >= MIN_WORK)
+        return &wino_f4;
+    if (t2 >= MIN_TILES && m * t2 >= MIN_WORK_F2)
+        return &wino_f2;
+    return NULL;
 }
 
 static Node *rewrite(Function *f, Node *conv, const WinoTransform *t) {
@@ -83,12 +97,11 @@ bool pass_winograd(Function *f, PassContext *ctx) {
     bool changed = false;
     for (Node *n = f->first, *next; n; n = next) {
         next = n->next;
-        if (!fits(n))
-            continue;
-        Node *r = rewrite(f, n, &wino_f4);
+        const WinoTransform *t = fits(n) ? transform_for(n) : NULL;
+        Node *r = t ? rewrite(f, n, t) : NULL;
         if (!r)
             continue;
-        pass_stat(ctx, "convs-to-winograd", 1);
+        pass_stat(ctx, t->m == 4 ? "convs-to-f4x4" : "convs-to-f2x2", 1);
         pass_rewrote(ctx, f, &r->res[0]);
         changed = true;
     }
