@@ -5,7 +5,7 @@
  *   conv(x, w [M,C,3,3], b) -> winograd_conv(x, u [36,M,C], b)
  * For backends that say it pays (Backend.winograd) and for shapes where it
  * does: enough channels that the products, not the transforms, dominate,
- * and feature maps large enough that F(4x4)'s tiles are not mostly padding
+ * and feature maps large enough that the tiles are not mostly padding
  * (the thresholds below). Its rounding error is
  * bounded in tests/kernels/test_kernels.c. Requires activations fused
  * (fuse-activation) first; invalidates nothing. */
@@ -14,17 +14,26 @@
 #include "core/winograd.h"
 #include "passes/pass.h"
 
-/* Where F(4x4) pays, measured with build/tests/bench_wino (single thread,
- * against libjit_conv_f32, under load): at least MIN_CHANNELS in and out
- * (16 -> 16 at 28x28 ran 1.08x); at least MIN_TILES 4x4 tiles (a 7x7 map
- * has 4, mostly padding, and the transformed filter, 4x the direct one's
- * bytes, is read for only those: 512 -> 512 ran 0.2x, 128 -> 32 0.4x);
- * and output channels x tiles at least MIN_WORK (128 -> 32 at 14x14, 512:
- * 1.2x; 64 -> 64 at 56x56: 2.3x; 256 -> 256 at 14x14: 1.5x). Where F(4x4)
- * has too few tiles, F(2x2) may still pay (its filter is 16/9 the direct
- * one's): 512 -> 512 at 7x7 (16 tiles, work 8192) ran 1.3x, 128 -> 32 at
- * 7x7 (work 512) 0.96x; MIN_WORK_F2 between them. */
-enum { MIN_CHANNELS = 16, MIN_TILES = 16, MIN_WORK = 512, MIN_WORK_F2 = 2048 };
+/* Where it pays, measured with `build/tests/bench_wino --cold` (single
+ * thread, against libjit_conv_f32, weights evicted from the cache between
+ * runs as in a model, under load): the transformed filter is 4x (F(4x4))
+ * or 16/9 (F(2x2)) the direct one's bytes, read once per image.
+ *  - F(4x4) on maps of at least 7x7 4x4 tiles, with C + M >= 80 (the
+ *    transforms cost per channel what the products cost per channel pair):
+ *    64 -> 64 at 56x56 1.9x, 128 -> 128 at 28x28 2.2x, 128 -> 32 at 28x28
+ *    1.15x, 16 -> 64 at 55x55 1.3x; 32 -> 32 at 28x28 0.94x.
+ *  - F(2x2) on smaller maps with at least 16 2x2 tiles, 192 output and 48
+ *    input channels: 256 -> 256 at 14x14 1.3x (F(4x4): 1.07x), 512 -> 512
+ *    at 7x7 1.2x (F(4x4), 4 tiles: 0.05x), 48 -> 192 at 13x13 1.07x;
+ *    128 -> 32 at 14x14 0.92x. */
+enum {
+    MIN_CHANNELS = 16,
+    F4_MIN_TILES = 49,
+    F4_MIN_C_PLUS_M = 80,
+    F2_MIN_TILES = 16,
+    F2_MIN_M = 192,
+    F2_MIN_C = 48,
+};
 
 static bool fits(const Node *n) {
     if (n->kind != NK_CONV || n->ops[0]->type.elem != ELEM_F32 || n->ops[0]->type.rank != 4)
@@ -50,15 +59,15 @@ static bool fits(const Node *n) {
     return w->dims[0] >= MIN_CHANNELS && w->dims[1] >= MIN_CHANNELS && value_constant(n->ops[1]);
 }
 
-/* The transform that pays for this conv's output size, or NULL. */
+/* The transform that pays for this conv, or NULL. */
 static const WinoTransform *transform_for(const Node *n) {
-    const Type *y = &n->res[0].type;
-    int64_t m = y->dims[1];
+    const Type *y = &n->res[0].type, *w = &n->ops[1]->type;
+    int64_t m = w->dims[0], c = w->dims[1];
     int64_t t4 = (y->dims[2] + 3) / 4 * ((y->dims[3] + 3) / 4);
     int64_t t2 = (y->dims[2] + 1) / 2 * ((y->dims[3] + 1) / 2);
-    if (t4 >= MIN_TILES && m * t4 >= MIN_WORK)
+    if (t4 >= F4_MIN_TILES && c + m >= F4_MIN_C_PLUS_M)
         return &wino_f4;
-    if (t2 >= MIN_TILES && m * t2 >= MIN_WORK_F2)
+    if (t2 >= F2_MIN_TILES && m >= F2_MIN_M && c >= F2_MIN_C)
         return &wino_f2;
     return NULL;
 }

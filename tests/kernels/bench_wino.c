@@ -4,7 +4,10 @@
  * direct convolution's GFLOP/s (2 flops per multiply-add) for both, so the
  * winograd column is the effective rate.
  *
- * usage: bench_wino [--f2] [--reps N] [--only I] (the I-th shape alone) */
+ * --cold writes 64 MB between runs, so that weights come from memory as in
+ * a model (whose other layers evict them), not from the cache.
+ *
+ * usage: bench_wino [--f2] [--cold] [--reps N] [--only I] (the I-th shape alone) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +33,16 @@ static double now(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static double time_min(KernelFn fn, WorkFn work, const Desc *d, void *const *ops, int reps) {
+enum { EVICT_BYTES = 64 << 20 };
+
+static double time_min(KernelFn fn, WorkFn work, const Desc *d, void *const *ops, int reps,
+                       char *evict) {
     LjScratch sc = {0};
     double best = 1e30, start = now();
     int64_t n = work(d->w);
     for (int r = 0; r < 2000 && (r < reps || now() - start < 0.3); r++) {
+        if (evict)
+            memset(evict, r, EVICT_BYTES);
         double t0 = now();
         fn(d->w, ops, 0, n, &sc);
         double t = now() - t0;
@@ -46,10 +54,13 @@ static double time_min(KernelFn fn, WorkFn work, const Desc *d, void *const *ops
 
 int main(int argc, char **argv) {
     int reps = 20, only = -1;
+    char *evict = NULL;
     const WinoTransform *t = &wino_f4;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--f2"))
             t = &wino_f2;
+        else if (!strcmp(argv[i], "--cold"))
+            evict = malloc(EVICT_BYTES);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
@@ -89,13 +100,15 @@ int main(int argc, char **argv) {
             w[i] = (float)((double)rand() / RAND_MAX - 0.5);
         winograd_filter(t, w, s->m, s->c, u);
         void *oc[4] = {y, x, w, b}, *ow[4] = {y, x, u, b};
-        double td = only >= 0 ? 1 : time_min(libjit_conv_f32, libjit_conv_f32_work, &dc, oc, reps);
-        double tw = time_min(libjit_winograd_conv_f32, libjit_winograd_conv_f32_work, &dw, ow, reps);
+        double td = only >= 0 ? 1 : time_min(libjit_conv_f32, libjit_conv_f32_work, &dc, oc, reps, evict);
+        double tw = time_min(libjit_winograd_conv_f32, libjit_winograd_conv_f32_work, &dw, ow, reps,
+                             evict);
         char name[64];
         snprintf(name, sizeof name, "%lldx%lldx%lld -> %lld", (long long)s->c, (long long)s->h,
                  (long long)s->h, (long long)s->m);
         printf("%-22s %10.3f %10.3f %8.2f\n", name, td * 1e3, tw * 1e3, td / tw);
         free(y), free(x), free(w), free(u), free(b);
     }
+    free(evict);
     return 0;
 }
