@@ -105,7 +105,7 @@ bool k_winograd_conv(const KernelArgs *a) {
     Tensor *Y = a->out[0];
     const WinoTransform *t = wino_of_rows(U->type.dims[0]);
     if (!t || X->type.elem != ELEM_F32)
-        return false;
+        return kernel_fail(a, "winograd_conv takes f32 and a 16- or 36-row transformed filter");
     int k;
     const int64_t *p = node_attr_ints(a->n, AK_pads, &k);
     int64_t N = X->type.dims[0], C = X->type.dims[1], H = X->type.dims[2], W = X->type.dims[3];
@@ -116,7 +116,7 @@ bool k_winograd_conv(const KernelArgs *a) {
     float *y = Y->data;
     double *acc = malloc(sizeof(double) * (size_t)(M * al * al));
     if (!acc)
-        return false;
+        return kernel_fail(a, "out of memory for the tile sums");
     for (int64_t n = 0; n < N; n++)
         for (int64_t ty = 0; ty < OH; ty += mt)
             for (int64_t tx = 0; tx < OW; tx += mt) {

@@ -269,7 +269,8 @@ static void test_conv_random(void **state) {
 
 /* ---- winograd_conv --------------------------------------------------------- */
 
-/* libjit_winograd_conv_f32 against direct convolution computed here in
+/* libjit_winograd_conv_f32, and the interpreter's winograd_conv (the
+ * libjit kernel's fallback), against direct convolution computed here in
  * double, on random 3x3 stride-1 convolutions, for both transforms.
  *
  * The bound. Each stage rounds a sum of terms, so (Higham, ch. 3) the
@@ -321,7 +322,8 @@ static double check_winograd(const WinoTransform *t, const WinoSpec *k, uint64_t
     for (int64_t i = 0; b && i < k->m; i++)
         maxb = fmax(maxb, fabs(b[i]));
     run_kernel(&c.d, libjit_winograd_conv_f32, libjit_winograd_conv_f32_work, c.fast);
-    const float *y = c.fast[0];
+    assert_true(case_reference(&c, false)); /* the interpreter's winograd_conv, in c.ref */
+    const float *y = c.fast[0], *yi = c.ref[0];
     double bound = gamma_f32(k->c + 4 * t->alpha + 3) *
                    (winograd_amplification(t) * (double)k->c * maxw * maxx + maxb);
     for (int64_t img = 0; img < k->n; img++)
@@ -339,8 +341,10 @@ static double check_winograd(const WinoTransform *t, const WinoSpec *k, uint64_t
                             }
                     if (k->relu)
                         s = s > 0 ? s : 0;
-                    double got = y[((img * k->m + m) * oh + oy) * ow + ox];
+                    int64_t at = ((img * k->m + m) * oh + oy) * ow + ox;
+                    double got = y[at], ref = yi[at];
                     double e = isnan(got) ? INFINITY : fabs(got - s);
+                    e = fmax(e, isnan(ref) ? INFINITY : fabs(ref - s));
                     maxy = fmax(maxy, fabs(s));
                     *rel = fmax(*rel, e);
                     worst = fmax(worst, e / bound);
