@@ -236,6 +236,10 @@ ifneq ($(SAN),1)
 	$(BUILD)/tests/test_kernels_native
 endif
 
+$(BUILD)/tests/bench_wino: tests/kernels/bench_wino.c $(KNATIVE_OBJS) $(BUILD)/libglowc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(NATIVE) $< $(KNATIVE_OBJS) $(KLIBS) -o $@
+
 $(BUILD)/tests/bench_model: tests/kernels/bench_model.c $(KNATIVE_OBJS) $(BUILD)/libglowc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(NATIVE) $< $(KNATIVE_OBJS) $(KLIBS) -o $@

@@ -66,6 +66,9 @@ typedef struct Backend {
     bool runs_lir;
     /* Does it compile that program (the codegen steps)? Then all below are set. */
     bool compiles;
+    /* Does it run 3x3 convolutions faster as winograd_conv? The winograd pass
+     * rewrites them for such a backend only. */
+    bool winograd;
 
     /* The module for an allocated program; NULL with a diagnostic listing every
      * operator without a kernel (unless o->fallback), or naming a bad target. */

@@ -1,6 +1,7 @@
 /* Shape rules for every node kind, and the window/slice/reduce geometry that
  * the kernels share. */
 #include "core/infer.h"
+#include "core/winograd.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -680,6 +681,35 @@ static bool infer_conv(Node *n, DiagList *d) {
     if (!same_elem(n, d, 0, 1) || !conv_shape(n, d, 0, 1, &n->res[0].type))
         return false;
     return n->nops < 3 || need_bias(n, d, 2, op_type(n, 0)->elem, n->res[0].type.dims[1]);
+}
+
+/* x [N,C,H,W] with u [alpha^2,M,C] (alpha^2 16 or 36): [N,M,H+pads-2,W+pads-2]. */
+static bool infer_winograd_conv(Node *n, DiagList *d) {
+    if (!same_elem(n, d, 0, 1) || !need_rank(n, d, 0, 4, 4) || !need_rank(n, d, 1, 3, 3))
+        return false;
+    const Type *x = op_type(n, 0), *u = op_type(n, 1);
+    if (!wino_of_rows(u->dims[0]) || u->dims[2] != x->dims[1]) {
+        node_error(d, n, "transformed filter must be <16 or 36 x M x %lld>", (long long)x->dims[1]);
+        return false;
+    }
+    int k;
+    const int64_t *p = node_attr_ints(n, AK_pads, &k);
+    if (p && k != 4) {
+        node_error(d, n, "pads must have 4 values");
+        return false;
+    }
+    Type r = *x;
+    r.dims[1] = u->dims[1];
+    for (int i = 0; i < 2; i++) {
+        int64_t size = x->dims[2 + i] + (p ? p[i] + p[2 + i] : 0) - 2;
+        if ((p && (p[i] < 0 || p[2 + i] < 0 || p[i] > 2 || p[2 + i] > 2)) || size < 1) {
+            node_error(d, n, "pads must be 0 to 2 and leave an output");
+            return false;
+        }
+        r.dims[2 + i] = size;
+    }
+    n->res[0].type = r;
+    return n->nops < 3 || need_bias(n, d, 2, x->elem, r.dims[1]);
 }
 
 static bool infer_conv_transpose(Node *n, DiagList *d) {

@@ -32,7 +32,7 @@ static const char *const pipeline_o1[] = {
 static const char *const pipeline_o2[] = {
     "dce",         "cse",          "constfold",       "noop-elim",      "merge-reshapes",
     "fold-batchnorm", "sink-transpose", "concat-slice", "fold-pad",     "fuse-matmul-add",
-    "fuse-activation", "constfold", "cse",             "noop-elim",      "dce",
+    "fuse-activation", "winograd", "constfold", "cse",             "noop-elim",      "dce",
     "lower",       "constfold",    "cse",             "noop-elim",      "merge-reshapes",
     "dce",         "schedule",     "irgen",           "copy-elim",      "share-buffers",
     "dead-alloc",  "shorten-lifetimes", "peephole",   "allocate",       NULL,
@@ -396,7 +396,8 @@ bool session_set_pipeline(Session *s, const char *spec) {
             count++;
         names = calloc((size_t)(count - from) + 1, sizeof *names);
         for (int i = from; named[i]; i++)
-            names[n++] = strdup(named[i]);
+            if (!s->opt.no_winograd || strcmp(named[i], "winograd"))
+                names[n++] = strdup(named[i]);
     } else if (!append_pass_list(&names, &n, spec, &s->diags)) {
         free_names(names, n);
         return false;

@@ -27,6 +27,7 @@ typedef struct SessionOptions {
     int threads;            /* compiling backends: worker threads when running (0: every CPU) */
     const struct QuantConfig *quant; /* --quantize: the pipeline starts with quantize */
     const TrainSpec *train; /* the differentiate pass's loss and optimiser (NULL: inference) */
+    bool no_winograd;       /* --no-winograd: a named level (-O2) without the winograd pass */
 } SessionOptions;
 
 typedef struct Step {

@@ -117,6 +117,7 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
         }
         break;
     case OPT_NO_CACHE: ca->no_cache = true; break;
+    case OPT_NO_WINOGRAD: ca->no_winograd = true; break;
     case OPT_TRAIN: ca->training = true; break;
     case OPT_LOSS:
         if (!strcmp(v, "softmax-cross-entropy") || !strcmp(v, "mse")) {
@@ -307,6 +308,7 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
         .max_memory = ca->max_memory ? ca->max_memory : cli_physical_memory(),
         .quant = ca->quant.profile ? &ca->quant : NULL,
         .train = ca->training ? &ca->train : NULL,
+        .no_winograd = ca->no_winograd,
     };
 }
 

@@ -38,6 +38,7 @@ typedef struct CommonArgs {
     bool min_sqnr_given;
     char *keep_auto_list; /* --keep-float=auto: the nodes it chose (args_parse) */
     QProfile profile;
+    bool no_winograd;     /* --no-winograd: -O2 leaves 3x3 convolutions direct */
     bool no_cache;        /* --no-cache: compile the kernel engine afresh, keep nothing */
     char cache_dir[1024]; /* cli_cache_dir's answer, when cache_dir_set */
     bool cache_dir_set;

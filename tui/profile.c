@@ -183,6 +183,8 @@ static double instr_flops(const LirInstr *i) {
         const Type *w = &i->ops[2]->type;
         return 2.0 * (double)type_numel(y) * (double)(type_numel(w) / w->dims[0]);
     }
+    case NK_WINOGRAD_CONV: /* the direct conv's count: an effective rate, comparable */
+        return 2.0 * (double)type_numel(y) * (double)x->dims[1] * 9;
     case NK_FULLY_CONNECTED:
     case NK_MATMUL:
     case NK_GEMM:

@@ -119,6 +119,7 @@ const Backend cpu_backend = {
     .is_native = is_native,
     .runs_lir = true,
     .compiles = true,
+    .winograd = true,
     .compile = compile,
     .optimize = optimize,
     .print_ir = print_ir,

@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "backends/cpu/libjit/kernels.h"
+#include "core/winograd.h"
 #include "tests/kernels/any.h"
 #include "tests/kernels/harness.h"
 
@@ -264,6 +265,136 @@ static void test_conv_random(void **state) {
     }
     printf("conv: %d random shapes, worst error %.3f of the bound\n", ran, worst);
     assert_true(worst <= 1);
+}
+
+/* ---- winograd_conv --------------------------------------------------------- */
+
+/* libjit_winograd_conv_f32, and the interpreter's winograd_conv (the
+ * libjit kernel's fallback), against direct convolution computed here in
+ * double, on random 3x3 stride-1 convolutions, for both transforms.
+ *
+ * The bound. Each stage rounds a sum of terms, so (Higham, ch. 3) the
+ * computed output differs from the exact one by at most gamma_n times the
+ * same computation on |values| with |matrices|, n the rounding steps along
+ * the way: the filter rounded once to f32 (1), the input transform's two
+ * sums of at most alpha products each (2 * alpha), the channel sum (C, and
+ * 1 for its products), the output transform's two sums (2 * alpha), the
+ * bias (1): n = C + 4 alpha + 3. That computation on magnitudes is at most
+ * beta C max|w| max|x| + max|b|, beta = winograd_amplification (from the
+ * transform's constants alone; direct convolution's is 9). So
+ *     max |y - y_exact| <= gamma_{C + 4 alpha + 3} (beta C max|w| max|x| + max|b|)
+ * relative to the largest magnitude the operands allow; relu, 1-Lipschitz,
+ * keeps it. A wrong tile or transform is off by the output's own size,
+ * about sqrt(9C) max|w| max|x| / 3, far above it. */
+typedef struct WinoSpec {
+    int64_t n, c, h, w, m;
+    int64_t pads[4];
+    bool relu, bias;
+} WinoSpec;
+
+/* The worst error over the bound; *rel: the worst error over max|y|. */
+static double check_winograd(const WinoTransform *t, const WinoSpec *k, uint64_t seed,
+                             double *rel) {
+    int64_t oh = k->h + k->pads[0] + k->pads[2] - 2, ow = k->w + k->pads[1] + k->pads[3] - 2;
+    int64_t a2 = t->alpha * t->alpha;
+    Case c = {0};
+    desc_begin(&c.d, NK_WINOGRAD_CONV, 1);
+    desc_operand(&c.d, 4, (int64_t[]){k->n, k->m, oh, ow});
+    desc_operand(&c.d, 4, (int64_t[]){k->n, k->c, k->h, k->w});
+    desc_operand(&c.d, 3, (int64_t[]){a2, k->m, k->c});
+    if (k->bias)
+        desc_operand(&c.d, 1, (int64_t[]){k->m});
+    desc_ints(&c.d, AK_pads, 4, k->pads);
+    if (k->relu)
+        desc_act(&c.d, "relu");
+    case_alloc(&c, seed);
+    float *x = c.fast[1], *u = c.fast[2], *b = k->bias ? c.fast[3] : NULL;
+    float *w = malloc((size_t)(k->m * k->c * 9) * sizeof(float));
+    uint64_t r = seed * 7919 + 1;
+    double maxw = 0, maxx = 0, maxb = 0, maxy = 0, worst = 0;
+    for (int64_t i = 0; i < k->m * k->c * 9; i++) {
+        w[i] = (float)((double)(rng_next(&r) >> 11) * 0x1p-53 * 2 - 1);
+        maxw = fmax(maxw, fabs(w[i]));
+    }
+    winograd_filter(t, w, k->m, k->c, u);
+    for (int64_t i = 0; i < k->n * k->c * k->h * k->w; i++)
+        maxx = fmax(maxx, fabs(x[i]));
+    for (int64_t i = 0; b && i < k->m; i++)
+        maxb = fmax(maxb, fabs(b[i]));
+    run_kernel(&c.d, libjit_winograd_conv_f32, libjit_winograd_conv_f32_work, c.fast);
+    assert_true(case_reference(&c, false)); /* the interpreter's winograd_conv, in c.ref */
+    const float *y = c.fast[0], *yi = c.ref[0];
+    double bound = gamma_f32(k->c + 4 * t->alpha + 3) *
+                   (winograd_amplification(t) * (double)k->c * maxw * maxx + maxb);
+    for (int64_t img = 0; img < k->n; img++)
+        for (int64_t m = 0; m < k->m; m++)
+            for (int64_t oy = 0; oy < oh; oy++)
+                for (int64_t ox = 0; ox < ow; ox++) {
+                    double s = b ? b[m] : 0;
+                    for (int64_t ch = 0; ch < k->c; ch++)
+                        for (int i = 0; i < 3; i++)
+                            for (int j = 0; j < 3; j++) {
+                                int64_t yy = oy + i - k->pads[0], xx = ox + j - k->pads[1];
+                                if (yy >= 0 && yy < k->h && xx >= 0 && xx < k->w)
+                                    s += (double)w[((m * k->c + ch) * 3 + i) * 3 + j] *
+                                         x[((img * k->c + ch) * k->h + yy) * k->w + xx];
+                            }
+                    if (k->relu)
+                        s = s > 0 ? s : 0;
+                    int64_t at = ((img * k->m + m) * oh + oy) * ow + ox;
+                    double got = y[at], ref = yi[at];
+                    double e = isnan(got) ? INFINITY : fabs(got - s);
+                    e = fmax(e, isnan(ref) ? INFINITY : fabs(ref - s));
+                    maxy = fmax(maxy, fabs(s));
+                    *rel = fmax(*rel, e);
+                    worst = fmax(worst, e / bound);
+                }
+    *rel = maxy > 0 ? *rel / maxy : *rel;
+    if (worst > 1)
+        fprintf(stderr, "FAIL winograd F(%d) n%lld c%lld %lldx%lld -> m%lld p%lld,%lld,%lld,%lld: "
+                "%.3g x the bound\n", t->m, (long long)k->n, (long long)k->c, (long long)k->h,
+                (long long)k->w, (long long)k->m, (long long)k->pads[0], (long long)k->pads[1],
+                (long long)k->pads[2], (long long)k->pads[3], worst);
+    check_static_scratch(&c, libjit_winograd_conv_f32, libjit_winograd_conv_f32_work,
+                         libjit_winograd_conv_f32_scratch, "winograd_conv");
+    free(w);
+    case_free(&c);
+    return worst;
+}
+
+static void test_winograd(void **state) {
+    static const WinoSpec fixed[] = {
+        {1, 64, 56, 56, 64, {1, 1, 1, 1}, true, true},
+        {1, 256, 14, 14, 256, {1, 1, 1, 1}, false, true},
+        {1, 16, 55, 55, 64, {1, 1, 1, 1}, true, true},
+        {2, 3, 9, 7, 5, {0, 2, 1, 0}, false, false},
+        {8, 1300, 12, 12, 64, {1, 1, 1, 1}, true, true}, /* the products' deep block */
+    };
+    const WinoTransform *ts[2] = {&wino_f2, &wino_f4};
+    for (int f = 0; f < 2; f++) {
+        double worst = 0, rel = 0;
+        uint64_t s = 777 + (uint64_t)f;
+        int ran = 0;
+        for (int i = 0; i < 60; i++) {
+            WinoSpec k = {rnd(&s, 1, 2), rnd(&s, 1, 40), rnd(&s, 1, 30), rnd(&s, 1, 30),
+                          rnd(&s, 1, 40), {0}, rnd(&s, 0, 1) != 0, rnd(&s, 0, 3) != 0};
+            int nfixed = (int)(sizeof fixed / sizeof *fixed);
+            if (i < nfixed)
+                k = fixed[i];
+            for (int j = 0; i >= nfixed && j < 4; j++)
+                k.pads[j] = rnd(&s, 0, 2);
+            if (k.h + k.pads[0] + k.pads[2] < 3 || k.w + k.pads[1] + k.pads[3] < 3)
+                continue;
+            double r = 0, e = check_winograd(ts[f], &k, (uint64_t)i, &r);
+            worst = fmax(worst, e);
+            rel = fmax(rel, r);
+            ran++;
+        }
+        printf("winograd F(%dx%d,3x3): amplification %.1f (direct 9), %d shapes, worst error "
+               "%.3f of the bound, %.2e of max|y|\n",
+               ts[f]->m, ts[f]->m, winograd_amplification(ts[f]), ran, worst, rel);
+        assert_true(worst <= 1);
+    }
 }
 
 /* ---- fully_connected, matmul ------------------------------------------------ */
@@ -1250,6 +1381,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_shapes),
         cmocka_unit_test(test_conv_random),
+        cmocka_unit_test(test_winograd),
         cmocka_unit_test(test_fully_connected),
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_pool),

@@ -20,6 +20,11 @@ LJ_DECLARE_KERNEL(conv_dw_f32)
 LJ_DECLARE_WORK(conv_dw_f32)
 LJ_DECLARE_SCRATCH(conv_dw_f32)
 
+/* k_wino.c */
+LJ_DECLARE_KERNEL(winograd_conv_f32)
+LJ_DECLARE_WORK(winograd_conv_f32)
+LJ_DECLARE_SCRATCH(winograd_conv_f32)
+
 /* k_gemm.c */
 LJ_DECLARE_KERNEL(fully_connected_f32)
 LJ_DECLARE_WORK(fully_connected_f32)

@@ -1,0 +1,296 @@
+/* libjit_winograd_conv_f32: a 3x3 stride-1 convolution by Winograd's
+ * F(m x m, 3 x 3) (core/winograd.h), its filter transformed at compile time
+ * by the winograd pass into u [alpha^2][M][C] -- the A operands of the
+ * products, read in place by gemm.h.
+ *
+ * A work unit is a block of whole tile rows of one image by a block of
+ * output channels (channel blocks innermost, so that a thread's range
+ * shares its blocks' input transform):
+ *  1. input transform: V[xi][c][t] = (B^T d B)[xi] for every input channel
+ *     c and tile t of the block (built once per block of tile rows);
+ *  2. alpha^2 products Mo[xi] = U[xi] (mb x C) . V[xi] (C x tiles) on the
+ *     packed microkernel;
+ *  3. output transform A^T Mo A per channel and tile, with the bias and the
+ *     fused activation, stored clipped to the output.
+ * The transforms run over vectors of LJ_VL tiles of one tile row: an input
+ * tile row is first copied into a zero-padded row and split by column
+ * residue (dk), so that every (i, k) entry of LJ_VL tiles is one vector.
+ * Their coefficients are constants once the loops unroll; zero ones are
+ * skipped and sums start from -0, so no arithmetic is wasted on them
+ * without fast-math. */
+#include "backends/cpu/libjit/gemm.h"
+#include "backends/cpu/libjit/kernels.h"
+#include "core/winograd.h"
+
+/* Tiles per block (whole tile rows): enough columns for the products to
+ * amortise their A rows; output channels per block: the conv's own
+ * ROWS_MAX; at least UNITS_MIN units when channels allow, so that two
+ * threads share even a small layer. */
+enum { TILES_TARGET = 96, ROWS_MAX = 64, UNITS_MIN = 8 };
+
+typedef struct Wino {
+    const WinoTransform *t;
+    int64_t n, c, h, w, m, oh, ow, pt, pl;
+    int64_t ntx, nty;  /* tiles across, down */
+    int64_t rpb, nrb;  /* tile rows per block, row blocks */
+    int64_t mb, nmb;   /* output channels per block, channel blocks */
+    int64_t ldt;       /* a block's tiles, padded: the rows of V, Mo, dk and ot */
+    int64_t roww;      /* the padded input row */
+} Wino;
+
+LJ_INLINE int64_t up(int64_t x, int64_t to) {
+    return (x + to - 1) / to * to;
+}
+
+LJ_INLINE Wino wino_of(const int64_t *d) {
+    Wino s = {0};
+    s.t = wino_of_rows(lj_dim(d, 2, 0));
+    int mt = s.t ? s.t->m : 4;
+    s.n = lj_dim(d, 1, 0);
+    s.c = lj_dim(d, 1, 1);
+    s.h = lj_dim(d, 1, 2);
+    s.w = lj_dim(d, 1, 3);
+    s.m = lj_dim(d, 0, 1);
+    s.oh = lj_dim(d, 0, 2);
+    s.ow = lj_dim(d, 0, 3);
+    int np;
+    const int64_t *p = lj_attr(d, AK_pads, &np);
+    s.pt = p && np == 4 ? p[0] : 0;
+    s.pl = p && np == 4 ? p[1] : 0;
+    s.ntx = (s.ow + mt - 1) / mt;
+    s.nty = (s.oh + mt - 1) / mt;
+    s.rpb = (TILES_TARGET + s.ntx - 1) / s.ntx;
+    s.rpb = s.rpb < s.nty ? s.rpb : s.nty;
+    s.nrb = (s.nty + s.rpb - 1) / s.rpb;
+    s.rpb = (s.nty + s.nrb - 1) / s.nrb; /* even the blocks out */
+    s.nrb = (s.nty + s.rpb - 1) / s.rpb;
+    s.nmb = (s.m + ROWS_MAX - 1) / ROWS_MAX;
+    while (s.n * s.nrb * s.nmb < UNITS_MIN && (s.m + 2 * s.nmb - 1) / (2 * s.nmb) >= 16)
+        s.nmb *= 2;
+    s.mb = up((s.m + s.nmb - 1) / s.nmb, LJ_GEMM_MR);
+    s.nmb = (s.m + s.mb - 1) / s.mb;
+    s.ldt = up(s.rpb * s.ntx + 1, LJ_VL) + LJ_VL;
+    s.roww = (s.ntx + 1) * mt + 2;
+    return s;
+}
+
+/* The scratch of one unit, in floats: V, Mo, dk, the output tiles (ot)
+ * and the padded row. */
+LJ_INLINE int64_t v_floats(const Wino *s) {
+    int64_t a2 = (int64_t)(s->t->alpha * s->t->alpha);
+    return a2 * s->c * s->ldt;
+}
+
+LJ_INLINE int64_t scratch_floats(const Wino *s) {
+    int64_t a2 = (int64_t)(s->t->alpha * s->t->alpha), mt = s->t->m;
+    return v_floats(s) + a2 * s->mb * s->ldt + a2 * s->ldt + mt * mt * s->ldt + s->roww;
+}
+
+LIBJIT_WORK libjit_winograd_conv_f32_work(const int64_t *d) {
+    Wino s = wino_of(d);
+    return s.t ? s.n * s.nrb * s.nmb : 1;
+}
+
+LIBJIT_SCRATCH libjit_winograd_conv_f32_scratch(const int64_t *d, int slot) {
+    Wino s = wino_of(d);
+    if (!s.t)
+        return 0;
+    if (slot == LJ_SCRATCH_PLANES)
+        return scratch_floats(&s) * (int64_t)sizeof(float);
+    if (slot != LJ_SCRATCH_PACK)
+        return 0;
+    /* The products' deep block: the largest of the four shapes of units
+     * (the last row and channel blocks can be smaller, and a narrower
+     * product may ask a deeper block). */
+    int64_t rows[2] = {s.mb, s.m - (s.nmb - 1) * s.mb};
+    int64_t cols[2] = {s.rpb * s.ntx, (s.nty - (s.nrb - 1) * s.rpb) * s.ntx};
+    size_t most = 0;
+    for (int i = 0; i < 4; i++) {
+        size_t b = lj_sgemm_scratch(rows[i / 2], cols[i % 2], s.c, false);
+        most = b > most ? b : most;
+    }
+    return (int64_t)most;
+}
+
+/* The transforms' loops unroll, so that t's coefficients (a constant table)
+ * are constants and the zero ones drop out. */
+#define LOOP_FULL _Pragma("clang loop unroll(full)")
+
+/* Input transform of channel plane x over a block's tile rows [ty0, ty1)
+ * into V (tile index (ty - ty0) * ntx + tx), vectors running over the
+ * block's tiles, across tile rows.
+ * dk[i][k][t] is entry (i, k) of tile t: each input row is copied into a
+ * zero-padded row and split by column residue mod mt in one interleaved
+ * group of mt members (which the vectoriser turns into shuffles); columns
+ * mt .. al-1 of a tile are columns 0 .. of the next, copied over. */
+LJ_INLINE void input_block(const WinoTransform *t, const int al, const int mt, const Wino *s,
+                           const float *x, int64_t ty0, int64_t ty1, float *dk, float *row,
+                           float *v) {
+    const int64_t ldt = s->ldt, ntx = s->ntx;
+    for (int64_t ty = ty0; ty < ty1; ty++) {
+        int64_t base = (ty - ty0) * ntx;
+        for (int i = 0; i < al; i++) {
+            int64_t yy = ty * mt - s->pt + i;
+            float *d = dk + (int64_t)i * al * ldt + base;
+            if (yy < 0 || yy >= s->h) {
+                for (int k = 0; k < al; k++)
+                    for (int64_t tx = 0; tx <= ntx; tx++)
+                        d[k * ldt + tx] = 0;
+                continue;
+            }
+            const float *src = x + yy * s->w;
+            int64_t end = s->pl + s->w < s->roww ? s->pl + s->w : s->roww;
+            for (int64_t xx = 0; xx < s->pl; xx++)
+                row[xx] = 0;
+            for (int64_t xx = s->pl; xx < end; xx++)
+                row[xx] = src[xx - s->pl];
+            for (int64_t xx = end; xx < s->roww; xx++)
+                row[xx] = 0;
+            for (int64_t tx = 0; tx <= ntx; tx++)
+                LOOP_FULL for (int k = 0; k < mt; k++) d[k * ldt + tx] = row[tx * mt + k];
+            for (int k = mt; k < al; k++)
+                for (int64_t tx = 0; tx < ntx; tx++)
+                    d[k * ldt + tx] = d[(k - mt) * ldt + tx + 1];
+        }
+    }
+    int64_t ntiles = (ty1 - ty0) * ntx;
+    for (int64_t tt = 0; tt < ntiles; tt += LJ_VL) {
+        vf32 bd[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
+        LOOP_FULL for (int j = 0; j < al; j++) {
+            vf32 col[WINO_MAX_ALPHA];
+            LOOP_FULL for (int k = 0; k < al; k++)
+                col[k] = lj_load(dk + ((int64_t)k * al + j) * ldt + tt);
+            LOOP_FULL for (int i = 0; i < al; i++) {
+                vf32 acc = lj_splat(-0.0f);
+                LOOP_FULL for (int k = 0; k < al; k++) if (t->bt[i][k] != 0)
+                    acc += (float)t->bt[i][k] * col[k];
+                bd[i][j] = acc;
+            }
+        }
+        LOOP_FULL for (int i = 0; i < al; i++) LOOP_FULL for (int j = 0; j < al; j++) {
+            vf32 acc = lj_splat(-0.0f);
+            LOOP_FULL for (int k = 0; k < al; k++) if (t->bt[j][k] != 0)
+                acc += (float)t->bt[j][k] * bd[i][k];
+            lj_store(v + (int64_t)(i * al + j) * s->c * ldt + tt, acc);
+        }
+    }
+}
+
+/* Output transform of one output channel's products mo (entry xi of tile
+ * t at mo[xi * mstride + t]) over the block's tiles, bias and activation,
+ * into ot[p][q][t]; then interleaved into y's rows: whole tiles in one body
+ * per row (an interleaved store group), a last partial tile alone. */
+LJ_INLINE void output_block(const WinoTransform *t, const int al, const int mt, const Wino *s,
+                            const float *mo, int64_t mstride, float bias, LjAct act, int64_t ty0,
+                            int64_t ty1, float *ot, float *y) {
+    const int64_t ldt = s->ldt, ntx = s->ntx, ntiles = (ty1 - ty0) * ntx;
+    for (int64_t tt = 0; tt < ntiles; tt += LJ_VL) {
+        vf32 am[WINO_MAX_M][WINO_MAX_ALPHA];
+        LOOP_FULL for (int j = 0; j < al; j++) {
+            vf32 col[WINO_MAX_ALPHA];
+            LOOP_FULL for (int i = 0; i < al; i++)
+                col[i] = lj_load(mo + (int64_t)(i * al + j) * mstride + tt);
+            LOOP_FULL for (int p = 0; p < mt; p++) {
+                vf32 acc = lj_splat(-0.0f);
+                LOOP_FULL for (int i = 0; i < al; i++) if (t->at[p][i] != 0)
+                    acc += (float)t->at[p][i] * col[i];
+                am[p][j] = acc;
+            }
+        }
+        LOOP_FULL for (int p = 0; p < mt; p++) LOOP_FULL for (int q = 0; q < mt; q++) {
+            vf32 acc = lj_splat(bias);
+            LOOP_FULL for (int j = 0; j < al; j++) if (t->at[q][j] != 0)
+                acc += (float)t->at[q][j] * am[p][j];
+            lj_store(ot + (int64_t)(p * mt + q) * ldt + tt, lj_act(acc, act));
+        }
+    }
+    int64_t whole = s->ow / mt;
+    for (int64_t ty = ty0; ty < ty1; ty++)
+        for (int p = 0; p < mt && ty * mt + p < s->oh; p++) {
+            float *dst = y + (ty * mt + p) * s->ow;
+            const float *src = ot + (int64_t)p * mt * ldt + (ty - ty0) * ntx;
+            for (int64_t tx = 0; tx < whole; tx++)
+                LOOP_FULL for (int q = 0; q < mt; q++) dst[tx * mt + q] = src[q * ldt + tx];
+            for (int q = 0; whole * mt + q < s->ow; q++)
+                dst[whole * mt + q] = src[q * ldt + whole];
+        }
+}
+
+LJ_INLINE void wino_units(const WinoTransform *t, const int al, const int mt, const Wino *s, void *const *ops,
+                          const float *bias, LjAct act, int64_t lo, int64_t hi, float *buf,
+                          LjScratch *sc) {
+    const float *x = ops[1], *u = ops[2];
+    float *y = ops[0];
+    int64_t a2 = al * al;
+    float *v = buf, *mo = v + v_floats(s), *dk = mo + a2 * s->mb * s->ldt;
+    float *ot = dk + a2 * s->ldt, *row = ot + mt * mt * s->ldt;
+    int64_t built = -1;
+    for (int64_t unit = lo; unit < hi; unit++) {
+        int64_t block = unit / s->nmb, mbk = unit % s->nmb;
+        int64_t img = block / s->nrb, rb = block % s->nrb;
+        int64_t ty0 = rb * s->rpb, ty1 = ty0 + s->rpb < s->nty ? ty0 + s->rpb : s->nty;
+        int64_t ntiles = (ty1 - ty0) * s->ntx;
+        if (block != built) {
+            for (int64_t c = 0; c < s->c; c++)
+                input_block(t, al, mt, s, x + (img * s->c + c) * s->h * s->w, ty0, ty1, dk, row,
+                            v + c * s->ldt);
+            built = block;
+        }
+        int64_t m0 = mbk * s->mb, rows = s->m - m0 < s->mb ? s->m - m0 : s->mb;
+        for (int64_t xi = 0; xi < a2; xi++) {
+            LjGemm g = {
+                .m = rows,
+                .n = ntiles,
+                .k = s->c,
+                .a = u + (xi * s->m + m0) * s->c,
+                .lda = s->c,
+                .b = v + xi * s->c * s->ldt,
+                .ldb = s->ldt,
+                .c = mo + xi * s->mb * s->ldt,
+                .ldc = s->ldt,
+                .sc = sc,
+            };
+            lj_sgemm(&g);
+        }
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t m = m0 + r;
+            float *ym = y + (img * s->m + m) * s->oh * s->ow;
+            output_block(t, al, mt, s, mo + r * s->ldt, s->mb * s->ldt, bias ? bias[m] : 0.0f,
+                         act, ty0, ty1, ot, ym);
+        }
+    }
+}
+
+LJ_VECTOR_FN static void wino_run4(const Wino *s, void *const *ops, const float *bias, LjAct act,
+                                 int64_t lo, int64_t hi, float *buf, LjScratch *sc) {
+    wino_units(&wino_f4, 6, 4, s, ops, bias, act, lo, hi, buf, sc);
+}
+
+LJ_VECTOR_FN static void wino_run2(const Wino *s, void *const *ops, const float *bias, LjAct act,
+                                 int64_t lo, int64_t hi, float *buf, LjScratch *sc) {
+    wino_units(&wino_f2, 4, 2, s, ops, bias, act, lo, hi, buf, sc);
+}
+
+LIBJIT_KERNEL libjit_winograd_conv_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                       LjScratch *sc) {
+    Wino s = wino_of(d);
+    float *buf = s.t ? lj_scratch_get(sc, LJ_SCRATCH_PLANES,
+                                      (size_t)scratch_floats(&s) * sizeof(float))
+                     : NULL;
+    if (!buf) {
+        if (lo == 0)
+            libjit_generic(d, ops);
+        return;
+    }
+    /* dk's columns past the tiles are read by the last vector: zeros. */
+    int64_t a2 = s.t->alpha * s.t->alpha;
+    float *dk = buf + v_floats(&s) + a2 * s.mb * s.ldt;
+    for (int64_t i = 0; i < a2 * s.ldt; i++)
+        dk[i] = 0;
+    const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
+    if (s.t->m == 4)
+        wino_run4(&s, ops, bias, lj_act_of(d), lo, hi, buf, sc);
+    else
+        wino_run2(&s, ops, bias, lj_act_of(d), lo, hi, buf, sc);
+    lj_scratch_put(sc, buf);
+}
