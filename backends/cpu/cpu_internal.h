@@ -76,10 +76,11 @@ void cpu_finish_module(CpuModule *m);
 void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
                         bool (*keep)(const CpuModule *, const char *));
 /* The precompiled engine (engine.c): whether o's output links it, the
- * module's precompiled functions made declarations, and its object file
- * (from the cache in o->cache_dir when there is a valid entry). */
+ * libjit module code generation starts from (with the engine: only its
+ * interface, the precompiled functions declared), and the engine's object
+ * file (both from the cache in o->cache_dir when there is a valid entry). */
 bool cpu_uses_engine(const BackendOptions *o);
-void cpu_strip_precompiled(CpuModule *m);
+bool cpu_libjit_module(CpuModule *m, LLVMModuleRef *mod, DiagList *d);
 bool cpu_engine_object(CpuModule *m, StrBuf *out, DiagList *d);
 /* A target machine for m's triple/cpu/features (for the JIT, which takes
  * ownership of its own). */

@@ -6,7 +6,14 @@
  * every kernel, specialised to each descriptor, were 95% of a compile
  * (4 s for a 20 KB model, most of it the gemm tiles).
  *
- * Cache entries are files "engine-KEY.o" under BackendOptions.cache_dir:
+ * The model's module starts from the engine's interface: the bitcode cut
+ * down to the precompiled functions' declarations (and whatever
+ * specialised.def inlines), made once and cached too, since parsing the
+ * whole 13 MB took 0.1-0.2 s of every compile and printing what was left
+ * of it for the session's step another 0.5 s.
+ *
+ * Cache entries are files "engine-KEY.o" and "interface-KEY.o" (bitcode)
+ * under BackendOptions.cache_dir:
  *   "GLOWCENG" | key (8 bytes) | object length (8) | FNV-1a of the object (8) | object
  * written to a temporary and renamed, so concurrent runs see a whole entry
  * or none; an entry whose header, length or checksum is wrong is ignored
@@ -21,6 +28,7 @@
 #include <unistd.h>
 
 #include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
 /* Bump when the entry's layout, how the engine is compiled or which
@@ -53,10 +61,10 @@ bool cpu_uses_engine(const BackendOptions *o) {
     return o->output != OUTPUT_BUNDLE;
 }
 
-/* In m's module: each precompiled function's body dropped (a declaration
- * of the same name and type), so that LLVM neither optimises nor emits it. */
-void cpu_strip_precompiled(CpuModule *m) {
-    for (LLVMValueRef fn = LLVMGetFirstFunction(m->mod), next; fn; fn = next) {
+/* In mod: each precompiled function's body dropped (a declaration of the
+ * same name and type), so that LLVM neither optimises nor emits it. */
+static void strip_precompiled(const CpuModule *m, LLVMModuleRef mod) {
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod), next; fn; fn = next) {
         next = LLVMGetNextFunction(fn);
         size_t len;
         const char *name = LLVMGetValueName2(fn, &len);
@@ -66,9 +74,55 @@ void cpu_strip_precompiled(CpuModule *m) {
         char keep[128];
         snprintf(keep, sizeof keep, "%s", name);
         LLVMSetValueName2(fn, "", 0);
-        LLVMValueRef decl = LLVMAddFunction(m->mod, keep, LLVMGlobalGetValueType(fn));
+        LLVMValueRef decl = LLVMAddFunction(mod, keep, LLVMGlobalGetValueType(fn));
         LLVMReplaceAllUsesWith(fn, decl);
         LLVMDeleteFunction(fn);
+    }
+}
+
+static bool is_specialised(const char *name) {
+    (void)name; /* when the table is empty */
+#define SPECIALISED(n) if (!strcmp(name, #n)) return true;
+#define PRECOMPILED(n)
+#include "backends/cpu/libjit/specialised.def"
+    return false;
+}
+
+static bool is_local(LLVMValueRef gv) {
+    LLVMLinkage l = LLVMGetLinkage(gv);
+    return l == LLVMInternalLinkage || l == LLVMPrivateLinkage;
+}
+
+/* The interface of the engine to a model's module: the precompiled
+ * functions as declarations (code generation finds its kernels by name),
+ * the global variables it sets (libjit_static_scratch), and nothing else --
+ * every other function made internal and, with every internal function and
+ * variable that nothing uses, dropped. Whatever is still defined is what
+ * specialised.def inlines per model. Unused declarations stay: they are
+ * the list of kernels. */
+static void keep_interface(const CpuModule *m, LLVMModuleRef mod) {
+    strip_precompiled(m, mod);
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+        size_t len;
+        if (!LLVMIsDeclaration(fn) && !is_specialised(LLVMGetValueName2(fn, &len)))
+            LLVMSetLinkage(fn, LLVMInternalLinkage);
+    }
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (LLVMValueRef fn = LLVMGetFirstFunction(mod), next; fn; fn = next) {
+            next = LLVMGetNextFunction(fn);
+            if (!LLVMIsDeclaration(fn) && is_local(fn) && !LLVMGetFirstUse(fn)) {
+                LLVMDeleteFunction(fn);
+                changed = true;
+            }
+        }
+        for (LLVMValueRef gv = LLVMGetFirstGlobal(mod), next; gv; gv = next) {
+            next = LLVMGetNextGlobal(gv);
+            if (is_local(gv) && !LLVMGetFirstUse(gv)) {
+                LLVMDeleteGlobal(gv);
+                changed = true;
+            }
+        }
     }
 }
 
@@ -107,19 +161,18 @@ static void quiet(LLVMDiagnosticInfoRef info, void *ctx) {
 
 /* The engine's object, compiled now: the libjit bitcode with everything but
  * the precompiled functions internal, through O3 and code generation. */
+static bool parse(LLVMContextRef ctx, const void *data, size_t len, LLVMModuleRef *mod,
+                  DiagList *d);
+
 static bool build_engine(const CpuModule *m, StrBuf *out, DiagList *d) {
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMContextSetDiagnosticHandler(ctx, quiet, NULL);
     LLVMModuleRef mod = NULL;
-    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
-        (const char *)m->target->libjit, *m->target->libjit_len, "libjit.bc", false);
-    bool ok = !LLVMParseBitcodeInContext2(ctx, buf, &mod);
-    LLVMDisposeMemoryBuffer(buf);
-    if (!ok) {
-        diag_error(d, NULL, "cannot read the embedded libjit bitcode");
+    if (!parse(ctx, m->target->libjit, *m->target->libjit_len, &mod, d)) {
         LLVMContextDispose(ctx);
         return false;
     }
+    bool ok = true;
     cpu_prepare_module(m, mod, is_precompiled);
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
     LLVMPassBuilderOptionsSetLoopVectorization(po, true);
@@ -213,17 +266,22 @@ static void write_entry(const char *dir, const char *path, uint64_t key, const S
         remove(tmp);
 }
 
-static bool engine_object(const CpuModule *m, StrBuf *out, DiagList *d) {
-    uint64_t key = engine_key(m);
+/* The cache entry PREFIX-KEY.o (key: the engine's, and which of its
+ * entries) into out, made by build(m, out, d) and stored when there is none
+ * to use. */
+static bool cached(const CpuModule *m, const char *prefix,
+                   bool (*build)(const CpuModule *, StrBuf *, DiagList *), StrBuf *out,
+                   DiagList *d) {
+    uint64_t key = fnv(engine_key(m), prefix, strlen(prefix));
     const char *dir = m->opt.cache_dir;
     char path[4200] = "";
     if (dir && *dir) {
-        snprintf(path, sizeof path, "%s/engine-%016llx.o", dir, (unsigned long long)key);
+        snprintf(path, sizeof path, "%s/%s-%016llx.o", dir, prefix, (unsigned long long)key);
         if (read_entry(path, key, out, d))
             return true;
         sb_clear(out);
     }
-    if (!build_engine(m, out, d))
+    if (!build(m, out, d))
         return false;
     if (path[0])
         write_entry(dir, path, key, out);
@@ -232,7 +290,56 @@ static bool engine_object(const CpuModule *m, StrBuf *out, DiagList *d) {
 
 bool cpu_engine_object(CpuModule *m, StrBuf *out, DiagList *d) {
     double t0 = cpu_seconds();
-    bool ok = engine_object(m, out, d);
+    bool ok = cached(m, "engine", build_engine, out, d);
     m->phase[BACKEND_PHASE_ENGINE] += cpu_seconds() - t0;
+    return ok;
+}
+
+static bool parse(LLVMContextRef ctx, const void *data, size_t len, LLVMModuleRef *mod,
+                  DiagList *d) {
+    LLVMMemoryBufferRef buf =
+        LLVMCreateMemoryBufferWithMemoryRange(data, len, "libjit.bc", false);
+    bool ok = !LLVMParseBitcodeInContext2(ctx, buf, mod);
+    LLVMDisposeMemoryBuffer(buf);
+    if (!ok)
+        diag_error(d, NULL, "cannot read the embedded libjit bitcode");
+    return ok;
+}
+
+/* The interface's bitcode: the 13 MB of libjit parsed and cut down to a
+ * few hundred kilobytes, once per engine. */
+static bool build_interface(const CpuModule *m, StrBuf *out, DiagList *d) {
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod;
+    bool ok = parse(ctx, m->target->libjit, *m->target->libjit_len, &mod, d);
+    if (ok) {
+        keep_interface(m, mod);
+        LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(mod);
+        sb_append_n(out, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));
+        LLVMDisposeMemoryBuffer(bc);
+        LLVMDisposeModule(mod);
+        ok = !out->oom;
+    }
+    LLVMContextDispose(ctx);
+    return ok;
+}
+
+bool cpu_libjit_module(CpuModule *m, LLVMModuleRef *mod, DiagList *d) {
+    double t0 = cpu_seconds();
+    bool ok;
+    if (!cpu_uses_engine(&m->opt))
+        ok = parse(m->ctx, m->target->libjit, *m->target->libjit_len, mod, d);
+    else if (m->opt.cache_dir && *m->opt.cache_dir) {
+        StrBuf bc;
+        sb_init(&bc);
+        ok = cached(m, "interface", build_interface, &bc, d) &&
+             parse(m->ctx, bc.data, bc.len, mod, d);
+        sb_free(&bc);
+    } else {
+        ok = parse(m->ctx, m->target->libjit, *m->target->libjit_len, mod, d);
+        if (ok)
+            keep_interface(m, *mod);
+    }
+    m->phase[BACKEND_PHASE_BITCODE] += cpu_seconds() - t0;
     return ok;
 }
