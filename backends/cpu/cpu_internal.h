@@ -81,6 +81,9 @@ void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
  * file (both from the cache in o->cache_dir when there is a valid entry). */
 bool cpu_uses_engine(const BackendOptions *o);
 bool cpu_libjit_module(CpuModule *m, LLVMModuleRef *mod, DiagList *d);
+/* The executable's runtime (backends/cpu/exe) as an object file, compiled
+ * once per target and cached like the engine. */
+bool cpu_exe_runtime_object(CpuModule *m, StrBuf *out, DiagList *d);
 bool cpu_engine_object(CpuModule *m, StrBuf *out, DiagList *d);
 /* A target machine for m's triple/cpu/features (for the JIT, which takes
  * ownership of its own). */

@@ -159,11 +159,39 @@ static void quiet(LLVMDiagnosticInfoRef info, void *ctx) {
     (void)ctx;
 }
 
-/* The engine's object, compiled now: the libjit bitcode with everything but
- * the precompiled functions internal, through O3 and code generation. */
 static bool parse(LLVMContextRef ctx, const void *data, size_t len, LLVMModuleRef *mod,
                   DiagList *d);
+static bool build_exe_runtime(const CpuModule *m, StrBuf *out, DiagList *d);
 
+/* mod through `passes` and code generation into out. */
+static bool optimise_and_emit(const CpuModule *m, LLVMModuleRef mod, const char *passes,
+                              const char *what, StrBuf *out, DiagList *d) {
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, true);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, true);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, true);
+    LLVMErrorRef err = LLVMRunPasses(mod, passes, m->tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (err) {
+        char *msg = LLVMGetErrorMessage(err);
+        diag_error(d, NULL, "LLVM optimisation of %s failed: %s", what, msg);
+        LLVMDisposeErrorMessage(msg);
+        return false;
+    }
+    char *emsg = NULL;
+    LLVMMemoryBufferRef obj;
+    if (LLVMTargetMachineEmitToMemoryBuffer(m->tm, mod, LLVMObjectFile, &emsg, &obj)) {
+        diag_error(d, NULL, "LLVM code generation of %s failed: %s", what, emsg ? emsg : "?");
+        LLVMDisposeMessage(emsg);
+        return false;
+    }
+    sb_append_n(out, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
+    LLVMDisposeMemoryBuffer(obj);
+    return !out->oom;
+}
+
+/* The engine's object, compiled now: the libjit bitcode with everything but
+ * the precompiled functions internal, through O3 and code generation. */
 static bool build_engine(const CpuModule *m, StrBuf *out, DiagList *d) {
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMContextSetDiagnosticHandler(ctx, quiet, NULL);
@@ -172,35 +200,16 @@ static bool build_engine(const CpuModule *m, StrBuf *out, DiagList *d) {
         LLVMContextDispose(ctx);
         return false;
     }
-    bool ok = true;
     cpu_prepare_module(m, mod, is_precompiled);
-    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMPassBuilderOptionsSetLoopVectorization(po, true);
-    LLVMPassBuilderOptionsSetSLPVectorization(po, true);
-    LLVMPassBuilderOptionsSetLoopUnrolling(po, true);
-    LLVMErrorRef err = LLVMRunPasses(mod, "globaldce,default<O3>", m->tm, po);
-    LLVMDisposePassBuilderOptions(po);
-    if (err) {
-        char *msg = LLVMGetErrorMessage(err);
-        diag_error(d, NULL, "LLVM optimisation of the kernel engine failed: %s", msg);
-        LLVMDisposeErrorMessage(msg);
-        ok = false;
-    }
-    char *emsg = NULL;
-    LLVMMemoryBufferRef obj;
-    if (ok && LLVMTargetMachineEmitToMemoryBuffer(m->tm, mod, LLVMObjectFile, &emsg, &obj)) {
-        diag_error(d, NULL, "LLVM code generation of the kernel engine failed: %s",
-                   emsg ? emsg : "?");
-        LLVMDisposeMessage(emsg);
-        ok = false;
-    } else if (ok) {
-        sb_append_n(out, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
-        LLVMDisposeMemoryBuffer(obj);
-        ok = !out->oom;
-    }
+    bool ok = optimise_and_emit(m, mod, "globaldce,default<O3>", "the kernel engine", out, d);
     LLVMDisposeModule(mod);
     LLVMContextDispose(ctx);
     return ok;
+}
+
+static bool is_main(const CpuModule *m, const char *name) {
+    (void)m;
+    return !strcmp(name, "main");
 }
 
 static uint64_t get64(const unsigned char *p) {
@@ -273,6 +282,8 @@ static bool cached(const CpuModule *m, const char *prefix,
                    bool (*build)(const CpuModule *, StrBuf *, DiagList *), StrBuf *out,
                    DiagList *d) {
     uint64_t key = fnv(engine_key(m), prefix, strlen(prefix));
+    if (build == build_exe_runtime) /* its own bitcode too */
+        key = fnv(key, m->target->exe_runtime, *m->target->exe_runtime_len);
     const char *dir = m->opt.cache_dir;
     char path[4200] = "";
     if (dir && *dir) {
@@ -286,6 +297,33 @@ static bool cached(const CpuModule *m, const char *prefix,
     if (path[0])
         write_entry(dir, path, key, out);
     return true;
+}
+
+/* The executable's runtime (main() and the .npy code it reads and writes
+ * files by: backends/cpu/exe) as an object, through O2 once per target
+ * rather than through O3 with every executable (0.3 s of optimisation and
+ * 0.3 s of code generation each time). It calls the model's glowc_main and
+ * reads its glowc_model_info, which the model's object defines. */
+static bool build_exe_runtime(const CpuModule *m, StrBuf *out, DiagList *d) {
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMContextSetDiagnosticHandler(ctx, quiet, NULL);
+    LLVMModuleRef mod = NULL;
+    if (!parse(ctx, m->target->exe_runtime, *m->target->exe_runtime_len, &mod, d)) {
+        LLVMContextDispose(ctx);
+        return false;
+    }
+    cpu_prepare_module(m, mod, is_main);
+    bool ok = optimise_and_emit(m, mod, "default<O2>", "the executable's runtime", out, d);
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    return ok;
+}
+
+bool cpu_exe_runtime_object(CpuModule *m, StrBuf *out, DiagList *d) {
+    double t0 = cpu_seconds();
+    bool ok = cached(m, "exe-runtime", build_exe_runtime, out, d);
+    m->phase[BACKEND_PHASE_ENGINE] += cpu_seconds() - t0;
+    return ok;
 }
 
 bool cpu_engine_object(CpuModule *m, StrBuf *out, DiagList *d) {

@@ -416,7 +416,8 @@ const char *cpu_target_cpu(const CpuModule *m) {
 }
 
 /* What stays visible: for the JIT, the entry point and the runtime it is
- * called with; for an executable, main(); for a bundle, its three names. */
+ * called with; for an executable, what its main() needs; for a bundle, its
+ * three names. */
 static bool keep_external(const CpuModule *m, const char *name) {
     char buf[160];
     switch (m->opt.output) {
@@ -425,7 +426,8 @@ static bool keep_external(const CpuModule *m, const char *name) {
                !strcmp(name, "libjit_runtime_free") ||
                (m->opt.instrument && (!strcmp(name, "libjit_fma_peak") ||
                                       !strcmp(name, CPU_PROBE_GLOBAL)));
-    case OUTPUT_EXECUTABLE: return !strcmp(name, "main");
+    case OUTPUT_EXECUTABLE: /* what the precompiled main() calls and reads */
+        return !strcmp(name, m->entry) || !strcmp(name, "glowc_model_info");
     case OUTPUT_BUNDLE:
         if (!strcmp(name, m->entry))
             return true;
