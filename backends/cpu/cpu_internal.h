@@ -58,6 +58,8 @@ struct CpuModule {
     char **instr_worker; /* by instruction index: the worker that calls it (or NULL) */
     int ninstrs;
     double phase[BACKEND_NPHASES]; /* seconds, for --time-passes */
+    StrBuf object; /* JIT: the optimised module's machine code, from or for the model cache */
+    uint64_t model_key; /* its key (0: the module is not cached) */
 };
 
 /* A monotonic clock in seconds (the phase timings). */
@@ -84,6 +86,11 @@ bool cpu_libjit_module(CpuModule *m, LLVMModuleRef *mod, DiagList *d);
 /* The executable's runtime (backends/cpu/exe) as an object file, compiled
  * once per target and cached like the engine. */
 bool cpu_exe_runtime_object(CpuModule *m, StrBuf *out, DiagList *d);
+/* The model cache (engine.c), for the JIT: before optimisation, whether an
+ * entry for this module exists (then m->mod is the optimised module and
+ * m->object its machine code); after it, m->object emitted and stored. */
+bool cpu_model_cached(CpuModule *m, DiagList *d);
+bool cpu_model_store(CpuModule *m, DiagList *d);
 bool cpu_engine_object(CpuModule *m, StrBuf *out, DiagList *d);
 /* A target machine for m's triple/cpu/features (for the JIT, which takes
  * ownership of its own). */

@@ -381,3 +381,96 @@ bool cpu_libjit_module(CpuModule *m, LLVMModuleRef *mod, DiagList *d) {
     m->phase[BACKEND_PHASE_BITCODE] += cpu_seconds() - t0;
     return ok;
 }
+
+/* ---- the model cache ------------------------------------------------------------ */
+
+/* This glowc's build: its executable's size, modification time and inode,
+ * so that an entry another build wrote (whose passes or code generation may
+ * differ for the same module) is never read. */
+static uint64_t build_stamp(uint64_t h) {
+    struct stat st;
+    if (stat("/proc/self/exe", &st))
+        return 0; /* unknown: no model caching (cpu_model_cached) */
+    h = fnv(h, &st.st_size, sizeof st.st_size);
+    h = fnv(h, &st.st_mtim, sizeof st.st_mtim);
+    return fnv(h, &st.st_ino, sizeof st.st_ino);
+}
+
+/* Which JIT modules are cached: those glowc runs itself, with a cache. */
+static bool model_cacheable(const CpuModule *m) {
+    return m->opt.output == OUTPUT_JIT && m->host && m->opt.cache_dir && *m->opt.cache_dir &&
+           m->mod;
+}
+
+static void model_path(const CpuModule *m, char *path, size_t len) {
+    snprintf(path, len, "%s/model-%016llx.o", m->opt.cache_dir, (unsigned long long)m->model_key);
+}
+
+/* The key: the unoptimised module itself (the model's program, its memory
+ * plan, every option that changes code, as bitcode), the engine's key (LLVM,
+ * libjit, target, CPU, features) and this build. Weights are not in the
+ * module (they are passed at run time), so two models that differ only in
+ * their weights share an entry, as they share the machine code. */
+static uint64_t model_key(const CpuModule *m) {
+    uint64_t stamp = build_stamp(engine_key(m));
+    if (!stamp)
+        return 0;
+    LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(m->mod);
+    uint64_t h = fnv(stamp, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));
+    LLVMDisposeMemoryBuffer(bc);
+    return h ? h : 1;
+}
+
+/* An entry: [bitcode length (8)] [the optimised module's bitcode] [its object]. */
+bool cpu_model_cached(CpuModule *m, DiagList *d) {
+    if (!model_cacheable(m))
+        return false;
+    double t0 = cpu_seconds();
+    m->model_key = model_key(m);
+    char path[4200];
+    model_path(m, path, sizeof path);
+    StrBuf e;
+    sb_init(&e);
+    bool hit = m->model_key && read_entry(path, m->model_key, &e, d);
+    uint64_t bclen = hit && e.len >= 8 ? get64((const unsigned char *)e.data) : 0;
+    LLVMModuleRef opt = NULL;
+    hit = hit && bclen && bclen < e.len - 8;
+    if (hit) {
+        LLVMMemoryBufferRef buf =
+            LLVMCreateMemoryBufferWithMemoryRange(e.data + 8, bclen, "model.bc", false);
+        hit = !LLVMParseBitcodeInContext2(m->ctx, buf, &opt);
+        LLVMDisposeMemoryBuffer(buf);
+    }
+    if (hit) {
+        LLVMDisposeModule(m->mod);
+        m->mod = opt;
+        sb_clear(&m->object);
+        sb_append_n(&m->object, e.data + 8 + bclen, e.len - 8 - bclen);
+        hit = !m->object.oom;
+    }
+    sb_free(&e);
+    m->phase[BACKEND_PHASE_ENGINE] += cpu_seconds() - t0;
+    return hit;
+}
+
+bool cpu_model_store(CpuModule *m, DiagList *d) {
+    if (!model_cacheable(m) || !m->model_key)
+        return true;
+    sb_clear(&m->object);
+    if (!cpu_emit(m, false, &m->object, d))
+        return false;
+    LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(m->mod);
+    uint64_t bclen = LLVMGetBufferSize(bc);
+    StrBuf e;
+    sb_init(&e);
+    sb_append_n(&e, (const char *)&bclen, sizeof bclen);
+    sb_append_n(&e, LLVMGetBufferStart(bc), bclen);
+    sb_append_n(&e, m->object.data, m->object.len);
+    LLVMDisposeMemoryBuffer(bc);
+    char path[4200];
+    model_path(m, path, sizeof path);
+    if (!e.oom)
+        write_entry(m->opt.cache_dir, path, m->model_key, &e);
+    sb_free(&e);
+    return true;
+}

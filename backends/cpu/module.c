@@ -283,6 +283,7 @@ CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d) {
     if (!cpu_check_target(o, false, d))
         return NULL;
     CpuModule *m = calloc(1, sizeof *m);
+    sb_init(&m->object);
     m->opt = *o;
     m->p = p;
     m->target = cpu_target_find(o->target, d);
@@ -331,6 +332,7 @@ void cpu_module_free(CpuModule *m) {
     }
     free(m->instr_fn);
     free(m->instr_worker);
+    sb_free(&m->object);
     free(m);
 }
 
@@ -481,6 +483,8 @@ void cpu_finish_module(CpuModule *m) {
 }
 
 bool cpu_optimize(CpuModule *m, DiagList *d) {
+    if (cpu_model_cached(m, d))
+        return true;
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
     LLVMPassBuilderOptionsSetLoopVectorization(po, true);
     LLVMPassBuilderOptionsSetSLPVectorization(po, true);
@@ -497,7 +501,7 @@ bool cpu_optimize(CpuModule *m, DiagList *d) {
         LLVMDisposeErrorMessage(msg);
         return false;
     }
-    return true;
+    return cpu_model_store(m, d);
 }
 
 void cpu_print_llvm(CpuModule *m, StrBuf *out) {
