@@ -19,6 +19,7 @@
 typedef struct CpuTarget {
     const char *arch, *triple, *default_cpu;
     const char *crt, *crt_package, *libgcc, *libgcc_package; /* a static link's files (globs) */
+    int elf_machine; /* EM_*: the weights' object (aot.c) */
     const char *const *cpus;
     int ncpus;
     const char *const *features;

@@ -2,6 +2,7 @@
  * printing or emitting the result. */
 #include "backends/cpu/cpu_internal.h"
 
+#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@
 /* What the build made for each target: its kernels, its executables' main()
  * and its fallback object (embedded arrays, build/gen), and the CPU and
  * feature names LLVM knows for it (target_names.h, from llc). */
-#define TARGET(arch, triple, llvm, cpu, crt, crt_pkg, libgcc, libgcc_pkg)                        \
+#define TARGET(arch, triple, llvm, cpu, crt, crt_pkg, libgcc, libgcc_pkg, elf)                   \
     extern const unsigned char libjit_bc_##arch[], exe_runtime_bc_##arch[],                     \
         fallback_rt_o_##arch[];                                                                 \
     extern const unsigned int libjit_bc_##arch##_len, exe_runtime_bc_##arch##_len,              \
@@ -35,8 +36,8 @@
 
 #define COUNT(a) ((int)(sizeof a / sizeof *a))
 static const CpuTarget targets[] = {
-#define TARGET(arch, triple, llvm, cpu, crt, crt_pkg, libgcc, libgcc_pkg)                        \
-    {#arch, triple, cpu, crt, crt_pkg, libgcc, libgcc_pkg,                                       \
+#define TARGET(arch, triple, llvm, cpu, crt, crt_pkg, libgcc, libgcc_pkg, elf)                   \
+    {#arch, triple, cpu, crt, crt_pkg, libgcc, libgcc_pkg, elf,                                  \
      cpus_##arch, COUNT(cpus_##arch), features_##arch, COUNT(features_##arch),                   \
      libjit_bc_##arch, &libjit_bc_##arch##_len, exe_runtime_bc_##arch,                           \
      &exe_runtime_bc_##arch##_len, fallback_rt_o_##arch, &fallback_rt_o_##arch##_len,           \
