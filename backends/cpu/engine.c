@@ -20,6 +20,7 @@
  * and rebuilt, with a note. */
 #include "backends/cpu/cpu_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -421,6 +422,62 @@ static uint64_t model_key(const CpuModule *m) {
     return h ? h : 1;
 }
 
+/* The model entries a cache keeps: the conformance suite alone compiles a
+ * thousand small models, so the oldest (by modification time, which a hit
+ * does not change) are removed past MAX_MODELS. Removing an entry another
+ * process is reading costs it nothing (it has the file open) or a rebuild. */
+enum { MAX_MODELS = 256 };
+
+typedef struct Aged {
+    struct timespec t;
+    char name[64];
+} Aged;
+
+static int older(const void *a, const void *b) {
+    const Aged *x = a, *y = b;
+    if (x->t.tv_sec != y->t.tv_sec)
+        return x->t.tv_sec < y->t.tv_sec ? -1 : 1;
+    if (x->t.tv_nsec != y->t.tv_nsec)
+        return x->t.tv_nsec < y->t.tv_nsec ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static void evict_models(const char *dir) {
+    DIR *dh = opendir(dir);
+    if (!dh)
+        return;
+    Aged *v = NULL;
+    size_t n = 0, cap = 0;
+    for (struct dirent *de; (de = readdir(dh));) {
+        if (strncmp(de->d_name, "model-", 6) || strlen(de->d_name) >= sizeof v->name)
+            continue;
+        char path[4200];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (stat(path, &st))
+            continue;
+        if (n == cap) {
+            Aged *grown = realloc(v, (cap = cap ? 2 * cap : 512) * sizeof *v);
+            if (!grown)
+                break;
+            v = grown;
+        }
+        v[n].t = st.st_mtim;
+        snprintf(v[n].name, sizeof v[n].name, "%s", de->d_name);
+        n++;
+    }
+    closedir(dh);
+    if (n > MAX_MODELS) {
+        qsort(v, n, sizeof *v, older);
+        for (size_t i = 0; i < n - MAX_MODELS; i++) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
+            remove(path);
+        }
+    }
+    free(v);
+}
+
 /* An entry: [bitcode length (8)] [the optimised module's bitcode] [its object]. */
 bool cpu_model_cached(CpuModule *m, DiagList *d) {
     if (!model_cacheable(m))
@@ -472,5 +529,6 @@ bool cpu_model_store(CpuModule *m, DiagList *d) {
     if (!e.oom)
         write_entry(m->opt.cache_dir, path, m->model_key, &e);
     sb_free(&e);
+    evict_models(m->opt.cache_dir);
     return true;
 }
