@@ -131,7 +131,6 @@ LJ_INLINE void dw_store(int64_t R, int64_t C, const DwPlan *p, vf32 (*acc)[CMAX]
 LJ_INLINE void dw_tile(int64_t R, int64_t C, int64_t T, const DwPlan *p, const float *buf,
                        const int64_t *off, const float *wk, float bias, LjAct act, float *y,
                        int64_t oy, int64_t cv) {
-    const LjWindow *g = &p->g;
     int64_t rs = p->rs;
     const float *base = buf + oy * rs + cv * LJ_VL;
     vf32 acc[RMAX][CMAX];
