@@ -16,6 +16,7 @@
 typedef struct BenchOpts {
     int iters;
     bool per_node;     /* --per-node */
+    bool flops;        /* --flops */
     const char *trace; /* --trace FILE.json */
     bool time_passes;
 } BenchOpts;
@@ -114,6 +115,11 @@ static int bench(CommonArgs *ca, const BenchOpts *bo, DiagList *d) {
         printf("%s: %s backend, pipeline %s, compile %.1f ms\n", ca->model,
                s->opt.backend->name, ca->pipeline ? ca->pipeline : "-O2", compile_ms);
         printf("median %.3f ms, min %.3f ms\n", median, times[0]);
+        if (bo->flops) {
+            double f = profile_program_flops(s->lir);
+            printf("flops %.4f GFLOP per run, %.1f GFLOP/s at the median\n", f * 1e-9,
+                   median > 0 ? f * 1e-6 / median : 0);
+        }
         status = profile && !per_node(s, inputs, bo, median, d) ? 1 : 0;
     }
 done:
@@ -127,6 +133,10 @@ static int iters_option(OptionId id, const char *v, void *ctx, DiagList *d) {
     BenchOpts *bo = ctx;
     if (id == OPT_PER_NODE) {
         bo->per_node = true;
+        return 1;
+    }
+    if (id == OPT_FLOPS) {
+        bo->flops = true;
         return 1;
     }
     if (id == OPT_TIME_PASSES) {

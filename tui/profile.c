@@ -193,6 +193,13 @@ static double instr_flops(const LirInstr *i) {
     }
 }
 
+double profile_program_flops(const LirProgram *p) {
+    double sum = 0;
+    for (const LirInstr *i = p ? p->first : NULL; i; i = i->next)
+        sum += instr_flops(i);
+    return sum;
+}
+
 typedef struct Row {
     int instr;
     double total;

@@ -22,6 +22,9 @@ void profile_free(Profile *p);
 void profile_print(const Profile *p, double peak_gflops, double end_to_end_ms, StrBuf *out);
 /* The sum of the instructions' mean times, ms. */
 double profile_total_ms(const Profile *p);
+/* The floating-point operations of one run of p, as --per-node counts
+ * them: conv, gemm, matmul and fully-connected multiply-adds, two each. */
+double profile_program_flops(const LirProgram *p);
 /* The last run as a Chrome trace (Trace Event Format, "X" events, one tid
  * per thread, names = ONNX node names), written all or none. */
 bool profile_write_trace(const Profile *p, const char *path, DiagList *d);

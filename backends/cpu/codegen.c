@@ -1,5 +1,6 @@
-/* LIR to LLVM IR. The libjit bitcode is parsed into a fresh module and the
- * entry point is added to it; each compute instruction becomes
+/* LIR to LLVM IR. The libjit bitcode (with the kernel engine, only its
+ * interface: engine.c) is parsed into a fresh module and the entry point is
+ * added to it; each compute instruction becomes
  *   ops[...] = the operands' addresses (base + planned offset)
  *   n = libjit_K_work(desc_i)                    (folds to a constant)
  *   libjit_parallel(rt, n, worker_i, ops)        worker_i calls libjit_K(desc_i, ...)
@@ -450,18 +451,6 @@ static void emit_instr(CG *g, LirInstr *i, int index) {
 
 /* ---- the module ------------------------------------------------------------- */
 
-static bool load_bitcode(CG *g) {
-    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
-        (const char *)g->m->target->libjit, *g->m->target->libjit_len, "libjit.bc", false);
-    if (LLVMParseBitcodeInContext2(g->ctx, buf, &g->mod)) {
-        diag_error(g->d, NULL, "cannot read the embedded libjit bitcode");
-        LLVMDisposeMemoryBuffer(buf);
-        return false;
-    }
-    LLVMDisposeMemoryBuffer(buf);
-    return true;
-}
-
 /* ---- no threads: the kernels' scratch inside the activations memory -------- */
 
 /* CPU_SCRATCH_FN k: max over the workers of libjit_K_scratch(desc, k),
@@ -571,16 +560,11 @@ CpuModule *cpu_codegen(LirProgram *p, const BackendOptions *o, DiagList *d) {
     g.ptr = LLVMPointerTypeInContext(g.ctx, 0);
     LLVMTypeRef wparams[4] = {g.ptr, g.i64, g.i64, g.ptr};
     g.worker_ty = LLVMFunctionType(LLVMVoidTypeInContext(g.ctx), wparams, 4, false);
-    double t0 = cpu_seconds();
-    bool loaded = load_bitcode(&g);
-    m->phase[BACKEND_PHASE_BITCODE] += cpu_seconds() - t0;
-    if (!loaded) {
+    if (!cpu_libjit_module(m, &g.mod, d)) {
         cpu_module_free(m);
         return NULL;
     }
     m->mod = g.mod;
-    if (cpu_uses_engine(o))
-        cpu_strip_precompiled(m);
     set_scratch_mode(&g, o->no_threads);
     if (o->instrument && o->output == OUTPUT_JIT)
         make_probe(&g);

@@ -19,6 +19,7 @@
 typedef struct CpuTarget {
     const char *arch, *triple, *default_cpu;
     const char *crt, *crt_package, *libgcc, *libgcc_package; /* a static link's files (globs) */
+    int elf_machine; /* EM_*: the weights' object (aot.c) */
     const char *const *cpus;
     int ncpus;
     const char *const *features;
@@ -58,6 +59,8 @@ struct CpuModule {
     char **instr_worker; /* by instruction index: the worker that calls it (or NULL) */
     int ninstrs;
     double phase[BACKEND_NPHASES]; /* seconds, for --time-passes */
+    StrBuf object; /* JIT: the optimised module's machine code, from or for the model cache */
+    uint64_t model_key; /* its key (0: the module is not cached) */
 };
 
 /* A monotonic clock in seconds (the phase timings). */
@@ -76,10 +79,19 @@ void cpu_finish_module(CpuModule *m);
 void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
                         bool (*keep)(const CpuModule *, const char *));
 /* The precompiled engine (engine.c): whether o's output links it, the
- * module's precompiled functions made declarations, and its object file
- * (from the cache in o->cache_dir when there is a valid entry). */
+ * libjit module code generation starts from (with the engine: only its
+ * interface, the precompiled functions declared), and the engine's object
+ * file (both from the cache in o->cache_dir when there is a valid entry). */
 bool cpu_uses_engine(const BackendOptions *o);
-void cpu_strip_precompiled(CpuModule *m);
+bool cpu_libjit_module(CpuModule *m, LLVMModuleRef *mod, DiagList *d);
+/* The executable's runtime (backends/cpu/exe) as an object file, compiled
+ * once per target and cached like the engine. */
+bool cpu_exe_runtime_object(CpuModule *m, StrBuf *out, DiagList *d);
+/* The model cache (engine.c), for the JIT: before optimisation, whether an
+ * entry for this module exists (then m->mod is the optimised module and
+ * m->object its machine code); after it, m->object emitted and stored. */
+bool cpu_model_cached(CpuModule *m, DiagList *d);
+bool cpu_model_store(CpuModule *m, DiagList *d);
 bool cpu_engine_object(CpuModule *m, StrBuf *out, DiagList *d);
 /* A target machine for m's triple/cpu/features (for the JIT, which takes
  * ownership of its own). */

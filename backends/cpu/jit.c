@@ -80,6 +80,11 @@ static bool create_jit(CpuExec *e, CpuModule *m, DiagList *d) {
     LLVMOrcJITDylibAddGenerator(main, gen);
     if (cpu_uses_engine(&m->opt) && !add_engine(e, main, m, d))
         return false;
+    if (m->object.len) { /* compiled already (the model cache): the module stays printable */
+        LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+            m->object.data, m->object.len, "glowc-model.o");
+        return !failed(LLVMOrcLLJITAddObjectFile(e->jit, main, buf), "module", d);
+    }
     LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m->mod, m->tsc);
     m->mod = NULL; /* the JIT owns it now */
     return !failed(LLVMOrcLLJITAddLLVMIRModule(e->jit, main, tsm), "module", d);

@@ -2,6 +2,7 @@
  * printing or emitting the result. */
 #include "backends/cpu/cpu_internal.h"
 
+#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@
 /* What the build made for each target: its kernels, its executables' main()
  * and its fallback object (embedded arrays, build/gen), and the CPU and
  * feature names LLVM knows for it (target_names.h, from llc). */
-#define TARGET(arch, triple, llvm, cpu, crt, crt_pkg, libgcc, libgcc_pkg)                        \
+#define TARGET(arch, triple, llvm, cpu, crt, crt_pkg, libgcc, libgcc_pkg, elf)                   \
     extern const unsigned char libjit_bc_##arch[], exe_runtime_bc_##arch[],                     \
         fallback_rt_o_##arch[];                                                                 \
     extern const unsigned int libjit_bc_##arch##_len, exe_runtime_bc_##arch##_len,              \
@@ -35,8 +36,8 @@
 
 #define COUNT(a) ((int)(sizeof a / sizeof *a))
 static const CpuTarget targets[] = {
-#define TARGET(arch, triple, llvm, cpu, crt, crt_pkg, libgcc, libgcc_pkg)                        \
-    {#arch, triple, cpu, crt, crt_pkg, libgcc, libgcc_pkg,                                       \
+#define TARGET(arch, triple, llvm, cpu, crt, crt_pkg, libgcc, libgcc_pkg, elf)                   \
+    {#arch, triple, cpu, crt, crt_pkg, libgcc, libgcc_pkg, elf,                                  \
      cpus_##arch, COUNT(cpus_##arch), features_##arch, COUNT(features_##arch),                   \
      libjit_bc_##arch, &libjit_bc_##arch##_len, exe_runtime_bc_##arch,                           \
      &exe_runtime_bc_##arch##_len, fallback_rt_o_##arch, &fallback_rt_o_##arch##_len,           \
@@ -283,6 +284,7 @@ CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d) {
     if (!cpu_check_target(o, false, d))
         return NULL;
     CpuModule *m = calloc(1, sizeof *m);
+    sb_init(&m->object);
     m->opt = *o;
     m->p = p;
     m->target = cpu_target_find(o->target, d);
@@ -331,6 +333,7 @@ void cpu_module_free(CpuModule *m) {
     }
     free(m->instr_fn);
     free(m->instr_worker);
+    sb_free(&m->object);
     free(m);
 }
 
@@ -416,7 +419,8 @@ const char *cpu_target_cpu(const CpuModule *m) {
 }
 
 /* What stays visible: for the JIT, the entry point and the runtime it is
- * called with; for an executable, main(); for a bundle, its three names. */
+ * called with; for an executable, what its main() needs; for a bundle, its
+ * three names. */
 static bool keep_external(const CpuModule *m, const char *name) {
     char buf[160];
     switch (m->opt.output) {
@@ -425,7 +429,8 @@ static bool keep_external(const CpuModule *m, const char *name) {
                !strcmp(name, "libjit_runtime_free") ||
                (m->opt.instrument && (!strcmp(name, "libjit_fma_peak") ||
                                       !strcmp(name, CPU_PROBE_GLOBAL)));
-    case OUTPUT_EXECUTABLE: return !strcmp(name, "main");
+    case OUTPUT_EXECUTABLE: /* what the precompiled main() calls and reads */
+        return !strcmp(name, m->entry) || !strcmp(name, "glowc_model_info");
     case OUTPUT_BUNDLE:
         if (!strcmp(name, m->entry))
             return true;
@@ -479,6 +484,8 @@ void cpu_finish_module(CpuModule *m) {
 }
 
 bool cpu_optimize(CpuModule *m, DiagList *d) {
+    if (cpu_model_cached(m, d))
+        return true;
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
     LLVMPassBuilderOptionsSetLoopVectorization(po, true);
     LLVMPassBuilderOptionsSetSLPVectorization(po, true);
@@ -495,7 +502,7 @@ bool cpu_optimize(CpuModule *m, DiagList *d) {
         LLVMDisposeErrorMessage(msg);
         return false;
     }
-    return true;
+    return cpu_model_store(m, d);
 }
 
 void cpu_print_llvm(CpuModule *m, StrBuf *out) {

@@ -2,27 +2,47 @@
 """make bench: glowc's CPU backend against ONNX Runtime, in one run.
 
 For every model of the benchmark set (exported by fixtures/models/
-export_models.py: random weights, fixed seed, batch 1), times inference with
-glowc (`glowc bench --backend=cpu`, the JIT-compiled program) and with ONNX
+export_models.py: random weights, fixed seed, batch 1, and the larger
+inception_v3, vgg16 and resnet50 at batch 8), times inference with glowc
+(`glowc bench --backend=cpu`, the JIT-compiled program) and with ONNX
 Runtime (onnxruntime-node from npm, graph optimisations on), single-threaded
-and with both cores, on the same input, and prints a table with the ratio
-glowc/ORT; the table also goes to out/bench.md. Medians over ITERS runs after
-a warm-up; both sides see the same machine at the same time.
+and with both cores, on the same input, and prints, into out/bench.md too:
+- the time table, with the ratio glowc/ORT;
+- the arithmetic: the model's GFLOP (conv/gemm/matmul multiply-adds x2,
+  `glowc bench --flops`), GFLOP/s of both engines and their share of the FMA
+  peak that `glowc bench --per-node` measures (a vector-FMA loop, per thread
+  count);
+- the first result: ORT's session creation plus first run (in its process,
+  node's start not counted) against the wall time of `glowc run
+  --backend=cpu` (a process: start, import, compile, run) with the model
+  cache empty and full (the kernel engine cached, as after any first use),
+  and of `glowc compile -o EXE` plus the executable's first run;
+- the per-node profile's top rows for resnet50, single-threaded.
+Medians over ITERS runs after a warm-up; both sides see the same machine at
+the same time.
 
 Usage: bench.py GLOWC [--models m1,m2] [--iters N]
 """
 import argparse
+import glob
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MODELS = ["resnet18", "resnet50", "mobilenet_v2", "squeezenet1_1", "densenet121",
-          "shufflenet_v2_x1_0", "efficientnet_b0", "transformer_encoder"]
+          "shufflenet_v2_x1_0", "efficientnet_b0", "transformer_encoder",
+          "inception_v3", "vgg16", "resnet50_b8"]
 ORT_DIR = os.path.join(ROOT, "build", "ort")
 TIMING = re.compile(r"median ([0-9.]+) ms, min ([0-9.]+) ms")
+FLOPS = re.compile(r"flops ([0-9.]+) GFLOP per run")
+FIRST = re.compile(r"first ([0-9.]+) ms")
+PEAK = re.compile(r"FMA peak ([0-9.]+) GFLOP/s")
+TOP_ROWS = 10
 
 
 def ensure_ort():
@@ -39,11 +59,54 @@ def ensure_ort():
 
 
 def timing(cmd, env=None):
+    """(median ms, stdout) of a `glowc bench` or ort_bench.js run, or
+    (None, its last error line)."""
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     m = TIMING.search(r.stdout)
     if r.returncode or not m:
         return None, (r.stderr.strip().splitlines() or ["?"])[-1]
-    return float(m.group(1)), None
+    return float(m.group(1)), r.stdout
+
+
+def found(pattern, text):
+    m = pattern.search(text or "")
+    return float(m.group(1)) if m else None
+
+
+def wall(cmd, env=None):
+    """Seconds a command takes, None if it fails."""
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return time.perf_counter() - t0 if r.returncode == 0 else None
+
+
+def cache_dir():
+    e = os.environ
+    return e.get("GLOWC_CACHE_DIR") or os.path.join(
+        e.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "glowc")
+
+
+def first_results(glowc, onnx, inp):
+    """(glowc run with the model cache empty, then full, compile -o + the
+    executable's first run), seconds of wall time. Each in a cache holding
+    only the precompiled parts (engine, interface, executable runtime), copied
+    from the usual cache after a warm-up run has put them there."""
+    feed = ["--input", "input=" + inp]
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = os.path.join(tmp, "cache")
+        os.makedirs(cache)
+        subprocess.run([glowc, "compile", onnx, "-o", os.path.join(tmp, "warm")],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for f in glob.glob(os.path.join(cache_dir(), "*.o")):
+            if not os.path.basename(f).startswith("model-"):
+                shutil.copy(f, cache)
+        env = dict(os.environ, GLOWC_CACHE_DIR=cache)
+        run = [glowc, "run", onnx, "--backend=cpu", "--output-dir", tmp] + feed
+        cold, warm = wall(run, env), wall(run, env)
+        exe = os.path.join(tmp, "model.exe")
+        c = wall([glowc, "compile", onnx, "-o", exe], env)
+        r = wall([exe, "--output-dir", tmp] + feed) if c else None
+        return cold, warm, (c + r) if c and r else None
 
 
 def main():
@@ -61,27 +124,78 @@ def main():
     js = os.path.join(ROOT, "tests", "bench", "ort_bench.js")
     cpu = open("/proc/cpuinfo").read()
     cpu_name = (re.search(r"model name\s*:\s*(.*)", cpu) or [None, "?"])[1]
-    rows = []
+    # The FMA peak per thread count, and resnet50's per-node rows (1 thread).
+    peak, profile = {}, []
+    r50 = [os.path.join(mdir, "resnet50.onnx"), "--input",
+           "input=" + os.path.join(mdir, "resnet50.input.npy")]
+    for threads in (1, 2):
+        _, out = timing([a.glowc, "bench", "--backend=cpu", "--per-node", "--threads",
+                         str(threads), "--iters", str(a.iters)] + r50)
+        peak[threads] = found(PEAK, out)
+        if threads == 1 and out and peak[1]:
+            lines = out.splitlines()
+            head = next((i for i, l in enumerate(lines) if l.lstrip().startswith("#")), None)
+            if head is not None:
+                profile = lines[head:head + 1 + TOP_ROWS]
+    print("FMA peak: %s GFLOP/s (1 thread), %s GFLOP/s (2 threads)"
+          % (cell(peak[1]), cell(peak[2])), flush=True)
+    rows, compute, firsts = [], [], []
     for m in models:
         onnx = os.path.join(mdir, m + ".onnx")
         inp = os.path.join(mdir, m + ".input.npy")
-        row = [m]
+        row, crow = [m], [m, None]
         notes = []
+        ort_first = None
         for threads in (1, 2):
-            g, gerr = timing([a.glowc, "bench", onnx, "--backend=cpu", "--threads", str(threads),
-                              "--iters", str(a.iters), "--input", "input=" + inp])
-            o, oerr = timing(["node", js, onnx, str(threads), str(a.iters), inp], env=node_env)
+            g, gout = timing([a.glowc, "bench", onnx, "--backend=cpu", "--flops", "--threads",
+                              str(threads), "--iters", str(a.iters), "--input", "input=" + inp])
+            o, oout = timing(["node", js, onnx, str(threads), str(a.iters), inp], env=node_env)
             row += [g, o, (g / o) if g and o else None]
-            notes += [e for e in (gerr, oerr) if e]
+            notes += [e for e, ok in ((gout, g), (oout, o)) if not ok]
+            gflop = found(FLOPS, gout) if g else None
+            crow[1] = crow[1] or gflop
+            for ms in (g, o):
+                rate = gflop / (ms * 1e-3) if gflop and ms else None
+                crow += [rate, 100 * rate / peak[threads] if rate and peak[threads] else None]
+            if threads == 1 and o:
+                ort_first = found(FIRST, oout)
+        cold, warm, exe = first_results(a.glowc, onnx, inp)
+        of = ort_first * 1e-3 if ort_first else None
+        firsts.append([m, of] + [x for t in (cold, warm, exe)
+                                 for x in (t, t / of if t and of else None)])
         rows.append((row, notes))
+        compute.append(crow)
         print(fmt_row(row), flush=True)
     table = ["| model | glowc 1T ms | ORT 1T ms | glowc/ORT 1T | glowc 2T ms | ORT 2T ms | glowc/ORT 2T |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for row, notes in rows:
         table.append("| " + " | ".join(cell(x) for x in row) + " |")
-    text = ("# glowc vs ONNX Runtime\n\nBatch 1, median of %d runs after a warm-up, on %s "
-            "(%d cores). ORT: onnxruntime-node, graph optimisations on.\n\n" %
-            (a.iters, cpu_name, os.cpu_count()) + "\n".join(table) + "\n")
+    ctable = ["| model | GFLOP | glowc 1T GFLOP/s | %peak | ORT 1T GFLOP/s | %peak "
+              "| glowc 2T GFLOP/s | %peak | ORT 2T GFLOP/s | %peak |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for crow in compute:
+        ctable.append("| " + " | ".join(cell(x) for x in crow) + " |")
+    ftable = ["| model | ORT create + first run s | glowc run s (cache empty) | /ORT "
+              "| glowc run s (model cached) | /ORT | compile -o + run s | /ORT |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for f in firsts:
+        ftable.append("| " + " | ".join(cell(x) for x in f) + " |")
+    text = ("# glowc vs ONNX Runtime\n\nBatch 1 (resnet50_b8: 8), median of %d runs after a "
+            "warm-up, on %s (%d cores). ORT: onnxruntime-node, graph optimisations on.\n\n"
+            % (a.iters, cpu_name, os.cpu_count()) + "\n".join(table) + "\n")
+    text += ("\n## Arithmetic\n\nGFLOP per run counted from glowc's program (conv, gemm, "
+             "matmul: multiply-adds x2), for both engines. FMA peak (glowc bench --per-node's "
+             "vector-FMA loop): %s GFLOP/s with 1 thread, %s with 2.\n\n"
+             % (cell(peak[1]), cell(peak[2])) + "\n".join(ctable) + "\n")
+    text += ("\n## First result\n\nORT: session creation and the first run, timed inside "
+             "node (its start and library load not counted). glowc: wall time of the whole "
+             "process (`glowc run --backend=cpu`, default threads), first with no entry of "
+             "the model in the cache, then with one; the kernel engine is cached in both "
+             "(it is compiled once per glowc build and machine). `compile -o`: writing the "
+             "executable, then its first run.\n\n" + "\n".join(ftable) + "\n")
+    if profile:
+        text += ("\n## resnet50, the per-node profile's top rows (1 thread)\n\n```\n" +
+                 "\n".join(profile) + "\n```\n")
     for row, notes in rows:
         for n in notes:
             text += "\n- %s: %s" % (row[0], n)

@@ -109,7 +109,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("glowc", help="path to the glowc binary")
     ap.add_argument("--models", nargs="+", default=export_models.MODELS,
-                    choices=export_models.MODELS, metavar="NAME",
+                    choices=export_models.KNOWN, metavar="NAME",
                     help="models to check (default: all of %s)" % " ".join(export_models.MODELS))
     ap.add_argument("--model-dir", default=os.path.join(ROOT, "build", "models"),
                     help="where exported models are cached (default: build/models)")

@@ -24,10 +24,8 @@
 
 enum { RMAX = 8, CMAX = 8 };
 
-/* The tile's loops unroll whole where R and C are constants -- in a
- * worker, once the window is -- so that acc[][] lives in registers. In the
- * bitcode they are not yet (no switch over every (R, C) pair there: its
- * unrolled copies made each depthwise worker 80k lines for O3 to prune). */
+/* The tile's loops unroll whole where R and C are constants (dw_tile_any's
+ * copies), so that acc[][] lives in registers. */
 #pragma clang diagnostic ignored "-Wpass-failed" /* not unrolled yet: as intended */
 #define DW_LOOP_R _Pragma("clang loop unroll(full)") for (int64_t r = 0; r < R; r++)
 #define DW_LOOP_C _Pragma("clang loop unroll(full)") for (int64_t c = 0; c < C; c++)
@@ -37,6 +35,8 @@ typedef struct DwPlan {
     int64_t rows;   /* padded input rows the outputs read */
     int64_t pwidth; /* floats per phase row */
     int64_t c;      /* vectors per output row */
+    int64_t r;      /* output rows per tile (dw_plane) */
+    int64_t rs;     /* floats from one output row's phase rows to the next's */
 } DwPlan;
 
 LJ_INLINE DwPlan dw_plan(const LjWindow *g) {
@@ -46,6 +46,8 @@ LJ_INLINE DwPlan dw_plan(const LjWindow *g) {
     p.c = (g->ow + LJ_VL - 1) / LJ_VL;
     int64_t reach = p.c * LJ_VL + (g->kw - 1) * g->dw / g->sw;
     p.pwidth = (reach + LJ_VL - 1) / LJ_VL * LJ_VL;
+    p.r = p.c <= CMAX ? RMAX / p.c : 1;
+    p.rs = g->sh * g->sw * p.pwidth;
     return p;
 }
 
@@ -53,57 +55,63 @@ LJ_INLINE float *phase_row(const DwPlan *p, float *buf, int64_t r, int64_t ph) {
     return buf + (r * p->g.sw + ph) * p->pwidth;
 }
 
-/* The inside of plane x into the phase rows (the rest stays 0). */
-LJ_INLINE void dw_fill(const DwPlan *p, const float *x, float *buf) {
+/* The inside of plane x into the phase rows (the rest stays 0), phase ph
+ * of every row: its columns [m0, m1) are inside the input. Phase by phase,
+ * so that the bounds (two divisions by the stride) are found once per
+ * phase and plane rather than per row: the window is not a constant here,
+ * and on 7x7 maps those divisions cost more than the taps. */
+LJ_INLINE void dw_fill_phase(const DwPlan *p, const float *x, float *buf, int64_t ph) {
     const LjWindow *g = &p->g;
-    for (int64_t r = 0; r < p->rows; r++) {
-        int64_t y = r - g->ph;
-        if (y < 0 || y >= g->h)
-            continue;
-        const float *src = x + y * g->w;
-        for (int64_t ph = 0; ph < g->sw; ph++) {
-            /* m*sw + ph - pw in [0, w), m < pwidth */
-            int64_t first = g->pw - ph, m0 = first > 0 ? (first + g->sw - 1) / g->sw : 0;
-            int64_t m1 = (g->w + g->pw - ph + g->sw - 1) / g->sw;
-            m1 = m1 < p->pwidth ? m1 : p->pwidth;
-            float *dst = phase_row(p, buf, r, ph);
-            int64_t m = m0;
-            if (g->sw == 1) {
-                for (; m + LJ_VL <= m1; m += LJ_VL)
-                    lj_store(dst + m, lj_load(src + m - g->pw));
-            } else if (g->sw == 2) {
-                /* even or odd lanes of 32 inputs, while all 32 are in the row */
-                for (; m + LJ_VL <= m1 && 2 * m + ph - g->pw + 2 * LJ_VL <= g->w; m += LJ_VL) {
-                    const float *s = src + 2 * m + ph - g->pw;
-                    lj_store(dst + m, lj_even(lj_load(s), lj_load(s + LJ_VL)));
-                }
+    /* m*sw + ph - pw in [0, w), m < pwidth (no division at stride 1) */
+    int64_t sw = g->sw, first = g->pw - ph;
+    int64_t m0 = first <= 0 ? 0 : sw == 1 ? first : (first + sw - 1) / sw;
+    int64_t m1 = sw == 1 ? g->w + g->pw : (g->w + g->pw - ph + sw - 1) / sw;
+    m1 = m1 < p->pwidth ? m1 : p->pwidth;
+    int64_t y0 = g->ph > 0 ? g->ph : 0, y1 = g->h + g->ph < p->rows ? g->h + g->ph : p->rows;
+    for (int64_t r = y0; r < y1; r++) {
+        const float *src = x + (r - g->ph) * g->w;
+        float *dst = phase_row(p, buf, r, ph);
+        int64_t m = m0;
+        if (sw == 1) {
+            for (; m + LJ_VL <= m1; m += LJ_VL)
+                lj_store(dst + m, lj_load(src + m - g->pw));
+        } else if (g->sw == 2) {
+            /* even or odd lanes of 32 inputs, while all 32 are in the row */
+            for (; m + LJ_VL <= m1 && 2 * m + ph - g->pw + 2 * LJ_VL <= g->w; m += LJ_VL) {
+                const float *s = src + 2 * m + ph - g->pw;
+                lj_store(dst + m, lj_even(lj_load(s), lj_load(s + LJ_VL)));
             }
-            for (; m < m1; m++)
-                dst[m] = src[m * g->sw + ph - g->pw];
         }
+        for (; m < m1; m++)
+            dst[m] = src[m * g->sw + ph - g->pw];
     }
 }
 
-/* Rows oy .. oy+R-1, vectors cv .. cv+C-1 of one plane (R <= RMAX,
- * C <= CMAX); y is the plane's output. */
-LJ_INLINE void dw_tile(int64_t R, int64_t C, const DwPlan *p, const float *buf, const float *wk,
-                       float bias, LjAct act, float *y, int64_t oy, int64_t cv) {
+LJ_INLINE void dw_fill(const DwPlan *p, const float *x, float *buf) {
+    for (int64_t ph = 0; ph < p->g.sw; ph++)
+        dw_fill_phase(p, x, buf, ph);
+}
+
+/* Where tap t = i*kw + j of output (oy + r, cv*LJ_VL + c*LJ_VL) reads:
+ * buf + oy*rs + cv*LJ_VL + off[t] + r*rs + c*LJ_VL, rs = sh*sw*pwidth the
+ * distance between output rows. Computed once per call, so that the tiles
+ * do no division (the tap's phase is j*dw % sw) whatever the window. */
+enum { DW_MAX_TAPS = 64 };
+
+LJ_INLINE bool dw_offsets(const DwPlan *p, int64_t *off) {
     const LjWindow *g = &p->g;
-    vf32 acc[RMAX][CMAX];
-    DW_LOOP_R {
-        DW_LOOP_C { acc[r][c] = lj_splat(bias); }
-    }
-    for (int64_t i = 0; i < g->kh; i++) {
-        for (int64_t j = 0; j < g->kw; j++) {
-            vf32 wv = lj_splat(wk[i * g->kw + j]);
-            int64_t ph = j * g->dw % g->sw, shift = j * g->dw / g->sw + cv * LJ_VL;
-            DW_LOOP_R {
-                int64_t row = (oy + r) * g->sh + i * g->dh;
-                const float *src = phase_row(p, (float *)buf, row, ph) + shift;
-                DW_LOOP_C { acc[r][c] += wv * lj_load(src + c * LJ_VL); }
-            }
-        }
-    }
+    if (g->kh * g->kw > DW_MAX_TAPS)
+        return false;
+    for (int64_t i = 0; i < g->kh; i++)
+        for (int64_t j = 0; j < g->kw; j++)
+            off[i * g->kw + j] = (i * g->dh * g->sw + j * g->dw % g->sw) * p->pwidth +
+                                 j * g->dw / g->sw;
+    return true;
+}
+
+LJ_INLINE void dw_store(int64_t R, int64_t C, const DwPlan *p, vf32 (*acc)[CMAX], LjAct act,
+                        float *y, int64_t oy, int64_t cv) {
+    const LjWindow *g = &p->g;
     int64_t plane = g->oh * g->ow;
     DW_LOOP_R {
         DW_LOOP_C {
@@ -117,27 +125,103 @@ LJ_INLINE void dw_tile(int64_t R, int64_t C, const DwPlan *p, const float *buf, 
     }
 }
 
+/* Rows oy .. oy+R-1, vectors cv .. cv+C-1 of one plane (R*C <= RMAX), with
+ * T taps (a constant where the caller made it one, else `taps`); y is the
+ * plane's output. */
+LJ_INLINE void dw_tile(int64_t R, int64_t C, int64_t T, const DwPlan *p, const float *buf,
+                       const int64_t *off, const float *wk, float bias, LjAct act, float *y,
+                       int64_t oy, int64_t cv) {
+    int64_t rs = p->rs;
+    const float *base = buf + oy * rs + cv * LJ_VL;
+    vf32 acc[RMAX][CMAX];
+    DW_LOOP_R {
+        DW_LOOP_C { acc[r][c] = lj_splat(bias); }
+    }
+    for (int64_t t = 0; t < T; t++) {
+        vf32 wv = lj_splat(wk[t]);
+        const float *src = base + off[t];
+        DW_LOOP_R {
+            DW_LOOP_C { acc[r][c] += wv * lj_load(src + r * rs + c * LJ_VL); }
+        }
+    }
+    /* The common activations' kinds made constants, so that no store asks
+     * which one it is. */
+    switch (act.kind) {
+    case ACT_NONE: dw_store(R, C, p, acc, (LjAct){ACT_NONE, 0, 0}, y, oy, cv); break;
+    case ACT_RELU: dw_store(R, C, p, acc, (LjAct){ACT_RELU, 0, 0}, y, oy, cv); break;
+    case ACT_CLIP: dw_store(R, C, p, acc, (LjAct){ACT_CLIP, act.alpha, act.beta}, y, oy, cv); break;
+    default: dw_store(R, C, p, acc, act, y, oy, cv); break;
+    }
+}
+
+/* The tile for any R*C <= RMAX, each shape its own copy with acc[][] in
+ * registers, and 3x3 and 5x5 windows (MobileNet's, EfficientNet's) with
+ * their tap loops whole. This is compiled once, in the kernel engine: a
+ * depthwise convolution runs from precompiled code, and no model's module
+ * carries a kernel of its own (specialising it to each window cost
+ * MobileNet-V2 1 s of O3 and code generation per compile). The price,
+ * measured per layer on MobileNet-V2: 7x7 and 14x14 maps take 20-35% longer
+ * than the specialised copies did (their per-plane costs -- the phase rows'
+ * copy, the calls -- are no longer unrolled for the plane's size), 28x28
+ * about 20%, 56x56 and 112x112 the same. */
+#define DW_SHAPES(X) X(1, 1) X(1, 2) X(1, 3) X(1, 4) X(1, 5) X(1, 6) X(1, 7) X(1, 8) \
+    X(2, 1) X(2, 2) X(2, 3) X(2, 4) X(3, 1) X(3, 2) X(4, 1) X(4, 2) X(5, 1) X(6, 1) X(7, 1) X(8, 1)
+_Static_assert(RMAX == 8 && CMAX == 8, "DW_SHAPES lists the tiles of RMAX x CMAX");
+
+/* One function per shape (a switch inlining all of them into one made
+ * LLVM keep some tiles' accumulators on the stack). */
+#define DW_TILE_FN(r, c)                                                                        \
+    LJ_VECTOR_FN static void dw_tile_##r##x##c(const DwPlan *p, const float *buf,               \
+                                               const int64_t *off, const float *wk, float bias, \
+                                               LjAct act, float *y, int64_t oy, int64_t cv) {   \
+        int64_t taps = p->g.kh * p->g.kw;                                                       \
+        if (taps == 9)                                                                          \
+            dw_tile(r, c, 9, p, buf, off, wk, bias, act, y, oy, cv);                            \
+        else if (taps == 25)                                                                    \
+            dw_tile(r, c, 25, p, buf, off, wk, bias, act, y, oy, cv);                           \
+        else                                                                                    \
+            dw_tile(r, c, taps, p, buf, off, wk, bias, act, y, oy, cv);                         \
+    }
+DW_SHAPES(DW_TILE_FN)
+#undef DW_TILE_FN
+
+LJ_INLINE void dw_tile_any(int64_t R, int64_t C, const DwPlan *p, const float *buf,
+                           const int64_t *off, const float *wk, float bias, LjAct act, float *y,
+                           int64_t oy, int64_t cv) {
+#define DW_CASE(r, c)                                                                           \
+    case (r) * 16 + (c): dw_tile_##r##x##c(p, buf, off, wk, bias, act, y, oy, cv); return;
+    switch (R * 16 + C) {
+        DW_SHAPES(DW_CASE)
+    default: break;
+    }
+#undef DW_CASE
+    /* Not reached (dw_plane keeps R*C <= RMAX); correct all the same. */
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < C; c++)
+            dw_tile_1x1(p, buf, off, wk, bias, act, y, oy + r, cv + c);
+}
+
 /* Rows [oy, oy + R) across the whole row: tiles of CMAX vectors, then the
  * rest. */
-LJ_INLINE void dw_rows(int64_t R, const DwPlan *p, const float *buf, const float *wk, float bias,
-                       LjAct act, float *y, int64_t oy) {
+LJ_INLINE void dw_rows(int64_t R, const DwPlan *p, const float *buf, const int64_t *off,
+                       const float *wk, float bias, LjAct act, float *y, int64_t oy) {
     int64_t cv = 0;
     for (; cv + CMAX <= p->c; cv += CMAX)
-        dw_tile(R, CMAX, p, buf, wk, bias, act, y, oy, cv);
+        dw_tile_any(R, CMAX, p, buf, off, wk, bias, act, y, oy, cv);
     if (cv < p->c)
-        dw_tile(R, p->c - cv, p, buf, wk, bias, act, y, oy, cv);
+        dw_tile_any(R, p->c - cv, p, buf, off, wk, bias, act, y, oy, cv);
 }
 
 /* One plane: rows R at a time, R*C <= RMAX when a row is at most CMAX
  * vectors (so short rows still give 8 independent accumulators), else one
  * at a time; then the rows left over. */
-LJ_INLINE void dw_plane(const DwPlan *p, const float *buf, const float *wk, float bias, LjAct act,
-                        float *y) {
-    int64_t R = p->c <= CMAX ? RMAX / p->c : 1, oh = p->g.oh, oy = 0;
+LJ_INLINE void dw_plane(const DwPlan *p, const float *buf, const int64_t *off, const float *wk,
+                        float bias, LjAct act, float *y) {
+    int64_t R = p->r, oh = p->g.oh, oy = 0;
     for (; oy + R <= oh; oy += R)
-        dw_rows(R, p, buf, wk, bias, act, y, oy);
+        dw_rows(R, p, buf, off, wk, bias, act, y, oy);
     if (oy < oh)
-        dw_rows(oh - oy, p, buf, wk, bias, act, y, oy);
+        dw_rows(oh - oy, p, buf, off, wk, bias, act, y, oy);
 }
 
 size_t lj_dwconv_scratch(const LjWindow *g) {
@@ -145,29 +229,26 @@ size_t lj_dwconv_scratch(const LjWindow *g) {
     return (size_t)(p.rows * g->sw * p.pwidth) * sizeof(float);
 }
 
-/* Inlined into each convolution's worker, where the window is constant:
- * the tap loops unroll and the tile shape is chosen at compile time. */
-__attribute__((always_inline)) bool lj_dwconv(const LjWindow *g, int64_t c, const float *x,
-                                               const float *w, const float *bias, float *y,
-                                               LjAct act, int64_t lo, int64_t hi, LjScratch *sc) {
+/* The phase rows of each plane, then its tiles. False if the buffer cannot
+ * be had or the window has more taps than the offset table (the caller
+ * then takes another kernel). */
+LJ_VECTOR_FN bool lj_dwconv(const LjWindow *g, int64_t c, const float *x, const float *w,
+                            const float *bias, float *y, LjAct act, int64_t lo, int64_t hi,
+                            LjScratch *sc) {
     DwPlan p = dw_plan(g);
+    int64_t off[DW_MAX_TAPS];
+    if (!dw_offsets(&p, off))
+        return false;
     size_t bytes = lj_dwconv_scratch(g);
     float *buf = lj_scratch_get(sc, LJ_SCRATCH_PLANES, bytes);
     if (!buf)
         return false;
     __builtin_memset(buf, 0, bytes);
     int64_t taps = g->kh * g->kw;
-    for (int64_t pl = lo; pl < hi; pl++) {
-        int64_t ch = pl % c;
+    for (int64_t pl = lo, ch = lo % c; pl < hi; pl++, ch = ch + 1 == c ? 0 : ch + 1) {
         dw_fill(&p, x + pl * g->h * g->w, buf);
-        dw_plane(&p, buf, w + ch * taps, bias ? bias[ch] : 0.0f, act, y + pl * g->oh * g->ow);
+        dw_plane(&p, buf, off, w + ch * taps, bias ? bias[ch] : 0.0f, act, y + pl * g->oh * g->ow);
     }
     lj_scratch_put(sc, buf);
     return true;
-}
-
-LJ_VECTOR_FN bool lj_dwconv_outline(const LjWindow *g, int64_t c, const float *x, const float *w,
-                                    const float *bias, float *y, LjAct act, int64_t lo,
-                                    int64_t hi, LjScratch *sc) {
-    return lj_dwconv(g, c, x, w, bias, y, act, lo, hi, sc);
 }

@@ -156,15 +156,11 @@ LIBJIT_WORK libjit_conv_f32_work(const int64_t *d) {
 
 /* Depthwise planes [lo, hi): over phase rows, or without the memory for
  * that, over phase planes on the stack, or the interpreter's kernel when
- * even those do not fit. `dw` is lj_dwconv itself where the window is a
- * constant (libjit_conv_dw_f32), its out-of-line copy elsewhere. */
-typedef bool (*DwFn)(const LjWindow *, int64_t, const float *, const float *, const float *,
-                     float *, LjAct, int64_t, int64_t, LjScratch *);
-
+ * even those do not fit. */
 LJ_INLINE void conv_depthwise(const int64_t *d, const Conv *s, void *const *ops, const float *bias,
-                              LjAct act, int64_t lo, int64_t hi, LjScratch *sc, DwFn dw) {
+                              LjAct act, int64_t lo, int64_t hi, LjScratch *sc) {
     LjWindow g = window_of(s);
-    if (dw(&g, s->c, ops[1], ops[2], bias, ops[0], act, lo, hi, sc))
+    if (lj_dwconv(&g, s->c, ops[1], ops[2], bias, ops[0], act, lo, hi, sc))
         return;
     if (!lj_window_fits(&g)) {
         if (lo == 0)
@@ -349,7 +345,7 @@ LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, in
     const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
     LjAct act = lj_act_of(d);
     if (is_depthwise(&s)) {
-        conv_depthwise(d, &s, ops, bias, act, lo, hi, sc, lj_dwconv_outline);
+        conv_depthwise(d, &s, ops, bias, act, lo, hi, sc);
         return;
     }
     if (is_pointwise(&s))
@@ -393,11 +389,8 @@ LIBJIT_SCRATCH libjit_conv_dw_f32_scratch(const int64_t *d, int slot) {
     return libjit_conv_f32_scratch(d, slot);
 }
 
-/* Depthwise convolutions alone (code generation calls this one for them):
- * here the phase-row kernel is inlined with the window a constant, where
- * libjit_conv_f32, inlined into every convolution's worker, calls it out of
- * line -- inlining it there would put its unrolled tiles into every worker
- * before the depthwise test folded away (tripling ResNet-50's compile time). */
+/* Depthwise convolutions alone (code generation calls this one for them,
+ * so that a profile names the depthwise kernel apart from the others). */
 LIBJIT_WORK libjit_conv_dw_f32_work(const int64_t *d) {
     return libjit_conv_f32_work(d);
 }
@@ -410,5 +403,5 @@ LIBJIT_KERNEL libjit_conv_dw_f32(const int64_t *d, void *const *ops, int64_t lo,
         return;
     }
     const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
-    conv_depthwise(d, &s, ops, bias, lj_act_of(d), lo, hi, sc, lj_dwconv);
+    conv_depthwise(d, &s, ops, bias, lj_act_of(d), lo, hi, sc);
 }

@@ -57,16 +57,13 @@ bool lj_depthwise_lanes(const LjWindow *g, int64_t c, const float *x, const floa
 
 /* dwconv.c: the same, vectors along the output rows of each plane over its
  * phase rows; planes [lo, hi) as lj_depthwise's. False if its buffer (the
- * size of one padded plane, lj_dwconv_scratch) cannot be allocated. */
+ * size of one padded plane, lj_dwconv_scratch) cannot be allocated, or the
+ * window has more than 64 taps. */
 size_t lj_dwconv_scratch(const LjWindow *g);
 /* The scratch lj_pool_lanes asks for, in bytes. */
 size_t lj_pool_lanes_scratch(const LjWindow *g);
 bool lj_dwconv(const LjWindow *g, int64_t c, const float *x, const float *w, const float *bias,
                float *y, LjAct act, int64_t lo, int64_t hi, LjScratch *sc);
-/* The same, never inlined: one copy for every window. */
-bool lj_dwconv_outline(const LjWindow *g, int64_t c, const float *x, const float *w,
-                       const float *bias, float *y, LjAct act, int64_t lo, int64_t hi,
-                       LjScratch *sc);
 
 typedef enum { LJ_POOL_MAX, LJ_POOL_AVG } LjPool;
 
