@@ -166,7 +166,26 @@ static const char *unique_label(LirProgram *p, const char *name) {
     }
 }
 
+/* The low-level program has no control flow yet: a region still in the
+ * graph here (an If or Loop on a value known only at run time) is refused
+ * at the node, whole, rather than lowered in part. The graph interpreter
+ * (-O0) runs it. */
+static bool refuse_regions(const Function *f, DiagList *d) {
+    bool ok = true;
+    for (const Node *n = f->first; n; n = n->next) {
+        if (!n->nbodies)
+            continue;
+        diag_error(d, node_where(n), "a run-time %s is not lowered yet: the low-level IR has no "
+                   "control flow; run it with the graph interpreter (-O0 --backend=interp)",
+                   node_kind_name(n->kind));
+        ok = false;
+    }
+    return ok;
+}
+
 LirProgram *irgen(Function *f, DiagList *d) {
+    if (!refuse_regions(f, d))
+        return NULL;
     LirProgram *p = lir_new(f->module->source);
     Gen g = {f, p, arena_alloc_array(p->arena, (size_t)f->next_id + 1, sizeof(LirBuf **))};
     for (int i = 0; i < f->nparams; i++) {
