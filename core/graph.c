@@ -309,6 +309,23 @@ static void clone_function(Function *g, const Function *f) {
     g->next_id = f->next_id;
 }
 
+Node *graph_copy_node(Function *f, Node *pos, const Node *n, Value *const *ops) {
+    Arena *a = f->module->arena;
+    Node *c = graph_insert_before(f, pos, n->kind, n->nops, ops, n->nres);
+    c->label = NULL; /* labels are unique in a function: the copy prints as its id */
+    c->name = arena_strdup(a, n->name);
+    c->loc = n->loc;
+    for (int i = 0; i < n->nres; i++)
+        c->res[i].type = n->res[i].type;
+    c->nattrs = n->nattrs;
+    c->attrs = clone_attrs(a, n->attrs, n->nattrs);
+    c->payload = n->payload;
+    for (int i = 0; i < n->nbodies && i < c->nbodies; i++)
+        if (n->bodies[i])
+            clone_function(function_new_body(c, i), n->bodies[i]);
+    return c;
+}
+
 Module *module_clone(const Module *m) {
     Module *c = module_new(m->source);
     if (!c || !m->main)

@@ -173,6 +173,9 @@ Node *graph_add_node(Function *f, NodeKind k, int nops, Value *const *ops, int n
 Node *graph_insert_before(Function *f, Node *pos, NodeKind k, int nops, Value *const *ops,
                           int nres);
 Node *graph_add_param(Function *f, const char *name, const Type *t);
+/* A copy of compute node n (of any function, bodies deep-copied) inserted in
+ * f before pos (NULL: appended), on the operands `ops` of f. */
+Node *graph_copy_node(Function *f, Node *pos, const Node *n, Value *const *ops);
 Node *graph_add_constant(Function *f, const char *name, Tensor *payload);
 void graph_set_outputs(Function *f, int n, Value *const *vals, const char *const *names);
 /* Unlinks a compute node or constant (its results must be unused). */

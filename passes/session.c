@@ -21,7 +21,7 @@
 static const char *const pipeline_o0[] = {NULL};
 
 static const char *const pipeline_o1[] = {
-    "dce",   "cse",   "constfold",         "noop-elim", "merge-reshapes", "dce", "lower", "dce",
+    "dce",   "cse",   "constfold", "fold-if", "noop-elim", "merge-reshapes", "dce", "lower", "dce",
     "schedule", "irgen", "shorten-lifetimes", "allocate", NULL,
 };
 
@@ -30,8 +30,8 @@ static const char *const pipeline_o1[] = {
  * no-ops), lowering, a second cleanup of what lowering made, and the
  * memory-aware schedule last. */
 static const char *const pipeline_o2[] = {
-    "dce",         "cse",          "constfold",       "noop-elim",      "merge-reshapes",
-    "fold-batchnorm", "sink-transpose", "concat-slice", "fold-pad",     "fuse-matmul-add",
+    "dce",         "cse",          "constfold",       "fold-if",        "noop-elim",
+    "merge-reshapes", "fold-batchnorm", "sink-transpose", "concat-slice", "fold-pad",     "fuse-matmul-add",
     "fuse-activation", "constfold", "cse",             "noop-elim",      "dce",
     "lower",       "constfold",    "cse",             "noop-elim",      "merge-reshapes",
     "dce",         "schedule",     "irgen",           "copy-elim",      "share-buffers",
@@ -472,6 +472,18 @@ static bool run_codegen(Session *s, const PassInfo *pi, PassContext *ctx) {
     return s->module && break_native(s, ctx);
 }
 
+/* A graph pass runs on each body of f's regions as on a function of its
+ * own (so CSE never merges across bodies), bodies inside bodies too. */
+static bool run_in_bodies(const PassInfo *pi, Function *f, PassContext *ctx) {
+    bool changed = false;
+    for (Node *n = f->first; n; n = n->next)
+        for (int i = 0; i < n->nbodies; i++) {
+            changed |= pi->run(n->bodies[i], ctx);
+            changed |= run_in_bodies(pi, n->bodies[i], ctx);
+        }
+    return changed;
+}
+
 /* Runs one pass on the working IR; true if it changed it. */
 static bool run_pass(Session *s, const PassInfo *pi, PassContext *ctx) {
     if (pi->step == STEP_CODEGEN || pi->step == STEP_LLVM_OPT)
@@ -490,6 +502,8 @@ static bool run_pass(Session *s, const PassInfo *pi, PassContext *ctx) {
     }
     Function *f = s->work->main;
     bool changed = pi->run(f, ctx);
+    if (!pi->main_only)
+        changed |= run_in_bodies(pi, f, ctx);
     if (changed && ctx->break_this_pass && !ctx->broken)
         pass_rewrote(ctx, f, f->outputs[0]); /* a pass that removes, not rewrites */
     return changed;

@@ -8,8 +8,8 @@
 enum { FOLD_LIMIT = 64 << 20 };
 
 static bool foldable(const Node *n) {
-    if (n->nops == 0)
-        return false;
+    if (n->nops == 0 || n->nbodies)
+        return false; /* an if on a constant is fold-if's; a loop may run long */
     for (int i = 0; i < n->nops; i++)
         if (!value_constant(n->ops[i]))
             return false;
