@@ -926,6 +926,19 @@ static bool label_taken(const Function *f, int upto, const char *name) {
     return false;
 }
 
+/* A body's parameters print as %name too (the main function's inputs do,
+ * from import_input), each name once. */
+static void label_params(Function *f) {
+    for (int i = 0; i < f->nparams; i++) {
+        Node *p = f->params[i];
+        bool taken = false;
+        for (int j = 0; j < i && !taken; j++)
+            taken = f->params[j]->label && !strcmp(f->params[j]->label, p->name);
+        if (p->name[0] && !print_needs_quotes(p->name) && !taken)
+            p->label = p->name;
+    }
+}
+
 static void label_constants(Function *f) {
     for (int i = 0; i < f->nconsts; i++) {
         Node *c = f->consts[i];
@@ -1169,6 +1182,7 @@ static Function *import_region_body(OnnxNode *on, const Onnx__GraphProto *g, con
         return NULL;
     graph_set_outputs(b, (int)g->n_output, outs, names);
     drop_unreachable(b);
+    label_params(b);
     label_constants(b);
     return b;
 }
