@@ -1999,6 +1999,13 @@ static bool need_scalar(Node *n, DiagList *d, const Type *t, ElemKind k, const c
     return false;
 }
 
+/* The declared types stand: a trap computes nothing. */
+static bool infer_trap(Node *n, DiagList *d) {
+    (void)n;
+    (void)d;
+    return true;
+}
+
 /* Both branches take the captured values and return the results: branches
  * that disagree in type are the node's error, since the value after it has
  * one type whichever ran. */

@@ -173,6 +173,10 @@ static const char *unique_label(LirProgram *p, const char *name) {
 static bool refuse_regions(const Function *f, DiagList *d) {
     bool ok = true;
     for (const Node *n = f->first; n; n = n->next) {
+        if (n->kind == NK_TRAP) {
+            diag_error(d, node_where(n), "%s", node_attr_str(n, AK_message, "a trap"));
+            ok = false;
+        }
         if (!n->nbodies)
             continue;
         diag_error(d, node_where(n), "a run-time %s is not lowered yet: the low-level IR has no "

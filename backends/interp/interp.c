@@ -120,6 +120,10 @@ static void copy_into(Tensor *dst, const Tensor *src) {
     memcpy(dst->data, src->data, tensor_bytes(src));
 }
 
+bool k_trap(const KernelArgs *a) {
+    return kernel_fail(a, "%s", node_attr_str(a->n, AK_message, "a trap ran"));
+}
+
 /* The taken branch runs on the captured values (operands 1...). */
 bool k_if(const KernelArgs *a) {
     const Node *n = a->n;

@@ -1229,6 +1229,33 @@ static void attach_captures(ImportCtx *ic, Node *n, int nfixed, Region *rs, int 
     n->nops = nfixed + nu;
 }
 
+/* Branch k of if node n does not import on the shapes the model is compiled
+ * for (an exporter's branch for another input size, as silero VAD's 8 kHz
+ * branch given 16 kHz chunks): its body becomes a trap of the other branch's
+ * result types, which says why if it is ever taken. A branch that uses an
+ * unsupported operator is never trapped: that is reported. */
+static void trap_body(OnnxNode *on, Node *n, int k, Region *r, const Function *other,
+                      const DiagList *said) {
+    Function *b = function_new_body(n, k);
+    *r = (Region){.body = b, .outer = on->ic->f, .up = on->ic->region};
+    Node *t = graph_add_node(b, NK_TRAP, 0, NULL, other->noutputs);
+    t->name = on->name;
+    for (int i = 0; i < other->noutputs; i++)
+        t->res[i].type = other->outputs[i]->type;
+    const char *why = said->head ? said->head->msg : "it does not import";
+    const char *where = said->head && said->head->where ? said->head->where : on->where;
+    node_set_str(t, AK_message,
+                 arena_printf(on->ic->m->arena, "its %s was taken, which does not fit the shapes "
+                              "the model was compiled for (%s: %s)",
+                              k ? "else_branch" : "then_branch", where, why));
+    Value **outs = arena_alloc_array(on->ic->m->arena, (size_t)other->noutputs + 1, sizeof(Value *));
+    for (int i = 0; i < other->noutputs; i++)
+        outs[i] = &t->res[i];
+    graph_set_outputs(b, other->noutputs, outs, other->output_names);
+    on_note(on, "its %s does not fit the shapes the model is compiled for (%s); taking it at run "
+                "time is an error", k ? "else_branch" : "then_branch", why);
+}
+
 /* If on a condition known only at run time: an if node whose bodies are the
  * two branches. */
 static bool import_if_region(OnnxNode *on, Value *c) {
@@ -1244,12 +1271,34 @@ static bool import_if_region(OnnxNode *on, Value *c) {
         }
     Node *n = on_node(on, NK_IF, 1, &c, on->nout);
     Region r[2];
+    DiagList said[2];
+    DiagList *d = ic->d;
+    bool ok[2], any_unsupported = ic->any_unsupported;
+    int nunsupported = ic->nunsupported;
+    for (int k = 0; k < 2; k++) {
+        diag_init(&said[k], d->file);
+        ic->d = &said[k];
+        ok[k] = import_region_body(on, g[k], k ? "else_branch" : "then_branch", n, k, &r[k], NULL,
+                                   0);
+        ic->d = d;
+    }
+    bool unsupported = ic->any_unsupported != any_unsupported || ic->nunsupported != nunsupported;
+    int trap = !unsupported && ok[0] != ok[1] ? (ok[0] ? 1 : 0) : -1;
     for (int k = 0; k < 2; k++)
-        if (!import_region_body(on, g[k], k ? "else_branch" : "then_branch", n, k, &r[k], NULL,
-                                0)) {
-            graph_remove_node(ic->f, n);
-            return false;
-        }
+        if (k != trap)
+            diag_append(d, &said[k]);
+    if (trap >= 0)
+        trap_body(on, n, trap, &r[trap], n->bodies[1 - trap], &said[trap]);
+    diag_free(&said[0]);
+    diag_free(&said[1]);
+    if (!ok[0] && !ok[1]) {
+        graph_remove_node(ic->f, n);
+        return false;
+    }
+    if ((!ok[0] || !ok[1]) && trap < 0) {
+        graph_remove_node(ic->f, n);
+        return false;
+    }
     attach_captures(ic, n, 1, r, 2);
     return on_done(on, n);
 }
