@@ -2042,8 +2042,8 @@ static bool infer_loop_region(Node *n, DiagList *d) {
     const Function *b = n->bodies[0];
     if (!body_params_fit(n, d, b, 2, 2))
         return false;
-    if (!need_scalar(n, d, &b->params[0]->res[0].type, ELEM_I64, "the body's parameter 0 (the iteration)") ||
-        !need_scalar(n, d, &b->params[1]->res[0].type, ELEM_BOOL, "the body's parameter 1 (the condition)"))
+    if (!need_scalar(n, d, &b->params[0]->res[0].type, ELEM_I64, "the body's iteration") ||
+        !need_scalar(n, d, &b->params[1]->res[0].type, ELEM_BOOL, "the body's condition"))
         return false;
     if (b->noutputs != 1 + n->nres || n->nres > n->nops - 2) {
         node_error(d, n, "has %d results but its body returns %d values (the condition and the "

@@ -269,7 +269,8 @@ static void check_instr(Verifier *v, LirInstr *i) {
 
 bool lir_verify(LirProgram *p, DiagList *d) {
     lir_number(p);
-    Verifier v = {.p = p, .d = d, .state = calloc((size_t)p->next_id + 1, sizeof(BufState)), .ok = true};
+    Verifier v = {.p = p, .d = d, .ok = true};
+    v.state = calloc((size_t)p->next_id + 1, sizeof(BufState));
     v.open = calloc((size_t)p->ninstrs + 1, sizeof *v.open);
     v.part = calloc((size_t)p->ninstrs + 1, sizeof *v.part);
     v.part_of = calloc((size_t)p->next_id + 1, sizeof *v.part_of);
@@ -292,9 +293,8 @@ bool lir_verify(LirProgram *p, DiagList *d) {
     }
     for (LirInstr *i = p->first; i; i = i->next)
         check_instr(&v, i);
-    if (v.depth) {
+    if (v.depth)
         fail(&v, v.open[v.depth - 1], "is never closed");
-    }
     free(v.open);
     free(v.part);
     free(v.part_of);

@@ -477,8 +477,8 @@ static void draw_bodies(Dot *dt, const Node *n, const char *prefix, Agnode_t *ow
     for (int i = 0; i < n->nbodies; i++) {
         char sub[160], title[200];
         snprintf(sub, sizeof sub, "%s_%s", prefix, node_kind_body_name(n->kind, i));
-        snprintf(title, sizeof title, "%s: %s", n->name && n->name[0] ? n->name : node_kind_name(n->kind),
-                 node_kind_body_name(n->kind, i));
+        const char *who = n->name && n->name[0] ? n->name : node_kind_name(n->kind);
+        snprintf(title, sizeof title, "%s: %s", who, node_kind_body_name(n->kind, i));
         if (n->bodies[i])
             draw_body(dt, n->bodies[i], sub, title, owner);
     }

@@ -21,7 +21,7 @@
 static const char *const pipeline_o0[] = {NULL};
 
 static const char *const pipeline_o1[] = {
-    "dce",   "cse",   "constfold", "fold-if", "noop-elim", "merge-reshapes", "dce", "lower", "dce",
+    "dce",   "cse",   "constfold",         "noop-elim", "merge-reshapes", "dce", "lower", "dce",
     "schedule", "irgen", "shorten-lifetimes", "allocate", NULL,
 };
 
@@ -30,8 +30,8 @@ static const char *const pipeline_o1[] = {
  * no-ops), lowering, a second cleanup of what lowering made, and the
  * memory-aware schedule last. */
 static const char *const pipeline_o2[] = {
-    "dce",         "cse",          "constfold",       "fold-if",        "noop-elim",
-    "merge-reshapes", "fold-batchnorm", "sink-transpose", "concat-slice", "fold-pad",     "fuse-matmul-add",
+    "dce",         "cse",          "constfold",       "noop-elim",      "merge-reshapes",
+    "fold-batchnorm", "sink-transpose", "concat-slice", "fold-pad",     "fuse-matmul-add",
     "fuse-activation", "constfold", "cse",             "noop-elim",      "dce",
     "lower",       "constfold",    "cse",             "noop-elim",      "merge-reshapes",
     "dce",         "schedule",     "irgen",           "copy-elim",      "share-buffers",

@@ -481,7 +481,8 @@ static void emit_control(CG *g, const LirInstr *i) {
         LLVMBasicBlockRef body = block(g, "body");
         LLVMBuildBr(g->b, o->a);
         LLVMPositionBuilderAtEnd(g->b, o->a);
-        LLVMValueRef it = load_scalar(g, i->ops[0], g->i64), max = load_scalar(g, i->ops[1], g->i64);
+        LLVMValueRef it = load_scalar(g, i->ops[0], g->i64);
+        LLVMValueRef max = load_scalar(g, i->ops[1], g->i64);
         LLVMValueRef go = LLVMBuildICmp(g->b, LLVMIntNE, load_scalar(g, i->ops[2], g->i8),
                                         LLVMConstInt(g->i8, 0, false), "");
         go = LLVMBuildAnd(g->b, go, LLVMBuildICmp(g->b, LLVMIntSLT, it, max, ""), "");

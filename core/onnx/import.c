@@ -1248,7 +1248,8 @@ static void trap_body(OnnxNode *on, Node *n, int k, Region *r, const Function *o
                  arena_printf(on->ic->m->arena, "its %s was taken, which does not fit the shapes "
                               "the model was compiled for (%s: %s)",
                               k ? "else_branch" : "then_branch", where, why));
-    Value **outs = arena_alloc_array(on->ic->m->arena, (size_t)other->noutputs + 1, sizeof(Value *));
+    Arena *a = on->ic->m->arena;
+    Value **outs = arena_alloc_array(a, (size_t)other->noutputs + 1, sizeof(Value *));
     for (int i = 0; i < other->noutputs; i++)
         outs[i] = &t->res[i];
     graph_set_outputs(b, other->noutputs, outs, other->output_names);
@@ -1291,11 +1292,7 @@ static bool import_if_region(OnnxNode *on, Value *c) {
         trap_body(on, n, trap, &r[trap], n->bodies[1 - trap], &said[trap]);
     diag_free(&said[0]);
     diag_free(&said[1]);
-    if (!ok[0] && !ok[1]) {
-        graph_remove_node(ic->f, n);
-        return false;
-    }
-    if ((!ok[0] || !ok[1]) && trap < 0) {
+    if (!(ok[0] && ok[1]) && trap < 0) { /* both failed, or an unsupported operator */
         graph_remove_node(ic->f, n);
         return false;
     }
