@@ -57,7 +57,7 @@ bool pass_fold_if(Function *f, PassContext *ctx) {
         graph_remove_node(f, n);
         pass_stat(ctx, "ifs-folded", 1);
         Node *first = before ? before->next : f->first;
-        if (first && first != next)
+        if (first && first != next && first->nres)
             pass_rewrote(ctx, f, &first->res[0]);
         changed = true;
     }
