@@ -15,6 +15,8 @@ typedef struct LirRun {
     unsigned char *arena;
     void **base; /* by buffer id: where its storage starts */
     Arena *scratch;
+    Arena *step; /* per instruction records; renewed at each endloop, so a
+                  * long loop runs in bounded memory */
     DiagList *d;
 } LirRun;
 
@@ -49,9 +51,9 @@ static void insert(Tensor dst, Tensor src, const Attr *offs) {
 }
 
 static bool run_compute(LirRun *r, LirInstr *i) {
-    Node *n = instr_as_node(r->p, i, r->scratch);
+    Node *n = instr_as_node(r->p, i, r->step);
     Tensor *ins[256], *outs[64];
-    Tensor *storage = arena_alloc_array(r->scratch, (size_t)i->nops + 1, sizeof(Tensor));
+    Tensor *storage = arena_alloc_array(r->step, (size_t)i->nops + 1, sizeof(Tensor));
     for (int k = 0; k < i->nops; k++)
         storage[k] = operand(r, i->ops[k]);
     for (int k = 0; k < n->nres; k++)
@@ -94,8 +96,8 @@ static bool run_instr(LirRun *r, LirInstr *i) {
 static void observe_instr(const LirRun *r, const LirInstr *i, LirObserver observe, void *ctx) {
     if (i->kind == IK_ALLOC || i->kind == IK_DEALLOC || i->kind == IK_TENSORVIEW)
         return;
-    Tensor *ops = arena_alloc_array(r->scratch, (size_t)i->nops + 1, sizeof(Tensor));
-    Tensor *storage = arena_alloc_array(r->scratch, (size_t)i->nops + 1, sizeof(Tensor));
+    Tensor *ops = arena_alloc_array(r->step, (size_t)i->nops + 1, sizeof(Tensor));
+    Tensor *storage = arena_alloc_array(r->step, (size_t)i->nops + 1, sizeof(Tensor));
     for (int k = 0; k < i->nops; k++) {
         LirBuf *s = lir_storage(i->ops[k]);
         ops[k] = operand(r, i->ops[k]);
@@ -150,6 +152,11 @@ static LirInstr *next_instr(LirRun *r, LirInstr *i, LirInstr **to) {
     case IK_ENDLOOP: {
         Tensor it = operand(r, i->ops[0]);
         tensor_set_i64(&it, 0, tensor_get_i64(&it, 0) + 1);
+        Arena *fresh = arena_new();
+        if (fresh) {
+            arena_destroy(r->step);
+            r->step = fresh;
+        }
         return to[i->index];
     }
     default: return i->next;
@@ -171,7 +178,13 @@ bool interp_run_lir_observed(LirProgram *p, Tensor *const *inputs, Tensor **outp
      * broke (under --no-verify) is refused, not run out of bounds. */
     if (!lir_check_runnable(p, "the LIR interpreter", d))
         return false;
-    LirRun r = {p, NULL, NULL, arena_new(), d};
+    LirRun r = {p, NULL, NULL, arena_new(), arena_new(), d};
+    if (!r.scratch || !r.step) {
+        arena_destroy(r.scratch);
+        arena_destroy(r.step);
+        diag_error(d, NULL, "out of memory");
+        return false;
+    }
     r.arena = arena_alloc_big(r.scratch, (size_t)(p->arena_bytes ? p->arena_bytes : 1));
     r.base = arena_alloc_array(r.scratch, (size_t)p->next_id + 1, sizeof(void *));
     int nin = 0, nout = 0;
@@ -213,6 +226,7 @@ bool interp_run_lir_observed(LirProgram *p, Tensor *const *inputs, Tensor **outp
         if (ok && observe && !instr_is_control(i->kind))
             observe_instr(&r, i, observe, observe_ctx);
     }
+    arena_destroy(r.step);
     arena_destroy(r.scratch);
     return ok;
 }
