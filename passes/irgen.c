@@ -8,7 +8,8 @@
  * what lets copy elimination compute the parts in place.
  * Every activation is deallocated at the end: shorten-lifetimes moves that
  * to its last use. Outputs are copied into their weights: copy-elim writes
- * them in place. */
+ * them in place. A region (if, loop) becomes its bodies' instructions
+ * between control-flow markers, each part deallocating its own buffers. */
 #include "passes/irgen.h"
 
 #include <stdlib.h>
@@ -160,8 +161,6 @@ static void gen_node(Gen *g, const Node *n) {
 }
 
 /* ---- regions: a body's instructions between control-flow markers ---- */
-
-static void gen_node(Gen *g, const Node *n);
 
 /* Body b's instructions, appended, its parameters bound to `params`; the
  * Gen of the body (its values) is returned for the caller's copies out. */
