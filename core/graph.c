@@ -92,6 +92,23 @@ bool node_kind_has(NodeKind k, NodeFact fact) {
     return (unsigned)k < NK_COUNT && (kind_info[k].facts & fact);
 }
 
+/* The bodies of each REGION kind, by their names in the text form. */
+static const char *const body_names[NK_COUNT][3] = {
+    [NK_IF] = {"then", "else"},
+    [NK_LOOP] = {"body"},
+};
+
+int node_kind_bodies(NodeKind k) {
+    int n = 0;
+    while ((unsigned)k < NK_COUNT && n < 3 && body_names[k][n])
+        n++;
+    return n;
+}
+
+const char *node_kind_body_name(NodeKind k, int i) {
+    return i >= 0 && i < node_kind_bodies(k) ? body_names[k][i] : "?";
+}
+
 bool node_is_view(const Node *n) {
     return node_kind_has(n->kind, NF_VIEW) && n->nres == 1;
 }
@@ -206,6 +223,13 @@ Function *function_new(Module *m, const char *name) {
     return f;
 }
 
+Function *function_new_body(Node *n, int i) {
+    Function *f = function_new(n->func->module, node_kind_body_name(n->kind, i));
+    f->owner = n;
+    n->bodies[i] = f;
+    return f;
+}
+
 static void link_before(Function *f, Node *pos, Node *n);
 
 static Attr *clone_attrs(Arena *a, const Attr *src, int n) {
@@ -230,6 +254,8 @@ static Attr *clone_attrs(Arena *a, const Attr *src, int n) {
     return dst;
 }
 
+static void clone_function(Function *g, const Function *f);
+
 /* The copy of node `n` whose operands are looked up in map (by node id). */
 static Node *clone_node(Function *f, const Node *n, Node **map) {
     Arena *a = f->module->arena;
@@ -248,16 +274,16 @@ static Node *clone_node(Function *f, const Node *n, Node **map) {
     c->nattrs = n->nattrs;
     c->attrs = clone_attrs(a, n->attrs, n->nattrs);
     c->payload = n->payload;
+    for (int i = 0; i < n->nbodies && i < c->nbodies; i++)
+        if (n->bodies[i])
+            clone_function(function_new_body(c, i), n->bodies[i]);
     map[n->id] = c;
     return c;
 }
 
-Module *module_clone(const Module *m) {
-    Module *c = module_new(m->source);
-    if (!c || !m->main)
-        return c;
-    const Function *f = m->main;
-    Function *g = function_new(c, f->name);
+/* g (new and empty) becomes a copy of f, ids kept. */
+static void clone_function(Function *g, const Function *f) {
+    Module *c = g->module;
     Node **map = arena_alloc_array(c->arena, (size_t)(f->next_id ? f->next_id : 1), sizeof(Node *));
     for (int i = 0; i < f->nparams; i++) {
         Node *p = graph_add_param(g, f->params[i]->name, &f->params[i]->res[0].type);
@@ -281,6 +307,30 @@ Module *module_clone(const Module *m) {
         outs[i] = &map[f->outputs[i]->def->id]->res[f->outputs[i]->index];
     graph_set_outputs(g, f->noutputs, outs, f->output_names);
     g->next_id = f->next_id;
+}
+
+Node *graph_copy_node(Function *f, Node *pos, const Node *n, Value *const *ops) {
+    Arena *a = f->module->arena;
+    Node *c = graph_insert_before(f, pos, n->kind, n->nops, ops, n->nres);
+    c->label = NULL; /* labels are unique in a function: the copy prints as its id */
+    c->name = arena_strdup(a, n->name);
+    c->loc = n->loc;
+    for (int i = 0; i < n->nres; i++)
+        c->res[i].type = n->res[i].type;
+    c->nattrs = n->nattrs;
+    c->attrs = clone_attrs(a, n->attrs, n->nattrs);
+    c->payload = n->payload;
+    for (int i = 0; i < n->nbodies && i < c->nbodies; i++)
+        if (n->bodies[i])
+            clone_function(function_new_body(c, i), n->bodies[i]);
+    return c;
+}
+
+Module *module_clone(const Module *m) {
+    Module *c = module_new(m->source);
+    if (!c || !m->main)
+        return c;
+    clone_function(function_new(c, m->main->name), m->main);
     if (m->text)
         c->text = m->text; /* diagnostics only; lives as long as the original */
     return c;
@@ -305,6 +355,9 @@ Node *graph_new_node(Function *f, NodeKind k, int nops, Value *const *ops, int n
         n->res[i].def = n;
         n->res[i].index = i;
     }
+    n->nbodies = node_kind_bodies(k);
+    if (n->nbodies)
+        n->bodies = arena_alloc_array(a, (size_t)n->nbodies, sizeof *n->bodies);
     return n;
 }
 

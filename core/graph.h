@@ -91,6 +91,8 @@ struct Node {
     Tensor *payload; /* constants: the weights */
     Node *prev, *next; /* the function's node list (not storage) */
     Function *func;
+    int nbodies;       /* REGION kinds: node_kind_bodies(kind) Functions it runs */
+    Function **bodies;
     bool dead;         /* removed from its function */
 };
 
@@ -107,6 +109,7 @@ struct Function {
     Value **outputs;
     const char **output_names;
     int next_id;
+    Node *owner; /* a region's body: the node that holds it (NULL for main) */
 };
 
 typedef struct Module {
@@ -130,8 +133,12 @@ bool node_kind_is_binary(NodeKind k);  /* the BINARY range */
 bool node_kind_is_compare(NodeKind k);
 bool node_kind_is_reduce(NodeKind k);
 /* Facts of a kind: the facts column of nodes.def. */
-typedef enum { NF_EW = 1, NF_VIEW = 2, NF_LOWERS = 4 } NodeFact;
+typedef enum { NF_EW = 1, NF_VIEW = 2, NF_LOWERS = 4, NF_REGION = 8 } NodeFact;
 bool node_kind_has(NodeKind k, NodeFact fact);
+/* How many bodies a REGION kind holds (0 for others), and the name of body i
+ * in the text form ("then", "else", "body"). */
+int node_kind_bodies(NodeKind k);
+const char *node_kind_body_name(NodeKind k, int i);
 /* n's result is its operand's memory under another type (a VIEW kind with
  * one result: dropout's mask is not). */
 bool node_is_view(const Node *n);
@@ -151,6 +158,8 @@ bool attr_key_from_name(const char *name, size_t len, AttrKey *out);
 Module *module_new(const char *source);
 void module_destroy(Module *m);
 Function *function_new(Module *m, const char *name);
+/* A new body of region node n (body i), owned by the module. */
+Function *function_new_body(Node *n, int i);
 /* A deep copy of the IR in a new arena. Constant payloads are shared, not
  * copied: they are immutable (a pass that changes a weight makes a new
  * constant), so the copy is cheap and the original must outlive it. */
@@ -164,6 +173,9 @@ Node *graph_add_node(Function *f, NodeKind k, int nops, Value *const *ops, int n
 Node *graph_insert_before(Function *f, Node *pos, NodeKind k, int nops, Value *const *ops,
                           int nres);
 Node *graph_add_param(Function *f, const char *name, const Type *t);
+/* A copy of compute node n (of any function, bodies deep-copied) inserted in
+ * f before pos (NULL: appended), on the operands `ops` of f. */
+Node *graph_copy_node(Function *f, Node *pos, const Node *n, Value *const *ops);
 Node *graph_add_constant(Function *f, const char *name, Tensor *payload);
 void graph_set_outputs(Function *f, int n, Value *const *vals, const char *const *names);
 /* Unlinks a compute node or constant (its results must be unused). */

@@ -2038,6 +2038,107 @@ static bool check_declared_quant(Node *n, DiagList *d) {
     }
 }
 
+/* ---- regions ----------------------------------------------------------- */
+
+/* Body b of n takes the node's operands from `first` on as its parameters
+ * `pfirst`..., one for one and of the same types. */
+static bool body_params_fit(Node *n, DiagList *d, const Function *b, int first, int pfirst) {
+    if (!b) {
+        node_error(d, n, "is missing a body (%s takes %d)", node_kind_name(n->kind),
+                   node_kind_bodies(n->kind));
+        return false;
+    }
+    if (b->nparams - pfirst != n->nops - first) {
+        node_error(d, n, "its %s body takes %d parameters; the node gives it %d", b->name,
+                   b->nparams, n->nops - first + pfirst);
+        return false;
+    }
+    for (int i = first; i < n->nops; i++) {
+        const Type *p = &b->params[i - first + pfirst]->res[0].type;
+        if (!type_equal(p, op_type(n, i))) {
+            char a[TYPE_STR_MAX], c[TYPE_STR_MAX];
+            node_error(d, n, "operand %d is %s but its %s body's parameter %d is %s", i,
+                       tstr(op_type(n, i), a), b->name, i - first + pfirst, tstr(p, c));
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool need_scalar(Node *n, DiagList *d, const Type *t, ElemKind k, const char *what) {
+    if (t->elem == k && type_numel(t) == 1)
+        return true;
+    char a[TYPE_STR_MAX];
+    node_error(d, n, "%s is %s; it must be one %s", what, tstr(t, a), elem_name(k));
+    return false;
+}
+
+/* The declared types stand: a trap computes nothing. */
+static bool infer_trap(Node *n, DiagList *d) {
+    (void)n;
+    (void)d;
+    return true;
+}
+
+/* Both branches take the captured values and return the results: branches
+ * that disagree in type are the node's error, since the value after it has
+ * one type whichever ran. */
+static bool infer_if_region(Node *n, DiagList *d) {
+    if (!need_scalar(n, d, op_type(n, 0), ELEM_BOOL, "the condition"))
+        return false;
+    const Function *t = n->bodies[0], *e = n->bodies[1];
+    if (!body_params_fit(n, d, t, 1, 0) || !body_params_fit(n, d, e, 1, 0))
+        return false;
+    if (t->noutputs != n->nres || e->noutputs != n->nres) {
+        node_error(d, n, "has %d results but its branches return %d (then) and %d (else)",
+                   n->nres, t->noutputs, e->noutputs);
+        return false;
+    }
+    for (int i = 0; i < n->nres; i++) {
+        const Type *a = &t->outputs[i]->type, *b = &e->outputs[i]->type;
+        if (!type_equal(a, b)) {
+            char x[TYPE_STR_MAX], y[TYPE_STR_MAX];
+            node_error(d, n, "its branches disagree on result %d: then returns %s, else %s", i,
+                       tstr(a, x), tstr(b, y));
+            return false;
+        }
+        n->res[i].type = *a;
+    }
+    return true;
+}
+
+/* The body maps (iteration, cond, carried...) to (cond, carried...) with the
+ * carried values' types kept, so every iteration sees the same types. */
+static bool infer_loop_region(Node *n, DiagList *d) {
+    if (!need_scalar(n, d, op_type(n, 0), ELEM_I64, "the trip count") ||
+        !need_scalar(n, d, op_type(n, 1), ELEM_BOOL, "the condition"))
+        return false;
+    const Function *b = n->bodies[0];
+    if (!body_params_fit(n, d, b, 2, 2))
+        return false;
+    if (!need_scalar(n, d, &b->params[0]->res[0].type, ELEM_I64, "the body's iteration") ||
+        !need_scalar(n, d, &b->params[1]->res[0].type, ELEM_BOOL, "the body's condition"))
+        return false;
+    if (b->noutputs != 1 + n->nres || n->nres > n->nops - 2) {
+        node_error(d, n, "has %d results but its body returns %d values (the condition and the "
+                   "carried values)", n->nres, b->noutputs);
+        return false;
+    }
+    if (!need_scalar(n, d, &b->outputs[0]->type, ELEM_BOOL, "the body's result 0 (the condition)"))
+        return false;
+    for (int i = 0; i < n->nres; i++) {
+        const Type *o = &b->outputs[1 + i]->type, *in = op_type(n, 2 + i);
+        if (!type_equal(o, in)) {
+            char x[TYPE_STR_MAX], y[TYPE_STR_MAX];
+            node_error(d, n, "carried value %d enters the loop as %s but the body returns %s", i,
+                       tstr(in, x), tstr(o, y));
+            return false;
+        }
+        n->res[i].type = *o;
+    }
+    return true;
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 static const InferFn infer_fns[NK_COUNT] = {

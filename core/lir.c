@@ -46,6 +46,18 @@ int instr_memory_nins(InstrKind k) {
     return k < IK_FIRST_COMPUTE ? memory_instrs[k].nins : -1;
 }
 
+bool instr_is_control(InstrKind k) {
+    return k == IK_BEGINIF || k == IK_ELSE || k == IK_ENDIF || k == IK_BEGINLOOP ||
+           k == IK_ENDLOOP;
+}
+
+bool lir_has_control(const LirProgram *p) {
+    for (const LirInstr *i = p->first; i; i = i->next)
+        if (instr_is_control(i->kind))
+            return true;
+    return false;
+}
+
 bool instr_defines(InstrKind k) {
     return k < IK_FIRST_COMPUTE && memory_instrs[k].defines;
 }

@@ -95,6 +95,12 @@ bool instr_is_compute(InstrKind k);
 int instr_memory_nouts(InstrKind k);
 int instr_memory_nins(InstrKind k);
 bool instr_defines(InstrKind k);
+/* beginif, else, endif, beginloop, endloop. */
+bool instr_is_control(InstrKind k);
+/* Does the program branch or loop? The memory passes that reason about
+ * program order as time (copy-elim, share-buffers, shorten-lifetimes,
+ * dead-alloc, peephole) leave such a program alone. */
+bool lir_has_control(const LirProgram *p);
 /* Can an output share its buffer with a same-typed input (elementwise)? */
 bool instr_allows_inplace(InstrKind k);
 

@@ -18,6 +18,11 @@ typedef struct Verifier {
     DiagList *d;
     BufState *state; /* by buffer id */
     bool ok;
+    /* Control flow: the markers open around the current instruction, and
+     * the part (numbered as it opens) each buffer was allocated in. */
+    LirInstr **open;
+    int depth, nparts;
+    int *part_of, *part; /* by buffer id; by depth: the open part's number */
 } Verifier;
 
 static void fail(Verifier *v, const LirInstr *i, const char *fmt, ...)
@@ -160,13 +165,80 @@ static void check_compute(Verifier *v, const LirInstr *i) {
     arena_destroy(a);
 }
 
+static void need_scalar(Verifier *v, const LirInstr *i, int k, ElemKind e, const char *what) {
+    const Type *t = &i->ops[k]->type;
+    if (t->elem != e || type_numel(t) != 1) {
+        char ty[TYPE_STR_MAX];
+        fail(v, i, "%s is %s; it must be one %s", what, type_str(t, ty), elem_name(e));
+    }
+}
+
+/* The part that ends here: a buffer allocated in it must be deallocated in
+ * it, as the other part (or the next run of a loop) may not see it. */
+static void close_part(Verifier *v, const LirInstr *i) {
+    int part = v->part[v->depth - 1];
+    for (int b = 0; b < v->p->nbufs; b++) {
+        const LirBuf *x = v->p->bufs[b];
+        if (x->kind == LB_ALLOC && !x->dead && v->state[x->id] == ST_LIVE &&
+            v->part_of[x->id] == part) {
+            char nm[64];
+            fail(v, i, "%s is allocated in the part this ends but not deallocated in it",
+                 buf_name(x, nm, sizeof nm));
+        }
+    }
+}
+
+static void open_part(Verifier *v, LirInstr *i) {
+    v->open[v->depth] = i;
+    v->part[v->depth++] = ++v->nparts;
+}
+
+/* Markers nest: beginif .. else .. endif, beginloop .. endloop. */
+static void check_control(Verifier *v, LirInstr *i) {
+    LirInstr *top = v->depth ? v->open[v->depth - 1] : NULL;
+    InstrKind want = i->kind == IK_ELSE ? IK_BEGINIF : i->kind == IK_ENDIF ? IK_ELSE : IK_BEGINLOOP;
+    switch (i->kind) {
+    case IK_BEGINIF:
+        check_operands_live(v, i);
+        need_scalar(v, i, 0, ELEM_BOOL, "the condition");
+        open_part(v, i);
+        return;
+    case IK_BEGINLOOP:
+        check_operands_live(v, i);
+        need_scalar(v, i, 0, ELEM_I64, "the iteration");
+        need_scalar(v, i, 1, ELEM_I64, "the trip count");
+        need_scalar(v, i, 2, ELEM_BOOL, "the condition");
+        open_part(v, i);
+        return;
+    default: break;
+    }
+    if (!top || top->kind != want) {
+        fail(v, i, "without its %s", instr_kind_name(want));
+        return;
+    }
+    close_part(v, i);
+    v->depth--;
+    if (i->kind == IK_ELSE)
+        open_part(v, i);
+    if (i->kind == IK_ENDLOOP) {
+        check_operands_live(v, i);
+        if (i->ops[0] != top->ops[0])
+            fail(v, i, "counts another iteration buffer than its beginloop");
+    }
+}
+
 static void check_instr(Verifier *v, LirInstr *i) {
     if (!instr_is_compute(i->kind) &&
         !need_roles(v, i, instr_memory_nouts(i->kind), instr_memory_nins(i->kind)))
         return;
+    if (instr_is_control(i->kind)) {
+        check_control(v, i);
+        return;
+    }
     switch (i->kind) {
     case IK_ALLOC:
         v->state[i->result->id] = ST_LIVE;
+        v->part_of[i->result->id] = v->depth ? v->part[v->depth - 1] : 0;
         return;
     case IK_DEALLOC:
         check_operands_live(v, i);
@@ -196,12 +268,20 @@ static void check_instr(Verifier *v, LirInstr *i) {
 }
 
 bool lir_verify(LirProgram *p, DiagList *d) {
-    Verifier v = {p, d, calloc((size_t)p->next_id + 1, sizeof(BufState)), true};
-    if (!v.state) {
+    lir_number(p);
+    Verifier v = {.p = p, .d = d, .ok = true};
+    v.state = calloc((size_t)p->next_id + 1, sizeof(BufState));
+    v.open = calloc((size_t)p->ninstrs + 1, sizeof *v.open);
+    v.part = calloc((size_t)p->ninstrs + 1, sizeof *v.part);
+    v.part_of = calloc((size_t)p->next_id + 1, sizeof *v.part_of);
+    if (!v.state || !v.open || !v.part || !v.part_of) {
         diag_error(d, NULL, "out of memory in the verifier");
+        free(v.state);
+        free(v.open);
+        free(v.part);
+        free(v.part_of);
         return false;
     }
-    lir_number(p);
     for (int b = 0; b < p->nbufs; b++) {
         const char *problem = p->bufs[b]->dead ? NULL : type_quant_problem(&p->bufs[b]->type);
         if (problem) {
@@ -213,6 +293,11 @@ bool lir_verify(LirProgram *p, DiagList *d) {
     }
     for (LirInstr *i = p->first; i; i = i->next)
         check_instr(&v, i);
+    if (v.depth)
+        fail(&v, v.open[v.depth - 1], "is never closed");
+    free(v.open);
+    free(v.part);
+    free(v.part_of);
     for (int b = 0; b < p->nbufs; b++) {
         const LirBuf *x = p->bufs[b];
         if (x->kind == LB_ALLOC && !x->dead && v.state[x->id] == ST_LIVE) {

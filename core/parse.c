@@ -24,8 +24,12 @@ typedef struct Parser {
     int *index; /* open addressing over syms: position + 1, 0 when empty */
     size_t index_cap;
     uint64_t max_memory; /* no value may need more (0: no limit) */
+    int depth;           /* regions open around the current function */
     jmp_buf oom;
 } Parser;
+
+/* Deeper nesting is refused rather than recursed into (hostile input). */
+enum { MAX_REGION_DEPTH = 64 };
 
 static bool kind_allows(AttrKey key, void *ctx) {
     return node_kind_has_attr(((const Node *)ctx)->kind, key);
@@ -151,6 +155,49 @@ static void check_node(Parser *ps, Node *n, const char *at) {
     }
 }
 
+static Function *parse_function(Parser *ps);
+
+/* A region's bodies, after its line: "{ func @then(...) ... func @else(...) ... }".
+ * Each body has its own names (it sees only its parameters), so the outer
+ * function's symbols are set aside while it is read. */
+static void parse_bodies(Parser *ps, Node *n) {
+    rd_skip_ws(&ps->r);
+    if (++ps->depth > MAX_REGION_DEPTH)
+        rd_error(&ps->r, ps->r.p, "regions nested more than %d deep", MAX_REGION_DEPTH);
+    rd_expect(&ps->r, '{', "to open the bodies");
+    Function *f = ps->f;
+    Sym *syms = ps->syms;
+    int nsyms = ps->nsyms, syms_cap = ps->syms_cap;
+    int *index = ps->index;
+    size_t index_cap = ps->index_cap;
+    for (int i = 0; i < n->nbodies; i++) {
+        rd_skip_ws(&ps->r);
+        const char *bat = ps->r.p;
+        ps->syms = NULL;
+        ps->nsyms = ps->syms_cap = 0;
+        ps->index = NULL;
+        ps->index_cap = 0;
+        Function *b = parse_function(ps);
+        const char *want = node_kind_body_name(n->kind, i);
+        if (strcmp(b->name, want))
+            rd_error(&ps->r, bat, "%s: body %d must be @%s, not @%s", node_kind_name(n->kind), i,
+                     want, b->name);
+        b->owner = n;
+        n->bodies[i] = b;
+    }
+    ps->f = f;
+    ps->syms = syms;
+    ps->nsyms = nsyms;
+    ps->syms_cap = syms_cap;
+    ps->index = index;
+    ps->index_cap = index_cap;
+    rd_skip_ws(&ps->r);
+    if (!rd_accept(&ps->r, '}'))
+        rd_error(&ps->r, ps->r.p, "%s takes %d bod%s; expected '}' after them",
+                 node_kind_name(n->kind), n->nbodies, n->nbodies == 1 ? "y" : "ies");
+    ps->depth--;
+}
+
 static void parse_statement(Parser *ps) {
     RdLabel l = rd_label(&ps->r);
     int nres = 1;
@@ -201,6 +248,8 @@ static void parse_statement(Parser *ps) {
     parse_result_types(ps, n, kat);
     const char *name = rd_loc_name(&ps->r);
     n->name = name ? name : "";
+    if (n->nbodies)
+        parse_bodies(ps, n);
     name_node(ps, n, &l);
     check_node(ps, n, kat);
 }
@@ -297,7 +346,7 @@ static void assign_ids(Parser *ps) {
     ps->f->next_id = next;
 }
 
-static void parse_function(Parser *ps) {
+static Function *parse_function(Parser *ps) {
     rd_expect_keyword(&ps->r, "func");
     rd_expect(&ps->r, '@', "before the function name");
     size_t n = rd_peek_ident(&ps->r);
@@ -324,6 +373,7 @@ static void parse_function(Parser *ps) {
     parse_return(ps, outs, nouts);
     rd_expect(&ps->r, '}', "to close the function body");
     assign_ids(ps);
+    return ps->f;
 }
 
 Module *parse_module(const char *text, size_t len, const char *filename, DiagList *d) {

@@ -225,10 +225,38 @@ void print_node(const Node *n, const PrintOptions *opt, StrBuf *out) {
     print_node_loc(n, opt, out);
 }
 
-void print_function(const Function *f, const PrintOptions *opt, StrBuf *out) {
-    PrintOptions dflt = PRINT_DEFAULTS;
-    if (!opt)
-        opt = &dflt;
+static void print_indent(int indent, StrBuf *out) {
+    for (int i = 0; i < indent; i++)
+        sb_putc(out, ' ');
+}
+
+static void print_function_at(const Function *f, const PrintOptions *opt, int indent,
+                              StrBuf *out);
+
+/* A line of the function at `indent`; a region's bodies follow its line as
+ * nested functions, so that a body reads like any function:
+ *   %3 = if(%c, %x) : f32<2> {
+ *     func @then(%0: f32<2>) -> (r: f32<2>) { ... }
+ *     func @else(...) -> (...) { ... }
+ *   } */
+static void print_line(const Node *n, const PrintOptions *opt, int indent, StrBuf *out) {
+    print_indent(indent, out);
+    print_node(n, opt, out);
+    if (!n->nbodies) {
+        sb_putc(out, '\n');
+        return;
+    }
+    sb_append(out, " {\n");
+    for (int i = 0; i < n->nbodies; i++)
+        if (n->bodies[i])
+            print_function_at(n->bodies[i], opt, indent + 2, out);
+    print_indent(indent, out);
+    sb_append(out, "}\n");
+}
+
+static void print_function_at(const Function *f, const PrintOptions *opt, int indent,
+                              StrBuf *out) {
+    print_indent(indent, out);
     sb_printf(out, "func @%s(", f->name);
     for (int i = 0; i < f->nparams; i++) {
         if (i)
@@ -246,22 +274,24 @@ void print_function(const Function *f, const PrintOptions *opt, StrBuf *out) {
         print_type(&f->outputs[i]->type, out);
     }
     sb_append(out, ") {\n");
-    for (int i = 0; i < f->nconsts; i++) {
-        sb_append(out, "  ");
-        print_node(f->consts[i], opt, out);
-        sb_putc(out, '\n');
-    }
-    for (const Node *n = f->first; n; n = n->next) {
-        sb_append(out, "  ");
-        print_node(n, opt, out);
-        sb_putc(out, '\n');
-    }
-    sb_append(out, "  return");
+    for (int i = 0; i < f->nconsts; i++)
+        print_line(f->consts[i], opt, indent + 2, out);
+    for (const Node *n = f->first; n; n = n->next)
+        print_line(n, opt, indent + 2, out);
+    print_indent(indent + 2, out);
+    sb_append(out, "return");
     for (int i = 0; i < f->noutputs; i++) {
         sb_append(out, i ? ", " : " ");
         print_value_ref(f->outputs[i], out);
     }
-    sb_append(out, "\n}\n");
+    sb_putc(out, '\n');
+    print_indent(indent, out);
+    sb_append(out, "}\n");
+}
+
+void print_function(const Function *f, const PrintOptions *opt, StrBuf *out) {
+    PrintOptions dflt = PRINT_DEFAULTS;
+    print_function_at(f, opt ? opt : &dflt, 0, out);
 }
 
 void print_module(const Module *m, const PrintOptions *opt, StrBuf *out) {

@@ -99,6 +99,27 @@ static bool check_quant(const Node *n, DiagList *d) {
     return true;
 }
 
+/* A region's bodies are functions of their own: a body refers only to its
+ * own parameters, constants and nodes (check_operands holds it to that). */
+static bool check_bodies(Node *n, DiagList *d) {
+    if (n->nbodies != node_kind_bodies(n->kind)) {
+        node_error(d, n, "holds %d bodies; %s takes %d", n->nbodies, node_kind_name(n->kind),
+                   node_kind_bodies(n->kind));
+        return false;
+    }
+    bool ok = true;
+    for (int i = 0; i < n->nbodies; i++) {
+        Function *b = n->bodies[i];
+        if (!b || b->owner != n || b->module != n->func->module) {
+            node_error(d, n, "its %s body is missing or not its own",
+                       node_kind_body_name(n->kind, i));
+            return false;
+        }
+        ok &= verify_function(b, d);
+    }
+    return ok;
+}
+
 bool verify_function(Function *f, DiagList *d) {
     Seen s = {.cap = f->next_id};
     s.by_id = calloc((size_t)(s.cap ? s.cap : 1), sizeof *s.by_id);
@@ -139,7 +160,7 @@ bool verify_function(Function *f, DiagList *d) {
             break;
         }
         node_ok = node_ok && check_operands(f, n, &s, d) && check_attrs(n, d) &&
-                  check_types(n, d) && check_quant(n, d);
+                  check_bodies(n, d) && check_types(n, d) && check_quant(n, d);
         ok &= node_ok;
         ok &= define(&s, n, d);
     }

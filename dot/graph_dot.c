@@ -415,6 +415,75 @@ static int *longest_paths(const Function *f) {
     return rank;
 }
 
+/* ---- regions: each body is a cluster beside its node ---- */
+
+static void draw_bodies(Dot *dt, const Node *n, const char *prefix, Agnode_t *owner);
+
+/* Body b of a region as a cluster (a Graphviz subgraph whose name starts
+ * with "cluster"): its parameters, constants, nodes and returned values,
+ * named under `prefix` so that bodies never share a node; its returned
+ * values point at the node that runs it. */
+static void draw_body(Dot *dt, const Function *b, const char *prefix, const char *title,
+                      Agnode_t *owner) {
+    char name[160], id[200];
+    snprintf(name, sizeof name, "cluster_%s", prefix);
+    Agraph_t *outer = dt->g, *sub = agsubg(outer, name, 1);
+    set(sub, "label", title);
+    set(sub, "style", "dashed,rounded");
+    set(sub, "color", "#8a94a3");
+    set(sub, "fontsize", "9");
+    dt->g = sub;
+    Agnode_t **by_id = calloc((size_t)b->next_id + 1, sizeof *by_id);
+    for (int i = 0; by_id && i < b->nparams; i++) {
+        const Node *p = b->params[i];
+        snprintf(id, sizeof id, "%s_n%d", prefix, p->id);
+        node_label(&dt->text, p);
+        by_id[p->id] = add_node(dt, id, &style_input, MARK_NONE);
+    }
+    for (int i = 0; by_id && i < b->nconsts; i++) {
+        const Node *k = b->consts[i];
+        snprintf(id, sizeof id, "%s_n%d", prefix, k->id);
+        node_label(&dt->text, k);
+        by_id[k->id] = add_node(dt, id, &style_constant, MARK_NONE);
+    }
+    for (const Node *n = by_id ? b->first : NULL; n; n = n->next) {
+        snprintf(id, sizeof id, "%s_n%d", prefix, n->id);
+        node_label(&dt->text, n);
+        Agnode_t *to = by_id[n->id] = add_node(dt, id, node_style(n), MARK_NONE);
+        for (int k = 0; k < n->nops; k++) {
+            char label[TYPE_STR_MAX];
+            if (by_id[n->ops[k]->def->id])
+                add_edge(dt, by_id[n->ops[k]->def->id], to, type_str(&n->ops[k]->type, label));
+        }
+        snprintf(id, sizeof id, "%s_n%d", prefix, n->id);
+        draw_bodies(dt, n, id, to);
+    }
+    for (int i = 0; by_id && i < b->noutputs; i++) {
+        snprintf(id, sizeof id, "%s_out%d", prefix, i);
+        sb_append(&dt->text, "return\\n");
+        label_text(&dt->text, b->output_names[i]);
+        Agnode_t *o = add_node(dt, id, &style_output, MARK_NONE);
+        if (by_id[b->outputs[i]->def->id])
+            add_edge(dt, by_id[b->outputs[i]->def->id], o, NULL);
+        dt->g = outer;
+        set(add_edge(dt, o, owner, NULL), "style", "dashed");
+        dt->g = sub;
+    }
+    free(by_id);
+    dt->g = outer;
+}
+
+static void draw_bodies(Dot *dt, const Node *n, const char *prefix, Agnode_t *owner) {
+    for (int i = 0; i < n->nbodies; i++) {
+        char sub[160], title[200];
+        snprintf(sub, sizeof sub, "%s_%s", prefix, node_kind_body_name(n->kind, i));
+        const char *who = n->name && n->name[0] ? n->name : node_kind_name(n->kind);
+        snprintf(title, sizeof title, "%s: %s", who, node_kind_body_name(n->kind, i));
+        if (n->bodies[i])
+            draw_body(dt, n->bodies[i], sub, title, owner);
+    }
+}
+
 bool dot_graph(DotContext *c, const Function *f, const Function *prev, const char *title, DotFormat fmt,
                StrBuf *out, DiagList *d) {
     Dot dt;
@@ -430,6 +499,9 @@ bool dot_graph(DotContext *c, const Function *f, const Function *prev, const cha
         Agnode_t *to = graph_node(&dt, by_id, n, &pl);
         for (int k = 0; k < n->nops; k++)
             operand_edge(&dt, by_id, n, k, to);
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "n%d", n->id);
+        draw_bodies(&dt, n, prefix, to);
     }
     graph_outputs(&dt, by_id, f);
     bool ok = render(c, dt.g, fmt, out, d);

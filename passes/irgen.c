@@ -8,7 +8,8 @@
  * what lets copy elimination compute the parts in place.
  * Every activation is deallocated at the end: shorten-lifetimes moves that
  * to its last use. Outputs are copied into their weights: copy-elim writes
- * them in place. */
+ * them in place. A region (if, loop) becomes its bodies' instructions
+ * between control-flow markers, each part deallocating its own buffers. */
 #include "passes/irgen.h"
 
 #include <stdlib.h>
@@ -17,9 +18,10 @@
 #include "core/infer.h"
 
 typedef struct Gen {
-    Function *f;
+    const Function *f;
     LirProgram *p;
     LirBuf ***vals; /* by node id, by result index */
+    bool *regions;  /* set when a region is lowered (shared by the bodies' Gens) */
 } Gen;
 
 static LirBuf *buf_of(Gen *g, const Value *v) {
@@ -136,7 +138,13 @@ static void gen_compute(Gen *g, const Node *n) {
     instr_copy_attrs(g->p, in, n->attrs, n->nattrs);
 }
 
+static void gen_region(Gen *g, const Node *n);
+
 static void gen_node(Gen *g, const Node *n) {
+    if (n->nbodies) {
+        gen_region(g, n);
+        return;
+    }
     if (node_is_view(n)) {
         set_buf(g, n, 0, view_of(g, buf_of(g, n->ops[0]), 0, &n->res[0].type, n->name));
         return;
@@ -150,6 +158,132 @@ static void gen_node(Gen *g, const Node *n) {
         return;
     }
     gen_compute(g, n);
+}
+
+/* ---- regions: a body's instructions between control-flow markers ---- */
+
+/* Body b's instructions, appended, its parameters bound to `params`; the
+ * Gen of the body (its values) is returned for the caller's copies out. */
+static Gen gen_body(Gen *g, const Function *b, LirBuf *const *params) {
+    Gen sub = {b, g->p, arena_alloc_array(g->p->arena, (size_t)b->next_id + 1, sizeof(LirBuf **)),
+               g->regions};
+    for (int i = 0; i < b->nparams; i++)
+        set_buf(&sub, b->params[i], 0, params[i]);
+    for (int i = 0; i < b->nconsts; i++) {
+        const Node *c = b->consts[i];
+        set_buf(&sub, c, 0, lir_add_weight(g->p, LB_CONST, c->name, &c->res[0].type, c->payload));
+    }
+    for (const Node *n = b->first; n; n = n->next)
+        gen_node(&sub, n);
+    return sub;
+}
+
+/* dst = src, src seen with dst's type when they differ only in shape (a
+ * bool<1> condition for a bool<>); nothing when they are one buffer. */
+static void copy_to(Gen *g, LirBuf *dst, LirBuf *src, const char *name) {
+    if (dst == src)
+        return;
+    if (!type_equal(&dst->type, &src->type))
+        src = view_of(g, src, 0, &dst->type, name);
+    LirBuf *ops[2] = {dst, src};
+    OperandRole roles[2] = {ROLE_OUT, ROLE_IN};
+    lir_insert(g->p, NULL, IK_COPY, 2, ops, roles)->name = name;
+}
+
+/* The activations allocated after `mark` and not yet deallocated are
+ * deallocated here, at the end of the part: a body's buffers live within
+ * the part of the region that runs it, and another part may reuse their
+ * memory. */
+static void free_since(Gen *g, LirInstr *mark) {
+    for (LirInstr *i = mark->next; i; i = i->next) {
+        if (i->kind != IK_ALLOC)
+            continue;
+        bool freed = false;
+        for (LirInstr *j = i->next; j && !freed; j = j->next)
+            freed = j->kind == IK_DEALLOC && j->ops[0] == i->result;
+        if (freed)
+            continue;
+        OperandRole r = ROLE_OUT;
+        lir_insert(g->p, NULL, IK_DEALLOC, 1, &i->result, &r);
+    }
+}
+
+static LirInstr *marker(Gen *g, InstrKind k, int nops, LirBuf *const *ops,
+                        const OperandRole *roles, const char *name) {
+    LirInstr *i = lir_insert(g->p, NULL, k, nops, ops, roles);
+    i->name = name;
+    return i;
+}
+
+/* if: the results are allocated before beginif; each part computes its
+ * branch on the captured buffers and copies the branch's values in. */
+static void gen_if(Gen *g, const Node *n) {
+    LirBuf **res = arena_alloc_array(g->p->arena, (size_t)n->nres + 1, sizeof(LirBuf *));
+    LirBuf **caps = arena_alloc_array(g->p->arena, (size_t)n->nops, sizeof(LirBuf *));
+    for (int r = 0; r < n->nres; r++) {
+        res[r] = lir_alloc(g->p, NULL, &n->res[r].type, n->name);
+        set_buf(g, n, r, res[r]);
+    }
+    for (int i = 1; i < n->nops; i++)
+        caps[i - 1] = buf_of(g, n->ops[i]);
+    LirBuf *cond = buf_of(g, n->ops[0]);
+    OperandRole in = ROLE_IN;
+    LirInstr *mark = marker(g, IK_BEGINIF, 1, &cond, &in, n->name);
+    for (int k = 0; k < 2; k++) {
+        const Function *b = n->bodies[k];
+        Gen sub = gen_body(g, b, caps);
+        for (int r = 0; r < n->nres; r++)
+            copy_to(g, res[r], buf_of(&sub, b->outputs[r]), n->name);
+        free_since(g, mark);
+        mark = marker(g, k ? IK_ENDIF : IK_ELSE, 0, NULL, NULL, n->name);
+    }
+}
+
+/* loop: the carried values live in the results' buffers, the iteration
+ * number and the condition in two scalars, all allocated before the loop.
+ * Each run computes the body, copies its values into fresh buffers and then
+ * into the carried ones (a body may return them swapped). */
+static void gen_loop(Gen *g, const Node *n) {
+    LirProgram *p = g->p;
+    int nc = n->nres, ncap = n->nops - 2 - nc;
+    LirBuf **params = arena_alloc_array(p->arena, (size_t)n->nops, sizeof(LirBuf *));
+    Type ti = type_scalar(ELEM_I64), tc = type_scalar(ELEM_BOOL);
+    Tensor *zero = tensor_new(p->arena, &ti);
+    LirBuf *iter = lir_alloc(p, NULL, &ti, n->name), *cond = lir_alloc(p, NULL, &tc, n->name);
+    copy_to(g, iter, lir_add_weight(p, LB_CONST, "zero", &ti, zero), n->name);
+    copy_to(g, cond, buf_of(g, n->ops[1]), n->name);
+    params[0] = iter;
+    params[1] = cond;
+    for (int j = 0; j < nc; j++) {
+        params[2 + j] = lir_alloc(p, NULL, &n->res[j].type, n->name);
+        set_buf(g, n, j, params[2 + j]);
+        copy_to(g, params[2 + j], buf_of(g, n->ops[2 + j]), n->name);
+    }
+    for (int i = 0; i < ncap; i++)
+        params[2 + nc + i] = buf_of(g, n->ops[2 + nc + i]);
+    LirBuf *head[3] = {iter, buf_of(g, n->ops[0]), cond};
+    OperandRole roles[3] = {ROLE_INOUT, ROLE_IN, ROLE_IN};
+    LirInstr *mark = marker(g, IK_BEGINLOOP, 3, head, roles, n->name);
+    const Function *b = n->bodies[0];
+    Gen sub = gen_body(g, b, params);
+    LirBuf **tmp = arena_alloc_array(p->arena, (size_t)nc + 1, sizeof(LirBuf *));
+    for (int j = 0; j < nc; j++) {
+        tmp[j] = lir_alloc(p, NULL, &n->res[j].type, n->name);
+        copy_to(g, tmp[j], buf_of(&sub, b->outputs[1 + j]), n->name);
+    }
+    copy_to(g, cond, buf_of(&sub, b->outputs[0]), n->name);
+    for (int j = 0; j < nc; j++)
+        copy_to(g, params[2 + j], tmp[j], n->name);
+    free_since(g, mark);
+    marker(g, IK_ENDLOOP, 1, &iter, roles, n->name);
+}
+
+static void gen_region(Gen *g, const Node *n) {
+    *g->regions = true;
+    if (n->kind == NK_IF)
+        gen_if(g, n);
+    else
+        gen_loop(g, n);
 }
 
 /* Labels must be unique in the program: an output named like an input or a
@@ -167,8 +301,15 @@ static const char *unique_label(LirProgram *p, const char *name) {
 }
 
 LirProgram *irgen(Function *f, DiagList *d) {
+    for (const Node *n = f->first; n; n = n->next)
+        if (n->kind == NK_TRAP) {
+            diag_error(d, node_where(n), "%s", node_attr_str(n, AK_message, "a trap"));
+            return NULL;
+        }
     LirProgram *p = lir_new(f->module->source);
-    Gen g = {f, p, arena_alloc_array(p->arena, (size_t)f->next_id + 1, sizeof(LirBuf **))};
+    bool regions = false;
+    Gen g = {f, p, arena_alloc_array(p->arena, (size_t)f->next_id + 1, sizeof(LirBuf **)),
+             &regions};
     for (int i = 0; i < f->nparams; i++) {
         Node *n = f->params[i];
         LirBuf *b = lir_add_weight(p, LB_IN, n->name, &n->res[0].type, NULL);
@@ -196,10 +337,12 @@ LirProgram *irgen(Function *f, DiagList *d) {
     for (int b = 0; b < p->nbufs; b++) {
         if (p->bufs[b]->kind != LB_ALLOC)
             continue;
-        OperandRole r = ROLE_OUT;
-        lir_insert(p, NULL, IK_DEALLOC, 1, &p->bufs[b], &r);
         /* the naive size: every value of the graph in its own buffer */
         p->naive_bytes += ((int64_t)type_bytes(&p->bufs[b]->type) + 63) / 64 * 64;
+        if (regions && lir_find_dealloc(p, p->bufs[b]))
+            continue; /* a region's parts deallocate their own */
+        OperandRole r = ROLE_OUT;
+        lir_insert(p, NULL, IK_DEALLOC, 1, &p->bufs[b], &r);
     }
     (void)d;
     return p;

@@ -8,10 +8,11 @@
 #include "core/infer.h"
 
 static const PassInfo registry[] = {
-#define PASS(nm, level, fn, desc) {nm, level, fn, NULL, STEP_PASS, desc},
-#define LIR_PASS(nm, fn, desc) {nm, PASS_LIR, NULL, fn, STEP_PASS, desc},
-#define IRGEN_PASS(nm, desc) {nm, PASS_LIR, NULL, NULL, STEP_IRGEN, desc},
-#define CODEGEN_PASS(nm, step, desc) {nm, PASS_CODEGEN, NULL, NULL, step, desc},
+#define PASS(nm, level, fn, desc) {nm, level, fn, NULL, STEP_PASS, desc, false},
+#define PASS_MAIN(nm, level, fn, desc) {nm, level, fn, NULL, STEP_PASS, desc, true},
+#define LIR_PASS(nm, fn, desc) {nm, PASS_LIR, NULL, fn, STEP_PASS, desc, false},
+#define IRGEN_PASS(nm, desc) {nm, PASS_LIR, NULL, NULL, STEP_IRGEN, desc, false},
+#define CODEGEN_PASS(nm, step, desc) {nm, PASS_CODEGEN, NULL, NULL, step, desc, false},
 #include "passes/passes.def"
 };
 

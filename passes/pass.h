@@ -68,6 +68,7 @@ typedef struct PassInfo {
     LirPassFn run_lir;
     StepKind step;
     const char *description;
+    bool main_only; /* PASS_MAIN: not run on the bodies of regions */
 } PassInfo;
 
 #define PASS(nm, level, fn, desc) bool fn(Function *f, PassContext *ctx);

@@ -482,6 +482,18 @@ static bool run_codegen(Session *s, const PassInfo *pi, PassContext *ctx) {
     return s->module && break_native(s, ctx);
 }
 
+/* A graph pass runs on each body of f's regions as on a function of its
+ * own (so CSE never merges across bodies), bodies inside bodies too. */
+static bool run_in_bodies(const PassInfo *pi, Function *f, PassContext *ctx) {
+    bool changed = false;
+    for (Node *n = f->first; n; n = n->next)
+        for (int i = 0; i < n->nbodies; i++) {
+            changed |= pi->run(n->bodies[i], ctx);
+            changed |= run_in_bodies(pi, n->bodies[i], ctx);
+        }
+    return changed;
+}
+
 /* Runs one pass on the working IR; true if it changed it. */
 static bool run_pass(Session *s, const PassInfo *pi, PassContext *ctx) {
     if (pi->step == STEP_CODEGEN || pi->step == STEP_LLVM_OPT)
@@ -500,6 +512,8 @@ static bool run_pass(Session *s, const PassInfo *pi, PassContext *ctx) {
     }
     Function *f = s->work->main;
     bool changed = pi->run(f, ctx);
+    if (!pi->main_only)
+        changed |= run_in_bodies(pi, f, ctx);
     if (changed && ctx->break_this_pass && !ctx->broken)
         pass_rewrote(ctx, f, f->outputs[0]); /* a pass that removes, not rewrites */
     return changed;

@@ -60,6 +60,10 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
     case OPT_PASSES: ca->pipeline = v; break;
     case OPT_DIM: *bad = !add_dim(ca, v, d); break;
     case OPT_INPUT: *bad = !add_input(ca, v, "--input", d); break;
+    case OPT_LATE_INPUT:
+        if (!(*bad = !add_input(ca, v, "--late-input", d)))
+            ca->input_late[ca->ninputs - 1] = true;
+        break;
     case OPT_STREAM:
         if (!(*bad = !add_input(ca, v, "--stream", d)))
             ca->input_stream[ca->ninputs - 1] = true;
@@ -292,7 +296,8 @@ bool args_ensure_inputs(CommonArgs *ca, DiagList *d) {
 
 SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
     for (int i = 0; known && i < ca->ninputs; i++)
-        known[i] = (KnownInput){ca->input_names[i], -1, ca->input_values[i], NULL};
+        known[i] = (KnownInput){ca->input_names[i], -1, ca->input_values[i], NULL,
+                                ca->input_late[i]};
     return (SessionOptions){
         .dims = ca->dims,
         .ndims = ca->ndims,

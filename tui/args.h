@@ -19,6 +19,7 @@ typedef struct CommonArgs {
     const char *input_files[MAX_CLI_INPUTS];
     Tensor *input_values[MAX_CLI_INPUTS];
     bool input_stream[MAX_CLI_INPUTS]; /* --stream: the leading axis is the step axis (run) */
+    bool input_late[MAX_CLI_INPUTS];   /* --late-input: never read at compile time */
     int ninputs;
     const char *break_pass;
     bool no_verify; /* --no-verify: no verifier between passes */

@@ -31,6 +31,7 @@ typedef struct ConformOptions {
     bool no_verify;
     bool fallback;
     bool no_cache;
+    bool late_inputs; /* --late-inputs: no input is read at compile time */
     const char *cache_dir; /* the kernel engine's cache (cli_cache_dir), NULL: --no-cache */
     char cache_buf[1024];
 } ConformOptions;
@@ -164,7 +165,8 @@ static ResultKind run_data_set(const char *test, const char *set, const ConformO
     }
     KnownInput known[MAX_IO];
     for (int i = 0; i < nin; i++)
-        known[i] = (KnownInput){in_names[i][0] ? in_names[i] : NULL, i, ins[i], NULL};
+        known[i] = (KnownInput){in_names[i][0] ? in_names[i] : NULL, i, ins[i], NULL,
+                                o->late_inputs};
     SessionOptions so = {.known = known, .nknown = nin, .no_verify = o->no_verify,
                          .backend = o->backend, .codegen = {.fallback = o->fallback, .cache_dir = o->cache_dir}, .threads = 1,
                          .max_memory = cli_physical_memory()};
@@ -448,6 +450,7 @@ int cmd_conform(int argc, char **argv) {
         case OPT_VERIFY_EACH: o.no_verify = false; break; /* the default; old scripts say it */
         case OPT_VERBOSE: case OPT_VERBOSE_SHORT: o.verbose = true; break;
         case OPT_NO_CACHE: o.no_cache = true; break;
+        case OPT_LATE_INPUTS: o.late_inputs = true; break;
         case OPT_FALLBACK:
             if (strcmp(v, "interp")) {
                 diag_error(&d, NULL, "--fallback takes 'interp', not '%s'", v);

@@ -404,7 +404,7 @@ static bool write_model(Trainer *t) {
 }
 
 static Session *open_function(Trainer *t, const TrainSpec *spec, Tensor *sample) {
-    KnownInput known = {t->xname, -1, sample, NULL};
+    KnownInput known = {t->xname, -1, sample, NULL, false};
     SessionOptions so = args_session_options(t->ca, NULL);
     so.known = &known;
     so.nknown = 1;

@@ -50,6 +50,13 @@ typedef struct CG {
         int nwords;
     } *workers;
     int nworkers, cap_workers;
+    /* Control flow open around the current instruction: for beginif the
+     * else block then the join block, for beginloop the test block and the
+     * exit block. */
+    struct Open {
+        LLVMBasicBlockRef a, b;
+    } *open;
+    int depth;
 } CG;
 
 static int64_t f64_bits(double x) {
@@ -432,12 +439,94 @@ static void emit_insert(CG *g, LirInstr *i, int index) {
     note_function(g, index, "libjit_insert");
 }
 
+/* ---- control flow: blocks of the entry function ---- */
+
+static LLVMValueRef load_scalar(CG *g, const LirBuf *b, LLVMTypeRef t) {
+    return LLVMBuildLoad2(g->b, t, buf_address(g, b), "");
+}
+
+static LLVMBasicBlockRef block(CG *g, const char *name) {
+    return LLVMAppendBasicBlockInContext(g->ctx, g->entry, name);
+}
+
+/* beginif: branch on the condition's byte; else: the first part joins,
+ * the second starts; endif: the second part joins. beginloop: a test block
+ * (iteration < trip count and condition) entering the part or leaving past
+ * it; endloop: the iteration counts and the test runs again. */
+static void emit_control(CG *g, const LirInstr *i) {
+    struct Open *o = &g->open[g->depth];
+    switch (i->kind) {
+    case IK_BEGINIF: {
+        LLVMValueRef c = LLVMBuildICmp(g->b, LLVMIntNE, load_scalar(g, i->ops[0], g->i8),
+                                       LLVMConstInt(g->i8, 0, false), "");
+        LLVMBasicBlockRef then = block(g, "then");
+        *o = (struct Open){block(g, "else"), block(g, "endif")};
+        g->depth++;
+        LLVMBuildCondBr(g->b, c, then, o->a);
+        LLVMPositionBuilderAtEnd(g->b, then);
+        return;
+    }
+    case IK_ELSE:
+        o = &g->open[g->depth - 1];
+        LLVMBuildBr(g->b, o->b);
+        LLVMPositionBuilderAtEnd(g->b, o->a);
+        return;
+    case IK_ENDIF:
+        o = &g->open[--g->depth];
+        LLVMBuildBr(g->b, o->b);
+        LLVMPositionBuilderAtEnd(g->b, o->b);
+        return;
+    case IK_BEGINLOOP: {
+        *o = (struct Open){block(g, "loop"), block(g, "endloop")};
+        g->depth++;
+        LLVMBasicBlockRef body = block(g, "body");
+        LLVMBuildBr(g->b, o->a);
+        LLVMPositionBuilderAtEnd(g->b, o->a);
+        LLVMValueRef it = load_scalar(g, i->ops[0], g->i64);
+        LLVMValueRef max = load_scalar(g, i->ops[1], g->i64);
+        LLVMValueRef go = LLVMBuildICmp(g->b, LLVMIntNE, load_scalar(g, i->ops[2], g->i8),
+                                        LLVMConstInt(g->i8, 0, false), "");
+        go = LLVMBuildAnd(g->b, go, LLVMBuildICmp(g->b, LLVMIntSLT, it, max, ""), "");
+        LLVMBuildCondBr(g->b, go, body, o->b);
+        LLVMPositionBuilderAtEnd(g->b, body);
+        return;
+    }
+    case IK_ENDLOOP: {
+        o = &g->open[--g->depth];
+        LLVMValueRef at = buf_address(g, i->ops[0]);
+        LLVMValueRef it = LLVMBuildLoad2(g->b, g->i64, at, "");
+        LLVMBuildStore(g->b, LLVMBuildAdd(g->b, it, LLVMConstInt(g->i64, 1, false), ""), at);
+        LLVMBuildBr(g->b, o->a);
+        LLVMPositionBuilderAtEnd(g->b, o->b);
+        return;
+    }
+    default: return;
+    }
+}
+
+/* A trap (a branch that does not fit the compiled shapes) returns its
+ * instruction's failure, as a kernel that fails does. */
+static void emit_trap(CG *g, int index) {
+    LLVMBasicBlockRef after = block(g, "after_trap");
+    LLVMBuildRet(g->b, LLVMConstInt(g->i32, (unsigned long long)index + 1, false));
+    LLVMPositionBuilderAtEnd(g->b, after);
+    note_function(g, index, "trap");
+}
+
 static void emit_instr(CG *g, LirInstr *i, int index) {
     switch (i->kind) {
     case IK_ALLOC:
     case IK_DEALLOC:
     case IK_TENSORVIEW: return; /* addresses are constants of the plan */
     default: break;
+    }
+    if (instr_is_control(i->kind)) {
+        emit_control(g, i);
+        return;
+    }
+    if (i->kind == IK_OF_NODE(NK_TRAP)) {
+        emit_trap(g, index);
+        return;
     }
     emit_probe(g, g->b, index, PROBE_BEGIN);
     if (i->kind == IK_COPY)
@@ -577,9 +666,12 @@ CpuModule *cpu_codegen(LirProgram *p, const BackendOptions *o, DiagList *d) {
     m->ninstrs = p->ninstrs;
     m->instr_fn = calloc((size_t)p->ninstrs + 1, sizeof *m->instr_fn);
     m->instr_worker = calloc((size_t)p->ninstrs + 1, sizeof *m->instr_worker);
+    g.open = calloc((size_t)p->ninstrs + 1, sizeof *g.open);
     int index = 0;
-    for (LirInstr *i = p->first; i; i = i->next, index++)
+    for (LirInstr *i = p->first; i && g.open; i = i->next, index++)
         emit_instr(&g, i, index);
+    g.ok = g.ok && g.open;
+    free(g.open);
     if (g.scratch)
         define_scratch_fns(&g);
     for (int k = 0; k < g.nworkers; k++)

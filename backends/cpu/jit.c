@@ -5,6 +5,7 @@
  * keeps per step, to run any step as native code. */
 #include "backends/cpu/cpu_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -153,6 +154,23 @@ void cpu_exec_free(CpuExec *e) {
     arena_destroy(e->mem);
     free(e);
 }
+/* A failed instruction: a trap says why (the branch it stands for does not
+ * fit the compiled shapes), any other by its index. */
+static void report_failure(LirProgram *p, int index, DiagList *d) {
+    lir_number(p);
+    const LirInstr *at = p->first;
+    while (at && at->index != index)
+        at = at->next;
+    const Attr *why = at && at->kind == IK_OF_NODE(NK_TRAP) ? instr_attr(at, AK_message) : NULL;
+    if (!why) {
+        diag_error(d, NULL, "instruction %d failed in the generated code", index);
+        return;
+    }
+    char where[256];
+    snprintf(where, sizeof where, "node '%s' (trap)", at->name);
+    diag_error(d, where, "%s", why->s);
+}
+
 
 /* Inputs are copied into the mutable area, outputs out of it, in the order
  * of the program's mutable weights. */
@@ -172,7 +190,7 @@ bool cpu_exec_run(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a,
     }
     int status = e->entry(e->weights, e->mutables, e->acts, e->rt);
     if (status) {
-        diag_error(d, NULL, "instruction %d failed in the generated code", status - 1);
+        report_failure(e->p, status - 1, d);
         return false;
     }
     for (int b = 0; b < e->p->nbufs; b++) {

@@ -98,15 +98,98 @@ static int *last_uses(Function *f, Arena *a) {
     return last;
 }
 
+static bool run_function(Function *f, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                         DiagList *d, InterpObserver observe, void *observe_ctx);
+
 bool interp_run(Function *f, Tensor *const *inputs, Tensor **outputs, Arena *a, DiagList *d,
                 InterpObserver observe, void *observe_ctx) {
     /* The kernels size their loops by the operands' types and trust the
      * result types to agree: a graph a pass broke (under --no-verify) is
-     * refused here, not run out of bounds. */
+     * refused here, not run out of bounds. (The bodies of regions are
+     * verified with it, once, not at every iteration.) */
     if (!verify_function(f, d)) {
         diag_note(d, NULL, "the interpreter does not run an invalid graph");
         return false;
     }
+    return run_function(f, inputs, outputs, a, d, observe, observe_ctx);
+}
+
+/* ---- regions ---- */
+
+static void copy_into(Tensor *dst, const Tensor *src) {
+    memcpy(dst->data, src->data, tensor_bytes(src));
+}
+
+bool k_trap(const KernelArgs *a) {
+    return kernel_fail(a, "%s", node_attr_str(a->n, AK_message, "a trap ran"));
+}
+
+/* The taken branch runs on the captured values (operands 1...). */
+bool k_if(const KernelArgs *a) {
+    const Node *n = a->n;
+    Function *b = n->bodies[tensor_get_i64(a->in[0], 0) ? 0 : 1];
+    Arena *tmp = arena_new();
+    if (!tmp)
+        return kernel_fail(a, "out of memory");
+    Tensor **outs = arena_alloc_array(tmp, (size_t)n->nres + 1, sizeof(Tensor *));
+    bool ok = outs && run_function(b, a->in + 1, outs, tmp, a->d, NULL, NULL);
+    for (int i = 0; ok && i < n->nres; i++)
+        copy_into(a->out[i], outs[i]);
+    arena_destroy(tmp);
+    return ok;
+}
+
+/* Each iteration's results live in one of two arenas, in turn: the next
+ * iteration reads them and then writes the other one, so a long loop runs in
+ * the memory of two iterations. */
+bool k_loop(const KernelArgs *a) {
+    const Node *n = a->n;
+    Function *b = n->bodies[0];
+    int nin = n->nops, ncarry = n->nres;
+    int64_t trip = tensor_get_i64(a->in[0], 0);
+    bool cond = tensor_get_i64(a->in[1], 0) != 0;
+    Arena *ar[2] = {arena_new(), arena_new()}, *fixed = arena_new();
+    Tensor **in = fixed ? arena_alloc_array(fixed, (size_t)nin, sizeof(Tensor *)) : NULL;
+    bool ok = ar[0] && ar[1] && in;
+    Type ti = type_scalar(ELEM_I64), tc = type_scalar(ELEM_BOOL);
+    if (ok) {
+        in[0] = tensor_new(fixed, &ti);
+        in[1] = tensor_new(fixed, &tc);
+        for (int i = 2; i < nin; i++)
+            in[i] = a->in[i];
+        ok = in[0] && in[1];
+    }
+    for (int64_t it = 0; ok && it < trip && cond; it++) {
+        Arena *next = arena_new();
+        Tensor **outs = next ? arena_alloc_array(next, (size_t)ncarry + 1, sizeof(Tensor *)) : NULL;
+        if (!outs) {
+            arena_destroy(next);
+            ok = false;
+            break;
+        }
+        tensor_set_f64(in[0], 0, (double)it);
+        tensor_set_f64(in[1], 0, 1);
+        ok = run_function(b, in, outs, next, a->d, NULL, NULL);
+        if (ok) {
+            cond = tensor_get_i64(outs[0], 0) != 0;
+            for (int j = 0; j < ncarry; j++)
+                in[2 + j] = outs[1 + j];
+        }
+        arena_destroy(ar[it & 1]); /* the iteration before last: nothing reads it now */
+        ar[it & 1] = next;
+    }
+    for (int j = 0; ok && j < ncarry; j++)
+        copy_into(a->out[j], in[2 + j]);
+    if (!ok && !(ar[0] && ar[1] && in))
+        kernel_fail(a, "out of memory");
+    arena_destroy(ar[0]);
+    arena_destroy(ar[1]);
+    arena_destroy(fixed);
+    return ok;
+}
+
+static bool run_function(Function *f, Tensor *const *inputs, Tensor **outputs, Arena *a,
+                         DiagList *d, InterpObserver observe, void *observe_ctx) {
     Arena *run = arena_new();
     if (!run) {
         diag_error(d, NULL, "out of memory");

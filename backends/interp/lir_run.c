@@ -15,6 +15,8 @@ typedef struct LirRun {
     unsigned char *arena;
     void **base; /* by buffer id: where its storage starts */
     Arena *scratch;
+    Arena *step; /* per instruction records; renewed at each endloop, so a
+                  * long loop runs in bounded memory */
     DiagList *d;
 } LirRun;
 
@@ -49,9 +51,9 @@ static void insert(Tensor dst, Tensor src, const Attr *offs) {
 }
 
 static bool run_compute(LirRun *r, LirInstr *i) {
-    Node *n = instr_as_node(r->p, i, r->scratch);
+    Node *n = instr_as_node(r->p, i, r->step);
     Tensor *ins[256], *outs[64];
-    Tensor *storage = arena_alloc_array(r->scratch, (size_t)i->nops + 1, sizeof(Tensor));
+    Tensor *storage = arena_alloc_array(r->step, (size_t)i->nops + 1, sizeof(Tensor));
     for (int k = 0; k < i->nops; k++)
         storage[k] = operand(r, i->ops[k]);
     for (int k = 0; k < n->nres; k++)
@@ -63,6 +65,12 @@ static bool run_compute(LirRun *r, LirInstr *i) {
 
 static bool run_instr(LirRun *r, LirInstr *i) {
     switch (i->kind) {
+    case IK_BEGINIF:
+    case IK_ELSE:
+    case IK_ENDIF:
+    case IK_BEGINLOOP:
+    case IK_ENDLOOP:
+        return true; /* the walk in run_program follows them */
     case IK_ALLOC:
         poison(r, i->result);
         return true;
@@ -88,14 +96,71 @@ static bool run_instr(LirRun *r, LirInstr *i) {
 static void observe_instr(const LirRun *r, const LirInstr *i, LirObserver observe, void *ctx) {
     if (i->kind == IK_ALLOC || i->kind == IK_DEALLOC || i->kind == IK_TENSORVIEW)
         return;
-    Tensor *ops = arena_alloc_array(r->scratch, (size_t)i->nops + 1, sizeof(Tensor));
-    Tensor *storage = arena_alloc_array(r->scratch, (size_t)i->nops + 1, sizeof(Tensor));
+    Tensor *ops = arena_alloc_array(r->step, (size_t)i->nops + 1, sizeof(Tensor));
+    Tensor *storage = arena_alloc_array(r->step, (size_t)i->nops + 1, sizeof(Tensor));
     for (int k = 0; k < i->nops; k++) {
         LirBuf *s = lir_storage(i->ops[k]);
         ops[k] = operand(r, i->ops[k]);
         storage[k] = (Tensor){.type = s->type, .data = r->base[s->id]};
     }
     observe(ctx, i, ops, storage);
+}
+
+static int64_t scalar_of(const LirRun *r, LirBuf *b) {
+    Tensor t = operand(r, b);
+    return tensor_get_i64(&t, 0);
+}
+
+/* Each control-flow marker's partner: beginif -> else -> endif, and
+ * beginloop <-> endloop (lir_verify has checked that they nest). */
+static LirInstr **partners(LirProgram *p, Arena *a) {
+    lir_number(p);
+    LirInstr **to = arena_alloc_array(a, (size_t)p->ninstrs + 1, sizeof(LirInstr *));
+    LirInstr **open = arena_alloc_array(a, (size_t)p->ninstrs + 1, sizeof(LirInstr *));
+    int depth = 0;
+    for (LirInstr *i = p->first; i; i = i->next) {
+        switch (i->kind) {
+        case IK_BEGINIF:
+        case IK_BEGINLOOP: open[depth++] = i; break;
+        case IK_ELSE:
+            to[open[depth - 1]->index] = i;
+            open[depth - 1] = i;
+            break;
+        case IK_ENDIF: to[open[--depth]->index] = i; break;
+        case IK_ENDLOOP:
+            to[open[--depth]->index] = i;
+            to[i->index] = open[depth];
+            break;
+        default: break;
+        }
+    }
+    return to;
+}
+
+/* The instruction after i: a beginif whose condition is false goes past its
+ * else, an else (the end of the first part) past its endif, a beginloop
+ * whose test fails past its endloop, and an endloop counts and goes back to
+ * its beginloop's test. */
+static LirInstr *next_instr(LirRun *r, LirInstr *i, LirInstr **to) {
+    switch (i->kind) {
+    case IK_BEGINIF: return scalar_of(r, i->ops[0]) ? i->next : to[i->index]->next;
+    case IK_ELSE: return to[i->index]->next;
+    case IK_BEGINLOOP:
+        return scalar_of(r, i->ops[0]) < scalar_of(r, i->ops[1]) && scalar_of(r, i->ops[2])
+                   ? i->next
+                   : to[i->index]->next;
+    case IK_ENDLOOP: {
+        Tensor it = operand(r, i->ops[0]);
+        tensor_set_i64(&it, 0, tensor_get_i64(&it, 0) + 1);
+        Arena *fresh = arena_new();
+        if (fresh) {
+            arena_destroy(r->step);
+            r->step = fresh;
+        }
+        return to[i->index];
+    }
+    default: return i->next;
+    }
 }
 
 bool interp_run_lir(LirProgram *p, Tensor *const *inputs, Tensor **outputs, Arena *a,
@@ -113,7 +178,13 @@ bool interp_run_lir_observed(LirProgram *p, Tensor *const *inputs, Tensor **outp
      * broke (under --no-verify) is refused, not run out of bounds. */
     if (!lir_check_runnable(p, "the LIR interpreter", d))
         return false;
-    LirRun r = {p, NULL, NULL, arena_new(), d};
+    LirRun r = {p, NULL, NULL, arena_new(), arena_new(), d};
+    if (!r.scratch || !r.step) {
+        arena_destroy(r.scratch);
+        arena_destroy(r.step);
+        diag_error(d, NULL, "out of memory");
+        return false;
+    }
     r.arena = arena_alloc_big(r.scratch, (size_t)(p->arena_bytes ? p->arena_bytes : 1));
     r.base = arena_alloc_array(r.scratch, (size_t)p->next_id + 1, sizeof(void *));
     int nin = 0, nout = 0;
@@ -149,11 +220,13 @@ bool interp_run_lir_observed(LirProgram *p, Tensor *const *inputs, Tensor **outp
         case LB_VIEW: break;
         }
     }
-    for (LirInstr *i = p->first; i && ok; i = i->next) {
+    LirInstr **to = partners(p, r.scratch);
+    for (LirInstr *i = p->first; i && ok; i = ok ? next_instr(&r, i, to) : NULL) {
         ok = run_instr(&r, i);
-        if (ok && observe)
+        if (ok && observe && !instr_is_control(i->kind))
             observe_instr(&r, i, observe, observe_ctx);
     }
+    arena_destroy(r.step);
     arena_destroy(r.scratch);
     return ok;
 }

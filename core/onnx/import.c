@@ -46,7 +46,22 @@ struct ImportCtx {
     uint64_t tensor_bytes; /* tensors made so far, against opt->max_memory */
     const char *scope;     /* inside an If's branch: the If's name, for generated names */
     bool scope_all;        /* inside an unrolled loop: every node's name takes the scope */
+    struct Region *region; /* the body of a region node being imported (ic->f), or NULL */
 };
+
+/* A body of a region node being imported: the values it reads from the
+ * function around it become its parameters (after its own `nformals`), one
+ * for each outer value, in order of first use; the node takes the outer
+ * values as operands. A body inside a body captures through the one around
+ * it. */
+typedef struct Region {
+    Function *body, *outer;
+    int nformals;
+    Value **outer_vals; /* in outer */
+    Node **params;      /* in body: the parameter standing for outer_vals[i] */
+    int n, cap;
+    struct Region *up;  /* the region whose body is `outer`, NULL when outer is main */
+} Region;
 
 /* ---- value map ---------------------------------------------------------- */
 
@@ -288,8 +303,9 @@ static const KnownInput *known_entry(ImportCtx *ic, const Node *param) {
         const KnownInput *k = &ic->opt->known[i];
         if (k->name && k->name[0] ? strcmp(k->name, param->name) : k->index != pi)
             continue;
-        /* (A command that names inputs without reading them gives no value.) */
-        if (!k->value || !type_equal(&k->value->type, &param->res[0].type))
+        /* (A command that names inputs without reading them gives no value;
+         * a late one gives its value for its shape only.) */
+        if (!k->value || k->late || !type_equal(&k->value->type, &param->res[0].type))
             return NULL;
         return k;
     }
@@ -319,6 +335,8 @@ static Tensor *fold_value(ImportCtx *ic, Value *v, int depth) {
     Node *n = v->def;
     if (n->kind == NK_CONSTANT)
         return n->payload && n->payload->data ? n->payload : NULL;
+    if (n->kind == NK_PLACEHOLDER && n->func != ic->m->main)
+        return NULL; /* a body's parameter: a value of each run */
     if (n->kind == NK_PLACEHOLDER) {
         const KnownInput *k = known_entry(ic, n);
         Tensor *t = k ? (Tensor *)k->value : NULL;
@@ -616,6 +634,34 @@ static void report_unsupported(ImportCtx *ic) {
     }
 }
 
+/* v (of a function around r's body) as seen in the body: a constant is
+ * copied in (the body's passes fold with it), any other value becomes a
+ * parameter, once. */
+static Value *capture(ImportCtx *ic, Region *r, Value *v, const char *name) {
+    if (!r || v->def->func == r->body)
+        return v;
+    Arena *a = ic->m->arena;
+    if (v->def->kind == NK_CONSTANT) {
+        for (int i = 0; i < r->body->nconsts; i++)
+            if (r->body->consts[i]->payload == v->def->payload)
+                return &r->body->consts[i]->res[0];
+        return &graph_add_constant(r->body, v->def->name, v->def->payload)->res[0];
+    }
+    Value *outer = capture(ic, r->up, v, name);
+    for (int i = 0; i < r->n; i++)
+        if (r->outer_vals[i] == outer)
+            return &r->params[i]->res[0];
+    if (r->n == r->cap) {
+        int cap = r->cap ? r->cap * 2 : 8;
+        r->outer_vals = arena_grow(a, r->outer_vals, (size_t)r->n, (size_t)cap, sizeof(Value *));
+        r->params = arena_grow(a, r->params, (size_t)r->n, (size_t)cap, sizeof(Node *));
+        r->cap = cap;
+    }
+    r->outer_vals[r->n] = outer;
+    r->params[r->n] = graph_add_param(r->body, name, &outer->type);
+    return &r->params[r->n++]->res[0];
+}
+
 static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
     Arena *a = ic->m->arena;
     const char *op = np->op_type ? np->op_type : "";
@@ -658,6 +704,8 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
             poisoned = true;
         } else if (on.in[i] == &ic->poison) {
             poisoned = true;
+        } else if (ic->region && on.in[i]->def->func != ic->f) {
+            on.in[i] = capture(ic, ic->region, on.in[i], name);
         }
     }
     if (!foreign && !training && ic->opset == 0) {
@@ -882,6 +930,19 @@ static bool label_taken(const Function *f, int upto, const char *name) {
     return false;
 }
 
+/* A body's parameters print as %name too (the main function's inputs do,
+ * from import_input), each name once. */
+static void label_params(Function *f) {
+    for (int i = 0; i < f->nparams; i++) {
+        Node *p = f->params[i];
+        bool taken = false;
+        for (int j = 0; j < i && !taken; j++)
+            taken = f->params[j]->label && !strcmp(f->params[j]->label, p->name);
+        if (p->name[0] && !print_needs_quotes(p->name) && !taken)
+            p->label = p->name;
+    }
+}
+
 static void label_constants(Function *f) {
     for (int i = 0; i < f->nconsts; i++) {
         Node *c = f->consts[i];
@@ -1021,6 +1082,12 @@ static bool import_body(OnnxNode *on, const Onnx__GraphProto *g, const char *wha
         Value *v = map_get(ic, name);
         if (v == &ic->poison)
             return false; /* its cause is reported */
+        if (!v && map_get_seq(ic, name)) {
+            on_unsupported(on, "output '%s' of its %s is a sequence; glowc resolves sequences at "
+                               "import, so only in a branch or loop known at compile time",
+                           name, what);
+            return false;
+        }
         if (!v) {
             on_error(on, "output '%s' of its %s is not produced by any node", name, what);
             return false;
@@ -1067,20 +1134,237 @@ static bool fold_cond(OnnxNode *on, Value *c, const char *what, const char *supp
     return true;
 }
 
+/* ---- regions: control flow at run time ---- */
+
+/* Body `bi` of region node n, imported from g: parameters for its own
+ * inputs (of `ftypes`), then one for each outer value it reads (r). The
+ * importer's per-function state (folding cache, walk marks) is set aside
+ * while it is read: node ids are per function. */
+static Function *import_region_body(OnnxNode *on, const Onnx__GraphProto *g, const char *what,
+                                    Node *n, int bi, Region *r, const Type *ftypes,
+                                    int nformals) {
+    ImportCtx *ic = on->ic;
+    Arena *a = ic->m->arena;
+    if (g->n_input != (size_t)nformals) {
+        on_error(on, "its %s takes %zu inputs; the node gives it %d", what, g->n_input, nformals);
+        return NULL;
+    }
+    Function *b = function_new_body(n, bi);
+    *r = (Region){.body = b, .outer = ic->f, .nformals = nformals, .up = ic->region};
+    Value **formals = arena_alloc_array(a, (size_t)nformals + 1, sizeof(Value *));
+    for (int i = 0; i < nformals; i++)
+        formals[i] = &graph_add_param(b, g->input[i]->name ? g->input[i]->name : "",
+                                      &ftypes[i])->res[0];
+    Function *f = ic->f;
+    Region *up = ic->region;
+    Tensor ***folded = ic->folded;
+    int folded_cap = ic->folded_cap, walk_cap = ic->walk_cap;
+    Node **walk = ic->walk;
+    bool *walk_seen = ic->walk_seen;
+    ic->f = b;
+    ic->region = r;
+    ic->folded = NULL;
+    ic->walk = NULL;
+    ic->walk_seen = NULL;
+    ic->folded_cap = ic->walk_cap = 0;
+    Value **outs = arena_alloc_array(a, g->n_output + 1, sizeof(Value *));
+    const char **names = arena_alloc_array(a, g->n_output + 1, sizeof(char *));
+    bool ok = import_body(on, g, what, on->name, false, formals, nformals, outs);
+    for (size_t i = 0; ok && i < g->n_output; i++) {
+        names[i] = g->output[i]->name ? g->output[i]->name : "";
+        outs[i] = capture(ic, r, outs[i], names[i]); /* an outer value returned as is */
+    }
+    ic->f = f;
+    ic->region = up;
+    ic->folded = folded;
+    ic->folded_cap = folded_cap;
+    ic->walk = walk;
+    ic->walk_seen = walk_seen;
+    ic->walk_cap = walk_cap;
+    if (!ok)
+        return NULL;
+    graph_set_outputs(b, (int)g->n_output, outs, names);
+    drop_unreachable(b);
+    label_params(b);
+    label_constants(b);
+    return b;
+}
+
+/* The region node's captured operands: the outer values its bodies read,
+ * in order of first use over the bodies, appended to n's `nfixed` operands;
+ * every body gets a parameter for each, in that order (a branch that does
+ * not read one takes it unused), so the bodies have one signature. */
+static void attach_captures(ImportCtx *ic, Node *n, int nfixed, Region *rs, int nr) {
+    Arena *a = ic->m->arena;
+    int total = 0, nu = 0;
+    for (int k = 0; k < nr; k++)
+        total += rs[k].n;
+    Value **u = arena_alloc_array(a, (size_t)total + 1, sizeof(Value *));
+    for (int k = 0; k < nr; k++)
+        for (int i = 0; i < rs[k].n; i++) {
+            int j = 0;
+            while (j < nu && u[j] != rs[k].outer_vals[i])
+                j++;
+            if (j == nu)
+                u[nu++] = rs[k].outer_vals[i];
+        }
+    for (int k = 0; k < nr; k++) {
+        Function *b = rs[k].body;
+        Node **params = arena_alloc_array(a, (size_t)(rs[k].nformals + nu) + 1, sizeof(Node *));
+        for (int i = 0; i < rs[k].nformals; i++)
+            params[i] = b->params[i];
+        for (int j = 0; j < nu; j++) {
+            Node *p = NULL;
+            for (int i = 0; i < rs[k].n && !p; i++)
+                if (rs[k].outer_vals[i] == u[j])
+                    p = rs[k].params[i];
+            params[rs[k].nformals + j] = p ? p : graph_add_param(b, "unused", &u[j]->type);
+        }
+        b->params = params;
+        b->nparams = rs[k].nformals + nu;
+    }
+    Value **ops = arena_alloc_array(a, (size_t)(nfixed + nu) + 1, sizeof(Value *));
+    for (int i = 0; i < nfixed; i++)
+        ops[i] = n->ops[i];
+    for (int j = 0; j < nu; j++)
+        ops[nfixed + j] = u[j];
+    n->ops = ops;
+    n->nops = nfixed + nu;
+}
+
+/* Branch k of if node n does not import on the shapes the model is compiled
+ * for (an exporter's branch for another input size, as silero VAD's 8 kHz
+ * branch given 16 kHz chunks): its body becomes a trap of the other branch's
+ * result types, which says why if it is ever taken. A branch that uses an
+ * unsupported operator is never trapped: that is reported. */
+static void trap_body(OnnxNode *on, Node *n, int k, Region *r, const Function *other,
+                      const DiagList *said) {
+    Function *b = function_new_body(n, k);
+    *r = (Region){.body = b, .outer = on->ic->f, .up = on->ic->region};
+    Node *t = graph_add_node(b, NK_TRAP, 0, NULL, other->noutputs);
+    t->name = on->name;
+    for (int i = 0; i < other->noutputs; i++)
+        t->res[i].type = other->outputs[i]->type;
+    const char *why = said->head ? said->head->msg : "it does not import";
+    const char *where = said->head && said->head->where ? said->head->where : on->where;
+    node_set_str(t, AK_message,
+                 arena_printf(on->ic->m->arena, "its %s was taken, which does not fit the shapes "
+                              "the model was compiled for (%s: %s)",
+                              k ? "else_branch" : "then_branch", where, why));
+    Arena *a = on->ic->m->arena;
+    Value **outs = arena_alloc_array(a, (size_t)other->noutputs + 1, sizeof(Value *));
+    for (int i = 0; i < other->noutputs; i++)
+        outs[i] = &t->res[i];
+    graph_set_outputs(b, other->noutputs, outs, other->output_names);
+    on_note(on, "its %s does not fit the shapes the model is compiled for (%s); taking it at run "
+                "time is an error", k ? "else_branch" : "then_branch", why);
+}
+
+/* If on a condition known only at run time: an if node whose bodies are the
+ * two branches. */
+static bool import_if_region(OnnxNode *on, Value *c) {
+    ImportCtx *ic = on->ic;
+    const Onnx__GraphProto *g[2] = {graph_attr(on, "then_branch"), graph_attr(on, "else_branch")};
+    if (!g[0] || !g[1])
+        return false;
+    for (int k = 0; k < 2; k++)
+        if (g[k]->n_output != (size_t)on->nout) {
+            on_error(on, "its %s has %zu outputs; the node has %d",
+                     k ? "else_branch" : "then_branch", g[k]->n_output, on->nout);
+            return false;
+        }
+    Node *n = on_node(on, NK_IF, 1, &c, on->nout);
+    Region r[2];
+    DiagList said[2];
+    DiagList *d = ic->d;
+    bool ok[2], any_unsupported = ic->any_unsupported;
+    int nunsupported = ic->nunsupported;
+    for (int k = 0; k < 2; k++) {
+        diag_init(&said[k], d->file);
+        ic->d = &said[k];
+        ok[k] = import_region_body(on, g[k], k ? "else_branch" : "then_branch", n, k, &r[k], NULL,
+                                   0);
+        ic->d = d;
+    }
+    bool unsupported = ic->any_unsupported != any_unsupported || ic->nunsupported != nunsupported;
+    int trap = !unsupported && ok[0] != ok[1] ? (ok[0] ? 1 : 0) : -1;
+    for (int k = 0; k < 2; k++)
+        if (k != trap)
+            diag_append(d, &said[k]);
+    if (trap >= 0)
+        trap_body(on, n, trap, &r[trap], n->bodies[1 - trap], &said[trap]);
+    diag_free(&said[0]);
+    diag_free(&said[1]);
+    if (!(ok[0] && ok[1]) && trap < 0) { /* both failed, or an unsupported operator */
+        graph_remove_node(ic->f, n);
+        return false;
+    }
+    attach_captures(ic, n, 1, r, 2);
+    return on_done(on, n);
+}
+
+/* Loop whose trip count or condition is known only at run time (or too long
+ * to unroll): a loop node whose body is the Loop's. Its scan outputs would
+ * have a length known only at run time, which the IR has no type for yet. */
+static bool import_loop_region(OnnxNode *on, const Onnx__GraphProto *g, int n, int nscan,
+                               const char *why) {
+    ImportCtx *ic = on->ic;
+    Arena *a = ic->m->arena;
+    if (nscan) {
+        on_unsupported(on, "%s; glowc runs such a loop at run time, but its %d scan output%s "
+                           "would have a length known only then (bounded-dynamic shapes are not "
+                           "supported yet)", why, nscan, nscan > 1 ? "s" : "");
+        return false;
+    }
+    Value **ops = arena_alloc_array(a, (size_t)n + 2, sizeof(Value *));
+    Type *ftypes = arena_alloc_array(a, (size_t)n + 2, sizeof(Type));
+    ops[0] = on_in(on, 0);
+    if (!ops[0]) { /* no trip count: as many as the condition lets */
+        Type t = type_scalar(ELEM_I64);
+        Tensor *x = on_tensor(on, &t);
+        if (!x)
+            return false;
+        tensor_set_i64(x, 0, INT64_MAX);
+        ops[0] = on_const(on, x);
+    }
+    ops[1] = on_in(on, 1) ? on_in(on, 1) : on_scalar_const(on, ELEM_BOOL, 1);
+    if (!ops[1])
+        return false;
+    ftypes[0] = type_scalar(ELEM_I64);
+    ftypes[1] = type_scalar(ELEM_BOOL);
+    for (int j = 0; j < n; j++) {
+        if (!(ops[2 + j] = on_in(on, 2 + j))) {
+            on_error(on, "loop-carried input %d is missing", 2 + j);
+            return false;
+        }
+        ftypes[2 + j] = ops[2 + j]->type;
+    }
+    Node *node = on_node(on, NK_LOOP, n + 2, ops, n);
+    Region r;
+    if (!import_region_body(on, g, "body", node, 0, &r, ftypes, n + 2)) {
+        graph_remove_node(ic->f, node);
+        return false;
+    }
+    attach_captures(ic, node, n + 2, &r, 1);
+    return on_done(on, node);
+}
+
 /* If. Exporters emit an If mostly on something fixed once the model is
  * compiled: a shape (a rank or a length compared with a constant), or an
  * input such as a sample rate that a deployment fixes. When the condition
  * folds to a constant (initializers, shapes, inputs given with --input), the
  * taken branch is imported in the If's place: its initializers and nodes join
  * the graph, seeing the outer scope's values, and its outputs become the
- * If's. Nested Ifs fold the same way. A condition known only at run time is
- * refused, naming the inputs it depends on: the graph IR has no regions yet. */
+ * If's. Nested Ifs fold the same way. A condition known only at run time
+ * makes an if node holding both branches as bodies. */
 bool import_if(OnnxNode *on) {
     Value *c = on_in(on, 0);
     if (!c) {
         on_error(on, "input 0 (cond) is missing");
         return false;
     }
+    if (!fold_value(on->ic, c, 0))
+        return import_if_region(on, c);
     bool taken;
     if (!fold_cond(on, c, "the condition", "an If whose condition is known at compile time",
                    &taken))
@@ -1110,9 +1394,16 @@ bool import_if(OnnxNode *on) {
  * long loop from swamping the graph. */
 enum { UNROLL_MAX_NODES = 100000 };
 
-static bool unroll_fits(OnnxNode *on, const Onnx__GraphProto *g, int64_t iters) {
+static bool unroll_fits(const Onnx__GraphProto *g, int64_t iters) {
     int64_t per = (int64_t)g->n_node + (int64_t)g->n_initializer + 2;
-    if (iters > UNROLL_MAX_NODES / per) {
+    return iters <= UNROLL_MAX_NODES / per;
+}
+
+/* The refusal of a loop too long to unroll whose scan outputs keep it from
+ * running as a region. */
+static bool unroll_fits_say(OnnxNode *on, const Onnx__GraphProto *g, int64_t iters) {
+    int64_t per = (int64_t)g->n_node + (int64_t)g->n_initializer + 2;
+    if (!unroll_fits(g, iters)) {
         on_unsupported(on, "the loop runs %lld times; glowc unrolls loops whose trip count is known "
                            "at compile time, up to %d body nodes in all (this one needs %lld)",
                        (long long)iters, UNROLL_MAX_NODES, (long long)iters * (per - 2));
@@ -1188,14 +1479,13 @@ bool import_loop(OnnxNode *on) {
         return false;
     }
     int64_t trip = INT64_MAX;
-    Value *m = on_in(on, 0);
+    Value *m = on_in(on, 0), *c = on_in(on, 1);
+    if (m && !fold_value(ic, m, 0))
+        return import_loop_region(on, g, n, nscan, "the trip count M is known only at run time");
+    if (c && !fold_value(ic, c, 0))
+        return import_loop_region(on, g, n, nscan, "the condition is known only at run time");
     if (m) {
         Tensor *t = fold_value(ic, m, 0);
-        if (!t) {
-            refuse_run_time(on, m, "the trip count M",
-                            "a Loop whose trip count or condition is known at compile time");
-            return false;
-        }
         if (tensor_numel(t) != 1) {
             on_error(on, "the trip count M has %lld elements; it must have one",
                      (long long)tensor_numel(t));
@@ -1204,12 +1494,12 @@ bool import_loop(OnnxNode *on) {
         trip = tensor_get_i64(t, 0);
     }
     bool cond = true;
-    Value *c = on_in(on, 1);
     if (c && !fold_cond(on, c, "the condition",
                         "a Loop whose trip count or condition is known at compile time", &cond))
         return false;
-    if (trip != INT64_MAX && trip > 0 && !unroll_fits(on, g, trip))
-        return false;
+    if (trip != INT64_MAX && trip > 0 && cond && !unroll_fits(g, trip))
+        return nscan ? unroll_fits_say(on, g, trip)
+                     : import_loop_region(on, g, n, 0, "too long to unroll");
     Arena *a = ic->m->arena;
     Value **carried = arena_alloc_array(a, (size_t)n + 1, sizeof(Value *));
     for (int j = 0; j < n; j++)
@@ -1224,7 +1514,7 @@ bool import_loop(OnnxNode *on) {
     Value **formals = arena_alloc_array(a, (size_t)n + 2, sizeof(Value *));
     Value **outs = arena_alloc_array(a, g->n_output + 1, sizeof(Value *));
     for (; iters < trip && cond; iters++) {
-        if (trip == INT64_MAX && !unroll_fits(on, g, iters + 1))
+        if (trip == INT64_MAX && !unroll_fits_say(on, g, iters + 1))
             return false;
         formals[0] = on_scalar_const(on, ELEM_I64, (double)iters);
         formals[1] = on_scalar_const(on, ELEM_BOOL, 1);
@@ -1319,7 +1609,7 @@ static bool scan_run(OnnxNode *on, const Onnx__GraphProto *g, int n, int m, Valu
         on_unsupported(on, "the scan runs no iteration");
         return false;
     }
-    if (!unroll_fits(on, g, len))
+    if (!unroll_fits_say(on, g, len))
         return false;
     Value **formals = arena_alloc_array(a, (size_t)(n + m), sizeof(Value *));
     Value **outs = arena_alloc_array(a, g->n_output + 1, sizeof(Value *));

@@ -27,6 +27,7 @@ typedef struct KnownInput {
     int index;
     const Tensor *value;
     bool *read; /* if set: made true when the import reads the value (the model is specialised to it) */
+    bool late;  /* the value binds dimensions only: a branch or loop on it runs at run time */
 } KnownInput;
 
 /* Evaluates node n on constant operands; results are allocated in `a`. */

@@ -1,5 +1,6 @@
 /* constfold: a node whose operands are all constants is evaluated with the
- * interpreter's kernel and replaced by constants. Results larger than
+ * interpreter's kernel and replaced by constants, and an if whose condition
+ * is then a constant by its taken branch (fold-if, which also runs alone). Results larger than
  * FOLD_LIMIT bytes stay computed at run time (a splat expanded into a large
  * weight would only cost memory). Requires nothing; invalidates nothing. */
 #include "backends/interp/interp.h"
@@ -8,8 +9,8 @@
 enum { FOLD_LIMIT = 64 << 20 };
 
 static bool foldable(const Node *n) {
-    if (n->nops == 0)
-        return false;
+    if (n->nops == 0 || n->nbodies)
+        return false; /* an if on a constant is fold-if's; a loop may run long */
     for (int i = 0; i < n->nops; i++)
         if (!value_constant(n->ops[i]))
             return false;
@@ -47,5 +48,5 @@ bool pass_constfold(Function *f, PassContext *ctx) {
         pass_stat(ctx, "nodes-folded", 1);
         changed = true;
     }
-    return changed;
+    return pass_fold_if(f, ctx) || changed;
 }

@@ -28,6 +28,8 @@ static uint64_t node_hash(const Node *n) {
 }
 
 static bool same_node(const Node *a, const Node *b) {
+    if (a->nbodies || b->nbodies)
+        return false; /* regions: equal operands, but bodies not compared */
     if (a->kind != b->kind || a->nops != b->nops || a->nres != b->nres || a->nattrs != b->nattrs)
         return false;
     for (int i = 0; i < a->nops; i++)

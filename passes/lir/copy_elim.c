@@ -179,6 +179,8 @@ static bool coalesce(LirProgram *p, LirInstr *copy) {
 }
 
 bool lir_copy_elim(LirProgram *p, PassContext *ctx) {
+    if (lir_has_control(p))
+        return false; /* time is not program order there (lir.h) */
     bool changed = false;
     for (LirInstr *i = p->first, *next; i; i = next) {
         next = i->next;

@@ -39,6 +39,8 @@ static bool shared_writer(const LirProgram *p, LirBuf *storage, Region whole) {
 }
 
 bool lir_dead_alloc(LirProgram *p, PassContext *ctx) {
+    if (lir_has_control(p))
+        return false; /* time is not program order there (lir.h) */
     bool changed = false;
     for (int b = 0; b < p->nbufs; b++) {
         LirBuf *s = p->bufs[b];

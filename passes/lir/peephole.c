@@ -16,6 +16,8 @@ static bool view_used(const LirProgram *p, const LirBuf *v) {
 }
 
 bool lir_peephole(LirProgram *p, PassContext *ctx) {
+    if (lir_has_control(p))
+        return false; /* time is not program order there (lir.h) */
     bool changed = false;
     for (LirInstr *i = p->first, *next; i; i = next) {
         next = i->next;

@@ -35,6 +35,8 @@ static bool share(LirProgram *p, LirInstr *i, int out) {
 }
 
 bool lir_share_buffers(LirProgram *p, PassContext *ctx) {
+    if (lir_has_control(p))
+        return false; /* time is not program order there (lir.h) */
     bool changed = false;
     for (LirInstr *i = p->first; i; i = i->next) {
         if (!instr_allows_inplace(i->kind))

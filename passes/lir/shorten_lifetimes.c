@@ -6,6 +6,8 @@
 #include "passes/pass.h"
 
 bool lir_shorten_lifetimes(LirProgram *p, PassContext *ctx) {
+    if (lir_has_control(p))
+        return false; /* time is not program order there (lir.h) */
     bool changed = false;
     for (int b = 0; b < p->nbufs; b++) {
         LirBuf *s = p->bufs[b];

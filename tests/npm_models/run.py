@@ -5,7 +5,8 @@ onnxruntime-node are fetched into build/npm and build/ort); it says so and
 fails when npm cannot reach it. Not part of `make test`.
 
 - silero VAD v5 (@ricky0123/vad-web): an If on the sample rate (input
-  `sr`, given with --input so the model is specialised to it), nested Ifs
+  `sr`, given with --input so the model is specialised to it, and also with
+  --late-input, so the If is a run-time region), nested Ifs
   on shapes, an LSTM whose state is an input and an output. Four 512-sample
   chunks at 16 kHz and four 256-sample chunks at 8 kHz are streamed (glowc
   compiles once: `run --stream input=CHUNKS --carry stateN=state`; ORT is
@@ -102,7 +103,7 @@ def run_ort(model, feeds, out):
         raise RuntimeError(r.stderr.strip())
 
 
-def stream(glowc, model, work, label, n, sr, states, args, tol):
+def stream(glowc, model, work, label, n, sr, states, args, tol, sr_opt="--input"):
     """Feeds 4 chunks in turn: glowc compiles once and streams them
     (`run --stream input=... --carry OUT=IN`), ORT is called per chunk with
     the previous chunk's state outputs (in_name, out_name, shape) fed back;
@@ -119,7 +120,7 @@ def stream(glowc, model, work, label, n, sr, states, args, tol):
     os.makedirs(gout, exist_ok=True)
     cmd = [glowc, "run", model, *args, "--output-dir", gout,
            "--stream", "input=" + os.path.join(work, "chunks.npy"),
-           "--input", "sr=" + os.path.join(work, "sr.npy")]
+           sr_opt, "sr=" + os.path.join(work, "sr.npy")]
     for name, out_name, _ in states:
         cmd += ["--input", f"{name}={cur[name]}", "--carry", f"{out_name}={name}"]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -330,6 +331,12 @@ def main():
                      [("state", "stateN", (2, 1, 128))], args, 1e-4)
         ok &= stream(glowc, v5, work, "silero_vad_v5 8 kHz", 256, 8000,
                      [("state", "stateN", (2, 1, 128))], args, 1e-4)
+        # sr at run time: the If on it is a region (a branch and its bodies in
+        # native code), and the 8 kHz branch, which 512-sample chunks do not
+        # fit, a trap.
+        for n, sr in ((512, 16000), (256, 8000)):
+            ok &= stream(glowc, v5, work, f"silero_vad_v5 {sr // 1000} kHz, sr at run time", n,
+                         sr, [("state", "stateN", (2, 1, 128))], args, 1e-4, "--late-input")
         legacy = os.path.join(vad, "dist", "silero_vad_legacy.onnx")
         ok &= stream(glowc, legacy, work, "silero_vad_legacy 16 kHz", 512, 16000,
                      [("h", "hn", (2, 1, 64)), ("c", "cn", (2, 1, 64))], args, 1e-4)
