@@ -220,7 +220,8 @@ LJ_INLINE void max_pool_2d(const int64_t *d, const LjQWin *w, void *const *ops, 
 LJ_INLINE void pool_planes(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, bool avg) {
     LjQWin w = qwin_of(d, lj_nres(d));
     if (!avg && w.ns == 2 && lj_nres(d) == 1) {
-        max_pool_2d(d, &w, ops, lo, hi);
+        if (!lj_qmax_pool_2d(d, &w, ops, lo, hi))
+            max_pool_2d(d, &w, ops, lo, hi);
         return;
     }
     for (int64_t pl = lo; pl < hi; pl++)

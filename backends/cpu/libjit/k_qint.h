@@ -36,6 +36,10 @@ typedef struct LjQWin {
     int64_t pad_begin[DESC_MAX_RANK], pad_end[DESC_MAX_RANK];
 } LjQWin;
 
+/* A 2-D max pool without indices of i8 or u8 planes [lo, hi), in vectors
+ * (k_qvec.c); false for shapes and kinds it leaves to the scalar loop. */
+bool lj_qmax_pool_2d(const int64_t *d, const LjQWin *w, void *const *ops, int64_t lo, int64_t hi);
+
 /* conv_integer (y; x, w, x_zp, w_zp) and qlinear_conv (y; x, x_scale,
  * x_zp, w, w_scale, w_zp, y_scale, y_zp, bias?) alike. */
 typedef struct LjQConv {
