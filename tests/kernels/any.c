@@ -1058,6 +1058,14 @@ static const int64_t qconv_shapes[][11] = {
     {1, 64, 6, 6, 9, 3, 3, 1, 1, 1, 1},   /* K = 576: long sums, a partial row block */
     {1, 2048, 1, 1, 20, 1, 1, 1, 0, 1, 1},/* a fully connected layer (the quantize pass's form) */
     {1, 3, 10, 0, 4, 3, 1, 1, 1, 1, 1},   /* 1-D: the plain kernel */
+    {1, 7, 6, 37, 7, 3, 3, 1, 1, 1, 7},   /* depthwise, rows wider than a vector, odd */
+    {1, 3, 9, 41, 3, 3, 3, 2, 1, 1, 3},   /* depthwise, stride 2, odd width */
+    {1, 3, 12, 23, 3, 5, 5, 3, 2, 1, 3},  /* depthwise 5x5, stride 3 */
+    {1, 2, 11, 19, 2, 3, 3, 1, 2, 2, 2},  /* depthwise, dilation 2 */
+    {2, 5, 8, 8, 5, 7, 7, 1, 3, 1, 5},    /* depthwise 7x7, two images */
+    {1, 13, 20, 20, 11, 3, 3, 1, 1, 1, 1},/* several tiles, odd channel counts */
+    {1, 300, 1, 1, 37, 1, 1, 1, 0, 1, 1}, /* fully connected, K and M odd */
+    {1, 64, 3, 3, 70, 1, 1, 1, 0, 1, 1},  /* pointwise on 9 positions */
 };
 
 /* x_scale, w_scale (per channel or not), y_scale so results spread over

@@ -19,12 +19,14 @@
  * channel per group) run plane by plane on a zero-padded i32 copy. Anything
  * else (3-D, u8 weights, wide sums) takes the plain kernel of k_qint.c. */
 #include "backends/cpu/libjit/k_qint.h"
+#include "backends/cpu/libjit/vec.h"
 
 #pragma STDC FP_CONTRACT OFF
 /* 64-byte vectors cross only into always-inline helpers (vec.h says why). */
 #pragma clang diagnostic ignored "-Wpsabi"
 
 enum { TILE = 64, VLANES = 16, NVEC = TILE / VLANES, MR = 4 };
+enum { DW_TAPS = 64 }; /* the depthwise kernel holds a plane's weights for this many taps */
 
 typedef int32_t v16i __attribute__((vector_size(64)));
 
@@ -41,7 +43,7 @@ LJ_INLINE QConvPlan plan_of(const int64_t *d, void *const *ops) {
     s.k4 = (s.k + 3) / 4;
     bool kinds = (g->ex == ELEM_I8 || g->ex == ELEM_U8) && (g->ey == ELEM_I8 || g->ey == ELEM_U8) &&
                  (lj_nops(d) != 10 || g->ebias == ELEM_I32) && g->ew == ELEM_I8;
-    s.depthwise = g->cg == 1 && g->mg == 1 && g->group > 1;
+    s.depthwise = g->cg == 1 && g->mg == 1 && g->group > 1 && g->ksize <= DW_TAPS;
     s.fast = kinds && g->win.ns == 2 && s.k * 255 * 255 < 2147483647LL;
     s.sh = g->ex == ELEM_I8 ? 128 : 0;
     s.tiles = (g->out_size + TILE - 1) / TILE;
@@ -290,26 +292,11 @@ dot_vnni(const uint8_t *xp, const int8_t *const *w, int64_t k,
 /* ---- one unit: a tile of positions, all (or half) the group's channels ------------ */
 
 /* Results yo .. yo + n of channel m from sums acc[t] + base - zsx *
- * sx[t] (sx read only when zsx is not 0): lj_qconv_store for i8 and u8, in
- * loops that vectorise. */
+ * sx[t] (sx read only when zsx is not 0): lj_qconv_store for i8 and u8. */
 LJ_INLINE void requant(const LjQConv *g, int64_t m, const int32_t *acc, int64_t zsx,
                        const int32_t *sx, int64_t base, int64_t yo, int64_t n) {
-    double mult = (double)lj_qconv_mult(g, m), yz = (double)g->yz;
-    if (g->ey == ELEM_I8) {
-        int8_t *out = (int8_t *)g->y + yo;
-        for (int64_t t = 0; t < n; t++) {
-            int64_t a = (int64_t)acc[t] + base - (zsx ? zsx * sx[t] : 0);
-            double q = nearbyint((double)a * mult) + yz;
-            out[t] = (int8_t)(q != q ? -128.0 : q < -128.0 ? -128.0 : q > 127.0 ? 127.0 : q);
-        }
-        return;
-    }
-    uint8_t *out = (uint8_t *)g->y + yo;
-    for (int64_t t = 0; t < n; t++) {
-        int64_t a = (int64_t)acc[t] + base - (zsx ? zsx * sx[t] : 0);
-        double q = nearbyint((double)a * mult) + yz;
-        out[t] = (uint8_t)(q != q ? 0.0 : q < 0.0 ? 0.0 : q > 255.0 ? 255.0 : q);
-    }
+    lj_qrequant_row(g->ey, (uint8_t *)g->y + yo, acc, sx, zsx, base, (double)lj_qconv_mult(g, m),
+                    (double)g->yz, n);
 }
 
 /* Row m's np results from its dot products: the shift and zero points
@@ -361,44 +348,86 @@ LJ_INLINE int64_t dw_padded(const LjQConv *g, int a) {
            g->win.dilation[a] * (g->win.kernel[a] - 1) + g->win.stride[a];
 }
 
+/* The padded plane, then one output row of sums; a vector may read
+ * 2 LJ_VL (stride 2) past the last row's last column. */
 LJ_INLINE size_t dw_bytes(const LjQConv *g) {
-    return (size_t)(dw_padded(g, 0) * dw_padded(g, 1) + g->out_size) * 4;
+    return (size_t)((dw_padded(g, 0) + 1) * dw_padded(g, 1) + 2 * LJ_VL * (g->win.stride[1] + 1) +
+                    g->odims[1] + LJ_VL) *
+           4;
 }
 
-/* Plane u (image x channel): (x - zx) zero-padded in i32, then each tap
- * adds its shifted plane times (w - zw) to the sums. */
-LJ_INLINE void dw_unit(const QConvPlan *s, int64_t u, int32_t *buf) {
+/* LJ_VL sums' inputs along a row at stride sw: stride 2 takes the even
+ * lanes of two vectors. */
+LJ_INLINE vi32 dw_load(const int32_t *p, int64_t sw) {
+    vi32 v;
+    if (sw == 1) {
+        __builtin_memcpy(&v, p, sizeof v);
+        return v;
+    }
+    if (sw == 2) {
+        vi32 b;
+        __builtin_memcpy(&v, p, sizeof v);
+        __builtin_memcpy(&b, p + LJ_VL, sizeof b);
+        return __builtin_shufflevector(v, b, LJ_LANES(LJ_EVEN_LANE, ));
+    }
+    for (int l = 0; l < LJ_VL; l++)
+        v[l] = p[l * sw];
+    return v;
+}
+
+/* Row y of the padded plane: x - zx, widened LJ_VL at a time. */
+LJ_INLINE void dw_fill_row(int ex, const void *x, int64_t n, int32_t zx, int32_t *out) {
+    int64_t t = 0;
+    if (ex == ELEM_I8)
+        for (; t + LJ_VL <= n; t += LJ_VL) {
+            int8_t __attribute__((vector_size(LJ_VL))) b;
+            __builtin_memcpy(&b, (const int8_t *)x + t, sizeof b);
+            vi32 v = __builtin_convertvector(b, vi32) - zx;
+            __builtin_memcpy(out + t, &v, sizeof v);
+        }
+    else
+        for (; t + LJ_VL <= n; t += LJ_VL) {
+            uint8_t __attribute__((vector_size(LJ_VL))) b;
+            __builtin_memcpy(&b, (const uint8_t *)x + t, sizeof b);
+            vi32 v = __builtin_convertvector(b, vi32) - zx;
+            __builtin_memcpy(out + t, &v, sizeof v);
+        }
+    for (; t < n; t++)
+        out[t] = (ex == ELEM_I8 ? ((const int8_t *)x)[t] : ((const uint8_t *)x)[t]) - zx;
+}
+
+/* Plane u (image x channel): (x - zx) zero-padded in i32, then each output
+ * row's sums LJ_VL positions at a time over the taps, in registers, and
+ * requantized. */
+LJ_VECTOR_FN static void dw_unit(const QConvPlan *s, int64_t u, int32_t *buf) {
     const LjQConv *g = &s->g;
     int64_t c = u % g->cin, hp = dw_padded(g, 0), wp = dw_padded(g, 1);
     int64_t oh = g->odims[0], ow = g->odims[1], sh = g->win.stride[0], sw = g->win.stride[1];
-    int32_t *xp = buf, *acc = buf + hp * wp;
-    for (int64_t i = 0; i < hp * wp; i++)
-        xp[i] = 0;
-    int64_t base = u * g->in_size;
-    for (int64_t y = 0; y < g->idims[0]; y++)
-        for (int64_t x = 0; x < g->idims[1]; x++)
-            xp[(y + g->win.pad_begin[0]) * wp + x + g->win.pad_begin[1]] =
-                (int32_t)(lj_ld_i64(g->ex, g->x, base + y * g->idims[1] + x) - g->zx);
-    for (int64_t i = 0; i < g->out_size; i++)
-        acc[i] = 0;
+    int64_t kh = g->win.kernel[0], kw = g->win.kernel[1], dh = g->win.dilation[0], dwl = g->win.dilation[1];
+    int32_t *xp = buf, *acc = buf + (hp + 1) * wp + 2 * LJ_VL * (sw + 1);
+    __builtin_memset(xp, 0, (size_t)(acc - xp) * 4);
+    int64_t ih = g->idims[0], iw = g->idims[1];
+    for (int64_t y = 0; y < ih; y++) /* x is i8 or u8: one byte each */
+        dw_fill_row(g->ex, (const uint8_t *)g->x + u * g->in_size + y * iw, iw, (int32_t)g->zx,
+                    xp + (y + g->win.pad_begin[0]) * wp + g->win.pad_begin[1]);
     int64_t zw = g->zw_per_m ? lj_ld_i64(g->ezw, g->zw, c) : g->zw0;
-    for (int64_t i = 0; i < g->win.kernel[0]; i++)
-        for (int64_t j = 0; j < g->win.kernel[1]; j++) {
-            int32_t wv = (int32_t)(lj_ld_i64(g->ew, g->w, c * g->ksize + i * g->win.kernel[1] + j) - zw);
-            const int32_t *src = xp + i * g->win.dilation[0] * wp + j * g->win.dilation[1];
-            for (int64_t y = 0; y < oh; y++) {
-                const int32_t *row = src + y * sh * wp;
-                int32_t *out = acc + y * ow;
-                if (sw == 1)
-                    for (int64_t x = 0; x < ow; x++)
-                        out[x] += row[x] * wv;
-                else
-                    for (int64_t x = 0; x < ow; x++)
-                        out[x] += row[x * sw] * wv;
-            }
-        }
+    int32_t wv[DW_TAPS];
+    for (int64_t t = 0; t < kh * kw; t++)
+        wv[t] = (int32_t)(lj_ld_i64(g->ew, g->w, c * g->ksize + t) - zw);
     int64_t bias = g->bias ? lj_ld_i64(g->ebias, g->bias, c) : 0;
-    requant(g, c, acc, 0, acc, bias, u * g->out_size, g->out_size);
+    double mult = (double)lj_qconv_mult(g, c), yz = (double)g->yz;
+    for (int64_t y = 0; y < oh; y++) {
+        const int32_t *row = xp + y * sh * wp;
+        for (int64_t x0 = 0; x0 < ow; x0 += LJ_VL) {
+            vi32 a = (vi32){0};
+            for (int64_t i = 0; i < kh; i++)
+                for (int64_t j = 0; j < kw; j++)
+                    a += dw_load(row + i * dh * wp + x0 * sw + j * dwl, sw) * wv[i * kw + j];
+            __builtin_memcpy(acc + x0, &a, sizeof a);
+        }
+        lj_qrequant_row(g->ey, (uint8_t *)g->y + u * g->out_size + y * ow, acc, acc, 0, bias, mult,
+                        yz, ow);
+    }
 }
 
 /* ---- entry points ---------------------------------------------------------------------- */

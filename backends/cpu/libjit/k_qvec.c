@@ -360,3 +360,35 @@ bool lj_qmax_pool_2d(const int64_t *d, const LjQWin *w, void *const *ops, int64_
             }
     return true;
 }
+
+/* ---- the convolutions' requantizing store ------------------------------------- */
+
+/* The sums are exact integers below 2^53 in double, so (double)acc + base
+ * - zsx sx is the scalar's integer a, and a * mult the same product. */
+LJ_INLINE void qv_requant_body(int ey, void *y, const int32_t *acc, const int32_t *sx, int64_t zsx,
+                               int64_t base, double mult, double yz, int64_t n) {
+    int64_t t = 0;
+    for (; t + LJ_VL <= n; t += LJ_VL) {
+        vi32 a;
+        __builtin_memcpy(&a, acc + t, sizeof a);
+        vq64 v = __builtin_convertvector(a, vq64) + (double)base;
+        if (zsx) {
+            vi32 s;
+            __builtin_memcpy(&s, sx + t, sizeof s);
+            v = v - __builtin_convertvector(s, vq64) * (double)zsx;
+        }
+        qv_store(ey, y, t, qv_saturate(ey, v * mult, yz));
+    }
+    for (; t < n; t++) {
+        int64_t a = (int64_t)acc[t] + base - (zsx ? zsx * sx[t] : 0);
+        lj_store_q(ey, y, t, (double)a * mult, (int64_t)yz);
+    }
+}
+
+LJ_VECTOR_FN void lj_qrequant_row(int ey, void *y, const int32_t *acc, const int32_t *sx,
+                                  int64_t zsx, int64_t base, double mult, double yz, int64_t n) {
+    if (ey == ELEM_I8)
+        qv_requant_body(ELEM_I8, y, acc, sx, zsx, base, mult, yz, n);
+    else
+        qv_requant_body(ELEM_U8, y, acc, sx, zsx, base, mult, yz, n);
+}
