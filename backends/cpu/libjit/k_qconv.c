@@ -311,7 +311,29 @@ LJ_INLINE void store_row(const QConvPlan *s, int64_t nb, int64_t m, int64_t p0, 
             (nb * g->cout + m) * g->out_size + p0, np);
 }
 
-LJ_INLINE void gemm_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *xp, int32_t *sx) {
+/* Weight row m's sum, computed on first use in a call and kept in sums
+ * (INT32_MIN: not yet; a sum of K i8 is above -2^31 as K * 255 * 255 is). */
+LJ_INLINE int32_t weight_sum(const QConvPlan *s, int32_t *sums, int64_t m) {
+    if (sums[m] != INT32_MIN)
+        return sums[m];
+    const int8_t *w = (const int8_t *)s->g.w + m * s->k;
+    vi32 acc = (vi32){0};
+    int64_t j = 0;
+    for (; j + LJ_VL <= s->k; j += LJ_VL) {
+        int8_t __attribute__((vector_size(LJ_VL))) b;
+        __builtin_memcpy(&b, w + j, sizeof b);
+        acc += __builtin_convertvector(b, vi32);
+    }
+    int32_t t = 0;
+    for (int l = 0; l < LJ_VL; l++)
+        t += acc[l];
+    for (; j < s->k; j++)
+        t += w[j];
+    return sums[m] = t;
+}
+
+LJ_INLINE void gemm_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *xp, int32_t *sx,
+                         int32_t *sums) {
     const LjQConv *g = &s->g;
     int64_t half = u % s->msplit, tile = u / s->msplit % s->tiles;
     int64_t gr = u / (s->msplit * s->tiles) % g->group, nb = u / (s->msplit * s->tiles * g->group);
@@ -325,9 +347,7 @@ LJ_INLINE void gemm_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *xp, 
         for (int r = 0; r < MR; r++) {
             int64_t m = gr * g->mg + (m0 + r < mhi ? m0 + r : m0);
             w[r] = wbase + m * s->k;
-            sw[r] = 0;
-            for (int64_t j = 0; j < s->k; j++)
-                sw[r] += w[r][j];
+            sw[r] = weight_sum(s, sums, m);
         }
         v16i acc[MR][NVEC];
 #if defined(__x86_64__)
@@ -438,7 +458,7 @@ LJ_INLINE int64_t qconv_scratch(const int64_t *d, int slot) {
         return 0;
     if (s.depthwise)
         return (int64_t)dw_bytes(&s.g);
-    return s.k4 * TILE * 4 + TILE * 4;
+    return s.k4 * TILE * 4 + TILE * 4 + s.g.cout * 4;
 }
 
 LJ_INLINE void qconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, LjScratch *sc,
@@ -454,11 +474,14 @@ LJ_INLINE void qconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
                                 hi * s.g.batch * s.g.cout / plan_units(&s), sc);
         return;
     }
+    int32_t *sx = (int32_t *)((uint8_t *)buf + s.k4 * TILE * 4), *sums = sx + TILE;
+    for (int64_t m = 0; m < s.g.cout && !s.depthwise; m++)
+        sums[m] = INT32_MIN;
     for (int64_t u = lo; u < hi; u++) {
         if (s.depthwise)
             dw_unit(&s, u, buf);
         else
-            gemm_unit(&s, u, vnni, buf, (int32_t *)((uint8_t *)buf + s.k4 * TILE * 4));
+            gemm_unit(&s, u, vnni, buf, sx, sums);
     }
     lj_scratch_put(sc, buf);
 }
