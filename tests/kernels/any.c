@@ -934,6 +934,35 @@ static bool qclips(uint64_t *s, int *ran) {
     return true;
 }
 
+/* quantize_linear of f32 by one scale (operand 2) to i8/u8: a scale that
+ * makes ties (1/4) or one from the random fill (NaN, 0, negative too). */
+static void quantize_fix(AnyCase *c, uint64_t seed) {
+    uint64_t s = seed * 17 + 3;
+    int64_t r = rnd(&s, 0, 2);
+    if (r < 2)
+        qset_f64(c, 2, 0, r ? 0.25 : (double)rnd(&s, 1, 64) / 1024);
+}
+
+static bool qquantizes(uint64_t *s, int *ran) {
+    for (int e = 0; e < 2; e++)
+        for (int i = 0; i < 8; i++) {
+            int64_t dims[2] = {rnd(s, 1, 3), i % 3 ? rnd(s, 1, 300) : rnd(s, 30000, 70000)}, one[1] = {1};
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_QUANTIZE_LINEAR, 1);
+            desc_operand_elem(&c.d, qkinds[e], 2, dims);
+            desc_operand_elem(&c.d, ELEM_F32, 2, dims);
+            desc_operand_elem(&c.d, ELEM_F32, 0, one);
+            desc_operand_elem(&c.d, qkinds[e], 0, one);
+            KernelFn fn[] = {e ? libjit_quantize_linear_u8 : libjit_quantize_linear_i8};
+            WorkFn wk[] = {e ? libjit_quantize_linear_u8_work : libjit_quantize_linear_i8_work};
+            char what[64];
+            snprintf(what, sizeof what, "quantize_linear f32 -> %s", elem_name(qkinds[e]));
+            if (!qrun(&c, what, quantize_fix, fn, wk, 1, ran, *s + (uint64_t)i))
+                return false;
+        }
+    return true;
+}
+
 /* 2-D max pools of i8/u8 on planes wider than a vector and than one block
  * of the vector kernel (512 columns). */
 static bool qmax_pools_wide(uint64_t *s, int *ran) {
@@ -1247,7 +1276,7 @@ static bool qmatmuls(uint64_t *s, int *ran) {
 int any_qint_cases(uint64_t seed) {
     uint64_t s = seed;
     int ran = 0;
-    bool ok = qelementwise(&s, &ran) && qclips(&s, &ran) && qpools(&s, &ran) &&
+    bool ok = qelementwise(&s, &ran) && qclips(&s, &ran) && qquantizes(&s, &ran) && qpools(&s, &ran) &&
               qmax_pools_wide(&s, &ran) && qconvs(&s, &ran) && qmatmuls(&s, &ran);
     return ok ? ran : -1;
 }

@@ -392,3 +392,58 @@ LJ_VECTOR_FN void lj_qrequant_row(int ey, void *y, const int32_t *acc, const int
     else
         qv_requant_body(ELEM_U8, y, acc, sx, zsx, base, mult, yz, n);
 }
+
+/* ---- quantize_linear of f32 by one scale --------------------------------------- */
+
+/* The interpreter divides f32 by f32 and rounds the f32 quotient half to
+ * even, then adds the zero point in double and saturates. The rounded
+ * quotient plus the zero point is exact in f32 below 2^24 and saturates
+ * either way above, so f32 lanes give the same bytes. */
+LJ_INLINE void qv_quantize_body(int ey, const float *x, void *y, float s, float zp, int64_t n) {
+    float lo = ey == ELEM_I8 ? -128.0f : 0.0f, hi = ey == ELEM_I8 ? 127.0f : 255.0f;
+    int64_t t = 0;
+    for (; t + LJ_VL <= n; t += LJ_VL) {
+        vf32 q = __builtin_elementwise_roundeven(lj_load(x + t) / s) + zp;
+        vf32 c = lj_select(q > hi, lj_splat(hi), q);
+        c = lj_select(q < lo, lj_splat(lo), c);
+        c = lj_select(q != q, lj_splat(lo), c);
+        qv_store(ey, y, t, __builtin_convertvector(c, vi32));
+    }
+    for (; t < n; t++)
+        lj_store_q(ey, y, t, (double)(x[t] / s), (int64_t)zp);
+}
+
+LJ_VECTOR_FN static void qv_quantize_span(int ey, const float *x, void *y, float s, float zp,
+                                          int64_t n) {
+    if (ey == ELEM_I8)
+        qv_quantize_body(ELEM_I8, x, y, s, zp, n);
+    else
+        qv_quantize_body(ELEM_U8, x, y, s, zp, n);
+}
+
+LJ_INLINE void qv_quantize(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                           LjScratch *sc) {
+    int64_t i, end, w = libjit_quantize_linear_any_work(d);
+    qv_range(d, w, lo, hi, &i, &end);
+    bool one = lj_numel(d, 2) <= 1 && lj_rank(d, 2) <= 1;
+    if (!one || lj_elem(d, 1) != ELEM_F32 || lj_elem(d, 2) != ELEM_F32 ||
+        !qv_byte_kind(lj_elem(d, 0)) || lj_elem(d, 3) != lj_elem(d, 0)) {
+        libjit_quantize_linear_any(d, ops, lo, hi, sc);
+        return;
+    }
+    int ey = lj_elem(d, 0);
+    float zp = ey == ELEM_I8 ? (float)*(const int8_t *)ops[3] : (float)*(const uint8_t *)ops[3];
+    qv_quantize_span(ey, (const float *)ops[1] + i, (uint8_t *)ops[0] + i, *(const float *)ops[2], zp,
+                     end - i);
+}
+
+#define QV_QUANTIZE_KERNEL(E)                                                                      \
+    LIBJIT_WORK libjit_quantize_linear_##E##_work(const int64_t *d) {                              \
+        return libjit_quantize_linear_any_work(d);                                                 \
+    }                                                                                              \
+    LIBJIT_KERNEL libjit_quantize_linear_##E(const int64_t *d, void *const *ops, int64_t lo,       \
+                                             int64_t hi, LjScratch *sc) {                          \
+        qv_quantize(d, ops, lo, hi, sc);                                                           \
+    }
+QV_QUANTIZE_KERNEL(i8)
+QV_QUANTIZE_KERNEL(u8)
