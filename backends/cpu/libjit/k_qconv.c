@@ -332,6 +332,64 @@ LJ_INLINE int32_t weight_sum(const QConvPlan *s, int32_t *sums, int64_t m) {
     return sums[m] = t;
 }
 
+/* ---- one position: a dot product per row ------------------------------------------ */
+
+/* Row w's K bytes against x's (both read 64 at a time; x is zero beyond
+ * K, and w's last part is copied so nothing past the row is read). */
+#define ROW_DOT_BODY(STEP)                                                                         \
+    v16i acc = (v16i){0}, xv, wv;                                                                  \
+    int64_t j = 0;                                                                                 \
+    for (; j + 64 <= k; j += 64) {                                                                 \
+        __builtin_memcpy(&xv, x + j, 64);                                                          \
+        __builtin_memcpy(&wv, w + j, 64);                                                          \
+        acc = STEP(acc, xv, wv);                                                                   \
+    }                                                                                              \
+    if (j < k) {                                                                                   \
+        int8_t t[64] = {0};                                                                        \
+        __builtin_memcpy(t, w + j, (size_t)(k - j));                                               \
+        __builtin_memcpy(&xv, x + j, 64);                                                          \
+        __builtin_memcpy(&wv, t, 64);                                                              \
+        acc = STEP(acc, xv, wv);                                                                   \
+    }                                                                                              \
+    int32_t sum = 0;                                                                               \
+    for (int l = 0; l < VLANES; l++)                                                               \
+        sum += acc[l];                                                                             \
+    return sum;
+
+LJ_INLINE int32_t row_dot_plain(const uint8_t *x, const int8_t *w, int64_t k) {
+    ROW_DOT_BODY(dot4_plain)
+}
+
+#if defined(__x86_64__)
+static __attribute__((target("avx512f,avx512bw,avx512vnni,evex512"), min_vector_width(512))) int32_t
+row_dot_vnni(const uint8_t *x, const int8_t *w, int64_t k) {
+    ROW_DOT_BODY(DOT4_VNNI)
+}
+#endif
+
+/* A tile of one position (a fully connected layer): the packed bytes
+ * (lane 0 of each group of four k) gathered to the front of xp, zero up to
+ * a multiple of 64, then each row's dot product. */
+LJ_INLINE void gemv_rows(const QConvPlan *s, int64_t nb, int64_t gr, int64_t mlo, int64_t mhi,
+                         bool vnni, uint8_t *xp, int32_t *sx, int32_t *sums) {
+    const LjQConv *g = &s->g;
+    for (int64_t q = 0; q < s->k4; q++)
+        __builtin_memmove(xp + 4 * q, xp + q * TILE * 4, 4);
+    for (int64_t j = 4 * s->k4; j % 64; j++)
+        xp[j] = 0;
+    for (int64_t m = gr * g->mg + mlo; m < gr * g->mg + mhi; m++) {
+        const int8_t *w = (const int8_t *)g->w + m * s->k;
+        v16i dot = (v16i){0};
+#if defined(__x86_64__)
+        if (vnni)
+            dot[0] = row_dot_vnni(xp, w, s->k);
+        else
+#endif
+            dot[0] = row_dot_plain(xp, w, s->k);
+        store_row(s, nb, m, 0, 1, &dot, sx, weight_sum(s, sums, m));
+    }
+}
+
 LJ_INLINE void gemm_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *xp, int32_t *sx,
                          int32_t *sums) {
     const LjQConv *g = &s->g;
@@ -340,6 +398,10 @@ LJ_INLINE void gemm_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *xp, 
     int64_t p0 = tile * TILE, np = g->out_size - p0 < TILE ? g->out_size - p0 : TILE;
     int64_t mlo = half * (g->mg / s->msplit), mhi = half + 1 == s->msplit ? g->mg : mlo + g->mg / s->msplit;
     pack_tile(s, nb, gr, p0, xp, sx);
+    if (g->out_size == 1) {
+        gemv_rows(s, nb, gr, mlo, mhi, vnni, xp, sx, sums);
+        return;
+    }
     const int8_t *wbase = g->w;
     for (int64_t m0 = mlo; m0 < mhi; m0 += MR) {
         const int8_t *w[MR];
