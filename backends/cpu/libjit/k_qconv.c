@@ -135,18 +135,40 @@ LJ_INLINE void fill_row(const QConvPlan *s, const Segs *sg, const uint8_t *plane
             continue;
         }
         const uint8_t *in = plane + y * iw;
-        /* u in [lo, hi) reads inside the row: 0 <= x0 + u * sw < iw */
-        int64_t lo = x0 >= 0 ? 0 : (-x0 + sw - 1) / sw;
-        int64_t hi = x0 >= iw ? 0 : (iw - x0 + sw - 1) / sw;
+        /* u in [lo, hi) reads inside the row: 0 <= x0 + u * sw < iw (no
+         * division at stride 1, called K times per tile) */
+        int64_t lo = x0 >= 0 ? 0 : sw == 1 ? -x0 : (-x0 + sw - 1) / sw;
+        int64_t hi = x0 >= iw ? 0 : sw == 1 ? iw - x0 : (iw - x0 + sw - 1) / sw;
         lo = lo < run ? lo : run;
         hi = hi < run ? hi : run;
         hi = hi > lo ? hi : lo;
         for (int64_t u = 0; u < lo; u++)
             out[u] = pad;
-        if (sw == 1)
-            for (int64_t u = lo; u < hi; u++)
+        if (sw == 1) { /* 16 bytes at a time, the last 16 overlapping (the loop
+                          * vectorisers leave this one scalar) */
+            int64_t u = lo;
+            for (; u + 16 <= hi; u += 16) {
+                uint8_t __attribute__((vector_size(16))) v;
+                __builtin_memcpy(&v, in + x0 + u, 16);
+                v ^= shift;
+                __builtin_memcpy(out + u, &v, 16);
+            }
+            if (u < hi && hi - lo >= 16) {
+                uint8_t __attribute__((vector_size(16))) v;
+                __builtin_memcpy(&v, in + x0 + hi - 16, 16);
+                v ^= shift;
+                __builtin_memcpy(out + hi - 16, &v, 16);
+                u = hi;
+            }
+            for (; u + 8 <= hi; u += 8) {
+                uint64_t v;
+                __builtin_memcpy(&v, in + x0 + u, 8);
+                v ^= shift * 0x0101010101010101ull;
+                __builtin_memcpy(out + u, &v, 8);
+            }
+            for (; u < hi; u++)
                 out[u] = (uint8_t)(in[x0 + u] ^ shift);
-        else
+        } else
             for (int64_t u = lo; u < hi; u++)
                 out[u] = (uint8_t)(in[x0 + u * sw] ^ shift);
         for (int64_t u = hi; u < run; u++)
