@@ -67,6 +67,30 @@ LJ_INLINE int64_t plan_units(const QConvPlan *s) {
  * shifted activations (padding: zx + sh; k beyond K: 0), and their sums. */
 /* A 1x1 convolution of stride 1 and no padding over a whole tile: the
  * tile is TILE consecutive bytes of each channel, interleaved by four. */
+/* Four rows of TILE bytes (each xor shift) as TILE 32-bit lanes, row j in
+ * byte j, sixteen lanes at a time; the lanes' byte sums added to sx when
+ * the store needs them (weights with a zero point). */
+LJ_INLINE void interleave4(const uint8_t *const *r, uint8_t shift, uint8_t *lane, int32_t *sx,
+                           bool sums) {
+    typedef uint8_t v16b __attribute__((vector_size(VLANES)));
+    for (int64_t t = 0; t < TILE; t += VLANES) {
+        v16i b[4];
+        for (int j = 0; j < 4; j++) {
+            v16b v;
+            __builtin_memcpy(&v, r[j] + t, sizeof v);
+            b[j] = __builtin_convertvector(v ^ shift, v16i);
+        }
+        v16i v = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
+        __builtin_memcpy(lane + 4 * t, &v, sizeof v);
+        if (sums) {
+            v16i a;
+            __builtin_memcpy(&a, sx + t, sizeof a);
+            a += b[0] + b[1] + b[2] + b[3];
+            __builtin_memcpy(sx + t, &a, sizeof a);
+        }
+    }
+}
+
 LJ_INLINE void pack_pointwise(const QConvPlan *s, const uint8_t *x, uint8_t *xp, int32_t *sx) {
     const LjQConv *g = &s->g;
     uint8_t shift = (uint8_t)s->sh;
@@ -76,13 +100,7 @@ LJ_INLINE void pack_pointwise(const QConvPlan *s, const uint8_t *x, uint8_t *xp,
             r[j] = q * 4 + j < s->k ? x + (q * 4 + j) * g->in_size : 0;
         uint32_t *lane = (uint32_t *)(xp + q * TILE * 4);
         if (q * 4 + 4 <= s->k) {
-            for (int64_t t = 0; t < TILE; t++) {
-                uint32_t b0 = (uint8_t)(r[0][t] ^ shift), b1 = (uint8_t)(r[1][t] ^ shift);
-                uint32_t b2 = (uint8_t)(r[2][t] ^ shift), b3 = (uint8_t)(r[3][t] ^ shift);
-                uint32_t v = b0 | b1 << 8 | b2 << 16 | b3 << 24;
-                __builtin_memcpy(&lane[t], &v, 4);
-                sx[t] += (int32_t)(b0 + b1 + b2 + b3);
-            }
+            interleave4(r, shift, (uint8_t *)lane, sx, s->any_zw);
             continue;
         }
         for (int64_t t = 0; t < TILE; t++) {
@@ -212,13 +230,8 @@ LJ_INLINE void pack_tile(const QConvPlan *s, int64_t nb, int64_t gr, int64_t p0,
                 }
             }
         }
-        uint32_t *lane = (uint32_t *)(xp + q * TILE * 4);
-        for (int64_t t = 0; t < TILE; t++) {
-            uint32_t b0 = rows[0][t], b1 = rows[1][t], b2 = rows[2][t], b3 = rows[3][t];
-            uint32_t v = b0 | b1 << 8 | b2 << 16 | b3 << 24;
-            __builtin_memcpy(&lane[t], &v, 4);
-            sx[t] += (int32_t)(b0 + b1 + b2 + b3);
-        }
+        const uint8_t *r[4] = {rows[0], rows[1], rows[2], rows[3]};
+        interleave4(r, 0, xp + q * TILE * 4, sx, s->any_zw);
     }
 }
 
