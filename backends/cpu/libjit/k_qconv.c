@@ -465,11 +465,12 @@ LJ_INLINE int64_t dw_padded(const LjQConv *g, int a) {
            g->win.dilation[a] * (g->win.kernel[a] - 1) + g->win.stride[a];
 }
 
-/* The padded plane, then one output row of sums; a vector may read
+/* The padded plane, then the output plane's sums (a row's last vector
+ * spills into the next row's, which overwrites it); a vector may read
  * 2 LJ_VL (stride 2) past the last row's last column. */
 LJ_INLINE size_t dw_bytes(const LjQConv *g) {
     return (size_t)((dw_padded(g, 0) + 1) * dw_padded(g, 1) + 2 * LJ_VL * (g->win.stride[1] + 1) +
-                    g->odims[1] + LJ_VL) *
+                    g->out_size + LJ_VL) *
            4;
 }
 
@@ -514,8 +515,8 @@ LJ_INLINE void dw_fill_row(int ex, const void *x, int64_t n, int32_t zx, int32_t
 }
 
 /* Plane u (image x channel): (x - zx) zero-padded in i32, then each output
- * row's sums LJ_VL positions at a time over the taps, in registers, and
- * requantized. */
+ * row's sums LJ_VL positions at a time over the taps, in registers; then
+ * the plane requantized. */
 LJ_VECTOR_FN static void dw_unit(const QConvPlan *s, int64_t u, int32_t *buf) {
     const LjQConv *g = &s->g;
     int64_t c = u % g->cin, hp = dw_padded(g, 0), wp = dw_padded(g, 1);
@@ -540,11 +541,12 @@ LJ_VECTOR_FN static void dw_unit(const QConvPlan *s, int64_t u, int32_t *buf) {
             for (int64_t i = 0; i < kh; i++)
                 for (int64_t j = 0; j < kw; j++)
                     a += dw_load(row + i * dh * wp + x0 * sw + j * dwl, sw) * wv[i * kw + j];
-            __builtin_memcpy(acc + x0, &a, sizeof a);
+            __builtin_memcpy(acc + y * ow + x0, &a, sizeof a);
         }
-        lj_qrequant_row(g->ey, (uint8_t *)g->y + u * g->out_size + y * ow, acc, acc, 0, bias, mult,
-                        yz, ow);
     }
+    /* the whole plane at once: small planes (7x7) fill vectors too */
+    lj_qrequant_row(g->ey, (uint8_t *)g->y + u * g->out_size, acc, acc, 0, bias, mult, yz,
+                    g->out_size);
 }
 
 /* ---- entry points ---------------------------------------------------------------------- */
