@@ -435,6 +435,23 @@ int *graph_use_counts(Function *f, Arena *a) {
     return counts;
 }
 
+Node *graph_only_user(Function *f, const Node *n) {
+    for (int i = 0; i < f->noutputs; i++)
+        if (f->outputs[i]->def == n)
+            return NULL;
+    Node *user = NULL;
+    for (Node *m = f->first; m; m = m->next) {
+        for (int i = 0; i < m->nops; i++) {
+            if (!m->ops[i] || m->ops[i]->def != n)
+                continue;
+            if (user && user != m)
+                return NULL;
+            user = m;
+        }
+    }
+    return user;
+}
+
 Node *graph_find_id(Function *f, int id) {
     for (int i = 0; i < f->nparams; i++)
         if (f->params[i]->id == id)

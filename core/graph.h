@@ -172,6 +172,9 @@ void graph_remove_node(Function *f, Node *n);
 int graph_replace_uses(Function *f, const Value *from, Value *to);
 /* Users of each node's results: counts[id] (array of f->next_id ints, from `a`). */
 int *graph_use_counts(Function *f, Arena *a);
+/* The one node that reads n's results (however many times), or NULL when
+ * none, several, or a result is a graph output. */
+Node *graph_only_user(Function *f, const Node *n);
 /* The node with this id (param, constant or compute), or NULL. */
 Node *graph_find_id(Function *f, int id);
 Node *graph_find_name(Function *f, const char *name);

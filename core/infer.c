@@ -1905,6 +1905,50 @@ static bool infer_qbinary(Node *n, DiagList *d) {
     return true;
 }
 
+static bool infer_gradient(Node *n, DiagList *d) {
+    if (n->nres != n->nops - 1) {
+        node_error(d, n, "%d results for %d values to differentiate by", n->nres, n->nops - 1);
+        return false;
+    }
+    for (int i = 0; i < n->nops; i++) {
+        if (!elem_is_float(op_type(n, i)->elem)) {
+            char a[TYPE_STR_MAX];
+            node_error(d, n, "operand %d has type %s, not a float tensor", i,
+                       tstr(op_type(n, i), a));
+            return false;
+        }
+    }
+    for (int i = 1; i < n->nops; i++)
+        n->res[i - 1].type = *op_type(n, i);
+    return true;
+}
+
+static bool infer_qlookup(Node *n, DiagList *d) {
+    const Type *x = op_type(n, 0), *t = op_type(n, 1);
+    Type *r = &n->res[0].type;
+    char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+    if (!need_quantized(n, d, 0, x) || !need_quantized(n, d, -1, r))
+        return false;
+    if (x->elem != ELEM_I8 && x->elem != ELEM_U8) {
+        node_error(d, n, "operand 0 has type %s, not i8 or u8", tstr(x, a));
+        return false;
+    }
+    if (t->rank != 1 || t->dims[0] != 256 || (t->elem != ELEM_I8 && t->elem != ELEM_U8)) {
+        node_error(d, n, "the table has type %s, not i8<256> or u8<256>", tstr(t, a));
+        return false;
+    }
+    if (r->elem != t->elem) {
+        node_error(d, n, "result %s is not of the table's kind (%s)", tstr(r, a), tstr(t, b));
+        return false;
+    }
+    ElemKind elem = r->elem;
+    Type declared = *r;
+    *r = *x;
+    r->elem = elem;
+    type_copy_quant(r, &declared);
+    return true;
+}
+
 static bool infer_qpool(Node *n, DiagList *d) {
     ElemKind declared = n->res[0].type.elem;
     if (!need_quantized(n, d, 0, op_type(n, 0)) || !need_quantized(n, d, -1, &n->res[0].type))

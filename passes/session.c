@@ -364,15 +364,21 @@ static void prepend_pass(char ***names, int *n, const char *pass) {
     (*n)++;
 }
 
+/* The imported graph holds a node of kind k. */
+static bool imported_has(const Session *s, NodeKind k) {
+    if (s->nsteps < 1 || !s->steps[0].graph)
+        return false;
+    for (const Node *n = s->steps[0].graph->main->first; n; n = n->next)
+        if (n->kind == k)
+            return true;
+    return false;
+}
+
 /* An imported ONNX model in QDQ form: a dequantize_linear somewhere. */
 static bool imported_qdq(const Session *s) {
     size_t len = s->path ? strlen(s->path) : 0;
-    if (s->nsteps < 1 || !s->steps[0].graph || len < 5 || strcmp(s->path + len - 5, ".onnx"))
-        return false;
-    for (const Node *n = s->steps[0].graph->main->first; n; n = n->next)
-        if (n->kind == NK_DEQUANTIZE_LINEAR)
-            return true;
-    return false;
+    return len >= 5 && !strcmp(s->path + len - 5, ".onnx") &&
+           imported_has(s, NK_DEQUANTIZE_LINEAR);
 }
 
 bool session_set_pipeline(Session *s, const char *spec) {
@@ -401,6 +407,9 @@ bool session_set_pipeline(Session *s, const char *spec) {
      * the imported graph's values. */
     if (s->opt.train && !s->from_lir)
         prepend_pass(&names, &n, "differentiate");
+    /* ONNX's Gradient nodes are written out first, whatever the level. */
+    if (named && !s->from_lir && imported_has(s, NK_GRADIENT))
+        prepend_pass(&names, &n, "gradients");
     if (s->opt.quant && !s->from_lir)
         prepend_pass(&names, &n, "quantize");
     else if (named && !s->from_lir && imported_qdq(s))

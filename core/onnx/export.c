@@ -6,7 +6,41 @@
 #include <string.h>
 
 #include "core/file.h"
-#include "onnx/onnx.pb-c.h"
+#include "core/onnx/import.h"
+
+Onnx__ModelProto *onnx_model_read(const char *src, DiagList *d) {
+    size_t len;
+    uint8_t *buf = (uint8_t *)file_read_all(src, &len, d);
+    if (!buf)
+        return NULL;
+    bool shallow = pb_depth_ok(&onnx__model_proto__descriptor, buf, len, 0);
+    Onnx__ModelProto *mp = shallow ? onnx__model_proto__unpack(NULL, len, buf) : NULL;
+    free(buf); /* unpack copies what it keeps */
+    if (!mp || !mp->graph) {
+        diag_error(d, src, "not a valid ONNX model (%s)",
+                   !shallow ? "messages nested more than 64 deep"
+                   : mp     ? "it has no graph"
+                            : "truncated or corrupted protobuf");
+        if (mp)
+            onnx__model_proto__free_unpacked(mp, NULL);
+        return NULL;
+    }
+    return mp;
+}
+
+bool onnx_model_write(const Onnx__ModelProto *mp, const char *dst, DiagList *d) {
+    size_t size = onnx__model_proto__get_packed_size(mp);
+    uint8_t *out = malloc(size ? size : 1);
+    if (!out) {
+        diag_error(d, dst, "out of memory packing the model (%zu bytes)", size);
+        return false;
+    }
+    onnx__model_proto__pack(mp, out);
+    FileOut f = {dst, out, size};
+    bool ok = file_write_all(&f, 1, d);
+    free(out);
+    return ok;
+}
 
 static bool same_shape(const Onnx__TensorProto *tp, const Tensor *t) {
     if ((int)tp->n_dims != t->type.rank)
@@ -31,18 +65,9 @@ static void replace_data(Onnx__TensorProto *tp, const Tensor *t) {
 
 bool onnx_write_with_weights(const char *src, const char *dst, int n, const char *const *names,
                              const Tensor *const *values, DiagList *d) {
-    size_t len;
-    uint8_t *buf = (uint8_t *)file_read_all(src, &len, d);
-    if (!buf)
+    Onnx__ModelProto *mp = onnx_model_read(src, d);
+    if (!mp)
         return false;
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
-    if (!mp || !mp->graph) {
-        diag_error(d, NULL, "%s: not a valid ONNX model", src);
-        if (mp)
-            onnx__model_proto__free_unpacked(mp, NULL);
-        free(buf);
-        return false;
-    }
     /* Restore each proto's own pointers before freeing: protobuf-c frees
      * what unpack allocated, and the replaced bytes are the caller's. */
     Onnx__GraphProto *g = mp->graph;
@@ -70,20 +95,13 @@ bool onnx_write_with_weights(const char *src, const char *dst, int n, const char
         touched[k] = true;
         replace_data(g->initializer[k], values[i]);
     }
-    if (ok) {
-        size_t size = onnx__model_proto__get_packed_size(mp);
-        uint8_t *out = malloc(size ? size : 1);
-        onnx__model_proto__pack(mp, out);
-        FileOut f = {dst, out, size};
-        ok = file_write_all(&f, 1, d);
-        free(out);
-    }
+    if (ok)
+        ok = onnx_model_write(mp, dst, d);
     for (size_t k = 0; k < g->n_initializer; k++)
         if (touched[k])
             *g->initializer[k] = saved_tp[k];
     onnx__model_proto__free_unpacked(mp, NULL);
     free(touched);
     free(saved_tp);
-    free(buf);
     return ok;
 }

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/file.h"
-#include "onnx/onnx.pb-c.h"
+#include "core/onnx/import.h"
 
 /* An integer value of the quantized graph, by the ONNX name of the float
  * value it stands for. from_float: made by a quantize_linear of a float
@@ -489,30 +489,12 @@ static void rewrite(Qdq *q, Arena *a) {
     drop_unread_initializers(g);
 }
 
-static int default_opset(const Onnx__ModelProto *mp) {
-    for (size_t i = 0; i < mp->n_opset_import; i++) {
-        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
-        if (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))
-            return o->has_version ? (int)o->version : 1;
-    }
-    return 0;
-}
-
 bool onnx_write_qdq(const char *src, const char *dst, const Function *f, DiagList *d) {
-    size_t len;
-    uint8_t *buf = (uint8_t *)file_read_all(src, &len, d);
-    if (!buf)
+    Onnx__ModelProto *mp = onnx_model_read(src, d);
+    if (!mp)
         return false;
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
-    free(buf);
-    if (!mp || !mp->graph) {
-        diag_error(d, src, "not a valid ONNX model");
-        if (mp)
-            onnx__model_proto__free_unpacked(mp, NULL);
-        return false;
-    }
     Qdq q = {.f = f, .g = mp->graph, .src = src, .d = d, .ok = true};
-    int opset = default_opset(mp);
+    int opset = onnx_default_opset(mp);
     if (opset < 13) {
         char v[16];
         snprintf(v, sizeof v, "%d", opset);
@@ -534,14 +516,8 @@ bool onnx_write_qdq(const char *src, const char *dst, const Function *f, DiagLis
     if (q.ok)
         rewrite(&q, a);
     bool ok = q.ok;
-    if (ok) {
-        size_t size = onnx__model_proto__get_packed_size(mp);
-        uint8_t *out = malloc(size ? size : 1);
-        onnx__model_proto__pack(mp, out);
-        FileOut fo = {dst, out, size};
-        ok = file_write_all(&fo, 1, d);
-        free(out);
-    }
+    if (ok)
+        ok = onnx_model_write(mp, dst, d);
     for (size_t i = 0; i < nsrc; i++)
         free(q.onnx_names[i]);
     /* The nodes added before a failure are in q.out only. */

@@ -247,6 +247,10 @@ void on_note(OnnxNode *on, const char *fmt, ...) {
 
 /* ---- handler helpers: inputs and folding ------------------------------------ */
 
+Value *on_value(const OnnxNode *on, const char *name) {
+    return map_get(on->ic, name);
+}
+
 Value *on_in(const OnnxNode *on, int i) {
     return i < on->nin ? on->in[i] : NULL;
 }
@@ -888,7 +892,7 @@ static void label_constants(Function *f) {
 
 /* ---- entry points ---------------------------------------------------------- */
 
-static int default_opset(const Onnx__ModelProto *mp) {
+int onnx_default_opset(const Onnx__ModelProto *mp) {
     for (size_t i = 0; i < mp->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
         if (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))
@@ -924,8 +928,7 @@ static bool pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
     return false;
 }
 
-static bool pb_depth_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
-                        int depth) {
+bool pb_depth_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len, int depth) {
     if (depth > PB_MAX_DEPTH)
         return false;
     const uint8_t *end = p + len;
@@ -1572,7 +1575,7 @@ Module *onnx_import_buffer(const void *data, size_t len, const char *path,
                             : "truncated or corrupted protobuf");
     ImportCtx ic = {.d = d, .opt = opt, .m = m};
     if (ok) {
-        ic.opset = default_opset(mp);
+        ic.opset = onnx_default_opset(mp);
         if (ic.opset > 18) {
             diag_error(d, NULL, "opset %d of the default domain is newer than glowc knows (1 to 18)",
                        ic.opset);

@@ -54,6 +54,8 @@ Tensor *on_attr_tensor(OnnxNode *on, const char *name);
 
 /* ---- inputs ---- */
 Value *on_in(const OnnxNode *on, int i); /* NULL when absent */
+/* The value an ONNX name stands for so far, or NULL (unknown, or a sequence). */
+Value *on_value(const OnnxNode *on, const char *name);
 bool on_need_inputs(OnnxNode *on, int min, int max);
 /* Input i, or a zero scalar constant of kind k standing for it when it is
  * absent (optional zero points). */
@@ -105,5 +107,18 @@ void on_note(OnnxNode *on, const char *fmt, ...) __attribute__((format(printf, 2
  * tensor of more than max_bytes is refused. */
 Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir,
                           uint64_t max_bytes, const char *what, DiagList *d);
+
+/* Whether a protobuf message of this descriptor nests at most 64 deep (the
+ * unpacker recurses once per level). */
+bool pb_depth_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len, int depth);
+
+/* The version of the default (ai.onnx) domain the model imports, 0 if none. */
+int onnx_default_opset(const Onnx__ModelProto *mp);
+
+/* A model file unpacked (export.c; free with onnx__model_proto__free_unpacked),
+ * or NULL with a diagnostic naming the file and what is wrong with it. */
+Onnx__ModelProto *onnx_model_read(const char *src, DiagList *d);
+/* mp packed and written to dst, whole or not at all. */
+bool onnx_model_write(const Onnx__ModelProto *mp, const char *dst, DiagList *d);
 
 #endif

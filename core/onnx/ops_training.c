@@ -254,3 +254,32 @@ bool import_batch_norm_training(OnnxNode *on) {
             on_bind(on, i, outs[i]);
     return true;
 }
+
+/* Gradient (xs..., zs...): d y / d x for each x of xs, y (an attribute) a
+ * value computed before it; zs are y's other inputs, held constant, which
+ * is what not differentiating by them means. A gradient node carries it to
+ * the gradients pass, which writes the derivative out in the differentiate
+ * pass's gradient nodes. */
+bool import_gradient(OnnxNode *on) {
+    const char *name = on_attr_str(on, "y", NULL);
+    Value *y = name ? on_value(on, name) : NULL;
+    if (!y) {
+        on_error(on, "attribute y ('%s') names no value computed before it", name ? name : "");
+        return false;
+    }
+    int n = on->nout;
+    if (n < 1 || on->nin < n) {
+        on_error(on, "expects at least as many inputs (xs, then zs) as outputs; got %d and %d",
+                 on->nin, n);
+        return false;
+    }
+    Value **ops = arena_alloc_array(on->f->module->arena, (size_t)n + 1, sizeof *ops);
+    ops[0] = y;
+    for (int i = 0; i < n; i++) {
+        if (!(ops[i + 1] = on_in(on, i))) {
+            on_error(on, "input %d (an x) is missing", i);
+            return false;
+        }
+    }
+    return on_done(on, on_node(on, NK_GRADIENT, n + 1, ops, n));
+}

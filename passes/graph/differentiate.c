@@ -1230,3 +1230,55 @@ bool pass_differentiate(Function *f, PassContext *ctx) {
     free(g.on_path);
     return ok;
 }
+
+/* ---- ONNX's Gradient ---------------------------------------------------- */
+
+/* One gradient node (y, xs...): the backward walk from y, seeded with ones,
+ * over what depends on an x; each result becomes x's accumulated gradient,
+ * or zeros when y does not depend on x. The new nodes go before it. */
+static bool expand_gradient(Function *f, PassContext *ctx, Node *gn) {
+    Grad g = {.f = f, .d = ctx->d, .ok = true, .ctx = ctx, .at = gn};
+    g.name = gn->name;
+    g.nids = f->next_id;
+    g.grad = calloc((size_t)g.nids, sizeof *g.grad);
+    g.wants = calloc((size_t)g.nids, sizeof *g.wants);
+    g.on_path = calloc((size_t)g.nids, sizeof *g.on_path);
+    Value *y = gn->ops[0];
+    g.on_path[y->def->id] = true;
+    for (Node *n = gn->prev; n; n = n->prev)
+        for (int i = 0; g.on_path[n->id] && i < n->nops; i++)
+            if (n->ops[i])
+                g.on_path[n->ops[i]->def->id] = true;
+    for (int i = 1; i < gn->nops; i++)
+        g.wants[gn->ops[i]->def->id] = g.on_path[gn->ops[i]->def->id];
+    for (Node *n = f->first; n && n != gn; n = n->next)
+        for (int i = 0; i < n->nops && !g.wants[n->id]; i++)
+            g.wants[n->id] = n->ops[i] && g.wants[n->ops[i]->def->id] && g.on_path[n->id];
+    accumulate(&g, y, filled(&g, &y->type, 1));
+    bool ok = g.ok && backward(&g, gn->prev);
+    for (int i = 1; ok && i < gn->nops; i++) {
+        Value *x = gn->ops[i];
+        Value *dx = g.grad[x->def->id] ? g.grad[x->def->id][x->index] : NULL;
+        graph_replace_uses(f, &gn->res[i - 1], dx ? dx : filled(&g, &x->type, 0));
+    }
+    if (ok)
+        graph_remove_node(f, gn);
+    free(g.grad);
+    free(g.wants);
+    free(g.on_path);
+    return ok;
+}
+
+bool pass_gradients(Function *f, PassContext *ctx) {
+    bool changed = false;
+    for (Node *n = f->first, *next; n; n = next) {
+        next = n->next;
+        if (n->kind != NK_GRADIENT)
+            continue;
+        if (!expand_gradient(f, ctx, n))
+            return false;
+        pass_stat(ctx, "gradients", 1);
+        changed = true;
+    }
+    return changed;
+}

@@ -72,21 +72,6 @@ static bool can_fold_into(const Node *user, const Node *pad, const int64_t *begi
     }
 }
 
-static Node *single_user(Function *f, const Node *pad) {
-    Node *user = NULL;
-    for (Node *n = f->first; n; n = n->next)
-        for (int i = 0; i < n->nops; i++)
-            if (n->ops[i]->def == pad) {
-                if (user && user != n)
-                    return NULL;
-                user = n;
-            }
-    for (int i = 0; i < f->noutputs; i++)
-        if (f->outputs[i]->def == pad)
-            return NULL;
-    return user;
-}
-
 bool pass_fold_pad(Function *f, PassContext *ctx) {
     bool changed = false;
     for (Node *pad = f->first, *next; pad; pad = next) {
@@ -95,7 +80,7 @@ bool pass_fold_pad(Function *f, PassContext *ctx) {
         int ns;
         if (pad->kind != NK_PAD || !spatial_zero_pad(pad, begin, end, &ns))
             continue;
-        Node *user = single_user(f, pad);
+        Node *user = graph_only_user(f, pad);
         if (!user || !can_fold_into(user, pad, begin, end, ns))
             continue;
         int k;

@@ -14,6 +14,8 @@
  *                                 DQ's parameters (the op commutes with them)
  *   add, mul                   -> qadd, qmul;  concat -> rescale + concat
  *   average pools              -> qavg_pool, qglobal_avg_pool
+ *   elementwise nodes of one varying input (hard-swish, sigmoid, a scale
+ *   and a shift ...)           -> qlookup, one table for the whole chain
  * and the Q's readers read the integer node. Anything else stays float
  * between its DQ and Q. ONNX's own integer kinds (QLinearConv,
  * QuantizeLinear...) get quantized types from their constant scale and zero
@@ -25,13 +27,8 @@
 #include <string.h>
 
 #include "core/infer.h"
+#include "passes/graph/qbuild.h"
 #include "passes/pass.h"
-
-typedef struct QP {
-    ElemKind elem;
-    float scale;
-    int32_t offset;
-} QP;
 
 typedef struct Fold {
     Function *f;
@@ -50,7 +47,7 @@ static bool scalar_of(const Value *v, double *out) {
 }
 
 /* The per-tensor parameters of a quantize_linear or dequantize_linear. */
-static bool qparams(const Node *n, QP *p) {
+static bool qparams(const Node *n, QuantParams *p) {
     double s, z;
     if (n->nops < 3 || !scalar_of(n->ops[1], &s) || !scalar_of(n->ops[2], &z) || !(s > 0) ||
         !isfinite(s))
@@ -58,34 +55,23 @@ static bool qparams(const Node *n, QP *p) {
     ElemKind k = n->kind == NK_QUANTIZE_LINEAR ? n->res[0].type.elem : n->ops[0]->type.elem;
     if (k != ELEM_I8 && k != ELEM_U8)
         return false;
-    *p = (QP){k, (float)s, (int32_t)z};
+    *p = (QuantParams){k, (float)s, (int32_t)z};
     return true;
 }
 
-static bool same_qp(const QP *a, const QP *b) {
-    return a->elem == b->elem && a->scale == b->scale && a->offset == b->offset;
-}
 
-static void set_quant(Value *v, const QP *p) {
-    v->type.quant = QUANT_TENSOR;
-    v->type.scale = p->scale;
-    v->type.offset = p->offset;
-}
 
-static QP qp_of(const Value *v) {
-    return (QP){v->type.elem, v->type.scale, v->type.offset};
-}
 
 /* The integer value behind float value v, when v is a per-tensor
  * dequantize_linear of a quantized value (or of a constant, quantized anew). */
 static Value *int_of(Fold *q, Value *v) {
     const Node *dq = v->def;
-    QP p;
+    QuantParams p;
     if (dq->kind != NK_DEQUANTIZE_LINEAR || !qparams(dq, &p))
         return NULL;
     Value *iv = dq->ops[0];
     if (iv->type.quant == QUANT_TENSOR)
-        return same_qp(&p, &(QP){iv->type.elem, iv->type.scale, iv->type.offset}) ? iv : NULL;
+        return qb_same(&p, &(QuantParams){iv->type.elem, iv->type.scale, iv->type.offset}) ? iv : NULL;
     const Tensor *c = value_constant(iv);
     if (!c)
         return NULL;
@@ -94,32 +80,15 @@ static Value *int_of(Fold *q, Value *v) {
     Tensor *t = tensor_new(q->f->module->arena, &c->type);
     memcpy(t->data, c->data, tensor_bytes(c));
     Node *n = graph_add_constant(q->f, iv->def->name, t);
-    set_quant(&n->res[0], &p);
+    qb_set(&n->res[0], &p);
     t->type = n->res[0].type;
     return &n->res[0];
 }
 
-/* The only reader of n's result, NULL if none, several, or an output. */
-static Node *only_user(Function *f, const Node *n) {
-    for (int i = 0; i < f->noutputs; i++)
-        if (f->outputs[i]->def == n)
-            return NULL;
-    Node *user = NULL;
-    for (Node *m = n->next; m; m = m->next) {
-        for (int i = 0; i < m->nops; i++) {
-            if (m->ops[i]->def != n)
-                continue;
-            if (user && user != m)
-                return NULL;
-            user = m;
-        }
-    }
-    return user;
-}
 
 /* The quantize_linear that is n's only reader, with its parameters. */
-static Node *q_after(Fold *q, const Node *n, QP *p) {
-    Node *u = only_user(q->f, n);
+static Node *q_after(Fold *q, const Node *n, QuantParams *p) {
+    Node *u = graph_only_user(q->f, n);
     return u && u->kind == NK_QUANTIZE_LINEAR && u->ops[0] == &n->res[0] && qparams(u, p) ? u
                                                                                            : NULL;
 }
@@ -135,27 +104,7 @@ static void take_over(Fold *q, Node *qn, Value *y, const char *stat) {
     pass_stat(q->ctx, stat, 1);
 }
 
-static Value *scalar_const(Fold *q, ElemKind elem, double v, const char *name) {
-    Type t = type_scalar(elem);
-    Tensor *x = tensor_new(q->f->module->arena, &t);
-    tensor_set_f64(x, 0, v);
-    return &graph_add_constant(q->f, name, x)->res[0];
-}
 
-static Value *vec_const(Fold *q, ElemKind elem, int64_t m, const double *v, const char *name,
-                        bool per_channel) {
-    Type t = type_make(elem, 1, (int64_t[]){m});
-    Tensor *x = tensor_new(q->f->module->arena, &t);
-    for (int64_t i = 0; i < m; i++)
-        tensor_set_f64(x, i, v[i]);
-    Node *n = graph_add_constant(q->f, name, x);
-    if (per_channel) {
-        n->res[0].type.quant = QUANT_CHANNEL;
-        n->res[0].type.qaxis = 0;
-        x->type = n->res[0].type;
-    }
-    return &n->res[0];
-}
 
 /* ---- weights ---------------------------------------------------------------- */
 
@@ -197,7 +146,7 @@ static bool weights_of(Fold *q, const Value *v, bool transpose, int rank4, Weigh
     for (int64_t o = 0; o < m; o++)
         out->scale[o] = tensor_get_f64(s, ns == 1 ? 0 : o);
     if (ns == 1) {
-        set_quant(&wn->res[0], &(QP){ELEM_I8, (float)out->scale[0], 0});
+        qb_set(&wn->res[0], &(QuantParams){ELEM_I8, (float)out->scale[0], 0});
     } else {
         wn->res[0].type.quant = QUANT_CHANNEL;
         wn->res[0].type.qaxis = 0;
@@ -205,8 +154,8 @@ static bool weights_of(Fold *q, const Value *v, bool transpose, int rank4, Weigh
     wq->type = wn->res[0].type;
     double *zero = calloc((size_t)m + 1, sizeof *zero);
     out->w = &wn->res[0];
-    out->ws = vec_const(q, ELEM_F32, m, out->scale, dq->name, false);
-    out->wz = vec_const(q, ELEM_I8, m, zero, dq->name, false);
+    out->ws = qb_vector(q->f, ELEM_F32, m, out->scale, dq->name, false);
+    out->wz = qb_vector(q->f, ELEM_I8, m, zero, dq->name, false);
     out->m = m;
     out->k = k;
     free(zero);
@@ -248,21 +197,37 @@ static bool bias_of(Fold *q, const Value *v, double xs, const Weights *w, const 
         }
     }
     if (ok)
-        *out = vec_const(q, ELEM_I32, w->m, b, name, true);
+        *out = qb_vector(q->f, ELEM_I32, w->m, b, name, true);
     free(b);
     return ok;
+}
+
+/* The builders, with a failure to infer remembered for the pass's result. */
+static Value *emit_qconv(Fold *q, Node *pos, Value *xi, const Weights *w, Value *bias,
+                         const QuantParams *yp, const Node *attrs_from) {
+    Value *y = qb_qconv(q->f, q->ctx->d, pos, xi, &(QuantWeights){w->w, w->ws, w->wz}, bias, yp,
+                        attrs_from, pos->name);
+    q->failed |= !y;
+    return y;
+}
+
+static Value *emit_like(Fold *q, Node *n, NodeKind k, int nops, Value **ops,
+                        const QuantParams *p) {
+    Value *y = qb_like(q->f, q->ctx->d, n, k, nops, ops, p);
+    q->failed |= !y;
+    return y;
 }
 
 /* ---- the groups ------------------------------------------------------------- */
 
 /* n's result goes through a relu the saturation computes (Q's zero point is
  * the kind's minimum) or straight to a Q: that Q, its params, the relu. */
-static Node *conv_output(Fold *q, Node *n, QP *yp, Node **relu) {
+static Node *conv_output(Fold *q, Node *n, QuantParams *yp, Node **relu) {
     *relu = NULL;
     Node *qn = q_after(q, n, yp);
     if (qn)
         return qn;
-    Node *u = only_user(q->f, n);
+    Node *u = graph_only_user(q->f, n);
     if (!u || u->kind != NK_RELU)
         return NULL;
     qn = q_after(q, u, yp);
@@ -272,39 +237,16 @@ static Node *conv_output(Fold *q, Node *n, QP *yp, Node **relu) {
     return qn;
 }
 
-static Value *emit_qconv(Fold *q, Node *pos, Value *xi, const Weights *w, Value *bias,
-                         const QP *yp, const Node *attrs_from) {
-    QP xp = qp_of(xi);
-    Value *ops[9] = {xi, scalar_const(q, ELEM_F32, xp.scale, pos->name),
-                     scalar_const(q, xp.elem, xp.offset, pos->name), w->w, w->ws, w->wz,
-                     scalar_const(q, ELEM_F32, yp->scale, pos->name),
-                     scalar_const(q, yp->elem, yp->offset, pos->name), bias};
-    Node *c = graph_insert_before(q->f, pos, NK_QLINEAR_CONV, 9, ops, 1);
-    c->name = pos->name;
-    if (attrs_from) {
-        c->nattrs = attrs_from->nattrs;
-        c->attrs = arena_alloc_array(q->f->module->arena, (size_t)c->nattrs + 1, sizeof(Attr));
-        memcpy(c->attrs, attrs_from->attrs, (size_t)c->nattrs * sizeof(Attr));
-    } else {
-        node_set_ints(c, AK_kernel, 2, (int64_t[]){1, 1});
-    }
-    if (!infer_node(c, q->ctx->d)) {
-        q->failed = true;
-        return NULL;
-    }
-    set_quant(&c->res[0], yp);
-    return &c->res[0];
-}
 
 static bool fold_conv(Fold *q, Node *n) {
-    QP yp;
+    QuantParams yp;
     Node *relu;
     Value *xi = n->ops[0]->type.rank == 4 ? int_of(q, n->ops[0]) : NULL;
     Node *qn = xi ? conv_output(q, n, &yp, &relu) : NULL;
     Weights w = {0};
     Value *bias;
     bool ok = qn && weights_of(q, n->ops[1], false, 1, &w) &&
-              bias_of(q, n->nops > 2 ? n->ops[2] : NULL, qp_of(xi).scale, &w, n->name, &bias);
+              bias_of(q, n->nops > 2 ? n->ops[2] : NULL, qb_params_of(xi).scale, &w, n->name, &bias);
     Value *y = ok ? emit_qconv(q, n, xi, &w, bias, &yp, n) : NULL;
     free(w.scale);
     if (!y)
@@ -313,13 +255,6 @@ static bool fold_conv(Fold *q, Node *n) {
     return true;
 }
 
-static Value *reshape_int(Fold *q, Node *pos, Value *iv, int rank, const int64_t *dims) {
-    Node *r = graph_insert_before(q->f, pos, NK_RESHAPE, 1, &iv, 1);
-    r->name = iv->def->name;
-    r->res[0].type = type_make(iv->type.elem, rank, dims);
-    type_copy_quant(&r->res[0].type, &iv->type);
-    return &r->res[0];
-}
 
 /* x [M,K] times DQ'd constant W as the quantize pass has it: a 1x1
  * qlinear_conv over x [M,K,1,1]. */
@@ -330,21 +265,21 @@ static bool fold_matmul(Fold *q, Node *n) {
                   node_attr_float(n, AK_beta, 1) != 1)))
         return false;
     bool tb = gemm && node_attr_int(n, AK_trans_b, 0);
-    QP yp;
+    QuantParams yp;
     Node *relu;
     Value *xi = int_of(q, n->ops[0]);
     Node *qn = xi ? conv_output(q, n, &yp, &relu) : NULL;
     Weights w = {0};
     Value *bias;
     bool ok = qn && weights_of(q, n->ops[1], !tb, 0, &w) &&
-              bias_of(q, gemm && n->nops > 2 ? n->ops[2] : NULL, qp_of(xi).scale, &w, n->name,
+              bias_of(q, gemm && n->nops > 2 ? n->ops[2] : NULL, qb_params_of(xi).scale, &w, n->name,
                       &bias);
     Value *y = NULL;
     if (ok) {
         int64_t rows = n->ops[0]->type.dims[0];
-        Value *x4 = reshape_int(q, n, xi, 4, (int64_t[]){rows, w.k, 1, 1});
+        Value *x4 = qb_reshape(q->f, n, xi, 4, (int64_t[]){rows, w.k, 1, 1});
         Value *y4 = emit_qconv(q, n, x4, &w, bias, &yp, NULL);
-        y = y4 ? reshape_int(q, n, y4, 2, (int64_t[]){rows, w.m}) : NULL;
+        y = y4 ? qb_reshape(q->f, n, y4, 2, (int64_t[]){rows, w.m}) : NULL;
     }
     free(w.scale);
     if (!y)
@@ -385,29 +320,29 @@ static bool fold_qlinear_matmul(Fold *q, Node *n) {
     wn->res[0].type.quant = QUANT_CHANNEL;
     wn->res[0].type.qaxis = 0;
     w->type = wn->res[0].type;
-    Weights ws = {.w = &wn->res[0], .ws = vec_const(q, ELEM_F32, m, sv, n->name, false),
-                  .wz = vec_const(q, b->type.elem, m, zv, n->name, false), .m = m, .k = k};
+    Weights ws = {.w = &wn->res[0], .ws = qb_vector(q->f, ELEM_F32, m, sv, n->name, false),
+                  .wz = qb_vector(q->f, b->type.elem, m, zv, n->name, false), .m = m, .k = k};
     free(sv);
     free(zv);
     /* The operand's type says its scale (a plain integer input does not). */
-    QP ap = {a->type.elem, (float)as, (int32_t)az}, yp = {n->res[0].type.elem, (float)ys,
+    QuantParams ap = {a->type.elem, (float)as, (int32_t)az}, yp = {n->res[0].type.elem, (float)ys,
                                                             (int32_t)yz};
     Value *ai = a;
     if (a->type.quant != QUANT_TENSOR) {
         Node *r = graph_insert_before(q->f, n, NK_RESHAPE, 1, &a, 1);
         r->name = n->name;
         r->res[0].type = a->type;
-        set_quant(&r->res[0], &ap);
+        qb_set(&r->res[0], &ap);
         ai = &r->res[0];
-    } else if (!same_qp(&ap, &(QP){a->type.elem, a->type.scale, a->type.offset})) {
+    } else if (!qb_same(&ap, &(QuantParams){a->type.elem, a->type.scale, a->type.offset})) {
         return false;
     }
     double *zero = calloc((size_t)m + 1, sizeof *zero);
-    Value *bias = vec_const(q, ELEM_I32, m, zero, n->name, true);
+    Value *bias = qb_vector(q->f, ELEM_I32, m, zero, n->name, true);
     free(zero);
-    Value *x4 = reshape_int(q, n, ai, 4, (int64_t[]){rows, k, 1, 1});
+    Value *x4 = qb_reshape(q->f, n, ai, 4, (int64_t[]){rows, k, 1, 1});
     Value *y4 = emit_qconv(q, n, x4, &ws, bias, &yp, NULL);
-    Value *y = y4 ? reshape_int(q, n, y4, 2, (int64_t[]){rows, m}) : NULL;
+    Value *y = y4 ? qb_reshape(q->f, n, y4, 2, (int64_t[]){rows, m}) : NULL;
     if (!y)
         return false;
     graph_replace_uses(q->f, &n->res[0], y);
@@ -419,32 +354,15 @@ static bool fold_qlinear_matmul(Fold *q, Node *n) {
     return true;
 }
 
-/* An integer node of n's kind and attributes over ops, result at p. */
-static Value *emit_like(Fold *q, Node *n, NodeKind k, int nops, Value **ops, const QP *p) {
-    Node *m = graph_insert_before(q->f, n, k, nops, ops, 1);
-    m->name = n->name;
-    m->nattrs = n->nattrs;
-    m->attrs = n->attrs;
-    m->res[0].type = n->res[0].type;
-    m->res[0].type.elem = p->elem;
-    set_quant(&m->res[0], p);
-    if (!infer_node(m, q->ctx->d)) {
-        q->failed = true;
-        return NULL;
-    }
-    m->res[0].type.elem = p->elem;
-    set_quant(&m->res[0], p);
-    return &m->res[0];
-}
 
 /* Ops that commute with a monotonic quantization, when Q keeps DQ's
  * parameters: the same op on the integers. */
 static bool fold_passthrough(Fold *q, Node *n) {
-    QP yp;
+    QuantParams yp;
     Value *xi = n->nres == 1 ? int_of(q, n->ops[0]) : NULL;
     Node *qn = xi ? q_after(q, n, &yp) : NULL;
-    QP xp = xi ? qp_of(xi) : yp;
-    if (!qn || !same_qp(&xp, &yp))
+    QuantParams xp = xi ? qb_params_of(xi) : yp;
+    if (!qn || !qb_same(&xp, &yp))
         return false;
     if (n->kind == NK_RESHAPE && n->nops > 1)
         return false; /* a shape operand: the imported reshape keeps it as a value */
@@ -456,11 +374,11 @@ static bool fold_passthrough(Fold *q, Node *n) {
 }
 
 static bool fold_clip(Fold *q, Node *n) {
-    QP yp;
+    QuantParams yp;
     Value *xi = int_of(q, n->ops[0]);
     Node *qn = xi ? q_after(q, n, &yp) : NULL;
     double lo = 0, hi = INFINITY;
-    if (!qn || !same_qp(&yp, &(QP){xi->type.elem, xi->type.scale, xi->type.offset}))
+    if (!qn || !qb_same(&yp, &(QuantParams){xi->type.elem, xi->type.scale, xi->type.offset}))
         return false;
     if (n->kind == NK_CLIP) {
         if ((n->nops > 1 && n->ops[1] && !scalar_of(n->ops[1], &lo)) ||
@@ -482,13 +400,13 @@ static bool fold_clip(Fold *q, Node *n) {
         q->failed = true;
         return false;
     }
-    set_quant(&m->res[0], &yp);
+    qb_set(&m->res[0], &yp);
     take_over(q, qn, &m->res[0], "clips");
     return true;
 }
 
 static bool fold_binary(Fold *q, Node *n) {
-    QP yp;
+    QuantParams yp;
     Value *ops[2] = {int_of(q, n->ops[0]), int_of(q, n->ops[1])};
     Node *qn = ops[0] && ops[1] ? q_after(q, n, &yp) : NULL;
     Value *y = qn ? emit_like(q, n, n->kind == NK_ADD ? NK_QADD : NK_QMUL, 2, ops, &yp) : NULL;
@@ -499,7 +417,7 @@ static bool fold_binary(Fold *q, Node *n) {
 }
 
 static bool fold_avg_pool(Fold *q, Node *n) {
-    QP yp;
+    QuantParams yp;
     Value *xi = int_of(q, n->ops[0]);
     Node *qn = xi ? q_after(q, n, &yp) : NULL;
     Value *y = qn ? emit_like(q, n, n->kind == NK_AVG_POOL ? NK_QAVG_POOL : NK_QGLOBAL_AVG_POOL,
@@ -512,7 +430,7 @@ static bool fold_avg_pool(Fold *q, Node *n) {
 }
 
 static bool fold_concat(Fold *q, Node *n) {
-    QP yp;
+    QuantParams yp;
     Value *ops[64];
     Node *qn = n->nops <= 64 ? q_after(q, n, &yp) : NULL;
     for (int i = 0; qn && i < n->nops; i++)
@@ -521,14 +439,14 @@ static bool fold_concat(Fold *q, Node *n) {
     if (!qn)
         return false;
     for (int i = 0; i < n->nops; i++) {
-        QP o = qp_of(ops[i]);
-        if (same_qp(&o, &yp))
+        QuantParams o = qb_params_of(ops[i]);
+        if (qb_same(&o, &yp))
             continue;
         Node *r = graph_insert_before(q->f, n, NK_RESCALE, 1, &ops[i], 1);
         r->name = ops[i]->def->name;
         r->res[0].type = ops[i]->type;
         r->res[0].type.elem = yp.elem;
-        set_quant(&r->res[0], &yp);
+        qb_set(&r->res[0], &yp);
         infer_node(r, q->ctx->d);
         ops[i] = &r->res[0];
     }
@@ -539,7 +457,41 @@ static bool fold_concat(Fold *q, Node *n) {
     return true;
 }
 
+/* DQ -> elementwise nodes of that one varying input -> Q: one table, as the
+ * quantize pass makes of such a chain (qbuild.h). */
+static bool chain_ends_in_q(void *ctx, const Node *n, bool last) {
+    QuantParams p;
+    return !last || q_after(ctx, n, &p);
+}
+
+static bool fold_chain(Fold *q, Node *n) {
+    Value *x = qb_chain_input(n);
+    Node *chain[QB_CHAIN_MAX];
+    int count = x && x->def->kind == NK_DEQUANTIZE_LINEAR
+                    ? qb_find_chain(q->f, n, x, chain, chain_ends_in_q, q)
+                    : 0;
+    Value *xi = count ? int_of(q, x) : NULL;
+    QuantParams yp;
+    Node *qn = xi ? q_after(q, chain[count - 1], &yp) : NULL;
+    double reals[256];
+    QuantParams xp = xi ? qb_params_of(xi) : yp;
+    if (!qn || !qb_chain_table(x, &xp, chain, count, reals))
+        return false;
+    Value *y = qb_lookup(q->f, q->ctx->d, chain[count - 1], xi, reals, &yp);
+    if (!y) {
+        q->failed = true;
+        return false;
+    }
+    take_over(q, qn, y, "chains");
+    return true;
+}
+
 static bool fold(Fold *q, Node *n) {
+    /* A relu or clip at the same parameters is an integer clip, exactly. */
+    if ((n->kind == NK_RELU || n->kind == NK_CLIP) && fold_clip(q, n))
+        return true;
+    if (fold_chain(q, n))
+        return true;
     switch (n->kind) {
     case NK_CONV: return fold_conv(q, n);
     case NK_GEMM:
@@ -547,8 +499,6 @@ static bool fold(Fold *q, Node *n) {
     case NK_MAX_POOL:
     case NK_RESHAPE:
     case NK_FLATTEN: return fold_passthrough(q, n);
-    case NK_RELU:
-    case NK_CLIP: return fold_clip(q, n);
     case NK_ADD:
     case NK_MUL: return fold_binary(q, n);
     case NK_AVG_POOL:
@@ -561,11 +511,11 @@ static bool fold(Fold *q, Node *n) {
 
 /* ONNX's integer kinds state their parameters in operands; their results'
  * types say them too, so that the integer forms can read them. */
-static bool readers_agree(Function *f, const Node *qn, const QP *p) {
+static bool readers_agree(Function *f, const Node *qn, const QuantParams *p) {
     for (Node *m = qn->next; m; m = m->next) {
-        QP r;
+        QuantParams r;
         if (m->kind == NK_DEQUANTIZE_LINEAR && m->ops[0] == &qn->res[0] &&
-            (!qparams(m, &r) || !same_qp(&r, p)))
+            (!qparams(m, &r) || !qb_same(&r, p)))
             return false;
     }
     return true;
@@ -574,17 +524,17 @@ static bool readers_agree(Function *f, const Node *qn, const QP *p) {
 static bool type_onnx_kinds(Function *f) {
     bool typed = false;
     for (Node *n = f->first; n; n = n->next) {
-        QP p;
+        QuantParams p;
         double s, z;
         if (n->nres < 1 || n->res[0].type.quant != QUANT_NONE)
             continue;
         if (n->kind == NK_QUANTIZE_LINEAR && qparams(n, &p) && readers_agree(f, n, &p)) {
-            set_quant(&n->res[0], &p);
+            qb_set(&n->res[0], &p);
             typed = true;
         } else if ((n->kind == NK_QLINEAR_CONV || n->kind == NK_QLINEAR_MATMUL) &&
                    scalar_of(n->ops[6], &s) && scalar_of(n->ops[7], &z) && s > 0 &&
                    (n->res[0].type.elem == ELEM_I8 || n->res[0].type.elem == ELEM_U8)) {
-            set_quant(&n->res[0], &(QP){n->res[0].type.elem, (float)s, (int32_t)z});
+            qb_set(&n->res[0], &(QuantParams){n->res[0].type.elem, (float)s, (int32_t)z});
             typed = true;
         }
     }

@@ -9,8 +9,13 @@
  *   max_pool, reshape, flatten of an integer value -> the same on integers
  *   relu, clip of an integer value -> clip at the bounds' quantized values
  *   avg pools of an integer value  -> qavg_pool, qglobal_avg_pool at its scale
- *   add, mul                 -> qadd, qmul to the result's profiled range
+ *   add, mul                 -> qadd, qmul to the result's profiled range,
+ *                               when an operand is already an integer value
  *   concat                   -> concat of integers, rescaled to its range
+ *   elementwise nodes of one varying input, itself an integer value or an
+ *   input (hard-swish, sigmoid, a scale and a shift ...)
+ *                            -> qlookup: one 256-entry table for the whole
+ *                               chain, to the last node's profiled range
  *   anything else            -> float, between dequantize_linear and
  *                               quantize_linear (constants are quantized
  *                               from their own range)
@@ -25,14 +30,9 @@
 #include <string.h>
 
 #include "core/infer.h"
+#include "passes/graph/qbuild.h"
 #include "passes/pass.h"
 #include "passes/quant_profile.h"
-
-typedef struct QParams {
-    ElemKind elem;
-    float scale;
-    int32_t offset;
-} QParams;
 
 typedef struct Quant {
     Function *f;
@@ -174,7 +174,7 @@ static bool error(Quant *q, const char *name, const char *fmt, const char *detai
 }
 
 /* The scale and offset the schema gives [lo, hi], widened to hold 0. */
-static bool params_for_range(Quant *q, const char *name, double lo, double hi, QParams *out) {
+static bool params_for_range(Quant *q, const char *name, double lo, double hi, QuantParams *out) {
     lo = fmin(lo, 0);
     hi = fmax(hi, 0);
     if (!(hi > lo))
@@ -207,7 +207,7 @@ static bool params_for_range(Quant *q, const char *name, double lo, double hi, Q
     if (!(scale >= FLT_MIN) || !isfinite((float)scale))
         return error(q, name, "value '%s' has a range too narrow or too wide for a float "
                      "scale%s", "");
-    *out = (QParams){elem, (float)scale, offset};
+    *out = (QuantParams){elem, (float)scale, offset};
     return true;
 }
 
@@ -228,7 +228,7 @@ static bool reads_input(const Value *v, int depth) {
  * would be 0: a dead layer, or too few samples); one computed from
  * constants alone (an Identity of a zero bias, as transformer exports
  * have) is held exactly by any scale. */
-static bool choose(Quant *q, const Value *val, QParams *out) {
+static bool choose(Quant *q, const Value *val, QuantParams *out) {
     const char *name = value_name(val);
     const QProfValue *v = qprof_find(q->cfg->profile, name);
     if (!v)
@@ -239,30 +239,6 @@ static bool choose(Quant *q, const Value *val, QParams *out) {
     if (lo == 0 && hi == 0 && !reads_input(val, 0))
         hi = 1;
     return params_for_range(q, name, lo, hi, out);
-}
-
-/* real -> q as quantize_linear does: rounded half to even, saturated. */
-static int64_t quantize_real(double x, const QParams *p) {
-    double lo = p->elem == ELEM_U8 ? 0 : -128, hi = p->elem == ELEM_U8 ? 255 : 127;
-    double v = nearbyint(x / (double)p->scale) + p->offset;
-    return (int64_t)(v < lo ? lo : v > hi ? hi : v);
-}
-
-static Value *scalar_const(Quant *q, ElemKind elem, double v, const char *name) {
-    Type t = type_scalar(elem);
-    Tensor *x = tensor_new(q->f->module->arena, &t);
-    tensor_set_f64(x, 0, v);
-    return &graph_add_constant(q->f, name, x)->res[0];
-}
-
-static void set_quant(Value *v, const QParams *p) {
-    v->type.quant = QUANT_TENSOR;
-    v->type.scale = p->scale;
-    v->type.offset = p->offset;
-}
-
-static QParams params_of(const Value *v) {
-    return (QParams){v->type.elem, v->type.scale, v->type.offset};
 }
 
 /* Where a node computing from v goes: right after v's definition. */
@@ -277,7 +253,7 @@ static Value *int_constant(Quant *q, Value *v, const Tensor *c) {
         lo = fmin(lo, x);
         hi = fmax(hi, x);
     }
-    QParams p;
+    QuantParams p;
     if (!(lo <= hi) || !isfinite(lo) || !isfinite(hi)) {
         error(q, value_name(v), "constant '%s' is empty or not finite%s", "");
         return NULL;
@@ -292,9 +268,9 @@ static Value *int_constant(Quant *q, Value *v, const Tensor *c) {
     t.elem = p.elem;
     Tensor *x = tensor_new(q->f->module->arena, &t);
     for (int64_t i = 0; i < tensor_numel(c); i++)
-        tensor_set_i64(x, i, quantize_real(tensor_get_f64(c, i), &p));
+        tensor_set_i64(x, i, qb_quantize(tensor_get_f64(c, i), &p));
     Node *n = graph_add_constant(q->f, v->def->name, x);
-    set_quant(&n->res[0], &p);
+    qb_set(&n->res[0], &p);
     x->type = n->res[0].type;
     q->intv[v->def->id] = &n->res[0];
     pass_stat(q->ctx, "constants-quantized", 1);
@@ -310,18 +286,18 @@ static Value *int_of(Quant *q, Value *v) {
         return q->srcv[v->def->id];
     if (v->index == 0 && q->intv[v->def->id])
         return q->intv[v->def->id];
-    QParams p;
+    QuantParams p;
     const Tensor *c = value_constant(v);
     if (c && elem_is_float(c->type.elem)) /* quantized now, from its own range */
         return int_constant(q, v, c);
     if (v->index != 0 || !choose(q, v, &p))
         return NULL;
-    Value *ops[3] = {v, scalar_const(q, ELEM_F32, p.scale, value_name(v)),
-                     scalar_const(q, p.elem, p.offset, value_name(v))};
+    Value *ops[3] = {v, qb_scalar(q->f, ELEM_F32, p.scale, value_name(v)),
+                     qb_scalar(q->f, p.elem, p.offset, value_name(v))};
     Node *n = graph_insert_before(q->f, after_def(q, v), NK_QUANTIZE_LINEAR, 3, ops, 1);
     n->name = v->def->name;
     infer_node(n, q->ctx->d);
-    set_quant(&n->res[0], &p);
+    qb_set(&n->res[0], &p);
     if (!grow_maps(q))
         return NULL;
     q->intv[v->def->id] = &n->res[0];
@@ -331,9 +307,9 @@ static Value *int_of(Quant *q, Value *v) {
 
 /* The float form of integer value iv, for float users: a dequantize_linear. */
 static Value *float_of(Quant *q, Value *iv) {
-    QParams p = params_of(iv);
-    Value *ops[3] = {iv, scalar_const(q, ELEM_F32, p.scale, iv->def->name),
-                     scalar_const(q, p.elem, p.offset, iv->def->name)};
+    QuantParams p = qb_params_of(iv);
+    Value *ops[3] = {iv, qb_scalar(q->f, ELEM_F32, p.scale, iv->def->name),
+                     qb_scalar(q->f, p.elem, p.offset, iv->def->name)};
     Node *n = graph_insert_before(q->f, iv->def->next, NK_DEQUANTIZE_LINEAR, 3, ops, 1);
     n->name = iv->def->name;
     infer_node(n, q->ctx->d);
@@ -368,23 +344,6 @@ static bool kept_float(const Quant *q, const Node *n) {
     return false;
 }
 
-/* The only user of n's result, or NULL (an output counts as a user). */
-static Node *only_user(Function *f, const Node *n) {
-    for (int i = 0; i < f->noutputs; i++)
-        if (f->outputs[i]->def == n)
-            return NULL;
-    Node *user = NULL;
-    for (Node *m = n->next; m; m = m->next) {
-        for (int i = 0; i < m->nops; i++) {
-            if (m->ops[i]->def != n)
-                continue;
-            if (user && user != m)
-                return NULL;
-            user = m;
-        }
-    }
-    return user;
-}
 
 /* Symmetric int8 weights w [M, ...] (one scale per row m, or one for all),
  * and their i32 bias with scale xs * ws[m]. */
@@ -429,7 +388,7 @@ static void quantize_weights(Quant *q, const Tensor *w, const double *bias, floa
         wn->res[0].type.quant = QUANT_CHANNEL;
         wn->res[0].type.qaxis = 0;
     } else {
-        set_quant(&wn->res[0], &(QParams){ELEM_I8, (float)scale[0], 0});
+        qb_set(&wn->res[0], &(QuantParams){ELEM_I8, (float)scale[0], 0});
     }
     wt_q->type = wn->res[0].type;
     *wq = &wn->res[0];
@@ -446,10 +405,10 @@ static void quantize_weights(Quant *q, const Tensor *w, const double *bias, floa
 
 /* The output of a conv-like node: its own profile, or a relu user's when
  * that relu's zero is the kind's minimum (saturation then computes it). */
-static bool output_params(Quant *q, Node *n, Node **relu, QParams *out) {
-    Node *u = only_user(q->f, n);
+static bool output_params(Quant *q, Node *n, Node **relu, QuantParams *out) {
+    Node *u = graph_only_user(q->f, n);
     *relu = NULL;
-    QParams rp;
+    QuantParams rp;
     if (u && u->kind == NK_RELU && !kept_float(q, u) && qprof_find(q->cfg->profile, u->name) &&
         choose(q, &u->res[0], &rp) && rp.offset == (rp.elem == ELEM_U8 ? 0 : -128)) {
         *relu = u;
@@ -460,39 +419,16 @@ static bool output_params(Quant *q, Node *n, Node **relu, QParams *out) {
     return !q->failed && choose(q, &n->res[0], out);
 }
 
-static Value *reshape_int(Quant *q, Node *pos, Value *iv, int rank, const int64_t *dims) {
-    Node *r = graph_insert_before(q->f, pos, NK_RESHAPE, 1, &iv, 1);
-    r->name = iv->def->name;
-    r->res[0].type = type_make(iv->type.elem, rank, dims);
-    type_copy_quant(&r->res[0].type, &iv->type);
-    return &r->res[0];
-}
 
 /* qlinear_conv(xi, w, bias) before pos, result with params yp. */
 static Value *emit_qconv(Quant *q, Node *pos, Value *xi, const Tensor *w, const double *bias,
-                         const QParams *yp, const Node *attrs_from, const char *name) {
-    QParams xp = params_of(xi);
-    Value *wq, *ws, *wz, *bq;
-    quantize_weights(q, w, bias, xp.scale, pos->name, &wq, &ws, &wz, &bq);
-    Value *ops[9] = {xi, scalar_const(q, ELEM_F32, xp.scale, name),
-                     scalar_const(q, xp.elem, xp.offset, name), wq, ws, wz,
-                     scalar_const(q, ELEM_F32, yp->scale, name),
-                     scalar_const(q, yp->elem, yp->offset, name), bq};
-    Node *c = graph_insert_before(q->f, pos, NK_QLINEAR_CONV, 9, ops, 1);
-    c->name = name;
-    if (attrs_from) {
-        c->nattrs = attrs_from->nattrs;
-        c->attrs = arena_alloc_array(q->f->module->arena, (size_t)c->nattrs + 1, sizeof(Attr));
-        memcpy(c->attrs, attrs_from->attrs, (size_t)c->nattrs * sizeof(Attr));
-    } else {
-        node_set_ints(c, AK_kernel, 2, (int64_t[]){1, 1});
-    }
-    if (!infer_node(c, q->ctx->d)) {
-        q->failed = true;
-        return NULL;
-    }
-    set_quant(&c->res[0], yp);
-    return &c->res[0];
+                         const QuantParams *yp, const Node *attrs_from, const char *name) {
+    QuantWeights qw;
+    Value *bq;
+    quantize_weights(q, w, bias, qb_params_of(xi).scale, pos->name, &qw.w, &qw.ws, &qw.wz, &bq);
+    Value *y = qb_qconv(q->f, q->ctx->d, pos, xi, &qw, bq, yp, attrs_from, name);
+    q->failed |= !y;
+    return y;
 }
 
 /* The constant behind v, looking through identities (the importer keeps
@@ -518,7 +454,7 @@ static bool rewrite_conv(Quant *q, Node *n) {
         (n->nops > 2 && !weight_of(n->ops[2])))
         return false;
     Node *relu;
-    QParams yp;
+    QuantParams yp;
     Value *xi = int_of(q, n->ops[0]);
     if (!xi || !output_params(q, n, &relu, &yp))
         return false;
@@ -560,7 +496,7 @@ static bool rewrite_matmul(Quant *q, Node *n) {
     if (c && tensor_numel(c) != m && tensor_numel(c) != 1)
         return false; /* a bias per row too: float */
     Node *relu;
-    QParams yp;
+    QuantParams yp;
     Value *xi = int_of(q, x);
     if (!xi || !output_params(q, n, &relu, &yp))
         return false;
@@ -572,12 +508,12 @@ static bool rewrite_matmul(Quant *q, Node *n) {
                            alpha * tensor_get_f64(w, tb ? o * k + i : i * m + o));
     double *b = bias_vector(c ? n->ops[2] : NULL, m, beta);
     int64_t rows = x->type.dims[0];
-    Value *x4 = reshape_int(q, n, xi, 4, (int64_t[]){rows, k, 1, 1});
+    Value *x4 = qb_reshape(q->f, n, xi, 4, (int64_t[]){rows, k, 1, 1});
     Value *y4 = emit_qconv(q, n, x4, w4, b, &yp, NULL, relu ? relu->name : n->name);
     free(b);
     if (!y4)
         return false;
-    Value *y = reshape_int(q, n, y4, 2, (int64_t[]){rows, m});
+    Value *y = qb_reshape(q->f, n, y4, 2, (int64_t[]){rows, m});
     if (relu) {
         graph_replace_uses(q->f, &relu->res[0], float_of(q, y));
         graph_remove_node(q->f, relu);
@@ -589,8 +525,15 @@ static bool rewrite_matmul(Quant *q, Node *n) {
     return true;
 }
 
-/* A node that commutes with a monotonic quantization (max_pool, reshape,
- * flatten) runs on the integers when its operand already is one. */
+/* A node of kind k over integer operands, its result at params p in the
+ * shape of float node n's result. */
+static Value *emit_int(Quant *q, Node *n, NodeKind k, int nops, Value **ops,
+                       const QuantParams *p) {
+    Value *y = qb_like(q->f, q->ctx->d, n, k, nops, ops, p);
+    q->failed |= !y;
+    return y;
+}
+
 /* No window of the max pool lies wholly in its padding: the float kernel
  * gives -inf there, which no integer holds. */
 static bool max_pool_windows_real(const Node *n) {
@@ -608,43 +551,21 @@ static bool max_pool_windows_real(const Node *n) {
     return true;
 }
 
+/* A node that commutes with a monotonic quantization (max_pool, reshape,
+ * flatten) runs on the integers when its operand already is one. */
 static bool rewrite_passthrough(Quant *q, Node *n) {
     if (!grow_maps(q) || n->nres != 1 || (n->kind == NK_MAX_POOL && !max_pool_windows_real(n)))
         return false;
     Value *src = q->srcv[n->ops[0]->def->id];
     if (!src)
         return false;
-    Node *m = graph_insert_before(q->f, n, n->kind, 1, &src, 1);
-    m->name = n->name;
-    m->nattrs = n->nattrs;
-    m->attrs = n->attrs;
-    m->res[0].type = n->res[0].type;
-    m->res[0].type.elem = src->type.elem;
-    if (!infer_node(m, q->ctx->d)) {
-        q->failed = true;
+    QuantParams p = qb_params_of(src);
+    Value *y = emit_int(q, n, n->kind, 1, &src, &p);
+    if (!y)
         return false;
-    }
-    type_copy_quant(&m->res[0].type, &src->type);
-    replace(q, n, &m->res[0]);
+    replace(q, n, y);
     pass_stat(q->ctx, "integer-passthroughs", 1);
     return true;
-}
-
-/* A node of kind k over integer operands, its result at params p in the
- * shape of float node n's result. */
-static Value *emit_int(Quant *q, Node *n, NodeKind k, int nops, Value **ops, const QParams *p) {
-    Node *m = graph_insert_before(q->f, n, k, nops, ops, 1);
-    m->name = n->name;
-    m->nattrs = n->nattrs;
-    m->attrs = n->attrs;
-    m->res[0].type = n->res[0].type;
-    m->res[0].type.elem = p->elem;
-    set_quant(&m->res[0], p);
-    if (!infer_node(m, q->ctx->d)) {
-        q->failed = true;
-        return NULL;
-    }
-    return &m->res[0];
 }
 
 /* add and mul in real numbers, to the result's profiled range. A relu
@@ -652,9 +573,12 @@ static Value *emit_int(Quant *q, Node *n, NodeKind k, int nops, Value **ops, con
  * conv: saturation at the relu's zero computes it, and the sum gets all 256
  * levels of [0, max] instead of a clip of the add's own range. */
 static bool rewrite_binary(Quant *q, Node *n) {
-    QParams p;
+    QuantParams p;
     Node *relu = NULL;
-    if (!elem_is_float(n->res[0].type.elem) ||
+    /* Only where integers already flow: an add or mul of float values
+     * (a float matmul's bias) would quantize both to add once. */
+    if (!elem_is_float(n->res[0].type.elem) || !grow_maps(q) ||
+        (!q->srcv[n->ops[0]->def->id] && !q->srcv[n->ops[1]->def->id]) ||
         !(n->kind == NK_ADD ? output_params(q, n, &relu, &p) : choose(q, &n->res[0], &p)))
         return false;
     Value *ops[2] = {int_of(q, n->ops[0]), int_of(q, n->ops[1])};
@@ -677,7 +601,7 @@ static bool rewrite_binary(Quant *q, Node *n) {
 
 /* concat of integers at one scale: operands at another are rescaled. */
 static bool rewrite_concat(Quant *q, Node *n) {
-    QParams p;
+    QuantParams p;
     if (!elem_is_float(n->res[0].type.elem) || n->nops > 64 ||
         !choose(q, &n->res[0], &p))
         return false;
@@ -686,14 +610,14 @@ static bool rewrite_concat(Quant *q, Node *n) {
         ops[i] = int_of(q, n->ops[i]);
         if (!ops[i])
             return false;
-        QParams o = params_of(ops[i]);
+        QuantParams o = qb_params_of(ops[i]);
         if (o.elem == p.elem && o.scale == p.scale && o.offset == p.offset)
             continue;
         Node *r = graph_insert_before(q->f, n, NK_RESCALE, 1, &ops[i], 1);
         r->name = ops[i]->def->name;
         r->res[0].type = ops[i]->type;
         r->res[0].type.elem = p.elem;
-        set_quant(&r->res[0], &p);
+        qb_set(&r->res[0], &p);
         infer_node(r, q->ctx->d);
         ops[i] = &r->res[0];
         pass_stat(q->ctx, "rescales", 1);
@@ -715,14 +639,14 @@ static bool rewrite_clip(Quant *q, Node *n) {
     Value *src = q->srcv[n->ops[0]->def->id];
     if (!src)
         return false;
-    QParams p = params_of(src);
+    QuantParams p = qb_params_of(src);
     Node *m = graph_insert_before(q->f, n, NK_CLIP, 1, &src, 1);
     m->name = n->name;
     bool relu = n->kind == NK_RELU;
     if (relu || node_has_attr(n, AK_min))
-        node_set_float(m, AK_min, (float)quantize_real(relu ? 0 : node_attr_float(n, AK_min, 0), &p));
+        node_set_float(m, AK_min, (float)qb_quantize(relu ? 0 : node_attr_float(n, AK_min, 0), &p));
     if (!relu && node_has_attr(n, AK_max))
-        node_set_float(m, AK_max, (float)quantize_real(node_attr_float(n, AK_max, 0), &p));
+        node_set_float(m, AK_max, (float)qb_quantize(node_attr_float(n, AK_max, 0), &p));
     infer_node(m, q->ctx->d);
     type_copy_quant(&m->res[0].type, &src->type);
     replace(q, n, &m->res[0]);
@@ -738,7 +662,7 @@ static bool rewrite_avg_pool(Quant *q, Node *n) {
     Value *src = q->srcv[n->ops[0]->def->id];
     if (!src)
         return false;
-    QParams p = params_of(src);
+    QuantParams p = qb_params_of(src);
     if (qprof_find(q->cfg->profile, value_name(&n->res[0])) &&
         !choose(q, &n->res[0], &p))
         return false;
@@ -751,11 +675,53 @@ static bool rewrite_avg_pool(Quant *q, Node *n) {
     return true;
 }
 
+/* ---- elementwise chains as one table (qbuild.c) ------------------------------ */
+
+static bool chain_filter(void *ctx, const Node *n, bool last) {
+    Quant *q = ctx;
+    return last ? qprof_find(q->cfg->profile, value_name(&n->res[0])) != NULL : !kept_float(q, n);
+}
+
+static bool rewrite_chain(Quant *q, Node *n) {
+    if (!grow_maps(q))
+        return false;
+    Value *x = qb_chain_input(n);
+    /* x is an integer value's float form, or a graph input (quantized
+     * here, as a conv reading it would be). */
+    Value *xi = x ? q->srcv[x->def->id] : NULL;
+    bool input = x && x->def->kind == NK_PLACEHOLDER;
+    Node *chain[QB_CHAIN_MAX];
+    int count = xi || input ? qb_find_chain(q->f, n, x, chain, chain_filter, q) : 0;
+    /* A lone relu or clip stays the exact integer clip (no new rounding). */
+    if (count == 0 || (count == 1 && (n->kind == NK_RELU || n->kind == NK_CLIP)))
+        return false;
+    if (!xi && !(xi = int_of(q, x)))
+        return false;
+    Node *last = chain[count - 1];
+    QuantParams xp = qb_params_of(xi), yp;
+    double table[256];
+    if (!choose(q, &last->res[0], &yp) || !qb_chain_table(x, &xp, chain, count, table))
+        return false;
+    Value *y = qb_lookup(q->f, q->ctx->d, last, xi, table, &yp);
+    if (!y) {
+        q->failed = true;
+        return false;
+    }
+    replace(q, last, y);
+    for (int j = count - 2; j >= 0; j--)
+        graph_remove_node(q->f, chain[j]);
+    pass_stat(q->ctx, "chains-to-tables", 1);
+    pass_stat(q->ctx, "nodes-in-tables", count);
+    return true;
+}
+
 static bool rewrite(Quant *q, Node *n) {
     if (kept_float(q, n)) {
         pass_stat(q->ctx, "kept-float", 1);
         return false;
     }
+    if (rewrite_chain(q, n))
+        return true;
     switch (n->kind) {
     case NK_CONV: return rewrite_conv(q, n);
     case NK_GEMM:

@@ -1,7 +1,12 @@
-// Runs one model under ONNX Runtime (onnxruntime-node, CPU, graph
-// optimisations off: the reference should be the plain operators) and writes
-// every output as OUTDIR/NAME.npy (float32), like `glowc run --output-dir`.
-// Usage: node ort_run.js MODEL.onnx OUTDIR NAME=FILE.npy...
+// Runs one model under ONNX Runtime (onnxruntime-node, CPU) and writes every
+// output as OUTDIR/NAME.npy (float32), like `glowc run --output-dir` ('/' and
+// '\\' in a name become '_').
+// By default graph optimisations are off and one thread runs: the reference
+// should be the plain operators. --optimize turns them all on, as a QDQ model
+// needs for DQ -> op -> Q groups to become ORT's int8 kernels (QLinearConv,
+// ...); --optimized=FILE then saves the model ORT runs (which kernels it chose).
+// Usage: node ort_run.js MODEL.onnx OUTDIR [--threads=N] [--optimize]
+//                        [--optimized=FILE] NAME=FILE.npy...
 const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
@@ -38,16 +43,23 @@ function writeNpy(file, tensor) {
 }
 
 async function main() {
-  const [model, outdir, ...pairs] = process.argv.slice(2);
-  const s = await ort.InferenceSession.create(model, {
-    intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'disabled',
-  });
+  const args = process.argv.slice(2);
+  const flag = name => {
+    const a = args.find(x => x === name || x.startsWith(name + '='));
+    return a === undefined ? undefined : a.slice(name.length + 1);
+  };
+  const [model, outdir, ...pairs] = args.filter(a => !a.startsWith('--'));
+  const so = {intraOpNumThreads: +(flag('--threads') || 1), interOpNumThreads: 1,
+              graphOptimizationLevel: flag('--optimize') !== undefined ? 'all' : 'disabled'};
+  if (flag('--optimized')) so.optimizedModelFilePath = flag('--optimized');
+  const s = await ort.InferenceSession.create(model, so);
   const feeds = {};
   for (const p of pairs) {
     const at = p.indexOf('=');
     feeds[p.slice(0, at)] = readNpy(p.slice(at + 1));
   }
   const out = await s.run(feeds);
-  for (const name of s.outputNames) writeNpy(path.join(outdir, name + '.npy'), out[name]);
+  for (const name of s.outputNames)
+    writeNpy(path.join(outdir, name.replace(/[\/\\]/g, '_') + '.npy'), out[name]);
 }
 main().catch(e => { console.error('error: ' + e.message); process.exit(1); });

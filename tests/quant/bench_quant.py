@@ -105,7 +105,7 @@ def model_row(glowc, m, iters, node_env):
         outs[key] = np.load(os.path.join(d, "output.npy"))
     d = os.path.join(work, "ort")
     os.makedirs(d, exist_ok=True)
-    run(["node", os.path.join(ROOT, "tests", "quant", "ort_qdq_run.js"), qdq, d, "1",
+    run(["node", os.path.join(ROOT, "tests", "difftest", "ort_run.js"), qdq, d, "--optimize",
          "input=" + inp], env=node_env)
     outs["ort"] = np.load(os.path.join(d, "output.npy"))
     f, g, o = outs["float"], outs["int8"], outs["ort"]

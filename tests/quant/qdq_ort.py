@@ -63,7 +63,7 @@ for cfg in configs:
     sh(GLOWC, "quantize", model, "--quantize=" + prof, "-o", qdq, *cfg)
     o, g = os.path.join(WORK, "ort"), os.path.join(WORK, "glowc")
     os.makedirs(o, exist_ok=True)
-    sh("node", os.path.join(ROOT, "tests", "quant", "ort_qdq_run.js"), qdq, o, "1",
+    sh("node", os.path.join(ROOT, "tests", "difftest", "ort_run.js"), qdq, o, "--optimize",
        "image=" + os.path.join(WORK, "all.npy"), env=env)
     sh(GLOWC, "run", model, "--quantize=" + prof, "--input", "image=" + os.path.join(WORK, "all.npy"),
        "--output-dir", g, *cfg)

@@ -198,7 +198,9 @@ LJ_DECLARE_WORK(grid_sample_any)
     X(rescale) X(qadd) X(qmul) X(qavg_pool) X(qglobal_avg_pool) X(conv_integer)                \
     X(qlinear_conv) X(matmul_integer) X(qlinear_matmul)
 LJ_ANY_QINT(LJ_DECLARE_ANY1)
-/* k_qvec.c: the vector forms of rescale, qadd, qmul and clip on i8/u8. */
+/* k_qlookup.c */
+LJ_DECLARE_ANY1(qlookup)
+/* k_qvec.c: the vector forms of rescale, qadd, qmul, clip and quantize_linear on i8/u8. */
 #define LJ_QINT_BY_KIND(X)                                                                    \
     X(max_pool_i8) X(max_pool_u8) X(max_pool_i32) X(rescale_i8) X(rescale_u8) X(qadd_i8)      \
     X(qadd_u8) X(qmul_i8) X(qmul_u8) X(clip_i8) X(clip_u8) X(quantize_linear_i8)                \
