@@ -50,7 +50,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff \
         test-aarch64 test-quant test-train-native test-conform-fallback \
-        test-kernels bench bench-quant test-qdq-ort bench-kernels bench-conv clean difftest difftest-ort test-difftest \
+        test-kernels bench bench-quant test-qdq-ort bench-kernels bench-conv bench-qconv clean difftest difftest-ort test-difftest \
         fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui test-npm-models test-train demo-train
 .DEFAULT_GOAL := all
 
@@ -240,6 +240,10 @@ $(BUILD)/tests/bench_wino: tests/kernels/bench_wino.c $(KNATIVE_OBJS) $(BUILD)/l
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(NATIVE) $< $(KNATIVE_OBJS) $(KLIBS) -o $@
 
+$(BUILD)/tests/bench_qconv: tests/kernels/bench_qconv.c $(KNATIVE_OBJS) $(BUILD)/libglowc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(NATIVE) $< $(KNATIVE_OBJS) $(KLIBS) -o $@
+
 $(BUILD)/tests/bench_model: tests/kernels/bench_model.c $(KNATIVE_OBJS) $(BUILD)/libglowc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(NATIVE) $< $(KNATIVE_OBJS) $(KLIBS) -o $@
@@ -248,6 +252,11 @@ $(BUILD)/tests/bench_model: tests/kernels/bench_model.c $(KNATIVE_OBJS) $(BUILD)
 # bench_model MODEL.onnx breaks a model's time down by node kind.
 bench-conv: $(BUILD)/tests/bench_conv $(BUILD)/tests/bench_model
 	$(BUILD)/tests/bench_conv all
+
+# The int8 convolution alone on resnet50's shapes and mobilenet_v2's
+# depthwise ones (one thread, minimum of repeated runs).
+bench-qconv: $(BUILD)/tests/bench_qconv
+	$(BUILD)/tests/bench_qconv
 
 # ---- demo: the bundled digits model ----------------------------------------
 demo: $(BUILD)/glowc

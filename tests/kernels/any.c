@@ -858,16 +858,24 @@ static bool qelementwise(uint64_t *s, int *ran) {
     for (int op = 0; op < 3; op++)
         for (int a = 0; a < 2; a++)
             for (int b = 0; b < 2; b++)
-                for (int i = 0; i < 3; i++) {
+                for (int i = 0; i < 4; i++) {
                     ElemKind ex = qkinds[a], ey = qkinds[b];
                     int64_t y[8], x[2][8];
+                    /* i == 3: several work units, split inside a vector */
                     int rank = random_shape(s, y, 3, i == 0 ? 300 : 9), r[2];
+                    if (i == 3) {
+                        rank = 2;
+                        y[0] = 3;
+                        y[1] = rnd(s, 20000, 30000);
+                    }
                     for (int k = 0; k < 2; k++)
-                        r[k] = op == 0 ? rank : bcast_of(s, rank, y, x[k]);
-                    if (op == 0)
+                        r[k] = op == 0 || i == 3 ? rank : bcast_of(s, rank, y, x[k]);
+                    if (op == 0 || i == 3) {
                         memcpy(x[0], y, sizeof y);
-                    else
+                        memcpy(x[1], y, sizeof y);
+                    } else {
                         bcast_out(rank, y, 2, r, x);
+                    }
                     AnyCase c = {.plain = true};
                     NodeKind nk = op == 0 ? NK_RESCALE : op == 1 ? NK_QADD : NK_QMUL;
                     desc_begin(&c.d, nk, 1);
@@ -879,15 +887,117 @@ static bool qelementwise(uint64_t *s, int *ran) {
                                         qoffset(s, k ? qkinds[b ^ a] : ex));
                         desc_operand_type(&c.d, &tx);
                     }
-                    KernelFn fn[] = {op == 0 ? libjit_rescale_any : op == 1 ? libjit_qadd_any : libjit_qmul_any};
+                    bool i8 = ey == ELEM_I8;
+                    KernelFn fn[] = {op == 0 ? libjit_rescale_any : op == 1 ? libjit_qadd_any : libjit_qmul_any,
+                                     op == 0   ? (i8 ? libjit_rescale_i8 : libjit_rescale_u8)
+                                     : op == 1 ? (i8 ? libjit_qadd_i8 : libjit_qadd_u8)
+                                               : (i8 ? libjit_qmul_i8 : libjit_qmul_u8)};
                     WorkFn wk[] = {op == 0 ? libjit_rescale_any_work
-                                   : op == 1 ? libjit_qadd_any_work : libjit_qmul_any_work};
+                                   : op == 1 ? libjit_qadd_any_work : libjit_qmul_any_work,
+                                   op == 0   ? (i8 ? libjit_rescale_i8_work : libjit_rescale_u8_work)
+                                   : op == 1 ? (i8 ? libjit_qadd_i8_work : libjit_qadd_u8_work)
+                                             : (i8 ? libjit_qmul_i8_work : libjit_qmul_u8_work)};
                     char what[64];
                     snprintf(what, sizeof what, "%s %s -> %s", node_kind_name(nk), elem_name(ex),
                              elem_name(ey));
-                    if (!qrun(&c, what, NULL, fn, wk, 1, ran, *s + (uint64_t)i))
+                    if (!qrun(&c, what, NULL, fn, wk, 2, ran, *s + (uint64_t)i))
                         return false;
                 }
+    return true;
+}
+
+/* clip of i8/u8 (relu6 after an integer conv): bounds inside the kind's
+ * range, fractional, beyond it, crossed; libjit_clip_i8/u8 against the
+ * interpreter, in chunks of several work units. */
+static bool qclips(uint64_t *s, int *ran) {
+    static const float bounds[][2] = {{0, 6},     {-3, 100},   {-1.5f, 2.5f}, {-300, 300},
+                                      {10, -10},  {0, 255},    {-128, 127},   {200.5f, 1e9f},
+                                      {-1e9f, -129}, {127, 127}};
+    int nb = (int)(sizeof bounds / sizeof *bounds);
+    for (int e = 0; e < 2; e++)
+        for (int b = 0; b < nb; b++) {
+            int64_t dims[2] = {rnd(s, 1, 3), b % 3 ? rnd(s, 1, 300) : rnd(s, 30000, 70000)};
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_CLIP, 1);
+            desc_operand_elem(&c.d, qkinds[e], 2, dims);
+            desc_operand_elem(&c.d, qkinds[e], 2, dims);
+            desc_float(&c.d, AK_min, bounds[b][0]);
+            desc_float(&c.d, AK_max, bounds[b][1]);
+            KernelFn fn[] = {e ? libjit_clip_u8 : libjit_clip_i8};
+            WorkFn wk[] = {e ? libjit_clip_u8_work : libjit_clip_i8_work};
+            char what[64];
+            snprintf(what, sizeof what, "clip %s [%g, %g]", elem_name(qkinds[e]), bounds[b][0],
+                     bounds[b][1]);
+            if (!qrun(&c, what, NULL, fn, wk, 1, ran, *s + (uint64_t)b))
+                return false;
+        }
+    return true;
+}
+
+/* quantize_linear of f32 by one scale (operand 2) to i8/u8: a scale that
+ * makes ties (1/4) or one from the random fill (NaN, 0, negative too). */
+static void quantize_fix(AnyCase *c, uint64_t seed) {
+    uint64_t s = seed * 17 + 3;
+    int64_t r = rnd(&s, 0, 2);
+    if (r < 2)
+        qset_f64(c, 2, 0, r ? 0.25 : (double)rnd(&s, 1, 64) / 1024);
+}
+
+static bool qquantizes(uint64_t *s, int *ran) {
+    for (int e = 0; e < 2; e++)
+        for (int i = 0; i < 8; i++) {
+            int64_t dims[2] = {rnd(s, 1, 3), i % 3 ? rnd(s, 1, 300) : rnd(s, 30000, 70000)}, one[1] = {1};
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_QUANTIZE_LINEAR, 1);
+            desc_operand_elem(&c.d, qkinds[e], 2, dims);
+            desc_operand_elem(&c.d, ELEM_F32, 2, dims);
+            desc_operand_elem(&c.d, ELEM_F32, 0, one);
+            desc_operand_elem(&c.d, qkinds[e], 0, one);
+            KernelFn fn[] = {e ? libjit_quantize_linear_u8 : libjit_quantize_linear_i8};
+            WorkFn wk[] = {e ? libjit_quantize_linear_u8_work : libjit_quantize_linear_i8_work};
+            char what[64];
+            snprintf(what, sizeof what, "quantize_linear f32 -> %s", elem_name(qkinds[e]));
+            if (!qrun(&c, what, quantize_fix, fn, wk, 1, ran, *s + (uint64_t)i))
+                return false;
+        }
+    return true;
+}
+
+/* 2-D max pools of i8/u8 on planes wider than a vector and than one block
+ * of the vector kernel (512 columns). */
+static bool qmax_pools_wide(uint64_t *s, int *ran) {
+    for (int e = 0; e < 2; e++)
+        for (int i = 0; i < 8; i++) {
+            int64_t x[4] = {1, rnd(s, 1, 3), rnd(s, 1, 12), i < 2 ? rnd(s, 500, 1200) : rnd(s, 60, 200)};
+            int64_t k[2], st[2], pads[4], dil[2], y[4] = {x[0], x[1], 0, 0};
+            for (int a = 0; a < 2; a++) {
+                k[a] = rnd(s, 1, 4);
+                st[a] = rnd(s, 1, 3);
+                dil[a] = rnd(s, 1, 2);
+                pads[a] = rnd(s, 0, k[a] - 1);
+                pads[2 + a] = rnd(s, 0, k[a] - 1);
+                int64_t span = (k[a] - 1) * dil[a] + 1, len = x[2 + a] + pads[a] + pads[2 + a];
+                if (len < span)
+                    x[2 + a] += span, len += span;
+                y[2 + a] = (len - span) / st[a] + 1;
+            }
+            AnyCase c = {.plain = true};
+            desc_begin(&c.d, NK_MAX_POOL, 1);
+            desc_operand_elem(&c.d, qkinds[e], 4, y);
+            desc_operand_elem(&c.d, qkinds[e], 4, x);
+            desc_ints(&c.d, AK_kernel, 2, k);
+            desc_ints(&c.d, AK_strides, 2, st);
+            desc_ints(&c.d, AK_pads, 4, pads);
+            desc_ints(&c.d, AK_dilations, 2, dil);
+            KernelFn fn[] = {e ? libjit_max_pool_u8 : libjit_max_pool_i8};
+            WorkFn wk[] = {e ? libjit_max_pool_u8_work : libjit_max_pool_i8_work};
+            char what[96];
+            snprintf(what, sizeof what, "max_pool %s %lldx%lld k%lldx%lld s%lldx%lld", elem_name(qkinds[e]),
+                     (long long)x[2], (long long)x[3], (long long)k[0], (long long)k[1],
+                     (long long)st[0], (long long)st[1]);
+            if (!qrun(&c, what, NULL, fn, wk, 1, ran, *s + (uint64_t)i))
+                return false;
+        }
     return true;
 }
 
@@ -977,6 +1087,14 @@ static const int64_t qconv_shapes[][11] = {
     {1, 64, 6, 6, 9, 3, 3, 1, 1, 1, 1},   /* K = 576: long sums, a partial row block */
     {1, 2048, 1, 1, 20, 1, 1, 1, 0, 1, 1},/* a fully connected layer (the quantize pass's form) */
     {1, 3, 10, 0, 4, 3, 1, 1, 1, 1, 1},   /* 1-D: the plain kernel */
+    {1, 7, 6, 37, 7, 3, 3, 1, 1, 1, 7},   /* depthwise, rows wider than a vector, odd */
+    {1, 3, 9, 41, 3, 3, 3, 2, 1, 1, 3},   /* depthwise, stride 2, odd width */
+    {1, 3, 12, 23, 3, 5, 5, 3, 2, 1, 3},  /* depthwise 5x5, stride 3 */
+    {1, 2, 11, 19, 2, 3, 3, 1, 2, 2, 2},  /* depthwise, dilation 2 */
+    {2, 5, 8, 8, 5, 7, 7, 1, 3, 1, 5},    /* depthwise 7x7, two images */
+    {1, 13, 20, 20, 11, 3, 3, 1, 1, 1, 1},/* several tiles, odd channel counts */
+    {1, 300, 1, 1, 37, 1, 1, 1, 0, 1, 1}, /* fully connected, K and M odd */
+    {1, 64, 3, 3, 70, 1, 1, 1, 0, 1, 1},  /* pointwise on 9 positions */
 };
 
 /* x_scale, w_scale (per channel or not), y_scale so results spread over
@@ -1158,7 +1276,8 @@ static bool qmatmuls(uint64_t *s, int *ran) {
 int any_qint_cases(uint64_t seed) {
     uint64_t s = seed;
     int ran = 0;
-    bool ok = qelementwise(&s, &ran) && qpools(&s, &ran) && qconvs(&s, &ran) && qmatmuls(&s, &ran);
+    bool ok = qelementwise(&s, &ran) && qclips(&s, &ran) && qquantizes(&s, &ran) && qpools(&s, &ran) &&
+              qmax_pools_wide(&s, &ran) && qconvs(&s, &ran) && qmatmuls(&s, &ran);
     return ok ? ran : -1;
 }
 

@@ -19,12 +19,14 @@
  * channel per group) run plane by plane on a zero-padded i32 copy. Anything
  * else (3-D, u8 weights, wide sums) takes the plain kernel of k_qint.c. */
 #include "backends/cpu/libjit/k_qint.h"
+#include "backends/cpu/libjit/vec.h"
 
 #pragma STDC FP_CONTRACT OFF
 /* 64-byte vectors cross only into always-inline helpers (vec.h says why). */
 #pragma clang diagnostic ignored "-Wpsabi"
 
 enum { TILE = 64, VLANES = 16, NVEC = TILE / VLANES, MR = 4 };
+enum { DW_TAPS = 64 }; /* the depthwise kernel holds a plane's weights for this many taps */
 
 typedef int32_t v16i __attribute__((vector_size(64)));
 
@@ -41,7 +43,7 @@ LJ_INLINE QConvPlan plan_of(const int64_t *d, void *const *ops) {
     s.k4 = (s.k + 3) / 4;
     bool kinds = (g->ex == ELEM_I8 || g->ex == ELEM_U8) && (g->ey == ELEM_I8 || g->ey == ELEM_U8) &&
                  (lj_nops(d) != 10 || g->ebias == ELEM_I32) && g->ew == ELEM_I8;
-    s.depthwise = g->cg == 1 && g->mg == 1 && g->group > 1;
+    s.depthwise = g->cg == 1 && g->mg == 1 && g->group > 1 && g->ksize <= DW_TAPS;
     s.fast = kinds && g->win.ns == 2 && s.k * 255 * 255 < 2147483647LL;
     s.sh = g->ex == ELEM_I8 ? 128 : 0;
     s.tiles = (g->out_size + TILE - 1) / TILE;
@@ -65,6 +67,30 @@ LJ_INLINE int64_t plan_units(const QConvPlan *s) {
  * shifted activations (padding: zx + sh; k beyond K: 0), and their sums. */
 /* A 1x1 convolution of stride 1 and no padding over a whole tile: the
  * tile is TILE consecutive bytes of each channel, interleaved by four. */
+/* Four rows of TILE bytes (each xor shift) as TILE 32-bit lanes, row j in
+ * byte j, sixteen lanes at a time; the lanes' byte sums added to sx when
+ * the store needs them (weights with a zero point). */
+LJ_INLINE void interleave4(const uint8_t *const *r, uint8_t shift, uint8_t *lane, int32_t *sx,
+                           bool sums) {
+    typedef uint8_t v16b __attribute__((vector_size(VLANES)));
+    for (int64_t t = 0; t < TILE; t += VLANES) {
+        v16i b[4];
+        for (int j = 0; j < 4; j++) {
+            v16b v;
+            __builtin_memcpy(&v, r[j] + t, sizeof v);
+            b[j] = __builtin_convertvector(v ^ shift, v16i);
+        }
+        v16i v = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
+        __builtin_memcpy(lane + 4 * t, &v, sizeof v);
+        if (sums) {
+            v16i a;
+            __builtin_memcpy(&a, sx + t, sizeof a);
+            a += b[0] + b[1] + b[2] + b[3];
+            __builtin_memcpy(sx + t, &a, sizeof a);
+        }
+    }
+}
+
 LJ_INLINE void pack_pointwise(const QConvPlan *s, const uint8_t *x, uint8_t *xp, int32_t *sx) {
     const LjQConv *g = &s->g;
     uint8_t shift = (uint8_t)s->sh;
@@ -74,13 +100,7 @@ LJ_INLINE void pack_pointwise(const QConvPlan *s, const uint8_t *x, uint8_t *xp,
             r[j] = q * 4 + j < s->k ? x + (q * 4 + j) * g->in_size : 0;
         uint32_t *lane = (uint32_t *)(xp + q * TILE * 4);
         if (q * 4 + 4 <= s->k) {
-            for (int64_t t = 0; t < TILE; t++) {
-                uint32_t b0 = (uint8_t)(r[0][t] ^ shift), b1 = (uint8_t)(r[1][t] ^ shift);
-                uint32_t b2 = (uint8_t)(r[2][t] ^ shift), b3 = (uint8_t)(r[3][t] ^ shift);
-                uint32_t v = b0 | b1 << 8 | b2 << 16 | b3 << 24;
-                __builtin_memcpy(&lane[t], &v, 4);
-                sx[t] += (int32_t)(b0 + b1 + b2 + b3);
-            }
+            interleave4(r, shift, (uint8_t *)lane, sx, s->any_zw);
             continue;
         }
         for (int64_t t = 0; t < TILE; t++) {
@@ -133,18 +153,40 @@ LJ_INLINE void fill_row(const QConvPlan *s, const Segs *sg, const uint8_t *plane
             continue;
         }
         const uint8_t *in = plane + y * iw;
-        /* u in [lo, hi) reads inside the row: 0 <= x0 + u * sw < iw */
-        int64_t lo = x0 >= 0 ? 0 : (-x0 + sw - 1) / sw;
-        int64_t hi = x0 >= iw ? 0 : (iw - x0 + sw - 1) / sw;
+        /* u in [lo, hi) reads inside the row: 0 <= x0 + u * sw < iw (no
+         * division at stride 1, called K times per tile) */
+        int64_t lo = x0 >= 0 ? 0 : sw == 1 ? -x0 : (-x0 + sw - 1) / sw;
+        int64_t hi = x0 >= iw ? 0 : sw == 1 ? iw - x0 : (iw - x0 + sw - 1) / sw;
         lo = lo < run ? lo : run;
         hi = hi < run ? hi : run;
         hi = hi > lo ? hi : lo;
         for (int64_t u = 0; u < lo; u++)
             out[u] = pad;
-        if (sw == 1)
-            for (int64_t u = lo; u < hi; u++)
+        if (sw == 1) { /* 16 bytes at a time, the last 16 overlapping (the loop
+                          * vectorisers leave this one scalar) */
+            int64_t u = lo;
+            for (; u + 16 <= hi; u += 16) {
+                uint8_t __attribute__((vector_size(16))) v;
+                __builtin_memcpy(&v, in + x0 + u, 16);
+                v ^= shift;
+                __builtin_memcpy(out + u, &v, 16);
+            }
+            if (u < hi && hi - lo >= 16) {
+                uint8_t __attribute__((vector_size(16))) v;
+                __builtin_memcpy(&v, in + x0 + hi - 16, 16);
+                v ^= shift;
+                __builtin_memcpy(out + hi - 16, &v, 16);
+                u = hi;
+            }
+            for (; u + 8 <= hi; u += 8) {
+                uint64_t v;
+                __builtin_memcpy(&v, in + x0 + u, 8);
+                v ^= shift * 0x0101010101010101ull;
+                __builtin_memcpy(out + u, &v, 8);
+            }
+            for (; u < hi; u++)
                 out[u] = (uint8_t)(in[x0 + u] ^ shift);
-        else
+        } else
             for (int64_t u = lo; u < hi; u++)
                 out[u] = (uint8_t)(in[x0 + u * sw] ^ shift);
         for (int64_t u = hi; u < run; u++)
@@ -188,13 +230,8 @@ LJ_INLINE void pack_tile(const QConvPlan *s, int64_t nb, int64_t gr, int64_t p0,
                 }
             }
         }
-        uint32_t *lane = (uint32_t *)(xp + q * TILE * 4);
-        for (int64_t t = 0; t < TILE; t++) {
-            uint32_t b0 = rows[0][t], b1 = rows[1][t], b2 = rows[2][t], b3 = rows[3][t];
-            uint32_t v = b0 | b1 << 8 | b2 << 16 | b3 << 24;
-            __builtin_memcpy(&lane[t], &v, 4);
-            sx[t] += (int32_t)(b0 + b1 + b2 + b3);
-        }
+        const uint8_t *r[4] = {rows[0], rows[1], rows[2], rows[3]};
+        interleave4(r, 0, xp + q * TILE * 4, sx, s->any_zw);
     }
 }
 
@@ -290,26 +327,11 @@ dot_vnni(const uint8_t *xp, const int8_t *const *w, int64_t k,
 /* ---- one unit: a tile of positions, all (or half) the group's channels ------------ */
 
 /* Results yo .. yo + n of channel m from sums acc[t] + base - zsx *
- * sx[t] (sx read only when zsx is not 0): lj_qconv_store for i8 and u8, in
- * loops that vectorise. */
+ * sx[t] (sx read only when zsx is not 0): lj_qconv_store for i8 and u8. */
 LJ_INLINE void requant(const LjQConv *g, int64_t m, const int32_t *acc, int64_t zsx,
                        const int32_t *sx, int64_t base, int64_t yo, int64_t n) {
-    double mult = (double)lj_qconv_mult(g, m), yz = (double)g->yz;
-    if (g->ey == ELEM_I8) {
-        int8_t *out = (int8_t *)g->y + yo;
-        for (int64_t t = 0; t < n; t++) {
-            int64_t a = (int64_t)acc[t] + base - (zsx ? zsx * sx[t] : 0);
-            double q = nearbyint((double)a * mult) + yz;
-            out[t] = (int8_t)(q != q ? -128.0 : q < -128.0 ? -128.0 : q > 127.0 ? 127.0 : q);
-        }
-        return;
-    }
-    uint8_t *out = (uint8_t *)g->y + yo;
-    for (int64_t t = 0; t < n; t++) {
-        int64_t a = (int64_t)acc[t] + base - (zsx ? zsx * sx[t] : 0);
-        double q = nearbyint((double)a * mult) + yz;
-        out[t] = (uint8_t)(q != q ? 0.0 : q < 0.0 ? 0.0 : q > 255.0 ? 255.0 : q);
-    }
+    lj_qrequant_row(g->ey, (uint8_t *)g->y + yo, acc, sx, zsx, base, (double)lj_qconv_mult(g, m),
+                    (double)g->yz, n);
 }
 
 /* Row m's np results from its dot products: the shift and zero points
@@ -324,13 +346,97 @@ LJ_INLINE void store_row(const QConvPlan *s, int64_t nb, int64_t m, int64_t p0, 
             (nb * g->cout + m) * g->out_size + p0, np);
 }
 
-LJ_INLINE void gemm_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *xp, int32_t *sx) {
+/* Weight row m's sum, computed on first use in a call and kept in sums
+ * (INT32_MIN: not yet; a sum of K i8 is above -2^31 as K * 255 * 255 is). */
+LJ_INLINE int32_t weight_sum(const QConvPlan *s, int32_t *sums, int64_t m) {
+    if (sums[m] != INT32_MIN)
+        return sums[m];
+    const int8_t *w = (const int8_t *)s->g.w + m * s->k;
+    vi32 acc = (vi32){0};
+    int64_t j = 0;
+    for (; j + LJ_VL <= s->k; j += LJ_VL) {
+        int8_t __attribute__((vector_size(LJ_VL))) b;
+        __builtin_memcpy(&b, w + j, sizeof b);
+        acc += __builtin_convertvector(b, vi32);
+    }
+    int32_t t = 0;
+    for (int l = 0; l < LJ_VL; l++)
+        t += acc[l];
+    for (; j < s->k; j++)
+        t += w[j];
+    return sums[m] = t;
+}
+
+/* ---- one position: a dot product per row ------------------------------------------ */
+
+/* Row w's K bytes against x's (both read 64 at a time; x is zero beyond
+ * K, and w's last part is copied so nothing past the row is read). */
+#define ROW_DOT_BODY(STEP)                                                                         \
+    v16i acc = (v16i){0}, xv, wv;                                                                  \
+    int64_t j = 0;                                                                                 \
+    for (; j + 64 <= k; j += 64) {                                                                 \
+        __builtin_memcpy(&xv, x + j, 64);                                                          \
+        __builtin_memcpy(&wv, w + j, 64);                                                          \
+        acc = STEP(acc, xv, wv);                                                                   \
+    }                                                                                              \
+    if (j < k) {                                                                                   \
+        int8_t t[64] = {0};                                                                        \
+        __builtin_memcpy(t, w + j, (size_t)(k - j));                                               \
+        __builtin_memcpy(&xv, x + j, 64);                                                          \
+        __builtin_memcpy(&wv, t, 64);                                                              \
+        acc = STEP(acc, xv, wv);                                                                   \
+    }                                                                                              \
+    int32_t sum = 0;                                                                               \
+    for (int l = 0; l < VLANES; l++)                                                               \
+        sum += acc[l];                                                                             \
+    return sum;
+
+LJ_INLINE int32_t row_dot_plain(const uint8_t *x, const int8_t *w, int64_t k) {
+    ROW_DOT_BODY(dot4_plain)
+}
+
+#if defined(__x86_64__)
+static __attribute__((target("avx512f,avx512bw,avx512vnni,evex512"), min_vector_width(512))) int32_t
+row_dot_vnni(const uint8_t *x, const int8_t *w, int64_t k) {
+    ROW_DOT_BODY(DOT4_VNNI)
+}
+#endif
+
+/* A tile of one position (a fully connected layer): the packed bytes
+ * (lane 0 of each group of four k) gathered to the front of xp, zero up to
+ * a multiple of 64, then each row's dot product. */
+LJ_INLINE void gemv_rows(const QConvPlan *s, int64_t nb, int64_t gr, int64_t mlo, int64_t mhi,
+                         bool vnni, uint8_t *xp, int32_t *sx, int32_t *sums) {
+    const LjQConv *g = &s->g;
+    for (int64_t q = 0; q < s->k4; q++)
+        __builtin_memmove(xp + 4 * q, xp + q * TILE * 4, 4);
+    for (int64_t j = 4 * s->k4; j % 64; j++)
+        xp[j] = 0;
+    for (int64_t m = gr * g->mg + mlo; m < gr * g->mg + mhi; m++) {
+        const int8_t *w = (const int8_t *)g->w + m * s->k;
+        v16i dot = (v16i){0};
+#if defined(__x86_64__)
+        if (vnni)
+            dot[0] = row_dot_vnni(xp, w, s->k);
+        else
+#endif
+            dot[0] = row_dot_plain(xp, w, s->k);
+        store_row(s, nb, m, 0, 1, &dot, sx, weight_sum(s, sums, m));
+    }
+}
+
+LJ_INLINE void gemm_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *xp, int32_t *sx,
+                         int32_t *sums) {
     const LjQConv *g = &s->g;
     int64_t half = u % s->msplit, tile = u / s->msplit % s->tiles;
     int64_t gr = u / (s->msplit * s->tiles) % g->group, nb = u / (s->msplit * s->tiles * g->group);
     int64_t p0 = tile * TILE, np = g->out_size - p0 < TILE ? g->out_size - p0 : TILE;
     int64_t mlo = half * (g->mg / s->msplit), mhi = half + 1 == s->msplit ? g->mg : mlo + g->mg / s->msplit;
     pack_tile(s, nb, gr, p0, xp, sx);
+    if (g->out_size == 1) {
+        gemv_rows(s, nb, gr, mlo, mhi, vnni, xp, sx, sums);
+        return;
+    }
     const int8_t *wbase = g->w;
     for (int64_t m0 = mlo; m0 < mhi; m0 += MR) {
         const int8_t *w[MR];
@@ -338,9 +444,7 @@ LJ_INLINE void gemm_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *xp, 
         for (int r = 0; r < MR; r++) {
             int64_t m = gr * g->mg + (m0 + r < mhi ? m0 + r : m0);
             w[r] = wbase + m * s->k;
-            sw[r] = 0;
-            for (int64_t j = 0; j < s->k; j++)
-                sw[r] += w[r][j];
+            sw[r] = weight_sum(s, sums, m);
         }
         v16i acc[MR][NVEC];
 #if defined(__x86_64__)
@@ -361,44 +465,88 @@ LJ_INLINE int64_t dw_padded(const LjQConv *g, int a) {
            g->win.dilation[a] * (g->win.kernel[a] - 1) + g->win.stride[a];
 }
 
+/* The padded plane, then the output plane's sums (a row's last vector
+ * spills into the next row's, which overwrites it); a vector may read
+ * 2 LJ_VL (stride 2) past the last row's last column. */
 LJ_INLINE size_t dw_bytes(const LjQConv *g) {
-    return (size_t)(dw_padded(g, 0) * dw_padded(g, 1) + g->out_size) * 4;
+    return (size_t)((dw_padded(g, 0) + 1) * dw_padded(g, 1) + 2 * LJ_VL * (g->win.stride[1] + 1) +
+                    g->out_size + LJ_VL) *
+           4;
 }
 
-/* Plane u (image x channel): (x - zx) zero-padded in i32, then each tap
- * adds its shifted plane times (w - zw) to the sums. */
-LJ_INLINE void dw_unit(const QConvPlan *s, int64_t u, int32_t *buf) {
+/* LJ_VL sums' inputs along a row at stride sw: stride 2 takes the even
+ * lanes of two vectors. */
+LJ_INLINE vi32 dw_load(const int32_t *p, int64_t sw) {
+    vi32 v;
+    if (sw == 1) {
+        __builtin_memcpy(&v, p, sizeof v);
+        return v;
+    }
+    if (sw == 2) {
+        vi32 b;
+        __builtin_memcpy(&v, p, sizeof v);
+        __builtin_memcpy(&b, p + LJ_VL, sizeof b);
+        return __builtin_shufflevector(v, b, LJ_LANES(LJ_EVEN_LANE, ));
+    }
+    for (int l = 0; l < LJ_VL; l++)
+        v[l] = p[l * sw];
+    return v;
+}
+
+/* Row y of the padded plane: x - zx, widened LJ_VL at a time. */
+LJ_INLINE void dw_fill_row(int ex, const void *x, int64_t n, int32_t zx, int32_t *out) {
+    int64_t t = 0;
+    if (ex == ELEM_I8)
+        for (; t + LJ_VL <= n; t += LJ_VL) {
+            int8_t __attribute__((vector_size(LJ_VL))) b;
+            __builtin_memcpy(&b, (const int8_t *)x + t, sizeof b);
+            vi32 v = __builtin_convertvector(b, vi32) - zx;
+            __builtin_memcpy(out + t, &v, sizeof v);
+        }
+    else
+        for (; t + LJ_VL <= n; t += LJ_VL) {
+            uint8_t __attribute__((vector_size(LJ_VL))) b;
+            __builtin_memcpy(&b, (const uint8_t *)x + t, sizeof b);
+            vi32 v = __builtin_convertvector(b, vi32) - zx;
+            __builtin_memcpy(out + t, &v, sizeof v);
+        }
+    for (; t < n; t++)
+        out[t] = (ex == ELEM_I8 ? ((const int8_t *)x)[t] : ((const uint8_t *)x)[t]) - zx;
+}
+
+/* Plane u (image x channel): (x - zx) zero-padded in i32, then each output
+ * row's sums LJ_VL positions at a time over the taps, in registers; then
+ * the plane requantized. */
+LJ_VECTOR_FN static void dw_unit(const QConvPlan *s, int64_t u, int32_t *buf) {
     const LjQConv *g = &s->g;
     int64_t c = u % g->cin, hp = dw_padded(g, 0), wp = dw_padded(g, 1);
     int64_t oh = g->odims[0], ow = g->odims[1], sh = g->win.stride[0], sw = g->win.stride[1];
-    int32_t *xp = buf, *acc = buf + hp * wp;
-    for (int64_t i = 0; i < hp * wp; i++)
-        xp[i] = 0;
-    int64_t base = u * g->in_size;
-    for (int64_t y = 0; y < g->idims[0]; y++)
-        for (int64_t x = 0; x < g->idims[1]; x++)
-            xp[(y + g->win.pad_begin[0]) * wp + x + g->win.pad_begin[1]] =
-                (int32_t)(lj_ld_i64(g->ex, g->x, base + y * g->idims[1] + x) - g->zx);
-    for (int64_t i = 0; i < g->out_size; i++)
-        acc[i] = 0;
+    int64_t kh = g->win.kernel[0], kw = g->win.kernel[1], dh = g->win.dilation[0], dwl = g->win.dilation[1];
+    int32_t *xp = buf, *acc = buf + (hp + 1) * wp + 2 * LJ_VL * (sw + 1);
+    __builtin_memset(xp, 0, (size_t)(acc - xp) * 4);
+    int64_t ih = g->idims[0], iw = g->idims[1];
+    for (int64_t y = 0; y < ih; y++) /* x is i8 or u8: one byte each */
+        dw_fill_row(g->ex, (const uint8_t *)g->x + u * g->in_size + y * iw, iw, (int32_t)g->zx,
+                    xp + (y + g->win.pad_begin[0]) * wp + g->win.pad_begin[1]);
     int64_t zw = g->zw_per_m ? lj_ld_i64(g->ezw, g->zw, c) : g->zw0;
-    for (int64_t i = 0; i < g->win.kernel[0]; i++)
-        for (int64_t j = 0; j < g->win.kernel[1]; j++) {
-            int32_t wv = (int32_t)(lj_ld_i64(g->ew, g->w, c * g->ksize + i * g->win.kernel[1] + j) - zw);
-            const int32_t *src = xp + i * g->win.dilation[0] * wp + j * g->win.dilation[1];
-            for (int64_t y = 0; y < oh; y++) {
-                const int32_t *row = src + y * sh * wp;
-                int32_t *out = acc + y * ow;
-                if (sw == 1)
-                    for (int64_t x = 0; x < ow; x++)
-                        out[x] += row[x] * wv;
-                else
-                    for (int64_t x = 0; x < ow; x++)
-                        out[x] += row[x * sw] * wv;
-            }
-        }
+    int32_t wv[DW_TAPS];
+    for (int64_t t = 0; t < kh * kw; t++)
+        wv[t] = (int32_t)(lj_ld_i64(g->ew, g->w, c * g->ksize + t) - zw);
     int64_t bias = g->bias ? lj_ld_i64(g->ebias, g->bias, c) : 0;
-    requant(g, c, acc, 0, acc, bias, u * g->out_size, g->out_size);
+    double mult = (double)lj_qconv_mult(g, c), yz = (double)g->yz;
+    for (int64_t y = 0; y < oh; y++) {
+        const int32_t *row = xp + y * sh * wp;
+        for (int64_t x0 = 0; x0 < ow; x0 += LJ_VL) {
+            vi32 a = (vi32){0};
+            for (int64_t i = 0; i < kh; i++)
+                for (int64_t j = 0; j < kw; j++)
+                    a += dw_load(row + i * dh * wp + x0 * sw + j * dwl, sw) * wv[i * kw + j];
+            __builtin_memcpy(acc + y * ow + x0, &a, sizeof a);
+        }
+    }
+    /* the whole plane at once: small planes (7x7) fill vectors too */
+    lj_qrequant_row(g->ey, (uint8_t *)g->y + u * g->out_size, acc, acc, 0, bias, mult, yz,
+                    g->out_size);
 }
 
 /* ---- entry points ---------------------------------------------------------------------- */
@@ -409,7 +557,7 @@ LJ_INLINE int64_t qconv_scratch(const int64_t *d, int slot) {
         return 0;
     if (s.depthwise)
         return (int64_t)dw_bytes(&s.g);
-    return s.k4 * TILE * 4 + TILE * 4;
+    return s.k4 * TILE * 4 + TILE * 4 + s.g.cout * 4;
 }
 
 LJ_INLINE void qconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, LjScratch *sc,
@@ -425,11 +573,14 @@ LJ_INLINE void qconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
                                 hi * s.g.batch * s.g.cout / plan_units(&s), sc);
         return;
     }
+    int32_t *sx = (int32_t *)((uint8_t *)buf + s.k4 * TILE * 4), *sums = sx + TILE;
+    for (int64_t m = 0; m < s.g.cout && !s.depthwise; m++)
+        sums[m] = INT32_MIN;
     for (int64_t u = lo; u < hi; u++) {
         if (s.depthwise)
             dw_unit(&s, u, buf);
         else
-            gemm_unit(&s, u, vnni, buf, (int32_t *)((uint8_t *)buf + s.k4 * TILE * 4));
+            gemm_unit(&s, u, vnni, buf, sx, sums);
     }
     lj_scratch_put(sc, buf);
 }

@@ -47,28 +47,15 @@ LIBJIT_KERNEL libjit_rescale_any(const int64_t *d, void *const *ops, int64_t lo,
         store_real(d, ops[0], i, real_at(d, 1, ops[1], i));
 }
 
-/* Operand k's element offset for result element i (numpy broadcasting). */
-LJ_INLINE int64_t bcast_offset(const int64_t *d, int k, int64_t i) {
-    int rank = lj_rank(d, 0), r = lj_rank(d, k);
-    int64_t off = 0, stride = 1;
-    for (int a = rank - 1; a >= 0; a--) {
-        int64_t len = lj_dim(d, 0, a), c = i % len;
-        i /= len;
-        int j = a - (rank - r);
-        if (j < 0)
-            break;
-        int64_t dim = lj_dim(d, k, j);
-        off += (dim == 1 ? 0 : c) * stride;
-        stride *= dim;
-    }
-    return off;
-}
-
 LJ_INLINE void qbinary(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, bool mul) {
-    int64_t n = lj_numel(d, 0);
+    int64_t n = lj_numel(d, 0), sa[DESC_MAX_RANK], sb[DESC_MAX_RANK];
+    int rank = lj_rank(d, 0);
     bool same = lj_numel(d, 1) == n && lj_numel(d, 2) == n;
+    lj_bcast_strides(d, 1, lj_rank(d, 1), rank, sa);
+    lj_bcast_strides(d, 2, lj_rank(d, 2), rank, sb);
     for (int64_t i = qmin64(lo * QCHUNK, n); i < qmin64(hi * QCHUNK, n); i++) {
-        int64_t ia = same ? i : bcast_offset(d, 1, i), ib = same ? i : bcast_offset(d, 2, i);
+        int64_t ia = same ? i : lj_bcast_offset(d, rank, sa, i);
+        int64_t ib = same ? i : lj_bcast_offset(d, rank, sb, i);
         double u = real_at(d, 1, ops[1], ia);
         double v = real_at(d, 2, ops[2], ib);
         double r = mul ? u * v : u + v;
@@ -220,7 +207,8 @@ LJ_INLINE void max_pool_2d(const int64_t *d, const LjQWin *w, void *const *ops, 
 LJ_INLINE void pool_planes(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, bool avg) {
     LjQWin w = qwin_of(d, lj_nres(d));
     if (!avg && w.ns == 2 && lj_nres(d) == 1) {
-        max_pool_2d(d, &w, ops, lo, hi);
+        if (!lj_qmax_pool_2d(d, &w, ops, lo, hi))
+            max_pool_2d(d, &w, ops, lo, hi);
         return;
     }
     for (int64_t pl = lo; pl < hi; pl++)
@@ -360,18 +348,9 @@ LJ_INLINE QMat qmat_of(const int64_t *d, int a_op, int b_op) {
 LJ_INLINE int64_t qmat_batch(const int64_t *d, int k, int mat_rank, int64_t b, const QMat *q) {
     int rk = lj_rank(d, k) - mat_rank; /* operand's batch axes */
     int yb = q->ry - ((q->ra == 1 ? 0 : 1) + (q->rb == 1 ? 0 : 1)); /* result's */
-    int64_t off = 0, stride = 1;
-    for (int a = yb - 1; a >= 0; a--) {
-        int64_t len = lj_dim(d, 0, a), c = b % len;
-        b /= len;
-        int j = a - (yb - rk);
-        if (j < 0)
-            break;
-        int64_t dim = lj_dim(d, k, j);
-        off += (dim == 1 ? 0 : c) * stride;
-        stride *= dim;
-    }
-    return off;
+    int64_t st[DESC_MAX_RANK];
+    lj_bcast_strides(d, k, rk, yb, st);
+    return lj_bcast_offset(d, yb, st, b);
 }
 
 /* Result element i's sum (a - za) x (b - zb): za one value or one per row

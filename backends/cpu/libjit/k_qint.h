@@ -36,6 +36,16 @@ typedef struct LjQWin {
     int64_t pad_begin[DESC_MAX_RANK], pad_end[DESC_MAX_RANK];
 } LjQWin;
 
+/* A 2-D max pool without indices of i8 or u8 planes [lo, hi), in vectors
+ * (k_qvec.c); false for shapes and kinds it leaves to the scalar loop. */
+bool lj_qmax_pool_2d(const int64_t *d, const LjQWin *w, void *const *ops, int64_t lo, int64_t hi);
+
+/* y[0, n) (i8 or u8) from sums: acc[t] + base - zsx sx[t] (sx read only
+ * when zsx is not 0) times mult, then lj_store_q's steps, in vectors
+ * (k_qvec.c). */
+void lj_qrequant_row(int ey, void *y, const int32_t *acc, const int32_t *sx, int64_t zsx,
+                     int64_t base, double mult, double yz, int64_t n);
+
 /* conv_integer (y; x, w, x_zp, w_zp) and qlinear_conv (y; x, x_scale,
  * x_zp, w, w_scale, w_zp, y_scale, y_zp, bias?) alike. */
 typedef struct LjQConv {

@@ -44,16 +44,8 @@ typedef struct Bc {
 LJ_INLINE Bc bc_plan(const int64_t *d, int nin) {
     int rank = lj_rank(d, 0);
     int64_t st[BC_MAX][DESC_MAX_RANK];
-    for (int k = 0; k < nin; k++) {
-        int r = lj_rank(d, k + 1);
-        int64_t s = 1;
-        for (int i = rank - 1; i >= 0; i--) {
-            int j = i - (rank - r);
-            int64_t dim = j >= 0 ? lj_dim(d, k + 1, j) : 1;
-            st[k][i] = dim == 1 ? 0 : s;
-            s *= dim;
-        }
-    }
+    for (int k = 0; k < nin; k++)
+        lj_bcast_strides(d, k + 1, lj_rank(d, k + 1), rank, st[k]);
     Bc p = {.rank = 0, .nin = nin};
     for (int i = 0; i < rank; i++) {
         int64_t dim = lj_dim(d, 0, i);

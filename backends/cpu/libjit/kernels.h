@@ -205,7 +205,11 @@ LJ_DECLARE_WORK(grid_sample_any)
 LJ_ANY_QINT(LJ_DECLARE_ANY1)
 /* k_qlookup.c */
 LJ_DECLARE_ANY1(qlookup)
-#define LJ_QINT_BY_KIND(X) X(max_pool_i8) X(max_pool_u8) X(max_pool_i32)
+/* k_qvec.c: the vector forms of rescale, qadd, qmul, clip and quantize_linear on i8/u8. */
+#define LJ_QINT_BY_KIND(X)                                                                    \
+    X(max_pool_i8) X(max_pool_u8) X(max_pool_i32) X(rescale_i8) X(rescale_u8) X(qadd_i8)      \
+    X(qadd_u8) X(qmul_i8) X(qmul_u8) X(clip_i8) X(clip_u8) X(quantize_linear_i8)                \
+    X(quantize_linear_u8)
 #define LJ_DECLARE_KW(name) LJ_DECLARE_KERNEL(name) LJ_DECLARE_WORK(name)
 LJ_QINT_BY_KIND(LJ_DECLARE_KW)
 #define LJ_DECLARE_KWS(name) LJ_DECLARE_KERNEL(name) LJ_DECLARE_WORK(name) LJ_DECLARE_SCRATCH(name)

@@ -60,6 +60,33 @@ LJ_INLINE int64_t lj_qoffset(const int64_t *d, int k) {
     return lj_op(d, k)[DESC_OP_QUANT + 2];
 }
 
+/* numpy broadcasting of operand k against the result (operand 0): its
+ * first kr axes align to the right of the result's first yr axes, and
+ * st[a] is its stride along result axis a (0 where it has length 1 or no
+ * axis). The one rule the broadcasting kernels share (k_table.c's plans,
+ * k_qint.c's binary kinds and batched products). */
+LJ_INLINE void lj_bcast_strides(const int64_t *d, int k, int kr, int yr, int64_t *st) {
+    int64_t s = 1;
+    for (int a = yr - 1; a >= 0; a--) {
+        int j = a - (yr - kr);
+        int64_t dim = j >= 0 ? lj_dim(d, k, j) : 1;
+        st[a] = dim == 1 ? 0 : s;
+        s *= dim;
+    }
+}
+
+/* The offset, by strides st from lj_bcast_strides, of the element under
+ * index i of the result's first yr axes. */
+LJ_INLINE int64_t lj_bcast_offset(const int64_t *d, int yr, const int64_t *st, int64_t i) {
+    int64_t off = 0;
+    for (int a = yr - 1; a >= 0; a--) {
+        int64_t len = lj_dim(d, 0, a);
+        off += i % len * st[a];
+        i /= len;
+    }
+    return off;
+}
+
 LJ_INLINE int64_t lj_numel(const int64_t *d, int k) {
     int64_t n = 1;
     for (int i = 0; i < lj_rank(d, k); i++)
