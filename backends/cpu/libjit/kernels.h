@@ -171,6 +171,10 @@ LJ_DECLARE_SCRATCH(top_k_any)
 LJ_DECLARE_KERNEL(resize_any)
 LJ_DECLARE_WORK(resize_any)
 LJ_DECLARE_SCRATCH(resize_any)
+/* k_convt.c: the f32 form */
+LJ_DECLARE_KERNEL(conv_transpose_f32)
+LJ_DECLARE_WORK(conv_transpose_f32)
+LJ_DECLARE_SCRATCH(conv_transpose_f32)
 /* k_vnorm.c */
 LJ_DECLARE_KERNEL(softmax_f32)
 LJ_DECLARE_WORK(softmax_f32)
