@@ -1166,7 +1166,8 @@ int any_qint_cases(uint64_t seed) {
  * smallest (ties and NaN included: the order must be the interpreter's
  * exactly), and resize in every mode, coordinate mode and nearest rounding,
  * with antialias, exclude_outside, given or derived scales and a crop
- * region, grid_sample in every mode and padding, lrn, det and max_unpool.
+ * region, grid_sample in every mode and padding, lrn, det, max_unpool and
+ * einsum (products, diagonals, sums, transposes, an ellipsis).
  * The float ones sum the same products in the same order as the
  * interpreter, so they are held to the same exactness. */
 int any_select_cases(uint64_t seed) {
@@ -1291,6 +1292,42 @@ int any_select_cases(uint64_t seed) {
             char what[64];
             snprintf(what, sizeof what, "max_unpool on %s", elem_name((ElemKind)e));
             ok = any_run(&c, what, libjit_max_unpool_any, libjit_max_unpool_any_work, &ran);
+            any_free(&c);
+        }
+        /* einsum: each operand's and the output's axes named by letters,
+         * each letter a random size (x for an ellipsis' axis). */
+        static const struct {
+            const char *eq, *in[3], *out;
+        } eqs[] = {
+            {"ij,jk->ik", {"ij", "jk"}, "ik"},         {"bij,bkj->bik", {"bij", "bkj"}, "bik"},
+            {"ii->i", {"ii"}, "i"},                    {"ii", {"ii"}, ""},
+            {"bii->bi", {"bii"}, "bi"},                {"ij->", {"ij"}, ""},
+            {"ij->ji", {"ij"}, "ji"},                  {"i,i", {"i", "i"}, ""},
+            {"i,j->ij", {"i", "j"}, "ij"},             {"ij,jk,kl->il", {"ij", "jk", "kl"}, "il"},
+            {"...ij,...jk->...ik", {"xij", "xjk"}, "xik"}, {"ij,ij->i", {"ij", "ij"}, "i"},
+        };
+        for (size_t i = 0; i < sizeof eqs / sizeof *eqs && ok && takes(NK_EINSUM, (ElemKind)e); i++) {
+            int64_t size[26];
+            for (int j = 0; j < 26; j++)
+                size[j] = rnd(&s, 1, 5);
+            int nin = 0;
+            while (nin < 3 && eqs[i].in[nin])
+                nin++;
+            AnyCase c = {.plain = i % 2 == 0};
+            desc_begin(&c.d, NK_EINSUM, 1);
+            for (int k = -1; k < nin; k++) {
+                const char *ax = k < 0 ? eqs[i].out : eqs[i].in[k];
+                int64_t dims[8];
+                int rank = (int)strlen(ax);
+                for (int j = 0; j < rank; j++)
+                    dims[j] = size[ax[j] - 'a'];
+                desc_operand_elem(&c.d, (ElemKind)e, rank, dims);
+            }
+            desc_str(&c.d, AK_equation, eqs[i].eq);
+            any_alloc(&c, s + (uint64_t)i);
+            char what[96];
+            snprintf(what, sizeof what, "einsum %s on %s", eqs[i].eq, elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_einsum_any, libjit_einsum_any_work, &ran);
             any_free(&c);
         }
         static const int gmodes[] = {MODE_NEAREST, MODE_BILINEAR, MODE_BICUBIC};

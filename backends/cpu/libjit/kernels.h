@@ -190,6 +190,9 @@ LJ_DECLARE_WORK(det_any)
 LJ_DECLARE_SCRATCH(det_any)
 LJ_DECLARE_KERNEL(max_unpool_any)
 LJ_DECLARE_WORK(max_unpool_any)
+/* k_einsum.c */
+LJ_DECLARE_KERNEL(einsum_any)
+LJ_DECLARE_WORK(einsum_any)
 /* k_sample.c */
 LJ_DECLARE_KERNEL(grid_sample_any)
 LJ_DECLARE_WORK(grid_sample_any)
