@@ -1166,8 +1166,9 @@ int any_qint_cases(uint64_t seed) {
  * smallest (ties and NaN included: the order must be the interpreter's
  * exactly), and resize in every mode, coordinate mode and nearest rounding,
  * with antialias, exclude_outside, given or derived scales and a crop
- * region, grid_sample in every mode and padding, lrn, det, max_unpool and
- * einsum (products, diagonals, sums, transposes, an ellipsis).
+ * region, grid_sample in every mode and padding, lrn, det, max_unpool,
+ * einsum (products, diagonals, sums, transposes, an ellipsis),
+ * mean_variance_norm and roi_align.
  * The float ones sum the same products in the same order as the
  * interpreter, so they are held to the same exactness. */
 int any_select_cases(uint64_t seed) {
@@ -1328,6 +1329,59 @@ int any_select_cases(uint64_t seed) {
             char what[96];
             snprintf(what, sizeof what, "einsum %s on %s", eqs[i].eq, elem_name((ElemKind)e));
             ok = any_run(&c, what, libjit_einsum_any, libjit_einsum_any_work, &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 8 && ok && takes(NK_MEAN_VARIANCE_NORM, (ElemKind)e); i++) {
+            int64_t x[8], axes[8];
+            int rank = (int)rnd(&s, 1, 4), na = 0;
+            for (int j = 0; j < rank; j++) {
+                x[j] = rnd(&s, 1, 6);
+                if (rnd(&s, 0, 1))
+                    axes[na++] = rnd(&s, 0, 1) ? j : j - rank;
+            }
+            AnyCase c = {.plain = i % 2 == 0};
+            desc_begin(&c.d, NK_MEAN_VARIANCE_NORM, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            desc_ints(&c.d, AK_axes, na, axes);
+            any_alloc(&c, s + (uint64_t)i);
+            char what[64];
+            snprintf(what, sizeof what, "mean_variance_norm on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_mean_variance_norm_any, libjit_mean_variance_norm_any_work,
+                         &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 8 && ok && takes(NK_ROI_ALIGN, (ElemKind)e); i++) {
+            int64_t x[4] = {rnd(&s, 1, 3), rnd(&s, 1, 3), rnd(&s, 1, 9), rnd(&s, 1, 9)};
+            int64_t nr = rnd(&s, 1, 4), y[4] = {nr, x[1], rnd(&s, 1, 4), rnd(&s, 1, 4)};
+            int64_t rois[2] = {nr, 4}, bi[1] = {nr};
+            AnyCase c = {.plain = i % 2 == 0};
+            desc_begin(&c.d, NK_ROI_ALIGN, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, 4, y);
+            desc_operand_elem(&c.d, (ElemKind)e, 4, x);
+            desc_operand_elem(&c.d, (ElemKind)e, 2, rois);
+            desc_operand_elem(&c.d, ELEM_I64, 1, bi);
+            desc_int(&c.d, AK_mode, i % 2 ? MODE_MAX : MODE_AVG);
+            desc_int(&c.d, AK_coordinate_transformation_mode,
+                     i % 3 ? CTM_HALF_PIXEL : CTM_OUTPUT_HALF_PIXEL);
+            desc_int(&c.d, AK_sampling_ratio, rnd(&s, 0, 2));
+            desc_float(&c.d, AK_spatial_scale, i % 4 == 3 ? 0.5f : 1.0f);
+            any_alloc(&c, s + (uint64_t)i);
+            /* Boxes [x1, y1, x2, y2] over and past the plane; batch
+             * indices in range (the interpreter refuses the others). */
+            for (int64_t r = 0; r < nr; r++) {
+                double b[4] = {(double)rnd(&s, -20, 60) / 10, (double)rnd(&s, -20, 60) / 10, 0, 0};
+                b[2] = b[0] + (double)rnd(&s, 0, 80) / 10;
+                b[3] = b[1] + (double)rnd(&s, 0, 80) / 10;
+                for (int k = 0; k < 4; k++) {
+                    elem_store_f64((ElemKind)e, c.fast[2], r * 4 + k, b[k]);
+                    elem_store_f64((ElemKind)e, c.ref[2], r * 4 + k, b[k]);
+                }
+                ((int64_t *)c.fast[3])[r] = ((int64_t *)c.ref[3])[r] = rnd(&s, 0, x[0] - 1);
+            }
+            char what[64];
+            snprintf(what, sizeof what, "roi_align on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_roi_align_any, libjit_roi_align_any_work, &ran);
             any_free(&c);
         }
         static const int gmodes[] = {MODE_NEAREST, MODE_BILINEAR, MODE_BICUBIC};

@@ -196,6 +196,11 @@ LJ_DECLARE_WORK(einsum_any)
 /* k_sample.c */
 LJ_DECLARE_KERNEL(grid_sample_any)
 LJ_DECLARE_WORK(grid_sample_any)
+LJ_DECLARE_KERNEL(roi_align_any)
+LJ_DECLARE_WORK(roi_align_any)
+/* k_norm.c (beside the table's) */
+LJ_DECLARE_KERNEL(mean_variance_norm_any)
+LJ_DECLARE_WORK(mean_variance_norm_any)
 
 /* k_qint.c: integer kernels of quantized graphs and ONNX's integer
  * products, for every kind; k_qconv.c: the fast qlinear_conv, by result
