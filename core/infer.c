@@ -1595,6 +1595,32 @@ static bool infer_roi_align(Node *n, DiagList *d) {
     return true;
 }
 
+/* ---- text ---------------------------------------------------------------- */
+
+static bool infer_tfidf_vectorizer(Node *n, DiagList *d) {
+    if (!need_rank(n, d, 0, 1, 2) || !need_rank(n, d, 1, 1, 1) || !need_rank(n, d, 2, 1, 1) ||
+        !need_rank(n, d, 3, 1, 1) ||
+        !enum_allowed(n, d, AK_mode, MODE_TF, (const int[]){MODE_TF, MODE_IDF, MODE_TFIDF, 0}))
+        return false;
+    const Type *x = op_type(n, 0), *w = op_type(n, 3);
+    if ((x->elem != ELEM_I32 && x->elem != ELEM_I64) || op_type(n, 1)->elem != ELEM_I64 ||
+        op_type(n, 2)->elem != ELEM_I64 || w->elem != ELEM_F32) {
+        node_error(d, n, "takes i32 or i64 tokens, an i64 pool and indexes, and f32 weights");
+        return false;
+    }
+    int64_t lo = node_attr_int(n, AK_min_gram_length, 1), hi = node_attr_int(n, AK_max_gram_length, 1);
+    int k;
+    node_attr_ints(n, AK_ngram_counts, &k);
+    if (lo < 1 || hi < lo || hi > k || node_attr_int(n, AK_max_skip_count, 0) < 0) {
+        node_error(d, n, "needs 1 <= min_gram_length <= max_gram_length <= %d (the ngram_counts), "
+                         "max_skip_count >= 0", k);
+        return false;
+    }
+    int64_t dims[2] = {x->dims[0], w->dims[0]};
+    n->res[0].type = x->rank == 1 ? type_make(ELEM_F32, 1, dims + 1) : type_make(ELEM_F32, 2, dims);
+    return true;
+}
+
 /* ---- losses ------------------------------------------------------------- */
 
 static bool infer_nll_loss(Node *n, DiagList *d) {

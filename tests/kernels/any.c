@@ -1168,7 +1168,7 @@ int any_qint_cases(uint64_t seed) {
  * with antialias, exclude_outside, given or derived scales and a crop
  * region, grid_sample in every mode and padding, lrn, det, max_unpool,
  * einsum (products, diagonals, sums, transposes, an ellipsis),
- * mean_variance_norm and roi_align.
+ * mean_variance_norm, roi_align and tfidf_vectorizer.
  * The float ones sum the same products in the same order as the
  * interpreter, so they are held to the same exactness. */
 int any_select_cases(uint64_t seed) {
@@ -1382,6 +1382,48 @@ int any_select_cases(uint64_t seed) {
             char what[64];
             snprintf(what, sizeof what, "roi_align on %s", elem_name((ElemKind)e));
             ok = any_run(&c, what, libjit_roi_align_any, libjit_roi_align_any_work, &ran);
+            any_free(&c);
+        }
+        /* tfidf_vectorizer: tokens of a small alphabet, so that pool
+         * n-grams match, with and without skips, in each mode. */
+        for (int i = 0; i < 9 && ok && (e == ELEM_I32 || e == ELEM_I64); i++) {
+            int64_t lo = rnd(&s, 1, 2), hi = lo + rnd(&s, 0, 1), nlev = hi + rnd(&s, 0, 1);
+            int64_t levels[4], pool[64], npool = 0, nidx = 0;
+            for (int64_t n = 1; n <= nlev; n++) {
+                levels[n - 1] = npool;
+                for (int64_t g = rnd(&s, 0, 3); g > 0; g--, nidx++)
+                    for (int64_t j = 0; j < n; j++)
+                        pool[npool++] = rnd(&s, 0, 4);
+            }
+            int64_t rows = rnd(&s, 0, 1) ? rnd(&s, 1, 3) : 0, len = rnd(&s, 1, 20);
+            int64_t x[2] = {rows, len}, width = nidx + rnd(&s, 0, 2), pn[1] = {npool},
+                    in[1] = {nidx}, wn[1] = {width}, y[2] = {rows, width};
+            AnyCase c = {.plain = i % 2 == 0};
+            desc_begin(&c.d, NK_TFIDF_VECTORIZER, 1);
+            desc_operand_elem(&c.d, ELEM_F32, rows ? 2 : 1, rows ? y : y + 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rows ? 2 : 1, rows ? x : x + 1);
+            desc_operand_elem(&c.d, ELEM_I64, 1, pn);
+            desc_operand_elem(&c.d, ELEM_I64, 1, in);
+            desc_operand_elem(&c.d, ELEM_F32, 1, wn);
+            desc_int(&c.d, AK_mode, MODE_TF + i % 3);
+            desc_int(&c.d, AK_min_gram_length, lo);
+            desc_int(&c.d, AK_max_gram_length, hi);
+            desc_int(&c.d, AK_max_skip_count, rnd(&s, 0, 3));
+            desc_ints(&c.d, AK_ngram_counts, (int)nlev, levels);
+            any_alloc(&c, s + (uint64_t)i);
+            for (int64_t j = 0; j < desc_numel(&c.d, 1); j++) {
+                int64_t v = rnd(&s, 0, 4);
+                elem_store_f64((ElemKind)e, c.fast[1], j, (double)v);
+                elem_store_f64((ElemKind)e, c.ref[1], j, (double)v);
+            }
+            for (int64_t j = 0; j < npool; j++)
+                ((int64_t *)c.fast[2])[j] = ((int64_t *)c.ref[2])[j] = pool[j];
+            for (int64_t j = 0; j < nidx; j++) /* columns out of order, some past the pool's */
+                ((int64_t *)c.fast[3])[j] = ((int64_t *)c.ref[3])[j] = (j * 5 + 2) % width;
+            char what[64];
+            snprintf(what, sizeof what, "tfidf_vectorizer on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_tfidf_vectorizer_any, libjit_tfidf_vectorizer_any_work,
+                         &ran);
             any_free(&c);
         }
         static const int gmodes[] = {MODE_NEAREST, MODE_BILINEAR, MODE_BICUBIC};

@@ -193,6 +193,10 @@ LJ_DECLARE_WORK(max_unpool_any)
 /* k_einsum.c */
 LJ_DECLARE_KERNEL(einsum_any)
 LJ_DECLARE_WORK(einsum_any)
+/* k_text.c */
+LJ_DECLARE_KERNEL(tfidf_vectorizer_any)
+LJ_DECLARE_WORK(tfidf_vectorizer_any)
+LJ_DECLARE_SCRATCH(tfidf_vectorizer_any)
 /* k_sample.c */
 LJ_DECLARE_KERNEL(grid_sample_any)
 LJ_DECLARE_WORK(grid_sample_any)
