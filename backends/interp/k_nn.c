@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backends/interp/kernels.h"
+#include "core/det.h"
 
 /* ---- matrix products ------------------------------------------------------ */
 
@@ -198,33 +199,7 @@ bool k_einsum(const KernelArgs *a) {
     return true;
 }
 
-/* LU decomposition with partial pivoting, in double. */
-static double det_lu(double *m, int64_t n) {
-    double det = 1;
-    for (int64_t c = 0; c < n; c++) {
-        int64_t piv = c;
-        for (int64_t r = c + 1; r < n; r++)
-            if (fabs(m[r * n + c]) > fabs(m[piv * n + c]))
-                piv = r;
-        if (m[piv * n + c] == 0)
-            return 0;
-        if (piv != c) {
-            for (int64_t k = 0; k < n; k++) {
-                double t = m[c * n + k];
-                m[c * n + k] = m[piv * n + k];
-                m[piv * n + k] = t;
-            }
-            det = -det;
-        }
-        det *= m[c * n + c];
-        for (int64_t r = c + 1; r < n; r++) {
-            double f = m[r * n + c] / m[c * n + c];
-            for (int64_t k = c + 1; k < n; k++)
-                m[r * n + k] -= f * m[c * n + k];
-        }
-    }
-    return det;
-}
+/* det_lu: core/det.h. */
 
 bool k_det(const KernelArgs *a) {
     const Tensor *X = a->in[0];
