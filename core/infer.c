@@ -372,110 +372,12 @@ static bool infer_fully_connected(Node *n, DiagList *d) {
 
 /* ---- einsum ------------------------------------------------------------- */
 
-static int einsum_term(const char *p, const char *end, char *labels, int *has_ellipsis) {
-    int n = 0;
-    *has_ellipsis = -1;
-    for (; p < end; p++) {
-        if (*p == ' ')
-            continue;
-        if (*p == '.') {
-            if (end - p < 3 || p[1] != '.' || p[2] != '.' || *has_ellipsis >= 0)
-                return -1;
-            *has_ellipsis = n;
-            p += 2;
-            continue;
-        }
-        if (!isalpha((unsigned char)*p) || n >= MAX_RANK)
-            return -1;
-        labels[n++] = *p;
-    }
-    return n;
-}
-
 bool einsum_parse(const char *eq, int nops, const Type *const *ops, EinsumSpec *s, char *err,
                   size_t errlen) {
-    memset(s, 0, sizeof *s);
-    if (nops > 16) {
-        snprintf(err, errlen, "too many operands");
-        return false;
-    }
-    const char *arrow = strstr(eq, "->");
-    const char *lhs_end = arrow ? arrow : eq + strlen(eq);
-    const char *p = eq;
-    int ell_rank = 0;
-    int ell_dims_at[16];
-    for (int i = 0; i < nops; i++) {
-        const char *comma = memchr(p, ',', (size_t)(lhs_end - p));
-        const char *tend = comma ? comma : lhs_end;
-        if ((i < nops - 1) != (comma != NULL)) {
-            snprintf(err, errlen, "equation has a different number of terms than operands");
-            return false;
-        }
-        char labels[MAX_RANK];
-        int ell;
-        int nl = einsum_term(p, tend, labels, &ell);
-        if (nl < 0) {
-            snprintf(err, errlen, "bad term in equation '%s'", eq);
-            return false;
-        }
-        int er = ell >= 0 ? ops[i]->rank - nl : 0;
-        if (er < 0 || (ell < 0 && nl != ops[i]->rank)) {
-            snprintf(err, errlen, "term %d has %d labels but operand has rank %d", i, nl,
-                     ops[i]->rank);
-            return false;
-        }
-        if (er > ell_rank)
-            ell_rank = er;
-        /* Expand the ellipsis into '0'+k placeholders, right-aligned. */
-        int r = 0;
-        for (int j = 0; j < nl; j++) {
-            if (j == ell)
-                for (int k = 0; k < er; k++)
-                    s->labels[i][r++] = (char)('0' + (MAX_RANK - er + k));
-            s->labels[i][r++] = labels[j];
-        }
-        if (ell == nl)
-            for (int k = 0; k < er; k++)
-                s->labels[i][r++] = (char)('0' + (MAX_RANK - er + k));
-        s->rank[i] = r;
-        ell_dims_at[i] = ell;
-        p = tend + 1;
-    }
-    s->nops = nops;
-    (void)ell_dims_at;
-    if (arrow) {
-        char labels[MAX_RANK];
-        int ell;
-        int nl = einsum_term(arrow + 2, arrow + 2 + strlen(arrow + 2), labels, &ell);
-        if (nl < 0 || nl + ell_rank > MAX_RANK) {
-            snprintf(err, errlen, "bad output term in equation '%s'", eq);
-            return false;
-        }
-        int r = 0;
-        for (int j = 0; j <= nl; j++) {
-            if (j == ell)
-                for (int k = 0; k < ell_rank; k++)
-                    s->out_labels[r++] = (char)('0' + (MAX_RANK - ell_rank + k));
-            if (j < nl)
-                s->out_labels[r++] = labels[j];
-        }
-        s->out_rank = r;
-    } else {
-        /* Implicit mode: broadcast dims, then letters seen once, alphabetically. */
-        int r = 0;
-        for (int k = 0; k < ell_rank; k++)
-            s->out_labels[r++] = (char)('0' + (MAX_RANK - ell_rank + k));
-        for (int c = 'A'; c <= 'z'; c++) {
-            int seen = 0;
-            for (int i = 0; i < nops; i++)
-                for (int j = 0; j < s->rank[i]; j++)
-                    seen += s->labels[i][j] == c;
-            if (seen == 1 && r < MAX_RANK)
-                s->out_labels[r++] = (char)c;
-        }
-        s->out_rank = r;
-    }
-    return true;
+    int ranks[16];
+    for (int i = 0; i < nops && i < 16; i++)
+        ranks[i] = ops[i]->rank;
+    return einsum_parse_ranks(eq, nops, ranks, s, err, errlen);
 }
 
 /* The size a label stands for: equal wherever it appears, except that a size
@@ -1720,6 +1622,32 @@ static bool infer_roi_align(Node *n, DiagList *d) {
         return false;
     }
     n->res[0].type = type_make(x->elem, 4, (int64_t[]){rois->dims[0], x->dims[1], oh, ow});
+    return true;
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+static bool infer_tfidf_vectorizer(Node *n, DiagList *d) {
+    if (!need_rank(n, d, 0, 1, 2) || !need_rank(n, d, 1, 1, 1) || !need_rank(n, d, 2, 1, 1) ||
+        !need_rank(n, d, 3, 1, 1) ||
+        !enum_allowed(n, d, AK_mode, MODE_TF, (const int[]){MODE_TF, MODE_IDF, MODE_TFIDF, 0}))
+        return false;
+    const Type *x = op_type(n, 0), *w = op_type(n, 3);
+    if ((x->elem != ELEM_I32 && x->elem != ELEM_I64) || op_type(n, 1)->elem != ELEM_I64 ||
+        op_type(n, 2)->elem != ELEM_I64 || w->elem != ELEM_F32) {
+        node_error(d, n, "takes i32 or i64 tokens, an i64 pool and indexes, and f32 weights");
+        return false;
+    }
+    int64_t lo = node_attr_int(n, AK_min_gram_length, 1), hi = node_attr_int(n, AK_max_gram_length, 1);
+    int k;
+    node_attr_ints(n, AK_ngram_counts, &k);
+    if (lo < 1 || hi < lo || hi > k || node_attr_int(n, AK_max_skip_count, 0) < 0) {
+        node_error(d, n, "needs 1 <= min_gram_length <= max_gram_length <= %d (the ngram_counts), "
+                         "max_skip_count >= 0", k);
+        return false;
+    }
+    int64_t dims[2] = {x->dims[0], w->dims[0]};
+    n->res[0].type = x->rank == 1 ? type_make(ELEM_F32, 1, dims + 1) : type_make(ELEM_F32, 2, dims);
     return true;
 }
 

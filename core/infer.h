@@ -10,6 +10,7 @@
 #define GLOWC_CORE_INFER_H
 
 #include "core/diag.h"
+#include "core/einsum.h"
 #include "core/graph.h"
 
 bool infer_node(Node *n, DiagList *d);
@@ -41,15 +42,6 @@ void slice_params(const Node *n, const Type *in, int64_t *start, int64_t *step, 
 /* Reduction axes as a mask (bit i: axis i reduced). */
 uint32_t reduce_axes_mask(const Node *n, int rank);
 
-/* einsum: letters of each operand and of the output ('.' stands for the
- * broadcast dims of an ellipsis, expanded to the right count). */
-typedef struct EinsumSpec {
-    int nops;
-    int rank[16];
-    char labels[16][MAX_RANK];
-    int out_rank;
-    char out_labels[MAX_RANK];
-} EinsumSpec;
 bool einsum_parse(const char *eq, int nops, const Type *const *ops, EinsumSpec *s,
                   char *err, size_t errlen);
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backends/interp/kernels.h"
+#include "core/det.h"
 
 /* ---- matrix products ------------------------------------------------------ */
 
@@ -157,53 +158,7 @@ bool k_gemm(const KernelArgs *a) {
 
 /* ---- einsum and determinants ------------------------------------------------ */
 
-/* Einsum by brute force: one odometer over every distinct label, output
- * labels outermost so each output element's terms are consecutive. An
- * operand's stride for a label sums the strides of its axes bearing it
- * (a repeated label walks the diagonal); a size-1 axis broadcasts. */
-typedef struct EinsumLoop {
-    int nlabels, nops;
-    int64_t size[64];
-    int64_t stride[16][64];
-    int64_t out_count, red_count;
-} EinsumLoop;
-
-static int einsum_label(EinsumLoop *l, char *labels, char c, int64_t dim) {
-    for (int i = 0; i < l->nlabels; i++) {
-        if (labels[i] != c)
-            continue;
-        if (l->size[i] == 1)
-            l->size[i] = dim;
-        return i;
-    }
-    labels[l->nlabels] = c;
-    l->size[l->nlabels] = dim;
-    return l->nlabels++;
-}
-
-static void einsum_loop(const KernelArgs *a, const EinsumSpec *s, EinsumLoop *l) {
-    memset(l, 0, sizeof *l);
-    l->nops = s->nops;
-    char labels[64];
-    for (int o = 0; o < s->out_rank; o++)
-        einsum_label(l, labels, s->out_labels[o], 1);
-    for (int k = 0; k < s->nops; k++)
-        for (int j = 0; j < s->rank[k]; j++)
-            einsum_label(l, labels, s->labels[k][j], a->in[k]->type.dims[j]);
-    for (int k = 0; k < s->nops; k++) {
-        int64_t st[MAX_RANK];
-        type_strides(&a->in[k]->type, st);
-        for (int j = 0; j < s->rank[k]; j++) {
-            int li = einsum_label(l, labels, s->labels[k][j], 1);
-            if (a->in[k]->type.dims[j] != 1)
-                l->stride[k][li] += st[j];
-        }
-    }
-    l->out_count = l->red_count = 1;
-    for (int i = 0; i < l->nlabels; i++)
-        *(i < s->out_rank ? &l->out_count : &l->red_count) *= l->size[i];
-}
-
+/* Einsum by brute force (core/einsum.h). */
 bool k_einsum(const KernelArgs *a) {
     const Node *n = a->n;
     const Type *ops[16];
@@ -213,8 +168,11 @@ bool k_einsum(const KernelArgs *a) {
     char err[256];
     if (!einsum_parse(node_attr_str(n, AK_equation, ""), n->nops, ops, &s, err, sizeof err))
         return kernel_fail(a, "%s", err);
+    const int64_t *dims[16];
+    for (int i = 0; i < n->nops; i++)
+        dims[i] = a->in[i]->type.dims;
     EinsumLoop l;
-    einsum_loop(a, &s, &l);
+    einsum_loop_plan(&s, dims, &l);
     bool flt = elem_is_float(a->out[0]->type.elem);
     int64_t idx[64] = {0}, off[16] = {0};
     for (int64_t o = 0; o < l.out_count; o++) {
@@ -231,15 +189,7 @@ bool k_einsum(const KernelArgs *a) {
             }
             acc += prod;
             iacc += iprod;
-            for (int i = l.nlabels - 1; i >= 0; i--) {
-                for (int k = 0; k < l.nops; k++)
-                    off[k] += l.stride[k][i];
-                if (++idx[i] < l.size[i])
-                    break;
-                for (int k = 0; k < l.nops; k++)
-                    off[k] -= l.stride[k][i] * l.size[i];
-                idx[i] = 0;
-            }
+            einsum_step(&l, 0, idx, off);
         }
         if (flt)
             tensor_set_f64(a->out[0], o, acc);
@@ -249,33 +199,7 @@ bool k_einsum(const KernelArgs *a) {
     return true;
 }
 
-/* LU decomposition with partial pivoting, in double. */
-static double det_lu(double *m, int64_t n) {
-    double det = 1;
-    for (int64_t c = 0; c < n; c++) {
-        int64_t piv = c;
-        for (int64_t r = c + 1; r < n; r++)
-            if (fabs(m[r * n + c]) > fabs(m[piv * n + c]))
-                piv = r;
-        if (m[piv * n + c] == 0)
-            return 0;
-        if (piv != c) {
-            for (int64_t k = 0; k < n; k++) {
-                double t = m[c * n + k];
-                m[c * n + k] = m[piv * n + k];
-                m[piv * n + k] = t;
-            }
-            det = -det;
-        }
-        det *= m[c * n + c];
-        for (int64_t r = c + 1; r < n; r++) {
-            double f = m[r * n + c] / m[c * n + c];
-            for (int64_t k = c + 1; k < n; k++)
-                m[r * n + k] -= f * m[c * n + k];
-        }
-    }
-    return det;
-}
+/* det_lu: core/det.h. */
 
 bool k_det(const KernelArgs *a) {
     const Tensor *X = a->in[0];

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends/interp/kernels.h"
+#include "core/roi_align.h"
 
 /* ---- grid_sample ------------------------------------------------------------ */
 
@@ -130,77 +131,19 @@ bool k_grid_sample(const KernelArgs *a) {
 
 /* ---- roi_align -------------------------------------------------------------- */
 
-/* onnxruntime's bilinear read: points beyond one pixel outside give
- * nothing, points near the border clamp to it. Writes the four corner
- * contributions (weight times value). */
-static void roi_bilinear(const Plane *p, double y, double x, double *v) {
-    memset(v, 0, 4 * sizeof *v);
-    if (y < -1.0 || y > (double)p->h || x < -1.0 || x > (double)p->w)
-        return;
-    y = y <= 0 ? 0 : y;
-    x = x <= 0 ? 0 : x;
-    int64_t y0 = (int64_t)y, x0 = (int64_t)x, y1 = y0 + 1, x1 = x0 + 1;
-    if (y0 >= p->h - 1) {
-        y0 = y1 = p->h - 1;
-        y = (double)y0;
-    }
-    if (x0 >= p->w - 1) {
-        x0 = x1 = p->w - 1;
-        x = (double)x0;
-    }
-    double ly = y - (double)y0, lx = x - (double)x0, hy = 1 - ly, hx = 1 - lx;
-    v[0] = hy * hx * pixel(p, y0, x0);
-    v[1] = hy * lx * pixel(p, y0, x1);
-    v[2] = ly * hx * pixel(p, y1, x0);
-    v[3] = ly * lx * pixel(p, y1, x1);
+static double roi_load(const void *ctx, int64_t i) {
+    return tensor_get_f64(ctx, i);
 }
 
-typedef struct Roi {
-    double x, y, bin_w, bin_h;
-    int64_t grid_w, grid_h;
-} Roi;
-
-/* One output bin: the average of its sample points, or (max mode, as
- * onnxruntime) the largest weighted corner among them. */
-static double roi_bin(const Plane *p, const Roi *r, int64_t ph, int64_t pw, bool max) {
-    double acc = max ? -INFINITY : 0, v[4];
-    for (int64_t iy = 0; iy < r->grid_h; iy++) {
-        double y = r->y + (double)ph * r->bin_h + ((double)iy + 0.5) * r->bin_h / (double)r->grid_h;
-        for (int64_t ix = 0; ix < r->grid_w; ix++) {
-            double x =
-                r->x + (double)pw * r->bin_w + ((double)ix + 0.5) * r->bin_w / (double)r->grid_w;
-            roi_bilinear(p, y, x, v);
-            for (int k = 0; k < 4; k++)
-                acc = max ? (v[k] > acc ? v[k] : acc) : acc + v[k];
-        }
-    }
-    int64_t count = r->grid_h * r->grid_w;
-    if (max)
-        return count ? acc : 0;
-    return acc / (double)(count > 0 ? count : 1);
-}
-
-static Roi roi_geometry(const KernelArgs *a, int64_t r, int64_t oh, int64_t ow) {
-    const Tensor *R = a->in[1];
+/* The region's bins (core/roi_align.h). */
+static Roi roi_of(const KernelArgs *a, int64_t r, int64_t oh, int64_t ow) {
     bool half = node_attr_enum(a->n, AK_coordinate_transformation_mode, CTM_HALF_PIXEL) ==
                 CTM_HALF_PIXEL;
-    double scale = node_attr_float(a->n, AK_spatial_scale, 1.0f), off = half ? 0.5 : 0;
-    int64_t ratio = node_attr_int(a->n, AK_sampling_ratio, 0);
-    double x1 = tensor_get_f64(R, r * 4) * scale - off;
-    double y1 = tensor_get_f64(R, r * 4 + 1) * scale - off;
-    double x2 = tensor_get_f64(R, r * 4 + 2) * scale - off;
-    double y2 = tensor_get_f64(R, r * 4 + 3) * scale - off;
-    double rw = x2 - x1, rh = y2 - y1;
-    if (!half) {
-        rw = rw > 1 ? rw : 1;
-        rh = rh > 1 ? rh : 1;
-    }
-    Roi g = {x1, y1, rw / (double)ow, rh / (double)oh, ratio, ratio};
-    if (ratio <= 0) {
-        g.grid_w = (int64_t)ceil(rw / (double)ow);
-        g.grid_h = (int64_t)ceil(rh / (double)oh);
-    }
-    return g;
+    double box[4];
+    for (int k = 0; k < 4; k++)
+        box[k] = tensor_get_f64(a->in[1], r * 4 + k);
+    return roi_geometry(box, node_attr_float(a->n, AK_spatial_scale, 1.0f), half,
+                        node_attr_int(a->n, AK_sampling_ratio, 0), oh, ow);
 }
 
 bool k_roi_align(const KernelArgs *a) {
@@ -209,13 +152,13 @@ bool k_roi_align(const KernelArgs *a) {
     const Type *xt = &X->type, *yt = &Y->type;
     bool max = node_attr_enum(a->n, AK_mode, MODE_AVG) == MODE_MAX;
     int64_t channels = xt->dims[1], oh = yt->dims[2], ow = yt->dims[3], o = 0;
-    Plane p = {X, 0, xt->dims[2], xt->dims[3], PAD_ZEROS, false};
+    RoiPlane p = {roi_load, X, 0, xt->dims[2], xt->dims[3]};
     for (int64_t r = 0; r < yt->dims[0]; r++) {
         int64_t b = tensor_get_i64(B, r);
         if (b < 0 || b >= xt->dims[0])
             return kernel_fail(a, "batch index %lld out of range [0, %lld)", (long long)b,
                                (long long)xt->dims[0]);
-        Roi g = roi_geometry(a, r, oh, ow);
+        Roi g = roi_of(a, r, oh, ow);
         for (int64_t c = 0; c < channels; c++) {
             p.base = (b * channels + c) * p.h * p.w;
             for (int64_t ph = 0; ph < oh; ph++)

@@ -1285,7 +1285,9 @@ int any_qint_cases(uint64_t seed) {
  * smallest (ties and NaN included: the order must be the interpreter's
  * exactly), and resize in every mode, coordinate mode and nearest rounding,
  * with antialias, exclude_outside, given or derived scales and a crop
- * region, grid_sample in every mode and padding, lrn, det and max_unpool.
+ * region, grid_sample in every mode and padding, lrn, det, max_unpool,
+ * einsum (products, diagonals, sums, transposes, an ellipsis),
+ * mean_variance_norm, roi_align and tfidf_vectorizer.
  * The float ones sum the same products in the same order as the
  * interpreter, so they are held to the same exactness. */
 int any_select_cases(uint64_t seed) {
@@ -1410,6 +1412,137 @@ int any_select_cases(uint64_t seed) {
             char what[64];
             snprintf(what, sizeof what, "max_unpool on %s", elem_name((ElemKind)e));
             ok = any_run(&c, what, libjit_max_unpool_any, libjit_max_unpool_any_work, &ran);
+            any_free(&c);
+        }
+        /* einsum: each operand's and the output's axes named by letters,
+         * each letter a random size (x for an ellipsis' axis). */
+        static const struct {
+            const char *eq, *in[3], *out;
+        } eqs[] = {
+            {"ij,jk->ik", {"ij", "jk"}, "ik"},         {"bij,bkj->bik", {"bij", "bkj"}, "bik"},
+            {"ii->i", {"ii"}, "i"},                    {"ii", {"ii"}, ""},
+            {"bii->bi", {"bii"}, "bi"},                {"ij->", {"ij"}, ""},
+            {"ij->ji", {"ij"}, "ji"},                  {"i,i", {"i", "i"}, ""},
+            {"i,j->ij", {"i", "j"}, "ij"},             {"ij,jk,kl->il", {"ij", "jk", "kl"}, "il"},
+            {"...ij,...jk->...ik", {"xij", "xjk"}, "xik"}, {"ij,ij->i", {"ij", "ij"}, "i"},
+        };
+        for (size_t i = 0; i < sizeof eqs / sizeof *eqs && ok && takes(NK_EINSUM, (ElemKind)e); i++) {
+            int64_t size[26];
+            for (int j = 0; j < 26; j++)
+                size[j] = rnd(&s, 1, 5);
+            int nin = 0;
+            while (nin < 3 && eqs[i].in[nin])
+                nin++;
+            AnyCase c = {.plain = i % 2 == 0};
+            desc_begin(&c.d, NK_EINSUM, 1);
+            for (int k = -1; k < nin; k++) {
+                const char *ax = k < 0 ? eqs[i].out : eqs[i].in[k];
+                int64_t dims[8];
+                int rank = (int)strlen(ax);
+                for (int j = 0; j < rank; j++)
+                    dims[j] = size[ax[j] - 'a'];
+                desc_operand_elem(&c.d, (ElemKind)e, rank, dims);
+            }
+            desc_str(&c.d, AK_equation, eqs[i].eq);
+            any_alloc(&c, s + (uint64_t)i);
+            char what[96];
+            snprintf(what, sizeof what, "einsum %s on %s", eqs[i].eq, elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_einsum_any, libjit_einsum_any_work, &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 8 && ok && takes(NK_MEAN_VARIANCE_NORM, (ElemKind)e); i++) {
+            int64_t x[8], axes[8];
+            int rank = (int)rnd(&s, 1, 4), na = 0;
+            for (int j = 0; j < rank; j++) {
+                x[j] = rnd(&s, 1, 6);
+                if (rnd(&s, 0, 1))
+                    axes[na++] = rnd(&s, 0, 1) ? j : j - rank;
+            }
+            AnyCase c = {.plain = i % 2 == 0};
+            desc_begin(&c.d, NK_MEAN_VARIANCE_NORM, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            desc_ints(&c.d, AK_axes, na, axes);
+            any_alloc(&c, s + (uint64_t)i);
+            char what[64];
+            snprintf(what, sizeof what, "mean_variance_norm on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_mean_variance_norm_any, libjit_mean_variance_norm_any_work,
+                         &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 8 && ok && takes(NK_ROI_ALIGN, (ElemKind)e); i++) {
+            int64_t x[4] = {rnd(&s, 1, 3), rnd(&s, 1, 3), rnd(&s, 1, 9), rnd(&s, 1, 9)};
+            int64_t nr = rnd(&s, 1, 4), y[4] = {nr, x[1], rnd(&s, 1, 4), rnd(&s, 1, 4)};
+            int64_t rois[2] = {nr, 4}, bi[1] = {nr};
+            AnyCase c = {.plain = i % 2 == 0};
+            desc_begin(&c.d, NK_ROI_ALIGN, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, 4, y);
+            desc_operand_elem(&c.d, (ElemKind)e, 4, x);
+            desc_operand_elem(&c.d, (ElemKind)e, 2, rois);
+            desc_operand_elem(&c.d, ELEM_I64, 1, bi);
+            desc_int(&c.d, AK_mode, i % 2 ? MODE_MAX : MODE_AVG);
+            desc_int(&c.d, AK_coordinate_transformation_mode,
+                     i % 3 ? CTM_HALF_PIXEL : CTM_OUTPUT_HALF_PIXEL);
+            desc_int(&c.d, AK_sampling_ratio, rnd(&s, 0, 2));
+            desc_float(&c.d, AK_spatial_scale, i % 4 == 3 ? 0.5f : 1.0f);
+            any_alloc(&c, s + (uint64_t)i);
+            /* Boxes [x1, y1, x2, y2] over and past the plane; batch
+             * indices in range (the interpreter refuses the others). */
+            for (int64_t r = 0; r < nr; r++) {
+                double b[4] = {(double)rnd(&s, -20, 60) / 10, (double)rnd(&s, -20, 60) / 10, 0, 0};
+                b[2] = b[0] + (double)rnd(&s, 0, 80) / 10;
+                b[3] = b[1] + (double)rnd(&s, 0, 80) / 10;
+                for (int k = 0; k < 4; k++) {
+                    elem_store_f64((ElemKind)e, c.fast[2], r * 4 + k, b[k]);
+                    elem_store_f64((ElemKind)e, c.ref[2], r * 4 + k, b[k]);
+                }
+                ((int64_t *)c.fast[3])[r] = ((int64_t *)c.ref[3])[r] = rnd(&s, 0, x[0] - 1);
+            }
+            char what[64];
+            snprintf(what, sizeof what, "roi_align on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_roi_align_any, libjit_roi_align_any_work, &ran);
+            any_free(&c);
+        }
+        /* tfidf_vectorizer: tokens of a small alphabet, so that pool
+         * n-grams match, with and without skips, in each mode. */
+        for (int i = 0; i < 9 && ok && (e == ELEM_I32 || e == ELEM_I64); i++) {
+            int64_t lo = rnd(&s, 1, 2), hi = lo + rnd(&s, 0, 1), nlev = hi + rnd(&s, 0, 1);
+            int64_t levels[4], pool[64], npool = 0, nidx = 0;
+            for (int64_t n = 1; n <= nlev; n++) {
+                levels[n - 1] = npool;
+                for (int64_t g = rnd(&s, 0, 3); g > 0; g--, nidx++)
+                    for (int64_t j = 0; j < n; j++)
+                        pool[npool++] = rnd(&s, 0, 4);
+            }
+            int64_t rows = rnd(&s, 0, 1) ? rnd(&s, 1, 3) : 0, len = rnd(&s, 1, 20);
+            int64_t x[2] = {rows, len}, width = nidx + rnd(&s, 0, 2), pn[1] = {npool},
+                    in[1] = {nidx}, wn[1] = {width}, y[2] = {rows, width};
+            AnyCase c = {.plain = i % 2 == 0};
+            desc_begin(&c.d, NK_TFIDF_VECTORIZER, 1);
+            desc_operand_elem(&c.d, ELEM_F32, rows ? 2 : 1, rows ? y : y + 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rows ? 2 : 1, rows ? x : x + 1);
+            desc_operand_elem(&c.d, ELEM_I64, 1, pn);
+            desc_operand_elem(&c.d, ELEM_I64, 1, in);
+            desc_operand_elem(&c.d, ELEM_F32, 1, wn);
+            desc_int(&c.d, AK_mode, MODE_TF + i % 3);
+            desc_int(&c.d, AK_min_gram_length, lo);
+            desc_int(&c.d, AK_max_gram_length, hi);
+            desc_int(&c.d, AK_max_skip_count, rnd(&s, 0, 3));
+            desc_ints(&c.d, AK_ngram_counts, (int)nlev, levels);
+            any_alloc(&c, s + (uint64_t)i);
+            for (int64_t j = 0; j < desc_numel(&c.d, 1); j++) {
+                int64_t v = rnd(&s, 0, 4);
+                elem_store_f64((ElemKind)e, c.fast[1], j, (double)v);
+                elem_store_f64((ElemKind)e, c.ref[1], j, (double)v);
+            }
+            for (int64_t j = 0; j < npool; j++)
+                ((int64_t *)c.fast[2])[j] = ((int64_t *)c.ref[2])[j] = pool[j];
+            for (int64_t j = 0; j < nidx; j++) /* columns out of order, some past the pool's */
+                ((int64_t *)c.fast[3])[j] = ((int64_t *)c.ref[3])[j] = (j * 5 + 2) % width;
+            char what[64];
+            snprintf(what, sizeof what, "tfidf_vectorizer on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_tfidf_vectorizer_any, libjit_tfidf_vectorizer_any_work,
+                         &ran);
             any_free(&c);
         }
         static const int gmodes[] = {MODE_NEAREST, MODE_BILINEAR, MODE_BICUBIC};

@@ -1142,20 +1142,35 @@ static void test_cast(void **state) {
 
 /* ---- conv_transpose --------------------------------------------------------------- */
 
-/* The kernel sums in double and rounds once; the interpreter sums n = cg *
- * taps + 1 terms in f32 (a matrix product, then the bias), within gamma_n
- * S of the exact sum: so within gamma_n S + 1/2 ulp of each other (2 gamma_n
- * S allowed, and an ulp). */
+/* libjit_conv_transpose_any sums in double and rounds once;
+ * libjit_conv_transpose_f32 sums cg terms in f32 (a matrix product), then
+ * at most taps of those and the bias (col2im); the interpreter sums n = cg
+ * * taps + 1 terms in f32 (a matrix product, then the bias). Each is within
+ * gamma_n S of the exact sum (the f32 kernel's cg + taps + 1 <= n terms in
+ * sequence: the same bound): so within 2 gamma_n S of each other, and an
+ * ulp for the rounding of the double. The last 10 cases are large enough
+ * for the f32 kernel's row blocks (more than 64 rows of channel x tap) and
+ * column blocks (input planes over 384 positions). */
 static void test_conv_transpose(void **state) {
+    static const struct {
+        KernelFn fn;
+        WorkFn work;
+        const char *name;
+    } kernels[] = {
+        {libjit_conv_transpose_any, libjit_conv_transpose_any_work, "any"},
+        {libjit_conv_transpose_f32, libjit_conv_transpose_f32_work, "f32"},
+    };
     uint64_t s = 77;
     double worst = 0;
-    for (int i = 0; i < 40; i++) {
-        int ns = (int)rnd(&s, 1, 3);
-        int64_t group = rnd(&s, 1, 2), cg = rnd(&s, 1, 4), mg = rnd(&s, 1, 3);
+    for (int i = 0; i < 100; i++) {
+        bool big = i >= 90;
+        int ns = big ? (int)rnd(&s, 1, 2) : (int)rnd(&s, 1, 3);
+        int64_t group = rnd(&s, 1, 2), cg = rnd(&s, 1, big ? 24 : 4), mg = rnd(&s, 1, big ? 40 : 3);
         int64_t x[5] = {rnd(&s, 1, 2), group * cg}, w[5] = {group * cg, mg}, y[5] = {x[0], group * mg};
         int64_t k[3], st[3], dil[3], pads[6], taps = 1;
         for (int a = 0; a < ns; a++) {
-            x[2 + a] = rnd(&s, 1, ns == 3 ? 4 : 9);
+            x[2 + a] = big ? rnd(&s, ns == 1 ? 300 : 15, ns == 1 ? 900 : 30)
+                           : rnd(&s, 1, ns == 3 ? 4 : 9);
             k[a] = w[2 + a] = rnd(&s, 1, 3);
             st[a] = rnd(&s, 1, 3);
             dil[a] = rnd(&s, 1, 2);
@@ -1183,11 +1198,13 @@ static void test_conv_transpose(void **state) {
         desc_int(&c.d, AK_group, group);
         case_alloc(&c, (uint64_t)i);
         assert_true(case_reference(&c, true));
-        run_kernel(&c.d, libjit_conv_transpose_any, libjit_conv_transpose_any_work, c.fast);
-        char what[64];
-        snprintf(what, sizeof what, "conv_transpose %dd case %d", ns, i);
-        double r = case_check(&c, 0, (Tol){2 * gamma_f32(cg * taps + 1), 1, 0}, what);
-        worst = r > worst ? r : worst;
+        for (size_t kn = 0; kn < sizeof kernels / sizeof *kernels; kn++) {
+            run_kernel(&c.d, kernels[kn].fn, kernels[kn].work, c.fast);
+            char what[64];
+            snprintf(what, sizeof what, "conv_transpose_%s %dd case %d", kernels[kn].name, ns, i);
+            double r = case_check(&c, 0, (Tol){2 * gamma_f32(cg * taps + 1), 1, 0}, what);
+            worst = r > worst ? r : worst;
+        }
         case_free(&c);
     }
     printf("conv_transpose: worst error %.3f of the bound\n", worst);

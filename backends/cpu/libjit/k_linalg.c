@@ -12,6 +12,7 @@
 
 #include "backends/cpu/libjit/elem.h"
 #include "backends/cpu/libjit/kernels.h"
+#include "core/det.h"
 
 /* ---- lrn ---------------------------------------------------------------------------- */
 
@@ -50,33 +51,7 @@ LIBJIT_KERNEL libjit_lrn_any(const int64_t *d, void *const *ops, int64_t lo, int
 
 /* ---- det ------------------------------------------------------------------------------ */
 
-/* LU decomposition with partial pivoting, in place. */
-LJ_INLINE double det_lu(double *m, int64_t n) {
-    double det = 1;
-    for (int64_t c = 0; c < n; c++) {
-        int64_t piv = c;
-        for (int64_t r = c + 1; r < n; r++)
-            if (fabs(m[r * n + c]) > fabs(m[piv * n + c]))
-                piv = r;
-        if (m[piv * n + c] == 0)
-            return 0;
-        if (piv != c) {
-            for (int64_t k = 0; k < n; k++) {
-                double t = m[c * n + k];
-                m[c * n + k] = m[piv * n + k];
-                m[piv * n + k] = t;
-            }
-            det = -det;
-        }
-        det *= m[c * n + c];
-        for (int64_t r = c + 1; r < n; r++) {
-            double f = m[r * n + c] / m[c * n + c];
-            for (int64_t k = c + 1; k < n; k++)
-                m[r * n + k] -= f * m[c * n + k];
-        }
-    }
-    return det;
-}
+/* det_lu: core/det.h. */
 
 LJ_INLINE int64_t det_order(const int64_t *d) {
     return lj_dim(d, 1, lj_rank(d, 1) - 1);

@@ -1,7 +1,7 @@
 /* Normalisations and losses for every float kind: layer_norm with its mean
  * and inverse-deviation outputs (the form lowering leaves alone),
- * softmax, log_softmax and hardmax along one axis, and nll_loss, as
- * libjit_<kind>_any.
+ * softmax, log_softmax and hardmax along one axis, nll_loss and
+ * mean_variance_norm, as libjit_<kind>_any.
  *
  * Statistics accumulate in double as the interpreter's do, in the same
  * order, so results are identical to it; each row is a unit of work. */
@@ -207,4 +207,89 @@ LIBJIT_KERNEL libjit_nll_loss_any(const int64_t *d, void *const *ops, int64_t lo
 
 LIBJIT_WORK libjit_nll_loss_any_work(const int64_t *d) {
     return 1;
+}
+
+/* ---- mean_variance_norm ---------------------------------------------------------- */
+
+/* (x - mean) / (stddev + 1e-9) over `axes`, the variance E[x^2] - E[x]^2
+ * as ONNX's function body and the interpreter take it. A unit of work is
+ * one group (an index of the kept axes); its elements are visited in
+ * row-major order, the interpreter's, so the sums agree exactly. */
+typedef struct Mvn {
+    int rank, nk, nr;
+    int64_t kdim[DESC_MAX_RANK], kst[DESC_MAX_RANK]; /* kept axes */
+    int64_t rdim[DESC_MAX_RANK], rst[DESC_MAX_RANK]; /* reduced axes */
+    int64_t groups, count;
+} Mvn;
+
+LJ_INLINE Mvn mvn_plan(const int64_t *d) {
+    Mvn m = {.rank = lj_rank(d, 1), .groups = 1, .count = 1};
+    int n;
+    const int64_t *axes = lj_attr(d, AK_axes, &n);
+    /* No axes: all of them (reduce_axes_mask, as the interpreter). */
+    uint32_t mask = axes && n ? 0 : (1u << m.rank) - 1;
+    for (int i = 0; i < n && axes; i++)
+        mask |= 1u << ((axes[i] % m.rank + m.rank) % m.rank);
+    int64_t st = 1, kst[DESC_MAX_RANK], rst[DESC_MAX_RANK];
+    int64_t kdim[DESC_MAX_RANK], rdim[DESC_MAX_RANK];
+    for (int i = m.rank - 1; i >= 0; i--) {
+        int64_t dim = lj_dim(d, 1, i);
+        if (mask & (1u << i)) {
+            rdim[m.nr] = dim;
+            rst[m.nr++] = st;
+            m.count *= dim;
+        } else {
+            kdim[m.nk] = dim;
+            kst[m.nk++] = st;
+            m.groups *= dim;
+        }
+        st *= dim;
+    }
+    /* Collected innermost first; stored outermost first. */
+    for (int i = 0; i < m.nk; i++) {
+        m.kdim[i] = kdim[m.nk - 1 - i];
+        m.kst[i] = kst[m.nk - 1 - i];
+    }
+    for (int i = 0; i < m.nr; i++) {
+        m.rdim[i] = rdim[m.nr - 1 - i];
+        m.rst[i] = rst[m.nr - 1 - i];
+    }
+    return m;
+}
+
+/* The offset of element j (row-major over the given axes). */
+LJ_INLINE int64_t mvn_offset(int n, const int64_t *dim, const int64_t *st, int64_t j) {
+    int64_t off = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        off += j % dim[i] * st[i];
+        j /= dim[i];
+    }
+    return off;
+}
+
+LIBJIT_WORK libjit_mean_variance_norm_any_work(const int64_t *d) {
+    Mvn m = mvn_plan(d);
+    return m.groups > 0 ? m.groups : 1;
+}
+
+LIBJIT_KERNEL libjit_mean_variance_norm_any(const int64_t *d, void *const *ops, int64_t lo,
+                                            int64_t hi, LjScratch *sc) {
+#pragma STDC FP_CONTRACT OFF /* the interpreter rounds every product */
+    Mvn m = mvn_plan(d);
+    int ey = lj_elem(d, 0), ex = lj_elem(d, 1);
+    for (int64_t g = lo; g < hi && g < m.groups && m.count > 0; g++) {
+        int64_t base = mvn_offset(m.nk, m.kdim, m.kst, g);
+        double sum = 0, sumsq = 0;
+        for (int64_t j = 0; j < m.count; j++) {
+            double v = lj_ld_f64(ex, ops[1], base + mvn_offset(m.nr, m.rdim, m.rst, j));
+            sum += v;
+            sumsq += v * v;
+        }
+        double mean = sum / (double)m.count, var = sumsq / (double)m.count - mean * mean;
+        double den = sqrt(var > 0 ? var : 0) + 1e-9;
+        for (int64_t j = 0; j < m.count; j++) {
+            int64_t at = base + mvn_offset(m.nr, m.rdim, m.rst, j);
+            lj_st_f64(ey, ops[0], at, (lj_ld_f64(ex, ops[1], at) - mean) / den);
+        }
+    }
 }

@@ -1,4 +1,6 @@
-/* grid_sample for every float kind, as libjit_grid_sample_any: nearest,
+/* grid_sample and roi_align (at the end) for every float kind.
+ *
+ * libjit_grid_sample_any: nearest,
  * bilinear and bicubic reads of x at the grid's normalised positions, with
  * zeros, border or reflection padding and either align_corners.
  *
@@ -17,6 +19,7 @@
 
 #include "backends/cpu/libjit/elem.h"
 #include "backends/cpu/libjit/kernels.h"
+#include "core/roi_align.h"
 
 enum { GS_TAPS = 16 };
 
@@ -152,5 +155,55 @@ LIBJIT_KERNEL libjit_grid_sample_any(const int64_t *d, void *const *ops, int64_t
                 lj_st_f64(g.elem, ops[0], ((n * g.c + c) * g.ho + oy) * g.wo + ox, v);
             }
         }
+    }
+}
+
+/* ---- roi_align ----------------------------------------------------------------- */
+
+/* roi_align for every float kind, as libjit_roi_align_any: the
+ * interpreter's arithmetic (core/roi_align.h, one source for both). A unit
+ * of work is one output plane (region, channel). A batch index out of
+ * range, which the interpreter reports, leaves its planes zero. */
+typedef struct RaLoad {
+    int elem;
+    const void *p;
+} RaLoad;
+
+static double ra_load(const void *ctx, int64_t i) {
+    const RaLoad *l = ctx;
+    return lj_ld_f64(l->elem, l->p, i);
+}
+
+LIBJIT_WORK libjit_roi_align_any_work(const int64_t *d) {
+    int64_t n = lj_dim(d, 0, 0) * lj_dim(d, 0, 1);
+    return n > 0 ? n : 1;
+}
+
+LIBJIT_KERNEL libjit_roi_align_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                   LjScratch *sc) {
+    int ey = lj_elem(d, 0), er = lj_elem(d, 2), eb = lj_elem(d, 3);
+    int64_t nb = lj_dim(d, 1, 0), channels = lj_dim(d, 1, 1), oh = lj_dim(d, 0, 2),
+            ow = lj_dim(d, 0, 3);
+    bool max = lj_attr_int(d, AK_mode, MODE_AVG) == MODE_MAX;
+    bool half = lj_attr_int(d, AK_coordinate_transformation_mode, CTM_HALF_PIXEL) == CTM_HALF_PIXEL;
+    double scale = lj_attr_float(d, AK_spatial_scale, 1.0);
+    int64_t ratio = lj_attr_int(d, AK_sampling_ratio, 0);
+    RaLoad load = {lj_elem(d, 1), ops[1]};
+    RoiPlane p = {ra_load, &load, 0, lj_dim(d, 1, 2), lj_dim(d, 1, 3)};
+    for (int64_t u = lo; u < hi && u < lj_dim(d, 0, 0) * channels; u++) {
+        int64_t r = u / channels, c = u % channels, b = lj_ld_i64(eb, ops[3], r);
+        if (b < 0 || b >= nb) {
+            for (int64_t o = 0; o < oh * ow; o++)
+                lj_st_f64(ey, ops[0], u * oh * ow + o, 0);
+            continue;
+        }
+        double box[4];
+        for (int k = 0; k < 4; k++)
+            box[k] = lj_ld_f64(er, ops[2], r * 4 + k);
+        Roi g = roi_geometry(box, scale, half, ratio, oh, ow);
+        p.base = (b * channels + c) * p.h * p.w;
+        for (int64_t ph = 0; ph < oh; ph++)
+            for (int64_t pw = 0; pw < ow; pw++)
+                lj_st_f64(ey, ops[0], (u * oh + ph) * ow + pw, roi_bin(&p, &g, ph, pw, max));
     }
 }

@@ -176,6 +176,10 @@ LJ_DECLARE_SCRATCH(top_k_any)
 LJ_DECLARE_KERNEL(resize_any)
 LJ_DECLARE_WORK(resize_any)
 LJ_DECLARE_SCRATCH(resize_any)
+/* k_convt.c: the f32 form */
+LJ_DECLARE_KERNEL(conv_transpose_f32)
+LJ_DECLARE_WORK(conv_transpose_f32)
+LJ_DECLARE_SCRATCH(conv_transpose_f32)
 /* k_vnorm.c */
 LJ_DECLARE_KERNEL(softmax_f32)
 LJ_DECLARE_WORK(softmax_f32)
@@ -191,9 +195,21 @@ LJ_DECLARE_WORK(det_any)
 LJ_DECLARE_SCRATCH(det_any)
 LJ_DECLARE_KERNEL(max_unpool_any)
 LJ_DECLARE_WORK(max_unpool_any)
+/* k_einsum.c */
+LJ_DECLARE_KERNEL(einsum_any)
+LJ_DECLARE_WORK(einsum_any)
+/* k_text.c */
+LJ_DECLARE_KERNEL(tfidf_vectorizer_any)
+LJ_DECLARE_WORK(tfidf_vectorizer_any)
+LJ_DECLARE_SCRATCH(tfidf_vectorizer_any)
 /* k_sample.c */
 LJ_DECLARE_KERNEL(grid_sample_any)
 LJ_DECLARE_WORK(grid_sample_any)
+LJ_DECLARE_KERNEL(roi_align_any)
+LJ_DECLARE_WORK(roi_align_any)
+/* k_norm.c (beside the table's) */
+LJ_DECLARE_KERNEL(mean_variance_norm_any)
+LJ_DECLARE_WORK(mean_variance_norm_any)
 
 /* k_qint.c: integer kernels of quantized graphs and ONNX's integer
  * products, for every kind; k_qconv.c: the fast qlinear_conv, by result
