@@ -1273,10 +1273,37 @@ static bool qmatmuls(uint64_t *s, int *ran) {
     return true;
 }
 
+/* qlookup: x i8/u8 through a 256-entry table of either kind (the random
+ * fill makes every byte of both), in several work units for the large ones. */
+static bool qlookups(uint64_t *s, int *ran) {
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++)
+            for (int i = 0; i < 3; i++) {
+                int64_t dims[3] = {1, rnd(s, 1, 7), i == 2 ? rnd(s, 40000, 80000) : rnd(s, 1, 300)};
+                int64_t n256[1] = {256};
+                AnyCase c = {0};
+                desc_begin(&c.d, NK_QLOOKUP, 1);
+                Type ty = qtype(qkinds[b], 3, dims, (double)rnd(s, 1, 64) / 512, qoffset(s, qkinds[b]));
+                Type tx = qtype(qkinds[a], 3, dims, (double)rnd(s, 1, 64) / 512, qoffset(s, qkinds[a]));
+                desc_operand_type(&c.d, &ty);
+                desc_operand_type(&c.d, &tx);
+                desc_operand_elem(&c.d, qkinds[b], 1, n256);
+                KernelFn fn[] = {libjit_qlookup_any};
+                WorkFn wk[] = {libjit_qlookup_any_work};
+                char what[64];
+                snprintf(what, sizeof what, "qlookup %s through %s", elem_name(qkinds[a]),
+                         elem_name(qkinds[b]));
+                if (!qrun(&c, what, NULL, fn, wk, 1, ran, *s + (uint64_t)i))
+                    return false;
+            }
+    return true;
+}
+
 int any_qint_cases(uint64_t seed) {
     uint64_t s = seed;
     int ran = 0;
-    bool ok = qelementwise(&s, &ran) && qclips(&s, &ran) && qquantizes(&s, &ran) && qpools(&s, &ran) &&
+    bool ok = qelementwise(&s, &ran) && qclips(&s, &ran) && qquantizes(&s, &ran) &&
+              qlookups(&s, &ran) && qpools(&s, &ran) &&
               qmax_pools_wide(&s, &ran) && qconvs(&s, &ran) && qmatmuls(&s, &ran);
     return ok ? ran : -1;
 }
