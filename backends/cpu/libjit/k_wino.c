@@ -42,6 +42,13 @@ LJ_INLINE int64_t up(int64_t x, int64_t to) {
     return (x + to - 1) / to * to;
 }
 
+/* Twice the channel blocks, while there are fewer than UNITS_MIN units and
+ * a block keeps at least 16 channels. */
+LJ_INLINE void split_once(Wino *s) {
+    if (s->n * s->nrb * s->nmb < UNITS_MIN && (s->m + 2 * s->nmb - 1) / (2 * s->nmb) >= 16)
+        s->nmb *= 2;
+}
+
 LJ_INLINE Wino wino_of(const int64_t *d) {
     Wino s = {0};
     s.t = wino_of_rows(lj_dim(d, 2, 0));
@@ -65,8 +72,14 @@ LJ_INLINE Wino wino_of(const int64_t *d) {
     s.rpb = (s.nty + s.nrb - 1) / s.nrb; /* even the blocks out */
     s.nrb = (s.nty + s.rpb - 1) / s.rpb;
     s.nmb = (s.m + ROWS_MAX - 1) / ROWS_MAX;
-    while (s.n * s.nrb * s.nmb < UNITS_MIN && (s.m + 2 * s.nmb - 1) / (2 * s.nmb) >= 16)
-        s.nmb *= 2;
+    /* Both conditions only turn false as nmb grows, and nmb reaches
+     * UNITS_MIN (8) in 3 doublings: written out, not a loop, so that a
+     * --no-threads bundle's scratch size folds to a constant (libjit is
+     * built with -fno-unroll-loops, and O3 cannot count this loop). */
+    _Static_assert(UNITS_MIN <= 8, "three doublings reach UNITS_MIN");
+    split_once(&s);
+    split_once(&s);
+    split_once(&s);
     s.mb = up((s.m + s.nmb - 1) / s.nmb, LJ_GEMM_MR);
     s.nmb = (s.m + s.mb - 1) / s.mb;
     s.ldt = up(s.rpb * s.ntx + 1, LJ_VL) + LJ_VL;
@@ -102,14 +115,14 @@ LIBJIT_SCRATCH libjit_winograd_conv_f32_scratch(const int64_t *d, int slot) {
     /* The products' deep block: the largest of the four shapes of units
      * (the last row and channel blocks can be smaller, and a narrower
      * product may ask a deeper block). */
-    int64_t rows[2] = {s.mb, s.m - (s.nmb - 1) * s.mb};
-    int64_t cols[2] = {s.rpb * s.ntx, (s.nty - (s.nrb - 1) * s.rpb) * s.ntx};
-    size_t most = 0;
-    for (int i = 0; i < 4; i++) {
-        size_t b = lj_sgemm_scratch(rows[i / 2], cols[i % 2], s.c, false);
-        most = b > most ? b : most;
-    }
-    return (int64_t)most;
+    int64_t r0 = s.mb, r1 = s.m - (s.nmb - 1) * s.mb;
+    int64_t c0 = s.rpb * s.ntx, c1 = (s.nty - (s.nrb - 1) * s.rpb) * s.ntx;
+    /* Written out, not a loop: it must fold in a --no-threads bundle
+     * (libjit is built with -fno-unroll-loops). */
+    size_t a = lj_sgemm_scratch(r0, c0, s.c, false), b = lj_sgemm_scratch(r0, c1, s.c, false);
+    size_t e = lj_sgemm_scratch(r1, c0, s.c, false), f = lj_sgemm_scratch(r1, c1, s.c, false);
+    size_t ab = a > b ? a : b, ef = e > f ? e : f;
+    return (int64_t)(ab > ef ? ab : ef);
 }
 
 /* The transforms' loops unroll, so that t's coefficients (a constant table)
