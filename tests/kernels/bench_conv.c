@@ -124,16 +124,18 @@ static double flops(const Shape *s) {
 
 /* Minimum seconds of `reps` runs (at least 0.2 s of them, at most 2000). */
 static double time_min(const Case *c, bool interp, int reps) {
+    LjScratch sc = {0};
     double best = 1e30, start = now();
     for (int r = 0; r < 2000 && (r < reps || now() - start < 0.2); r++) {
         double t0 = now();
         if (interp)
             libjit_generic(c->d.w, c->ref);
         else
-            libjit_conv_f32(c->d.w, c->fast, 0, libjit_conv_f32_work(c->d.w));
+            libjit_conv_f32(c->d.w, c->fast, 0, libjit_conv_f32_work(c->d.w), &sc);
         double t = now() - t0;
         best = t < best ? t : best;
     }
+    lj_scratch_release(&sc);
     return best;
 }
 

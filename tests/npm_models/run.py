@@ -11,8 +11,8 @@ fails when npm cannot reach it. Not part of `make test`.
   chunks at 16 kHz and four 256-sample chunks at 8 kHz are streamed (glowc
   compiles once: `run --stream input=CHUNKS --carry stateN=state`; ORT is
   called per chunk), each chunk's stateN becoming the next one's state, on the -O0
-  interpreter, -O2 interp-lir and -O2 native code (--fallback=interp for the
-  kinds without a native kernel, listed in the output). Every speech
+  interpreter, -O2 interp-lir and -O2 native code (no fallback: every
+  operator has a libjit kernel). Every speech
   probability and the final state agree with ORT within 1e-4 relative to
   the largest magnitude (f32 reassociation in the 1-D convolutions and the
   LSTM; measured: about 1e-6).
@@ -32,8 +32,8 @@ fails when npm cannot reach it. Not part of `make test`.
   upsampled by ConvTranspose: f32 reassociation adds up; measured 4.8e-5)
   and the same text
   mask (p > 0.3, as PaddleOCR thresholds), lying within the text's box and
-  spanning most of its width (DB-net predicts the box shrunk); it has
-  ConvTranspose, run with --fallback=interp until that has a native kernel.
+  spanning most of its width (DB-net predicts the box shrunk); its
+  ConvTranspose runs natively (gemm + col2im), no fallback.
 
 - The same two models quantized to int8 (glowc profile on 8 rendered
   calibration strings/images that are not the test ones, then --quantize,
@@ -225,7 +225,7 @@ def ocr(glowc, pkg, work):
         out = os.path.join(work, f"det_{who}")
         os.makedirs(out, exist_ok=True)
         if who == "glowc":
-            run_glowc(glowc, det, {"x": xin}, ["-O2", "--backend=cpu", "--fallback=interp",
+            run_glowc(glowc, det, {"x": xin}, ["-O2", "--backend=cpu",
                                                "--dim", "p2o.DynamicDimension.1=320",
                                                "--dim", "p2o.DynamicDimension.2=320"], out)
         else:
@@ -242,7 +242,7 @@ def ocr(glowc, pkg, work):
     same = np.array_equal(mask, maps["ort"] > 0.3)
     good = err <= 1e-3 and bool(covers) and same
     ok &= good
-    print(f"ocr det -O2 --backend=cpu --fallback=interp: {'ok' if good else 'FAIL'}: relative error "
+    print(f"ocr det -O2 --backend=cpu: {'ok' if good else 'FAIL'}: relative error "
           f"{err:.1e} (bound 1e-3); text box {box}, mask rows {ys.min() if len(ys) else '-'}.."
           f"{ys.max() if len(ys) else '-'} columns {xs.min() if len(xs) else '-'}.."
           f"{xs.max() if len(xs) else '-'}; masks {'identical' if same else 'DIFFER'}")
@@ -323,7 +323,7 @@ def main():
     vad = ensure_package("@ricky0123/vad-web@0.0.31", "vad-web")
     work = tempfile.mkdtemp(prefix="glowc-npm-")
     configs = (["-O0"], ["-O2", "--backend=interp-lir"],
-               ["-O2", "--backend=cpu", "--fallback=interp"])
+               ["-O2", "--backend=cpu"])
     ok = True
     for args in configs:
         v5 = os.path.join(vad, "dist", "silero_vad_v5.onnx")
