@@ -256,27 +256,33 @@ static Attr *clone_attrs(Arena *a, const Attr *src, int n) {
 
 static void clone_function(Function *g, const Function *f);
 
+/* Everything of src but its operands, id and label onto dst (made with
+ * src's kind and result count): the one copy of a node's fields, shared by
+ * cloning a function and copying a node, so a new field is copied by both. */
+static void copy_node_fields(Arena *a, Node *dst, const Node *src) {
+    dst->name = arena_strdup(a, src->name);
+    dst->loc = src->loc;
+    for (int i = 0; i < src->nres; i++)
+        dst->res[i].type = src->res[i].type;
+    dst->nattrs = src->nattrs;
+    dst->attrs = clone_attrs(a, src->attrs, src->nattrs);
+    dst->payload = src->payload;
+    for (int i = 0; i < src->nbodies && i < dst->nbodies; i++)
+        if (src->bodies[i])
+            clone_function(function_new_body(dst, i), src->bodies[i]);
+}
+
 /* The copy of node `n` whose operands are looked up in map (by node id). */
 static Node *clone_node(Function *f, const Node *n, Node **map) {
     Arena *a = f->module->arena;
-    Value *ops[256];
-    int nops = n->nops < 256 ? n->nops : 256;
-    for (int i = 0; i < nops; i++)
+    Value **ops = arena_alloc_array(a, (size_t)n->nops + 1, sizeof(Value *));
+    for (int i = 0; i < n->nops; i++)
         ops[i] = &map[n->ops[i]->def->id]->res[n->ops[i]->index];
-    Node *c = graph_new_node(f, n->kind, nops, ops, n->nres);
+    Node *c = graph_new_node(f, n->kind, n->nops, ops, n->nres);
     f->next_id--; /* keep the original's id */
     c->id = n->id;
     c->label = n->label ? arena_strdup(a, n->label) : NULL;
-    c->name = arena_strdup(a, n->name);
-    c->loc = n->loc;
-    for (int i = 0; i < n->nres; i++)
-        c->res[i].type = n->res[i].type;
-    c->nattrs = n->nattrs;
-    c->attrs = clone_attrs(a, n->attrs, n->nattrs);
-    c->payload = n->payload;
-    for (int i = 0; i < n->nbodies && i < c->nbodies; i++)
-        if (n->bodies[i])
-            clone_function(function_new_body(c, i), n->bodies[i]);
+    copy_node_fields(a, c, n);
     map[n->id] = c;
     return c;
 }
@@ -310,19 +316,9 @@ static void clone_function(Function *g, const Function *f) {
 }
 
 Node *graph_copy_node(Function *f, Node *pos, const Node *n, Value *const *ops) {
-    Arena *a = f->module->arena;
     Node *c = graph_insert_before(f, pos, n->kind, n->nops, ops, n->nres);
     c->label = NULL; /* labels are unique in a function: the copy prints as its id */
-    c->name = arena_strdup(a, n->name);
-    c->loc = n->loc;
-    for (int i = 0; i < n->nres; i++)
-        c->res[i].type = n->res[i].type;
-    c->nattrs = n->nattrs;
-    c->attrs = clone_attrs(a, n->attrs, n->nattrs);
-    c->payload = n->payload;
-    for (int i = 0; i < n->nbodies && i < c->nbodies; i++)
-        if (n->bodies[i])
-            clone_function(function_new_body(c, i), n->bodies[i]);
+    copy_node_fields(f->module->arena, c, n);
     return c;
 }
 

@@ -15,14 +15,20 @@ typedef struct Sym {
     Node *node;
 } Sym;
 
-typedef struct Parser {
-    Reader r;
-    Module *m;
+/* The function being read and its names: a region's body has its own, so
+ * the outer scope is set aside as one value while a body is read. */
+typedef struct Scope {
     Function *f;
     Sym *syms;
     int nsyms, syms_cap;
     int *index; /* open addressing over syms: position + 1, 0 when empty */
     size_t index_cap;
+} Scope;
+
+typedef struct Parser {
+    Reader r;
+    Module *m;
+    Scope sc;
     uint64_t max_memory; /* no value may need more (0: no limit) */
     int depth;           /* regions open around the current function */
     jmp_buf oom;
@@ -40,40 +46,40 @@ static bool kind_allows(AttrKey key, void *ctx) {
 /* The index slot of label (name, id): where it is, or the empty slot where
  * it would go. A hashed index keeps files with many values linear. */
 static int *sym_slot(Parser *ps, const char *name, int id) {
-    size_t mask = ps->index_cap - 1, i = rd_label_hash(name, id) & mask;
+    size_t mask = ps->sc.index_cap - 1, i = rd_label_hash(name, id) & mask;
     for (;; i = (i + 1) & mask) {
-        int k = ps->index[i];
+        int k = ps->sc.index[i];
         if (!k)
-            return &ps->index[i];
-        const Sym *s = &ps->syms[k - 1];
+            return &ps->sc.index[i];
+        const Sym *s = &ps->sc.syms[k - 1];
         if (name ? (s->label && !strcmp(s->label, name)) : (!s->label && s->id == id))
-            return &ps->index[i];
+            return &ps->sc.index[i];
     }
 }
 
 static Sym *find_sym(Parser *ps, const RdLabel *l) {
-    if (!ps->index_cap)
+    if (!ps->sc.index_cap)
         return NULL;
     int k = *sym_slot(ps, l->name, l->id);
-    return k ? &ps->syms[k - 1] : NULL;
+    return k ? &ps->sc.syms[k - 1] : NULL;
 }
 
 static void define_sym(Parser *ps, const RdLabel *l, Node *n) {
     if (find_sym(ps, l))
         rd_error(&ps->r, l->at, "value redefined");
-    if (ps->nsyms == ps->syms_cap) {
-        int cap = ps->syms_cap ? ps->syms_cap * 2 : 64;
-        ps->syms = arena_grow(ps->m->arena, ps->syms, (size_t)ps->nsyms, (size_t)cap, sizeof(Sym));
-        ps->syms_cap = cap;
+    if (ps->sc.nsyms == ps->sc.syms_cap) {
+        int cap = ps->sc.syms_cap ? ps->sc.syms_cap * 2 : 64;
+        ps->sc.syms = arena_grow(ps->m->arena, ps->sc.syms, (size_t)ps->sc.nsyms, (size_t)cap, sizeof(Sym));
+        ps->sc.syms_cap = cap;
     }
-    ps->syms[ps->nsyms++] = (Sym){l->name, l->id, n};
-    if ((size_t)ps->nsyms * 2 > ps->index_cap) { /* rebuild, twice as large */
-        ps->index_cap = ps->index_cap ? ps->index_cap * 2 : 128;
-        ps->index = arena_alloc_array(ps->m->arena, ps->index_cap, sizeof(int));
-        for (int i = 0; i < ps->nsyms; i++)
-            *sym_slot(ps, ps->syms[i].label, ps->syms[i].id) = i + 1;
+    ps->sc.syms[ps->sc.nsyms++] = (Sym){l->name, l->id, n};
+    if ((size_t)ps->sc.nsyms * 2 > ps->sc.index_cap) { /* rebuild, twice as large */
+        ps->sc.index_cap = ps->sc.index_cap ? ps->sc.index_cap * 2 : 128;
+        ps->sc.index = arena_alloc_array(ps->m->arena, ps->sc.index_cap, sizeof(int));
+        for (int i = 0; i < ps->sc.nsyms; i++)
+            *sym_slot(ps, ps->sc.syms[i].label, ps->sc.syms[i].id) = i + 1;
     } else {
-        *sym_slot(ps, l->name, l->id) = ps->nsyms;
+        *sym_slot(ps, l->name, l->id) = ps->sc.nsyms;
     }
 }
 
@@ -165,18 +171,11 @@ static void parse_bodies(Parser *ps, Node *n) {
     if (++ps->depth > MAX_REGION_DEPTH)
         rd_error(&ps->r, ps->r.p, "regions nested more than %d deep", MAX_REGION_DEPTH);
     rd_expect(&ps->r, '{', "to open the bodies");
-    Function *f = ps->f;
-    Sym *syms = ps->syms;
-    int nsyms = ps->nsyms, syms_cap = ps->syms_cap;
-    int *index = ps->index;
-    size_t index_cap = ps->index_cap;
+    Scope outer = ps->sc;
     for (int i = 0; i < n->nbodies; i++) {
         rd_skip_ws(&ps->r);
         const char *bat = ps->r.p;
-        ps->syms = NULL;
-        ps->nsyms = ps->syms_cap = 0;
-        ps->index = NULL;
-        ps->index_cap = 0;
+        ps->sc = (Scope){0};
         Function *b = parse_function(ps);
         const char *want = node_kind_body_name(n->kind, i);
         if (strcmp(b->name, want))
@@ -185,12 +184,7 @@ static void parse_bodies(Parser *ps, Node *n) {
         b->owner = n;
         n->bodies[i] = b;
     }
-    ps->f = f;
-    ps->syms = syms;
-    ps->nsyms = nsyms;
-    ps->syms_cap = syms_cap;
-    ps->index = index;
-    ps->index_cap = index_cap;
+    ps->sc = outer;
     rd_skip_ws(&ps->r);
     if (!rd_accept(&ps->r, '}'))
         rd_error(&ps->r, ps->r.p, "%s takes %d bod%s; expected '}' after them",
@@ -223,7 +217,7 @@ static void parse_statement(Parser *ps) {
             rd_error(&ps->r, l.at, "a constant has one result");
         Type t = rd_type(&ps->r);
         Tensor *x = rd_constant_data(&ps->r, &t);
-        Node *n = graph_add_constant(ps->f, "", x);
+        Node *n = graph_add_constant(ps->sc.f, "", x);
         n->loc = loc;
         const char *name = rd_loc_name(&ps->r);
         n->name = name ? name : l.name ? l.name : "";
@@ -242,7 +236,7 @@ static void parse_statement(Parser *ps) {
         } while (rd_accept(&ps->r, ','));
     }
     rd_expect(&ps->r, ')', "after the operands");
-    Node *n = graph_add_node(ps->f, kind, nops, ops, nres);
+    Node *n = graph_add_node(ps->sc.f, kind, nops, ops, nres);
     n->loc = loc;
     rd_attrs(&ps->r, n, kind_allows, n, node_kind_name(n->kind));
     parse_result_types(ps, n, kat);
@@ -265,7 +259,7 @@ static void parse_params(Parser *ps) {
         if (ps->max_memory && type_bytes(&t) > ps->max_memory)
             rd_error(&ps->r, l.at, "parameter needs %llu bytes, more than the memory budget of %llu "
                      "bytes", (unsigned long long)type_bytes(&t), (unsigned long long)ps->max_memory);
-        Node *n = graph_add_param(ps->f, l.name ? l.name : "", &t);
+        Node *n = graph_add_param(ps->sc.f, l.name ? l.name : "", &t);
         n->loc = rd_loc(&ps->r, l.at);
         if (!l.name)
             n->name = arena_printf(ps->m->arena, "%d", l.id);
@@ -331,19 +325,19 @@ static void parse_return(Parser *ps, OutDecl *outs, int nouts) {
     }
     if (n != nouts)
         rd_error(&ps->r, at, "returns %d values, the signature declares %d", n, nouts);
-    graph_set_outputs(ps->f, n, vals, names);
+    graph_set_outputs(ps->sc.f, n, vals, names);
 }
 
 /* Named values get ids after the largest numeric one, in order of appearance. */
 static void assign_ids(Parser *ps) {
     int next = 0;
-    for (int i = 0; i < ps->nsyms; i++)
-        if (!ps->syms[i].label && ps->syms[i].id >= next)
-            next = ps->syms[i].id + 1;
-    for (int i = 0; i < ps->nsyms; i++)
-        if (ps->syms[i].label)
-            ps->syms[i].node->id = next++;
-    ps->f->next_id = next;
+    for (int i = 0; i < ps->sc.nsyms; i++)
+        if (!ps->sc.syms[i].label && ps->sc.syms[i].id >= next)
+            next = ps->sc.syms[i].id + 1;
+    for (int i = 0; i < ps->sc.nsyms; i++)
+        if (ps->sc.syms[i].label)
+            ps->sc.syms[i].node->id = next++;
+    ps->sc.f->next_id = next;
 }
 
 static Function *parse_function(Parser *ps) {
@@ -352,7 +346,7 @@ static Function *parse_function(Parser *ps) {
     size_t n = rd_peek_ident(&ps->r);
     if (!n)
         rd_error(&ps->r, ps->r.p, "expected a function name");
-    ps->f = function_new(ps->m, arena_strndup(ps->m->arena, ps->r.p, n));
+    ps->sc.f = function_new(ps->m, arena_strndup(ps->m->arena, ps->r.p, n));
     ps->r.p += n;
     parse_params(ps);
     rd_skip_ws(&ps->r);
@@ -373,7 +367,7 @@ static Function *parse_function(Parser *ps) {
     parse_return(ps, outs, nouts);
     rd_expect(&ps->r, '}', "to close the function body");
     assign_ids(ps);
-    return ps->f;
+    return ps->sc.f;
 }
 
 Module *parse_module(const char *text, size_t len, const char *filename, DiagList *d) {

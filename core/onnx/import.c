@@ -24,29 +24,36 @@ typedef struct Unsupported {
     int count;
 } Unsupported;
 
+/* What belongs to the function being imported (main, or a region's body):
+ * saved and replaced as one when a body starts, restored when it ends, so a
+ * new per-function field cannot be forgotten in one of the two places. */
+typedef struct FuncScope {
+    Function *f;
+    struct Region *region; /* the body of a region node being imported (f), or NULL */
+    Tensor ***folded;      /* by node id: the results of a folded node */
+    int folded_cap;
+    Node **walk; /* depends_on_input: nodes visited, and a mark by node id */
+    bool *walk_seen;
+    int walk_cap;
+} FuncScope;
+
 struct ImportCtx {
     Module *m;
-    Function *f;
+    FuncScope fs;
     DiagList *d;
     const ImportOptions *opt;
     const char *dir;
     int opset;
     MapEntry *map;
     size_t map_cap, map_count;
-    Value poison; /* stands for outputs of nodes that failed to import */
-    Tensor ***folded; /* by node id: the results of a folded node */
-    int folded_cap;
+    Value poison;        /* stands for outputs of nodes that failed to import */
     Value **known_const; /* by param index: the constant made from a known input */
-    Node **walk;         /* depends_on_input: nodes visited, and a mark by node id */
-    bool *walk_seen;
-    int walk_cap;
     Unsupported unsupported[64];
     int nunsupported;
     bool any_unsupported;
     uint64_t tensor_bytes; /* tensors made so far, against opt->max_memory */
     const char *scope;     /* inside an If's branch: the If's name, for generated names */
     bool scope_all;        /* inside an unrolled loop: every node's name takes the scope */
-    struct Region *region; /* the body of a region node being imported (ic->f), or NULL */
 };
 
 /* A body of a region node being imported: the values it reads from the
@@ -291,8 +298,8 @@ bool on_need_inputs(OnnxNode *on, int min, int max) {
 }
 
 static int param_index(const ImportCtx *ic, const Node *n) {
-    for (int i = 0; i < ic->f->nparams; i++)
-        if (ic->f->params[i] == n)
+    for (int i = 0; i < ic->fs.f->nparams; i++)
+        if (ic->fs.f->params[i] == n)
             return i;
     return -1;
 }
@@ -353,8 +360,8 @@ static Tensor *fold_value(ImportCtx *ic, Value *v, int depth) {
     }
     if (depth > 256 || !ic->opt->fold || !foldable(n))
         return NULL;
-    if (n->id < ic->folded_cap && ic->folded[n->id])
-        return ic->folded[n->id][v->index];
+    if (n->id < ic->fs.folded_cap && ic->fs.folded[n->id])
+        return ic->fs.folded[n->id][v->index];
     Tensor *ops[256];
     if (n->nops > 256)
         return NULL;
@@ -373,15 +380,15 @@ static Tensor *fold_value(ImportCtx *ic, Value *v, int depth) {
     diag_free(&scratch);
     if (!ok)
         return NULL;
-    if (n->id >= ic->folded_cap) {
-        int cap = ic->folded_cap ? ic->folded_cap : 256;
+    if (n->id >= ic->fs.folded_cap) {
+        int cap = ic->fs.folded_cap ? ic->fs.folded_cap : 256;
         while (cap <= n->id)
             cap *= 2;
-        ic->folded = arena_grow(ic->m->arena, ic->folded, (size_t)ic->folded_cap, (size_t)cap,
-                                sizeof *ic->folded);
-        ic->folded_cap = cap;
+        ic->fs.folded = arena_grow(ic->m->arena, ic->fs.folded, (size_t)ic->fs.folded_cap, (size_t)cap,
+                                sizeof *ic->fs.folded);
+        ic->fs.folded_cap = cap;
     }
-    ic->folded[n->id] = res;
+    ic->fs.folded[n->id] = res;
     return res[v->index];
 }
 
@@ -397,34 +404,34 @@ Tensor *on_try_const(OnnxNode *on, Value *v) {
 enum { WALK_MAX = 1024 };
 
 static bool walk_inputs(ImportCtx *ic, const Value *v, StrBuf *names) {
-    Function *f = ic->f;
-    if (f->next_id > ic->walk_cap) {
+    Function *f = ic->fs.f;
+    if (f->next_id > ic->fs.walk_cap) {
         int cap = f->next_id * 2;
-        ic->walk = arena_grow(ic->m->arena, ic->walk, (size_t)ic->walk_cap, (size_t)cap,
-                              sizeof *ic->walk);
-        ic->walk_seen = arena_grow(ic->m->arena, ic->walk_seen, (size_t)ic->walk_cap,
-                                   (size_t)cap, sizeof *ic->walk_seen);
-        ic->walk_cap = cap;
+        ic->fs.walk = arena_grow(ic->m->arena, ic->fs.walk, (size_t)ic->fs.walk_cap, (size_t)cap,
+                              sizeof *ic->fs.walk);
+        ic->fs.walk_seen = arena_grow(ic->m->arena, ic->fs.walk_seen, (size_t)ic->fs.walk_cap,
+                                   (size_t)cap, sizeof *ic->fs.walk_seen);
+        ic->fs.walk_cap = cap;
     }
     int nwalk = 0;
     bool found = false;
-    ic->walk[nwalk++] = v->def;
-    ic->walk_seen[v->def->id] = true;
+    ic->fs.walk[nwalk++] = v->def;
+    ic->fs.walk_seen[v->def->id] = true;
     for (int i = 0; i < nwalk && !found; i++) {
-        Node *n = ic->walk[i];
+        Node *n = ic->fs.walk[i];
         if (n->kind == NK_PLACEHOLDER && names)
             sb_printf(names, "%s'%s'", names->len ? ", " : "", n->name);
         found = (n->kind == NK_PLACEHOLDER && !names) || nwalk > WALK_MAX;
         for (int k = 0; k < n->nops; k++) {
             Node *d = n->ops[k]->def;
-            if (!ic->walk_seen[d->id]) {
-                ic->walk_seen[d->id] = true;
-                ic->walk[nwalk++] = d;
+            if (!ic->fs.walk_seen[d->id]) {
+                ic->fs.walk_seen[d->id] = true;
+                ic->fs.walk[nwalk++] = d;
             }
         }
     }
     for (int i = 0; i < nwalk; i++)
-        ic->walk_seen[ic->walk[i]->id] = false;
+        ic->fs.walk_seen[ic->fs.walk[i]->id] = false;
     return found;
 }
 
@@ -665,7 +672,7 @@ static Value *capture(ImportCtx *ic, Region *r, Value *v, const char *name) {
 static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
     Arena *a = ic->m->arena;
     const char *op = np->op_type ? np->op_type : "";
-    OnnxNode on = {.ic = ic, .f = ic->f, .d = ic->d, .proto = np, .op = op, .opset = ic->opset};
+    OnnxNode on = {.ic = ic, .f = ic->fs.f, .d = ic->d, .proto = np, .op = op, .opset = ic->opset};
     /* Copied: the nodes keep their name, and the protobuf dies with the scratch arena. */
     on.name = np->name && np->name[0]
                   ? (ic->scope_all ? arena_printf(a, "%s/%s", ic->scope, np->name)
@@ -704,8 +711,8 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
             poisoned = true;
         } else if (on.in[i] == &ic->poison) {
             poisoned = true;
-        } else if (ic->region && on.in[i]->def->func != ic->f) {
-            on.in[i] = capture(ic, ic->region, on.in[i], name);
+        } else if (ic->fs.region && on.in[i]->def->func != ic->fs.f) {
+            on.in[i] = capture(ic, ic->fs.region, on.in[i], name);
         }
     }
     if (!foreign && !training && ic->opset == 0) {
@@ -800,7 +807,7 @@ static bool import_input(ImportCtx *ic, const Onnx__ValueInfoProto *vi, UnboundD
         return false;
     }
     Type t = {.elem = k, .rank = (int)tt->shape->n_dim};
-    const Tensor *given = given_value(ic, name, ic->f->nparams);
+    const Tensor *given = given_value(ic, name, ic->fs.f->nparams);
     bool ok = true;
     for (int i = 0; i < t.rank; i++) {
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[i];
@@ -830,7 +837,7 @@ static bool import_input(ImportCtx *ic, const Onnx__ValueInfoProto *vi, UnboundD
     }
     if (!ok)
         return false;
-    Node *p = graph_add_param(ic->f, name, &t);
+    Node *p = graph_add_param(ic->fs.f, name, &t);
     p->label = p->name;
     map_put(ic, name, &p->res[0]);
     return true;
@@ -1033,7 +1040,7 @@ bool pb_depth_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_
 }
 
 static void import_initializers(ImportCtx *ic, const Onnx__GraphProto *g) {
-    Function *f = ic->f;
+    Function *f = ic->fs.f;
     for (size_t i = 0; i < g->n_initializer; i++) {
         const Onnx__TensorProto *tp = g->initializer[i];
         const char *name = tp->name ? tp->name : "";
@@ -1150,23 +1157,13 @@ static Function *import_region_body(OnnxNode *on, const Onnx__GraphProto *g, con
         return NULL;
     }
     Function *b = function_new_body(n, bi);
-    *r = (Region){.body = b, .outer = ic->f, .nformals = nformals, .up = ic->region};
+    *r = (Region){.body = b, .outer = ic->fs.f, .nformals = nformals, .up = ic->fs.region};
     Value **formals = arena_alloc_array(a, (size_t)nformals + 1, sizeof(Value *));
     for (int i = 0; i < nformals; i++)
         formals[i] = &graph_add_param(b, g->input[i]->name ? g->input[i]->name : "",
                                       &ftypes[i])->res[0];
-    Function *f = ic->f;
-    Region *up = ic->region;
-    Tensor ***folded = ic->folded;
-    int folded_cap = ic->folded_cap, walk_cap = ic->walk_cap;
-    Node **walk = ic->walk;
-    bool *walk_seen = ic->walk_seen;
-    ic->f = b;
-    ic->region = r;
-    ic->folded = NULL;
-    ic->walk = NULL;
-    ic->walk_seen = NULL;
-    ic->folded_cap = ic->walk_cap = 0;
+    FuncScope outer = ic->fs;
+    ic->fs = (FuncScope){.f = b, .region = r};
     Value **outs = arena_alloc_array(a, g->n_output + 1, sizeof(Value *));
     const char **names = arena_alloc_array(a, g->n_output + 1, sizeof(char *));
     bool ok = import_body(on, g, what, on->name, false, formals, nformals, outs);
@@ -1174,13 +1171,7 @@ static Function *import_region_body(OnnxNode *on, const Onnx__GraphProto *g, con
         names[i] = g->output[i]->name ? g->output[i]->name : "";
         outs[i] = capture(ic, r, outs[i], names[i]); /* an outer value returned as is */
     }
-    ic->f = f;
-    ic->region = up;
-    ic->folded = folded;
-    ic->folded_cap = folded_cap;
-    ic->walk = walk;
-    ic->walk_seen = walk_seen;
-    ic->walk_cap = walk_cap;
+    ic->fs = outer;
     if (!ok)
         return NULL;
     graph_set_outputs(b, (int)g->n_output, outs, names);
@@ -1240,7 +1231,7 @@ static void attach_captures(ImportCtx *ic, Node *n, int nfixed, Region *rs, int 
 static void trap_body(OnnxNode *on, Node *n, int k, Region *r, const Function *other,
                       const DiagList *said) {
     Function *b = function_new_body(n, k);
-    *r = (Region){.body = b, .outer = on->ic->f, .up = on->ic->region};
+    *r = (Region){.body = b, .outer = on->ic->fs.f, .up = on->ic->fs.region};
     Node *t = graph_add_node(b, NK_TRAP, 0, NULL, other->noutputs);
     t->name = on->name;
     for (int i = 0; i < other->noutputs; i++)
@@ -1296,7 +1287,7 @@ static bool import_if_region(OnnxNode *on, Value *c) {
     diag_free(&said[0]);
     diag_free(&said[1]);
     if (!(ok[0] && ok[1]) && trap < 0) { /* both failed, or an unsupported operator */
-        graph_remove_node(ic->f, n);
+        graph_remove_node(ic->fs.f, n);
         return false;
     }
     attach_captures(ic, n, 1, r, 2);
@@ -1342,7 +1333,7 @@ static bool import_loop_region(OnnxNode *on, const Onnx__GraphProto *g, int n, i
     Node *node = on_node(on, NK_LOOP, n + 2, ops, n);
     Region r;
     if (!import_region_body(on, g, "body", node, 0, &r, ftypes, n + 2)) {
-        graph_remove_node(ic->f, node);
+        graph_remove_node(ic->fs.f, node);
         return false;
     }
     attach_captures(ic, node, n + 2, &r, 1);
@@ -1784,7 +1775,7 @@ bool import_scan(OnnxNode *on) {
 }
 
 static bool import_graph(ImportCtx *ic, const Onnx__GraphProto *g) {
-    Function *f = ic->f;
+    Function *f = ic->fs.f;
     import_initializers(ic, g);
     UnboundDim unbound[32];
     int nunbound = 0;
@@ -1873,7 +1864,7 @@ Module *onnx_import_buffer(const void *data, size_t len, const char *path,
         }
     }
     if (ok) {
-        ic.f = function_new(m, "main");
+        ic.fs.f = function_new(m, "main");
         const char *slash = strrchr(path, '/');
         ic.dir = slash ? arena_strndup(m->arena, path, (size_t)(slash - path)) : ".";
         int errors_before = d->errors;
