@@ -230,6 +230,11 @@ bool import_batch_norm(OnnxNode *on) {
         return false;
     if (on_attr_int(on, "training_mode", 0))
         return import_batch_norm_training(on);
+    /* Before opset 14 there is no training_mode: naming the running mean and
+     * variance outputs is what asks for training mode (torch exports its
+     * train() BatchNorm so, with all five outputs named). */
+    if (on->opset < 14 && extra_outputs_used(on, 1))
+        return import_batch_norm_training(on);
     if (extra_outputs_used(on, 1)) {
         on_unsupported(on, "training-mode batch normalization is not supported");
         return false;

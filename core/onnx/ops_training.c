@@ -252,6 +252,16 @@ bool import_batch_norm_training(OnnxNode *on) {
     for (int i = 0; i < 3 && i < on->nout; i++)
         if (outs[i])
             on_bind(on, i, outs[i]);
+    /* Opsets 9-13 also have saved_mean and saved_var: the batch's mean and
+     * (population) variance that normalised x, shaped like the statistics. */
+    for (int i = 0; i < 2 && i + 3 < on->nout; i++) {
+        if (!on->proto->output[i + 3][0])
+            continue;
+        Value *v = reshaped(on, batch[i], &on->in[3 + i]->type);
+        if (!v)
+            return false;
+        on_bind(on, i + 3, v);
+    }
     return true;
 }
 
