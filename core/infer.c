@@ -614,6 +614,44 @@ static bool infer_winograd_conv(Node *n, DiagList *d) {
     return n->nops < 3 || need_bias(n, d, 2, x->elem, r.dims[1]);
 }
 
+/* x [N, C, in...] and dy [N, M, out...], out the conv's output sizes over
+ * x: [M, C/group, kernel...]. */
+static bool infer_conv_weight_grad(Node *n, DiagList *d) {
+    if (!same_elem(n, d, 0, 1) || !need_rank(n, d, 0, 3, MAX_RANK))
+        return false;
+    const Type *x = op_type(n, 0), *dy = op_type(n, 1);
+    int ns = x->rank - 2;
+    Window win;
+    int kn;
+    if (dy->rank != x->rank || !node_attr_ints(n, AK_kernel, &kn) ||
+        !window_from_node(n, ns, NULL, &win)) {
+        node_error(d, n, "dy must have x's rank, and the kernel, strides, pads, dilations "
+                         "and group must be valid");
+        return false;
+    }
+    if (dy->dims[0] != x->dims[0] || x->dims[1] % win.group || dy->dims[1] % win.group) {
+        node_error(d, n, "x has %lld images of %lld channels and dy %lld of %lld: the batch "
+                   "must agree and group %lld divide both channel counts",
+                   (long long)x->dims[0], (long long)x->dims[1], (long long)dy->dims[0],
+                   (long long)dy->dims[1], (long long)win.group);
+        return false;
+    }
+    Type r = *dy;
+    r.dims[0] = dy->dims[1];
+    r.dims[1] = x->dims[1] / win.group;
+    for (int i = 0; i < ns; i++) {
+        int64_t out = window_out_size(&win, i, x->dims[2 + i]);
+        if (out != dy->dims[2 + i]) {
+            node_error(d, n, "dy's spatial axis %d is %lld; the window over x gives %lld", i,
+                       (long long)dy->dims[2 + i], (long long)out);
+            return false;
+        }
+        r.dims[2 + i] = win.kernel[i];
+    }
+    n->res[0].type = r;
+    return true;
+}
+
 static bool infer_conv_transpose(Node *n, DiagList *d) {
     if (!same_elem(n, d, 0, 1) || !need_rank(n, d, 0, 3, MAX_RANK))
         return false;

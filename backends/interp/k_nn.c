@@ -496,6 +496,90 @@ bool k_conv_transpose(const KernelArgs *a) {
     return ok;
 }
 
+/* ---- convolution weight gradient ------------------------------------------ */
+
+/* dW[m][c*taps + tap] = sum over images and output positions p of dy *
+ * x at the position the tap reads from p (none in the padding), in double,
+ * rounded once: the reference the native kernel is held to. Every float
+ * kind. */
+bool k_conv_weight_grad(const KernelArgs *a) {
+    const Tensor *X = a->in[0], *DY = a->in[1];
+    Tensor *DW = a->out[0];
+    ConvGeom g = {.ns = X->type.rank - 2};
+    window_from_node(a->n, g.ns, NULL, &g.w);
+    g.n = X->type.dims[0];
+    g.c = X->type.dims[1];
+    g.m = DY->type.dims[1];
+    g.group = g.w.group;
+    g.cg = g.c / g.group;
+    g.mg = g.m / g.group;
+    g.in_size = g.out_size = g.ksize = 1;
+    for (int i = 0; i < g.ns; i++) {
+        g.in_sp[i] = X->type.dims[2 + i];
+        g.out_sp[i] = DY->type.dims[2 + i];
+        g.in_size *= g.in_sp[i];
+        g.out_size *= g.out_sp[i];
+        g.ksize *= g.w.kernel[i];
+    }
+    int64_t kdim = g.cg * g.ksize, npos;
+    int64_t *pos = NULL;
+    double *xg = NULL, *dy = NULL, *acc = NULL;
+    if (__builtin_mul_overflow(g.ksize, g.out_size, &npos) ||
+        (uint64_t)npos >= SIZE_MAX / sizeof(int64_t) ||
+        !(pos = malloc((size_t)(npos + 1) * sizeof(int64_t))) ||
+        !(xg = malloc((size_t)(g.cg * g.in_size + 1) * sizeof(double))) ||
+        !(dy = malloc((size_t)(g.mg * g.out_size + 1) * sizeof(double))) ||
+        !(acc = calloc((size_t)(g.m * kdim + 1), sizeof(double)))) {
+        free(pos);
+        free(xg);
+        free(dy);
+        return kernel_fail(a, "out of memory for the gradient's buffers");
+    }
+    /* pos[tap][p]: the input offset tap reads at output position p, or -1. */
+    int64_t kidx[MAX_RANK] = {0};
+    for (int64_t kp = 0; kp < g.ksize; kp++) {
+        int64_t oidx[MAX_RANK] = {0};
+        for (int64_t p = 0; p < g.out_size; p++) {
+            int64_t off = 0;
+            for (int i = 0; i < g.ns && off >= 0; i++) {
+                int64_t q = oidx[i] * g.w.stride[i] - g.w.pad_begin[i] + kidx[i] * g.w.dilation[i];
+                off = q < 0 || q >= g.in_sp[i] ? -1 : off * g.in_sp[i] + q;
+            }
+            pos[kp * g.out_size + p] = off;
+            for (int i = g.ns - 1; i >= 0 && ++oidx[i] == g.out_sp[i]; i--)
+                oidx[i] = 0;
+        }
+        for (int i = g.ns - 1; i >= 0 && ++kidx[i] == g.w.kernel[i]; i--)
+            kidx[i] = 0;
+    }
+    for (int64_t b = 0; b < g.n; b++)
+        for (int64_t gr = 0; gr < g.group; gr++) {
+            for (int64_t i = 0; i < g.cg * g.in_size; i++)
+                xg[i] = tensor_get_f64(X, (b * g.c + gr * g.cg) * g.in_size + i);
+            for (int64_t i = 0; i < g.mg * g.out_size; i++)
+                dy[i] = tensor_get_f64(DY, (b * g.m + gr * g.mg) * g.out_size + i);
+            for (int64_t m = 0; m < g.mg; m++) {
+                double *row = acc + (gr * g.mg + m) * kdim;
+                for (int64_t r = 0; r < kdim; r++) {
+                    const double *xc = xg + r / g.ksize * g.in_size;
+                    const int64_t *pr = pos + r % g.ksize * g.out_size;
+                    double s = 0;
+                    for (int64_t p = 0; p < g.out_size; p++)
+                        if (pr[p] >= 0)
+                            s += xc[pr[p]] * dy[m * g.out_size + p];
+                    row[r] += s;
+                }
+            }
+        }
+    for (int64_t i = 0; i < g.m * kdim; i++)
+        tensor_set_f64(DW, i, acc[i]);
+    free(pos);
+    free(xg);
+    free(dy);
+    free(acc);
+    return true;
+}
+
 /* ---- pooling -------------------------------------------------------------- */
 
 typedef enum { POOL_MAX, POOL_AVG, POOL_LP } PoolKind;

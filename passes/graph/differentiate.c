@@ -2,8 +2,8 @@
  * (Glow's differentiate()): the forward nodes, the loss over the first
  * output, the gradient of every node in reverse order, and one SGD step
  * (momentum, weight decay) or Adam step for every trainable weight. The gradients are
- * ordinary nodes (conv_transpose for a convolution's input, a convolution
- * with swapped roles for its weight, scatter_elements for a max pool, ...),
+ * ordinary nodes (conv_transpose for a convolution's input, conv_weight_grad
+ * for its weight, scatter_elements for a max pool, ...),
  * so they are optimised, lowered, scheduled, allocated and compiled like
  * everything else.
  *
@@ -303,12 +303,77 @@ static bool grad_gemm(Grad *g, Node *n, Value *dy, Value **dx) {
     return true;
 }
 
+/* With stride 1 the input's gradient is also an ordinary convolution: of
+ * dy, padded by dilation * (k - 1) - pad on each side, with the weight
+ * flipped in space and its two channel axes swapped within each group,
+ * W'[g*ci + c, o, k] = W[g*co + o, c, K-1-k]. The forward convolution's
+ * kernels (Winograd too) run it, faster than a transposed convolution's
+ * column matrix on small maps; a pad wider than the kernel's reach keeps
+ * the transposed form. */
+static bool stride_one_input_grad(const Window *w) {
+    for (int i = 0; i < w->nspatial; i++) {
+        int64_t reach = w->dilation[i] * (w->kernel[i] - 1);
+        if (w->stride[i] != 1 || w->pad_begin[i] > reach || w->pad_end[i] > reach)
+            return false;
+    }
+    return true;
+}
+
+static Value *conv_input_grad_direct(Grad *g, Node *n, const Window *w, Value *dy) {
+    Value *wt = n->ops[1];
+    int ns = w->nspatial, r = wt->type.rank;
+    int64_t G = w->group, co = wt->type.dims[0] / G, ci = wt->type.dims[1];
+    Type t5 = wt->type; /* [G, co, ci, k...] */
+    t5.rank = r + 1;
+    t5.dims[0] = G;
+    t5.dims[1] = co;
+    t5.dims[2] = ci;
+    for (int i = 0; i < ns; i++)
+        t5.dims[3 + i] = w->kernel[i];
+    int64_t perm[MAX_RANK] = {0, 2, 1};
+    for (int i = 0; i < ns; i++)
+        perm[3 + i] = 3 + i;
+    Value *f = transpose(g, reshape(g, wt, &t5), r + 1, perm); /* [G, ci, co, k...] */
+    Type ft = wt->type;
+    ft.dims[0] = G * ci;
+    ft.dims[1] = co;
+    f = reshape(g, f, &ft);
+    int64_t starts[MAX_RANK] = {0, 0}, ends[MAX_RANK] = {INT64_MAX, INT64_MAX};
+    int64_t steps[MAX_RANK] = {1, 1}, pads[2 * MAX_RANK];
+    for (int i = 0; i < ns; i++) {
+        starts[2 + i] = -1;
+        ends[2 + i] = INT64_MIN;
+        steps[2 + i] = -1;
+        int64_t reach = w->dilation[i] * (w->kernel[i] - 1);
+        pads[i] = reach - w->pad_begin[i];
+        pads[ns + i] = reach - w->pad_end[i];
+    }
+    Node *sl = new_node(g, NK_SLICE, 1, &f, 1);
+    node_set_ints(sl, AK_starts, r, starts);
+    node_set_ints(sl, AK_ends, r, ends);
+    node_set_ints(sl, AK_steps, r, steps);
+    f = add_node(g, sl);
+    int64_t ones[MAX_RANK];
+    for (int i = 0; i < ns; i++)
+        ones[i] = 1;
+    Value *ops[2] = {dy, f};
+    Node *c = new_node(g, NK_CONV, 2, ops, 1);
+    node_set_ints(c, AK_kernel, ns, w->kernel);
+    node_set_ints(c, AK_strides, ns, ones);
+    node_set_ints(c, AK_pads, 2 * ns, pads);
+    node_set_ints(c, AK_dilations, ns, w->dilation);
+    node_set_int(c, AK_group, G);
+    return add_node(g, c);
+}
+
 /* The input's gradient is the transposed convolution of dy with the same
  * weight (its [C_out, C_in/group, k...] layout is conv_transpose's), with
  * output_padding making up the rows a stride skipped. */
 static Value *conv_input_grad(Grad *g, Node *n, const Window *w, Value *dy) {
     const Type *x = &n->ops[0]->type;
     int ns = w->nspatial;
+    if (stride_one_input_grad(w))
+        return conv_input_grad_direct(g, n, w, dy);
     int64_t outpad[MAX_RANK], pads[2 * MAX_RANK];
     for (int i = 0; i < ns; i++) {
         int64_t made = (dy->type.dims[2 + i] - 1) * w->stride[i] - w->pad_begin[i] -
@@ -328,61 +393,26 @@ static Value *conv_input_grad(Grad *g, Node *n, const Window *w, Value *dy) {
     return add_node(g, t);
 }
 
-/* dW[o, c, k] = sum over n and positions of dy[n, o, p] * x[n, g(o)*ci + c,
- * p*stride + k*dilation - pad]: itself a convolution of x with dy, strides
- * and dilations swapped, where the batch becomes the channels and each
- * weight channel c (within its group) becomes a batch entry. With groups,
- * x [N, G*ci, H...] is laid out as [ci, G*N, H...] so that group g of the
- * convolution sees exactly its own channels. The result [ci, C_out, k'...]
- * may run past the kernel (positions the forward never reached): sliced. */
+/* dW[o, c, k] = sum over n and positions p of dy[n, o, p] * x[n, g(o)*ci
+ * + c, p*stride + k*dilation - pad]: one conv_weight_grad node, which the
+ * kernels compute as a matrix product over the batch (written as a
+ * convolution with the roles swapped, its kernel would be the whole output
+ * map, a shape direct convolution handles at a few percent of peak). */
 static Value *conv_weight_grad(Grad *g, Node *n, const Window *w, Value *dy) {
-    const Type *xt = &n->ops[0]->type, *wt = &n->ops[1]->type;
-    int ns = w->nspatial, r = xt->rank;
-    int64_t N = xt->dims[0], G = w->group, ci = xt->dims[1] / G;
-    Type t5 = *xt; /* [N, G, ci, H...] */
-    t5.rank = r + 1;
-    t5.dims[1] = G;
-    t5.dims[2] = ci;
-    for (int i = 0; i < ns; i++)
-        t5.dims[3 + i] = xt->dims[2 + i];
-    Value *x = reshape(g, n->ops[0], &t5);
-    int64_t perm[MAX_RANK] = {2, 1, 0};
-    for (int i = 0; i < ns; i++)
-        perm[3 + i] = 3 + i;
-    x = transpose(g, x, r + 1, perm); /* [ci, G, N, H...] */
-    Type xs = *xt;
-    xs.dims[0] = ci;
-    xs.dims[1] = G * N;
-    x = reshape(g, x, &xs);
-    int64_t p2[MAX_RANK] = {1, 0};
-    for (int i = 0; i < ns; i++)
-        p2[2 + i] = 2 + i;
-    Value *k = transpose(g, dy, r, p2); /* [C_out, N, Ho...] */
-    int64_t pads[2 * MAX_RANK], kern[MAX_RANK];
+    int ns = w->nspatial;
+    int64_t pads[2 * MAX_RANK];
     for (int i = 0; i < ns; i++) {
-        kern[i] = dy->type.dims[2 + i];
         pads[i] = w->pad_begin[i];
         pads[ns + i] = w->pad_end[i];
     }
-    Value *ops[2] = {x, k};
-    Node *c = new_node(g, NK_CONV, 2, ops, 1);
-    node_set_ints(c, AK_kernel, ns, kern);
-    node_set_ints(c, AK_strides, ns, w->dilation);
+    Value *ops[2] = {n->ops[0], dy};
+    Node *c = new_node(g, NK_CONV_WEIGHT_GRAD, 2, ops, 1);
+    node_set_ints(c, AK_kernel, ns, w->kernel);
+    node_set_ints(c, AK_strides, ns, w->stride);
     node_set_ints(c, AK_pads, 2 * ns, pads);
-    node_set_ints(c, AK_dilations, ns, w->stride);
-    node_set_int(c, AK_group, G);
-    Value *full = add_node(g, c); /* [ci, C_out, k'...] */
-    if (!g->ok)
-        return full;
-    int64_t starts[MAX_RANK] = {0}, ends[MAX_RANK] = {ci, wt->dims[0]};
-    for (int i = 0; i < ns; i++)
-        ends[2 + i] = w->kernel[i];
-    bool past = false;
-    for (int i = 0; i < ns; i++)
-        past |= full->type.dims[2 + i] != w->kernel[i];
-    if (past)
-        full = slice(g, full, starts, ends);
-    return transpose(g, full, r, p2);
+    node_set_ints(c, AK_dilations, ns, w->dilation);
+    node_set_int(c, AK_group, w->group);
+    return add_node(g, c);
 }
 
 static bool grad_conv(Grad *g, Node *n, Value *dy, Value **dx) {

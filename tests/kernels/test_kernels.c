@@ -522,10 +522,14 @@ static void test_pool(void **state) {
         int64_t ow = pool_out(w, kw, sw, dw, p[1], p[3], ceil);
         if (oh < 1 || ow < 1)
             continue;
+        /* Every other max pool also gives its index (the gradient's), exact. */
+        bool index = !avg && i % 2;
         Case cs = {0};
-        desc_begin(&cs.d, avg ? NK_AVG_POOL : NK_MAX_POOL, 1);
+        desc_begin(&cs.d, avg ? NK_AVG_POOL : NK_MAX_POOL, index ? 2 : 1);
         if (ns == 2) {
             desc_operand(&cs.d, 4, (int64_t[]){n, c, oh, ow});
+            if (index)
+                desc_operand_elem(&cs.d, ELEM_I64, 4, (int64_t[]){n, c, oh, ow});
             desc_operand(&cs.d, 4, (int64_t[]){n, c, h, w});
             desc_ints(&cs.d, AK_kernel, 2, (int64_t[]){kh, kw});
             desc_ints(&cs.d, AK_strides, 2, (int64_t[]){sh, sw});
@@ -533,6 +537,8 @@ static void test_pool(void **state) {
             desc_ints(&cs.d, AK_dilations, 2, (int64_t[]){dh, dw});
         } else {
             desc_operand(&cs.d, 3, (int64_t[]){n, c, ow});
+            if (index)
+                desc_operand_elem(&cs.d, ELEM_I64, 3, (int64_t[]){n, c, ow});
             desc_operand(&cs.d, 3, (int64_t[]){n, c, w});
             desc_ints(&cs.d, AK_kernel, 1, (int64_t[]){kw});
             desc_ints(&cs.d, AK_strides, 1, (int64_t[]){sw});
@@ -554,9 +560,16 @@ static void test_pool(void **state) {
         /* The average: a sum of kh*kw terms, then one rounded division. */
         Tol t = avg ? sum_tol(kh * kw + 2, NULL) : (Tol){0, 0, 0};
         double r = case_check(&cs, 0, t, what);
-        check_static_scratch(&cs, avg ? libjit_avg_pool_f32 : libjit_max_pool_f32,
-                             avg ? libjit_avg_pool_f32_work : libjit_max_pool_f32_work,
-                             avg ? libjit_avg_pool_f32_scratch : libjit_max_pool_f32_scratch, what);
+        if (index) {
+            if (memcmp(cs.fast[1], cs.ref[1], (size_t)desc_numel(&cs.d, 1) * sizeof(int64_t))) {
+                printf("%s: the index differs from the interpreter's\n", what);
+                fail();
+            }
+        } else {
+            check_static_scratch(&cs, avg ? libjit_avg_pool_f32 : libjit_max_pool_f32,
+                                 avg ? libjit_avg_pool_f32_work : libjit_max_pool_f32_work,
+                                 avg ? libjit_avg_pool_f32_scratch : libjit_max_pool_f32_scratch, what);
+        }
         worst = r > worst ? r : worst;
         ran++;
         case_free(&cs);
@@ -1211,6 +1224,75 @@ static void test_conv_transpose(void **state) {
     assert_true(worst <= 1);
 }
 
+/* ---- conv_weight_grad ------------------------------------------------------------- */
+
+/* The interpreter sums each dW entry's N * out terms in double and rounds
+ * once. libjit_conv_weight_grad_any does the same (within an ulp);
+ * libjit_conv_weight_grad_f32 sums in f32, in pieces of up to 256 terms (a
+ * matrix product) added in turn, so every term passes through at most
+ * N * out additions: within gamma_{N*out} S of the exact sum, S the sum of
+ * the terms' magnitudes, plus the reference's rounding (an ulp). The last
+ * 10 cases have maps over 256 positions (several pieces per image) and
+ * more than 96 channel x tap columns (several units). */
+static void test_conv_weight_grad(void **state) {
+    static const struct {
+        KernelFn fn;
+        WorkFn work;
+        const char *name;
+    } kernels[] = {
+        {libjit_conv_weight_grad_any, libjit_conv_weight_grad_any_work, "any"},
+        {libjit_conv_weight_grad_f32, libjit_conv_weight_grad_f32_work, "f32"},
+    };
+    uint64_t s = 91;
+    double worst = 0;
+    for (int i = 0; i < 100; i++) {
+        bool big = i >= 90;
+        int ns = big ? (int)rnd(&s, 1, 2) : (int)rnd(&s, 1, 3);
+        int64_t group = rnd(&s, 1, 3), cg = rnd(&s, 1, big ? 16 : 4), mg = rnd(&s, 1, big ? 20 : 5);
+        int64_t x[5] = {rnd(&s, 1, 3), group * cg}, dy[5] = {x[0], group * mg};
+        int64_t dw[5] = {group * mg, cg};
+        int64_t k[3], st[3], dil[3], pads[6], out = 1;
+        for (int a = 0; a < ns; a++) {
+            x[2 + a] = big ? rnd(&s, ns == 1 ? 300 : 17, ns == 1 ? 900 : 30)
+                           : rnd(&s, 1, ns == 3 ? 5 : 9);
+            k[a] = dw[2 + a] = rnd(&s, 1, 3);
+            st[a] = rnd(&s, 1, 2);
+            dil[a] = rnd(&s, 1, 2);
+            pads[a] = rnd(&s, 0, k[a] - 1);
+            pads[a + ns] = rnd(&s, 0, k[a] - 1);
+            int64_t span = (k[a] - 1) * dil[a] + 1, avail = x[2 + a] + pads[a] + pads[a + ns] - span;
+            if (avail < 0) { /* the window must fit once */
+                x[2 + a] += -avail;
+                avail = 0;
+            }
+            dy[2 + a] = avail / st[a] + 1;
+            out *= dy[2 + a];
+        }
+        Case c = {0};
+        desc_begin(&c.d, NK_CONV_WEIGHT_GRAD, 1);
+        desc_operand(&c.d, ns + 2, dw);
+        desc_operand(&c.d, ns + 2, x);
+        desc_operand(&c.d, ns + 2, dy);
+        desc_ints(&c.d, AK_kernel, ns, k);
+        desc_ints(&c.d, AK_strides, ns, st);
+        desc_ints(&c.d, AK_dilations, ns, dil);
+        desc_ints(&c.d, AK_pads, 2 * ns, pads);
+        desc_int(&c.d, AK_group, group);
+        case_alloc(&c, (uint64_t)i + 500);
+        assert_true(case_reference(&c, true));
+        for (size_t kn = 0; kn < sizeof kernels / sizeof *kernels; kn++) {
+            run_kernel(&c.d, kernels[kn].fn, kernels[kn].work, c.fast);
+            char what[64];
+            snprintf(what, sizeof what, "conv_weight_grad_%s %dd case %d", kernels[kn].name, ns, i);
+            double r = case_check(&c, 0, (Tol){gamma_f32(x[0] * out), 1, 0}, what);
+            worst = r > worst ? r : worst;
+        }
+        case_free(&c);
+    }
+    printf("conv_weight_grad: worst error %.3f of the bound\n", worst);
+    assert_true(worst <= 1);
+}
+
 /* rnn, gru and lstm against the interpreter (double throughout). Inputs,
  * weights and states are in [-1, 1), so a gate's pre-activation sums n =
  * input + hidden + 2 terms of magnitude < 1: the f32 products (gemm, any
@@ -1413,6 +1495,7 @@ int main(void) {
         cmocka_unit_test(test_gather),
         cmocka_unit_test(test_cast),
         cmocka_unit_test(test_conv_transpose),
+        cmocka_unit_test(test_conv_weight_grad),
         cmocka_unit_test(test_recurrent),
         cmocka_unit_test(test_norm_vector),
         cmocka_unit_test(test_any_unary),

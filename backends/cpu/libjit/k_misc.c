@@ -1,6 +1,7 @@
 /* The rest of what the models need, f32: reductions (sum, mean, max, min)
  * over one contiguous block of axes -- the last axis of a lowered softmax
- * or layer norm, the spatial axes of a mean --, and data movement:
+ * or layer norm, the spatial axes of a mean -- or two (a batch norm's
+ * statistics in training), and data movement:
  * transpose, slice, gather, cast to f32. Shapes they do not cover run the
  * interpreter's kernel.
  *
@@ -33,10 +34,12 @@ LJ_INLINE void fallback(const int64_t *d, void *const *ops, int64_t lo) {
 
 typedef enum { RK_SUM, RK_MEAN, RK_MAX, RK_MIN } Red;
 
-/* x seen as [outer][len][inner] with the reduced axes in the middle; false
- * when they are not one block (axes of size 1 go either way). */
+/* x seen as [outer][len][inner][len2]: reduced axes in one block (len2
+ * 1), or in two with kept axes between them -- a batch norm's statistics
+ * over N and H x W of [N, C, H, W]; false for more blocks (axes of size 1
+ * go either way). */
 typedef struct RedShape {
-    int64_t outer, len, inner;
+    int64_t outer, len, inner, len2;
 } RedShape;
 
 LJ_INLINE bool red_shape(const int64_t *d, RedShape *s) {
@@ -47,8 +50,8 @@ LJ_INLINE bool red_shape(const int64_t *d, RedShape *s) {
         mask |= 1u << (axes[i] < 0 ? axes[i] + rank : axes[i]);
     if (!axes || n == 0)
         mask = (1u << rank) - 1;
-    *s = (RedShape){1, 1, 1};
-    int phase = 0; /* 0: before the block, 1: in it, 2: after */
+    *s = (RedShape){1, 1, 1, 1};
+    int phase = 0; /* 0: before the block, 1: in it, 2: after, 3: in the second */
     /* Unrolled whole, so that with a constant descriptor the test folds
      * and the interpreter's kernel drops out of code that never needs it
      * (O3 alone keeps this loop, and a --no-threads bundle cannot carry
@@ -59,13 +62,13 @@ LJ_INLINE bool red_shape(const int64_t *d, RedShape *s) {
         bool red = (mask >> i) & 1;
         if (dim == 1)
             continue;
-        if (red && phase == 2)
+        if (!red && phase == 3)
             return false;
         if (red)
-            phase = 1;
+            phase = phase >= 2 ? 3 : 1;
         else if (phase == 1)
             phase = 2;
-        *(red ? &s->len : phase == 0 ? &s->outer : &s->inner) *= dim;
+        *(phase == 0 ? &s->outer : phase == 1 ? &s->len : phase == 2 ? &s->inner : &s->len2) *= dim;
     }
     return true;
 }
@@ -142,12 +145,23 @@ LJ_INLINE void red_cols(Red r, float *y, const float *x, int64_t len, int64_t in
     }
 }
 
+/* Units of whole outer rows; with two blocks, of output elements. */
+LJ_INLINE int64_t red_rows(const RedShape *s, int64_t *count) {
+    int64_t per = s->len * s->inner * s->len2;
+    *count = s->outer;
+    if (s->len2 > 1) {
+        per = s->len * s->len2;
+        *count = s->outer * s->inner;
+    }
+    return per ? (CHUNK + per - 1) / per : *count;
+}
+
 LJ_INLINE int64_t red_work(const int64_t *d) {
     RedShape s;
     if (!red_shape(d, &s))
         return 1;
-    int64_t per = s.len * s.inner, rows = per ? (CHUNK + per - 1) / per : s.outer;
-    return s.outer ? (s.outer + rows - 1) / rows : 1;
+    int64_t count, rows = red_rows(&s, &count);
+    return count && rows ? (count + rows - 1) / rows : 1;
 }
 
 /* Units of whole outer rows (rows per unit sized to about a chunk). Sums
@@ -158,11 +172,24 @@ LJ_INLINE void red_run(Red r, const int64_t *d, void *const *ops, int64_t lo, in
         fallback(d, ops, lo);
         return;
     }
-    int64_t per = s.len * s.inner, rows = per ? (CHUNK + per - 1) / per : s.outer;
-    int64_t o0 = min64(lo * rows, s.outer), o1 = min64(hi * rows, s.outer);
+    int64_t count, rows = red_rows(&s, &count);
+    int64_t o0 = min64(lo * rows, count), o1 = min64(hi * rows, count);
     float *y = ops[0];
     const float *x = ops[1];
-    float scale = r == RK_MEAN ? (float)(s.len ? s.len : 1) : 1.0f;
+    float scale = r == RK_MEAN ? (float)(s.len * s.len2 ? s.len * s.len2 : 1) : 1.0f;
+    if (s.len2 > 1) {
+        /* output element e = (o, i): rows of len2 at x[o][l][i], l < len */
+        for (int64_t e = o0; e < o1; e++) {
+            int64_t o = e / s.inner, i = e % s.inner;
+            const float *xe = x + (o * s.len * s.inner + i) * s.len2;
+            float acc = red_init(r);
+            for (int64_t l = 0; l < s.len; l++)
+                acc = red_one_nan(r, acc, red_row(r, xe + l * s.inner * s.len2, s.len2));
+            y[e] = r == RK_MEAN ? acc / scale : acc;
+        }
+        return;
+    }
+    int64_t per = s.len * s.inner;
     for (int64_t o = o0; o < o1; o++) {
         float *yo = y + o * s.inner;
         const float *xo = x + o * per;

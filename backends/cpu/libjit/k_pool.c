@@ -1,8 +1,9 @@
 /* Pooling, f32 NCHW: max_pool and avg_pool over 1 or 2 spatial axes (LJ_VL
  * channels in the vector lanes, depthwise.c; without heap memory, the
  * phase-plane kernel of window.c), global_avg_pool and global_max_pool
- * (one vector reduction per plane). Other ranks, max_pool's optional index
- * result, and no memory at all run the interpreter's kernel. Threads split
+ * (one vector reduction per plane), max_pool with its index result (a
+ * plane at a time). Other ranks, a column-major index, and no memory at
+ * all run the interpreter's kernel. Threads split
  * (image, block of LJ_VL channels) units, and planes for the global pools. */
 #include "backends/cpu/libjit/kernels.h"
 #include "backends/cpu/libjit/window.h"
@@ -92,12 +93,83 @@ LIBJIT_SCRATCH libjit_avg_pool_f32_scratch(const int64_t *d, int slot) {
     return window_scratch(d, slot);
 }
 
+/* ---- max_pool with its index result ---------------------------------------- */
+
+/* The index result (ONNX's, over N, C and the spatial axes, row-major; the
+ * gradient of a max pool scatters through it) of 1 or 2 spatial axes, a
+ * plane at a time: the first position inside the window, replaced by each
+ * greater one -- the interpreter's rule, so ties and NaN pick the same
+ * position; a window wholly in the padding gives -inf and -1. Column-major
+ * storage_order runs the interpreter's kernel. */
+LJ_INLINE bool index_window(const int64_t *d, LjWindow *g) {
+    int ns = lj_rank(d, 2) - 2;
+    if (lj_nres(d) != 2 || lj_nops(d) != 3 || (ns != 1 && ns != 2) ||
+        lj_elem(d, 1) != ELEM_I64 || lj_attr_int(d, AK_storage_order, 0) != 0)
+        return false;
+    int a = ns - 1;
+    *g = (LjWindow){
+        .h = ns == 2 ? lj_dim(d, 2, 2) : 1,
+        .w = lj_dim(d, 2, 2 + a),
+        .oh = ns == 2 ? lj_dim(d, 0, 2) : 1,
+        .ow = lj_dim(d, 0, 2 + a),
+        .kh = ns == 2 ? list_at(d, AK_kernel, 0, 1) : 1,
+        .kw = list_at(d, AK_kernel, a, 1),
+        .sh = ns == 2 ? list_at(d, AK_strides, 0, 1) : 1,
+        .sw = list_at(d, AK_strides, a, 1),
+        .ph = ns == 2 ? list_at(d, AK_pads, 0, 0) : 0,
+        .pw = list_at(d, AK_pads, a, 0),
+        .dh = ns == 2 ? list_at(d, AK_dilations, 0, 1) : 1,
+        .dw = list_at(d, AK_dilations, a, 1),
+    };
+    return true;
+}
+
+LJ_INLINE void max_pool_index(const LjWindow *g, const float *x, float *y, int64_t *idx,
+                              int64_t p0, int64_t p1) {
+    int64_t in = g->h * g->w, out = g->oh * g->ow;
+    for (int64_t pl = p0; pl < p1; pl++) {
+        const float *xp = x + pl * in;
+        for (int64_t oy = 0; oy < g->oh; oy++)
+            for (int64_t ox = 0; ox < g->ow; ox++) {
+                float best = -__builtin_inff();
+                int64_t arg = -1;
+                for (int64_t ky = 0; ky < g->kh; ky++) {
+                    int64_t iy = oy * g->sh - g->ph + ky * g->dh;
+                    if (iy < 0 || iy >= g->h)
+                        continue;
+                    for (int64_t kx = 0; kx < g->kw; kx++) {
+                        int64_t ix = ox * g->sw - g->pw + kx * g->dw;
+                        if (ix < 0 || ix >= g->w)
+                            continue;
+                        float v = xp[iy * g->w + ix];
+                        if (arg < 0 || v > best) {
+                            best = v;
+                            arg = iy * g->w + ix;
+                        }
+                    }
+                }
+                y[pl * out + oy * g->ow + ox] = best;
+                idx[pl * out + oy * g->ow + ox] = arg < 0 ? -1 : pl * in + arg;
+            }
+    }
+}
+
 LIBJIT_WORK libjit_max_pool_f32_work(const int64_t *d) {
+    LjWindow g;
+    if (index_window(d, &g))
+        return plane_units(d);
     return window_work(d);
 }
 
 LIBJIT_KERNEL libjit_max_pool_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
                                   LjScratch *sc) {
+    LjWindow g;
+    if (index_window(d, &g)) {
+        int64_t p0, p1;
+        unit_planes(d, lo, hi, &p0, &p1);
+        max_pool_index(&g, ops[2], ops[0], ops[1], p0, p1);
+        return;
+    }
     pool_run(d, ops, LJ_POOL_MAX, lo, hi, sc);
 }
 

@@ -158,7 +158,7 @@ LJ_BINARY_KERNELS(LJ_DECLARE_F32)
     X(depth_to_space) X(space_to_depth) X(layer_norm) X(softmax) X(log_softmax) X(hardmax)      \
     X(nll_loss) X(scatter_elements) X(scatter_nd) X(one_hot) X(reverse_sequence)              \
     X(quantize_linear) X(dequantize_linear) X(dynamic_quantize_linear) X(conv_transpose)       \
-    X(gather) X(transpose) X(slice)
+    X(conv_weight_grad) X(gather) X(transpose) X(slice)
 #define LJ_DECLARE_ANY4(name, kind, a, b) LJ_DECLARE_KERNEL(name##_any) LJ_DECLARE_WORK(name##_any)
 #define LJ_DECLARE_ANY3(name, kind, a) LJ_DECLARE_KERNEL(name##_any) LJ_DECLARE_WORK(name##_any)
 #define LJ_DECLARE_ANY2(name, kind) LJ_DECLARE_KERNEL(name##_any) LJ_DECLARE_WORK(name##_any)
@@ -180,6 +180,10 @@ LJ_DECLARE_SCRATCH(resize_any)
 LJ_DECLARE_KERNEL(conv_transpose_f32)
 LJ_DECLARE_WORK(conv_transpose_f32)
 LJ_DECLARE_SCRATCH(conv_transpose_f32)
+/* k_convwg.c: the f32 form */
+LJ_DECLARE_KERNEL(conv_weight_grad_f32)
+LJ_DECLARE_WORK(conv_weight_grad_f32)
+LJ_DECLARE_SCRATCH(conv_weight_grad_f32)
 /* k_vnorm.c */
 LJ_DECLARE_KERNEL(softmax_f32)
 LJ_DECLARE_WORK(softmax_f32)
