@@ -50,7 +50,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff \
         test-aarch64 test-quant test-train-native test-conform-fallback \
-        test-kernels bench bench-quant test-qdq-ort bench-kernels bench-conv bench-qconv clean difftest difftest-ort test-difftest \
+        test-kernels bench bench-quant bench-train test-qdq-ort bench-kernels bench-conv bench-qconv clean difftest difftest-ort test-difftest \
         fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui test-npm-models test-train demo-train
 .DEFAULT_GOAL := all
 
@@ -415,6 +415,13 @@ test-npm-models: $(BUILD)/glowc
 
 bench: $(BUILD)/glowc
 	$(PYTHON) tests/bench/bench.py $(BUILD)/glowc
+
+# Training (issue 19): resnet18 at batch 8, a glowc training step against
+# torch's on the same model and batches, 1 and 2 threads, and the training
+# step's memory plan against weights + gradients + kept activations (needs
+# python3-torch and torchvision; not in make test; ~3 min).
+bench-train: $(BUILD)/glowc
+	$(PYTHON) tests/bench/bench_train.py $(BUILD)/glowc
 
 # int8: glowc beside ONNX Runtime running glowc's QDQ models, resnet18/50 and
 # mobilenet_v2 (needs node and npm; not in make test; out/bench-quant.md).
