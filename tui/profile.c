@@ -183,6 +183,14 @@ static double instr_flops(const LirInstr *i) {
         const Type *w = &i->ops[2]->type;
         return 2.0 * (double)type_numel(y) * (double)(type_numel(w) / w->dims[0]);
     }
+    case NK_CONV_TRANSPOSE: { /* each input element meets (M/group) x taps weights */
+        const Type *w = &i->ops[2]->type;
+        return 2.0 * (double)type_numel(x) * (double)(type_numel(w) / w->dims[0]);
+    }
+    case NK_CONV_WEIGHT_GRAD: { /* each dW entry sums N x output positions terms */
+        const Type *dy = &i->ops[2]->type;
+        return 2.0 * (double)type_numel(y) * (double)(type_numel(dy) / dy->dims[1]);
+    }
     case NK_WINOGRAD_CONV: /* the direct conv's count: an effective rate, comparable */
         return 2.0 * (double)type_numel(y) * (double)x->dims[1] * 9;
     case NK_FULLY_CONNECTED:

@@ -2,7 +2,8 @@
  * identity, inference dropout, and reshape/flatten/squeeze/unsqueeze/
  * transpose/slice/cast/pad/expand/tile/concat/split/clip forms that do not
  * change anything, and arithmetic identities (x + 0, x * 1, x - 0, x / 1,
- * x ** 1 with a splat constant that broadcasts nothing). Each kind removed
+ * x ** 1 with a splat constant that broadcasts nothing), and an expand
+ * feeding an elementwise node that broadcasts anyway. Each kind removed
  * has its own counter.
  * Requires nothing; invalidates nothing. */
 #include <math.h>
@@ -98,10 +99,41 @@ static bool is_noop(const Node *n) {
     }
 }
 
+/* An elementwise node that broadcasts its operands anyway needs no expand
+ * in front of one: expand(x) is replaced by x where the operands, with x
+ * for it, still broadcast to the node's result shape (a batch norm's
+ * gradient multiplies per-channel statistics expanded over the batch and
+ * the map). The expand goes when nothing else reads it. */
+static int unexpand_operands(Node *n) {
+    if (!node_kind_has(n->kind, NF_EW) || n->nops < 2 || n->nres != 1)
+        return 0;
+    int count = 0;
+    for (int i = 0; i < n->nops; i++) {
+        const Node *e = n->ops[i]->def;
+        if (e->kind != NK_EXPAND || e->nres != 1 || e->ops[0]->type.elem != n->ops[i]->type.elem)
+            continue;
+        Type shape = e->ops[0]->type;
+        bool ok = true;
+        for (int j = 0; j < n->nops && ok; j++)
+            if (j != i)
+                ok = type_broadcast(&shape, &n->ops[j]->type, &shape);
+        if (ok && type_same_shape(&shape, &n->res[0].type)) {
+            n->ops[i] = e->ops[0];
+            count++;
+        }
+    }
+    return count;
+}
+
 bool pass_noop_elim(Function *f, PassContext *ctx) {
     bool changed = false;
     for (Node *n = f->first, *next; n; n = next) {
         next = n->next;
+        int unexpanded = unexpand_operands(n);
+        if (unexpanded) {
+            pass_stat(ctx, "expand-operands-removed", unexpanded);
+            changed = true;
+        }
         Value *x = identity_operand(n);
         if (x) {
             /* an arithmetic identity */
