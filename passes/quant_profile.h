@@ -21,6 +21,12 @@ typedef struct QProfValue {
     double lo, hi;    /* the histogram's range; bins of (hi - lo) / QPROF_BINS */
     uint64_t count;   /* elements seen */
     uint64_t *bins;
+    /* Per channel (axis 1 of a value of rank >= 2, NCHW's C), over every
+     * sample: what cross-layer equalisation balances. nch 0: none recorded
+     * (rank < 2, a channel count that changed between samples, or a profile
+     * written before these were). */
+    int64_t nch;
+    double *cmin, *cmax;
 } QProfValue;
 
 typedef struct QProfile {
@@ -53,6 +59,7 @@ typedef struct QuantConfig {
     QuantSchema schema;
     QuantCalibration calibration;
     bool per_tensor_weights;  /* default: one scale per output channel */
+    bool no_equalize;         /* --quant-equalize=off */
     const char *keep_float;   /* "NAME|KIND,...": nodes left in float */
 } QuantConfig;
 

@@ -85,6 +85,11 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
         break;
     }
     case OPT_QUANT_PER_TENSOR: ca->quant.per_tensor_weights = true; break;
+    case OPT_QUANT_EQUALIZE:
+        if ((*bad = strcmp(v, "on") && strcmp(v, "off")))
+            diag_error(d, NULL, "--quant-equalize takes on or off, not '%s'", v);
+        ca->quant.no_equalize = !strcmp(v, "off");
+        break;
     case OPT_QUANT_SCHEMA:
         if ((*bad = !quant_schema_by_name(v, &ca->quant.schema)))
             diag_error(d, NULL, "--quant-schema: '%s' is not one of asymmetric, symmetric, "

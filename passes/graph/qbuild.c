@@ -10,6 +10,12 @@ QuantParams qb_params_of(const Value *v) {
     return (QuantParams){v->type.elem, v->type.scale, v->type.offset};
 }
 
+const Tensor *qb_weight_of(const Value *v) {
+    while (v && v->def->kind == NK_IDENTITY && v->def->nops == 1)
+        v = v->def->ops[0];
+    return v ? value_constant(v) : NULL;
+}
+
 void qb_set(Value *v, const QuantParams *p) {
     v->type.quant = QUANT_TENSOR;
     v->type.scale = p->scale;

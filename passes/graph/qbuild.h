@@ -16,6 +16,10 @@ typedef struct QuantParams {
 } QuantParams;
 
 QuantParams qb_params_of(const Value *v);
+/* The constant behind v, looking through identities (the importer keeps
+ * torch's Identity of a shared initializer; noop-elim runs after quantize),
+ * or NULL. */
+const Tensor *qb_weight_of(const Value *v);
 void qb_set(Value *v, const QuantParams *p);
 bool qb_same(const QuantParams *a, const QuantParams *b);
 
