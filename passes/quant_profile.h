@@ -53,13 +53,17 @@ bool qprof_read(const char *path, QProfile *p, DiagList *d);
 typedef enum { QS_ASYMMETRIC, QS_SYMMETRIC, QS_SYMMETRIC_UINT8, QS_SYMMETRIC_POW2 } QuantSchema;
 typedef enum { QC_MINMAX, QC_KL, QC_PERCENTILE } QuantCalibration;
 
+/* --quant-equalize: on (the default) where a table comes between or the
+ * next conv is depthwise; dense also conv -> [relu ->] dense conv; off. */
+typedef enum { QE_ON, QE_OFF, QE_DENSE } QuantEqualize;
+
 typedef struct QuantConfig {
     const QProfile *profile;
     const char *profile_path; /* for messages */
     QuantSchema schema;
     QuantCalibration calibration;
     bool per_tensor_weights;  /* default: one scale per output channel */
-    bool no_equalize;         /* --quant-equalize=off */
+    QuantEqualize equalize;   /* --quant-equalize */
     const char *keep_float;   /* "NAME|KIND,...": nodes left in float */
 } QuantConfig;
 

@@ -39,9 +39,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/infer.h"
 #include "passes/graph/qbuild.h"
 
 enum { EQ_MAX_LOG2 = 10 };
+
+typedef struct QEq {
+    const QuantConfig *cfg;
+    QbChainAccept accept; /* which chains the quantize pass makes tables of */
+    void *actx;
+    QEqRanges *out;
+    bool asym; /* the schema's range is [min, max], not symmetric */
+} QEq;
 
 const QEqRange *qeq_find(const QEqRanges *r, const char *name) {
     for (int i = 0; i < r->n; i++)
@@ -117,28 +126,47 @@ static Value *scaled(Function *f, const Value *orig, const Tensor *t, const doub
     return &k->res[0];
 }
 
-/* The factors s_c (see the top of the file). */
-static void choose_factors(const QProfValue *xv, const Tensor *w2, bool depthwise, double *s) {
+/* The factors s_c (see the top of the file) for x's channels read by a conv
+ * with weights w2. Channel c fits the tensor's range [lo, hi] (widened to
+ * hold 0; symmetric schemas: [-A, A], A the widest |x|) when s_c is at most
+ * fit_c = min(hi / max_c, lo / min_c): before a depthwise conv or a table
+ * s_c = fit_c, every channel as wide as the range lets it be; before a dense
+ * conv s_c = k sqrt(w_c / a_c), k the largest common factor that keeps
+ * every channel in the range. */
+static void choose_factors(const QProfValue *xv, const Tensor *w2, bool depthwise, bool asym,
+                           double *s) {
     int64_t ch = xv->nch;
-    double amax = 0, top = 0;
-    for (int64_t c = 0; c < ch; c++)
-        amax = fmax(amax, fmax(fabs(xv->cmin[c]), fabs(xv->cmax[c])));
-    int64_t m = w2->type.dims[0], per = w2->type.dims[2] * w2->type.dims[3];
+    double lo = 0, hi = 0, amax = 0;
     for (int64_t c = 0; c < ch; c++) {
-        double a = fmax(fabs(xv->cmin[c]), fabs(xv->cmax[c])), w = 0;
-        if (!depthwise)
-            for (int64_t o = 0; o < m; o++)
-                for (int64_t k = 0; k < per; k++)
-                    w = fmax(w, fabs(tensor_get_f64(w2, (o * ch + c) * per + k)));
-        if (a <= 0 || (!depthwise && w <= 0))
-            s[c] = 0; /* decided below: 1 relative to the widest */
-        else
-            s[c] = depthwise ? 1 / a : sqrt(w / a);
-        top = fmax(top, s[c] * a);
+        lo = fmin(lo, xv->cmin[c]);
+        hi = fmax(hi, xv->cmax[c]);
+    }
+    amax = fmax(-lo, hi);
+    if (!asym) {
+        lo = -amax;
+        hi = amax;
+    }
+    double k = INFINITY;
+    for (int64_t c = 0; c < ch; c++) {
+        double fit = fmin(xv->cmax[c] > 0 ? hi / xv->cmax[c] : INFINITY,
+                          xv->cmin[c] < 0 ? lo / xv->cmin[c] : INFINITY);
+        double a = fmax(-xv->cmin[c], xv->cmax[c]), w = 0;
+        if (depthwise || !w2) {
+            s[c] = isfinite(fit) ? fit : 1;
+            continue;
+        }
+        int64_t m = w2->type.dims[0], per = w2->type.dims[2] * w2->type.dims[3];
+        for (int64_t o = 0; o < m; o++)
+            for (int64_t i = 0; i < per; i++)
+                w = fmax(w, fabs(tensor_get_f64(w2, (o * ch + c) * per + i)));
+        /* a dead channel (a = 0) takes any factor: 1 after k below */
+        s[c] = a > 0 ? sqrt(w / a) : -1;
+        if (s[c] > 0 && isfinite(fit))
+            k = fmin(k, fit / s[c]);
     }
     double lim = exp2(EQ_MAX_LOG2);
     for (int64_t c = 0; c < ch; c++) {
-        double v = s[c] > 0 && top > 0 ? s[c] * amax / top : 1;
+        double v = depthwise || !w2 ? s[c] : s[c] < 0 || !isfinite(k) ? 1 : k * s[c];
         s[c] = fmin(lim, fmax(1 / lim, v));
     }
 }
@@ -164,29 +192,9 @@ static void add_range(Function *f, QEqRanges *out, Node *n, const QProfValue *v,
     out->r[out->n++] = (QEqRange){name, lo, hi};
 }
 
-/* Equalises P -> [relu ->] C2 when it is such a pair. */
-static bool equalise(Function *f, PassContext *ctx, const QuantConfig *cfg, Node *p,
-                     QEqRanges *out) {
-    int64_t ch;
-    if (!producer_params(p, &ch) || ch < 2)
-        return false;
-    Node *relu = graph_only_user(f, p), *c2 = relu;
-    if (relu && relu->kind == NK_RELU)
-        c2 = graph_only_user(f, relu);
-    else
-        relu = NULL;
-    const QProfValue *pv = channels_of(cfg, p, ch), *rv = relu ? channels_of(cfg, relu, ch) : NULL;
-    const QProfValue *xv = relu ? rv : pv;
-    bool depthwise;
-    if (!pv || !xv || !consumer_ok(c2, relu ? &relu->res[0] : &p->res[0], ch, &depthwise))
-        return false;
-    const Tensor *w2 = qb_weight_of(c2->ops[1]);
-    double *s = malloc((size_t)ch * sizeof *s);
-    choose_factors(xv, w2, depthwise, s);
-    /* P's rows (a conv's weights [M, ...] and bias [M]; a batch norm's
-     * scale and shift [C]) times s_c; C2's reading of channel c over s_c:
-     * a dense conv's weights [M2, C, kh, kw] by axis 1, a depthwise conv's
-     * [C * mult, 1, kh, kw] by row, mult rows per channel. */
+/* P's parameters times s_c: a conv's weights [M, ...] and bias [M], a batch
+ * norm's scale and shift [C]. */
+static void scale_producer(Function *f, Node *p, int64_t ch, const double *s) {
     int nparams = p->kind == NK_CONV ? p->nops - 1 : 2;
     for (int i = 1; i <= nparams; i++) {
         const Tensor *t = qb_weight_of(p->ops[i]);
@@ -195,23 +203,152 @@ static bool equalise(Function *f, PassContext *ctx, const QuantConfig *cfg, Node
         if (nv)
             p->ops[i] = nv;
     }
+}
+
+/* C2's weights reading channel c over s_c: a dense conv's [M2, C, kh, kw]
+ * by axis 1, a depthwise conv's [C * mult, 1, kh, kw] by row, mult rows per
+ * channel. */
+static void scale_consumer(Function *f, Node *c2, int64_t ch, bool depthwise, const double *s) {
+    const Tensor *w2 = qb_weight_of(c2->ops[1]);
     int64_t kk = w2->type.dims[2] * w2->type.dims[3];
-    int64_t inner2 = depthwise ? kk * (w2->type.dims[0] / ch) : kk;
-    Value *nw2 = scaled(f, c2->ops[1], w2, s, ch, inner2, true);
+    int64_t inner = depthwise ? kk * (w2->type.dims[0] / ch) : kk;
+    Value *nw2 = scaled(f, c2->ops[1], w2, s, ch, inner, true);
     if (nw2)
         c2->ops[1] = nw2;
-    add_range(f, out, p, pv, s);
+}
+
+/* mul(v, k) before pos, k [1, C, 1, ...] at v's rank holding fac (inverted
+ * when invert). */
+static Node *channel_mul(Function *f, PassContext *ctx, Node *pos, Value *v, const double *fac,
+                         bool invert, const char *name) {
+    Type kt = v->type;
+    for (int d = 0; d < kt.rank; d++)
+        kt.dims[d] = d == 1 ? v->type.dims[1] : 1;
+    Tensor *k = tensor_new(f->module->arena, &kt);
+    if (!k)
+        return NULL;
+    for (int64_t c = 0; c < kt.dims[1]; c++)
+        tensor_set_f64(k, c, invert ? 1 / fac[c] : fac[c]);
+    Value *ops[2] = {v, &graph_add_constant(f, name, k)->res[0]};
+    Node *m = graph_insert_before(f, pos, NK_MUL, 2, ops, 1);
+    m->name = name;
+    if (!infer_node(m, ctx->d))
+        return NULL;
+    return m;
+}
+
+/* Whether every reader of v is one of chain[0..count). */
+static bool read_only_by(Function *f, const Value *v, Node *const *chain, int count) {
+    for (int i = 0; i < f->noutputs; i++)
+        if (f->outputs[i] == v)
+            return false;
+    for (Node *m = f->first; m; m = m->next)
+        for (int i = 0; i < m->nops; i++) {
+            if (m->ops[i] != v)
+                continue;
+            bool in = false;
+            for (int j = 0; j < count && !in; j++)
+                in = chain[j] == m;
+            if (!in)
+                return false;
+        }
+    return true;
+}
+
+/* The first compute node after p that reads p's result. */
+static Node *first_reader(const Node *p) {
+    for (Node *m = p->next; m; m = m->next)
+        for (int i = 0; i < m->nops; i++)
+            if (m->ops[i] == &p->res[0])
+                return m;
+    return NULL;
+}
+
+/* conv P -> elementwise chain (a table to be) -> conv C2. P's channel c
+ * times s_c, and mul(x', 1/s) before the chain gives the chain its float
+ * input back; mul(y, r) after it and C2's reading of c over r_c. The two
+ * muls have per-channel constants: the chain with them becomes one qlookup
+ * with a table per channel (qbuild.c), which absorbs both, so x' and r y
+ * each reach the full range per channel at no cost. */
+static bool equalise_chain(Function *f, PassContext *ctx, const QEq *e, Node *p, int64_t ch,
+                           const QProfValue *pv) {
+    Node *chain[QB_CHAIN_MAX];
+    Node *first = p->kind == NK_CONV ? first_reader(p) : NULL;
+    int count = first ? qb_find_chain(f, first, &p->res[0], chain, e->accept, e->actx) : 0;
+    if (count == 0 || !read_only_by(f, &p->res[0], chain, count))
+        return false;
+    Node *last = chain[count - 1], *c2 = graph_only_user(f, last);
+    const QProfValue *yv = channels_of(e->cfg, last, ch);
+    bool depthwise;
+    if (!yv || !consumer_ok(c2, &last->res[0], ch, &depthwise))
+        return false;
+    double *s = malloc((size_t)ch * sizeof *s), *r = malloc((size_t)ch * sizeof *r);
+    choose_factors(pv, NULL, true, e->asym, s);
+    choose_factors(yv, qb_weight_of(c2->ops[1]), depthwise, e->asym, r);
+    const char *pname = name_of(p);
+    scale_producer(f, p, ch, s);
+    Node *pre = channel_mul(f, ctx, first, &p->res[0], s, true, pname);
+    Node *post = pre ? channel_mul(f, ctx, last->next, &last->res[0], r, false, name_of(last))
+                     : NULL;
+    bool ok = pre && post;
+    if (ok) {
+        for (int j = 0; j < count; j++)
+            for (int i = 0; i < chain[j]->nops; i++)
+                if (chain[j]->ops[i] == &p->res[0])
+                    chain[j]->ops[i] = &pre->res[0];
+        for (int i = 0; i < c2->nops; i++)
+            if (c2->ops[i] == &last->res[0])
+                c2->ops[i] = &post->res[0];
+        scale_consumer(f, c2, ch, depthwise, r);
+        add_range(f, e->out, p, pv, s);
+        add_range(f, e->out, post, yv, r);
+        pass_stat(ctx, "equalised-through-tables", 1);
+    }
+    free(s);
+    free(r);
+    return ok;
+}
+
+/* Equalises P -> [relu ->] C2, or P -> chain -> C2, when it is such a pair. */
+static bool equalise(Function *f, PassContext *ctx, const QEq *e, Node *p) {
+    int64_t ch;
+    if (!producer_params(p, &ch) || ch < 2)
+        return false;
+    Node *relu = graph_only_user(f, p), *c2 = relu;
+    if (relu && relu->kind == NK_RELU)
+        c2 = graph_only_user(f, relu);
+    else
+        relu = NULL;
+    const QProfValue *pv = channels_of(e->cfg, p, ch);
+    const QProfValue *rv = relu ? channels_of(e->cfg, relu, ch) : NULL;
+    const QProfValue *xv = relu ? rv : pv;
+    bool depthwise;
+    if (!pv)
+        return false;
+    if (!xv || !consumer_ok(c2, relu ? &relu->res[0] : &p->res[0], ch, &depthwise))
+        return !relu && equalise_chain(f, ctx, e, p, ch, pv);
+    if (!depthwise && e->cfg->equalize != QE_DENSE)
+        return false;
+    double *s = malloc((size_t)ch * sizeof *s);
+    choose_factors(xv, qb_weight_of(c2->ops[1]), depthwise, e->asym, s);
+    scale_producer(f, p, ch, s);
+    scale_consumer(f, c2, ch, depthwise, s);
+    add_range(f, e->out, p, pv, s);
     if (relu)
-        add_range(f, out, relu, rv, s);
+        add_range(f, e->out, relu, rv, s);
     free(s);
     pass_stat(ctx, depthwise ? "equalised-depthwise" : "equalised-dense", 1);
     return true;
 }
 
-void qeq_apply(Function *f, PassContext *ctx, const QuantConfig *cfg, QEqRanges *out) {
+void qeq_apply(Function *f, PassContext *ctx, const QuantConfig *cfg, QbChainAccept accept,
+               void *actx, QEqRanges *out) {
     *out = (QEqRanges){0};
-    if (cfg->no_equalize || cfg->per_tensor_weights || cfg->calibration != QC_MINMAX)
+    if (cfg->equalize == QE_OFF || cfg->per_tensor_weights || cfg->calibration != QC_MINMAX)
         return;
+    QEq e = {cfg, accept, actx, out, cfg->schema == QS_ASYMMETRIC};
+    /* The muls equalise_chain inserts come after their producer: the walk
+     * meets them as nodes that produce nothing equalisable. */
     for (Node *n = f->first; n; n = n->next)
-        equalise(f, ctx, cfg, n, out);
+        equalise(f, ctx, &e, n);
 }

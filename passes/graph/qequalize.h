@@ -4,6 +4,7 @@
 #define GLOWC_PASSES_GRAPH_QEQUALIZE_H
 
 #include "core/graph.h"
+#include "passes/graph/qbuild.h"
 #include "passes/pass.h"
 #include "passes/quant_profile.h"
 
@@ -21,8 +22,10 @@ typedef struct QEqRanges {
 
 /* Rescales the channels of each equalisable pair in f's float graph (f
  * computes the same outputs in real arithmetic) and lists the rescaled
- * values' ranges in out (free with qeq_free). */
-void qeq_apply(Function *f, PassContext *ctx, const QuantConfig *cfg, QEqRanges *out);
+ * values' ranges in out (free with qeq_free). accept(actx, ...) is the
+ * quantize pass's test of a chain it makes a table of (qb_find_chain). */
+void qeq_apply(Function *f, PassContext *ctx, const QuantConfig *cfg, QbChainAccept accept,
+               void *actx, QEqRanges *out);
 const QEqRange *qeq_find(const QEqRanges *r, const char *name);
 void qeq_free(QEqRanges *r);
 

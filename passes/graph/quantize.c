@@ -708,10 +708,14 @@ static bool rewrite_chain(Quant *q, Node *n) {
         return false;
     Node *last = chain[count - 1];
     QuantParams xp = qb_params_of(xi), yp;
-    double table[256];
-    if (!choose(q, &last->res[0], &yp) || !qb_chain_table(x, &xp, chain, count, table))
+    int64_t nch = qb_chain_channels(x, chain, count);
+    double *table = malloc((size_t)(256 * nch) * sizeof *table);
+    bool ok = table && choose(q, &last->res[0], &yp) &&
+              qb_chain_table(x, &xp, chain, count, nch, table);
+    Value *y = ok ? qb_lookup(q->f, q->ctx->d, last, xi, table, nch, &yp) : NULL;
+    free(table);
+    if (!ok)
         return false;
-    Value *y = qb_lookup(q->f, q->ctx->d, last, xi, table, &yp);
     if (!y) {
         q->failed = true;
         return false;
@@ -750,26 +754,15 @@ static bool rewrite(Quant *q, Node *n) {
 }
 
 /* Quantizes and dequantizes that nothing reads (an integer value read
- * directly instead), and the float weights the rewrites replaced. */
-static void sweep(Function *f) {
-    for (bool again = true; again;) {
-        again = false;
-        int *uses = pass_use_counts(f);
-        graph_for_each_node(f, n, tmp) {
-            if ((n->kind == NK_DEQUANTIZE_LINEAR || n->kind == NK_QUANTIZE_LINEAR ||
-                 n->kind == NK_RESHAPE || n->kind == NK_IDENTITY) && !uses[n->id]) {
-                graph_remove_node(f, n);
-                again = true;
-            }
-        }
-        for (int i = f->nconsts - 1; i >= 0; i--) {
-            if (!uses[f->consts[i]->id]) {
-                graph_remove_node(f, f->consts[i]);
-                again = true;
-            }
-        }
-        free(uses);
-    }
+ * directly instead), and the reshapes and identities of the float weights
+ * the rewrites replaced. */
+static bool sweepable(const Node *n) {
+    return n->kind == NK_DEQUANTIZE_LINEAR || n->kind == NK_QUANTIZE_LINEAR ||
+           n->kind == NK_RESHAPE || n->kind == NK_IDENTITY;
+}
+
+static bool visit(void *ctx, Node *n) {
+    return rewrite(ctx, n);
 }
 
 bool pass_quantize(Function *f, PassContext *ctx) {
@@ -778,21 +771,12 @@ bool pass_quantize(Function *f, PassContext *ctx) {
         return false;
     }
     Quant q = {.f = f, .ctx = ctx, .cfg = ctx->quant};
-    qeq_apply(f, ctx, q.cfg, &q.eq);
-    int count = f->nnodes;
-    Node **order = malloc(((size_t)count + 1) * sizeof *order);
-    int k = 0;
-    for (Node *n = f->first; n; n = n->next)
-        order[k++] = n;
-    bool changed = q.eq.n > 0;
-    for (int i = 0; i < k && !q.failed; i++)
-        if (!order[i]->dead)
-            changed |= rewrite(&q, order[i]);
-    free(order);
+    qeq_apply(f, ctx, q.cfg, chain_filter, &q, &q.eq);
+    bool changed = qb_walk(f, visit, &q, &q.failed) || q.eq.n > 0;
     free(q.intv);
     free(q.srcv);
     qeq_free(&q.eq);
     if (changed && !q.failed)
-        sweep(f);
+        qb_sweep(f, sweepable);
     return changed;
 }
