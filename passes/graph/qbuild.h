@@ -61,7 +61,8 @@ Value *qb_qconv(Function *f, DiagList *d, Node *pos, Value *xi, const QuantWeigh
  *
  * qb_find_chain: the chain that starts at n (x's reader, the chain's first
  * node in order), grown over the nodes that follow (elementwise, float, x's
- * shape, every operand x, a chain node's result or a one-value constant),
+ * shape, every operand x, a chain node's result, a one-value constant or a
+ * per-channel constant [1, C, 1, ...]: one table per channel then),
  * cut back to the longest piece whose last node alone is read outside the
  * chain. accept(ctx, m, false) says whether m may join; accept(ctx, last,
  * true) whether the chain may end at last. Its length in chain[], or 0. */

@@ -4,29 +4,38 @@
  *
  * A per-tensor activation scale is set by its widest channel: after PaddleOCR
  * v4's first batch norm the widest channel spans 26.7 and the median 2.8, so
- * most channels get a tenth of the 256 levels. Where a producer P (conv, or
- * batch_norm) feeds a conv C2 directly or through a relu (positively
- * homogeneous: relu(s x) = s relu(x) for s > 0), P's output channel c can be
- * multiplied by s_c > 0 (its weight row and bias, or its batch-norm scale and
- * shift) and C2's weights reading channel c divided by s_c: the graph
- * computes the same outputs in real arithmetic, and the activation between
- * has channels of more equal range.
+ * most channels get a tenth of the 256 levels. A producer P (conv, or
+ * batch_norm) can multiply its output channel c by s_c > 0 (its weight row
+ * and bias, free under per-channel weights; or its scale and shift) when
+ * whatever reads it can undo that exactly:
+ *   - a depthwise conv C2 right after it: C2's rows reading c over s_c (its
+ *     per-channel weight scales absorb that too);
+ *   - a dense conv C2, directly or through a relu (positively homogeneous:
+ *     relu(s x) = s relu(x)), with --quant-equalize=dense: C2's weight column
+ *     c over s_c, which costs that column precision;
+ *   - an elementwise chain that becomes a table (conv P only: its result is
+ *     an integer value), then a conv C2: a mul by 1/s_c before the chain and
+ *     a mul by r_c after it, both with [1, C, 1, 1] constants, join the
+ *     chain, which becomes one qlookup with a table per channel, absorbing
+ *     both; C2's reading of c is divided by r_c. The chain's output (C2's
+ *     input) is equalised by r_c as x is by s_c.
+ * The graph computes the same outputs in real arithmetic throughout.
  *
- * Choosing s_c. Let a_c = max |x_c| over the profile (x: what C2 reads) and
- * w_c = max |W2[., c, ...]|. After scaling, channel c of x spans s_c a_c and
- * C2's weights reading it w_c / s_c. Under a per-tensor activation scale
- * (set by max_c s_c a_c) channel c's relative precision is
- * s_c a_c / max_k(s_k a_k); under C2's weight scale (per output row, over all
- * input channels) the column's is about (w_c / s_c) / max_k(w_k / s_k).
- * Nagel et al. maximise the sum over c of the product of the two, which
- * gives s_c a_c and w_c / s_c proportional: s_c = sqrt(w_c / a_c), up to a
- * common factor (the scales absorb it). A depthwise C2 (group = channels)
- * reads channel c with its own rows, whose per-channel weight scale absorbs
- * 1 / s_c exactly: there only the activation matters, s_c = 1 / a_c, every
- * channel at the full range. The common factor is chosen so that the widest
- * channel keeps its range (max_c s_c a_c = max_c a_c). s_c is held to
- * [2^-10, 2^10]: a channel that is nearly always 0 would otherwise take a
- * factor its weights' float range pays for with nothing to gain.
+ * Choosing the factors (choose_factors) for a value x read by C2 (weights
+ * W2). Let a_c = max |x_c| over the profile and w_c = max |W2[., c, ...]|.
+ * After scaling, channel c of x spans s_c a_c and C2's weights reading it
+ * w_c / s_c. Under x's per-tensor scale (set by the widest scaled channel)
+ * channel c's relative precision is s_c a_c / max_k(s_k a_k); under C2's
+ * weight scale (per output row, over all input channels) column c's is about
+ * (w_c / s_c) / max_k(w_k / s_k). Nagel et al. maximise the sum over c of the
+ * product of the two, which makes s_c a_c and w_c / s_c proportional:
+ * s_c = k sqrt(w_c / a_c), k common. Before a depthwise conv or a table
+ * only the activation matters: s_c as large as keeps channel c inside the
+ * tensor's range (the asymmetric schema's [min, max] widened to hold 0,
+ * a symmetric one's [-A, A]); before a dense conv k is the largest common
+ * factor that does. s_c is held to [2^-10, 2^10]: a channel that is nearly
+ * always 0 would otherwise take a factor its weights' float range pays for
+ * with nothing to gain.
  *
  * P's per-tensor weight scale (--quant-per-tensor) would not absorb s_c, and
  * a calibration over the histogram (kl, percentile) has no per-channel

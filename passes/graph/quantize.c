@@ -23,6 +23,8 @@
  * integer value read again as integers is read directly. Weights are
  * symmetric int8 (offset 0, scale max|w|/127 per output channel); biases are
  * i32 with scale x_scale * w_scale, as ONNX's QLinearConv defines them.
+ * First, cross-layer equalisation (qequalize.c) rescales activation channels
+ * where the next layer can undo it, and gives the rescaled values' ranges.
  * Requires a profile (ctx->quant); invalidates nothing. */
 #include <float.h>
 #include <math.h>
