@@ -264,6 +264,12 @@ static bool read_only_by(Function *f, const Value *v, Node *const *chain, int co
     return true;
 }
 
+/* Whether the quantize pass may rewrite n (--keep-float does not name it):
+ * a node kept in float keeps its name and weights. */
+static bool free_to_change(const QEq *e, const Node *n) {
+    return !n || e->accept(e->actx, n, false);
+}
+
 /* The first compute node after p that reads p's result. */
 static Node *first_reader(const Node *p) {
     for (Node *m = p->next; m; m = m->next)
@@ -293,7 +299,7 @@ static bool equalise_chain(Function *f, PassContext *ctx, const QEq *e, Node *p,
     Node *last = chain[count - 1], *c2 = graph_only_user(f, last);
     const QProfValue *yv = channels_of(e->cfg, last, ch);
     bool depthwise;
-    if (!yv || !consumer_ok(c2, &last->res[0], ch, &depthwise))
+    if (!yv || !consumer_ok(c2, &last->res[0], ch, &depthwise) || !free_to_change(e, c2))
         return false;
     double *s = malloc((size_t)ch * sizeof *s), *r = malloc((size_t)ch * sizeof *r);
     choose_factors(pv, NULL, true, e->asym, s);
@@ -325,7 +331,7 @@ static bool equalise_chain(Function *f, PassContext *ctx, const QEq *e, Node *p,
 /* Equalises P -> [relu ->] C2, or P -> chain -> C2, when it is such a pair. */
 static bool equalise(Function *f, PassContext *ctx, const QEq *e, Node *p) {
     int64_t ch;
-    if (!producer_params(p, &ch) || ch < 2)
+    if (!producer_params(p, &ch) || ch < 2 || !free_to_change(e, p))
         return false;
     Node *relu = graph_only_user(f, p), *c2 = relu;
     if (relu && relu->kind == NK_RELU)
@@ -336,7 +342,7 @@ static bool equalise(Function *f, PassContext *ctx, const QEq *e, Node *p) {
     const QProfValue *rv = relu ? channels_of(e->cfg, relu, ch) : NULL;
     const QProfValue *xv = relu ? rv : pv;
     bool depthwise;
-    if (!pv)
+    if (!pv || !free_to_change(e, relu) || !free_to_change(e, c2))
         return false;
     if (!xv || !consumer_ok(c2, relu ? &relu->res[0] : &p->res[0], ch, &depthwise))
         return !relu && equalise_chain(f, ctx, e, p, ch, pv);
