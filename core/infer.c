@@ -1929,8 +1929,11 @@ static bool infer_qlookup(Node *n, DiagList *d) {
         node_error(d, n, "operand 0 has type %s, not i8 or u8", tstr(x, a));
         return false;
     }
-    if (t->rank != 1 || t->dims[0] != 256 || (t->elem != ELEM_I8 && t->elem != ELEM_U8)) {
-        node_error(d, n, "the table has type %s, not i8<256> or u8<256>", tstr(t, a));
+    bool rows = t->rank == 2 && x->rank >= 2 && t->dims[0] == x->dims[1];
+    if ((t->rank != 1 && !rows) || t->dims[t->rank - 1] != 256 ||
+        (t->elem != ELEM_I8 && t->elem != ELEM_U8)) {
+        node_error(d, n, "the table has type %s, not i8<256> or u8<256>, or [C, 256] for x's "
+                   "C channels (axis 1)", tstr(t, a));
         return false;
     }
     if (r->elem != t->elem) {

@@ -26,6 +26,8 @@ void qprof_free(QProfile *p) {
     for (int i = 0; i < p->n; i++) {
         free(p->v[i].name);
         free(p->v[i].bins);
+        free(p->v[i].cmin);
+        free(p->v[i].cmax);
     }
     free(p->v);
     *p = (QProfile){0};
@@ -64,6 +66,44 @@ static void grow(QProfValue *v, bool down) {
         v->hi += w;
 }
 
+/* Channels beyond this are not recorded (no NCHW value has more; it bounds
+ * the JSON of a [1, T, D] sequence whose axis 1 is time). */
+enum { QPROF_MAX_CHANNELS = 1 << 16 };
+
+/* Folds t's per-channel ranges (axis 1) into v's. A channel count that
+ * differs from an earlier sample's (a dynamic dimension) drops them. */
+static void add_channels(QProfValue *v, const Tensor *t, bool first) {
+    const Type *ty = &t->type;
+    int64_t nch = ty->rank >= 2 ? ty->dims[1] : 0;
+    if (first && nch > 0 && nch <= QPROF_MAX_CHANNELS) {
+        v->nch = nch;
+        v->cmin = malloc((size_t)nch * sizeof *v->cmin);
+        v->cmax = malloc((size_t)nch * sizeof *v->cmax);
+        for (int64_t c = 0; c < nch; c++) {
+            v->cmin[c] = INFINITY;
+            v->cmax[c] = -INFINITY;
+        }
+    }
+    if (v->nch == 0)
+        return;
+    if (nch != v->nch) {
+        free(v->cmin);
+        free(v->cmax);
+        v->cmin = v->cmax = NULL;
+        v->nch = 0;
+        return;
+    }
+    int64_t inner = 1, n = tensor_numel(t);
+    for (int d = 2; d < ty->rank; d++)
+        inner *= ty->dims[d];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = i / inner % nch;
+        double x = tensor_get_f64(t, i);
+        v->cmin[c] = x < v->cmin[c] ? x : v->cmin[c];
+        v->cmax[c] = x > v->cmax[c] ? x : v->cmax[c];
+    }
+}
+
 bool qprof_add(QProfile *p, const char *name, const Tensor *t, double *bad) {
     if (!elem_is_float(t->type.elem))
         return true;
@@ -98,6 +138,7 @@ bool qprof_add(QProfile *p, const char *name, const Tensor *t, double *bad) {
         int b = (int)((tensor_get_f64(t, i) - v->lo) * scale);
         v->bins[b < 0 ? 0 : b >= QPROF_BINS ? QPROF_BINS - 1 : b]++;
     }
+    add_channels(v, t, v->count == 0);
     v->min = mn < v->min ? mn : v->min;
     v->max = mx > v->max ? mx : v->max;
     v->count += (uint64_t)n;
@@ -127,6 +168,15 @@ char *qprof_to_json(const QProfile *p) {
         for (int b = 0; b < QPROF_BINS; b++)
             json_array_append_new(bins, json_integer((json_int_t)v->bins[b]));
         json_object_set_new(o, "histogram", bins);
+        if (v->nch > 0) {
+            json_t *cmin = json_array(), *cmax = json_array();
+            for (int64_t c = 0; c < v->nch; c++) {
+                json_array_append_new(cmin, json_real(v->cmin[c]));
+                json_array_append_new(cmax, json_real(v->cmax[c]));
+            }
+            json_object_set_new(o, "channel_min", cmin);
+            json_object_set_new(o, "channel_max", cmax);
+        }
         json_array_append_new(vals, o);
     }
     json_object_set_new(root, "values", vals);
@@ -141,6 +191,29 @@ static bool field_error(const char *path, int i, const char *what, DiagList *d) 
     else
         diag_error(d, path, "values[%d]: %s", i, what);
     return false;
+}
+
+/* channel_min and channel_max: optional (profiles before them load), but
+ * both or neither, of one length, each channel's min <= max. */
+static bool read_channels(const char *path, int i, json_t *o, QProfValue *v, DiagList *d) {
+    json_t *cmin = json_object_get(o, "channel_min"), *cmax = json_object_get(o, "channel_max");
+    if (!cmin && !cmax)
+        return true;
+    size_t n = json_array_size(cmin);
+    if (!json_is_array(cmin) || !json_is_array(cmax) || n == 0 || n != json_array_size(cmax) ||
+        n > QPROF_MAX_CHANNELS)
+        return field_error(path, i, "channel_min and channel_max must be arrays of one length", d);
+    v->nch = (int64_t)n;
+    v->cmin = malloc(n * sizeof *v->cmin);
+    v->cmax = malloc(n * sizeof *v->cmax);
+    for (size_t c = 0; c < n; c++) {
+        json_t *a = json_array_get(cmin, c), *b = json_array_get(cmax, c);
+        v->cmin[c] = json_is_number(a) ? json_number_value(a) : NAN;
+        v->cmax[c] = json_is_number(b) ? json_number_value(b) : NAN;
+        if (!(v->cmin[c] <= v->cmax[c]) || !isfinite(v->cmin[c]) || !isfinite(v->cmax[c]))
+            return field_error(path, i, "a channel's range is not finite with min <= max", d);
+    }
+    return true;
 }
 
 static bool read_value(const char *path, int i, json_t *o, QProfile *p, DiagList *d) {
@@ -166,7 +239,7 @@ static bool read_value(const char *path, int i, json_t *o, QProfile *p, DiagList
             return field_error(path, i, "a histogram count is not a whole number", d);
         v->bins[b] = (uint64_t)json_integer_value(c);
     }
-    return true;
+    return read_channels(path, i, o, v, d);
 }
 
 bool qprof_read(const char *path, QProfile *p, DiagList *d) {

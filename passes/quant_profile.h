@@ -21,6 +21,12 @@ typedef struct QProfValue {
     double lo, hi;    /* the histogram's range; bins of (hi - lo) / QPROF_BINS */
     uint64_t count;   /* elements seen */
     uint64_t *bins;
+    /* Per channel (axis 1 of a value of rank >= 2, NCHW's C), over every
+     * sample: what cross-layer equalisation balances. nch 0: none recorded
+     * (rank < 2, a channel count that changed between samples, or a profile
+     * written before these were). */
+    int64_t nch;
+    double *cmin, *cmax;
 } QProfValue;
 
 typedef struct QProfile {
@@ -47,12 +53,17 @@ bool qprof_read(const char *path, QProfile *p, DiagList *d);
 typedef enum { QS_ASYMMETRIC, QS_SYMMETRIC, QS_SYMMETRIC_UINT8, QS_SYMMETRIC_POW2 } QuantSchema;
 typedef enum { QC_MINMAX, QC_KL, QC_PERCENTILE } QuantCalibration;
 
+/* --quant-equalize: on (the default) where a table comes between or the
+ * next conv is depthwise; dense also conv -> [relu ->] dense conv; off. */
+typedef enum { QE_ON, QE_OFF, QE_DENSE } QuantEqualize;
+
 typedef struct QuantConfig {
     const QProfile *profile;
     const char *profile_path; /* for messages */
     QuantSchema schema;
     QuantCalibration calibration;
     bool per_tensor_weights;  /* default: one scale per output channel */
+    QuantEqualize equalize;   /* --quant-equalize */
     const char *keep_float;   /* "NAME|KIND,...": nodes left in float */
 } QuantConfig;
 

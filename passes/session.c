@@ -249,6 +249,14 @@ Session *session_open_text(const char *name, const char *text, size_t len,
     return s;
 }
 
+Session *session_open_module(const char *path, const Module *m, const SessionOptions *opt) {
+    Session *s = session_new(path, opt);
+    double t0 = now();
+    s->work = module_clone(m);
+    import_step(s, t0);
+    return s;
+}
+
 Session *session_open(const char *path, const SessionOptions *opt) {
     Session *s = session_new(path, opt);
     double t0 = now();

@@ -85,6 +85,10 @@ typedef struct Session {
 /* Loads the model (.hl or .lir text, or ONNX) as step 0. Returns a session even when
  * the import fails (work == NULL, diags say why), so a viewer can show it. */
 Session *session_open(const char *path, const SessionOptions *opt);
+/* The same from a graph already imported (a copy of m, which must outlive
+ * the session: the copy shares its weights): one import for several runs
+ * of a model (--keep-float=auto). `path` is used in messages. */
+Session *session_open_module(const char *path, const Module *m, const SessionOptions *opt);
 /* The same from .hl text already in memory; `name` is used in messages. */
 Session *session_open_text(const char *name, const char *text, size_t len,
                            const SessionOptions *opt);

@@ -85,6 +85,11 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
         break;
     }
     case OPT_QUANT_PER_TENSOR: ca->quant.per_tensor_weights = true; break;
+    case OPT_QUANT_EQUALIZE:
+        if ((*bad = strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "dense")))
+            diag_error(d, NULL, "--quant-equalize takes on, off or dense, not '%s'", v);
+        ca->quant.equalize = !strcmp(v, "off") ? QE_OFF : !strcmp(v, "dense") ? QE_DENSE : QE_ON;
+        break;
     case OPT_QUANT_SCHEMA:
         if ((*bad = !quant_schema_by_name(v, &ca->quant.schema)))
             diag_error(d, NULL, "--quant-schema: '%s' is not one of asymmetric, symmetric, "
@@ -392,6 +397,13 @@ Session *args_open_session_with(CommonArgs *ca, const SessionOptions *so, const 
     if (!check_names(ca, d))
         return NULL;
     return finish_open(session_open(ca->model, so), ca, dflt, d);
+}
+
+Session *args_open_session_from(CommonArgs *ca, const SessionOptions *so, const Module *m,
+                                const char *dflt, DiagList *d) {
+    if (!check_names(ca, d))
+        return NULL;
+    return finish_open(session_open_module(ca->model, m, so), ca, dflt, d);
 }
 
 Session *args_open_session_text(CommonArgs *ca, const char *dflt, const char *text,

@@ -83,6 +83,9 @@ Session *args_open_session(CommonArgs *ca, const char *dflt, KnownInput *known, 
 /* Same, with session options the caller adjusted. */
 Session *args_open_session_with(CommonArgs *ca, const SessionOptions *so, const char *dflt,
                                 DiagList *d);
+/* Same, from a graph imported before (session_open_module). */
+Session *args_open_session_from(CommonArgs *ca, const SessionOptions *so, const Module *m,
+                                const char *dflt, DiagList *d);
 /* Same, from .hl text (one chunk of --split-input-file). */
 Session *args_open_session_text(CommonArgs *ca, const char *dflt, const char *text,
                                 DiagList *d);

@@ -28,6 +28,12 @@ static int quantize(CommonArgs *ca, const QuantOpts *qo, DiagList *d) {
         diag_error(d, NULL, "quantize: '%s' is not an ONNX model (.onnx)", ca->model);
         return 1;
     }
+    /* The QDQ model keeps the source's float operators and weights beside
+     * the scales read off the quantized graph; equalisation rescales
+     * weights and renames values the export would have to rewrite too, so
+     * the export quantizes without it (the same graph as
+     * --quant-equalize=off, which is what to compare it with). */
+    ca->quant.equalize = QE_OFF;
     Session *s = args_open_session(ca, "-O0", NULL, d);
     bool ok = s && session_run(s);
     if (s && !ok)

@@ -37,19 +37,25 @@ static QuantRow measure(const NamedValue *ref, const Tensor *got) {
     return r;
 }
 
-/* One run, every named value kept: the float graph (quant NULL) or the
- * quantized one. */
-static bool run_one(CommonArgs *ca, const QuantConfig *quant, bool announce, ValueSet *vs,
-                    Arena *a, DiagList *d) {
-    KnownInput known[MAX_CLI_INPUTS];
-    /* The reference: the imported graph (quantized or not) on the graph
-     * interpreter, whatever pipeline and backend the command uses. */
-    const char *pipeline = ca->pipeline;
-    ca->pipeline = NULL;
+/* The session options of every run: the imported graph (quantized or not)
+ * on the graph interpreter, whatever pipeline and backend the command uses. */
+static SessionOptions run_options(CommonArgs *ca, KnownInput *known, const QuantConfig *quant) {
     SessionOptions so = args_session_options(ca, known);
     so.quant = quant;
     so.backend = backend_find("interp");
-    Session *s = args_open_session_with(ca, &so, "-O0", d);
+    return so;
+}
+
+/* One run, every named value kept: the float graph (quant NULL) or the
+ * quantized one, on a copy of base's import when there is one. */
+static bool run_one(CommonArgs *ca, const Session *base, const QuantConfig *quant, bool announce,
+                    ValueSet *vs, Arena *a, DiagList *d) {
+    KnownInput known[MAX_CLI_INPUTS];
+    const char *pipeline = ca->pipeline;
+    ca->pipeline = NULL;
+    SessionOptions so = run_options(ca, known, quant);
+    Session *s = base && base->work ? args_open_session_from(ca, &so, base->work, "-O0", d)
+                                    : args_open_session_with(ca, &so, "-O0", d);
     ca->pipeline = pipeline;
     bool ok = s && session_run(s);
     if (s && !ok)
@@ -85,11 +91,25 @@ static void match_rows(QuantReport *r) {
     }
 }
 
+/* The model imported once, run by nothing: the copy each run starts from. */
+static Session *import_once(CommonArgs *ca, DiagList *d) {
+    KnownInput known[MAX_CLI_INPUTS];
+    SessionOptions so = run_options(ca, known, NULL);
+    Session *s = session_open(ca->model, &so);
+    if (!s->work && !s->lir) {
+        diag_append(d, &s->diags);
+        session_free(s);
+        return NULL;
+    }
+    return s;
+}
+
 bool quant_report_run(CommonArgs *ca, bool announce, QuantReport *r, DiagList *d) {
     memset(r, 0, sizeof *r);
     Arena *a = arena_new();
-    bool ok = args_ensure_inputs(ca, d) && run_one(ca, NULL, announce, &r->vf, a, d) &&
-              run_one(ca, &ca->quant, false, &r->vq, a, d);
+    bool ok = args_ensure_inputs(ca, d) && (r->base = import_once(ca, d)) &&
+              run_one(ca, r->base, NULL, announce, &r->vf, a, d) &&
+              run_one(ca, r->base, &ca->quant, false, &r->vq, a, d);
     arena_destroy(a);
     if (ok)
         match_rows(r);
@@ -126,6 +146,7 @@ void quant_report_print(const QuantReport *r, const char *profile, StrBuf *out) 
 }
 
 void quant_report_free(QuantReport *r) {
+    session_free(r->base);
     values_free(&r->vf);
     values_free(&r->vq);
     free(r->rows);
@@ -170,7 +191,7 @@ bool quant_resolve_auto(CommonArgs *ca, DiagList *d) {
         /* The float run stays; the quantized one is measured again. */
         values_free(&r.vq);
         Arena *a = arena_new();
-        ok = run_one(ca, &ca->quant, false, &r.vq, a, d);
+        ok = run_one(ca, r.base, &ca->quant, false, &r.vq, a, d);
         arena_destroy(a);
         if (ok)
             match_rows(&r);

@@ -20,6 +20,7 @@ typedef struct QuantRow {
 } QuantRow;
 
 typedef struct QuantReport {
+    Session *base; /* the model imported once; each run works on a copy */
     ValueSet vf, vq;
     QuantRow *rows; /* in the float run's execution order */
     int n;

@@ -324,11 +324,17 @@ bool k_gradient(const KernelArgs *a) {
     return kernel_fail(a, "a gradient node runs only once the gradients pass has replaced it");
 }
 
+/* A table [C, 256] has a row per channel (x's axis 1). */
 bool k_qlookup(const KernelArgs *a) {
     const Tensor *x = a->in[0], *table = a->in[1];
     int64_t base = x->type.elem == ELEM_U8 ? 0 : -128;
-    for (int64_t i = 0; i < tensor_numel(x); i++)
-        tensor_set_i64(a->out[0], i, tensor_get_i64(table, tensor_get_i64(x, i) - base));
+    int64_t rows = table->type.rank == 2 ? table->type.dims[0] : 1, inner = 1;
+    for (int d = 2; d < x->type.rank; d++)
+        inner *= x->type.dims[d];
+    for (int64_t i = 0; i < tensor_numel(x); i++) {
+        int64_t row = rows > 1 ? i / inner % rows : 0;
+        tensor_set_i64(a->out[0], i, tensor_get_i64(table, row * 256 + tensor_get_i64(x, i) - base));
+    }
     return true;
 }
 

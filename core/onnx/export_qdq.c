@@ -447,6 +447,258 @@ static void drop_unread_initializers(Onnx__GraphProto *g) {
     g->n_initializer = k;
 }
 
+
+/* ---- opset 13 forms -------------------------------------------------------------- *
+ * Per-channel DequantizeLinear (an axis) needs opset 13, so an older model
+ * is written as opset 13: each source node whose signature changed on the
+ * way is rewritten to its opset-13 form in place (no node is added, so the
+ * importer's OP_INDEX names stay valid); what became an input is a new
+ * initializer named after the node's first output. */
+
+typedef struct Up {
+    Qdq *q;
+    Onnx__GraphProto *g; /* the graph (or body) being converted */
+} Up;
+
+/* Removes attribute `name` from n and returns it (NULL if absent). */
+static Onnx__AttributeProto *attr_take(Onnx__NodeProto *n, const char *name) {
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        Onnx__AttributeProto *a = n->attribute[i];
+        if (strcmp(a->name, name))
+            continue;
+        memmove(&n->attribute[i], &n->attribute[i + 1],
+                (n->n_attribute - i - 1) * sizeof *n->attribute);
+        n->n_attribute--;
+        return a;
+    }
+    return NULL;
+}
+
+static void attr_add_str(Onnx__NodeProto *n, const char *name, const char *v) {
+    Onnx__AttributeProto *a = malloc(sizeof *a);
+    onnx__attribute_proto__init(a);
+    a->name = xstrdup(name);
+    a->has_type = true;
+    a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    a->has_s = true;
+    a->s.len = strlen(v);
+    a->s.data = (uint8_t *)xstrdup(v);
+    n->attribute = realloc(n->attribute, (n->n_attribute + 1) * sizeof *n->attribute);
+    n->attribute[n->n_attribute++] = a;
+}
+
+/* Input k of n is `name` ("" fills the optional ones before it). */
+static void set_input(Onnx__NodeProto *n, size_t k, const char *name) {
+    if (k >= n->n_input) {
+        n->input = realloc(n->input, (k + 1) * sizeof *n->input);
+        for (size_t i = n->n_input; i <= k; i++)
+            n->input[i] = xstrdup("");
+        n->n_input = k + 1;
+    }
+    replace_str(&n->input[k], name);
+}
+
+/* An initializer "OUT0/what" of int64s or one float, made input k of n. */
+static void input_ints(Up *u, Onnx__NodeProto *n, size_t k, const char *what, size_t count,
+                       const int64_t *v) {
+    char *name = xprintf2(n->output[0], what);
+    int64_t dims[1] = {(int64_t)count};
+    Onnx__TensorProto *t = tensor_proto(name, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1, dims, v,
+                                        count * sizeof *v);
+    u->g->initializer = realloc(u->g->initializer, sizeof *u->g->initializer *
+                                                       (u->g->n_initializer + 1));
+    u->g->initializer[u->g->n_initializer++] = t;
+    set_input(n, k, name);
+    free(name);
+}
+
+static void input_float(Up *u, Onnx__NodeProto *n, size_t k, const char *what, float v) {
+    char *name = xprintf2(n->output[0], what);
+    Onnx__TensorProto *t = tensor_proto(name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 0, NULL, &v,
+                                        sizeof v);
+    u->g->initializer = realloc(u->g->initializer, sizeof *u->g->initializer *
+                                                       (u->g->n_initializer + 1));
+    u->g->initializer[u->g->n_initializer++] = t;
+    set_input(n, k, name);
+    free(name);
+}
+
+/* Attribute `name` (ints) becomes input k, when present. */
+static bool ints_to_input(Up *u, Onnx__NodeProto *n, const char *name, size_t k) {
+    Onnx__AttributeProto *a = attr_take(n, name);
+    if (a) {
+        char what[32];
+        snprintf(what, sizeof what, "/%s", name);
+        input_ints(u, n, k, what, a->n_ints, a->ints);
+        onnx__attribute_proto__free_unpacked(a, NULL);
+    }
+    return true;
+}
+
+/* Squeeze, Unsqueeze, ReduceSum (13): axes is input 1. Split (13): split. */
+static bool up_axes(Up *u, Onnx__NodeProto *n) {
+    return ints_to_input(u, n, "axes", 1);
+}
+
+static bool up_split(Up *u, Onnx__NodeProto *n) {
+    return ints_to_input(u, n, "split", 1);
+}
+
+/* Slice (10): starts, ends, axes are inputs 1-3. */
+static bool up_slice(Up *u, Onnx__NodeProto *n) {
+    return ints_to_input(u, n, "starts", 1) && ints_to_input(u, n, "ends", 2) &&
+           ints_to_input(u, n, "axes", 3);
+}
+
+/* TopK (10): k is input 1, one int64. */
+static bool up_topk(Up *u, Onnx__NodeProto *n) {
+    Onnx__AttributeProto *a = attr_take(n, "k");
+    if (a) {
+        input_ints(u, n, 1, "/k", 1, &a->i);
+        onnx__attribute_proto__free_unpacked(a, NULL);
+    }
+    return true;
+}
+
+/* Clip (11): min and max are inputs 1 and 2 (float: opset < 11 Clip takes
+ * float kinds, and glowc's importer read them as float). */
+static bool up_clip(Up *u, Onnx__NodeProto *n) {
+    Onnx__AttributeProto *lo = attr_take(n, "min"), *hi = attr_take(n, "max");
+    if (lo)
+        input_float(u, n, 1, "/min", lo->f);
+    if (hi)
+        input_float(u, n, 2, "/max", hi->f);
+    onnx__attribute_proto__free_unpacked(lo, NULL);
+    onnx__attribute_proto__free_unpacked(hi, NULL);
+    return true;
+}
+
+/* Pad (11): pads is input 1, value input 2 (mode stays an attribute). */
+static bool up_pad(Up *u, Onnx__NodeProto *n) {
+    Onnx__AttributeProto *v = attr_take(n, "value");
+    ints_to_input(u, n, "pads", 1);
+    if (v && v->f != 0)
+        input_float(u, n, 2, "/value", v->f);
+    onnx__attribute_proto__free_unpacked(v, NULL);
+    return true;
+}
+
+/* Dropout (12): ratio became an input; at inference it does nothing. */
+static bool up_dropout(Up *u, Onnx__NodeProto *n) {
+    (void)u;
+    onnx__attribute_proto__free_unpacked(attr_take(n, "ratio"), NULL);
+    onnx__attribute_proto__free_unpacked(attr_take(n, "is_test"), NULL);
+    return true;
+}
+
+/* Upsample (9) and Resize (10): Resize (13) with an empty roi, scales input
+ * 2, and the old sampling written out: asymmetric coordinates, nearest
+ * rounding down. */
+static bool up_resize(Up *u, Onnx__NodeProto *n) {
+    if (n->n_input < 2)
+        return fail(u->q, "node '%s' (Upsample/Resize) has no scales input", n->output[0]);
+    char *scales = xstrdup(n->input[1]);
+    set_input(n, 2, scales);
+    replace_str(&n->input[1], "");
+    free(scales);
+    replace_str(&n->op_type, "Resize");
+    onnx__attribute_proto__free_unpacked(attr_take(n, "coordinate_transformation_mode"), NULL);
+    onnx__attribute_proto__free_unpacked(attr_take(n, "nearest_mode"), NULL);
+    attr_add_str(n, "coordinate_transformation_mode", "asymmetric");
+    attr_add_str(n, "nearest_mode", "floor");
+    return true;
+}
+
+/* Softmax, LogSoftmax, Hardmax (13): over one axis, where older opsets
+ * flattened to 2-D at `axis` (default 1). The same when axis is the last;
+ * the rank is the glowc graph's (its node bears the ONNX name). */
+static bool up_softmax(Up *u, Onnx__NodeProto *n) {
+    const char *name = n->name && n->name[0] ? n->name : NULL;
+    const Node *gn = name ? graph_last_named(u->q->f, name) : NULL;
+    int rank = gn && gn->nres > 0 ? gn->res[0].type.rank : -1;
+    Onnx__AttributeProto *a = attr_take(n, "axis");
+    int64_t axis = a ? a->i : 1;
+    onnx__attribute_proto__free_unpacked(a, NULL);
+    if (rank < 0)
+        return fail(u->q, "node '%s' (Softmax family, opset < 13): its rank is unknown, so its "
+                    "axis cannot be written in opset 13's form", n->output[0]);
+    if (axis < 0)
+        axis += rank;
+    if (axis != rank - 1)
+        return fail(u->q, "node '%s' (Softmax family, opset < 13) flattens from an axis "
+                    "before the last, which opset 13's one-axis form does not say", n->output[0]);
+    Onnx__AttributeProto *b = malloc(sizeof *b);
+    onnx__attribute_proto__init(b);
+    b->name = xstrdup("axis");
+    b->has_type = true;
+    b->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    b->has_i = true;
+    b->i = -1;
+    n->attribute = realloc(n->attribute, (n->n_attribute + 1) * sizeof *n->attribute);
+    n->attribute[n->n_attribute++] = b;
+    return true;
+}
+
+/* Scatter (deprecated in 11): ScatterElements, the same operator. */
+static bool up_scatter(Up *u, Onnx__NodeProto *n) {
+    (void)u;
+    replace_str(&n->op_type, "ScatterElements");
+    return true;
+}
+
+/* Each operator whose form changed between the model's opset and 13: the
+ * first opset of the new form (a model below it is converted). */
+static const struct {
+    const char *op;
+    int since;
+    bool (*fn)(Up *u, Onnx__NodeProto *n);
+} upgrades[] = {
+    {"Squeeze", 13, up_axes},      {"Unsqueeze", 13, up_axes},   {"ReduceSum", 13, up_axes},
+    {"Split", 13, up_split},       {"Slice", 10, up_slice},      {"TopK", 10, up_topk},
+    {"Clip", 11, up_clip},         {"Pad", 11, up_pad},          {"Dropout", 12, up_dropout},
+    {"Upsample", 14, up_resize},   {"Resize", 11, up_resize},    {"Softmax", 13, up_softmax},
+    {"LogSoftmax", 13, up_softmax}, {"Hardmax", 13, up_softmax}, {"Scatter", 14, up_scatter},
+};
+
+static bool upgrade_graph(Qdq *q, Onnx__GraphProto *g, int opset) {
+    Up u = {q, g};
+    for (size_t i = 0; i < g->n_node && q->ok; i++) {
+        Onnx__NodeProto *n = g->node[i];
+        if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx"))
+            continue;
+        for (size_t k = 0; k < sizeof upgrades / sizeof *upgrades; k++)
+            if (!strcmp(n->op_type, upgrades[k].op) && opset < upgrades[k].since &&
+                n->n_output > 0)
+                upgrades[k].fn(&u, n);
+        for (size_t k = 0; k < n->n_attribute; k++) {
+            Onnx__AttributeProto *a = n->attribute[k];
+            if (a->g)
+                upgrade_graph(q, a->g, opset);
+            for (size_t j = 0; j < a->n_graphs; j++)
+                upgrade_graph(q, a->graphs[j], opset);
+        }
+    }
+    return q->ok;
+}
+
+/* The model as opset 13 (IR version 7, the first to allow it). */
+static bool upgrade_model(Qdq *q, Onnx__ModelProto *mp, int opset) {
+    if (!upgrade_graph(q, mp->graph, opset))
+        return false;
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        if (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx")) {
+            o->has_version = true;
+            o->version = 13;
+        }
+    }
+    if (mp->ir_version < 7) {
+        mp->has_ir_version = true;
+        mp->ir_version = 7;
+    }
+    return true;
+}
+
 /* Nodes: the weights' and constants' DQs and the inputs' Q/DQ first, then
  * each source node followed by the Q/DQ of its result. */
 static void rewrite(Qdq *q, Arena *a) {
@@ -494,13 +746,6 @@ bool onnx_write_qdq(const char *src, const char *dst, const Function *f, DiagLis
     if (!mp)
         return false;
     Qdq q = {.f = f, .g = mp->graph, .src = src, .d = d, .ok = true};
-    int opset = onnx_default_opset(mp);
-    if (opset < 13) {
-        char v[16];
-        snprintf(v, sizeof v, "%d", opset);
-        fail(&q, "QDQ export needs opset 13 or later (per-channel DequantizeLinear); the "
-             "model imports opset %s", v);
-    }
     /* The names the importer gave: the ONNX node's, or OP_INDEX for none. */
     size_t nsrc = q.g->n_node;
     q.onnx_names = calloc(nsrc + 1, sizeof(char *));
@@ -510,6 +755,12 @@ bool onnx_write_qdq(const char *src, const char *dst, const Function *f, DiagLis
         snprintf(idx, sizeof idx, "_%zu", i);
         q.onnx_names[i] = n->name && n->name[0] ? xstrdup(n->name) : xprintf2(n->op_type, idx);
     }
+    /* Per-channel DequantizeLinear needs opset 13: an older model's nodes
+     * are written in their opset-13 forms (after the names above, which a
+     * renamed operator would change). */
+    int opset = onnx_default_opset(mp);
+    if (opset < 13)
+        upgrade_model(&q, mp, opset);
     Arena *a = arena_new();
     if (q.ok)
         collect(&q);

@@ -473,11 +473,14 @@ static bool fold_chain(Fold *q, Node *n) {
     Value *xi = count ? int_of(q, x) : NULL;
     QuantParams yp;
     Node *qn = xi ? q_after(q, chain[count - 1], &yp) : NULL;
-    double reals[256];
     QuantParams xp = xi ? qb_params_of(xi) : yp;
-    if (!qn || !qb_chain_table(x, &xp, chain, count, reals))
+    int64_t nch = qn ? qb_chain_channels(x, chain, count) : 1;
+    double *reals = malloc((size_t)(256 * nch) * sizeof *reals);
+    bool ok = qn && reals && qb_chain_table(x, &xp, chain, count, nch, reals);
+    Value *y = ok ? qb_lookup(q->f, q->ctx->d, chain[count - 1], xi, reals, nch, &yp) : NULL;
+    free(reals);
+    if (!ok)
         return false;
-    Value *y = qb_lookup(q->f, q->ctx->d, chain[count - 1], xi, reals, &yp);
     if (!y) {
         q->failed = true;
         return false;
@@ -541,43 +544,17 @@ static bool type_onnx_kinds(Function *f) {
     return typed;
 }
 
-/* What the folds left unread: float ops, their Q and DQ nodes, constants. */
-static void sweep(Function *f) {
-    for (bool again = true; again;) {
-        again = false;
-        int *uses = pass_use_counts(f);
-        graph_for_each_node(f, n, tmp) {
-            bool output = false;
-            for (int i = 0; i < f->noutputs && !output; i++)
-                output = f->outputs[i]->def == n;
-            if (!uses[n->id] && !output) {
-                graph_remove_node(f, n);
-                again = true;
-            }
-        }
-        for (int i = f->nconsts - 1; i >= 0; i--) {
-            if (!uses[f->consts[i]->id]) {
-                graph_remove_node(f, f->consts[i]);
-                again = true;
-            }
-        }
-        free(uses);
-    }
+static bool visit(void *ctx, Node *n) {
+    fold(ctx, n);
+    return false; /* q.rewrote says */
 }
 
 bool pass_fold_qdq(Function *f, PassContext *ctx) {
     Fold q = {.f = f, .ctx = ctx};
     bool typed = type_onnx_kinds(f);
-    int count = f->nnodes;
-    Node **order = malloc(((size_t)count + 1) * sizeof *order);
-    int k = 0;
-    for (Node *n = f->first; n; n = n->next)
-        order[k++] = n;
-    for (int i = 0; i < k && !q.failed; i++)
-        if (!order[i]->dead)
-            fold(&q, order[i]);
-    free(order);
+    qb_walk(f, visit, &q, &q.failed);
+    /* What the folds left unread: float ops, their Q and DQ nodes, constants. */
     if (q.rewrote && !q.failed)
-        sweep(f);
+        qb_sweep(f, NULL);
     return (typed || q.rewrote) && !q.failed;
 }

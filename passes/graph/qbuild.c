@@ -1,6 +1,7 @@
 #include "passes/graph/qbuild.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/interp/interp.h"
@@ -8,6 +9,12 @@
 
 QuantParams qb_params_of(const Value *v) {
     return (QuantParams){v->type.elem, v->type.scale, v->type.offset};
+}
+
+const Tensor *qb_weight_of(const Value *v) {
+    while (v && v->def->kind == NK_IDENTITY && v->def->nops == 1)
+        v = v->def->ops[0];
+    return v ? value_constant(v) : NULL;
 }
 
 void qb_set(Value *v, const QuantParams *p) {
@@ -111,9 +118,22 @@ static bool in_chain(Node *const *chain, int count, const Node *n) {
     return false;
 }
 
+/* A float constant with one value per channel, [1, C, 1, ...] (rank >= 3:
+ * NCHW's axis 1), as equalisation's rescalings are: a chain with one is a
+ * table per channel. */
+static bool channel_constant(const Value *o) {
+    const Tensor *t = value_constant(o);
+    if (!t || !elem_is_float(t->type.elem) || t->type.rank < 3 || t->type.dims[0] != 1)
+        return false;
+    for (int d = 2; d < t->type.rank; d++)
+        if (t->type.dims[d] != 1)
+            return false;
+    return true;
+}
+
 /* m can join a chain over x: elementwise, float, x's shape, and every operand
- * x, a chain node's result, or a one-value constant -- at least one not a
- * constant. */
+ * x, a chain node's result, a one-value constant or a per-channel constant
+ * of x's rank and channels -- at least one not a constant. */
 static bool chain_member(const Node *m, const Value *x, Node *const *chain, int count,
                          QbChainAccept accept, void *ctx) {
     if (!node_kind_has(m->kind, NF_EW) || m->nres != 1 || m->nops > CHAIN_OPS_MAX ||
@@ -128,6 +148,9 @@ static bool chain_member(const Node *m, const Value *x, Node *const *chain, int 
             continue;
         if (o == x || (o->index == 0 && in_chain(chain, count, o->def)))
             varying = true;
+        else if (channel_constant(o) && o->type.rank == x->type.rank &&
+                 o->type.dims[1] == x->type.dims[1])
+            continue;
         else if (!value_splat(o, &v) || !elem_is_float(o->type.elem))
             return false;
     }
@@ -155,7 +178,7 @@ Value *qb_chain_input(const Node *n) {
     Value *x = NULL;
     for (int i = 0; i < n->nops; i++) {
         double v;
-        if (!n->ops[i] || value_splat(n->ops[i], &v))
+        if (!n->ops[i] || value_splat(n->ops[i], &v) || channel_constant(n->ops[i]))
             continue;
         if (x && x != n->ops[i])
             return NULL;
@@ -164,12 +187,30 @@ Value *qb_chain_input(const Node *n) {
     return x;
 }
 
-/* By the interpreter, over a scratch function of x[256]. */
+int64_t qb_chain_channels(const Value *x, Node *const *chain, int count) {
+    for (int j = 0; j < count; j++)
+        for (int i = 0; i < chain[j]->nops; i++)
+            if (chain[j]->ops[i] && channel_constant(chain[j]->ops[i]))
+                return x->type.dims[1];
+    return 1;
+}
+
+/* By the interpreter, over a scratch function of x[256], or of x[1, C, 256,
+ * 1, ...] (x's rank) when per-channel constants broadcast over axis 1. */
 bool qb_chain_table(const Value *x, const QuantParams *xp, Node *const *chain, int count,
-                    double *table) {
+                    int64_t nch, double *table) {
     Module *sm = module_new("qlookup");
     Function *sf = function_new(sm, "chain");
     Type xt = type_make(x->type.elem, 1, (int64_t[]){256});
+    if (nch > 1) {
+        xt = x->type;
+        xt.quant = QUANT_NONE;
+        xt.dims[0] = 1;
+        xt.dims[1] = nch;
+        xt.dims[2] = 256;
+        for (int d = 3; d < xt.rank; d++)
+            xt.dims[d] = 1;
+    }
     Node *xn = graph_add_param(sf, "x", &xt);
     Value *map[QB_CHAIN_MAX];
     DiagList d;
@@ -189,6 +230,10 @@ bool qb_chain_table(const Value *x, const QuantParams *xp, Node *const *chain, i
             for (int k = 0; k < j && !ops[i]; k++)
                 if (o->def == chain[k])
                     ops[i] = map[k];
+            if (!ops[i] && channel_constant(o)) {
+                Tensor *c = tensor_clone(sm->arena, value_constant(o));
+                ops[i] = &graph_add_constant(sf, "c", c)->res[0];
+            }
             if (!ops[i] && value_splat(o, &v)) {
                 Type t = type_scalar(o->type.elem);
                 Tensor *c = tensor_new(sm->arena, &t);
@@ -210,11 +255,12 @@ bool qb_chain_table(const Value *x, const QuantParams *xp, Node *const *chain, i
         graph_set_outputs(sf, 1, &map[count - 1], &name);
         Tensor *in = tensor_new(sm->arena, &xt);
         int64_t base = xp->elem == ELEM_U8 ? 0 : -128;
-        for (int64_t i = 0; i < 256; i++)
-            tensor_set_f64(in, i, (double)xp->scale * (double)(base + i - xp->offset));
-        ok = interp_run(sf, &in, &out, sm->arena, &d, NULL, NULL) && tensor_numel(out) == 256;
+        for (int64_t i = 0; i < 256 * nch; i++)
+            tensor_set_f64(in, i, (double)xp->scale * (double)(base + i % 256 - xp->offset));
+        ok = interp_run(sf, &in, &out, sm->arena, &d, NULL, NULL) &&
+             tensor_numel(out) == 256 * nch;
     }
-    for (int64_t i = 0; ok && i < 256; i++)
+    for (int64_t i = 0; ok && i < 256 * nch; i++)
         table[i] = tensor_get_f64(out, i);
     diag_free(&d);
     module_destroy(sm);
@@ -258,15 +304,61 @@ int qb_find_chain(Function *f, Node *n, const Value *x, Node **chain, QbChainAcc
 
 
 Value *qb_lookup(Function *f, DiagList *d, Node *pos, Value *xi, const double *reals,
-                 const QuantParams *yp) {
-    double table[256];
-    for (int i = 0; i < 256; i++)
-        table[i] = (double)qb_quantize(reals[i], yp);
-    Value *ops[2] = {xi, qb_vector(f, yp->elem, 256, table, pos->name, false)};
+                 int64_t nch, const QuantParams *yp) {
+    Type tt = nch > 1 ? type_make(yp->elem, 2, (int64_t[]){nch, 256})
+                      : type_make(yp->elem, 1, (int64_t[]){256});
+    Tensor *table = tensor_new(f->module->arena, &tt);
+    for (int64_t i = 0; i < 256 * nch; i++)
+        tensor_set_i64(table, i, qb_quantize(reals[i], yp));
+    Value *ops[2] = {xi, &graph_add_constant(f, pos->name, table)->res[0]};
     Node *m = graph_insert_before(f, pos, NK_QLOOKUP, 2, ops, 1);
     m->name = pos->name;
     m->res[0].type = xi->type;
     m->res[0].type.elem = yp->elem;
     qb_set(&m->res[0], yp);
     return infer_node(m, d) ? &m->res[0] : NULL;
+}
+
+bool qb_walk(Function *f, QbVisit visit, void *ctx, const bool *failed) {
+    Node **order = malloc(((size_t)f->nnodes + 1) * sizeof *order);
+    if (!order)
+        return false;
+    int k = 0;
+    for (Node *n = f->first; n; n = n->next)
+        order[k++] = n;
+    bool changed = false;
+    for (int i = 0; i < k && !*failed; i++)
+        if (!order[i]->dead)
+            changed |= visit(ctx, order[i]);
+    free(order);
+    return changed;
+}
+
+static bool is_output(const Function *f, const Node *n) {
+    for (int i = 0; i < f->noutputs; i++)
+        if (f->outputs[i]->def == n)
+            return true;
+    return false;
+}
+
+void qb_sweep(Function *f, QbRemovable removable) {
+    for (bool again = true; again;) {
+        again = false;
+        int *uses = pass_use_counts(f);
+        if (!uses)
+            return;
+        graph_for_each_node(f, n, tmp) {
+            if (!uses[n->id] && !is_output(f, n) && (!removable || removable(n))) {
+                graph_remove_node(f, n);
+                again = true;
+            }
+        }
+        for (int i = f->nconsts - 1; i >= 0; i--) {
+            if (!uses[f->consts[i]->id]) {
+                graph_remove_node(f, f->consts[i]);
+                again = true;
+            }
+        }
+        free(uses);
+    }
 }

@@ -16,6 +16,10 @@ typedef struct QuantParams {
 } QuantParams;
 
 QuantParams qb_params_of(const Value *v);
+/* The constant behind v, looking through identities (the importer keeps
+ * torch's Identity of a shared initializer; noop-elim runs after quantize),
+ * or NULL. */
+const Tensor *qb_weight_of(const Value *v);
 void qb_set(Value *v, const QuantParams *p);
 bool qb_same(const QuantParams *a, const QuantParams *b);
 
@@ -57,7 +61,8 @@ Value *qb_qconv(Function *f, DiagList *d, Node *pos, Value *xi, const QuantWeigh
  *
  * qb_find_chain: the chain that starts at n (x's reader, the chain's first
  * node in order), grown over the nodes that follow (elementwise, float, x's
- * shape, every operand x, a chain node's result or a one-value constant),
+ * shape, every operand x, a chain node's result, a one-value constant or a
+ * per-channel constant [1, C, 1, ...]: one table per channel then),
  * cut back to the longest piece whose last node alone is read outside the
  * chain. accept(ctx, m, false) says whether m may join; accept(ctx, last,
  * true) whether the chain may end at last. Its length in chain[], or 0. */
@@ -68,14 +73,32 @@ Value *qb_chain_input(const Node *n);
 typedef bool (*QbChainAccept)(void *ctx, const Node *n, bool last);
 int qb_find_chain(Function *f, Node *n, const Value *x, Node **chain, QbChainAccept accept,
                   void *ctx);
+/* How many tables the chain needs: x's channels (axis 1) when an operand is
+ * a per-channel constant [1, C, 1, ...], else 1. */
+int64_t qb_chain_channels(const Value *x, Node *const *chain, int count);
 /* The chain's float function at each of x's levels under params xp (level
- * i is the value least+i of xp's kind), by the interpreter. */
+ * i is the value least+i of xp's kind), by the interpreter: table[c * 256 +
+ * i] for channel c of nch (qb_chain_channels). */
 bool qb_chain_table(const Value *x, const QuantParams *xp, Node *const *chain, int count,
-                    double *table);
+                    int64_t nch, double *table);
 
-/* qlookup(xi, table) before pos, named as pos: reals[i], the function at
- * xi's level i, quantized to yp. NULL after a diagnostic. */
+/* qlookup(xi, table) before pos, named as pos: reals[c * 256 + i], the
+ * function at channel c's level i, quantized to yp; a table [256] when nch
+ * is 1, else [nch, 256]. NULL after a diagnostic. */
 Value *qb_lookup(Function *f, DiagList *d, Node *pos, Value *xi, const double *reals,
-                 const QuantParams *yp);
+                 int64_t nch, const QuantParams *yp);
+
+/* The order walk of both passes: visit(ctx, n) for each compute node of f
+ * in the order before the walk (a rewrite inserts before and removes
+ * behind), skipping those a visit removed, until *failed. Whether any visit
+ * returned true. */
+typedef bool (*QbVisit)(void *ctx, Node *n);
+bool qb_walk(Function *f, QbVisit visit, void *ctx, const bool *failed);
+
+/* After the rewrites: removes, until none is left, every unread compute
+ * node that is no graph output and that removable accepts (NULL: any), and
+ * every unread constant. */
+typedef bool (*QbRemovable)(const Node *n);
+void qb_sweep(Function *f, QbRemovable removable);
 
 #endif

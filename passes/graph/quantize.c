@@ -23,6 +23,8 @@
  * integer value read again as integers is read directly. Weights are
  * symmetric int8 (offset 0, scale max|w|/127 per output channel); biases are
  * i32 with scale x_scale * w_scale, as ONNX's QLinearConv defines them.
+ * First, cross-layer equalisation (qequalize.c) rescales activation channels
+ * where the next layer can undo it, and gives the rescaled values' ranges.
  * Requires a profile (ctx->quant); invalidates nothing. */
 #include <float.h>
 #include <math.h>
@@ -31,6 +33,7 @@
 
 #include "core/infer.h"
 #include "passes/graph/qbuild.h"
+#include "passes/graph/qequalize.h"
 #include "passes/pass.h"
 #include "passes/quant_profile.h"
 
@@ -38,6 +41,7 @@ typedef struct Quant {
     Function *f;
     PassContext *ctx;
     const QuantConfig *cfg;
+    QEqRanges eq;  /* values whose channels equalisation rescaled */
     Value **intv;  /* by node id: the integer form of that node's float result 0 */
     Value **srcv;  /* by node id of a dequantize made here: the integer value it reads */
     int cap;
@@ -223,6 +227,11 @@ static bool reads_input(const Value *v, int depth) {
     return false;
 }
 
+/* Whether the value `name` has a range: the profile's, or equalisation's. */
+static bool has_range(const Quant *q, const char *name) {
+    return qprof_find(q->cfg->profile, name) || qeq_find(&q->eq, name);
+}
+
 /* The parameters of a profiled value v, from its calibrated range. A value
  * computed from the inputs that is 0 on every sample is an error (its scale
  * would be 0: a dead layer, or too few samples); one computed from
@@ -231,11 +240,17 @@ static bool reads_input(const Value *v, int depth) {
 static bool choose(Quant *q, const Value *val, QuantParams *out) {
     const char *name = value_name(val);
     const QProfValue *v = qprof_find(q->cfg->profile, name);
-    if (!v)
+    const QEqRange *e = qeq_find(&q->eq, name);
+    if (!v && !e)
         return error(q, name, "the profile has no value '%s'%s (is it from this graph, "
                      "profiled with the same inputs?)", "");
     double lo, hi;
-    calibrated_range(q->cfg, v, &lo, &hi);
+    if (e) {
+        lo = e->lo;
+        hi = e->hi;
+    } else {
+        calibrated_range(q->cfg, v, &lo, &hi);
+    }
     if (lo == 0 && hi == 0 && !reads_input(val, 0))
         hi = 1;
     return params_for_range(q, name, lo, hi, out);
@@ -409,7 +424,7 @@ static bool output_params(Quant *q, Node *n, Node **relu, QuantParams *out) {
     Node *u = graph_only_user(q->f, n);
     *relu = NULL;
     QuantParams rp;
-    if (u && u->kind == NK_RELU && !kept_float(q, u) && qprof_find(q->cfg->profile, u->name) &&
+    if (u && u->kind == NK_RELU && !kept_float(q, u) && has_range(q, u->name) &&
         choose(q, &u->res[0], &rp) && rp.offset == (rp.elem == ELEM_U8 ? 0 : -128)) {
         *relu = u;
         *out = rp;
@@ -431,12 +446,8 @@ static Value *emit_qconv(Quant *q, Node *pos, Value *xi, const Tensor *w, const 
     return y;
 }
 
-/* The constant behind v, looking through identities (the importer keeps
- * torch's Identity of a shared initializer; noop-elim runs after us). */
 static const Tensor *weight_of(const Value *v) {
-    while (v && v->def->kind == NK_IDENTITY && v->def->nops == 1)
-        v = v->def->ops[0];
-    return v ? value_constant(v) : NULL;
+    return qb_weight_of(v);
 }
 
 static double *bias_vector(const Value *v, int64_t m, double scale) {
@@ -663,7 +674,7 @@ static bool rewrite_avg_pool(Quant *q, Node *n) {
     if (!src)
         return false;
     QuantParams p = qb_params_of(src);
-    if (qprof_find(q->cfg->profile, value_name(&n->res[0])) &&
+    if (has_range(q, value_name(&n->res[0])) &&
         !choose(q, &n->res[0], &p))
         return false;
     Value *y = emit_int(q, n, n->kind == NK_AVG_POOL ? NK_QAVG_POOL : NK_QGLOBAL_AVG_POOL, 1,
@@ -679,7 +690,7 @@ static bool rewrite_avg_pool(Quant *q, Node *n) {
 
 static bool chain_filter(void *ctx, const Node *n, bool last) {
     Quant *q = ctx;
-    return last ? qprof_find(q->cfg->profile, value_name(&n->res[0])) != NULL : !kept_float(q, n);
+    return last ? has_range(q, value_name(&n->res[0])) : !kept_float(q, n);
 }
 
 static bool rewrite_chain(Quant *q, Node *n) {
@@ -699,10 +710,14 @@ static bool rewrite_chain(Quant *q, Node *n) {
         return false;
     Node *last = chain[count - 1];
     QuantParams xp = qb_params_of(xi), yp;
-    double table[256];
-    if (!choose(q, &last->res[0], &yp) || !qb_chain_table(x, &xp, chain, count, table))
+    int64_t nch = qb_chain_channels(x, chain, count);
+    double *table = malloc((size_t)(256 * nch) * sizeof *table);
+    bool ok = table && choose(q, &last->res[0], &yp) &&
+              qb_chain_table(x, &xp, chain, count, nch, table);
+    Value *y = ok ? qb_lookup(q->f, q->ctx->d, last, xi, table, nch, &yp) : NULL;
+    free(table);
+    if (!ok)
         return false;
-    Value *y = qb_lookup(q->f, q->ctx->d, last, xi, table, &yp);
     if (!y) {
         q->failed = true;
         return false;
@@ -741,26 +756,15 @@ static bool rewrite(Quant *q, Node *n) {
 }
 
 /* Quantizes and dequantizes that nothing reads (an integer value read
- * directly instead), and the float weights the rewrites replaced. */
-static void sweep(Function *f) {
-    for (bool again = true; again;) {
-        again = false;
-        int *uses = pass_use_counts(f);
-        graph_for_each_node(f, n, tmp) {
-            if ((n->kind == NK_DEQUANTIZE_LINEAR || n->kind == NK_QUANTIZE_LINEAR ||
-                 n->kind == NK_RESHAPE || n->kind == NK_IDENTITY) && !uses[n->id]) {
-                graph_remove_node(f, n);
-                again = true;
-            }
-        }
-        for (int i = f->nconsts - 1; i >= 0; i--) {
-            if (!uses[f->consts[i]->id]) {
-                graph_remove_node(f, f->consts[i]);
-                again = true;
-            }
-        }
-        free(uses);
-    }
+ * directly instead), and the reshapes and identities of the float weights
+ * the rewrites replaced. */
+static bool sweepable(const Node *n) {
+    return n->kind == NK_DEQUANTIZE_LINEAR || n->kind == NK_QUANTIZE_LINEAR ||
+           n->kind == NK_RESHAPE || n->kind == NK_IDENTITY;
+}
+
+static bool visit(void *ctx, Node *n) {
+    return rewrite(ctx, n);
 }
 
 bool pass_quantize(Function *f, PassContext *ctx) {
@@ -769,19 +773,12 @@ bool pass_quantize(Function *f, PassContext *ctx) {
         return false;
     }
     Quant q = {.f = f, .ctx = ctx, .cfg = ctx->quant};
-    int count = f->nnodes;
-    Node **order = malloc(((size_t)count + 1) * sizeof *order);
-    int k = 0;
-    for (Node *n = f->first; n; n = n->next)
-        order[k++] = n;
-    bool changed = false;
-    for (int i = 0; i < k && !q.failed; i++)
-        if (!order[i]->dead)
-            changed |= rewrite(&q, order[i]);
-    free(order);
+    qeq_apply(f, ctx, q.cfg, chain_filter, &q, &q.eq);
+    bool changed = qb_walk(f, visit, &q, &q.failed) || q.eq.n > 0;
     free(q.intv);
     free(q.srcv);
+    qeq_free(&q.eq);
     if (changed && !q.failed)
-        sweep(f);
+        qb_sweep(f, sweepable);
     return changed;
 }

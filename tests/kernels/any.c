@@ -1274,25 +1274,33 @@ static bool qmatmuls(uint64_t *s, int *ran) {
 }
 
 /* qlookup: x i8/u8 through a 256-entry table of either kind (the random
- * fill makes every byte of both), in several work units for the large ones. */
+ * fill makes every byte of both), in several work units for the large ones;
+ * and through a table of a row per channel, [C, 256] (i >= 3), over x of
+ * rank 3 and 4, where a work unit's chunk starts and ends inside a channel. */
 static bool qlookups(uint64_t *s, int *ran) {
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++)
-            for (int i = 0; i < 3; i++) {
-                int64_t dims[3] = {1, rnd(s, 1, 7), i == 2 ? rnd(s, 40000, 80000) : rnd(s, 1, 300)};
-                int64_t n256[1] = {256};
+            for (int i = 0; i < 6; i++) {
+                int64_t dims[4] = {1 + (i == 5), rnd(s, 1, 7),
+                                   i == 2 || i == 5 ? rnd(s, 40000, 80000) : rnd(s, 1, 300), 1};
+                if (i == 4)
+                    dims[3] = rnd(s, 2, 9);
+                int64_t n256[2] = {256, 256};
+                int rank = i >= 4 ? 4 : 3;
+                if (i >= 3)
+                    n256[0] = dims[1];
                 AnyCase c = {0};
                 desc_begin(&c.d, NK_QLOOKUP, 1);
-                Type ty = qtype(qkinds[b], 3, dims, (double)rnd(s, 1, 64) / 512, qoffset(s, qkinds[b]));
-                Type tx = qtype(qkinds[a], 3, dims, (double)rnd(s, 1, 64) / 512, qoffset(s, qkinds[a]));
+                Type ty = qtype(qkinds[b], rank, dims, (double)rnd(s, 1, 64) / 512, qoffset(s, qkinds[b]));
+                Type tx = qtype(qkinds[a], rank, dims, (double)rnd(s, 1, 64) / 512, qoffset(s, qkinds[a]));
                 desc_operand_type(&c.d, &ty);
                 desc_operand_type(&c.d, &tx);
-                desc_operand_elem(&c.d, qkinds[b], 1, n256);
+                desc_operand_elem(&c.d, qkinds[b], i >= 3 ? 2 : 1, n256);
                 KernelFn fn[] = {libjit_qlookup_any};
                 WorkFn wk[] = {libjit_qlookup_any_work};
                 char what[64];
-                snprintf(what, sizeof what, "qlookup %s through %s", elem_name(qkinds[a]),
-                         elem_name(qkinds[b]));
+                snprintf(what, sizeof what, "qlookup %s through %s%s", elem_name(qkinds[a]),
+                         elem_name(qkinds[b]), i >= 3 ? " per channel" : "");
                 if (!qrun(&c, what, NULL, fn, wk, 1, ran, *s + (uint64_t)i))
                     return false;
             }

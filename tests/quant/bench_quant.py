@@ -82,12 +82,15 @@ def model_row(glowc, m, iters, node_env):
          "-o", prof])
     run([glowc, "quantize", onnx_path, "--quantize=" + prof, "-o", qdq])
     js = os.path.join(ROOT, "tests", "bench", "ort_bench.js")
+    # The QDQ export quantizes without cross-layer equalisation (it keeps the
+    # source's weights): glowc int8 here is that same quantized model.
+    same = ["--quant-equalize=off"]
     times, notes = {}, []
     for t in (1, 2):
         common = ["--backend=cpu", "--threads", str(t), "--iters", str(iters),
                   "--input", "input=" + inp]
         times["gf", t], e1 = timing([glowc, "bench", onnx_path] + common)
-        times["gq", t], e2 = timing([glowc, "bench", onnx_path, "--quantize=" + prof] + common)
+        times["gq", t], e2 = timing([glowc, "bench", onnx_path, "--quantize=" + prof] + same + common)
         times["of", t], e3 = timing(["node", js, onnx_path, str(t), str(iters), inp], env=node_env)
         times["oq", t], e4 = timing(["node", js, qdq, str(t), str(iters), inp], env=node_env)
         notes += [e for e in (e1, e3, e4) if e]
@@ -99,7 +102,7 @@ def model_row(glowc, m, iters, node_env):
     # (interpreter), ORT on the QDQ model.
     outs = {}
     for key, cmd in (("float", [glowc, "run", onnx_path, "--backend=cpu"]),
-                     ("int8", [glowc, "run", onnx_path, "--quantize=" + prof])):
+                     ("int8", [glowc, "run", onnx_path, "--quantize=" + prof] + same)):
         d = os.path.join(work, key)
         run(cmd + ["--input", "input=" + inp, "--output-dir", d])
         outs[key] = np.load(os.path.join(d, "output.npy"))

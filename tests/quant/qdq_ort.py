@@ -65,7 +65,7 @@ for cfg in configs:
     os.makedirs(o, exist_ok=True)
     sh("node", os.path.join(ROOT, "tests", "difftest", "ort_run.js"), qdq, o, "--optimize",
        "image=" + os.path.join(WORK, "all.npy"), env=env)
-    sh(GLOWC, "run", model, "--quantize=" + prof, "--input", "image=" + os.path.join(WORK, "all.npy"),
+    sh(GLOWC, "run", model, "--quantize=" + prof, "--quant-equalize=off", "--input", "image=" + os.path.join(WORK, "all.npy"),
        "--output-dir", g, *cfg)
     a, b = np.load(os.path.join(o, "logits.npy")), np.load(os.path.join(g, "logits.npy"))
     qm = onnx.load(qdq)
