@@ -1398,7 +1398,13 @@ static bool infer_top_k(Node *n, DiagList *d) {
         node_error(d, n, "axis out of range");
         return false;
     }
-    int64_t k = node_attr_int(n, AK_k, -1);
+    /* k as operand 1 is a run-time value: as many as the axis holds. */
+    bool run_time_k = n->nops > 1;
+    if (run_time_k && (type_numel(op_type(n, 1)) != 1 || op_type(n, 1)->elem != ELEM_I64)) {
+        node_error(d, n, "operand 1 (k) must be one i64");
+        return false;
+    }
+    int64_t k = run_time_k ? x->dims[axis] : node_attr_int(n, AK_k, -1);
     if (k < 0 || k > x->dims[axis]) {
         node_error(d, n, "k=%lld out of range for axis of size %lld", (long long)k,
                    (long long)x->dims[axis]);
@@ -1406,6 +1412,8 @@ static bool infer_top_k(Node *n, DiagList *d) {
     }
     Type r = *x;
     r.dims[axis] = k;
+    if (run_time_k)
+        r.dyn |= (uint8_t)(1u << axis);
     n->res[0].type = r;
     r.elem = ELEM_I64;
     n->res[1].type = r;
@@ -2067,6 +2075,215 @@ static bool infer_loop_region(Node *n, DiagList *d) {
     return true;
 }
 
+/* ---- value-dependent shapes ------------------------------------------------ */
+
+static bool infer_static(Node *n, DiagList *d);
+
+/* The coordinates of the non-zero elements: [rank, count], count at most
+ * the element count. A scalar counts as rank 1, as ONNX says. */
+static bool infer_nonzero(Node *n, DiagList *d) {
+    const Type *x = op_type(n, 0);
+    int64_t bound = type_numel(x);
+    n->res[0].type = type_make(ELEM_I64, 2, (int64_t[]){x->rank ? x->rank : 1, bound});
+    n->res[0].type.dyn = 2;
+    return true;
+}
+
+/* The slices along the axis whose condition is true (the importer flattens
+ * first when ONNX gives no axis). */
+static bool infer_compress(Node *n, DiagList *d) {
+    const Type *x = op_type(n, 0), *c = op_type(n, 1);
+    int axis;
+    if (!axis_normalize(node_attr_int(n, AK_axis, 0), x->rank, &axis)) {
+        node_error(d, n, "axis out of range");
+        return false;
+    }
+    if (c->rank != 1 || (c->elem != ELEM_BOOL && !elem_is_int(c->elem))) {
+        node_error(d, n, "operand 1 (condition) must be a 1-D bool or integer tensor");
+        return false;
+    }
+    n->res[0].type = *x;
+    n->res[0].type.dyn |= (uint8_t)(1u << axis);
+    return true;
+}
+
+/* y: the unique slices along the axis (the importer flattens first when
+ * ONNX gives none); first occurrences; each input slice's unique slice;
+ * counts. All but the inverse have a run-time length. */
+static bool infer_unique(Node *n, DiagList *d) {
+    const Type *x = op_type(n, 0);
+    int axis;
+    if (!axis_normalize(node_attr_int(n, AK_axis, 0), x->rank, &axis)) {
+        node_error(d, n, "axis out of range");
+        return false;
+    }
+    int64_t len = x->dims[axis];
+    Type v = type_make(ELEM_I64, 1, &len);
+    n->res[0].type = *x;
+    n->res[0].type.dyn |= (uint8_t)(1u << axis);
+    n->res[2].type = v;
+    v.dyn = 1;
+    n->res[1].type = v;
+    n->res[3].type = v;
+    return true;
+}
+
+/* The value of a constant operand's first element, if it is one. */
+static bool const_operand(const Node *n, int i, int64_t *out) {
+    const Node *def = i < n->nops ? n->ops[i]->def : NULL;
+    if (!def || def->kind != NK_CONSTANT || !def->payload || !def->payload->data ||
+        tensor_numel(def->payload) < 1)
+        return false;
+    *out = tensor_get_i64(def->payload, 0);
+    return true;
+}
+
+/* boxes [batch, boxes, 4], scores [batch, classes, boxes], then optional
+ * max_output_boxes_per_class, iou_threshold, score_threshold (scalars or
+ * [1]). The result: [selected, 3] rows of (batch, class, box), at most
+ * batch * classes * min(boxes, max_output_boxes_per_class when known). */
+static bool infer_nms(Node *n, DiagList *d) {
+    const Type *b = op_type(n, 0), *s = op_type(n, 1);
+    if (!need_rank(n, d, 0, 3, 3) || !need_rank(n, d, 1, 3, 3))
+        return false;
+    if (b->elem != ELEM_F32 || s->elem != ELEM_F32) {
+        node_error(d, n, "boxes and scores must be f32");
+        return false;
+    }
+    if (b->dims[2] != 4 || s->dims[0] != b->dims[0] || s->dims[2] != b->dims[1]) {
+        char bb[TYPE_STR_MAX], sb[TYPE_STR_MAX];
+        node_error(d, n, "boxes %s and scores %s do not fit [batch, boxes, 4] and "
+                   "[batch, classes, boxes]", tstr(b, bb), tstr(s, sb));
+        return false;
+    }
+    for (int i = 2; i < n->nops; i++) {
+        if (type_numel(op_type(n, i)) != 1 || op_type(n, i)->rank > 1) {
+            node_error(d, n, "operand %d must be a scalar or one element", i);
+            return false;
+        }
+    }
+    int64_t per_class = b->dims[1], k;
+    if (n->nops > 2 && const_operand(n, 2, &k) && k >= 0 && k < per_class)
+        per_class = k;
+    int64_t bound;
+    if (!mul_dims(s->dims[0] * s->dims[1], per_class, &bound)) {
+        node_error(d, n, "too many boxes");
+        return false;
+    }
+    n->res[0].type = type_make(ELEM_I64, 2, (int64_t[]){bound, 3});
+    n->res[0].type.dyn = 1;
+    return true;
+}
+
+/* ---- bounded-dynamic operands ------------------------------------------------ */
+
+/* n's rule run on a copy whose operands have the types `ops`; the result
+ * types land in `res`. Nothing of n changes. */
+static bool infer_shadow(const Node *n, const Type *ops, Type *res, DiagList *d, Arena *a) {
+    Node s = *n;
+    Value *opv = arena_alloc_array(a, (size_t)n->nops + 1, sizeof(Value));
+    Value **opp = arena_alloc_array(a, (size_t)n->nops + 1, sizeof(Value *));
+    Value *resv = arena_alloc_array(a, (size_t)n->nres + 1, sizeof(Value));
+    for (int i = 0; i < n->nops; i++) {
+        opv[i] = *n->ops[i];
+        opv[i].type = ops[i];
+        opp[i] = &opv[i];
+    }
+    for (int i = 0; i < n->nres; i++) {
+        resv[i] = n->res[i];
+        resv[i].def = &s;
+        resv[i].type.dyn = 0;
+    }
+    s.ops = opp;
+    s.res = resv;
+    if (!infer_static(&s, d))
+        return false;
+    for (int i = 0; i < n->nres; i++)
+        res[i] = resv[i].type;
+    return true;
+}
+
+static int first_dynamic_operand(const Node *n) {
+    for (int i = 0; i < n->nops; i++)
+        if (n->ops[i] && type_is_dynamic(&n->ops[i]->type))
+            return i;
+    return -1;
+}
+
+/* The rules are written for static shapes. A node with bounded-dynamic
+ * operands is typed twice on a copy: at the bounds, and with every dynamic
+ * size at a probe (1, or 0 for a bound of 1, small enough to pass a slice's
+ * clamp). A result dimension that differs between the two depends on the
+ * run-time sizes: it is dynamic, bounded by the first. A rule that refuses
+ * the probe cannot take a run-time size (a reshape to a fixed shape, a
+ * window wider than the probe), which is then an error naming the operand.
+ * At run time the same rule types the node from its operands' real sizes
+ * (infer_run_time). */
+static bool infer_dynamic(Node *n, DiagList *d, int first) {
+    Arena *a = n->func->module->arena;
+    Type *at = arena_alloc_array(a, (size_t)n->nops + 1, sizeof(Type));
+    Type *probe = arena_alloc_array(a, (size_t)n->nops + 1, sizeof(Type));
+    Type *ra = arena_alloc_array(a, (size_t)n->nres + 1, sizeof(Type));
+    Type *rb = arena_alloc_array(a, (size_t)n->nres + 1, sizeof(Type));
+    for (int i = 0; i < n->nops; i++) {
+        at[i] = probe[i] = n->ops[i]->type;
+        for (int k = 0; k < at[i].rank; k++)
+            if (type_dim_dynamic(&at[i], k))
+                probe[i].dims[k] = at[i].dims[k] > 1 ? 1 : 0;
+        at[i].dyn = probe[i].dyn = 0;
+    }
+    if (!infer_shadow(n, at, ra, d, a))
+        return false;
+    DiagList scratch;
+    diag_init(&scratch, NULL);
+    bool ok = infer_shadow(n, probe, rb, &scratch, a);
+    diag_free(&scratch);
+    for (int r = 0; ok && r < n->nres; r++)
+        ok = ra[r].rank == rb[r].rank;
+    if (!ok) {
+        char b[TYPE_STR_MAX];
+        node_error(d, n, "operand %d (%s) has a bounded-dynamic dimension, which %s cannot take",
+                   first, tstr(&n->ops[first]->type, b), node_kind_name(n->kind));
+        return false;
+    }
+    for (int r = 0; r < n->nres; r++) {
+        for (int k = 0; k < ra[r].rank; k++)
+            if (ra[r].dims[k] != rb[r].dims[k])
+                ra[r].dyn |= (uint8_t)(1u << k);
+        n->res[r].type = ra[r];
+    }
+    return true;
+}
+
+bool infer_node(Node *n, DiagList *d) {
+    int first = node_kind_has(n->kind, NF_REGION) ? -1 : first_dynamic_operand(n);
+    if (first >= 0 && n->func && n->func->module)
+        return infer_dynamic(n, d, first);
+    if (first_dynamic_operand(n) >= 0) {
+        node_error(d, n, "a region does not take bounded-dynamic operands yet");
+        return false;
+    }
+    return infer_static(n, d);
+}
+
+bool infer_run_time(const Node *n, const Type *ops, Type *res, DiagList *d, Arena *a) {
+    if (!infer_shadow(n, ops, res, d, a))
+        return false;
+    for (int r = 0; r < n->nres; r++) {
+        const Type *st = &n->res[r].type;
+        for (int k = 0; k < st->rank && k < res[r].rank; k++) {
+            if (res[r].dims[k] > st->dims[k] ||
+                (!type_dim_dynamic(st, k) && res[r].dims[k] != st->dims[k])) {
+                node_error(d, n, "result %d: run-time size %lld of dimension %d does not fit "
+                           "its %s %lld", r, (long long)res[r].dims[k], k,
+                           type_dim_dynamic(st, k) ? "bound" : "size", (long long)st->dims[k]);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 static const InferFn infer_fns[NK_COUNT] = {
@@ -2074,7 +2291,7 @@ static const InferFn infer_fns[NK_COUNT] = {
 #include "core/nodes.def"
 };
 
-bool infer_node(Node *n, DiagList *d) {
+static bool infer_static(Node *n, DiagList *d) {
     int omin = node_kind_ops_min(n->kind), omax = node_kind_ops_max(n->kind);
     int rmin = node_kind_res_min(n->kind), rmax = node_kind_res_max(n->kind);
     if (n->nops < omin || (omax >= 0 && n->nops > omax)) {
