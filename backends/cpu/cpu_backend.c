@@ -16,7 +16,29 @@ static bool is_native(const Node *n) {
     return interp_is_native(n);
 }
 
+/* Code generation bakes every shape into the kernel calls: a buffer whose
+ * size is known only at run time (bounded-dynamic) is refused, naming the
+ * first instruction that touches one, rather than run at its bound. */
+static bool refuse_dynamic(const LirProgram *p, DiagList *d) {
+    for (const LirInstr *i = p->first; i; i = i->next) {
+        for (int k = 0; !i->dead && k < i->nops; k++) {
+            if (!type_is_dynamic(&i->ops[k]->type))
+                continue;
+            char t[TYPE_STR_MAX];
+            diag_error(d, i->name && i->name[0] ? i->name : instr_kind_name(i->kind),
+                       "%s: operand %d is %s: bounded-dynamic dimensions are not lowered to "
+                       "native code yet (the interpreters run them: --backend=interp or "
+                       "interp-lir)",
+                       instr_kind_name(i->kind), k, type_str(&i->ops[k]->type, t));
+            return false;
+        }
+    }
+    return true;
+}
+
 static BackendModule *compile(LirProgram *p, const BackendOptions *o, DiagList *d) {
+    if (!refuse_dynamic(p, d))
+        return NULL;
     return (BackendModule *)cpu_codegen(p, o, d);
 }
 

@@ -190,13 +190,7 @@ bool k_loop(const KernelArgs *a) {
     return ok;
 }
 
-/* A node with bounded-dynamic operands or results runs as a copy typed by
- * its operands' run-time sizes (infer_run_time, which refuses a size beyond
- * its bound), so the kernels, which size their loops by the types, respect
- * them. Results of the kinds that decide their own sizes (nonzero...) keep
- * their bounds: the driver allocates that much, the kernel writes the size
- * into the result's type. Others return n itself; NULL on an error. */
-static const Node *run_time_node(const Node *n, Tensor *const *in, Arena *run, DiagList *d) {
+const Node *interp_run_time_node(const Node *n, Tensor *const *in, Arena *run, DiagList *d) {
     bool dynamic = false;
     for (int i = 0; i < n->nops && !dynamic; i++)
         dynamic = !type_equal(&in[i]->type, &n->ops[i]->type);
@@ -275,7 +269,7 @@ static bool run_function(Function *f, Tensor *const *inputs, Tensor **outputs, A
         }
         for (int i = 0; i < n->nops; i++)
             in[i] = values[n->ops[i]->def->id][n->ops[i]->index];
-        const Node *rn = run_time_node(n, in, run, d);
+        const Node *rn = interp_run_time_node(n, in, run, d);
         if (!rn) {
             ok = false;
             break;
