@@ -140,25 +140,15 @@ static void gen_compute(Gen *g, const Node *n) {
 
 static void gen_region(Gen *g, const Node *n);
 
-/* Views, slices as views and concatenation by offsets assume static sizes;
- * a node with bounded-dynamic operands or results computes instead (the
- * runner sizes its kernel by the run-time sizes). */
-static bool node_dynamic(const Node *n) {
-    for (int i = 0; i < n->nops; i++)
-        if (type_is_dynamic(&n->ops[i]->type))
-            return true;
-    for (int i = 0; i < n->nres; i++)
-        if (type_is_dynamic(&n->res[i].type))
-            return true;
-    return false;
-}
-
 static void gen_node(Gen *g, const Node *n) {
     if (n->nbodies) {
         gen_region(g, n);
         return;
     }
-    if (node_dynamic(n)) {
+    /* Views, slices as views and concatenation by offsets assume static
+     * sizes: a node with bounded-dynamic types computes instead (the runner
+     * sizes its kernel by the run-time sizes). */
+    if (node_is_dynamic(n)) {
         gen_compute(g, n);
         return;
     }

@@ -25,11 +25,12 @@ static bool refuse_dynamic(const LirProgram *p, DiagList *d) {
             if (!type_is_dynamic(&i->ops[k]->type))
                 continue;
             char t[TYPE_STR_MAX];
-            diag_error(d, i->name && i->name[0] ? i->name : instr_kind_name(i->kind),
-                       "%s: operand %d is %s: bounded-dynamic dimensions are not lowered to "
-                       "native code yet (the interpreters run them: --backend=interp or "
-                       "interp-lir)",
-                       instr_kind_name(i->kind), k, type_str(&i->ops[k]->type, t));
+            diag_error(d, NULL,
+                       "instruction %d '%s' (%s): operand %d is %s: bounded-dynamic dimensions "
+                       "are not lowered to native code yet (the interpreters run them: "
+                       "--backend=interp or interp-lir)",
+                       i->index, i->name ? i->name : "", instr_kind_name(i->kind), k,
+                       type_str(&i->ops[k]->type, t));
             return false;
         }
     }
