@@ -840,6 +840,17 @@ static bool infer_arg_reduce(Node *n, DiagList *d) {
 static bool infer_reshape(Node *n, DiagList *d) {
     const Type *x = op_type(n, 0);
     Type *r = &n->res[0].type;
+    /* One declared dynamic dimension holds the elements the others leave
+     * (ONNX's -1 on a bounded-dynamic input). */
+    if (r->dyn && !(r->dyn & (r->dyn - 1))) {
+        int dd = __builtin_ctz(r->dyn);
+        int64_t rest = 1;
+        for (int i = 0; i < r->rank; i++)
+            if (i != dd)
+                rest *= r->dims[i];
+        if (rest > 0 && type_numel(x) % rest == 0)
+            r->dims[dd] = type_numel(x) / rest;
+    }
     if (r->elem != x->elem || type_numel(r) != type_numel(x)) {
         char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
         node_error(d, n, "cannot reshape %s to %s", tstr(x, a), tstr(r, b));
@@ -2128,6 +2139,12 @@ static bool infer_unique(Node *n, DiagList *d) {
     return true;
 }
 
+static bool infer_shape(Node *n, DiagList *d) {
+    int64_t rank = op_type(n, 0)->rank;
+    n->res[0].type = type_make(ELEM_I64, 1, &rank);
+    return true;
+}
+
 /* The value of a constant operand's first element, if it is one. */
 static bool const_operand(const Node *n, int i, int64_t *out) {
     const Node *def = i < n->nops ? n->ops[i]->def : NULL;
@@ -2190,9 +2207,8 @@ static bool infer_shadow(const Node *n, const Type *ops, Type *res, DiagList *d,
         opp[i] = &opv[i];
     }
     for (int i = 0; i < n->nres; i++) {
-        resv[i] = n->res[i];
+        resv[i] = n->res[i]; /* a declared type (reshape's) keeps its dynamic marks */
         resv[i].def = &s;
-        resv[i].type.dyn = 0;
     }
     s.ops = opp;
     s.res = resv;

@@ -213,8 +213,10 @@ const Node *interp_run_time_node(const Node *n, Tensor *const *in, Arena *run, D
     }
     if (!infer_run_time(n, ops, res, d, run))
         return NULL;
-    for (int i = 0; i < n->nres; i++)
+    for (int i = 0; i < n->nres; i++) {
         c->res[i] = (Value){c, i, res[i]};
+        c->res[i].type.dyn = 0; /* sizes now, or bounds a kernel shrinks */
+    }
     return c;
 }
 
