@@ -2145,20 +2145,12 @@ static bool infer_shape(Node *n, DiagList *d) {
     return true;
 }
 
-/* The value of a constant operand's first element, if it is one. */
-static bool const_operand(const Node *n, int i, int64_t *out) {
-    const Node *def = i < n->nops ? n->ops[i]->def : NULL;
-    if (!def || def->kind != NK_CONSTANT || !def->payload || !def->payload->data ||
-        tensor_numel(def->payload) < 1)
-        return false;
-    *out = tensor_get_i64(def->payload, 0);
-    return true;
-}
-
 /* boxes [batch, boxes, 4], scores [batch, classes, boxes], then optional
  * max_output_boxes_per_class, iou_threshold, score_threshold (scalars or
  * [1]). The result: [selected, 3] rows of (batch, class, box), at most
- * batch * classes * min(boxes, max_output_boxes_per_class when known). */
+ * batch * classes * boxes. (Not tightened by a constant
+ * max_output_boxes_per_class: the low-level IR's copy of the node no longer
+ * sees constants, and both levels must agree on the bound.) */
 static bool infer_nms(Node *n, DiagList *d) {
     const Type *b = op_type(n, 0), *s = op_type(n, 1);
     if (!need_rank(n, d, 0, 3, 3) || !need_rank(n, d, 1, 3, 3))
@@ -2179,11 +2171,8 @@ static bool infer_nms(Node *n, DiagList *d) {
             return false;
         }
     }
-    int64_t per_class = b->dims[1], k;
-    if (n->nops > 2 && const_operand(n, 2, &k) && k >= 0 && k < per_class)
-        per_class = k;
     int64_t bound;
-    if (!mul_dims(s->dims[0] * s->dims[1], per_class, &bound)) {
+    if (!mul_dims(s->dims[0] * s->dims[1], b->dims[1], &bound)) {
         node_error(d, n, "too many boxes");
         return false;
     }
