@@ -2217,11 +2217,13 @@ static int first_dynamic_operand(const Node *n) {
 
 /* The rules are written for static shapes. A node with bounded-dynamic
  * operands is typed twice on a copy: at the bounds, and with every dynamic
- * size at a probe (1, or 0 for a bound of 1, small enough to pass a slice's
- * clamp). A result dimension that differs between the two depends on the
- * run-time sizes: it is dynamic, bounded by the first. A rule that refuses
- * the probe cannot take a run-time size (a reshape to a fixed shape, a
- * window wider than the probe), which is then an error naming the operand.
+ * size at a probe of 0 (below a slice's clamp, divisible by anything, and
+ * broadcast only with 1, as a run-time size must be). A result dimension
+ * that differs between the two depends on the run-time sizes: it is
+ * dynamic, bounded by the first. A rule that refuses the probe cannot take
+ * a run-time size (a reshape to a fixed shape, a window wider than the
+ * input, a static size not 1 beside a dynamic one), which is then an error
+ * naming the operand.
  * At run time the same rule types the node from its operands' real sizes
  * (infer_run_time). */
 static bool infer_dynamic(Node *n, DiagList *d, int first) {
@@ -2234,14 +2236,26 @@ static bool infer_dynamic(Node *n, DiagList *d, int first) {
         at[i] = probe[i] = n->ops[i]->type;
         for (int k = 0; k < at[i].rank; k++)
             if (type_dim_dynamic(&at[i], k))
-                probe[i].dims[k] = at[i].dims[k] > 1 ? 1 : 0;
+                probe[i].dims[k] = 0;
         at[i].dyn = probe[i].dyn = 0;
     }
-    if (!infer_shadow(n, at, ra, d, a))
-        return false;
     DiagList scratch;
     diag_init(&scratch, NULL);
-    bool ok = infer_shadow(n, probe, rb, &scratch, a);
+    bool ok = infer_shadow(n, at, ra, &scratch, a);
+    if (!ok) { /* the rule's message, said to be about the bounds */
+        const Diag *g = scratch.head;
+        while (g && g->level != DIAG_ERROR)
+            g = g->next;
+        const char *msg = g ? g->msg : "does not type";
+        size_t kl = strlen(node_kind_name(n->kind));
+        if (n->loc.line > 0 && !strncmp(msg, node_kind_name(n->kind), kl) && msg[kl] == ':')
+            msg += kl + 2; /* node_error says the kind again */
+        node_error(d, n, "%s (at the bounds of its bounded-dynamic operands)", msg);
+        diag_free(&scratch);
+        return false;
+    }
+    diag_clear(&scratch);
+    ok = infer_shadow(n, probe, rb, &scratch, a);
     diag_free(&scratch);
     for (int r = 0; ok && r < n->nres; r++)
         ok = ra[r].rank == rb[r].rank;
