@@ -154,7 +154,8 @@ bool k_nms(const KernelArgs *a) {
     const Tensor *boxes = a->in[0], *scores = a->in[1];
     Tensor *y = a->out[0];
     int64_t nb = scores->type.dims[0], nc = scores->type.dims[1], n = scores->type.dims[2];
-    int64_t max_out = (int64_t)scalar_or(a, 2, 0);
+    /* An integer read as one (exporters give INT64_MAX for "no limit"). */
+    int64_t max_out = a->n->nops > 2 ? tensor_get_i64(a->in[2], 0) : 0;
     float iou = (float)scalar_or(a, 3, 0), thr = (float)scalar_or(a, 4, -INFINITY);
     bool center = node_attr_int(a->n, AK_center_point_box, 0) != 0;
     Cand *cand = malloc((size_t)(n ? n : 1) * sizeof *cand);
