@@ -184,7 +184,8 @@ $(BUILD)/libglowc.a: $(LIB_OBJS)
 # Generated code calls back into glowc's fallback kernel: export it.
 $(BUILD)/glowc: $(TUI_OBJS) $(BUILD)/libglowc.a
 	$(CC) $(LDFLAGS) $(TUI_OBJS) -Wl,--whole-archive $(BUILD)/libglowc.a -Wl,--no-whole-archive \
-	    $(LIBS) -Wl,--export-dynamic-symbol=libjit_generic -o $@
+	    $(LIBS) -Wl,--export-dynamic-symbol=libjit_generic \
+	    -Wl,--export-dynamic-symbol=libjit_dynamic -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libglowc.a
 	@mkdir -p $(dir $@)
@@ -195,7 +196,8 @@ $(BUILD)/tests/test_options: tests/unit/test_options.c $(filter-out $(BUILD)/tui
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(filter-out $(BUILD)/tui/main.o,$(TUI_OBJS)) -Wl,--whole-archive \
 	    $(BUILD)/libglowc.a -Wl,--no-whole-archive $(LIBS) -lcmocka \
-	    -Wl,--export-dynamic-symbol=libjit_generic -o $@
+	    -Wl,--export-dynamic-symbol=libjit_generic \
+	    -Wl,--export-dynamic-symbol=libjit_dynamic -o $@
 
 # ---- libjit kernels as native objects: their test and benchmark -----------
 # Generated code inlines the kernels from bitcode with constant descriptors;

@@ -16,21 +16,28 @@ static bool is_native(const Node *n) {
     return interp_is_native(n);
 }
 
-/* Code generation bakes every shape into the kernel calls: a buffer whose
- * size is known only at run time (bounded-dynamic) is refused, naming the
- * first instruction that touches one, rather than run at its bound. */
-static bool refuse_dynamic(const LirProgram *p, DiagList *d) {
+/* Code generation bakes every shape into the kernel calls. Instructions over
+ * bounded-dynamic buffers call the interpreter's kernels at run time with the
+ * sizes kept in the mutable area (codegen.c), in the JIT only for now:
+ * executables and bundles, and a buffer with no shape slot (a view, or a
+ * program not allocated here), are refused, naming the instruction. */
+static bool refuse_dynamic(const LirProgram *p, const BackendOptions *o, DiagList *d) {
     for (const LirInstr *i = p->first; i; i = i->next) {
         for (int k = 0; !i->dead && k < i->nops; k++) {
-            if (!type_is_dynamic(&i->ops[k]->type))
+            const LirBuf *b = i->ops[k];
+            if (!type_is_dynamic(&b->type))
+                continue;
+            bool slot = b->has_shape_slot || b->kind == LB_IN;
+            if (o->output == OUTPUT_JIT && slot)
                 continue;
             char t[TYPE_STR_MAX];
             diag_error(d, NULL,
                        "instruction %d '%s' (%s): operand %d is %s: bounded-dynamic dimensions "
-                       "are not lowered to native code yet (the interpreters run them: "
-                       "--backend=interp or interp-lir)",
+                       "%s (the interpreters run them: --backend=interp or interp-lir)",
                        i->index, i->name ? i->name : "", instr_kind_name(i->kind), k,
-                       type_str(&i->ops[k]->type, t));
+                       type_str(&b->type, t),
+                       !slot ? "need a run-time shape slot, which this buffer lacks"
+                             : "are not compiled into executables and bundles yet");
             return false;
         }
     }
@@ -38,7 +45,7 @@ static bool refuse_dynamic(const LirProgram *p, DiagList *d) {
 }
 
 static BackendModule *compile(LirProgram *p, const BackendOptions *o, DiagList *d) {
-    if (!refuse_dynamic(p, d))
+    if (!refuse_dynamic(p, o, d))
         return NULL;
     return (BackendModule *)cpu_codegen(p, o, d);
 }

@@ -200,6 +200,12 @@ bool cpu_exec_run(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a,
         Tensor *t = tensor_new(a, &w->type);
         if (!t)
             return false;
+        if (w->has_shape_slot) { /* written at its run-time size */
+            const int64_t *dims = (const int64_t *)(e->mutables + w->shape_slot);
+            for (int i = 0; i < t->type.rank; i++)
+                t->type.dims[i] = dims[i];
+            t->type.dyn = 0;
+        }
         memcpy(t->data, e->mutables + w->address, tensor_bytes(t));
         outputs[nout++] = t;
     }
