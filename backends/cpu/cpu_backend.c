@@ -33,7 +33,7 @@ static bool refuse_dynamic(const LirProgram *p, const BackendOptions *o, DiagLis
             char t[TYPE_STR_MAX];
             diag_error(d, NULL,
                        "instruction %d '%s' (%s): operand %d is %s: bounded-dynamic dimensions "
-                       "%s (the interpreters run them: --backend=interp or interp-lir)",
+                       "%s (glowc run --backend=cpu runs them, as do the interpreters)",
                        i->index, i->name ? i->name : "", instr_kind_name(i->kind), k,
                        type_str(&b->type, t),
                        !slot ? "need a run-time shape slot, which this buffer lacks"

@@ -117,10 +117,15 @@ int libjit_dynamic(const int64_t *d, void *const *ops, unsigned char *mutables,
             for (int i = 0; i < st->rank; i++)
                 in[k - nres]->type.dims[i] = dims[i];
     }
-    const Node *rn = interp_run_time_node(n, in, a, NULL);
+    /* The message has nowhere to go from generated code: the caller names
+     * the instruction that failed. */
+    DiagList quiet;
+    diag_init(&quiet, NULL);
+    const Node *rn = interp_run_time_node(n, in, a, &quiet);
     for (int k = 0; rn && k < nres; k++)
         out[k]->type = rn->res[k].type;
-    int status = rn && interp_eval_node(rn, in, out, NULL) ? 0 : 1;
+    int status = rn && interp_eval_node(rn, in, out, &quiet) ? 0 : 1;
+    diag_free(&quiet);
     for (int k = 0; !status && k < nres; k++) {
         if (slots[2 * k] < 0)
             continue;
