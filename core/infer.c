@@ -3,6 +3,7 @@
 #include "core/infer.h"
 #include "core/winograd.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
@@ -2275,14 +2276,16 @@ static bool infer_dynamic(Node *n, DiagList *d, int first) {
 }
 
 bool infer_node(Node *n, DiagList *d) {
-    int first = node_kind_has(n->kind, NF_REGION) ? -1 : first_dynamic_operand(n);
-    if (first >= 0 && n->func && n->func->module)
-        return infer_dynamic(n, d, first);
-    if (first_dynamic_operand(n) >= 0) {
-        node_error(d, n, "a region does not take bounded-dynamic operands yet");
+    int first = first_dynamic_operand(n);
+    if (first < 0)
+        return infer_static(n, d);
+    if (node_kind_has(n->kind, NF_REGION)) {
+        node_error(d, n, "operand %d has a bounded-dynamic dimension, which a region does not "
+                   "take yet", first);
         return false;
     }
-    return infer_static(n, d);
+    assert(n->func && n->func->module); /* the probe's scratch is the module's arena */
+    return infer_dynamic(n, d, first);
 }
 
 bool infer_run_time(const Node *n, const Type *ops, Type *res, DiagList *d, Arena *a) {

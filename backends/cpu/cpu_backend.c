@@ -27,7 +27,7 @@ static bool refuse_dynamic(const LirProgram *p, const BackendOptions *o, DiagLis
             const LirBuf *b = i->ops[k];
             if (!type_is_dynamic(&b->type))
                 continue;
-            bool slot = b->has_shape_slot || b->kind == LB_IN;
+            bool slot = b->has_shape_slot;
             if (o->output == OUTPUT_JIT && slot)
                 continue;
             char t[TYPE_STR_MAX];
