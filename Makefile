@@ -153,7 +153,8 @@ build/rt/$(1)/fallback_rt.o: $(FALLBACK_SRCS:%.c=build/rt/$(1)/%.o)
 	@rm -f build/rt/$(1)/fallback.a
 	$(LLVM_BIN)/llvm-ar rcs build/rt/$(1)/fallback.a $$(filter-out build/rt/$(1)/backends/cpu/fallback.o,$$^)
 	$(LLVM_BIN)/ld.lld -r -o $$@.tmp build/rt/$(1)/backends/cpu/fallback.o build/rt/$(1)/fallback.a
-	$(LLVM_BIN)/llvm-objcopy --strip-debug --keep-global-symbol=libjit_generic $$@.tmp $$@
+	$(LLVM_BIN)/llvm-objcopy --strip-debug --keep-global-symbol=libjit_generic \
+	    --keep-global-symbol=libjit_dynamic $$@.tmp $$@
 	@rm -f $$@.tmp
 	@if $(LLVM_BIN)/llvm-nm -u $$@ | grep -E ' U (LLVM|protobuf_c|onnx__)'; then \
 	  echo "$$@ needs more than libc and libm"; exit 1; fi
