@@ -48,7 +48,7 @@ TUI_OBJS := $(TUI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff \
+.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff test-detect \
         test-aarch64 test-quant test-train-native test-conform-fallback \
         test-kernels bench bench-quant bench-train test-qdq-ort bench-kernels bench-conv bench-qconv clean difftest difftest-ort test-difftest \
         fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui test-npm-models test-train demo-train
@@ -153,7 +153,8 @@ build/rt/$(1)/fallback_rt.o: $(FALLBACK_SRCS:%.c=build/rt/$(1)/%.o)
 	@rm -f build/rt/$(1)/fallback.a
 	$(LLVM_BIN)/llvm-ar rcs build/rt/$(1)/fallback.a $$(filter-out build/rt/$(1)/backends/cpu/fallback.o,$$^)
 	$(LLVM_BIN)/ld.lld -r -o $$@.tmp build/rt/$(1)/backends/cpu/fallback.o build/rt/$(1)/fallback.a
-	$(LLVM_BIN)/llvm-objcopy --strip-debug --keep-global-symbol=libjit_generic $$@.tmp $$@
+	$(LLVM_BIN)/llvm-objcopy --strip-debug --keep-global-symbol=libjit_generic \
+	    --keep-global-symbol=libjit_dynamic $$@.tmp $$@
 	@rm -f $$@.tmp
 	@if $(LLVM_BIN)/llvm-nm -u $$@ | grep -E ' U (LLVM|protobuf_c|onnx__)'; then \
 	  echo "$$@ needs more than libc and libm"; exit 1; fi
@@ -184,7 +185,8 @@ $(BUILD)/libglowc.a: $(LIB_OBJS)
 # Generated code calls back into glowc's fallback kernel: export it.
 $(BUILD)/glowc: $(TUI_OBJS) $(BUILD)/libglowc.a
 	$(CC) $(LDFLAGS) $(TUI_OBJS) -Wl,--whole-archive $(BUILD)/libglowc.a -Wl,--no-whole-archive \
-	    $(LIBS) -Wl,--export-dynamic-symbol=libjit_generic -o $@
+	    $(LIBS) -Wl,--export-dynamic-symbol=libjit_generic \
+	    -Wl,--export-dynamic-symbol=libjit_dynamic -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libglowc.a
 	@mkdir -p $(dir $@)
@@ -195,7 +197,8 @@ $(BUILD)/tests/test_options: tests/unit/test_options.c $(filter-out $(BUILD)/tui
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(filter-out $(BUILD)/tui/main.o,$(TUI_OBJS)) -Wl,--whole-archive \
 	    $(BUILD)/libglowc.a -Wl,--no-whole-archive $(LIBS) -lcmocka \
-	    -Wl,--export-dynamic-symbol=libjit_generic -o $@
+	    -Wl,--export-dynamic-symbol=libjit_generic \
+	    -Wl,--export-dynamic-symbol=libjit_dynamic -o $@
 
 # ---- libjit kernels as native objects: their test and benchmark -----------
 # Generated code inlines the kernels from bitcode with constant descriptors;
@@ -410,6 +413,13 @@ test-difftest: $(BUILD)/glowc
 # Not part of make test: timings are not correctness.
 # Real pretrained models from npm packages against ONNX Runtime (needs the
 # npm registry; not in make test): tests/npm_models/run.py says which.
+# A torch-exported detection head (NonZero, NonMaxSuppression, bounded-dynamic
+# results) on every level against torch, and ORT when it is at hand (about
+# 30 s; needs python3-torch; not in make test).
+test-detect: $(BUILD)/glowc
+	ORT_NODE_MODULES=$${ORT_NODE_MODULES:-$(abspath build/ort/node_modules)} \
+	    $(PYTHON) tests/detect/run.py $(BUILD)/glowc $(BUILD)/detect
+
 test-npm-models: $(BUILD)/glowc
 	$(PYTHON) tests/npm_models/run.py $(BUILD)/glowc
 

@@ -109,6 +109,16 @@ const char *node_kind_body_name(NodeKind k, int i) {
     return i >= 0 && i < node_kind_bodies(k) ? body_names[k][i] : "?";
 }
 
+bool node_is_dynamic(const Node *n) {
+    for (int i = 0; i < n->nops; i++)
+        if (n->ops[i] && type_is_dynamic(&n->ops[i]->type))
+            return true;
+    for (int i = 0; i < n->nres; i++)
+        if (type_is_dynamic(&n->res[i].type))
+            return true;
+    return false;
+}
+
 bool node_is_view(const Node *n) {
     return node_kind_has(n->kind, NF_VIEW) && n->nres == 1;
 }

@@ -142,6 +142,9 @@ const char *node_kind_body_name(NodeKind k, int i);
 /* n's result is its operand's memory under another type (a VIEW kind with
  * one result: dropout's mask is not). */
 bool node_is_view(const Node *n);
+/* An operand or a result of n has a bounded-dynamic dimension (passes that
+ * rewrite by static sizes leave such nodes alone). */
+bool node_is_dynamic(const Node *n);
 /* lower.c has a rule for n (a LOWERS kind whose other conditions hold). */
 bool node_lowers(const Node *n);
 const char *attr_key_name(AttrKey k);

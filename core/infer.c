@@ -3,6 +3,7 @@
 #include "core/infer.h"
 #include "core/winograd.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
@@ -878,6 +879,17 @@ static bool infer_arg_reduce(Node *n, DiagList *d) {
 static bool infer_reshape(Node *n, DiagList *d) {
     const Type *x = op_type(n, 0);
     Type *r = &n->res[0].type;
+    /* One declared dynamic dimension holds the elements the others leave
+     * (ONNX's -1 on a bounded-dynamic input). */
+    if (r->dyn && !(r->dyn & (r->dyn - 1))) {
+        int dd = __builtin_ctz(r->dyn);
+        int64_t rest = 1;
+        for (int i = 0; i < r->rank; i++)
+            if (i != dd)
+                rest *= r->dims[i];
+        if (rest > 0 && type_numel(x) % rest == 0)
+            r->dims[dd] = type_numel(x) / rest;
+    }
     if (r->elem != x->elem || type_numel(r) != type_numel(x)) {
         char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
         node_error(d, n, "cannot reshape %s to %s", tstr(x, a), tstr(r, b));
@@ -1436,7 +1448,13 @@ static bool infer_top_k(Node *n, DiagList *d) {
         node_error(d, n, "axis out of range");
         return false;
     }
-    int64_t k = node_attr_int(n, AK_k, -1);
+    /* k as operand 1 is a run-time value: as many as the axis holds. */
+    bool run_time_k = n->nops > 1;
+    if (run_time_k && (type_numel(op_type(n, 1)) != 1 || op_type(n, 1)->elem != ELEM_I64)) {
+        node_error(d, n, "operand 1 (k) must be one i64");
+        return false;
+    }
+    int64_t k = run_time_k ? x->dims[axis] : node_attr_int(n, AK_k, -1);
     if (k < 0 || k > x->dims[axis]) {
         node_error(d, n, "k=%lld out of range for axis of size %lld", (long long)k,
                    (long long)x->dims[axis]);
@@ -1444,6 +1462,8 @@ static bool infer_top_k(Node *n, DiagList *d) {
     }
     Type r = *x;
     r.dims[axis] = k;
+    if (run_time_k)
+        r.dyn |= (uint8_t)(1u << axis);
     n->res[0].type = r;
     r.elem = ELEM_I64;
     n->res[1].type = r;
@@ -2108,6 +2128,225 @@ static bool infer_loop_region(Node *n, DiagList *d) {
     return true;
 }
 
+/* ---- value-dependent shapes ------------------------------------------------ */
+
+static bool infer_static(Node *n, DiagList *d);
+
+/* The coordinates of the non-zero elements: [rank, count], count at most
+ * the element count. A scalar counts as rank 1, as ONNX says. */
+static bool infer_nonzero(Node *n, DiagList *d) {
+    const Type *x = op_type(n, 0);
+    int64_t bound = type_numel(x);
+    n->res[0].type = type_make(ELEM_I64, 2, (int64_t[]){x->rank ? x->rank : 1, bound});
+    n->res[0].type.dyn = 2;
+    return true;
+}
+
+/* The slices along the axis whose condition is true (the importer flattens
+ * first when ONNX gives no axis). */
+static bool infer_compress(Node *n, DiagList *d) {
+    const Type *x = op_type(n, 0), *c = op_type(n, 1);
+    int axis;
+    if (!axis_normalize(node_attr_int(n, AK_axis, 0), x->rank, &axis)) {
+        node_error(d, n, "axis out of range");
+        return false;
+    }
+    if (c->rank != 1 || (c->elem != ELEM_BOOL && !elem_is_int(c->elem))) {
+        node_error(d, n, "operand 1 (condition) must be a 1-D bool or integer tensor");
+        return false;
+    }
+    n->res[0].type = *x;
+    n->res[0].type.dyn |= (uint8_t)(1u << axis);
+    return true;
+}
+
+/* y: the unique slices along the axis (the importer flattens first when
+ * ONNX gives none); first occurrences; each input slice's unique slice;
+ * counts. All but the inverse have a run-time length. */
+static bool infer_unique(Node *n, DiagList *d) {
+    const Type *x = op_type(n, 0);
+    int axis;
+    if (!axis_normalize(node_attr_int(n, AK_axis, 0), x->rank, &axis)) {
+        node_error(d, n, "axis out of range");
+        return false;
+    }
+    int64_t len = x->dims[axis];
+    Type v = type_make(ELEM_I64, 1, &len);
+    n->res[0].type = *x;
+    n->res[0].type.dyn |= (uint8_t)(1u << axis);
+    n->res[2].type = v;
+    v.dyn = 1;
+    n->res[1].type = v;
+    n->res[3].type = v;
+    return true;
+}
+
+static bool infer_shape(Node *n, DiagList *d) {
+    int64_t rank = op_type(n, 0)->rank;
+    n->res[0].type = type_make(ELEM_I64, 1, &rank);
+    return true;
+}
+
+/* boxes [batch, boxes, 4], scores [batch, classes, boxes], then optional
+ * max_output_boxes_per_class, iou_threshold, score_threshold (scalars or
+ * [1]). The result: [selected, 3] rows of (batch, class, box), at most
+ * batch * classes * boxes. (Not tightened by a constant
+ * max_output_boxes_per_class: the low-level IR's copy of the node no longer
+ * sees constants, and both levels must agree on the bound.) */
+static bool infer_nms(Node *n, DiagList *d) {
+    const Type *b = op_type(n, 0), *s = op_type(n, 1);
+    if (!need_rank(n, d, 0, 3, 3) || !need_rank(n, d, 1, 3, 3))
+        return false;
+    if (b->elem != ELEM_F32 || s->elem != ELEM_F32) {
+        node_error(d, n, "boxes and scores must be f32");
+        return false;
+    }
+    if (b->dims[2] != 4 || s->dims[0] != b->dims[0] || s->dims[2] != b->dims[1]) {
+        char bb[TYPE_STR_MAX], sb[TYPE_STR_MAX];
+        node_error(d, n, "boxes %s and scores %s do not fit [batch, boxes, 4] and "
+                   "[batch, classes, boxes]", tstr(b, bb), tstr(s, sb));
+        return false;
+    }
+    for (int i = 2; i < n->nops; i++) {
+        if (type_numel(op_type(n, i)) != 1 || op_type(n, i)->rank > 1) {
+            node_error(d, n, "operand %d must be a scalar or one element", i);
+            return false;
+        }
+    }
+    int64_t bound;
+    if (!mul_dims(s->dims[0] * s->dims[1], b->dims[1], &bound)) {
+        node_error(d, n, "too many boxes");
+        return false;
+    }
+    n->res[0].type = type_make(ELEM_I64, 2, (int64_t[]){bound, 3});
+    n->res[0].type.dyn = 1;
+    return true;
+}
+
+/* ---- bounded-dynamic operands ------------------------------------------------ */
+
+/* n's rule run on a copy whose operands have the types `ops`; the result
+ * types land in `res`. Nothing of n changes. */
+static bool infer_shadow(const Node *n, const Type *ops, Type *res, DiagList *d, Arena *a) {
+    Node s = *n;
+    Value *opv = arena_alloc_array(a, (size_t)n->nops + 1, sizeof(Value));
+    Value **opp = arena_alloc_array(a, (size_t)n->nops + 1, sizeof(Value *));
+    Value *resv = arena_alloc_array(a, (size_t)n->nres + 1, sizeof(Value));
+    for (int i = 0; i < n->nops; i++) {
+        opv[i] = *n->ops[i];
+        opv[i].type = ops[i];
+        opp[i] = &opv[i];
+    }
+    for (int i = 0; i < n->nres; i++) {
+        resv[i] = n->res[i]; /* a declared type (reshape's) keeps its dynamic marks */
+        resv[i].def = &s;
+    }
+    s.ops = opp;
+    s.res = resv;
+    if (!infer_static(&s, d))
+        return false;
+    for (int i = 0; i < n->nres; i++)
+        res[i] = resv[i].type;
+    return true;
+}
+
+static int first_dynamic_operand(const Node *n) {
+    for (int i = 0; i < n->nops; i++)
+        if (n->ops[i] && type_is_dynamic(&n->ops[i]->type))
+            return i;
+    return -1;
+}
+
+/* The rules are written for static shapes. A node with bounded-dynamic
+ * operands is typed twice on a copy: at the bounds, and with every dynamic
+ * size at a probe of 0 (below a slice's clamp, divisible by anything, and
+ * broadcast only with 1, as a run-time size must be). A result dimension
+ * that differs between the two depends on the run-time sizes: it is
+ * dynamic, bounded by the first. A rule that refuses the probe cannot take
+ * a run-time size (a reshape to a fixed shape, a window wider than the
+ * input, a static size not 1 beside a dynamic one), which is then an error
+ * naming the operand.
+ * At run time the same rule types the node from its operands' real sizes
+ * (infer_run_time). */
+static bool infer_dynamic(Node *n, DiagList *d, int first) {
+    Arena *a = n->func->module->arena;
+    Type *at = arena_alloc_array(a, (size_t)n->nops + 1, sizeof(Type));
+    Type *probe = arena_alloc_array(a, (size_t)n->nops + 1, sizeof(Type));
+    Type *ra = arena_alloc_array(a, (size_t)n->nres + 1, sizeof(Type));
+    Type *rb = arena_alloc_array(a, (size_t)n->nres + 1, sizeof(Type));
+    for (int i = 0; i < n->nops; i++) {
+        at[i] = probe[i] = n->ops[i]->type;
+        for (int k = 0; k < at[i].rank; k++)
+            if (type_dim_dynamic(&at[i], k))
+                probe[i].dims[k] = 0;
+        at[i].dyn = probe[i].dyn = 0;
+    }
+    DiagList scratch;
+    diag_init(&scratch, NULL);
+    bool ok = infer_shadow(n, at, ra, &scratch, a);
+    if (!ok) { /* the rule's message, said to be about the bounds */
+        const Diag *g = scratch.head;
+        while (g && g->level != DIAG_ERROR)
+            g = g->next;
+        const char *msg = g ? g->msg : "does not type";
+        size_t kl = strlen(node_kind_name(n->kind));
+        if (n->loc.line > 0 && !strncmp(msg, node_kind_name(n->kind), kl) && msg[kl] == ':')
+            msg += kl + 2; /* node_error says the kind again */
+        node_error(d, n, "%s (at the bounds of its bounded-dynamic operands)", msg);
+        diag_free(&scratch);
+        return false;
+    }
+    diag_clear(&scratch);
+    ok = infer_shadow(n, probe, rb, &scratch, a);
+    diag_free(&scratch);
+    for (int r = 0; ok && r < n->nres; r++)
+        ok = ra[r].rank == rb[r].rank;
+    if (!ok) {
+        char b[TYPE_STR_MAX];
+        node_error(d, n, "operand %d (%s) has a bounded-dynamic dimension, which %s cannot take",
+                   first, tstr(&n->ops[first]->type, b), node_kind_name(n->kind));
+        return false;
+    }
+    for (int r = 0; r < n->nres; r++) {
+        for (int k = 0; k < ra[r].rank; k++)
+            if (ra[r].dims[k] != rb[r].dims[k])
+                ra[r].dyn |= (uint8_t)(1u << k);
+        n->res[r].type = ra[r];
+    }
+    return true;
+}
+
+bool infer_node(Node *n, DiagList *d) {
+    int first = first_dynamic_operand(n);
+    if (first < 0)
+        return infer_static(n, d);
+    if (node_kind_has(n->kind, NF_REGION)) {
+        node_error(d, n, "operand %d has a bounded-dynamic dimension, which a region does not "
+                   "take yet", first);
+        return false;
+    }
+    assert(n->func && n->func->module); /* the probe's scratch is the module's arena */
+    return infer_dynamic(n, d, first);
+}
+
+bool infer_run_time(const Node *n, const Type *ops, Type *res, DiagList *d, Arena *a) {
+    if (!infer_shadow(n, ops, res, d, a))
+        return false;
+    for (int r = 0; r < n->nres; r++) {
+        const Type *st = &n->res[r].type;
+        for (int k = 0; k < st->rank && k < res[r].rank; k++) {
+            if (res[r].dims[k] > st->dims[k] ||
+                (!type_dim_dynamic(st, k) && res[r].dims[k] != st->dims[k])) {
+                node_error(d, n, "result %d: run-time size %lld of dimension %d does not fit "
+                           "its %s %lld", r, (long long)res[r].dims[k], k,
+                           type_dim_dynamic(st, k) ? "bound" : "size", (long long)st->dims[k]);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 static const InferFn infer_fns[NK_COUNT] = {
@@ -2115,7 +2354,7 @@ static const InferFn infer_fns[NK_COUNT] = {
 #include "core/nodes.def"
 };
 
-bool infer_node(Node *n, DiagList *d) {
+static bool infer_static(Node *n, DiagList *d) {
     int omin = node_kind_ops_min(n->kind), omax = node_kind_ops_max(n->kind);
     int rmin = node_kind_res_min(n->kind), rmax = node_kind_res_max(n->kind);
     if (n->nops < omin || (omax >= 0 && n->nops > omax)) {

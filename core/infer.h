@@ -14,6 +14,10 @@
 #include "core/graph.h"
 
 bool infer_node(Node *n, DiagList *d);
+/* The result types of n at run time, from its operands' run-time types
+ * (bounded-dynamic sizes resolved): an error naming the node when a size
+ * exceeds its bound or a static size changes. Scratch memory from `a`. */
+bool infer_run_time(const Node *n, const Type *ops, Type *res, DiagList *d, Arena *a);
 /* Adds an error located at the node (text position or ONNX name). */
 void node_error(DiagList *d, const Node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -51,6 +51,12 @@ typedef struct LirBuf {
     int64_t offset;       /* LB_VIEW: element offset into base */
     LirInstr *def;        /* LB_ALLOC, LB_VIEW: the defining instruction */
     int64_t address;      /* after allocation: byte offset in its memory */
+    /* After allocation, a bounded-dynamic activation or output: where its
+     * run-time dimensions live (MAX_RANK i64 at this byte offset of the
+     * mutable area), written by the instruction that makes it and read by
+     * those that take it, in native code. */
+    bool has_shape_slot;
+    int64_t shape_slot;
     int live_first, live_last; /* after allocation: instruction indices */
     bool dead;
 } LirBuf;

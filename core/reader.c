@@ -292,12 +292,18 @@ Type rd_type(Reader *ps) {
         ps->p++;
         return t;
     }
-    if (ps->p < ps->end && !isdigit((unsigned char)*ps->p) && rd_peek_ident(ps)) {
+    if (ps->p < ps->end && !isdigit((unsigned char)*ps->p) && *ps->p != '?' && rd_peek_ident(ps)) {
         rd_type_quant(ps, &t, type_at); /* a quantized scalar: i8<scale=.., offset=..> */
         return t;
     }
     for (;;) {
         const char *at = ps->p;
+        /* `?<=N`: a bounded-dynamic dimension, N its bound. */
+        bool dyn = ps->end - ps->p >= 3 && !memcmp(ps->p, "?<=", 3);
+        if (dyn)
+            ps->p += 3;
+        else if (ps->p < ps->end && *ps->p == '?')
+            rd_error(ps, at, "a dynamic dimension needs its bound: '?<=N'");
         if (ps->p >= ps->end || !isdigit((unsigned char)*ps->p))
             rd_error(ps, at, "expected a dimension");
         int64_t v = 0;
@@ -308,6 +314,8 @@ Type rd_type(Reader *ps) {
         }
         if (t.rank == MAX_RANK)
             rd_error(ps, at, "more than %d dimensions", MAX_RANK);
+        if (dyn)
+            t.dyn |= (uint8_t)(1u << t.rank);
         t.dims[t.rank++] = v;
         if (ps->p < ps->end && *ps->p == 'x') {
             ps->p++;

@@ -158,7 +158,7 @@ Type type_scalar(ElemKind elem) {
 }
 
 bool type_same_shape(const Type *a, const Type *b) {
-    if (a->rank != b->rank)
+    if (a->rank != b->rank || a->dyn != b->dyn)
         return false;
     for (int i = 0; i < a->rank; i++)
         if (a->dims[i] != b->dims[i])
@@ -258,8 +258,8 @@ void type_strides(const Type *t, int64_t *strides) {
 const char *type_str(const Type *t, char *buf) {
     int n = snprintf(buf, TYPE_STR_MAX, "%s<", elem_name(t->elem));
     for (int i = 0; i < t->rank && n < TYPE_STR_MAX; i++)
-        n += snprintf(buf + n, (size_t)(TYPE_STR_MAX - n), i ? "x%lld" : "%lld",
-                      (long long)t->dims[i]);
+        n += snprintf(buf + n, (size_t)(TYPE_STR_MAX - n), "%s%s%lld", i ? "x" : "",
+                      type_dim_dynamic(t, i) ? "?<=" : "", (long long)t->dims[i]);
     if (t->quant == QUANT_TENSOR && n < TYPE_STR_MAX) {
         n += snprintf(buf + n, (size_t)(TYPE_STR_MAX - n), t->rank ? ", scale=" : "scale=");
         if (n < TYPE_STR_MAX)

@@ -33,6 +33,11 @@ typedef struct Type {
     float scale;    /* QUANT_TENSOR */
     int32_t offset; /* QUANT_TENSOR */
     int32_t qaxis;  /* QUANT_CHANNEL */
+    /* Bounded-dynamic dimensions (XLA's): bit i set means dims[i] is an
+     * upper bound, the memory planned for it, and the size is known only at
+     * run time, where it travels with the value (the interpreter's tensor
+     * holds its run-time type). Text form `?<=N`. */
+    uint8_t dyn;
 } Type;
 
 /* Element kinds. */
@@ -65,7 +70,14 @@ void type_copy_quant(Type *dst, const Type *src);
 bool quant_elem_range(ElemKind k, int64_t *lo, int64_t *hi);
 /* NULL when t's quantization is valid, else what is wrong with it. */
 const char *type_quant_problem(const Type *t);
-bool type_same_shape(const Type *a, const Type *b);
+bool type_same_shape(const Type *a, const Type *b); /* dims and dynamic marks */
+/* Whether dimension i (any dimension) is bounded-dynamic. */
+static inline bool type_dim_dynamic(const Type *t, int i) {
+    return (t->dyn >> i) & 1;
+}
+static inline bool type_is_dynamic(const Type *t) {
+    return t->dyn != 0;
+}
 /* Element count; false on overflow of int64 or of size_t bytes. */
 bool type_numel_checked(const Type *t, int64_t *numel);
 int64_t type_numel(const Type *t); /* for types already checked */
@@ -73,8 +85,8 @@ size_t type_bytes(const Type *t);
 /* Row-major strides in elements. */
 void type_strides(const Type *t, int64_t *strides);
 /* "f32<1x3x224x224>", "i64<>" (scalar), "i8<1x64, scale=0.5, offset=-3>",
- * "i8<64x3x3x3, axis=0>" (per channel). buf of at least TYPE_STR_MAX bytes. */
-enum { TYPE_STR_MAX = 8 + MAX_RANK * 21 + 48 };
+ * "i8<64x3x3x3, axis=0>" (per channel), "i64<2x?<=60>" (bounded-dynamic). buf of at least TYPE_STR_MAX bytes. */
+enum { TYPE_STR_MAX = 8 + MAX_RANK * 24 + 48 };
 const char *type_str(const Type *t, char *buf);
 /* Numpy-style broadcast of two shapes; false if incompatible. */
 bool type_broadcast(const Type *a, const Type *b, Type *out);

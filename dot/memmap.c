@@ -78,6 +78,7 @@ static void mark_of(int i, int width, char *buf) {
 static void table(const MemPlan *m, bool marks, StrBuf *out) {
     int mw = mark_width(m->n);
     char mark[MARK_MAX];
+    bool dynamic = false;
     if (marks)
         sb_printf(out, "%*s", mw + 2, "");
     sb_printf(out, "%-8s %12s %12s %6s %6s  %-22s %s\n", "buffer", "offset", "size", "first",
@@ -88,9 +89,17 @@ static void table(const MemPlan *m, bool marks, StrBuf *out) {
             mark_of(i, mw, mark);
             sb_printf(out, "%s  ", mark);
         }
-        sb_printf(out, "%-8s %12lld %12lld %6d %6d  %-22s %s\n", r->label, (long long)r->offset,
-                  (long long)r->size, r->first, r->last, r->type, r->origin);
+        /* A bounded-dynamic buffer is planned at its bound: "<=N" says so. */
+        char size[32];
+        bool bound = strstr(r->type, "?<=") != NULL;
+        dynamic |= bound;
+        snprintf(size, sizeof size, "%s%lld", bound ? "<=" : "", (long long)r->size);
+        sb_printf(out, "%-8s %12lld %12s %6d %6d  %-22s %s\n", r->label, (long long)r->offset,
+                  size, r->first, r->last, r->type, r->origin);
     }
+    if (dynamic)
+        sb_printf(out, "<=N: a bounded-dynamic buffer (?<=N in its type), planned at its bound; "
+                       "its run-time size is at most that\n");
     sb_printf(out, "weights %lld bytes, inputs and outputs %lld bytes\n",
               (long long)m->const_bytes, (long long)m->mutable_bytes);
     sb_printf(out, "arena %lld bytes, lower bound %lld bytes, naive %lld bytes\n",

@@ -113,6 +113,17 @@ static void place_weights(LirProgram *p) {
             mbytes += size;
         }
     }
+    /* Run-time shapes of bounded-dynamic buffers, after the inputs and
+     * outputs (native code keeps them there; the LIR interpreter on its own). */
+    for (int b = 0; b < p->nbufs; b++) {
+        LirBuf *w = p->bufs[b];
+        w->has_shape_slot = !w->dead && (w->kind == LB_ALLOC || w->kind == LB_OUT) &&
+                            type_is_dynamic(&w->type);
+        if (w->has_shape_slot) {
+            w->shape_slot = mbytes;
+            mbytes += align_up(MAX_RANK * (int64_t)sizeof(int64_t));
+        }
+    }
     p->const_bytes = cbytes;
     p->mutable_bytes = mbytes;
 }

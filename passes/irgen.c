@@ -145,6 +145,13 @@ static void gen_node(Gen *g, const Node *n) {
         gen_region(g, n);
         return;
     }
+    /* Views, slices as views and concatenation by offsets assume static
+     * sizes: a node with bounded-dynamic types computes instead (the runner
+     * sizes its kernel by the run-time sizes). */
+    if (node_is_dynamic(n)) {
+        gen_compute(g, n);
+        return;
+    }
     if (node_is_view(n)) {
         set_buf(g, n, 0, view_of(g, buf_of(g, n->ops[0]), 0, &n->res[0].type, n->name));
         return;

@@ -47,14 +47,15 @@ static LLVMValueRef io_entry(CpuModule *m, LLVMTypeRef io_ty, const LirBuf *w) {
     LLVMValueRef dims[8];
     for (int i = 0; i < 8; i++)
         dims[i] = LLVMConstInt(i64, i < w->type.rank ? (unsigned long long)w->type.dims[i] : 1, 0);
-    LLVMValueRef fields[5] = {
+    LLVMValueRef fields[6] = {
         const_string(m, w->name),
         LLVMConstInt(i32, (unsigned)w->type.elem, false),
         LLVMConstInt(i32, (unsigned)w->type.rank, false),
         LLVMConstArray2(i64, dims, 8),
         LLVMConstInt(i64, (unsigned long long)w->address, false),
+        LLVMConstInt(i64, (unsigned long long)(w->has_shape_slot ? w->shape_slot : -1), true),
     };
-    return LLVMConstNamedStruct(io_ty, fields, 5);
+    return LLVMConstNamedStruct(io_ty, fields, 6);
 }
 
 static LLVMValueRef io_table(CpuModule *m, LLVMTypeRef io_ty, LirBufKind kind, int *count) {
@@ -95,8 +96,8 @@ static LLVMTypeRef io_type(CpuModule *m) {
     LLVMTypeRef ptr = LLVMPointerTypeInContext(m->ctx, 0), i32 = LLVMInt32TypeInContext(m->ctx),
                 i64 = LLVMInt64TypeInContext(m->ctx);
     LLVMTypeRef t = LLVMStructCreateNamed(m->ctx, "struct.GlowcIo");
-    LLVMTypeRef fields[5] = {ptr, i32, i32, LLVMArrayType2(i64, 8), i64};
-    LLVMStructSetBody(t, fields, 5, false);
+    LLVMTypeRef fields[6] = {ptr, i32, i32, LLVMArrayType2(i64, 8), i64, i64};
+    LLVMStructSetBody(t, fields, 6, false);
     return t;
 }
 
@@ -202,13 +203,15 @@ static bool run_tool(char **argv, const char *out, DiagList *d) {
 }
 
 /* The fallback kernel (fallback.c with the interpreter, a relocatable object
- * whose only global symbol is libjit_generic, embedded in glowc) goes into
- * every program whose code still calls it: a libjit kernel hands it the
- * shapes it has no fast path for. Written next to OUT; the caller removes it. */
+ * whose only global symbols are libjit_generic and libjit_dynamic, embedded
+ * in glowc) goes into every program whose code still calls it: a libjit
+ * kernel hands it the shapes it has no fast path for, and instructions over
+ * bounded-dynamic buffers run through it. Written next to OUT; the caller removes it. */
 /* The kernel engine's kernels call it for the shapes they have no fast path
  * for, whatever the model. */
 static bool needs_fallback(const CpuModule *m) {
-    return cpu_uses_engine(&m->opt) || LLVMGetNamedFunction(m->mod, "libjit_generic") != NULL;
+    return cpu_uses_engine(&m->opt) || LLVMGetNamedFunction(m->mod, "libjit_generic") != NULL ||
+           LLVMGetNamedFunction(m->mod, "libjit_dynamic") != NULL;
 }
 
 static bool write_fallback(const CpuModule *m, const char *out, char *path, size_t len,

@@ -144,7 +144,10 @@ static LLVMValueRef desc_global(CG *g, const int64_t *w, int n, int index) {
     LLVMValueRef init = LLVMConstArray2(g->i64, vals, (uint64_t)n);
     free(vals);
     char name[32];
-    snprintf(name, sizeof name, "glowc_desc%d", index);
+    if (index >= 0)
+        snprintf(name, sizeof name, "glowc_desc%d", index);
+    else /* a dynamic instruction's shape slots (emit_dynamic_compute) */
+        snprintf(name, sizeof name, "glowc_slots%d", -1 - index);
     LLVMValueRef gv = LLVMAddGlobal(g->mod, LLVMTypeOf(init), name);
     LLVMSetInitializer(gv, init);
     LLVMSetGlobalConstant(gv, true);
@@ -513,6 +516,65 @@ static void emit_trap(CG *g, int index) {
     note_function(g, index, "trap");
 }
 
+/* ---- bounded-dynamic buffers: run-time shapes in the mutable area ---- */
+
+static bool instr_dynamic(const LirInstr *i) {
+    for (int k = 0; k < i->nops; k++)
+        if (type_is_dynamic(&i->ops[k]->type))
+            return true;
+    return false;
+}
+
+static LLVMValueRef mutable_at(CG *g, int64_t off) {
+    LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned long long)off, false);
+    return LLVMBuildGEP2(g->b, g->i8, g->mutables, &idx, 1, "");
+}
+
+/* A copy between bounded-dynamic buffers copies the bound's bytes (both
+ * are that large) and the run-time shape. */
+static void emit_dynamic_copy(CG *g, const LirInstr *i) {
+    emit_copy(g, i);
+    const LirBuf *dst = i->ops[0], *src = i->ops[1];
+    if (dst->has_shape_slot && src->has_shape_slot)
+        LLVMBuildMemMove(g->b, mutable_at(g, dst->shape_slot), 8, mutable_at(g, src->shape_slot),
+                         8, LLVMConstInt(g->i64, MAX_RANK * sizeof(int64_t), false));
+}
+
+/* if (libjit_dynamic(desc, ops, mutables, slots)) return index + 1; --
+ * the interpreter's kernel at the run-time sizes (fallback.c). */
+static void emit_dynamic_compute(CG *g, LirInstr *i, int index) {
+    int64_t w[MAX_DESC];
+    int nw = build_desc(i, NODE_OF_IK(i->kind), w);
+    if (!nw) {
+        diag_error(g->d, NULL, "instruction %d (%s): an attribute does not fit a descriptor", index,
+                   instr_kind_name(i->kind));
+        g->ok = false;
+        return;
+    }
+    int64_t slots[2 * 256];
+    for (int k = 0; k < i->nops && k < 256; k++) {
+        slots[2 * k] = i->ops[k]->has_shape_slot ? i->ops[k]->shape_slot : -1;
+        slots[2 * k + 1] = i->ops[k]->type.dyn;
+    }
+    LLVMValueRef fn = LLVMGetNamedFunction(g->mod, "libjit_dynamic");
+    if (!fn) {
+        LLVMTypeRef params[4] = {g->ptr, g->ptr, g->ptr, g->ptr};
+        fn = LLVMAddFunction(g->mod, "libjit_dynamic", LLVMFunctionType(g->i32, params, 4, false));
+    }
+    store_operands(g, i);
+    LLVMValueRef args[4] = {desc_global(g, w, nw, index), g->ops, g->mutables,
+                            desc_global(g, slots, 2 * i->nops, -1 - index)};
+    LLVMValueRef status = call(g, fn, args, 4);
+    LLVMValueRef failed = LLVMBuildICmp(g->b, LLVMIntNE, status, LLVMConstInt(g->i32, 0, false), "");
+    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "fail");
+    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "ok");
+    LLVMBuildCondBr(g->b, failed, bad, ok);
+    LLVMPositionBuilderAtEnd(g->b, bad);
+    LLVMBuildRet(g->b, LLVMConstInt(g->i32, (unsigned long long)index + 1, false));
+    LLVMPositionBuilderAtEnd(g->b, ok);
+    note_function(g, index, "libjit_dynamic");
+}
+
 static void emit_instr(CG *g, LirInstr *i, int index) {
     switch (i->kind) {
     case IK_ALLOC:
@@ -529,7 +591,11 @@ static void emit_instr(CG *g, LirInstr *i, int index) {
         return;
     }
     emit_probe(g, g->b, index, PROBE_BEGIN);
-    if (i->kind == IK_COPY)
+    if (instr_dynamic(i) && i->kind == IK_COPY)
+        emit_dynamic_copy(g, i);
+    else if (instr_dynamic(i))
+        emit_dynamic_compute(g, i, index);
+    else if (i->kind == IK_COPY)
         emit_copy(g, i);
     else if (i->kind == IK_INSERT)
         emit_insert(g, i, index);

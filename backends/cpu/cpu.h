@@ -91,6 +91,8 @@ bool cpu_weights_present(const LirProgram *p, DiagList *d);
 
 /* The fallback kernel generated code calls (see fallback.c). */
 int libjit_generic(const int64_t *d, void *const *ops);
+int libjit_dynamic(const int64_t *d, void *const *ops, unsigned char *mutables,
+                   const int64_t *slots);
 
 
 #endif

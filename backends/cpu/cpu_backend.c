@@ -16,7 +16,38 @@ static bool is_native(const Node *n) {
     return interp_is_native(n);
 }
 
+/* Code generation bakes every shape into the kernel calls. Instructions over
+ * bounded-dynamic buffers call the interpreter's kernels at run time with the
+ * sizes kept in the mutable area (codegen.c), in the JIT and in executables
+ * (whose main reads the outputs' sizes there): bundles, whose API has no
+ * place for a run-time size yet, and a buffer with no shape slot (a view, or
+ * a program not allocated here), are refused, naming the instruction. */
+static bool refuse_dynamic(const LirProgram *p, const BackendOptions *o, DiagList *d) {
+    for (const LirInstr *i = p->first; i; i = i->next) {
+        for (int k = 0; !i->dead && k < i->nops; k++) {
+            const LirBuf *b = i->ops[k];
+            if (!type_is_dynamic(&b->type))
+                continue;
+            bool slot = b->has_shape_slot;
+            if (o->output != OUTPUT_BUNDLE && slot)
+                continue;
+            char t[TYPE_STR_MAX];
+            diag_error(d, NULL,
+                       "instruction %d '%s' (%s): operand %d is %s: bounded-dynamic dimensions "
+                       "%s (glowc run --backend=cpu and executables run them, as do the interpreters)",
+                       i->index, i->name ? i->name : "", instr_kind_name(i->kind), k,
+                       type_str(&b->type, t),
+                       !slot ? "need a run-time shape slot, which this buffer lacks"
+                             : "are not compiled into bundles yet");
+            return false;
+        }
+    }
+    return true;
+}
+
 static BackendModule *compile(LirProgram *p, const BackendOptions *o, DiagList *d) {
+    if (!refuse_dynamic(p, o, d))
+        return NULL;
     return (BackendModule *)cpu_codegen(p, o, d);
 }
 

@@ -5,7 +5,8 @@
  * It is native code in glowc (the JIT resolves generated code's calls to it
  * in the process; an executable links it), not bitcode: compiling the whole
  * interpreter into every program would cost seconds per compile.
- * Returns 0, or 1 if the kernel failed. */
+ * Returns 0, or 1 if the kernel failed. libjit_dynamic runs instructions
+ * over bounded-dynamic buffers the same way, at their run-time sizes. */
 #include <stdlib.h>
 
 #include "backends/cpu/cpu.h"
@@ -48,19 +49,20 @@ static void set_attr(Node *n, AttrKey key, int count, const int64_t *v) {
     }
 }
 
-int libjit_generic(const int64_t *d, void *const *ops) {
-    Arena *a = arena_new();
-    if (!a)
-        return 1;
-    Module m = {.arena = a, .source = ""};
-    Function f = {.module = &m, .name = "main"};
+/* The node the descriptor describes, in `a`, its results and operands as
+ * tensors over `ops` (out[k] results, in[k] operands). */
+static Node *node_of_desc(Arena *a, const int64_t *d, void *const *ops, Tensor **in,
+                          Tensor **out) {
+    Module *m = arena_alloc(a, sizeof *m);
+    *m = (Module){.arena = a, .source = ""};
+    Function *f = arena_alloc(a, sizeof *f);
+    *f = (Function){.module = m, .name = "main"};
     int nres = lj_nres(d), nin = lj_nops(d) - nres;
-    Node *n = graph_new_node(&f, (NodeKind)d[DESC_KIND], 0, NULL, nres);
+    Node *n = graph_new_node(f, (NodeKind)d[DESC_KIND], 0, NULL, nres);
     Value *vals = arena_alloc_array(a, (size_t)nin + 1, sizeof(Value));
     n->ops = arena_alloc_array(a, (size_t)nin + 1, sizeof(Value *));
     n->nops = nin;
     Tensor *tensors = arena_alloc_array(a, (size_t)lj_nops(d) + 1, sizeof(Tensor));
-    Tensor *in[256], *out[64];
     for (int k = 0; k < lj_nops(d); k++) {
         tensors[k].type = operand_type(d, k);
         tensors[k].data = ops[k];
@@ -77,7 +79,60 @@ int libjit_generic(const int64_t *d, void *const *ops) {
     const int64_t *rec = d + DESC_OPS + lj_nops(d) * DESC_OP_WORDS;
     for (int j = 0; j < (int)d[DESC_NATTRS]; j++, rec += DESC_ATTR_WORDS)
         set_attr(n, (AttrKey)rec[0], (int)rec[1], rec + 2);
+    return n;
+}
+
+int libjit_generic(const int64_t *d, void *const *ops) {
+    Arena *a = arena_new();
+    if (!a)
+        return 1;
+    Tensor *in[256], *out[64];
+    Node *n = node_of_desc(a, d, ops, in, out);
     int status = interp_eval_node(n, in, out, NULL) ? 0 : 1;
+    arena_destroy(a);
+    return status;
+}
+
+/* An instruction over bounded-dynamic buffers: the descriptor has their
+ * bounds; slots[2k] is where operand k's run-time dimensions live in the
+ * mutable area (-1 for a static operand) and slots[2k + 1] its dynamic
+ * mask. The interpreter's kernel runs at the run-time sizes (the node typed
+ * by them, as the interpreters do), and the results' sizes are written to
+ * their slots. */
+int libjit_dynamic(const int64_t *d, void *const *ops, unsigned char *mutables,
+                   const int64_t *slots) {
+    Arena *a = arena_new();
+    if (!a)
+        return 1;
+    Tensor *in[256], *out[64];
+    Node *n = node_of_desc(a, d, ops, in, out);
+    int nres = lj_nres(d);
+    for (int k = 0; k < lj_nops(d); k++) {
+        if (slots[2 * k] < 0)
+            continue;
+        const int64_t *dims = (const int64_t *)(mutables + slots[2 * k]);
+        Type *st = k < nres ? &n->res[k].type : &n->ops[k - nres]->type;
+        st->dyn = (uint8_t)slots[2 * k + 1];
+        if (k >= nres)
+            for (int i = 0; i < st->rank; i++)
+                in[k - nres]->type.dims[i] = dims[i];
+    }
+    /* The message has nowhere to go from generated code: the caller names
+     * the instruction that failed. */
+    DiagList quiet;
+    diag_init(&quiet, NULL);
+    const Node *rn = interp_run_time_node(n, in, a, &quiet);
+    for (int k = 0; rn && k < nres; k++)
+        out[k]->type = rn->res[k].type;
+    int status = rn && interp_eval_node(rn, in, out, &quiet) ? 0 : 1;
+    diag_free(&quiet);
+    for (int k = 0; !status && k < nres; k++) {
+        if (slots[2 * k] < 0)
+            continue;
+        int64_t *dims = (int64_t *)(mutables + slots[2 * k]);
+        for (int i = 0; i < out[k]->type.rank; i++)
+            dims[i] = out[k]->type.dims[i];
+    }
     arena_destroy(a);
     return status;
 }

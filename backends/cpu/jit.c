@@ -162,6 +162,17 @@ static void report_failure(LirProgram *p, int index, DiagList *d) {
     while (at && at->index != index)
         at = at->next;
     const Attr *why = at && at->kind == IK_OF_NODE(NK_TRAP) ? instr_attr(at, AK_message) : NULL;
+    if (!why && at && at->kind != IK_COPY) {
+        bool dynamic = false;
+        for (int k = 0; k < at->nops; k++)
+            dynamic |= type_is_dynamic(&at->ops[k]->type);
+        if (dynamic) { /* libjit_dynamic: a run-time size that breaks the node's shape rule */
+            diag_error(d, NULL, "instruction %d '%s' (%s) failed in the generated code: its "
+                       "run-time sizes do not fit it (the interpreters say how)",
+                       index, at->name ? at->name : "", instr_kind_name(at->kind));
+            return;
+        }
+    }
     if (!why) {
         diag_error(d, NULL, "instruction %d failed in the generated code", index);
         return;
@@ -200,6 +211,12 @@ bool cpu_exec_run(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a,
         Tensor *t = tensor_new(a, &w->type);
         if (!t)
             return false;
+        if (w->has_shape_slot) { /* written at its run-time size */
+            const int64_t *dims = (const int64_t *)(e->mutables + w->shape_slot);
+            for (int i = 0; i < t->type.rank; i++)
+                t->type.dims[i] = dims[i];
+            t->type.dyn = 0;
+        }
         memcpy(t->data, e->mutables + w->address, tensor_bytes(t));
         outputs[nout++] = t;
     }

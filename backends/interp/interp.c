@@ -116,8 +116,10 @@ bool interp_run(Function *f, Tensor *const *inputs, Tensor **outputs, Arena *a, 
 
 /* ---- regions ---- */
 
+/* A body's result into the node's (the run-time size with it). */
 static void copy_into(Tensor *dst, const Tensor *src) {
     memcpy(dst->data, src->data, tensor_bytes(src));
+    dst->type = src->type;
 }
 
 bool k_trap(const KernelArgs *a) {
@@ -188,6 +190,36 @@ bool k_loop(const KernelArgs *a) {
     return ok;
 }
 
+const Node *interp_run_time_node(const Node *n, Tensor *const *in, Arena *run, DiagList *d) {
+    bool dynamic = false;
+    for (int i = 0; i < n->nops && !dynamic; i++)
+        dynamic = !type_equal(&in[i]->type, &n->ops[i]->type);
+    for (int i = 0; i < n->nres && !dynamic; i++)
+        dynamic = type_is_dynamic(&n->res[i].type);
+    if (!dynamic)
+        return n;
+    Node *c = arena_alloc(run, sizeof *c);
+    *c = *n;
+    Type *ops = arena_alloc_array(run, (size_t)n->nops + 1, sizeof(Type));
+    Type *res = arena_alloc_array(run, (size_t)n->nres + 1, sizeof(Type));
+    c->ops = arena_alloc_array(run, (size_t)n->nops + 1, sizeof(Value *));
+    c->res = arena_alloc_array(run, (size_t)n->nres + 1, sizeof(Value));
+    for (int i = 0; i < n->nops; i++) {
+        ops[i] = in[i]->type;
+        Value *v = arena_alloc(run, sizeof *v);
+        *v = *n->ops[i];
+        v->type = ops[i];
+        c->ops[i] = v;
+    }
+    if (!infer_run_time(n, ops, res, d, run))
+        return NULL;
+    for (int i = 0; i < n->nres; i++) {
+        c->res[i] = (Value){c, i, res[i]};
+        c->res[i].type.dyn = 0; /* sizes now, or bounds a kernel shrinks */
+    }
+    return c;
+}
+
 static bool run_function(Function *f, Tensor *const *inputs, Tensor **outputs, Arena *a,
                          DiagList *d, InterpObserver observe, void *observe_ctx) {
     Arena *run = arena_new();
@@ -239,9 +271,14 @@ static bool run_function(Function *f, Tensor *const *inputs, Tensor **outputs, A
         }
         for (int i = 0; i < n->nops; i++)
             in[i] = values[n->ops[i]->def->id][n->ops[i]->index];
+        const Node *rn = interp_run_time_node(n, in, run, d);
+        if (!rn) {
+            ok = false;
+            break;
+        }
         for (int i = 0; i < n->nres; i++)
-            out[i] = tensor_new_big(run, &n->res[i].type);
-        ok = interp_eval_node(n, in, out, d);
+            out[i] = tensor_new_big(run, &rn->res[i].type);
+        ok = interp_eval_node(rn, in, out, d);
         values[n->id] = out;
         if (ok && observe)
             observe(observe_ctx, n, out);

@@ -13,6 +13,14 @@
 
 /* Runs one node: `in` holds its operands, `out` its results (allocated with
  * the node's result types by the caller). */
+/* A node with bounded-dynamic operands or results runs as a copy typed by
+ * its operands' run-time types `in` (infer_run_time, which refuses a size
+ * beyond its bound), so the kernels, which size their loops by the types,
+ * respect them. Results of the kinds that decide their own sizes (nonzero...)
+ * keep their bounds: the runner allocates that much, the kernel writes the
+ * size into the result tensor's type. Returns n itself when nothing is
+ * dynamic, NULL after an error; the copy lives in `a`. */
+const Node *interp_run_time_node(const Node *n, Tensor *const *in, Arena *a, DiagList *d);
 bool interp_eval_node(const Node *n, Tensor *const *in, Tensor *const *out, DiagList *d);
 
 /* FoldFn (core/onnx/onnx.h): evaluates n, allocating results in `a`. */

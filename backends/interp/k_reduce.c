@@ -213,6 +213,14 @@ bool k_top_k(const KernelArgs *a) {
     int axis;
     axis_normalize(node_attr_int(a->n, AK_axis, -1), xt->rank, &axis);
     int64_t k = V->type.dims[axis], len = xt->dims[axis], outer = 1, inner = 1;
+    if (a->n->nops > 1) { /* a run-time k: the results were allocated for the whole axis */
+        k = tensor_get_i64(a->in[1], 0);
+        if (k < 0 || k > len)
+            return kernel_fail(a, "k=%lld out of range for an axis of %lld", (long long)k,
+                               (long long)len);
+        V->type.dims[axis] = I->type.dims[axis] = k;
+        V->type.dyn = I->type.dyn = 0;
+    }
     for (int i = 0; i < axis; i++)
         outer *= xt->dims[i];
     for (int i = axis + 1; i < xt->rank; i++)

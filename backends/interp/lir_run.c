@@ -18,12 +18,26 @@ typedef struct LirRun {
     Arena *step; /* per instruction records; renewed at each endloop, so a
                   * long loop runs in bounded memory */
     DiagList *d;
+    /* By buffer id: the run-time type of a buffer whose type has
+     * bounded-dynamic dimensions, once an instruction wrote it (irgen gives
+     * such buffers no views). */
+    Type *rt;
+    bool *has_rt;
 } LirRun;
 
 static Tensor operand(const LirRun *r, LirBuf *b) {
     LirBuf *s = lir_storage(b);
     size_t off = b->kind == LB_VIEW ? (size_t)b->offset * elem_size(b->type.elem) : 0;
-    return (Tensor){.type = b->type, .data = (unsigned char *)r->base[s->id] + off};
+    Type t = b == s && r->has_rt[s->id] ? r->rt[s->id] : b->type;
+    return (Tensor){.type = t, .data = (unsigned char *)r->base[s->id] + off};
+}
+
+/* Records what an instruction wrote into a bounded-dynamic buffer. */
+static void set_run_time(LirRun *r, LirBuf *b, const Type *t) {
+    if (!type_is_dynamic(&b->type) || b != lir_storage(b))
+        return;
+    r->rt[b->id] = *t;
+    r->has_rt[b->id] = true;
 }
 
 static void poison(const LirRun *r, LirBuf *b) {
@@ -60,7 +74,16 @@ static bool run_compute(LirRun *r, LirInstr *i) {
         outs[k] = &storage[k];
     for (int k = 0; k < n->nops; k++)
         ins[k] = &storage[n->nres + k];
-    return interp_eval_node(n, ins, outs, r->d);
+    const Node *rn = interp_run_time_node(n, ins, r->step, r->d);
+    if (!rn)
+        return false;
+    for (int k = 0; k < n->nres; k++)
+        storage[k].type = rn->res[k].type;
+    if (!interp_eval_node(rn, ins, outs, r->d))
+        return false;
+    for (int k = 0; k < n->nres; k++)
+        set_run_time(r, i->ops[k], &outs[k]->type);
+    return true;
 }
 
 static bool run_instr(LirRun *r, LirInstr *i) {
@@ -82,6 +105,7 @@ static bool run_instr(LirRun *r, LirInstr *i) {
     case IK_COPY: {
         Tensor dst = operand(r, i->ops[0]), src = operand(r, i->ops[1]);
         memmove(dst.data, src.data, tensor_bytes(&src));
+        set_run_time(r, i->ops[0], &src.type);
         return true;
     }
     case IK_INSERT:
@@ -178,7 +202,7 @@ bool interp_run_lir_observed(LirProgram *p, Tensor *const *inputs, Tensor **outp
      * broke (under --no-verify) is refused, not run out of bounds. */
     if (!lir_check_runnable(p, "the LIR interpreter", d))
         return false;
-    LirRun r = {p, NULL, NULL, arena_new(), arena_new(), d};
+    LirRun r = {p, NULL, NULL, arena_new(), arena_new(), d, NULL, NULL};
     if (!r.scratch || !r.step) {
         arena_destroy(r.scratch);
         arena_destroy(r.step);
@@ -187,6 +211,8 @@ bool interp_run_lir_observed(LirProgram *p, Tensor *const *inputs, Tensor **outp
     }
     r.arena = arena_alloc_big(r.scratch, (size_t)(p->arena_bytes ? p->arena_bytes : 1));
     r.base = arena_alloc_array(r.scratch, (size_t)p->next_id + 1, sizeof(void *));
+    r.rt = arena_alloc_array(r.scratch, (size_t)p->next_id + 1, sizeof(Type));
+    r.has_rt = arena_alloc_array(r.scratch, (size_t)p->next_id + 1, sizeof(bool));
     int nin = 0, nout = 0;
     bool ok = true;
     for (int b = 0; b < p->nbufs && ok; b++) {
@@ -225,6 +251,15 @@ bool interp_run_lir_observed(LirProgram *p, Tensor *const *inputs, Tensor **outp
         ok = run_instr(&r, i);
         if (ok && observe && !instr_is_control(i->kind))
             observe_instr(&r, i, observe, observe_ctx);
+    }
+    /* Outputs with bounded-dynamic dimensions have their run-time sizes. */
+    for (int b = 0, k = 0; b < p->nbufs && ok; b++) {
+        LirBuf *w = p->bufs[b];
+        if (w->dead || w->kind != LB_OUT)
+            continue;
+        if (r.has_rt[w->id])
+            outputs[k]->type = r.rt[w->id];
+        k++;
     }
     arena_destroy(r.step);
     arena_destroy(r.scratch);

@@ -1296,15 +1296,16 @@ static bool import_if_region(OnnxNode *on, Value *c) {
 
 /* Loop whose trip count or condition is known only at run time (or too long
  * to unroll): a loop node whose body is the Loop's. Its scan outputs would
- * have a length known only at run time, which the IR has no type for yet. */
+ * have a length known only at run time: a bounded-dynamic dimension when the
+ * trip count has a static bound, which the loop node does not make yet. */
 static bool import_loop_region(OnnxNode *on, const Onnx__GraphProto *g, int n, int nscan,
                                const char *why) {
     ImportCtx *ic = on->ic;
     Arena *a = ic->m->arena;
     if (nscan) {
         on_unsupported(on, "%s; glowc runs such a loop at run time, but its %d scan output%s "
-                           "would have a length known only then (bounded-dynamic shapes are not "
-                           "supported yet)", why, nscan, nscan > 1 ? "s" : "");
+                           "would have a length known only then (a bounded-dynamic dimension, "
+                           "which loops do not produce yet)", why, nscan, nscan > 1 ? "s" : "");
         return false;
     }
     Value **ops = arena_alloc_array(a, (size_t)n + 2, sizeof(Value *));

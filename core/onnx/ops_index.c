@@ -1,13 +1,15 @@
 /* Import of indexing operators: gathers and scatters by element and by N-d
  * index, one-hot, triangles, top-k and sequence reversal. Operands that
- * decide a shape (OneHot's depth, TopK's k, Trilu's k) must be constants and
- * become attributes. NonZero, Compress and Unique have shapes that depend on
- * values: they import only when those values are known, NonZero and Unique
- * folded to constants, Compress turned into a gather of the kept positions. */
+ * decide a shape (OneHot's depth, Trilu's k) must be constants and become
+ * attributes. NonZero, Compress, Unique, NonMaxSuppression and TopK's k
+ * decide their shapes by values: on known values the first three fold
+ * (Compress to a gather of the kept positions); otherwise they become nodes
+ * whose results have bounded-dynamic dimensions. */
 #include <math.h>
 #include <string.h>
 
 #include "core/onnx/import.h"
+#include "core/unique.h"
 
 /* ---- gathers and scatters ------------------------------------------------- */
 
@@ -99,19 +101,25 @@ bool import_trilu(OnnxNode *on) {
 
 /* k is an attribute before opset 10 and a constant input from it on. */
 bool import_top_k(OnnxNode *on) {
-    int64_t k;
+    int64_t k = -1;
+    bool run_time_k = false;
     if (on->opset < 10) {
         if (!on_need_inputs(on, 1, 1))
             return false;
         k = on_attr_int(on, "k", -1);
-    } else if (!on_need_inputs(on, 2, 2) || !const_scalar(on, 1, "k", &k)) {
+    } else if (!on_need_inputs(on, 2, 2)) {
+        return false;
+    } else if (!on_try_const(on, on_in(on, 1))) {
+        run_time_k = true; /* the result's length is bounded-dynamic */
+    } else if (!const_scalar(on, 1, "k", &k)) {
         return false;
     }
-    Node *n = on_node(on, NK_TOP_K, 1, on->in, 2);
+    Node *n = on_node(on, NK_TOP_K, run_time_k ? 2 : 1, on->in, 2);
     node_set_int(n, AK_axis, on_attr_int(on, "axis", -1));
     node_set_int(n, AK_largest, on_attr_int(on, "largest", 1));
     node_set_int(n, AK_sorted, on_attr_int(on, "sorted", 1));
-    node_set_int(n, AK_k, k);
+    if (!run_time_k)
+        node_set_int(n, AK_k, k);
     return on_done(on, n);
 }
 
@@ -126,23 +134,24 @@ bool import_reverse_sequence(OnnxNode *on) {
 
 /* ---- value-dependent shapes ---------------------------------------------------- */
 
-/* Input i's value, or NULL after saying the operator needs it known. */
-static Tensor *known_values(OnnxNode *on, int i, const char *what) {
-    Tensor *t = on_try_const(on, on_in(on, i));
-    if (!t)
-        on_unsupported(on, "the result shape depends on the values of %s, which are not known "
-                           "at compile time", what);
-    return t;
+/* The input seen as one dimension (its rank-1 self, or a reshape). */
+static Value *flattened(OnnxNode *on, Value *v) {
+    if (v->type.rank == 1)
+        return v;
+    Node *flat = on_node(on, NK_RESHAPE, 1, &v, 1);
+    flat->res[0].type = type_make(v->type.elem, 1, (int64_t[]){type_numel(&v->type)});
+    return on_tmp(on, flat);
 }
 
 /* [rank, count]: the coordinates of the non-zero elements, in row-major
- * order. */
+ * order. Folded when the input is known; a nonzero node, whose count is
+ * bounded-dynamic, otherwise. */
 bool import_nonzero(OnnxNode *on) {
     if (!on_need_inputs(on, 1, 1))
         return false;
-    Tensor *x = known_values(on, 0, "the input");
+    Tensor *x = on_try_const(on, on_in(on, 0));
     if (!x)
-        return false;
+        return on_done(on, on_node(on, NK_NONZERO, 1, on->in, 1));
     const Type *xt = &x->type;
     int64_t n = tensor_numel(x), count = 0, idx[MAX_RANK] = {0};
     for (int64_t i = 0; i < n; i++)
@@ -171,15 +180,22 @@ bool import_nonzero(OnnxNode *on) {
 bool import_compress(OnnxNode *on) {
     if (!on_need_inputs(on, 2, 2))
         return false;
-    Tensor *cond = known_values(on, 1, "the condition");
-    if (!cond)
-        return false;
     const Type *x = &on->in[0]->type;
     bool has_axis = on_has_attr(on, "axis");
     int64_t axis = on_attr_int(on, "axis", 0);
     if (has_axis && (axis < -x->rank || axis >= x->rank)) {
         on_error(on, "axis out of range");
         return false;
+    }
+    Tensor *cond = on_try_const(on, on_in(on, 1));
+    if (!cond) {
+        /* A run-time condition: a compress node, its axis bounded-dynamic. */
+        Value *ops[2] = {has_axis ? on->in[0] : flattened(on, on->in[0]), on->in[1]};
+        if (!ops[0])
+            return false;
+        Node *n = on_node(on, NK_COMPRESS, 2, ops, 1);
+        node_set_int(n, AK_axis, has_axis ? axis : 0);
+        return on_done(on, n);
     }
     int ax = (int)(axis < 0 ? axis + x->rank : axis);
     int64_t len = has_axis ? x->dims[ax] : type_numel(x), ncond = tensor_numel(cond), kept = 0;
@@ -211,117 +227,6 @@ bool import_compress(OnnxNode *on) {
 
 /* ---- Unique ----------------------------------------------------------------- */
 
-/* The input seen as `count` slices of `size` elements along the axis (single
- * elements without one): element e = o * inner + i of slice s sits at
- * (o * count + s) * inner + i. */
-typedef struct Slices {
-    const Tensor *x;
-    int64_t count, size, inner;
-} Slices;
-
-static int64_t slice_at(const Slices *s, int64_t slice, int64_t e) {
-    return (e / s->inner * s->count + slice) * s->inner + e % s->inner;
-}
-
-/* A total order: NaN above every number and equal to itself. */
-static int value_cmp(const Tensor *x, int64_t a, int64_t b) {
-    if (elem_is_float(x->type.elem)) {
-        double va = tensor_get_f64(x, a), vb = tensor_get_f64(x, b);
-        if (isnan(va) || isnan(vb))
-            return isnan(va) - isnan(vb);
-        return va < vb ? -1 : va > vb ? 1 : 0;
-    }
-    uint64_t bias = elem_class(x->type.elem) == ECLS_UINT ? 0 : 1ull << 63;
-    uint64_t va = (uint64_t)tensor_get_i64(x, a) ^ bias, vb = (uint64_t)tensor_get_i64(x, b) ^ bias;
-    return va < vb ? -1 : va > vb ? 1 : 0;
-}
-
-/* Lexicographic, as numpy compares the rows it sorts. */
-static int slice_cmp(const void *ctx, int64_t a, int64_t b) {
-    const Slices *s = ctx;
-    for (int64_t e = 0; e < s->size; e++) {
-        int c = value_cmp(s->x, slice_at(s, a, e), slice_at(s, b, e));
-        if (c)
-            return c;
-    }
-    return 0;
-}
-
-/* By a key per element: the first occurrences of unique slices. */
-static int key_cmp(const void *ctx, int64_t a, int64_t b) {
-    const int64_t *key = ctx;
-    return key[a] < key[b] ? -1 : key[a] > key[b];
-}
-
-/* Stable merge sort of v[0..n) (tmp as long), so equal slices keep their
- * order of occurrence. */
-static void sort_stable(int64_t *v, int64_t *tmp, int64_t n,
-                        int (*cmp)(const void *, int64_t, int64_t), const void *ctx) {
-    if (n < 2)
-        return;
-    int64_t h = n / 2, i = 0, j = h, t = 0;
-    sort_stable(v, tmp, h, cmp, ctx);
-    sort_stable(v + h, tmp, n - h, cmp, ctx);
-    while (i < h && j < n)
-        tmp[t++] = cmp(ctx, v[j], v[i]) < 0 ? v[j++] : v[i++];
-    while (i < h)
-        tmp[t++] = v[i++];
-    memcpy(v, tmp, (size_t)t * sizeof *v);
-}
-
-typedef struct Uniques {
-    int64_t n;
-    int64_t *first;   /* per unique slice: its first occurrence */
-    int64_t *counts;  /* per unique slice */
-    int64_t *inverse; /* per input slice: its unique slice */
-} Uniques;
-
-/* Puts the unique slices in order of first occurrence. */
-static void order_by_first(Uniques *u, int64_t count, Arena *a) {
-    int64_t *by_first = arena_alloc_array(a, (size_t)u->n + 1, sizeof(int64_t));
-    int64_t *tmp = arena_alloc_array(a, (size_t)u->n + 1, sizeof(int64_t));
-    int64_t *rank = arena_alloc_array(a, (size_t)u->n + 1, sizeof(int64_t));
-    int64_t *first = arena_alloc_array(a, (size_t)u->n + 1, sizeof(int64_t));
-    int64_t *counts = arena_alloc_array(a, (size_t)u->n + 1, sizeof(int64_t));
-    for (int64_t g = 0; g < u->n; g++)
-        by_first[g] = g;
-    sort_stable(by_first, tmp, u->n, key_cmp, u->first);
-    for (int64_t r = 0; r < u->n; r++) {
-        rank[by_first[r]] = r;
-        first[r] = u->first[by_first[r]];
-        counts[r] = u->counts[by_first[r]];
-    }
-    for (int64_t i = 0; i < count; i++)
-        u->inverse[i] = rank[u->inverse[i]];
-    u->first = first;
-    u->counts = counts;
-}
-
-/* Groups equal slices after a stable sort, so a group's first member is
- * its first occurrence. */
-static void find_uniques(const Slices *s, bool sorted, Uniques *u, Arena *a) {
-    size_t n = (size_t)s->count + 1;
-    int64_t *order = arena_alloc_array(a, n, sizeof(int64_t));
-    int64_t *tmp = arena_alloc_array(a, n, sizeof(int64_t));
-    u->first = arena_alloc_array(a, n, sizeof(int64_t));
-    u->counts = arena_alloc_array(a, n, sizeof(int64_t));
-    u->inverse = arena_alloc_array(a, n, sizeof(int64_t));
-    u->n = 0;
-    for (int64_t i = 0; i < s->count; i++)
-        order[i] = i;
-    sort_stable(order, tmp, s->count, slice_cmp, s);
-    for (int64_t p = 0; p < s->count; p++) {
-        if (!p || slice_cmp(s, order[p - 1], order[p])) {
-            u->first[u->n] = order[p];
-            u->counts[u->n++] = 0;
-        }
-        u->counts[u->n - 1]++;
-        u->inverse[order[p]] = u->n - 1;
-    }
-    if (!sorted)
-        order_by_first(u, s->count, a);
-}
-
 static Value *i64_vector(OnnxNode *on, const int64_t *v, int64_t n) {
     Type t = type_make(ELEM_I64, 1, (int64_t[]){n});
     Tensor *x = on_tensor(on, &t);
@@ -330,48 +235,69 @@ static Value *i64_vector(OnnxNode *on, const int64_t *v, int64_t n) {
     return on_const(on, x);
 }
 
-/* The unique slices, gathered from their first occurrences. */
-static Tensor *unique_values(OnnxNode *on, const Slices *s, const Uniques *u, int axis) {
-    const Type *xt = &s->x->type;
-    Type t = axis >= 0 ? *xt : type_make(xt->elem, 1, (int64_t[]){u->n});
-    if (axis >= 0)
-        t.dims[axis] = u->n;
-    Tensor *y = on_tensor(on, &t);
-    size_t es = elem_size(xt->elem);
-    Slices ys = {y, u->n, s->size, s->inner};
-    for (int64_t g = 0; g < u->n; g++)
-        for (int64_t e = 0; e < s->size; e++)
-            memcpy((char *)y->data + (size_t)slice_at(&ys, g, e) * es,
-                   (const char *)s->x->data + (size_t)slice_at(s, u->first[g], e) * es, es);
-    return y;
+/* A unique node on run-time values (flattened first without an axis). */
+static bool unique_node(OnnxNode *on, int axis, bool sorted) {
+    Value *x = axis < 0 ? flattened(on, on->in[0]) : on->in[0];
+    if (!x)
+        return false;
+    Node *n = on_node(on, NK_UNIQUE, 1, &x, 4);
+    node_set_int(n, AK_axis, axis < 0 ? 0 : axis);
+    node_set_int(n, AK_sorted, sorted);
+    return on_done(on, n);
 }
 
 bool import_unique(OnnxNode *on) {
     if (!on_need_inputs(on, 1, 1))
         return false;
-    Tensor *x = known_values(on, 0, "the input");
-    if (!x)
-        return false;
-    const Type *xt = &x->type;
+    const Type *it = &on->in[0]->type;
     int axis = -1;
-    Slices s = {x, type_numel(xt), 1, 1};
     if (on_has_attr(on, "axis")) {
         int64_t a = on_attr_int(on, "axis", 0);
-        if (a < -xt->rank || a >= xt->rank) {
+        if (a < -it->rank || a >= it->rank) {
             on_error(on, "axis out of range");
             return false;
         }
-        axis = (int)(a < 0 ? a + xt->rank : a);
-        s.count = xt->dims[axis];
-        for (int i = axis + 1; i < xt->rank; i++)
-            s.inner *= xt->dims[i];
-        s.size = s.count ? type_numel(xt) / s.count : 0;
+        axis = (int)(a < 0 ? a + it->rank : a);
     }
+    bool sorted = on_attr_int(on, "sorted", 1) != 0;
+    Tensor *x = on_try_const(on, on_in(on, 0));
+    if (!x)
+        return unique_node(on, axis, sorted);
+    UniqueSlices s;
+    unique_slices(x, axis, &s);
     Uniques u;
-    find_uniques(&s, on_attr_int(on, "sorted", 1) != 0, &u, on->f->module->arena);
-    on_bind(on, 0, on_const(on, unique_values(on, &s, &u, axis)));
+    unique_find(&s, sorted, &u, on->f->module->arena);
+    Type yt = unique_type(x, axis, u.n);
+    Tensor *y = on_tensor(on, &yt);
+    unique_gather(&s, &u, y);
+    on_bind(on, 0, on_const(on, y));
     on_bind(on, 1, i64_vector(on, u.first, u.n));
     on_bind(on, 2, i64_vector(on, u.inverse, s.count));
     on_bind(on, 3, i64_vector(on, u.counts, u.n));
     return true;
+}
+
+/* ---- NonMaxSuppression ---------------------------------------------------- */
+
+/* A run-time node whatever its inputs: its operands are ONNX's five, the
+ * absent ones given their defaults (no boxes kept, IoU threshold 0, no score
+ * threshold: -inf, which every number exceeds). */
+bool import_nms(OnnxNode *on) {
+    if (!on_need_inputs(on, 2, 5))
+        return false;
+    Value *ops[5] = {on->in[0], on->in[1], on_in(on, 2), on_in(on, 3), on_in(on, 4)};
+    Type ti = type_scalar(ELEM_I64), tf = type_scalar(ELEM_F32);
+    static const float dflt[3] = {0, 0, -INFINITY};
+    for (int i = 2; i < 5; i++) {
+        if (ops[i])
+            continue;
+        Tensor *t = on_tensor(on, i == 2 ? &ti : &tf);
+        if (!t)
+            return false;
+        tensor_set_f64(t, 0, dflt[i - 2]);
+        ops[i] = on_const(on, t);
+    }
+    Node *n = on_node(on, NK_NMS, 5, ops, 1);
+    node_set_int(n, AK_center_point_box, on_attr_int(on, "center_point_box", 0));
+    return on_done(on, n);
 }

@@ -105,6 +105,29 @@ bool import_eye_like(OnnxNode *on) {
 }
 
 /* Shapes are static, so Shape is a constant (opset 15 adds start/end). */
+/* The shape of a value with bounded-dynamic dimensions is a run-time
+ * value: a shape node, its dimensions start..end gathered when not all. */
+static bool dynamic_shape(OnnxNode *on, int64_t start, int64_t end) {
+    Node *n = on_node(on, NK_SHAPE, 1, on->in, 1);
+    Value *s = on_tmp(on, n);
+    if (!s)
+        return false;
+    if (start == 0 && end == on->in[0]->type.rank) {
+        on_bind(on, 0, s);
+        return true;
+    }
+    Type it = type_make(ELEM_I64, 1, (int64_t[]){end - start});
+    Tensor *idx = on_tensor(on, &it);
+    if (!idx)
+        return false;
+    for (int64_t i = start; i < end; i++)
+        tensor_set_i64(idx, i - start, i);
+    Value *ops[2] = {s, on_const(on, idx)};
+    Node *g = on_node(on, NK_GATHER, 2, ops, 1);
+    node_set_int(g, AK_axis, 0);
+    return on_done(on, g);
+}
+
 bool import_shape(OnnxNode *on) {
     if (!on_need_inputs(on, 1, 1))
         return false;
@@ -116,6 +139,8 @@ bool import_shape(OnnxNode *on) {
         end += x->rank;
     start = start < 0 ? 0 : start > x->rank ? x->rank : start;
     end = end < start ? start : end > x->rank ? x->rank : end;
+    if (type_is_dynamic(x))
+        return dynamic_shape(on, start, end);
     Type t = type_make(ELEM_I64, 1, (int64_t[]){end - start});
     Tensor *s = on_tensor(on, &t);
     if (!s)
@@ -129,6 +154,14 @@ bool import_shape(OnnxNode *on) {
 bool import_size(OnnxNode *on) {
     if (!on_need_inputs(on, 1, 1))
         return false;
+    if (type_is_dynamic(&on->in[0]->type)) { /* the product of the run-time shape */
+        Value *shape = on_tmp(on, on_node(on, NK_SHAPE, 1, on->in, 1));
+        if (!shape)
+            return false;
+        Node *p = on_node(on, NK_REDUCE_PROD, 1, &shape, 1);
+        node_set_int(p, AK_keepdims, 0);
+        return on_done(on, p);
+    }
     Type t = type_scalar(ELEM_I64);
     Tensor *s = on_tensor(on, &t);
     if (!s)
@@ -249,6 +282,8 @@ bool import_reshape(OnnxNode *on) {
             return false;
         }
         t.dims[infer] = numel / known;
+        if (type_is_dynamic(x)) /* the -1 takes what the run-time size leaves */
+            t.dyn = (uint8_t)(1u << infer);
     }
     return reshape_to(on, &t);
 }

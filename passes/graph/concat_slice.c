@@ -124,6 +124,8 @@ bool pass_concat_slice(Function *f, PassContext *ctx) {
     for (Node *n = f->first, *next; n; n = next) {
         next = n->next;
         bool did = false;
+        if (node_is_dynamic(n))
+            continue; /* offsets by static sizes */
         if (n->kind == NK_CONCAT)
             did = concat_of_slices(f, n, ctx) || flatten_nested(f, n, uses, ctx);
         else if (n->kind == NK_SLICE)

@@ -11,6 +11,8 @@ enum { FOLD_LIMIT = 64 << 20 };
 static bool foldable(const Node *n) {
     if (n->nops == 0 || n->nbodies)
         return false; /* an if on a constant is fold-if's; a loop may run long */
+    if (node_is_dynamic(n))
+        return false; /* a constant has a static type (the importer folds these) */
     for (int i = 0; i < n->nops; i++)
         if (!value_constant(n->ops[i]))
             return false;

@@ -244,6 +244,21 @@ static void test_type_basics(void **state) {
     type_str(&big, buf);
     assert_true(strlen(buf) < TYPE_STR_MAX);
     assert_int_equal(buf[strlen(buf) - 1], '>');
+    big.dyn = 0xff; /* every dimension bounded-dynamic: "?<=" each */
+    type_str(&big, buf);
+    assert_true(strlen(buf) < TYPE_STR_MAX);
+    assert_int_equal(buf[strlen(buf) - 1], '>');
+
+    /* Bounded-dynamic dimensions print as ?<=N and take part in equality. */
+    Type dy = type_make(ELEM_I64, 2, (int64_t[]){2, 60});
+    dy.dyn = 2;
+    assert_string_equal(type_str(&dy, buf), "i64<2x?<=60>");
+    assert_true(type_is_dynamic(&dy));
+    assert_true(type_dim_dynamic(&dy, 1));
+    assert_false(type_dim_dynamic(&dy, 0));
+    Type st2 = type_make(ELEM_I64, 2, (int64_t[]){2, 60});
+    assert_false(type_equal(&dy, &st2));
+    assert_false(type_same_shape(&dy, &st2));
 }
 
 static void test_type_numel_checked(void **state) {

@@ -101,6 +101,14 @@ static Type io_type(const GlowcIo *io) {
     return t;
 }
 
+/* An output's type after a run: a bounded-dynamic one at its run-time size. */
+static Type output_type(const GlowcIo *io, const uint8_t *mutables) {
+    Type t = io_type(io);
+    if (io->shape_offset >= 0)
+        memcpy(t.dims, mutables + io->shape_offset, (size_t)t.rank * sizeof(int64_t));
+    return t;
+}
+
 /* The generator of glowc run: xorshift64*, floats in [-1, 1). */
 static void fill_random(Tensor *t, uint64_t seed) {
     uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -198,7 +206,7 @@ static bool write_outputs(const Args *a, const uint8_t *mutables, DiagList *d) {
     bool ok = bufs && files;
     for (int i = 0; ok && i < n; i++) {
         const GlowcIo *io = &m->outputs[i];
-        Tensor t = {.type = io_type(io), .data = (void *)(mutables + io->offset)};
+        Tensor t = {.type = output_type(io, mutables), .data = (void *)(mutables + io->offset)};
         sb_init(&bufs[i]);
         char *path = output_path(dir, io->name);
         ok = path && npy_write(&t, &bufs[i]);
@@ -213,7 +221,7 @@ static bool write_outputs(const Args *a, const uint8_t *mutables, DiagList *d) {
     ok = ok && file_write_all(files, n, d);
     for (int i = 0; ok && i < n; i++) {
         char ts[TYPE_STR_MAX];
-        Type t = io_type(&m->outputs[i]);
+        Type t = output_type(&m->outputs[i], mutables);
         printf("%s: %s\n", m->outputs[i].name, type_str(&t, ts));
     }
     for (int i = 0; bufs && files && i < n; i++) {

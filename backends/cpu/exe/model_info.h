@@ -12,6 +12,9 @@ typedef struct GlowcIo {
     int32_t rank;
     int64_t dims[8];
     int64_t offset; /* in the mutable memory */
+    /* A bounded-dynamic output (dims are its bounds): where its run-time
+     * dims are in the mutable memory after a run; -1 for a static one. */
+    int64_t shape_offset;
 } GlowcIo;
 
 typedef struct GlowcModelInfo {
