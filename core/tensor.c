@@ -167,9 +167,24 @@ uint64_t tensor_hash(const Tensor *t) {
         h = (h ^ (uint64_t)t->type.dims[i]) * 1099511628211ull;
     if (!t->data)
         return h;
+    /* The data 8 bytes at a time in four interleaved chains, folded at the
+     * end, then the tail byte by byte: one byte per multiply in one chain,
+     * hashing resnet50's weights was a fifth of its compile (cse hashes every
+     * constant). The value is only compared within one process (cse) and
+     * printed as opaque<"...">, which nothing reads back as a key. */
     const unsigned char *p = t->data;
-    size_t n = tensor_bytes(t);
-    for (size_t i = 0; i < n; i++)
+    size_t n = tensor_bytes(t), i = 0;
+    uint64_t lane[4] = {h, h ^ 1, h ^ 2, h ^ 3};
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; k++) {
+            uint64_t w;
+            memcpy(&w, p + i + 8 * k, sizeof w);
+            lane[k] = (lane[k] ^ w) * 1099511628211ull;
+            lane[k] ^= lane[k] >> 29;
+        }
+    for (int k = 0; k < 4; k++)
+        h = (h ^ lane[k]) * 1099511628211ull;
+    for (; i < n; i++)
         h = (h ^ p[i]) * 1099511628211ull;
     Tensor *memo = (Tensor *)t; /* a cache, not a change of value */
     memo->hash = h;

@@ -3,7 +3,7 @@
  * them: batch norms folded, activations fused), single-threaded. Reports the
  * minimum time over repeated runs, as GFLOP/s (2 flops per multiply-add).
  *
- * usage: bench_conv [resnet50|resnet18|mobilenet_v2|all] [--no-interp] [--reps N]
+ * usage: bench_conv [resnet50|resnet18|mobilenet_v2|efficientnet_b0|all] [--no-interp] [--reps N]
  *                   [--only I] (the I-th shape of the table alone, for a profiler) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +86,19 @@ static const Shape shapes[] = {
     {"mobilenet_v2", 2, 960, 7, 160, 1, 1, 0, 1, NULL},
     {"mobilenet_v2", 1, 960, 7, 320, 1, 1, 0, 1, NULL},
     {"mobilenet_v2", 1, 320, 7, 1280, 1, 1, 0, 1, "clip"},
+    /* EfficientNet-B0's depthwise convolutions (its 1x1s are MobileNet's kind) */
+    {"efficientnet_b0", 1, 32, 112, 32, 3, 1, 1, 32, "silu"},
+    {"efficientnet_b0", 1, 96, 112, 96, 3, 2, 1, 96, "silu"},
+    {"efficientnet_b0", 1, 144, 56, 144, 3, 1, 1, 144, "silu"},
+    {"efficientnet_b0", 1, 144, 56, 144, 5, 2, 2, 144, "silu"},
+    {"efficientnet_b0", 1, 240, 28, 240, 5, 1, 2, 240, "silu"},
+    {"efficientnet_b0", 1, 240, 28, 240, 3, 2, 1, 240, "silu"},
+    {"efficientnet_b0", 2, 480, 14, 480, 3, 1, 1, 480, "silu"},
+    {"efficientnet_b0", 1, 480, 14, 480, 5, 1, 2, 480, "silu"},
+    {"efficientnet_b0", 2, 672, 14, 672, 5, 1, 2, 672, "silu"},
+    {"efficientnet_b0", 1, 672, 14, 672, 5, 2, 2, 672, "silu"},
+    {"efficientnet_b0", 3, 1152, 7, 1152, 5, 1, 2, 1152, "silu"},
+    {"efficientnet_b0", 1, 1152, 7, 1152, 3, 1, 1, 1152, "silu"},
 };
 
 static double now(void) {

@@ -55,6 +55,17 @@ LJ_INLINE float *phase_row(const DwPlan *p, float *buf, int64_t r, int64_t ph) {
     return buf + (r * p->g.sw + ph) * p->pwidth;
 }
 
+/* The first n lanes of v, the others 0. The end of a short row is copied
+ * a vector at a time with this: the lanes past the row read the next row
+ * (still inside the plane) and become the right padding's zeros, which they
+ * overwrite in the phase row. One float at a time, the copy of 14- and
+ * 28-wide rows cost stride-2 layers more than their taps. */
+#define DW_IOTA(l, _) (l)
+LJ_INLINE vf32 dw_first(vf32 v, int64_t n) {
+    vi32 lane = {LJ_LANES(DW_IOTA, )};
+    return lj_select(lane < (int32_t)n, v, lj_splat(0));
+}
+
 /* The inside of plane x into the phase rows (the rest stays 0), phase ph
  * of every row: its columns [m0, m1) are inside the input. Phase by phase,
  * so that the bounds (two divisions by the stride) are found once per
@@ -72,14 +83,23 @@ LJ_INLINE void dw_fill_phase(const DwPlan *p, const float *x, float *buf, int64_
         const float *src = x + (r - g->ph) * g->w;
         float *dst = phase_row(p, buf, r, ph);
         int64_t m = m0;
+        /* Reads up to `left` floats from src stay in the plane. */
+        int64_t left = g->h * g->w - (r - g->ph) * g->w;
         if (sw == 1) {
             for (; m + LJ_VL <= m1; m += LJ_VL)
                 lj_store(dst + m, lj_load(src + m - g->pw));
+            for (; m < m1 && m - g->pw + LJ_VL <= left && m + LJ_VL <= p->pwidth; m += LJ_VL)
+                lj_store(dst + m, dw_first(lj_load(src + m - g->pw), m1 - m));
         } else if (g->sw == 2) {
             /* even or odd lanes of 32 inputs, while all 32 are in the row */
             for (; m + LJ_VL <= m1 && 2 * m + ph - g->pw + 2 * LJ_VL <= g->w; m += LJ_VL) {
                 const float *s = src + 2 * m + ph - g->pw;
                 lj_store(dst + m, lj_even(lj_load(s), lj_load(s + LJ_VL)));
+            }
+            for (; m < m1 && 2 * m + ph - g->pw + 2 * LJ_VL <= left && m + LJ_VL <= p->pwidth;
+                 m += LJ_VL) {
+                const float *s = src + 2 * m + ph - g->pw;
+                lj_store(dst + m, dw_first(lj_even(lj_load(s), lj_load(s + LJ_VL)), m1 - m));
             }
         }
         for (; m < m1; m++)
@@ -98,15 +118,12 @@ LJ_INLINE void dw_fill(const DwPlan *p, const float *x, float *buf) {
  * do no division (the tap's phase is j*dw % sw) whatever the window. */
 enum { DW_MAX_TAPS = 64 };
 
-LJ_INLINE bool dw_offsets(const DwPlan *p, int64_t *off) {
+LJ_INLINE void dw_offsets(const DwPlan *p, int64_t *off) {
     const LjWindow *g = &p->g;
-    if (g->kh * g->kw > DW_MAX_TAPS)
-        return false;
     for (int64_t i = 0; i < g->kh; i++)
         for (int64_t j = 0; j < g->kw; j++)
             off[i * g->kw + j] = (i * g->dh * g->sw + j * g->dw % g->sw) * p->pwidth +
                                  j * g->dw / g->sw;
-    return true;
 }
 
 LJ_INLINE void dw_store(int64_t R, int64_t C, const DwPlan *p, vf32 (*acc)[CMAX], LjAct act,
@@ -212,16 +229,88 @@ LJ_INLINE void dw_rows(int64_t R, const DwPlan *p, const float *buf, const int64
         dw_tile_any(R, p->c - cv, p, buf, off, wk, bias, act, y, oy, cv);
 }
 
+/* dw_rows for a window whose every size is a constant (DW_FIXED): R and
+ * the tiles' widths fold, so the tile is inlined here with its loops whole
+ * instead of reached through dw_tile_any's calls. */
+LJ_INLINE void dw_rows_fixed(int64_t R, const DwPlan *p, const float *buf, const int64_t *off,
+                             const float *wk, float bias, LjAct act, float *y, int64_t oy) {
+    int64_t cv = 0, taps = p->g.kh * p->g.kw;
+    for (; cv + CMAX <= p->c; cv += CMAX)
+        dw_tile(R, CMAX, taps, p, buf, off, wk, bias, act, y, oy, cv);
+    if (cv < p->c)
+        dw_tile(R, p->c - cv, taps, p, buf, off, wk, bias, act, y, oy, cv);
+}
+
 /* One plane: rows R at a time, R*C <= RMAX when a row is at most CMAX
  * vectors (so short rows still give 8 independent accumulators), else one
  * at a time; then the rows left over. */
-LJ_INLINE void dw_plane(const DwPlan *p, const float *buf, const int64_t *off, const float *wk,
-                        float bias, LjAct act, float *y) {
+LJ_INLINE void dw_plane(bool fixed, const DwPlan *p, const float *buf, const int64_t *off,
+                        const float *wk, float bias, LjAct act, float *y) {
     int64_t R = p->r, oh = p->g.oh, oy = 0;
-    for (; oy + R <= oh; oy += R)
-        dw_rows(R, p, buf, off, wk, bias, act, y, oy);
-    if (oy < oh)
+    for (; oy + R <= oh; oy += R) {
+        if (fixed)
+            dw_rows_fixed(R, p, buf, off, wk, bias, act, y, oy);
+        else
+            dw_rows(R, p, buf, off, wk, bias, act, y, oy);
+    }
+    if (oy < oh && fixed)
+        dw_rows_fixed(oh - oy, p, buf, off, wk, bias, act, y, oy);
+    else if (oy < oh)
         dw_rows(oh - oy, p, buf, off, wk, bias, act, y, oy);
+}
+
+/* Planes [lo, hi) through the zeroed buffer; `fixed` where g is a constant. */
+LJ_INLINE void dw_planes(bool fixed, const LjWindow *g, int64_t c, const float *x,
+                         const float *w, const float *bias, float *y, LjAct act, int64_t lo,
+                         int64_t hi, float *buf) {
+    DwPlan p = dw_plan(g);
+    int64_t off[DW_MAX_TAPS];
+    dw_offsets(&p, off);
+    int64_t taps = g->kh * g->kw;
+    for (int64_t pl = lo, ch = lo % c; pl < hi; pl++, ch = ch + 1 == c ? 0 : ch + 1) {
+        dw_fill(&p, x + pl * g->h * g->w, buf);
+        dw_plane(fixed, &p, buf, off, w + ch * taps, bias ? bias[ch] : 0.0f, act,
+                 y + pl * g->oh * g->ow);
+    }
+}
+
+/* The windows of MobileNet, EfficientNet and ShuffleNet on their small maps
+ * (k x k, stride s, pads k/2, dilation 1, o x o outputs of a square input
+ * o*s wide), each compiled with every size a constant. On 7x7 to 28x28
+ * maps a plane's fixed costs -- the phase rows' bounds and copies, the
+ * tiles' calls and shape dispatch -- are as large as its taps, and only
+ * constants fold them away: this recovers the speed of the per-model
+ * specialised copies without compiling anything per model. 56x56 and
+ * larger maps gain nothing measurable, so they stay generic. */
+#define DW_FIXED(X)                                                                             \
+    X(3, 1, 7) X(3, 1, 14) X(3, 1, 28) X(3, 2, 7) X(3, 2, 14) X(3, 2, 28)                      \
+    X(5, 1, 7) X(5, 1, 14) X(5, 1, 28) X(5, 2, 7) X(5, 2, 14)
+
+#define DW_FIXED_FN(k, s, o)                                                                    \
+    LJ_VECTOR_FN static void dw_fixed_##k##_##s##_##o(int64_t c, const float *x, const float *w, \
+                                                      const float *bias, float *y, LjAct act,   \
+                                                      int64_t lo, int64_t hi, float *buf) {     \
+        const LjWindow g = {(o) * (s), (o) * (s), o, o, k, k, s, s, (k) / 2, (k) / 2, 1, 1, 0, 0}; \
+        dw_planes(true, &g, c, x, w, bias, y, act, lo, hi, buf);                               \
+    }
+DW_FIXED(DW_FIXED_FN)
+#undef DW_FIXED_FN
+
+/* The fixed copy for window g, if there is one. */
+LJ_INLINE bool dw_fixed(const LjWindow *g, int64_t c, const float *x, const float *w,
+                        const float *bias, float *y, LjAct act, int64_t lo, int64_t hi,
+                        float *buf) {
+    if (g->h != g->w || g->oh != g->ow || g->kh != g->kw || g->sh != g->sw || g->ph != g->pw ||
+        g->dh != 1 || g->dw != 1 || g->ph != g->kh / 2 || g->h != g->oh * g->sh)
+        return false;
+#define DW_FIXED_CASE(k, s, o)                                                                  \
+    if (g->kh == (k) && g->sh == (s) && g->oh == (o)) {                                         \
+        dw_fixed_##k##_##s##_##o(c, x, w, bias, y, act, lo, hi, buf);                           \
+        return true;                                                                            \
+    }
+    DW_FIXED(DW_FIXED_CASE)
+#undef DW_FIXED_CASE
+    return false;
 }
 
 size_t lj_dwconv_scratch(const LjWindow *g) {
@@ -235,20 +324,15 @@ size_t lj_dwconv_scratch(const LjWindow *g) {
 LJ_VECTOR_FN bool lj_dwconv(const LjWindow *g, int64_t c, const float *x, const float *w,
                             const float *bias, float *y, LjAct act, int64_t lo, int64_t hi,
                             LjScratch *sc) {
-    DwPlan p = dw_plan(g);
-    int64_t off[DW_MAX_TAPS];
-    if (!dw_offsets(&p, off))
+    if (g->kh * g->kw > DW_MAX_TAPS)
         return false;
     size_t bytes = lj_dwconv_scratch(g);
     float *buf = lj_scratch_get(sc, LJ_SCRATCH_PLANES, bytes);
     if (!buf)
         return false;
     __builtin_memset(buf, 0, bytes);
-    int64_t taps = g->kh * g->kw;
-    for (int64_t pl = lo, ch = lo % c; pl < hi; pl++, ch = ch + 1 == c ? 0 : ch + 1) {
-        dw_fill(&p, x + pl * g->h * g->w, buf);
-        dw_plane(&p, buf, off, w + ch * taps, bias ? bias[ch] : 0.0f, act, y + pl * g->oh * g->ow);
-    }
+    if (!dw_fixed(g, c, x, w, bias, y, act, lo, hi, buf))
+        dw_planes(false, g, c, x, w, bias, y, act, lo, hi, buf);
     lj_scratch_put(sc, buf);
     return true;
 }
