@@ -283,6 +283,7 @@ test: $(DEPS_STAMP)
 	$(MAKE) test-aarch64
 	$(MAKE) test-quant
 	$(MAKE) test-train
+	$(MAKE) test-detect
 	$(MAKE) test-bisect
 	$(MAKE) test-textdiff
 	$(MAKE) test-difftest
