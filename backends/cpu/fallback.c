@@ -77,7 +77,7 @@ int libjit_generic(const int64_t *d, void *const *ops) {
     const int64_t *rec = d + DESC_OPS + lj_nops(d) * DESC_OP_WORDS;
     for (int j = 0; j < (int)d[DESC_NATTRS]; j++, rec += DESC_ATTR_WORDS)
         set_attr(n, (AttrKey)rec[0], (int)rec[1], rec + 2);
-    int status = interp_eval_node(n, in, out, NULL) ? 0 : 1;
+    int status = interp_eval_node(n, in, out, NULL, NULL) ? 0 : 1;
     arena_destroy(a);
     return status;
 }

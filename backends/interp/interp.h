@@ -12,8 +12,11 @@
 #include "core/lir.h"
 
 /* Runs one node: `in` holds its operands, `out` its results (allocated with
- * the node's result types by the caller). */
-bool interp_eval_node(const Node *n, Tensor *const *in, Tensor *const *out, DiagList *d);
+ * the node's result types by the caller); strings it computes are allocated
+ * in `strs`, which must outlive the results (NULL: a node computing strings
+ * fails). */
+bool interp_eval_node(const Node *n, Tensor *const *in, Tensor *const *out, Arena *strs,
+                      DiagList *d);
 
 /* FoldFn (core/onnx/onnx.h): evaluates n, allocating results in `a`. */
 bool interp_fold(void *ctx, const Node *n, Tensor *const *ops, Tensor **results, Arena *a,

@@ -18,6 +18,7 @@ typedef struct LirRun {
     Arena *step; /* per instruction records; renewed at each endloop, so a
                   * long loop runs in bounded memory */
     DiagList *d;
+    Arena *strs; /* computed strings: the caller's arena, which holds the outputs */
 } LirRun;
 
 static Tensor operand(const LirRun *r, LirBuf *b) {
@@ -60,7 +61,7 @@ static bool run_compute(LirRun *r, LirInstr *i) {
         outs[k] = &storage[k];
     for (int k = 0; k < n->nops; k++)
         ins[k] = &storage[n->nres + k];
-    return interp_eval_node(n, ins, outs, r->d);
+    return interp_eval_node(n, ins, outs, r->strs, r->d);
 }
 
 static bool run_instr(LirRun *r, LirInstr *i) {
@@ -178,7 +179,7 @@ bool interp_run_lir_observed(LirProgram *p, Tensor *const *inputs, Tensor **outp
      * broke (under --no-verify) is refused, not run out of bounds. */
     if (!lir_check_runnable(p, "the LIR interpreter", d))
         return false;
-    LirRun r = {p, NULL, NULL, arena_new(), arena_new(), d};
+    LirRun r = {p, NULL, NULL, arena_new(), arena_new(), d, a};
     if (!r.scratch || !r.step) {
         arena_destroy(r.scratch);
         arena_destroy(r.step);

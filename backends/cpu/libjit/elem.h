@@ -77,6 +77,7 @@ LJ_INLINE bool lj_is_float(int e) {
 #define LJ_CLS_IS_FLOAT_SINT 0
 #define LJ_CLS_IS_FLOAT_UINT 0
 #define LJ_CLS_IS_FLOAT_BOOL 0
+#define LJ_CLS_IS_FLOAT_STR 0
 #include "core/elems.def"
     default: return false;
     }
