@@ -396,7 +396,9 @@ LIBJIT_KERNEL libjit_cast_any(const int64_t *d, void *const *ops, int64_t lo, in
     int to = lj_elem(d, 0), from = lj_elem(d, 1);
     int64_t e0, e1;
     elementwise_range(d, lo, hi, &e0, &e1);
-    if (to == from) {
+    if (to != from && (to == ELEM_STR || from == ELEM_STR)) {
+        lj_cast_strings(to, ops[0], from, ops[1], e0, e1, sc);
+    } else if (to == from) {
         size_t es = lj_elem_size(to);
         for (int64_t i = e0; i < e1; i++)
             lj_move(es, ops[0], i, ops[1], i);
