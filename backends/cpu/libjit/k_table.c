@@ -256,7 +256,8 @@ LJ_ANY_UNARY(UNARY_ANY)
 
 LJ_ANY_BINARY(BINARY_ANY)
 
-/* Comparisons: bool results; floats compared as double, integers as int64. */
+/* Comparisons: bool results; floats compared as double, integers as int64,
+ * strings (equal only) by their bytes. */
 #define COMPARE_ANY(name, KIND, OP)                                                               \
     LIBJIT_WORK libjit_##name##_any_work(const int64_t *d) {                                      \
         return chunks(lj_numel(d, 0));                                                            \
@@ -268,7 +269,9 @@ LJ_ANY_BINARY(BINARY_ANY)
         int64_t e0, e1;                                                                           \
         elementwise_range(d, lo, hi, &e0, &e1);                                                   \
         Bc p = bc_plan(d, 2);                                                                     \
-        if (lj_is_float(ea))                                                                      \
+        if (ea == ELEM_STR)                                                                       \
+            BC_FOR(p, e0, e1, y[i] = lj_strcmp(lj_str_at(ops[1], o0), lj_str_at(ops[2], o1)) OP 0); \
+        else if (lj_is_float(ea))                                                                 \
             BC_FOR(p, e0, e1, y[i] = lj_ld_f64(ea, ops[1], o0) OP lj_ld_f64(eb, ops[2], o1));     \
         else                                                                                      \
             BC_FOR(p, e0, e1, y[i] = lj_ld_i64(ea, ops[1], o0) OP lj_ld_i64(eb, ops[2], o1));     \

@@ -86,11 +86,6 @@ static uint64_t lj_str_keep(LjScratch *sc, const char *s, size_t len) {
     return (uint64_t)(uintptr_t)p;
 }
 
-static const char *lj_str_at(const void *p, int64_t i) {
-    const char *s = (const char *)(uintptr_t)((const uint64_t *)p)[i];
-    return s ? s : "";
-}
-
 /* Elements [e0, e1) from kind `from` to kind `to`, one of them str: the
  * interpreter's rules (k_elementwise.c); a string that is no number gives
  * NaN (0 for integers), as a kernel cannot fail. */
