@@ -5,7 +5,8 @@
  * It is native code in glowc (the JIT resolves generated code's calls to it
  * in the process; an executable links it), not bitcode: compiling the whole
  * interpreter into every program would cost seconds per compile.
- * Returns 0, or 1 if the kernel failed. */
+ * Returns 0, or 1 if the kernel failed: also for a kernel computing strings
+ * (kind str), which have no arena here that would outlive the call. */
 #include <stdlib.h>
 
 #include "backends/cpu/cpu.h"
@@ -49,6 +50,10 @@ static void set_attr(Node *n, AttrKey key, int count, const int64_t *v) {
 }
 
 int libjit_generic(const int64_t *d, void *const *ops) {
+    return libjit_generic_strs(d, ops, NULL);
+}
+
+int libjit_generic_strs(const int64_t *d, void *const *ops, Arena *strs) {
     Arena *a = arena_new();
     if (!a)
         return 1;
@@ -77,7 +82,7 @@ int libjit_generic(const int64_t *d, void *const *ops) {
     const int64_t *rec = d + DESC_OPS + lj_nops(d) * DESC_OP_WORDS;
     for (int j = 0; j < (int)d[DESC_NATTRS]; j++, rec += DESC_ATTR_WORDS)
         set_attr(n, (AttrKey)rec[0], (int)rec[1], rec + 2);
-    int status = interp_eval_node(n, in, out, NULL, NULL) ? 0 : 1;
+    int status = interp_eval_node(n, in, out, strs, NULL) ? 0 : 1;
     arena_destroy(a);
     return status;
 }

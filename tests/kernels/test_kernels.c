@@ -1393,6 +1393,7 @@ ANY_TEST(norm)
 ANY_TEST(quant)
 ANY_TEST(qint)
 ANY_TEST(select)
+ANY_TEST(string)
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -1424,6 +1425,7 @@ int main(void) {
         cmocka_unit_test(test_any_quant),
         cmocka_unit_test(test_any_qint),
         cmocka_unit_test(test_any_select),
+        cmocka_unit_test(test_any_string),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

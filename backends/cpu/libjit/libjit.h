@@ -142,6 +142,10 @@ LJ_INLINE size_t lj_elem_size(int elem) {
  * the fallback of a fast kernel for the shapes it does not cover. Returns
  * 0, or 1 if the kernel failed. */
 int libjit_generic(const int64_t *d, void *const *ops);
+/* The same with an arena for the strings a kernel computes (the kernel
+ * test's reference). */
+struct Arena;
+int libjit_generic_strs(const int64_t *d, void *const *ops, struct Arena *strs);
 
 /* Kernel scratch (packed panels, padded planes): one buffer per slot per
  * thread, kept by the runtime from call to call and grown to the largest
