@@ -29,12 +29,13 @@ LJ_INLINE Gs gs_plan(const int64_t *d) {
     g.geom.mode = (int)lj_attr_int(d, AK_mode, MODE_BILINEAR);
     g.geom.pad = (int)lj_attr_int(d, AK_padding_mode, PADDING_ZEROS);
     g.geom.align = lj_attr_int(d, AK_align_corners, 0) != 0;
-    g.n = lj_dim(d, 1, 0);
-    g.c = lj_dim(d, 1, 1);
-    g.geom.h = lj_dim(d, 1, 2);
-    g.geom.w = lj_dim(d, 1, 3);
-    g.ho = lj_dim(d, 0, 2);
-    g.wo = lj_dim(d, 0, 3);
+    LjImage x = lj_image(d, 1), y = lj_image(d, 0);
+    g.n = x.n;
+    g.c = x.c;
+    g.geom.h = x.h;
+    g.geom.w = x.w;
+    g.ho = y.h;
+    g.wo = y.w;
     return g;
 }
 
@@ -101,15 +102,15 @@ LIBJIT_WORK libjit_roi_align_any_work(const int64_t *d) {
 LIBJIT_KERNEL libjit_roi_align_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
                                    LjScratch *sc) {
     int ey = lj_elem(d, 0), er = lj_elem(d, 2), eb = lj_elem(d, 3);
-    int64_t nb = lj_dim(d, 1, 0), channels = lj_dim(d, 1, 1), oh = lj_dim(d, 0, 2),
-            ow = lj_dim(d, 0, 3);
+    LjImage x = lj_image(d, 1), y = lj_image(d, 0);
+    int64_t nb = x.n, channels = x.c, oh = y.h, ow = y.w;
     bool max = lj_attr_int(d, AK_mode, MODE_AVG) == MODE_MAX;
     bool half = lj_attr_int(d, AK_coordinate_transformation_mode, CTM_HALF_PIXEL) == CTM_HALF_PIXEL;
     double scale = lj_attr_float(d, AK_spatial_scale, 1.0);
     int64_t ratio = lj_attr_int(d, AK_sampling_ratio, 0);
     RaLoad load = {lj_elem(d, 1), ops[1]};
-    RoiPlane p = {ra_load, &load, 0, lj_dim(d, 1, 2), lj_dim(d, 1, 3)};
-    for (int64_t u = lo; u < hi && u < lj_dim(d, 0, 0) * channels; u++) {
+    RoiPlane p = {ra_load, &load, 0, x.h, x.w};
+    for (int64_t u = lo; u < hi && u < y.n * channels; u++) {
         int64_t r = u / channels, c = u % channels, b = lj_ld_i64(eb, ops[3], r);
         if (b < 0 || b >= nb) {
             for (int64_t o = 0; o < oh * ow; o++)

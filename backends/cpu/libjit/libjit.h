@@ -87,6 +87,17 @@ LJ_INLINE int64_t lj_bcast_offset(const int64_t *d, int yr, const int64_t *st, i
     return off;
 }
 
+/* A 4-D operand's N, C, H, W (image kernels: winograd, grid_sample,
+ * roi_align read their input's and output's this way). */
+typedef struct LjImage {
+    int64_t n, c, h, w;
+} LjImage;
+
+LJ_INLINE LjImage lj_image(const int64_t *d, int k) {
+    LjImage g = {lj_dim(d, k, 0), lj_dim(d, k, 1), lj_dim(d, k, 2), lj_dim(d, k, 3)};
+    return g;
+}
+
 LJ_INLINE int64_t lj_numel(const int64_t *d, int k) {
     int64_t n = 1;
     for (int i = 0; i < lj_rank(d, k); i++)
