@@ -45,7 +45,8 @@ bool elem_store_str(Arena *a, void *data, int64_t i, const char *s, size_t len) 
     char *p = arena_alloc(a, len + 1);
     if (!p)
         return false;
-    memcpy(p, s, len);
+    if (len)
+        memcpy(p, s, len);
     p[len] = 0;
     ((uint64_t *)data)[i] = (uint64_t)(uintptr_t)p;
     return true;
@@ -72,6 +73,8 @@ bool tensor_own_strs(Arena *a, Tensor *t) {
 }
 
 bool utf8_valid(const char *s, size_t len) {
+    if (!len) /* protobuf gives an empty string no data pointer */
+        return true;
     const unsigned char *p = (const unsigned char *)s, *end = p + len;
     while (p < end) {
         unsigned c = *p++;

@@ -187,7 +187,7 @@ static Tensor *strings_from_proto(const Onnx__TensorProto *tp, Arena *a, const T
             diag_error(d, what, "string %lld is not valid UTF-8", (long long)i);
             return NULL;
         }
-        if (memchr(s->data, 0, s->len)) {
+        if (s->len && memchr(s->data, 0, s->len)) {
             diag_error(d, what, "string %lld holds a NUL character", (long long)i);
             return NULL;
         }
