@@ -115,7 +115,11 @@ void lj_cast_strings(int to, void *y, int from, const void *x, int64_t e0, int64
         case ELEM_F64: str_format_float(buf, v, 17, lj_same_f64); break;
         case ELEM_F16: str_format_float(buf, v, 5, lj_same_f16); break;
         case ELEM_BF16: str_format_float(buf, v, 4, lj_same_bf16); break;
-        case ELEM_BOOL: memcpy(buf, v != 0 ? "True" : "False", 6); break;
+        case ELEM_BOOL: {
+            const char *word = v != 0 ? "True" : "False";
+            memcpy(buf, word, (size_t)str_len(word) + 1);
+            break;
+        }
         default:
             str_format_int(buf, lj_ld_i64(from, x, i),
                            from == ELEM_U8 || from == ELEM_U16 || from == ELEM_U32 ||
