@@ -36,7 +36,7 @@ typedef enum { AT_INT, AT_FLOAT, AT_INTS, AT_FLOATS, AT_STR, AT_ELEM, AT_ENUM } 
 typedef enum {
     ES_NONE,
     ES_ACT, /* core/acts.def */
-    ES_MODE, ES_CTM, ES_NEAREST, ES_PADDING, ES_DIR, ES_RED,
+    ES_MODE, ES_CTM, ES_NEAREST, ES_PADDING, ES_DIR, ES_RED, ES_CASE,
 } EnumSet;
 
 /* The values of core/enums.def, one enumeration for all sets (0: none). */

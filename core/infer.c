@@ -83,7 +83,7 @@ static bool mul_dims(int64_t a, int64_t b, int64_t *out) {
 }
 
 /* The `ty` column of nodes.def: which element kinds operand 0 may have. */
-typedef enum { TY_ANY, TY_NUM, TY_FLOAT, TY_INT, TY_BOOL, TY_SIGNED } TyClass;
+typedef enum { TY_ALL, TY_ANY, TY_NUM, TY_FLOAT, TY_INT, TY_BOOL, TY_SIGNED, TY_STR } TyClass;
 
 static const TyClass kind_ty[NK_COUNT] = {
 #define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs) [NK_##E] = TY_##ty,
@@ -92,12 +92,14 @@ static const TyClass kind_ty[NK_COUNT] = {
 
 static bool ty_accepts(TyClass c, ElemKind e) {
     switch (c) {
-    case TY_ANY: return true;
-    case TY_NUM: return e != ELEM_BOOL;
+    case TY_ALL: return true;
+    case TY_ANY: return e != ELEM_STR;
+    case TY_NUM: return e != ELEM_BOOL && e != ELEM_STR;
     case TY_FLOAT: return elem_is_float(e);
     case TY_INT: return elem_is_int(e);
     case TY_BOOL: return e == ELEM_BOOL;
     case TY_SIGNED: return elem_is_float(e) || elem_class(e) == ECLS_SINT;
+    case TY_STR: return e == ELEM_STR;
     }
     return false;
 }
@@ -1706,6 +1708,34 @@ static bool infer_tfidf_vectorizer(Node *n, DiagList *d) {
     }
     int64_t dims[2] = {x->dims[0], w->dims[0]};
     n->res[0].type = x->rank == 1 ? type_make(ELEM_F32, 1, dims + 1) : type_make(ELEM_F32, 2, dims);
+    return true;
+}
+
+static bool infer_string_normalizer(Node *n, DiagList *d) {
+    if (!need_rank(n, d, 0, 1, 2) || !need_rank(n, d, 1, 1, 1))
+        return false;
+    const Type *x = op_type(n, 0), *r = &n->res[0].type;
+    if (op_type(n, 1)->elem != ELEM_STR) {
+        node_error(d, n, "operand 1 (stopwords) must be str");
+        return false;
+    }
+    if (x->rank == 2 && x->dims[0] != 1) {
+        node_error(d, n, "operand 0 must be [C] or [1, C], got [%lld, %lld]",
+                   (long long)x->dims[0], (long long)x->dims[1]);
+        return false;
+    }
+    if (type_numel(op_type(n, 1)) == 0) { /* nothing to remove: the shape stays */
+        n->res[0].type = *x;
+        return true;
+    }
+    /* Removing every string leaves one empty string (ONNX). */
+    int64_t c = x->dims[x->rank - 1];
+    if (r->elem != ELEM_STR || r->rank != x->rank || (x->rank == 2 && r->dims[0] != 1) ||
+        r->dims[r->rank - 1] < 1 || r->dims[r->rank - 1] > (c ? c : 1)) {
+        char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+        node_error(d, n, "declared result %s does not fit input %s", tstr(r, a), tstr(x, b));
+        return false;
+    }
     return true;
 }
 

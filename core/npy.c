@@ -24,6 +24,79 @@ static bool fail(DiagList *d, const char *msg) {
     return false;
 }
 
+/* Strings are numpy's '<Un': n UTF-32LE code points per element, NUL
+ * padded (what np.array(['a', 'bc']) saves); in a tensor they are UTF-8. */
+static bool unicode_width(const char *kind, int64_t *width) {
+    if (kind[0] != 'U' || !isdigit((unsigned char)kind[1]))
+        return false;
+    char *end;
+    long long w = strtoll(kind + 1, &end, 10);
+    if (*end || w < 1 || w > 1 << 20)
+        return false;
+    *width = w;
+    return true;
+}
+
+static void put_utf8(StrBuf *sb, uint32_t c) {
+    if (c < 0x80) {
+        sb_putc(sb, (char)c);
+    } else if (c < 0x800) {
+        sb_putc(sb, (char)(0xc0 | c >> 6));
+        sb_putc(sb, (char)(0x80 | (c & 0x3f)));
+    } else if (c < 0x10000) {
+        sb_putc(sb, (char)(0xe0 | c >> 12));
+        sb_putc(sb, (char)(0x80 | (c >> 6 & 0x3f)));
+        sb_putc(sb, (char)(0x80 | (c & 0x3f)));
+    } else {
+        sb_putc(sb, (char)(0xf0 | c >> 18));
+        sb_putc(sb, (char)(0x80 | (c >> 12 & 0x3f)));
+        sb_putc(sb, (char)(0x80 | (c >> 6 & 0x3f)));
+        sb_putc(sb, (char)(0x80 | (c & 0x3f)));
+    }
+}
+
+static Tensor *read_unicode(const unsigned char *p, size_t have, Type t, int64_t width, Arena *a,
+                            DiagList *d) {
+    t.elem = ELEM_STR;
+    int64_t numel;
+    if (!type_numel_checked(&t, &numel) || numel > (int64_t)(SIZE_MAX / 4 / (size_t)width)) {
+        fail(d, "shape overflows");
+        return NULL;
+    }
+    if ((size_t)numel * (size_t)width * 4 != have) {
+        diag_error(d, NULL, "data holds %zu bytes, the header's shape needs %zu", have,
+                   (size_t)numel * (size_t)width * 4);
+        return NULL;
+    }
+    Tensor *x = tensor_new(a, &t);
+    StrBuf sb;
+    sb_init(&sb);
+    bool ok = x != NULL, bad_char = false;
+    for (int64_t i = 0; ok && i < numel; i++) {
+        sb.len = 0;
+        for (int64_t k = 0; k < width; k++) {
+            const unsigned char *q = p + ((size_t)i * (size_t)width + (size_t)k) * 4;
+            uint32_t c = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
+                         (uint32_t)q[3] << 24;
+            if (!c)
+                break;
+            if (c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+                diag_error(d, NULL, "string %lld holds U+%X, which is no Unicode character",
+                           (long long)i, c);
+                ok = false;
+                bad_char = true;
+                break;
+            }
+            put_utf8(&sb, c);
+        }
+        ok = ok && !sb.oom && tensor_set_str(a, x, i, sb_str(&sb), sb.len);
+    }
+    sb_free(&sb);
+    if (!ok && !bad_char)
+        fail(d, "out of memory");
+    return ok ? x : NULL;
+}
+
 /* A quoted string value for key in the header dict. */
 static bool header_str(const char *h, const char *key, char *out, size_t outlen) {
     char pat[32];
@@ -127,6 +200,9 @@ static Tensor *npy_parse(const void *data, size_t len, Arena *a, DiagList *d) {
     }
     /* strchr finds the terminator too: an empty descr has no order char. */
     const char *kind = descr[0] && strchr("<|=", descr[0]) ? descr + 1 : descr;
+    int64_t width;
+    if (unicode_width(kind, &width))
+        return read_unicode(b + off + hlen, len - off - hlen, t, width, a, d);
     bool found = false;
     for (size_t i = 0; i < sizeof npy_kinds / sizeof npy_kinds[0]; i++) {
         if (!strcmp(kind, npy_kinds[i].descr)) {
@@ -168,11 +244,51 @@ Tensor *npy_read(const void *data, size_t len, const char *path, Arena *a, DiagL
     return t;
 }
 
+/* Code points of the UTF-8 string s (valid: checked where strings enter). */
+static int64_t code_points(const char *s) {
+    int64_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        n += (*p & 0xc0) != 0x80;
+    return n;
+}
+
+/* Strings as '<Un', n the longest string's code points (at least 1). */
+static void write_unicode(const Tensor *t, int64_t width, StrBuf *out) {
+    for (int64_t i = 0, n = tensor_numel(t); i < n; i++) {
+        const unsigned char *p = (const unsigned char *)tensor_get_str(t, i);
+        int64_t k = 0;
+        while (*p) {
+            uint32_t c = *p;
+            int more = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : 0;
+            c &= more ? 0x3fu >> more : 0x7fu;
+            for (int j = 1; j <= more; j++)
+                c = c << 6 | (p[j] & 0x3f);
+            p += 1 + more;
+            unsigned char le[4] = {(unsigned char)c, (unsigned char)(c >> 8),
+                                   (unsigned char)(c >> 16), (unsigned char)(c >> 24)};
+            sb_append_n(out, (const char *)le, 4);
+            k++;
+        }
+        for (; k < width; k++)
+            sb_append_n(out, "\0\0\0\0", 4);
+    }
+}
+
 bool npy_write(const Tensor *t, StrBuf *out) {
     const char *descr = NULL;
+    char ubuf[32];
+    int64_t width = 1;
     for (size_t i = 0; i < sizeof npy_kinds / sizeof npy_kinds[0]; i++)
         if (npy_kinds[i].elem == t->type.elem)
             descr = npy_kinds[i].descr;
+    if (t->type.elem == ELEM_STR) {
+        for (int64_t i = 0, n = tensor_numel(t); i < n; i++) {
+            int64_t w = code_points(tensor_get_str(t, i));
+            width = w > width ? w : width;
+        }
+        snprintf(ubuf, sizeof ubuf, "U%lld", (long long)width);
+        descr = ubuf;
+    }
     if (!descr)
         return false;
     StrBuf h;
@@ -194,7 +310,10 @@ bool npy_write(const Tensor *t, StrBuf *out) {
     unsigned char lenb[2] = {(unsigned char)(h.len & 0xff), (unsigned char)(h.len >> 8)};
     sb_append_n(out, (const char *)lenb, 2);
     sb_append_n(out, sb_str(&h), h.len);
-    sb_append_n(out, t->data, tensor_bytes(t));
+    if (t->type.elem == ELEM_STR)
+        write_unicode(t, width, out);
+    else
+        sb_append_n(out, t->data, tensor_bytes(t));
     sb_free(&h);
     return !out->oom;
 }

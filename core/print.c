@@ -107,6 +107,7 @@ void print_elem(const Tensor *t, int64_t i, StrBuf *out) {
             sb_printf(out, "%" PRId64, tensor_get_i64(t, i));
         return;
     case ECLS_BOOL: sb_append(out, tensor_get_i64(t, i) ? "true" : "false"); return;
+    case ECLS_STR: sb_quote(out, tensor_get_str(t, i)); return;
     }
 }
 

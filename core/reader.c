@@ -380,6 +380,17 @@ RdLabel rd_label(Reader *ps) {
 
 static void rd_store_number(Reader *ps, Tensor *t, int64_t i, const char *at) {
     ElemKind k = t->type.elem;
+    if (k == ELEM_STR) {
+        rd_skip_ws(ps);
+        const char *start = ps->p;
+        if (ps->p >= ps->end || *ps->p != '"')
+            rd_error(ps, start, "expected a quoted string for a str element");
+        char *s = rd_string(ps);
+        if (!utf8_valid(s, strlen(s)))
+            rd_error(ps, start, "string is not valid UTF-8");
+        ((uint64_t *)t->data)[i] = (uint64_t)(uintptr_t)s; /* s lives in the module's arena */
+        return;
+    }
     if (k == ELEM_BOOL && (rd_keyword(ps, "true") || rd_keyword(ps, "false"))) {
         tensor_set_i64(t, i, ps->p[-1] == 'e' && ps->p[-2] == 'u');
         return;

@@ -38,6 +38,20 @@ int64_t elem_load_i64(ElemKind k, const void *data, int64_t i);
 void elem_store_f64(ElemKind k, void *data, int64_t i, double v);
 void elem_store_i64(ElemKind k, void *data, int64_t i, int64_t v);
 
+/* Strings (kind str): element i, "" for an empty slot; a store copies the
+ * len bytes of s (no NUL needed) into arena a and returns false when out of
+ * memory. Copies between tensors go through these, never memcpy of slots,
+ * when the source's arena may die first. */
+const char *elem_load_str(const void *data, int64_t i);
+bool elem_store_str(Arena *a, void *data, int64_t i, const char *s, size_t len);
+const char *tensor_get_str(const Tensor *t, int64_t i);
+bool tensor_set_str(Arena *a, Tensor *t, int64_t i, const char *s, size_t len);
+/* Re-homes every string of t (kind str) in arena a. */
+bool tensor_own_strs(Arena *a, Tensor *t);
+/* true when s[0..len) is well-formed UTF-8 (no overlong forms, no
+ * surrogates, nothing above U+10FFFF). */
+bool utf8_valid(const char *s, size_t len);
+
 /* true when every element equals the first (a splat). */
 bool tensor_is_splat(const Tensor *t);
 /* 64-bit FNV-1a hash of the type and the data, computed once per tensor:

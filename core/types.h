@@ -13,7 +13,7 @@ typedef enum {
     ELEM_COUNT
 } ElemKind;
 
-typedef enum { ECLS_FLOAT, ECLS_SINT, ECLS_UINT, ECLS_BOOL } ElemClass;
+typedef enum { ECLS_FLOAT, ECLS_SINT, ECLS_UINT, ECLS_BOOL, ECLS_STR } ElemClass;
 
 enum { MAX_RANK = 8 };
 

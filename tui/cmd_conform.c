@@ -208,6 +208,13 @@ static ResultKind run_data_set(const char *test, const char *set, const ConformO
         if (!df.same_type)
             snprintf(why, wlen, "output '%s' is %s, expected %s", f->output_names[i],
                      type_str(&got[i]->type, g), type_str(&want[i]->type, w));
+        else if (want[i]->type.elem == ELEM_STR)
+            snprintf(why, wlen,
+                     "output '%s': %lld of %lld strings differ; first at %lld: got \"%s\", "
+                     "expected \"%s\"",
+                     f->output_names[i], (long long)df.mismatches,
+                     (long long)tensor_numel(want[i]), (long long)df.worst,
+                     tensor_get_str(got[i], df.worst), tensor_get_str(want[i], df.worst));
         else
             snprintf(why, wlen,
                      "output '%s': %lld of %lld elements differ; worst at %lld: got %.9g, "

@@ -5,8 +5,10 @@
  * It is native code in glowc (the JIT resolves generated code's calls to it
  * in the process; an executable links it), not bitcode: compiling the whole
  * interpreter into every program would cost seconds per compile.
- * Returns 0, or 1 if the kernel failed. libjit_dynamic runs instructions
- * over bounded-dynamic buffers the same way, at their run-time sizes. */
+ * Returns 0, or 1 if the kernel failed: also for a kernel computing strings
+ * (kind str), which have no arena here that would outlive the call.
+ * libjit_dynamic runs instructions over bounded-dynamic buffers the same
+ * way, at their run-time sizes. */
 #include <stdlib.h>
 
 #include "backends/cpu/cpu.h"
@@ -83,12 +85,16 @@ static Node *node_of_desc(Arena *a, const int64_t *d, void *const *ops, Tensor *
 }
 
 int libjit_generic(const int64_t *d, void *const *ops) {
+    return libjit_generic_strs(d, ops, NULL);
+}
+
+int libjit_generic_strs(const int64_t *d, void *const *ops, Arena *strs) {
     Arena *a = arena_new();
     if (!a)
         return 1;
     Tensor *in[256], *out[64];
     Node *n = node_of_desc(a, d, ops, in, out);
-    int status = interp_eval_node(n, in, out, NULL) ? 0 : 1;
+    int status = interp_eval_node(n, in, out, strs, NULL) ? 0 : 1;
     arena_destroy(a);
     return status;
 }
@@ -124,7 +130,7 @@ int libjit_dynamic(const int64_t *d, void *const *ops, unsigned char *mutables,
     const Node *rn = interp_run_time_node(n, in, a, &quiet);
     for (int k = 0; rn && k < nres; k++)
         out[k]->type = rn->res[k].type;
-    int status = rn && interp_eval_node(rn, in, out, &quiet) ? 0 : 1;
+    int status = rn && interp_eval_node(rn, in, out, NULL, &quiet) ? 0 : 1;
     diag_free(&quiet);
     for (int k = 0; !status && k < nres; k++) {
         if (slots[2 * k] < 0)

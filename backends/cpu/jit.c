@@ -25,6 +25,7 @@ struct CpuExec {
     LLVMOrcLLJITRef jit;
     EntryFn entry;
     RuntimeFreeFn runtime_free;
+    RuntimeFreeFn free_strings; /* the run's strings, once the outputs are copied */
     void *rt;
     LirProgram *p;
     Arena *mem; /* weights, mutables, activations */
@@ -115,7 +116,8 @@ CpuExec *cpu_jit(CpuModule *m, int threads, DiagList *d) {
     double t0 = cpu_seconds();
     bool found = lookup(e, m->entry, (void **)&e->entry, d) &&
                  lookup(e, "libjit_runtime_new", &rt_new, d) &&
-                 lookup(e, "libjit_runtime_free", (void **)&e->runtime_free, d);
+                 lookup(e, "libjit_runtime_free", (void **)&e->runtime_free, d) &&
+                 lookup(e, "libjit_runtime_free_strings", (void **)&e->free_strings, d);
     m->phase[BACKEND_PHASE_EMIT] += cpu_seconds() - t0;
     if (!found) {
         cpu_exec_free(e);
@@ -200,17 +202,18 @@ bool cpu_exec_run(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a,
         memcpy(e->mutables + w->address, t->data, tensor_bytes(t));
     }
     int status = e->entry(e->weights, e->mutables, e->acts, e->rt);
-    if (status) {
+    bool ok = status == 0;
+    if (!ok)
         report_failure(e->p, status - 1, d);
-        return false;
-    }
-    for (int b = 0; b < e->p->nbufs; b++) {
+    for (int b = 0; b < e->p->nbufs && ok; b++) {
         const LirBuf *w = e->p->bufs[b];
         if (w->dead || w->kind != LB_OUT)
             continue;
         Tensor *t = tensor_new(a, &w->type);
-        if (!t)
-            return false;
+        if (!t) {
+            ok = false;
+            break;
+        }
         if (w->has_shape_slot) { /* written at its run-time size */
             const int64_t *dims = (const int64_t *)(e->mutables + w->shape_slot);
             for (int i = 0; i < t->type.rank; i++)
@@ -218,9 +221,16 @@ bool cpu_exec_run(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a,
             t->type.dyn = 0;
         }
         memcpy(t->data, e->mutables + w->address, tensor_bytes(t));
+        /* computed strings move to the caller's arena before the run's go */
+        if (!tensor_own_strs(a, t)) {
+            diag_error(d, NULL, "out of memory for the strings of output '%s'", w->name);
+            ok = false;
+            break;
+        }
         outputs[nout++] = t;
     }
-    return true;
+    e->free_strings(e->rt);
+    return ok;
 }
 
 /* ---- snapshots: a step's LLVM IR, run later ---------------------------------- */

@@ -426,7 +426,7 @@ static bool keep_external(const CpuModule *m, const char *name) {
     switch (m->opt.output) {
     case OUTPUT_JIT:
         return !strcmp(name, m->entry) || !strcmp(name, "libjit_runtime_new") ||
-               !strcmp(name, "libjit_runtime_free") ||
+               !strcmp(name, "libjit_runtime_free") || !strcmp(name, "libjit_runtime_free_strings") ||
                (m->opt.instrument && (!strcmp(name, "libjit_fma_peak") ||
                                       !strcmp(name, CPU_PROBE_GLOBAL)));
     case OUTPUT_EXECUTABLE: /* what the precompiled main() calls and reads */

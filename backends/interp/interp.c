@@ -63,8 +63,17 @@ void bcast_next(Bcast *b) {
     }
 }
 
-bool interp_eval_node(const Node *n, Tensor *const *in, Tensor *const *out, DiagList *d) {
-    KernelArgs a = {n, in, out, d};
+bool kernel_set_str(const KernelArgs *a, Tensor *t, int64_t i, const char *s, size_t len) {
+    if (!a->strs)
+        return kernel_fail(a, "computes strings, which need a run (not available here)");
+    if (!tensor_set_str(a->strs, t, i, s, len))
+        return kernel_fail(a, "out of memory for strings");
+    return true;
+}
+
+bool interp_eval_node(const Node *n, Tensor *const *in, Tensor *const *out, Arena *strs,
+                      DiagList *d) {
+    KernelArgs a = {n, in, out, d, strs};
     for (int i = 0; i < n->nops; i++)
         if (!in[i] || !in[i]->data)
             return kernel_fail(&a, "operand %d has no data", i);
@@ -81,7 +90,7 @@ bool interp_fold(void *ctx, const Node *n, Tensor *const *ops, Tensor **results,
             return false;
         }
     }
-    return interp_eval_node(n, ops, results, d);
+    return interp_eval_node(n, ops, results, a, d);
 }
 
 /* Index of each node's last use in schedule order (outputs: never freed). */
@@ -116,10 +125,12 @@ bool interp_run(Function *f, Tensor *const *inputs, Tensor **outputs, Arena *a, 
 
 /* ---- regions ---- */
 
-/* A body's result into the node's (the run-time size with it). */
-static void copy_into(Tensor *dst, const Tensor *src) {
+/* A body's result into the node's (the run-time size with it): strings
+ * move to the outer run's arena, as the body's dies after this. */
+static bool copy_into(const KernelArgs *a, Tensor *dst, const Tensor *src) {
     memcpy(dst->data, src->data, tensor_bytes(src));
     dst->type = src->type;
+    return !a->strs || tensor_own_strs(a->strs, dst);
 }
 
 bool k_trap(const KernelArgs *a) {
@@ -136,7 +147,7 @@ bool k_if(const KernelArgs *a) {
     Tensor **outs = arena_alloc_array(tmp, (size_t)n->nres + 1, sizeof(Tensor *));
     bool ok = outs && run_function(b, a->in + 1, outs, tmp, a->d, NULL, NULL);
     for (int i = 0; ok && i < n->nres; i++)
-        copy_into(a->out[i], outs[i]);
+        ok = copy_into(a, a->out[i], outs[i]);
     arena_destroy(tmp);
     return ok;
 }
@@ -181,7 +192,7 @@ bool k_loop(const KernelArgs *a) {
         ar[it & 1] = next;
     }
     for (int j = 0; ok && j < ncarry; j++)
-        copy_into(a->out[j], in[2 + j]);
+        ok = copy_into(a, a->out[j], in[2 + j]);
     if (!ok && !(ar[0] && ar[1] && in))
         kernel_fail(a, "out of memory");
     arena_destroy(ar[0]);
@@ -278,7 +289,7 @@ static bool run_function(Function *f, Tensor *const *inputs, Tensor **outputs, A
         }
         for (int i = 0; i < n->nres; i++)
             out[i] = tensor_new_big(run, &rn->res[i].type);
-        ok = interp_eval_node(rn, in, out, d);
+        ok = interp_eval_node(rn, in, out, run, d);
         values[n->id] = out;
         if (ok && observe)
             observe(observe_ctx, n, out);

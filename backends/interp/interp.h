@@ -12,7 +12,9 @@
 #include "core/lir.h"
 
 /* Runs one node: `in` holds its operands, `out` its results (allocated with
- * the node's result types by the caller). */
+ * the node's result types by the caller); strings it computes are allocated
+ * in `strs`, which must outlive the results (NULL: a node computing strings
+ * fails). */
 /* A node with bounded-dynamic operands or results runs as a copy typed by
  * its operands' run-time types `in` (infer_run_time, which refuses a size
  * beyond its bound), so the kernels, which size their loops by the types,
@@ -21,7 +23,8 @@
  * size into the result tensor's type. Returns n itself when nothing is
  * dynamic, NULL after an error; the copy lives in `a`. */
 const Node *interp_run_time_node(const Node *n, Tensor *const *in, Arena *a, DiagList *d);
-bool interp_eval_node(const Node *n, Tensor *const *in, Tensor *const *out, DiagList *d);
+bool interp_eval_node(const Node *n, Tensor *const *in, Tensor *const *out, Arena *strs,
+                      DiagList *d);
 
 /* FoldFn (core/onnx/onnx.h): evaluates n, allocating results in `a`. */
 bool interp_fold(void *ctx, const Node *n, Tensor *const *ops, Tensor **results, Arena *a,

@@ -8,9 +8,11 @@
  * more than 2*24+2 bits), and for transcendental functions it is at least
  * as accurate. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "backends/interp/kernels.h"
+#include "core/str_ops.h"
 
 /* ---- unary ---------------------------------------------------------------- */
 
@@ -234,6 +236,71 @@ bool k_isinf(const KernelArgs *a) {
     return true;
 }
 
+static bool roundtrip_f32(double v, double parsed) {
+    return (float)parsed == (float)v;
+}
+
+static bool roundtrip_f64(double v, double parsed) {
+    return parsed == v;
+}
+
+static bool roundtrip_f16(double v, double parsed) {
+    return f32_to_f16((float)parsed) == f32_to_f16((float)v);
+}
+
+static bool roundtrip_bf16(double v, double parsed) {
+    return f32_to_bf16((float)parsed) == f32_to_bf16((float)v);
+}
+
+/* Element i of a numeric tensor as ONNX's Cast to string prints it
+ * (core/str_ops.h). */
+static void number_str(const Tensor *t, int64_t i, char *buf) {
+    ElemKind k = t->type.elem;
+    double v = tensor_get_f64(t, i);
+    switch (k) {
+    case ELEM_F32: str_format_float(buf, v, 9, roundtrip_f32); return;
+    case ELEM_F64: str_format_float(buf, v, 17, roundtrip_f64); return;
+    case ELEM_F16: str_format_float(buf, v, 5, roundtrip_f16); return;
+    case ELEM_BF16: str_format_float(buf, v, 4, roundtrip_bf16); return;
+    case ELEM_BOOL: snprintf(buf, STR_NUM_MAX, v != 0 ? "True" : "False"); return;
+    default: str_format_int(buf, tensor_get_i64(t, i), elem_class(k) == ECLS_UINT); return;
+    }
+}
+
+/* A string read as a number of the result's kind: integers exactly, the
+ * rest through double; a string that is no number is an error. */
+static bool str_number(const KernelArgs *a, Tensor *out, int64_t i, const char *s) {
+    int64_t iv;
+    bool exact;
+    if (elem_is_int(out->type.elem) && str_parse_i64(s, &iv, &exact)) {
+        tensor_set_i64(out, i, iv);
+        return true;
+    }
+    double v;
+    if (!str_parse_f64(s, &v))
+        return kernel_fail(a, "element %lld, \"%s\", is not a number", (long long)i, s);
+    tensor_set_f64(out, i, v);
+    return true;
+}
+
+static bool cast_strings(const KernelArgs *a) {
+    const Tensor *in = a->in[0];
+    Tensor *out = a->out[0];
+    int64_t n = tensor_numel(in);
+    for (int64_t i = 0; i < n; i++) {
+        if (out->type.elem != ELEM_STR) {
+            if (!str_number(a, out, i, tensor_get_str(in, i)))
+                return false;
+            continue;
+        }
+        char buf[STR_NUM_MAX];
+        number_str(in, i, buf);
+        if (!kernel_set_str(a, out, i, buf, strlen(buf)))
+            return false;
+    }
+    return true;
+}
+
 /* Float to integer truncates (saturating NaN/out-of-range, defined in
  * tensor.c); integer to integer wraps; anything to bool is "!= 0". */
 bool k_cast(const KernelArgs *a) {
@@ -243,6 +310,8 @@ bool k_cast(const KernelArgs *a) {
     ElemKind from = in->type.elem, to = out->type.elem;
     if (from == to)
         return copy_kernel(a);
+    if (from == ELEM_STR || to == ELEM_STR)
+        return cast_strings(a);
     if (from == ELEM_F32 && to == ELEM_F64) {
         for (int64_t i = 0; i < n; i++)
             ((double *)out->data)[i] = ((const float *)in->data)[i];
@@ -405,9 +474,11 @@ LOGIC(xor, x != y)
         bcast_init(&bc, &out->type, ts, 2);                                                  \
         int64_t n = tensor_numel(out);                                                       \
         uint8_t *Z = out->data;                                                              \
-        bool flt = elem_is_float(A->type.elem);                                              \
+        bool flt = elem_is_float(A->type.elem), str = A->type.elem == ELEM_STR;              \
         for (int64_t i = 0; i < n; i++, bcast_next(&bc)) {                                   \
-            if (flt)                                                                         \
+            if (str)                                                                         \
+                Z[i] = strcmp(tensor_get_str(A, bc.off[0]), tensor_get_str(B, bc.off[1])) OP 0; \
+            else if (flt)                                                                    \
                 Z[i] = tensor_get_f64(A, bc.off[0]) OP tensor_get_f64(B, bc.off[1]);         \
             else                                                                             \
                 Z[i] = tensor_get_i64(A, bc.off[0]) OP tensor_get_i64(B, bc.off[1]);         \

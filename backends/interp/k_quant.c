@@ -371,7 +371,7 @@ static bool qpool(const KernelArgs *a, KernelFn float_pool) {
     bool ok = xf && yf;
     for (int64_t i = 0; ok && i < tensor_numel(x); i++)
         tensor_set_f64(xf, i, real_of(x, i));
-    KernelArgs fa = {a->n, (Tensor *const[]){xf}, (Tensor *const[]){yf}, a->d};
+    KernelArgs fa = {a->n, (Tensor *const[]){xf}, (Tensor *const[]){yf}, a->d, a->strs};
     ok = ok ? float_pool(&fa) : kernel_fail(a, "out of memory");
     for (int64_t i = 0; ok && i < tensor_numel(y); i++)
         store_real(y, i, tensor_get_f64(yf, i));

@@ -1,25 +1,17 @@
 /* The resize kernel: nearest, linear and cubic interpolation over every axis,
- * following ONNX's reference implementation step by step.
- *
- * Interpolation is separable, so each axis gets a table first: for every
- * output coordinate, the input positions it reads (as offsets) and their
- * weights. An output element is then the sum over the product of its
- * axes' taps. ONNX defines the taps of one axis like this: map the output
- * coordinate x to x_ori in the input; let ratio be x_ori's distance past
- * the sample on its left, in (0, 1] (an integral x_ori counts as ratio 1, so
- * the "left" sample is x_ori - 1); the filter gives n coefficients for the
- * n samples around it, chosen among the input extended by n/2 edge copies
- * on each side. */
+ * with each axis's taps from core/resize.h (ONNX's reference, one source
+ * for this kernel and libjit's). An output element is the sum over the
+ * product of its axes' taps. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/interp/kernels.h"
+#include "core/resize.h"
 
 typedef struct ResizeParams {
-    int mode, ctm, nearest_mode; /* MODE_, CTM_ and NEAREST_ values (core/enums.def) */
-    double cubic_a, extrapolation;
-    bool exclude_outside, antialias;
+    ResizeFilter f;
+    double extrapolation;
 } ResizeParams;
 
 /* One axis's taps: output coordinate o reads off[k] with weight w[k] for k
@@ -30,127 +22,6 @@ typedef struct AxisTaps {
     double *w;
     bool *outside;
 } AxisTaps;
-
-/* Where output coordinate x lands in the input. `width` is the output size
- * as the scale gives it (not rounded), as the reference computes it. */
-static double resize_source(const ResizeParams *p, double x, double scale, double width,
-                            int64_t out, int64_t in, const float *roi) {
-    switch (p->ctm) {
-    case CTM_ALIGN_CORNERS: return width == 1 ? 0 : x * (double)(in - 1) / (width - 1);
-    case CTM_ASYMMETRIC: return x / scale;
-    case CTM_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
-    case CTM_PYTORCH_HALF_PIXEL: return width == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-    case CTM_TF_CROP_AND_RESIZE: {
-        double r0 = roi ? roi[0] : 0, r1 = roi ? roi[1] : 1;
-        double span = (r1 - r0) * (double)(in - 1);
-        return (width == 1 ? span / 2 : x * span / (width - 1)) + r0 * (double)(in - 1);
-    }
-    case CTM_HALF_PIXEL_SYMMETRIC: {
-        double offset = (double)in / 2 * (1 - (double)out / width);
-        return offset + (x + 0.5) / scale - 0.5;
-    }
-    default: return (x + 0.5) / scale - 0.5; /* half_pixel */
-    }
-}
-
-static double cubic_kernel(double x, double A) {
-    x = fabs(x);
-    if (x <= 1)
-        return ((A + 2) * x - (A + 3)) * x * x + 1;
-    if (x < 2)
-        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
-    return 0;
-}
-
-/* The filter's coefficients for samples left - n/2 + 1 ... left + n/2;
- * returns n. With antialias, a downscaling filter is stretched by 1/scale
- * (so it has more taps) and normalised. c has room for cap values. */
-static int64_t resize_coeffs(const ResizeParams *p, double ratio, double scale, double *c,
-                             int64_t cap) {
-    if (p->mode == MODE_NEAREST) {
-        bool right = ratio == 1;
-        if (ratio != 1) {
-            int nm = p->nearest_mode;
-            right = nm == NEAREST_CEIL                ? true
-                    : nm == NEAREST_FLOOR             ? false
-                    : nm == NEAREST_ROUND_PREFER_CEIL ? ratio >= 0.5
-                                                       : ratio > 0.5;
-        }
-        c[0] = !right;
-        c[1] = right;
-        return 2;
-    }
-    double s = p->antialias && scale < 1 ? scale : 1;
-    double support = p->mode == MODE_LINEAR ? 1 : 2;
-    int64_t start = (int64_t)floor(-support / s) + 1, n = 2 - 2 * start;
-    if (n > cap)
-        return -1;
-    if (!p->antialias && p->mode == MODE_CUBIC) {
-        /* The reference's own polynomial forms, for bit-faithful weights. */
-        double A = p->cubic_a, r = ratio, q = 1 - r;
-        c[0] = ((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A;
-        c[1] = ((A + 2) * r - (A + 3)) * r * r + 1;
-        c[2] = ((A + 2) * q - (A + 3)) * q * q + 1;
-        c[3] = ((A * (q + 1) - 5 * A) * (q + 1) + 8 * A) * (q + 1) - 4 * A;
-        return 4;
-    }
-    if (!p->antialias) {
-        c[0] = 1 - ratio;
-        c[1] = ratio;
-        return 2;
-    }
-    double sum = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double arg = (double)(start + i - ratio) * s;
-        c[i] = p->mode == MODE_LINEAR ? fmax(0, 1 - fabs(arg)) : cubic_kernel(arg, p->cubic_a);
-        sum += c[i];
-    }
-    for (int64_t i = 0; i < n; i++)
-        c[i] /= sum;
-    return n;
-}
-
-/* Taps of output coordinate x: appends to t at *k. */
-static bool axis_coord_taps(const ResizeParams *p, AxisTaps *t, int64_t *k, double x_ori,
-                            double scale, int64_t in, int64_t stride, double *c, int64_t cap) {
-    if (!(fabs(x_ori) < 1e15))
-        return false;
-    double base = floor(x_ori);
-    double ratio = x_ori == base ? 1 : x_ori - base;
-    int64_t n = resize_coeffs(p, ratio, scale, c, cap);
-    if (n < 0)
-        return false;
-    int64_t left = (int64_t)base - (ratio == 1);
-    /* The n nearest samples of the edge-extended input [-n/2, in + n/2). */
-    int64_t lo = left - n / 2 + 1;
-    if (lo > in - n / 2)
-        lo = in - n / 2;
-    if (lo < -n / 2)
-        lo = -n / 2;
-    double kept = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (p->exclude_outside && (lo + i < 0 || lo + i >= in))
-            c[i] = 0;
-        kept += c[i];
-    }
-    /* Samples past an edge repeat the edge one: they share a tap, so an
-     * axis never has more taps per coordinate than input positions. */
-    int64_t first = *k;
-    for (int64_t i = 0; i < n; i++) {
-        if (c[i] == 0)
-            continue;
-        int64_t q = lo + i < 0 ? 0 : lo + i >= in ? in - 1 : lo + i;
-        double w = p->exclude_outside ? c[i] / kept : c[i];
-        if (*k > first && t->off[*k - 1] == q * stride) {
-            t->w[*k - 1] += w;
-            continue;
-        }
-        t->off[*k] = q * stride;
-        t->w[*k] = w;
-        (*k)++;
-    }
-    return true;
-}
 
 static void axis_taps_free(AxisTaps *t) {
     free(t->first);
@@ -171,10 +42,10 @@ static bool axis_taps(const KernelArgs *a, const ResizeParams *p, int axis, doub
         scale = (double)out / (double)in;
         width = scale * (double)in;
     }
-    double s = p->antialias && scale < 1 ? scale : 1;
+    double s = p->f.antialias && scale < 1 ? scale : 1;
     if (!(2 / s < 1e9))
         return false;
-    int64_t cap = 2 * (int64_t)ceil(2 / s) + 4, per = cap < in ? cap : in;
+    int64_t cap = resize_coeff_cap(&p->f, scale), per = cap < in ? cap : in;
     double *c = malloc((size_t)cap * sizeof(double));
     t->first = malloc((size_t)(out + 1) * sizeof(int64_t));
     t->off = malloc((size_t)(out * per + 1) * sizeof(int64_t));
@@ -182,14 +53,15 @@ static bool axis_taps(const KernelArgs *a, const ResizeParams *p, int axis, doub
     t->outside = calloc((size_t)out + 1, sizeof(bool));
     bool ok = c && t->first && t->off && t->w && t->outside;
     int64_t k = 0;
-    bool crop = p->ctm == CTM_TF_CROP_AND_RESIZE;
+    bool crop = p->f.ctm == CTM_TF_CROP_AND_RESIZE;
+    double r0 = roi ? roi[0] : 0, r1 = roi ? roi[1] : 1;
     for (int64_t o = 0; ok && o < out; o++) {
         t->first[o] = k;
-        double x_ori = resize_source(p, (double)o, scale, width, out, in, roi);
+        double x_ori = resize_source(&p->f, (double)o, scale, width, out, in, r0, r1);
         if (crop && (x_ori < 0 || x_ori > (double)(in - 1)))
             t->outside[o] = true;
         else
-            ok = axis_coord_taps(p, t, &k, x_ori, scale, in, stride, c, cap);
+            ok = resize_coord_taps(&p->f, t->off, t->w, &k, x_ori, scale, in, stride, c, cap);
     }
     if (ok)
         t->first[out] = k;
@@ -198,13 +70,13 @@ static bool axis_taps(const KernelArgs *a, const ResizeParams *p, int axis, doub
 }
 
 static void resize_params(const Node *n, ResizeParams *p) {
-    p->mode = node_attr_enum(n, AK_mode, MODE_NEAREST);
-    p->ctm = node_attr_enum(n, AK_coordinate_transformation_mode, CTM_HALF_PIXEL);
-    p->nearest_mode = node_attr_enum(n, AK_nearest_mode, NEAREST_ROUND_PREFER_FLOOR);
-    p->cubic_a = node_attr_float(n, AK_cubic_coeff_a, -0.75f);
+    p->f.mode = node_attr_enum(n, AK_mode, MODE_NEAREST);
+    p->f.ctm = node_attr_enum(n, AK_coordinate_transformation_mode, CTM_HALF_PIXEL);
+    p->f.nearest_mode = node_attr_enum(n, AK_nearest_mode, NEAREST_ROUND_PREFER_FLOOR);
+    p->f.cubic_a = node_attr_float(n, AK_cubic_coeff_a, -0.75f);
     p->extrapolation = node_attr_float(n, AK_extrapolation_value, 0.0f);
-    p->exclude_outside = node_attr_int(n, AK_exclude_outside, 0) != 0;
-    p->antialias = node_attr_int(n, AK_antialias, 0) != 0;
+    p->f.exclude_outside = node_attr_int(n, AK_exclude_outside, 0) != 0;
+    p->f.antialias = node_attr_int(n, AK_antialias, 0) != 0;
 }
 
 /* One output element: the sum over every combination of its axes' taps. A

@@ -1,7 +1,10 @@
-/* Text kernels: tfidf_vectorizer (n-gram counts, core/tfidf.h). */
+/* Text kernels: tfidf_vectorizer (n-gram counts, core/tfidf.h) and
+ * string_normalizer (core/str_ops.h). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "backends/interp/kernels.h"
+#include "core/str_ops.h"
 #include "core/tfidf.h"
 
 typedef struct TokenRow {
@@ -37,5 +40,42 @@ bool k_tfidf_vectorizer(const KernelArgs *a) {
                            tfidf_value(mode - MODE_TF, count[c], tensor_get_f64(W, c)));
     }
     free(count);
+    return true;
+}
+
+/* The strings of x that are not stopwords, case changed; none left gives
+ * one empty string. The result's length was declared from known values
+ * (the importer): other values are refused, not written out of bounds. */
+bool k_string_normalizer(const KernelArgs *a) {
+    const Tensor *X = a->in[0], *S = a->in[1];
+    Tensor *Y = a->out[0];
+    bool sensitive = node_attr_int(a->n, AK_case_sensitive, 0) != 0;
+    int mode = node_attr_enum(a->n, AK_case_change, CASE_NONE) - CASE_NONE;
+    int64_t n = tensor_numel(X), ns = tensor_numel(S), cap = tensor_numel(Y), k = 0;
+    const char *const *stop = S->data;
+    for (int64_t i = 0; i < n; i++) {
+        const char *s = tensor_get_str(X, i);
+        if (str_is_stopword(s, stop, ns, sensitive))
+            continue;
+        if (k == cap)
+            return kernel_fail(a, "keeps more than the %lld strings its result was declared "
+                                  "with (the values differ from those it was compiled for)",
+                               (long long)cap);
+        size_t len = strlen(s);
+        char *buf = malloc(len + 1);
+        if (!buf)
+            return kernel_fail(a, "out of memory");
+        str_change_case(buf, s, mode);
+        bool ok = kernel_set_str(a, Y, k++, buf, len);
+        free(buf);
+        if (!ok)
+            return false;
+    }
+    if (k == 0 && cap == 1)
+        return kernel_set_str(a, Y, 0, "", 0);
+    if (k != cap)
+        return kernel_fail(a, "keeps %lld strings, its result was declared with %lld (the "
+                              "values differ from those it was compiled for)",
+                           (long long)k, (long long)cap);
     return true;
 }

@@ -12,6 +12,7 @@ typedef struct KernelArgs {
     Tensor *const *in;
     Tensor *const *out;
     DiagList *d;
+    Arena *strs; /* where computed strings live: the run's arena (NULL: none) */
 } KernelArgs;
 
 typedef bool (*KernelFn)(const KernelArgs *a);
@@ -21,6 +22,9 @@ typedef bool (*KernelFn)(const KernelArgs *a);
 
 /* A kernel's error, said at the node. */
 bool kernel_fail(const KernelArgs *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Stores s as element i of a str result, in the run's arena. */
+bool kernel_set_str(const KernelArgs *a, Tensor *t, int64_t i, const char *s, size_t len);
 
 /* Applies a node's fused activation (attribute act) to t in place. */
 void kernel_apply_act(const Node *n, Tensor *t);

@@ -23,6 +23,7 @@ typedef struct LirRun {
      * such buffers no views). */
     Type *rt;
     bool *has_rt;
+    Arena *strs; /* computed strings: the caller's arena, which holds the outputs */
 } LirRun;
 
 static Tensor operand(const LirRun *r, LirBuf *b) {
@@ -79,7 +80,7 @@ static bool run_compute(LirRun *r, LirInstr *i) {
         return false;
     for (int k = 0; k < n->nres; k++)
         storage[k].type = rn->res[k].type;
-    if (!interp_eval_node(rn, ins, outs, r->d))
+    if (!interp_eval_node(rn, ins, outs, r->strs, r->d))
         return false;
     for (int k = 0; k < n->nres; k++)
         set_run_time(r, i->ops[k], &outs[k]->type);
@@ -202,7 +203,7 @@ bool interp_run_lir_observed(LirProgram *p, Tensor *const *inputs, Tensor **outp
      * broke (under --no-verify) is refused, not run out of bounds. */
     if (!lir_check_runnable(p, "the LIR interpreter", d))
         return false;
-    LirRun r = {p, NULL, NULL, arena_new(), arena_new(), d, NULL, NULL};
+    LirRun r = {p, NULL, NULL, arena_new(), arena_new(), d, NULL, NULL, a};
     if (!r.scratch || !r.step) {
         arena_destroy(r.scratch);
         arena_destroy(r.step);

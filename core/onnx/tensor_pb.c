@@ -165,6 +165,40 @@ static bool read_typed(const Onnx__TensorProto *tp, Tensor *t, int64_t numel, co
     }
 }
 
+/* STRING tensors keep their bytes in string_data, never in raw_data (ONNX
+ * says so); each must be UTF-8, as every string kernel assumes. */
+static Tensor *strings_from_proto(const Onnx__TensorProto *tp, Arena *a, const Type *ty,
+                                  int64_t numel, const char *what, DiagList *d) {
+    if (tp->has_raw_data || (tp->has_data_location && tp->data_location ==
+                                                           ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)) {
+        diag_error(d, what, "a STRING tensor must hold its values in string_data");
+        return NULL;
+    }
+    if (!check_count(tp->n_string_data, numel, "string_data", what, d))
+        return NULL;
+    Tensor *t = tensor_new(a, ty);
+    if (!t) {
+        diag_error(d, what, "out of memory");
+        return NULL;
+    }
+    for (int64_t i = 0; i < numel; i++) {
+        const ProtobufCBinaryData *s = &tp->string_data[i];
+        if (!utf8_valid((const char *)s->data, s->len)) {
+            diag_error(d, what, "string %lld is not valid UTF-8", (long long)i);
+            return NULL;
+        }
+        if (s->len && memchr(s->data, 0, s->len)) {
+            diag_error(d, what, "string %lld holds a NUL character", (long long)i);
+            return NULL;
+        }
+        if (!tensor_set_str(a, t, i, (const char *)s->data, s->len)) {
+            diag_error(d, what, "out of memory");
+            return NULL;
+        }
+    }
+    return t;
+}
+
 Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir,
                           uint64_t max_bytes, const char *what, DiagList *d) {
     ElemKind k;
@@ -198,6 +232,8 @@ Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir
                    (unsigned long long)bytes, (unsigned long long)max_bytes);
         return NULL;
     }
+    if (k == ELEM_STR)
+        return strings_from_proto(tp, a, &ty, numel, what, d);
     if (tp->has_raw_data && tp->raw_data.len != bytes) {
         /* Checked before allocating, so a hostile header cannot make us
          * reserve memory the file does not back. */

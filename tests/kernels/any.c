@@ -27,18 +27,26 @@
 #include <string.h>
 
 #include "backends/cpu/libjit/kernels.h"
+#include "core/arena.h"
+#include "core/str_ops.h"
 #include "core/tensor.h"
 
 /* The ty column of nodes.def: which element kinds operand 0 may have. */
-typedef enum { TY_ANY, TY_NUM, TY_FLOAT, TY_INT, TY_BOOL, TY_SIGNED } TyClass;
+typedef enum { TY_ALL, TY_ANY, TY_NUM, TY_FLOAT, TY_INT, TY_BOOL, TY_SIGNED, TY_STR } TyClass;
 static const TyClass kind_ty[NK_COUNT] = {
 #define NODE(E, nm, omin, omax, rmin, rmax, ty, inf, facts, attrs) [NK_##E] = TY_##ty,
 #include "core/nodes.def"
 };
 
+/* Strings have cases of their own (any_string_cases): random bits are no
+ * string. */
 static bool takes(NodeKind k, ElemKind e) {
+    if (e == ELEM_STR)
+        return false;
     switch (kind_ty[k]) {
+    case TY_ALL:
     case TY_ANY: return true;
+    case TY_STR: return false;
     case TY_NUM: return e != ELEM_BOOL;
     case TY_FLOAT: return elem_is_float(e);
     case TY_INT: return elem_is_int(e);
@@ -260,6 +268,8 @@ int any_misc_cases(uint64_t seed) {
     int ran = 0;
     bool ok = true;
     for (int e = 0; e < ELEM_COUNT && ok; e++) {
+        if (e == ELEM_STR) /* any_string_cases */
+            continue;
         for (int i = 0; i < 4 && ok; i++) {
             int64_t out[8], dims[3][8];
             int rank = random_shape(&s, out, 4, i == 0 ? 1500 : 6), ranks[3];
@@ -277,6 +287,8 @@ int any_misc_cases(uint64_t seed) {
             any_free(&c);
         }
         for (int to = 0; to < ELEM_COUNT && ok; to++) {
+            if (to == ELEM_STR)
+                continue;
             int64_t dims[8];
             int rank = random_shape(&s, dims, 3, 40);
             AnyCase c = {0};
@@ -1356,7 +1368,7 @@ int any_select_cases(uint64_t seed) {
             ok = any_run(&c, what, libjit_top_k_any, libjit_top_k_any_work, &ran);
             any_free(&c);
         }
-        for (int i = 0; i < 14 && ok; i++) {
+        for (int i = 0; i < 14 && ok && takes(NK_RESIZE, (ElemKind)e); i++) {
             int64_t x[8], y[8];
             int rank = (int)rnd(&s, 1, 4);
             float scales[8], roi[16];
@@ -1597,6 +1609,151 @@ int any_select_cases(uint64_t seed) {
             char what[96];
             snprintf(what, sizeof what, "grid_sample case %d on %s", i, elem_name((ElemKind)e));
             ok = any_run(&c, what, libjit_grid_sample_any, libjit_grid_sample_any_work, &ran);
+            any_free(&c);
+        }
+    }
+    return ok ? ran : -1;
+}
+
+/* ---- strings ------------------------------------------------------------ */
+
+/* Strings the cases draw from: numbers in every spelling ONNX's Cast reads,
+ * words in several cases (ASCII, Latin-1, Latin Extended-A, Greek,
+ * Cyrillic), the empty string. */
+static const char *const string_pool[] = {
+    "1.5",   "-0",     "INF",   "+INF",   "-inf",   "NaN",     "1e5",    " 42 ", "-7",
+    "3000000000", "0.1", "True", "false", "1e-45", "3.4e39", "monday", "Monday", "MONDAY",
+    "Ünïcödé", "ÜNÏCÖDÉ", "Łódź", "ŁÓDŹ", "Σίσυφος", "ΣΊΣΥΦΟΣ", "Москва", "МОСКВА", "",
+};
+enum { STRING_POOL = sizeof string_pool / sizeof *string_pool, STRING_NUMBERS = 15 };
+
+/* Random strings of the pool (the first `numbers` of it when > 0). */
+static void fill_strings(void *p, int64_t n, uint64_t *s, int numbers) {
+    for (int64_t i = 0; i < n; i++)
+        ((uint64_t *)p)[i] =
+            (uint64_t)(uintptr_t)string_pool[rnd(s, 0, (numbers ? numbers : STRING_POOL) - 1)];
+}
+
+/* Runs the kernel in scrambled units with one runtime scratch (whose string
+ * arena holds its strings until the comparison) and the interpreter with an
+ * arena; compares strings by their bytes, other kinds as any_run does. */
+static bool string_run(AnyCase *c, const char *what, KernelFn fn, WorkFn work, int *ran) {
+    Arena *strs = arena_new();
+    if (libjit_generic_strs(c->d.w, c->ref, strs)) {
+        fprintf(stderr, "FAIL %s: the interpreter refused the case\n", what);
+        arena_destroy(strs);
+        return false;
+    }
+    LjScratch sc = {0};
+    int64_t n = work ? work(c->d.w) : 1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t u = i % 2 ? n - 1 - i / 2 : i / 2;
+        fn(c->d.w, c->fast, u, u + 1, &sc);
+    }
+    ++*ran;
+    bool ok = true;
+    for (int k = 0; k < lj_nres(c->d.w) && ok; k++) {
+        ElemKind e = (ElemKind)lj_elem(c->d.w, k);
+        for (int64_t i = 0; i < desc_numel(&c->d, k) && ok; i++) {
+            if (e != ELEM_STR) {
+                ok = same_elem(e, c->fast[k], c->ref[k], i);
+                if (!ok)
+                    fprintf(stderr, "FAIL %s: element %lld: kernel %.17g interpreter %.17g\n", what,
+                            (long long)i, elem_load_f64(e, c->fast[k], i),
+                            elem_load_f64(e, c->ref[k], i));
+                continue;
+            }
+            const char *x = elem_load_str(c->fast[k], i), *y = elem_load_str(c->ref[k], i);
+            ok = !strcmp(x, y);
+            if (!ok)
+                fprintf(stderr, "FAIL %s: element %lld: kernel \"%s\" interpreter \"%s\"\n", what,
+                        (long long)i, x, y);
+        }
+    }
+    lj_scratch_release(&sc);
+    arena_destroy(strs);
+    return ok;
+}
+
+static void string_alloc(AnyCase *c, uint64_t seed, int numbers) {
+    any_alloc(c, seed);
+    uint64_t s = seed * 31 + 5;
+    for (int k = lj_nres(c->d.w); k < lj_nops(c->d.w); k++) {
+        if (lj_elem(c->d.w, k) != ELEM_STR)
+            continue;
+        fill_strings(c->fast[k], desc_numel(&c->d, k), &s, numbers);
+        memcpy(c->ref[k], c->fast[k], bytes_of(c, k));
+    }
+}
+
+/* Cast to and from str for every other kind, equal on strings under
+ * broadcasting, string_normalizer for every case change and sensitivity.
+ * Exact: both sides print and parse with core/str_ops.h, and compare bytes. */
+int any_string_cases(uint64_t seed) {
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (int e = 0; e < ELEM_COUNT && ok; e++) {
+        if (e == ELEM_STR)
+            continue;
+        for (int dir = 0; dir < 2 && ok; dir++) {
+            int64_t dims[8];
+            int rank = random_shape(&s, dims, 3, 40);
+            ElemKind from = dir ? ELEM_STR : (ElemKind)e, to = dir ? (ElemKind)e : ELEM_STR;
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_CAST, 1);
+            desc_operand_elem(&c.d, to, rank, dims);
+            desc_operand_elem(&c.d, from, rank, dims);
+            desc_int(&c.d, AK_to, to);
+            string_alloc(&c, s, STRING_NUMBERS);
+            char what[64];
+            snprintf(what, sizeof what, "cast %s to %s", elem_name(from), elem_name(to));
+            ok = string_run(&c, what, libjit_cast_any, libjit_cast_any_work, &ran);
+            any_free(&c);
+        }
+    }
+    for (int i = 0; i < 6 && ok; i++) {
+        int64_t out[8], dims[2][8];
+        int rank = random_shape(&s, out, 3, i == 0 ? 300 : 6), ranks[2];
+        for (int j = 0; j < 2; j++)
+            ranks[j] = bcast_of(&s, rank, out, dims[j]);
+        bcast_out(rank, out, 2, ranks, dims);
+        AnyCase c = {0};
+        desc_begin(&c.d, NK_EQUAL, 1);
+        desc_operand_elem(&c.d, ELEM_BOOL, rank, out);
+        desc_operand_elem(&c.d, ELEM_STR, ranks[0], dims[0]);
+        desc_operand_elem(&c.d, ELEM_STR, ranks[1], dims[1]);
+        string_alloc(&c, s + (uint64_t)i, 0);
+        ok = string_run(&c, "equal on str", libjit_equal_any, libjit_equal_any_work, &ran);
+        any_free(&c);
+    }
+    for (int mode = CASE_NONE; mode <= CASE_UPPER && ok; mode++) {
+        for (int sensitive = 0; sensitive < 2 && ok; sensitive++) {
+            int64_t n = rnd(&s, 1, 30), ns = rnd(&s, 0, 3);
+            /* the stopwords and the input first, to count what is kept */
+            uint64_t x[30], stop[3];
+            fill_strings(x, n, &s, 0);
+            fill_strings(stop, ns, &s, 0);
+            int64_t keep = 0;
+            for (int64_t i = 0; i < n; i++)
+                keep += !str_is_stopword(elem_load_str(x, i), (const char *const *)stop, ns,
+                                         sensitive);
+            int64_t yd = ns ? (keep ? keep : 1) : n, two = rnd(&s, 0, 1);
+            int64_t xdims[2] = {1, n}, ydims[2] = {1, yd};
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_STRING_NORMALIZER, 1);
+            desc_operand_elem(&c.d, ELEM_STR, 1 + (int)two, ydims + 1 - two);
+            desc_operand_elem(&c.d, ELEM_STR, 1 + (int)two, xdims + 1 - two);
+            desc_operand_elem(&c.d, ELEM_STR, 1, &ns);
+            desc_int(&c.d, AK_case_change, mode);
+            desc_int(&c.d, AK_case_sensitive, sensitive);
+            any_alloc(&c, s);
+            memcpy(c.fast[1], x, (size_t)n * 8);
+            memcpy(c.ref[1], x, (size_t)n * 8);
+            memcpy(c.fast[2], stop, (size_t)ns * 8);
+            memcpy(c.ref[2], stop, (size_t)ns * 8);
+            ok = string_run(&c, "string_normalizer", libjit_string_normalizer_str,
+                            libjit_string_normalizer_str_work, &ran);
             any_free(&c);
         }
     }

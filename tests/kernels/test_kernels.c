@@ -1489,6 +1489,7 @@ ANY_TEST(norm)
 ANY_TEST(quant)
 ANY_TEST(qint)
 ANY_TEST(select)
+ANY_TEST(string)
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -1521,6 +1522,7 @@ int main(void) {
         cmocka_unit_test(test_any_quant),
         cmocka_unit_test(test_any_qint),
         cmocka_unit_test(test_any_select),
+        cmocka_unit_test(test_any_string),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

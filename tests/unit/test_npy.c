@@ -242,6 +242,36 @@ static void test_malformed_rejected(void **state) {
     expect_reject(buf, len, "unsupported element type ''");
 }
 
+/* Strings are '<Un' (UTF-32LE, NUL padded): numpy's own bytes for
+ * np.save(np.array(['a', 'bc', 'Ü'])), read and written back identically. */
+static void test_strings(void **state) {
+    (void)state;
+    unsigned char buf[256];
+    static const unsigned char data[24] = {'a', 0, 0, 0, 0, 0, 0, 0, 'b', 0, 0, 0,
+                                           'c', 0, 0, 0, 0xdc, 0, 0, 0, 0, 0, 0, 0};
+    size_t len = make_npy(buf, 1, "{'descr': '<U2', 'fortran_order': False, 'shape': (3,), }",
+                          128, data, sizeof data);
+    assert_int_equal(len, 152);
+    Tensor *t = npy_read(buf, len, "u.npy", arena, &diags);
+    assert_non_null(t);
+    assert_int_equal(t->type.elem, ELEM_STR);
+    assert_string_equal(tensor_get_str(t, 0), "a");
+    assert_string_equal(tensor_get_str(t, 1), "bc");
+    assert_string_equal(tensor_get_str(t, 2), "\xc3\x9c"); /* Ü in UTF-8 */
+    StrBuf sb;
+    sb_init(&sb);
+    assert_true(npy_write(t, &sb));
+    assert_int_equal(sb.len, len);
+    assert_memory_equal(sb.data, buf, len);
+    sb_free(&sb);
+    /* a surrogate is no character; the data must fill the shape */
+    unsigned char bad[8] = {0x00, 0xd8, 0, 0, 0, 0, 0, 0};
+    len = make_npy(buf, 1, "{'descr': '<U2', 'fortran_order': False, 'shape': (1,), }", 64, bad, 8);
+    expect_reject(buf, len, "no Unicode character");
+    len = make_npy(buf, 1, "{'descr': '<U2', 'fortran_order': False, 'shape': (2,), }", 64, bad, 8);
+    expect_reject(buf, len, "data holds 8 bytes");
+}
+
 int main(void) {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -249,6 +279,7 @@ int main(void) {
         T(test_bf16_not_written),
         T(test_read_numpy_file),
         T(test_malformed_rejected),
+        T(test_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -77,6 +77,7 @@ LJ_INLINE bool lj_is_float(int e) {
 #define LJ_CLS_IS_FLOAT_SINT 0
 #define LJ_CLS_IS_FLOAT_UINT 0
 #define LJ_CLS_IS_FLOAT_BOOL 0
+#define LJ_CLS_IS_FLOAT_STR 0
 #include "core/elems.def"
     default: return false;
     }
@@ -158,6 +159,22 @@ LJ_INLINE void lj_st_f64(int e, void *p, int64_t i, double v) {
 
 /* Moves element i of p to element j of q, both of size `size`: data
  * movement works on bytes, one loop per element size, not per kind. */
+/* Element i of a str operand: the slot's pointer, "" for an empty slot. */
+LJ_INLINE const char *lj_str_at(const void *p, int64_t i) {
+    const char *s = (const char *)(uintptr_t)((const uint64_t *)p)[i];
+    return s ? s : "";
+}
+
+/* strcmp's order (bytes as unsigned), without a call into libc. */
+LJ_INLINE int lj_strcmp(const char *a, const char *b) {
+    const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
+    while (*x && *x == *y) {
+        x++;
+        y++;
+    }
+    return (int)*x - (int)*y;
+}
+
 LJ_INLINE void lj_move(size_t size, void *q, int64_t j, const void *p, int64_t i) {
     switch (size) {
     case 1: ((uint8_t *)q)[j] = ((const uint8_t *)p)[i]; return;

@@ -126,23 +126,11 @@ typedef struct Plan {
     int64_t dims[DESC_MAX_RANK], sa[DESC_MAX_RANK], sb[DESC_MAX_RANK];
 } Plan;
 
-/* Operand k's stride per output axis (numpy: right-aligned, 1s broadcast). */
-LJ_INLINE void operand_strides(const int64_t *d, int k, int64_t *st) {
-    int rank = lj_rank(d, 0), r = lj_rank(d, k);
-    int64_t s = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        int j = i - (rank - r);
-        int64_t dim = j >= 0 ? lj_dim(d, k, j) : 1;
-        st[i] = dim == 1 ? 0 : s;
-        s *= dim;
-    }
-}
-
 LJ_INLINE Plan plan_of(const int64_t *d) {
     int rank = lj_rank(d, 0);
     int64_t sa[DESC_MAX_RANK], sb[DESC_MAX_RANK];
-    operand_strides(d, 1, sa);
-    operand_strides(d, 2, sb);
+    lj_bcast_strides(d, 1, lj_rank(d, 1), rank, sa);
+    lj_bcast_strides(d, 2, lj_rank(d, 2), rank, sb);
     Plan p = {0};
     for (int i = 0; i < rank; i++) {
         int64_t dim = lj_dim(d, 0, i);

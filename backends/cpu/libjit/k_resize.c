@@ -4,9 +4,8 @@
  * tf_crop_and_resize.
  *
  * Interpolation is separable. Each call first builds, for every axis, the
- * input offsets and weights each output coordinate reads (the
- * interpreter's rules, backends/interp/k_resize.c, which follow ONNX's
- * reference step by step). A unit of work is one output row (every axis but
+ * input offsets and weights each output coordinate reads (core/resize.h,
+ * the interpreter's rules, one source for both). A unit of work is one output row (every axis but
  * the last fixed): for each combination of the leading axes' taps, with
  * their weight product, the row accumulates the last axis's taps. Each
  * element thus sums the same products in the same order as the
@@ -21,11 +20,12 @@
 
 #include "backends/cpu/libjit/elem.h"
 #include "backends/cpu/libjit/kernels.h"
+#include "core/resize.h"
 
 typedef struct Rs {
-    int mode, ctm, nearest_mode, rank, elem;
-    double cubic_a, extrapolation;
-    bool exclude_outside, antialias;
+    ResizeFilter f;
+    int rank, elem;
+    double extrapolation;
     int nscales, nroi;
     const int64_t *scales, *roi; /* doubles' bits */
     int64_t in[DESC_MAX_RANK], out[DESC_MAX_RANK], xs[DESC_MAX_RANK];
@@ -53,13 +53,13 @@ LJ_INLINE double axis_scale(const Rs *p, int i) {
 
 LJ_INLINE Rs rs_plan(const int64_t *d) {
     Rs p = {.rank = lj_rank(d, 0), .elem = lj_elem(d, 0)};
-    p.mode = (int)lj_attr_int(d, AK_mode, MODE_NEAREST);
-    p.ctm = (int)lj_attr_int(d, AK_coordinate_transformation_mode, CTM_HALF_PIXEL);
-    p.nearest_mode = (int)lj_attr_int(d, AK_nearest_mode, NEAREST_ROUND_PREFER_FLOOR);
-    p.cubic_a = lj_attr_float(d, AK_cubic_coeff_a, (double)-0.75f);
+    p.f.mode = (int)lj_attr_int(d, AK_mode, MODE_NEAREST);
+    p.f.ctm = (int)lj_attr_int(d, AK_coordinate_transformation_mode, CTM_HALF_PIXEL);
+    p.f.nearest_mode = (int)lj_attr_int(d, AK_nearest_mode, NEAREST_ROUND_PREFER_FLOOR);
+    p.f.cubic_a = lj_attr_float(d, AK_cubic_coeff_a, (double)-0.75f);
     p.extrapolation = lj_attr_float(d, AK_extrapolation_value, 0.0);
-    p.exclude_outside = lj_attr_int(d, AK_exclude_outside, 0) != 0;
-    p.antialias = lj_attr_int(d, AK_antialias, 0) != 0;
+    p.f.exclude_outside = lj_attr_int(d, AK_exclude_outside, 0) != 0;
+    p.f.antialias = lj_attr_int(d, AK_antialias, 0) != 0;
     p.scales = lj_attr(d, AK_scales, &p.nscales);
     p.roi = lj_attr(d, AK_roi, &p.nroi);
     int64_t st = 1;
@@ -70,129 +70,12 @@ LJ_INLINE Rs rs_plan(const int64_t *d) {
         st *= p.in[i];
     }
     for (int i = 0; i < p.rank; i++) {
-        double sc = axis_scale(&p, i), s = p.antialias && sc < 1 ? sc : 1;
-        int64_t cap = 2 * (int64_t)ceil(2 / s) + 4;
+        int64_t cap = resize_coeff_cap(&p.f, axis_scale(&p, i));
         p.per[i] = cap < p.in[i] ? cap : p.in[i];
         if (p.per[i] < 1)
             p.per[i] = 1;
     }
     return p;
-}
-
-/* Where output coordinate x lands in the input; width is the output size
- * as the scale gives it (not rounded). */
-LJ_INLINE double rs_source(const Rs *p, double x, double scale, double width, int64_t out,
-                           int64_t in, double r0, double r1) {
-    switch (p->ctm) {
-    case CTM_ALIGN_CORNERS: return width == 1 ? 0 : x * (double)(in - 1) / (width - 1);
-    case CTM_ASYMMETRIC: return x / scale;
-    case CTM_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
-    case CTM_PYTORCH_HALF_PIXEL: return width == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-    case CTM_TF_CROP_AND_RESIZE: {
-        double span = (r1 - r0) * (double)(in - 1);
-        return (width == 1 ? span / 2 : x * span / (width - 1)) + r0 * (double)(in - 1);
-    }
-    case CTM_HALF_PIXEL_SYMMETRIC: {
-        double offset = (double)in / 2 * (1 - (double)out / width);
-        return offset + (x + 0.5) / scale - 0.5;
-    }
-    default: return (x + 0.5) / scale - 0.5; /* half_pixel */
-    }
-}
-
-LJ_INLINE double cubic_kernel(double x, double A) {
-    x = fabs(x);
-    if (x <= 1)
-        return ((A + 2) * x - (A + 3)) * x * x + 1;
-    if (x < 2)
-        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
-    return 0;
-}
-
-/* The filter's coefficients for the samples around x_ori (ratio: its
- * distance past the left one, in (0, 1]); returns how many, -1 if more
- * than cap. */
-LJ_INLINE int64_t rs_coeffs(const Rs *p, double ratio, double scale, double *c, int64_t cap) {
-    if (p->mode == MODE_NEAREST) {
-        bool right = ratio == 1;
-        if (ratio != 1) {
-            int nm = p->nearest_mode;
-            right = nm == NEAREST_CEIL                ? true
-                    : nm == NEAREST_FLOOR             ? false
-                    : nm == NEAREST_ROUND_PREFER_CEIL ? ratio >= 0.5
-                                                       : ratio > 0.5;
-        }
-        c[0] = !right;
-        c[1] = right;
-        return 2;
-    }
-    double s = p->antialias && scale < 1 ? scale : 1;
-    double support = p->mode == MODE_LINEAR ? 1 : 2;
-    int64_t start = (int64_t)floor(-support / s) + 1, n = 2 - 2 * start;
-    if (n > cap)
-        return -1;
-    if (!p->antialias && p->mode == MODE_CUBIC) {
-        double A = p->cubic_a, r = ratio, q = 1 - r;
-        c[0] = ((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A;
-        c[1] = ((A + 2) * r - (A + 3)) * r * r + 1;
-        c[2] = ((A + 2) * q - (A + 3)) * q * q + 1;
-        c[3] = ((A * (q + 1) - 5 * A) * (q + 1) + 8 * A) * (q + 1) - 4 * A;
-        return 4;
-    }
-    if (!p->antialias) {
-        c[0] = 1 - ratio;
-        c[1] = ratio;
-        return 2;
-    }
-    double sum = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double arg = (double)(start + i - ratio) * s;
-        c[i] = p->mode == MODE_LINEAR ? fmax(0, 1 - fabs(arg)) : cubic_kernel(arg, p->cubic_a);
-        sum += c[i];
-    }
-    for (int64_t i = 0; i < n; i++)
-        c[i] /= sum;
-    return n;
-}
-
-/* Appends the taps of one output coordinate to t at *k (samples past an
- * edge repeat the edge one and share its tap). */
-LJ_INLINE bool rs_coord_taps(const Rs *p, RsAxis *t, int64_t *k, double x_ori, double scale,
-                             int64_t in, int64_t stride, double *c, int64_t cap) {
-    if (!(fabs(x_ori) < 1e15))
-        return false;
-    double base = floor(x_ori);
-    double ratio = x_ori == base ? 1 : x_ori - base;
-    int64_t n = rs_coeffs(p, ratio, scale, c, cap);
-    if (n < 0)
-        return false;
-    int64_t left = (int64_t)base - (ratio == 1);
-    int64_t lo = left - n / 2 + 1;
-    if (lo > in - n / 2)
-        lo = in - n / 2;
-    if (lo < -n / 2)
-        lo = -n / 2;
-    double kept = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (p->exclude_outside && (lo + i < 0 || lo + i >= in))
-            c[i] = 0;
-        kept += c[i];
-    }
-    int64_t first = *k;
-    for (int64_t i = 0; i < n; i++) {
-        if (c[i] == 0)
-            continue;
-        int64_t q = lo + i < 0 ? 0 : lo + i >= in ? in - 1 : lo + i;
-        double w = p->exclude_outside ? c[i] / kept : c[i];
-        if (*k > first && t->off[*k - 1] == q * stride) {
-            t->w[*k - 1] += w;
-            continue;
-        }
-        t->off[*k] = q * stride;
-        t->w[*k] = w;
-        (*k)++;
-    }
-    return true;
 }
 
 /* 8-byte words of axis i's tables, and of the filter coefficients. */
@@ -224,9 +107,11 @@ LJ_INLINE bool rs_axis(const Rs *p, int i, RsAxis *t, double *c, int64_t cap) {
     int64_t k = 0;
     for (int64_t o = 0; o < out; o++) {
         t->first[o] = k;
-        double x_ori = rs_source(p, (double)o, scale, width, out, in, r0, r1);
-        t->outside[o] = p->ctm == CTM_TF_CROP_AND_RESIZE && (x_ori < 0 || x_ori > (double)(in - 1));
-        if (!t->outside[o] && !rs_coord_taps(p, t, &k, x_ori, scale, in, p->xs[i], c, cap))
+        double x_ori = resize_source(&p->f, (double)o, scale, width, out, in, r0, r1);
+        t->outside[o] =
+            p->f.ctm == CTM_TF_CROP_AND_RESIZE && (x_ori < 0 || x_ori > (double)(in - 1));
+        if (!t->outside[o] &&
+            !resize_coord_taps(&p->f, t->off, t->w, &k, x_ori, scale, in, p->xs[i], c, cap))
             return false;
     }
     t->first[out] = k;
@@ -275,7 +160,7 @@ LJ_INLINE void rs_row(const Rs *p, const RsAxis *t, const void *x, void *y, int6
     bool single = true; /* the leading axes: one tap of weight 1 each */
     for (int i = 0; i < last; i++)
         single &= hi[i] - lo[i] == 1 && t[i].w[lo[i]] == 1;
-    if (p->mode == MODE_NEAREST) { /* one tap of weight 1 on every axis */
+    if (p->f.mode == MODE_NEAREST) { /* one tap of weight 1 on every axis */
         int64_t base = 0;
         for (int i = 0; i < last; i++)
             base += t[i].off[lo[i]];

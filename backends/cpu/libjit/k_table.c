@@ -256,7 +256,8 @@ LJ_ANY_UNARY(UNARY_ANY)
 
 LJ_ANY_BINARY(BINARY_ANY)
 
-/* Comparisons: bool results; floats compared as double, integers as int64. */
+/* Comparisons: bool results; floats compared as double, integers as int64,
+ * strings (equal only) by their bytes. */
 #define COMPARE_ANY(name, KIND, OP)                                                               \
     LIBJIT_WORK libjit_##name##_any_work(const int64_t *d) {                                      \
         return chunks(lj_numel(d, 0));                                                            \
@@ -268,7 +269,9 @@ LJ_ANY_BINARY(BINARY_ANY)
         int64_t e0, e1;                                                                           \
         elementwise_range(d, lo, hi, &e0, &e1);                                                   \
         Bc p = bc_plan(d, 2);                                                                     \
-        if (lj_is_float(ea))                                                                      \
+        if (ea == ELEM_STR)                                                                       \
+            BC_FOR(p, e0, e1, y[i] = lj_strcmp(lj_str_at(ops[1], o0), lj_str_at(ops[2], o1)) OP 0); \
+        else if (lj_is_float(ea))                                                                 \
             BC_FOR(p, e0, e1, y[i] = lj_ld_f64(ea, ops[1], o0) OP lj_ld_f64(eb, ops[2], o1));     \
         else                                                                                      \
             BC_FOR(p, e0, e1, y[i] = lj_ld_i64(ea, ops[1], o0) OP lj_ld_i64(eb, ops[2], o1));     \
@@ -396,7 +399,9 @@ LIBJIT_KERNEL libjit_cast_any(const int64_t *d, void *const *ops, int64_t lo, in
     int to = lj_elem(d, 0), from = lj_elem(d, 1);
     int64_t e0, e1;
     elementwise_range(d, lo, hi, &e0, &e1);
-    if (to == from) {
+    if (to != from && (to == ELEM_STR || from == ELEM_STR)) {
+        lj_cast_strings(to, ops[0], from, ops[1], e0, e1, sc);
+    } else if (to == from) {
         size_t es = lj_elem_size(to);
         for (int64_t i = e0; i < e1; i++)
             lj_move(es, ops[0], i, ops[1], i);

@@ -206,6 +206,12 @@ LJ_DECLARE_WORK(einsum_any)
 LJ_DECLARE_KERNEL(tfidf_vectorizer_any)
 LJ_DECLARE_WORK(tfidf_vectorizer_any)
 LJ_DECLARE_SCRATCH(tfidf_vectorizer_any)
+LJ_DECLARE_KERNEL(string_normalizer_str)
+LJ_DECLARE_WORK(string_normalizer_str)
+/* Elements [e0, e1) of a cast from kind `from` to kind `to`, one of them str
+ * (libjit_cast_any's string part). */
+void lj_cast_strings(int to, void *y, int from, const void *x, int64_t e0, int64_t e1,
+                     LjScratch *sc);
 /* k_sample.c */
 LJ_DECLARE_KERNEL(grid_sample_any)
 LJ_DECLARE_WORK(grid_sample_any)

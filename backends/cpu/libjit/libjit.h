@@ -87,6 +87,17 @@ LJ_INLINE int64_t lj_bcast_offset(const int64_t *d, int yr, const int64_t *st, i
     return off;
 }
 
+/* A 4-D operand's N, C, H, W (image kernels: winograd, grid_sample,
+ * roi_align read their input's and output's this way). */
+typedef struct LjImage {
+    int64_t n, c, h, w;
+} LjImage;
+
+LJ_INLINE LjImage lj_image(const int64_t *d, int k) {
+    LjImage g = {lj_dim(d, k, 0), lj_dim(d, k, 1), lj_dim(d, k, 2), lj_dim(d, k, 3)};
+    return g;
+}
+
 LJ_INLINE int64_t lj_numel(const int64_t *d, int k) {
     int64_t n = 1;
     for (int i = 0; i < lj_rank(d, k); i++)
@@ -142,6 +153,10 @@ LJ_INLINE size_t lj_elem_size(int elem) {
  * the fallback of a fast kernel for the shapes it does not cover. Returns
  * 0, or 1 if the kernel failed. */
 int libjit_generic(const int64_t *d, void *const *ops);
+/* The same with an arena for the strings a kernel computes (the kernel
+ * test's reference). */
+struct Arena;
+int libjit_generic_strs(const int64_t *d, void *const *ops, struct Arena *strs);
 
 /* Kernel scratch (packed panels, padded planes): one buffer per slot per
  * thread, kept by the runtime from call to call and grown to the largest
@@ -154,10 +169,51 @@ int libjit_generic(const int64_t *d, void *const *ops);
  * a kernel allocates and frees its scratch per call. Slots: one per kind
  * of buffer that can be live at once in one kernel call. */
 enum { LJ_SCRATCH_PLANES, LJ_SCRATCH_PACK, LJ_SCRATCH_SLOTS };
+typedef struct LjStrChunk LjStrChunk;
 struct LjScratch {
     void *p[LJ_SCRATCH_SLOTS];
     size_t cap[LJ_SCRATCH_SLOTS];
+    /* The characters of the strings this thread's kernels computed (kind
+     * str): the run's string arena, a thread's own so that no lock is
+     * needed; freed by libjit_runtime_free_strings once the caller has
+     * copied the outputs, and with the runtime. */
+    LjStrChunk *strs;
 };
+
+struct LjStrChunk {
+    LjStrChunk *next;
+    size_t used, cap;
+    char data[];
+};
+
+/* n bytes for string characters, NULL when out of memory. Without a
+ * runtime (sc NULL: a kernel test) the chunk is the caller's to leak. */
+LJ_INLINE char *lj_str_alloc(LjScratch *sc, size_t n) {
+    LjStrChunk *c = sc ? sc->strs : 0;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > 4000 ? n : 4000;
+        LjStrChunk *fresh = malloc(sizeof *fresh + cap);
+        if (!fresh)
+            return 0;
+        fresh->next = c;
+        fresh->used = 0;
+        fresh->cap = cap;
+        if (sc)
+            sc->strs = fresh;
+        c = fresh;
+    }
+    char *p = c->data + c->used;
+    c->used += n;
+    return p;
+}
+
+LJ_INLINE void lj_strs_free(LjScratch *sc) {
+    while (sc->strs) {
+        LjStrChunk *next = sc->strs->next;
+        free(sc->strs);
+        sc->strs = next;
+    }
+}
 
 /* True only in a --no-threads bundle, whose caller owns all memory: code
  * generation sets it (as a constant of the module, so that the other
@@ -196,6 +252,7 @@ LJ_INLINE void *lj_scratch_get(LjScratch *sc, int slot, size_t bytes) {
 
 /* Unmaps a thread's scratch. */
 LJ_INLINE void lj_scratch_release(LjScratch *sc) {
+    lj_strs_free(sc);
     for (int k = 0; k < LJ_SCRATCH_SLOTS; k++) {
         if (sc->cap[k])
             munmap(sc->p[k], sc->cap[k]);
@@ -212,6 +269,9 @@ LJ_INLINE void lj_scratch_put(LjScratch *sc, void *p) {
 /* Runs worker over [0, n) on the runtime's threads (inline when rt is NULL
  * or has one thread). */
 void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *const *ops);
+/* Frees the strings the kernels computed (the run's string arena): the
+ * caller calls it once it has copied the outputs. */
+void libjit_runtime_free_strings(LibjitRuntime *rt);
 /* Vector FMAs on every thread of rt at once (runtime.c); returns the sum
  * of the threads' rates in flop/s, each timed by the thread itself. */
 double libjit_fma_peak(LibjitRuntime *rt, int64_t iters);

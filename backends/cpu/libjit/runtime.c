@@ -159,6 +159,11 @@ void libjit_runtime_free(LibjitRuntime *rt) {
     free(rt);
 }
 
+void libjit_runtime_free_strings(LibjitRuntime *rt) {
+    for (int i = 0; rt && i < rt->nthreads; i++)
+        lj_strs_free(&rt->scratch[i]);
+}
+
 void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *const *ops) {
     if (!rt || rt->nthreads <= 1 || n <= 1) {
         worker(ops, 0, n > 0 ? n : 0, rt ? &rt->scratch[0] : NULL);
