@@ -1820,6 +1820,21 @@ static bool infer_qlinear_conv(Node *n, DiagList *d) {
            (n->nops < 9 || need_bias(n, d, 8, ELEM_I32, m));
 }
 
+/* qlinear_conv's rules, and the packing's: 2-D, C and M multiples of 4,
+ * w's zero points 0 (the pass checks their values). */
+static bool infer_qconv_packed(Node *n, DiagList *d) {
+    if (!infer_qlinear_conv(n, d))
+        return false;
+    const Type *w = op_type(n, 3);
+    if (w->rank != 4 || w->dims[0] % 4 || w->dims[1] % 4) {
+        char a[TYPE_STR_MAX];
+        node_error(d, n, "packed weights %s: 2-D, output and input channels multiples of 4",
+                   tstr(w, a));
+        return false;
+    }
+    return true;
+}
+
 /* Operand i has a per-tensor quantized type: the integer forms read their
  * scales from the types. */
 static bool need_quantized(Node *n, DiagList *d, int i, const Type *t) {
@@ -1954,6 +1969,7 @@ static bool check_declared_quant(Node *n, DiagList *d) {
                quant_agrees(n, d, op_type(n, 3), 4, 5, "operand 3") &&
                quant_agrees(n, d, r, 6, 7, "the result");
     case NK_QLINEAR_CONV:
+    case NK_QCONV_PACKED:
         if (op_type(n, 3)->quant == QUANT_CHANNEL && op_type(n, 3)->qaxis != 0) {
             node_error(d, n, "weights quantized per channel along axis %d, not 0 (the output "
                        "channels)", (int)op_type(n, 3)->qaxis);

@@ -1,0 +1,357 @@
+/* qconv_packed: the int8 convolution whose weights the qconv-pack pass
+ * packed at compile time (core/nodes.def), with no im2col.
+ *
+ * The pass stores the weights as [M/4][kh][kw][C/4][4 rows][4 channels]
+ * bytes, so the four bytes one vpdpbusd lane wants (four channels of one
+ * tap of one output row) are one word, and a block of four rows' words is
+ * one 16-byte read; and it folds the weight row sums into the bias (zero
+ * weight zero points only): bias' = bias - (x_zp + sh) Sw, sh = 128 for i8
+ * activations (stored shifted to u8 as vpdpbusd wants) and 0 for u8.
+ *
+ * Activations: a unit is a band of output rows. Its input rows are copied
+ * once into channel-blocked words (four channels of one position in one
+ * 32-bit lane) split into stride phases, padded with x_zp + sh:
+ *   buf[c/4][phase y][phase x][yq][xq],  input row yq*s + phase - pad.
+ * Output position (r, c) of the band, tap (i, j), reads word
+ *   (r + i*d/s) * wq + c + j*d/s of phase ((i*d) % s, (j*d) % s),
+ * which is the position's flattened index r * wq + c plus a per-tap
+ * offset: 64 consecutive flattened positions are four 64-byte loads for
+ * every (tap, channel group), used by four rows' broadcast weights (16
+ * vpdpbusd). Positions c >= OW of the flattened rows are computed and not
+ * stored. Then each row's 64 sums are requantized (lj_qrequant_row, the
+ * interpreter's rounding) and the valid runs copied out. */
+#include "backends/cpu/libjit/k_qint.h"
+#include "backends/cpu/libjit/vec.h"
+
+#pragma STDC FP_CONTRACT OFF
+/* 64-byte vectors cross only into always-inline helpers (vec.h says why). */
+#pragma clang diagnostic ignored "-Wpsabi"
+
+/* PT flattened positions per tile (PNV vectors of PV lanes), PMR weight rows
+ * per block (the pass's packing: qconv_pack.c's QCONV_PACK_ROWS); a band
+ * holds about BAND_POS positions (4-8 tiles: its halo rows amortised, and
+ * enough bands on large maps for two threads); strides up to MAX_STRIDE. */
+enum { PT = 64, PV = 16, PNV = PT / PV, PMR = 4, BAND_POS = 512, MAX_STRIDE = 4 };
+
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+typedef struct PConv {
+    LjQConv g;
+    int64_t kh, kw, sy, sx, dy, dx, c4, taps, m4;
+    int64_t wq, hq, rows, bands, msplit, plane, cstride, buf_words;
+    int npy, npx, phy[MAX_STRIDE], phx[MAX_STRIDE]; /* used phases, their index */
+    int64_t sh;
+} PConv;
+
+/* Which phases of stride s the taps use (k taps at dilation d): index of
+ * each, -1 when unused; their count. */
+LJ_INLINE int phases(int64_t k, int64_t d, int64_t s, int *idx) {
+    for (int64_t r = 0; r < s; r++)
+        idx[r] = -1;
+    for (int64_t i = 0; i < k; i++)
+        idx[(i * d) % s] = 0;
+    int n = 0;
+    for (int64_t r = 0; r < s; r++)
+        if (idx[r] == 0)
+            idx[r] = n++;
+    return n;
+}
+
+LJ_INLINE PConv pconv_of(const int64_t *d, void *const *ops) {
+    PConv p = {.g = lj_qconv_of(d, ops, true)};
+    LjQConv *g = &p.g;
+    /* the packed weights' shape is the unpacked [M][C][kh][kw]'s */
+    p.kh = lj_dim(d, 4, 2);
+    p.kw = lj_dim(d, 4, 3);
+    p.sy = g->win.stride[0];
+    p.sx = g->win.stride[1];
+    p.dy = g->win.dilation[0];
+    p.dx = g->win.dilation[1];
+    p.c4 = g->cin / 4;
+    p.taps = p.kh * p.kw;
+    p.m4 = g->cout / PMR;
+    p.sh = g->ex == ELEM_I8 ? 128 : 0;
+    int64_t ow = g->odims[1], oh = g->odims[0];
+    p.wq = ow + (p.kw - 1) * p.dx / p.sx;
+    int64_t bands = (oh * p.wq + BAND_POS - 1) / BAND_POS;
+    bands = bands < 1 ? 1 : bands > oh ? oh : bands;
+    p.rows = (oh + bands - 1) / bands;
+    p.bands = (oh + p.rows - 1) / p.rows;
+    p.hq = p.rows + (p.kh - 1) * p.dy / p.sy;
+    p.npy = phases(p.kh, p.dy, p.sy, p.phy);
+    p.npx = phases(p.kw, p.dx, p.sx, p.phx);
+    p.plane = p.hq * p.wq;
+    p.cstride = p.npy * p.npx * p.plane;
+    p.buf_words = (p.c4 * p.cstride + PT + 15) / 16 * 16; /* the tap offsets after it, aligned */
+    /* few bands (small maps): the rows split too, for two threads */
+    p.msplit = g->batch * p.bands < 4 && p.m4 >= 2 ? 2 : 1;
+    return p;
+}
+
+LJ_INLINE int64_t pconv_units(const PConv *p) {
+    return p->g.batch * p->bands * p->msplit;
+}
+
+/* ---- the band's channel-blocked words ------------------------------------------------- */
+
+/* n words from four channel rows r[0..3] at input columns x0, x0 + step,
+ * ... (all inside the row), each byte xor shift; sixteen at a time while
+ * below nvec (step 1 or 2). */
+LJ_INLINE void words_of(const uint8_t *const *r, int64_t x0, int64_t step, int64_t n,
+                        int64_t nvec, uint8_t shift, uint32_t *out) {
+    typedef uint8_t v16b __attribute__((vector_size(16)));
+    typedef uint8_t v32b __attribute__((vector_size(32)));
+    int64_t t = 0;
+    if (step == 1)
+        for (; t + 16 <= nvec; t += 16) {
+            v16i b[4];
+            for (int j = 0; j < 4; j++) {
+                v16b v;
+                __builtin_memcpy(&v, r[j] + x0 + t, sizeof v);
+                b[j] = __builtin_convertvector(v ^ shift, v16i);
+            }
+            v16i v = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
+            __builtin_memcpy(out + t, &v, sizeof v);
+        }
+    else if (step == 2) /* the even bytes of 32 (the last one read is inside the row) */
+        for (; t + 16 <= nvec; t += 16) {
+            v16i b[4];
+            for (int j = 0; j < 4; j++) {
+                v32b w = {0};
+                __builtin_memcpy(&w, r[j] + x0 + 2 * t, 31);
+                v16b v = __builtin_shufflevector(w, w, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,
+                                                 24, 26, 28, 30);
+                b[j] = __builtin_convertvector(v ^ shift, v16i);
+            }
+            v16i v = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
+            __builtin_memcpy(out + t, &v, sizeof v);
+        }
+    for (; t < n; t++) {
+        int64_t x = x0 + t * step;
+        out[t] = (uint32_t)(uint8_t)(r[0][x] ^ shift) | (uint32_t)(uint8_t)(r[1][x] ^ shift) << 8 |
+                 (uint32_t)(uint8_t)(r[2][x] ^ shift) << 16 |
+                 (uint32_t)(uint8_t)(r[3][x] ^ shift) << 24;
+    }
+}
+
+/* One phase row: input columns xq * sx + rx - pad, padding where outside. */
+LJ_INLINE void fill_phase_row(const PConv *p, const uint8_t *const *r, int64_t rx, uint32_t pad,
+                              uint32_t *out) {
+    int64_t iw = p->g.idims[1], pl = p->g.win.pad_begin[1], sx = p->sx;
+    /* xq in [lo, hi) reads inside: 0 <= xq * sx + rx - pl < iw */
+    int64_t x0 = rx - pl;
+    int64_t lo = x0 >= 0 ? 0 : (-x0 + sx - 1) / sx;
+    int64_t hi = x0 >= iw ? 0 : (iw - x0 + sx - 1) / sx;
+    lo = lo < p->wq ? lo : p->wq;
+    hi = hi < p->wq ? hi : p->wq;
+    hi = hi > lo ? hi : lo;
+    for (int64_t t = 0; t < lo; t++)
+        out[t] = pad;
+    /* vectors: stride 1 anywhere inside; a stride-2 vector reads 31 bytes
+     * from its first column, so only where they are inside the row */
+    int64_t xs = x0 + lo * sx, n = hi - lo, nvec = sx == 1 ? n : 0;
+    if (sx == 2 && iw - xs >= 31) {
+        nvec = (iw - xs - 31) / 2 + 16;
+        nvec = nvec < n ? nvec : n;
+    }
+    words_of(r, xs, sx, n, nvec, (uint8_t)p->sh, out + lo);
+    for (int64_t t = hi; t < p->wq; t++)
+        out[t] = pad;
+}
+
+/* The words of band b of image nb: every channel group, used phase and
+ * row of the band's window. */
+LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t b, uint32_t *buf) {
+    const LjQConv *g = &p->g;
+    int64_t ih = g->idims[0], pt = g->win.pad_begin[0], oh0 = b * p->rows;
+    uint32_t pad = (uint8_t)(g->zx + p->sh) * 0x01010101u;
+    for (int64_t c = 0; c < p->c4; c++) {
+        const uint8_t *plane = (const uint8_t *)g->x + (nb * g->cin + 4 * c) * g->in_size;
+        for (int64_t ry = 0; ry < p->sy; ry++) {
+            if (p->phy[ry] < 0)
+                continue;
+            for (int64_t yq = 0; yq < p->hq; yq++) {
+                int64_t y = (oh0 + yq) * p->sy + ry - pt;
+                for (int64_t rx = 0; rx < p->sx; rx++) {
+                    if (p->phx[rx] < 0)
+                        continue;
+                    uint32_t *out = buf + c * p->cstride +
+                                    (p->phy[ry] * p->npx + p->phx[rx]) * p->plane + yq * p->wq;
+                    if (y < 0 || y >= ih) {
+                        for (int64_t t = 0; t < p->wq; t++)
+                            out[t] = pad;
+                        continue;
+                    }
+                    const uint8_t *r[4];
+                    for (int j = 0; j < 4; j++)
+                        r[j] = plane + j * g->in_size + y * g->idims[1];
+                    fill_phase_row(p, r, rx, pad, out);
+                }
+            }
+        }
+    }
+    for (int64_t t = 0; t < PT; t++) /* read by the last tile's unused lanes */
+        buf[p->c4 * p->cstride + t] = 0;
+}
+
+/* ---- the dot products ------------------------------------------------------------------- */
+
+/* acc[r][v] = sum over taps and channel groups of block row r's word
+ * times the tile's words, vector v. Sixteen named accumulators so they stay
+ * in registers (the bitcode is built without loop unrolling). */
+#define PSTEP_ROW(STEP, r, wv)                                                                     \
+    do {                                                                                           \
+        v16i ws_ = (v16i){0} + (int32_t)(wv);                                                      \
+        a##r##0 = STEP(a##r##0, x0, ws_);                                                          \
+        a##r##1 = STEP(a##r##1, x1, ws_);                                                          \
+        a##r##2 = STEP(a##r##2, x2, ws_);                                                          \
+        a##r##3 = STEP(a##r##3, x3, ws_);                                                          \
+    } while (0)
+#define PACC_ROW(r) a##r##0 = (v16i){0}, a##r##1 = (v16i){0}, a##r##2 = (v16i){0}, a##r##3 = (v16i){0}
+#define PSAVE_ROW(r)                                                                               \
+    acc[r][0] = a##r##0, acc[r][1] = a##r##1, acc[r][2] = a##r##2, acc[r][3] = a##r##3
+#define PTILE_BODY(STEP)                                                                           \
+    v16i PACC_ROW(0), PACC_ROW(1), PACC_ROW(2), PACC_ROW(3);                                       \
+    for (int64_t t = 0; t < taps; t++) {                                                           \
+        const uint32_t *xt = xb + toff[t];                                                         \
+        const uint32_t *wt = wb + t * c4 * PMR;                                                    \
+        for (int64_t c = 0; c < c4; c++, xt += cstride, wt += PMR) {                               \
+            v16i x0, x1, x2, x3;                                                                   \
+            __builtin_memcpy(&x0, xt, 64);                                                         \
+            __builtin_memcpy(&x1, xt + 16, 64);                                                    \
+            __builtin_memcpy(&x2, xt + 32, 64);                                                    \
+            __builtin_memcpy(&x3, xt + 48, 64);                                                    \
+            PSTEP_ROW(STEP, 0, wt[0]);                                                             \
+            PSTEP_ROW(STEP, 1, wt[1]);                                                             \
+            PSTEP_ROW(STEP, 2, wt[2]);                                                             \
+            PSTEP_ROW(STEP, 3, wt[3]);                                                             \
+        }                                                                                          \
+    }                                                                                              \
+    PSAVE_ROW(0);                                                                                  \
+    PSAVE_ROW(1);                                                                                  \
+    PSAVE_ROW(2);                                                                                  \
+    PSAVE_ROW(3);
+
+/* Four u8 x s8 products per lane, in plain vector code. */
+LJ_INLINE v16i pdot4_plain(v16i acc, v16i x, v16i w) {
+    for (int j = 0; j < 4; j++) {
+        v16i xj = (x >> (8 * j)) & 0xff;
+        v16i wj = (w << (24 - 8 * j)) >> 24; /* sign-extended byte j */
+        acc += xj * wj;
+    }
+    return acc;
+}
+
+LJ_INLINE void ptile_plain(const uint32_t *xb, const uint32_t *wb, const int64_t *toff,
+                           int64_t taps, int64_t c4, int64_t cstride, v16i acc[PMR][PNV]) {
+    PTILE_BODY(pdot4_plain)
+}
+
+#if defined(__x86_64__)
+/* Not always-inline: clang would refuse to inline a VNNI function into the
+ * shared code; LLVM inlines it once code generation has given every
+ * function the target's features (and drops it, unused, on other CPUs). */
+#define PDOT4_VNNI(a, x, w) __builtin_ia32_vpdpbusd512(a, x, w)
+static __attribute__((target("avx512f,avx512bw,avx512vnni,evex512"), min_vector_width(512))) void
+ptile_vnni(const uint32_t *xb, const uint32_t *wb, const int64_t *toff, int64_t taps, int64_t c4,
+           int64_t cstride, v16i acc[PMR][PNV]) {
+    PTILE_BODY(PDOT4_VNNI)
+}
+#endif
+
+/* ---- one unit: a band of one image, all (or half) the row blocks ------------------------ */
+
+/* Row m's sums of the tile at flattened position p0 of band b (rows from
+ * oh0): requantized, and the runs that are output positions copied out. */
+LJ_INLINE void pstore_row(const PConv *p, int64_t nb, int64_t m, int64_t oh0, int64_t np,
+                          int64_t p0, const int32_t *acc) {
+    const LjQConv *g = &p->g;
+    uint8_t q[PT];
+    lj_qrequant_row(g->ey, q, acc, acc, 0, lj_ld_i64(g->ebias, g->bias, m),
+                    (double)lj_qconv_mult(g, m), (double)g->yz, PT);
+    int64_t ow = g->odims[1];
+    uint8_t *y = (uint8_t *)g->y + (nb * g->cout + m) * g->out_size;
+    for (int64_t t = 0; t < PT && p0 + t < np;) {
+        int64_t pos = p0 + t, r = pos / p->wq, c = pos % p->wq;
+        int64_t run = p->wq - c;
+        run = run < PT - t ? run : PT - t;
+        run = run < np - pos ? run : np - pos;
+        if (c < ow)
+            __builtin_memcpy(y + (oh0 + r) * ow + c, q + t, (size_t)(ow - c < run ? ow - c : run));
+        t += run;
+    }
+}
+
+LJ_INLINE void pconv_unit(const PConv *p, int64_t u, bool vnni, uint32_t *buf, const int64_t *toff) {
+    const LjQConv *g = &p->g;
+    int64_t half = u % p->msplit, b = u / p->msplit % p->bands, nb = u / (p->msplit * p->bands);
+    int64_t blo = half * (p->m4 / p->msplit), bhi = half + 1 == p->msplit ? p->m4 : blo + p->m4 / p->msplit;
+    int64_t oh0 = b * p->rows, rows = g->odims[0] - oh0 < p->rows ? g->odims[0] - oh0 : p->rows;
+    int64_t np = rows * p->wq;
+    fill_band(p, nb, b, buf);
+    const uint32_t *w = (const uint32_t *)g->w;
+    for (int64_t mb = blo; mb < bhi; mb++) {
+        const uint32_t *wb = w + mb * p->taps * p->c4 * PMR;
+        for (int64_t p0 = 0; p0 < np; p0 += PT) {
+            v16i acc[PMR][PNV];
+#if defined(__x86_64__)
+            if (vnni)
+                ptile_vnni(buf + p0, wb, toff, p->taps, p->c4, p->cstride, acc);
+            else
+#endif
+                ptile_plain(buf + p0, wb, toff, p->taps, p->c4, p->cstride, acc);
+            for (int r = 0; r < PMR; r++)
+                pstore_row(p, nb, mb * PMR + r, oh0, np, p0, (const int32_t *)acc[r]);
+        }
+    }
+}
+
+/* ---- entry points ------------------------------------------------------------------------ */
+
+/* The band's words, then each tap's offset into them. */
+LJ_INLINE int64_t pconv_scratch(const int64_t *d, int slot) {
+    if (slot != LJ_SCRATCH_PACK)
+        return 0;
+    PConv p = pconv_of(d, NULL);
+    return p.buf_words * 4 + p.taps * 8;
+}
+
+LJ_INLINE void pconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, LjScratch *sc,
+                     bool vnni) {
+    PConv p = pconv_of(d, ops);
+    uint32_t *buf = lj_scratch_get(sc, LJ_SCRATCH_PACK, (size_t)pconv_scratch(d, LJ_SCRATCH_PACK));
+    if (!buf) /* out of memory: results left as they were (no other form reads these weights) */
+        return;
+    int64_t *toff = (int64_t *)(buf + p.buf_words);
+    for (int64_t i = 0; i < p.kh; i++)
+        for (int64_t j = 0; j < p.kw; j++) {
+            int64_t ph = p.phy[i * p.dy % p.sy] * p.npx + p.phx[j * p.dx % p.sx];
+            toff[i * p.kw + j] = ph * p.plane + i * p.dy / p.sy * p.wq + j * p.dx / p.sx;
+        }
+    for (int64_t u = lo; u < hi; u++)
+        pconv_unit(&p, u, vnni, buf, toff);
+    lj_scratch_put(sc, buf);
+}
+
+LJ_INLINE int64_t pconv_work(const int64_t *d) {
+    PConv p = pconv_of(d, NULL);
+    return pconv_units(&p) > 0 ? pconv_units(&p) : 1;
+}
+
+#define PCONV_ENTRIES(E, SUFFIX, VNNI)                                                            \
+    LIBJIT_WORK libjit_qconv_packed##SUFFIX##_##E##_work(const int64_t *d) {                      \
+        return pconv_work(d);                                                                     \
+    }                                                                                             \
+    LIBJIT_SCRATCH libjit_qconv_packed##SUFFIX##_##E##_scratch(const int64_t *d, int slot) {      \
+        return pconv_scratch(d, slot);                                                            \
+    }                                                                                             \
+    LIBJIT_KERNEL libjit_qconv_packed##SUFFIX##_##E(const int64_t *d, void *const *ops,           \
+                                                   int64_t lo, int64_t hi, LjScratch *sc) {       \
+        pconv(d, ops, lo, hi, sc, VNNI);                                                          \
+    }
+PCONV_ENTRIES(i8, , false)
+PCONV_ENTRIES(u8, , false)
+#if defined(__x86_64__)
+PCONV_ENTRIES(i8, _vnni, true)
+PCONV_ENTRIES(u8, _vnni, true)
+#endif
