@@ -39,6 +39,8 @@ typedef struct PConv {
     LjQConv g;
     int64_t kh, kw, sy, sx, dy, dx, c4, taps, m4;
     int64_t wq, hq, rows, bands, msplit, plane, cstride, buf_words;
+    bool pw;          /* pointwise: 1x1, stride 1, no padding */
+    int64_t xstride;  /* words between a tile's channel groups (pointwise: PT) */
     int npy, npx, phy[MAX_STRIDE], phx[MAX_STRIDE]; /* used phases, their index */
     int64_t sh;
 } PConv;
@@ -73,6 +75,9 @@ LJ_INLINE PConv pconv_of(const int64_t *d, void *const *ops) {
     p.sh = g->ex == ELEM_I8 ? 128 : 0;
     int64_t ow = g->odims[1], oh = g->odims[0];
     p.wq = ow + (p.kw - 1) * p.dx / p.sx;
+    const LjQWin *w = &g->win;
+    p.pw = p.taps == 1 && p.sy == 1 && p.sx == 1 && !w->pad_begin[0] && !w->pad_begin[1] &&
+           !w->pad_end[0] && !w->pad_end[1];
     int64_t bands = (oh * p.wq + BAND_POS - 1) / BAND_POS;
     bands = bands < 1 ? 1 : bands > oh ? oh : bands;
     p.rows = (oh + bands - 1) / bands;
@@ -82,6 +87,12 @@ LJ_INLINE PConv pconv_of(const int64_t *d, void *const *ops) {
     p.npx = phases(p.kw, p.dx, p.sx, p.phx);
     p.plane = p.hq * p.wq;
     p.cstride = p.npy * p.npx * p.plane;
+    p.xstride = p.cstride;
+    if (p.pw) { /* one tile's words, [c/4][PT], filled just before its products (still
+                 * in L1), as a GEMM packs a panel: no window reads across tiles */
+        p.cstride = PT;
+        p.xstride = PT;
+    }
     p.buf_words = (p.c4 * p.cstride + PT + 15) / 16 * 16; /* the tap offsets after it, aligned */
     /* few bands (small maps): the rows split too, for two threads */
     p.msplit = g->batch * p.bands < 4 && p.m4 >= 2 ? 2 : 1;
@@ -126,6 +137,10 @@ LJ_INLINE void words_of(const uint8_t *const *r, int64_t x0, int64_t step, int64
             v16i v = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
             __builtin_memcpy(out + t, &v, sizeof v);
         }
+    if (step == 1 && nvec == n && n >= 16 && t < n) { /* the last 16, overlapping */
+        words_of(r, x0 + n - 16, 1, 16, 16, shift, out + n - 16);
+        return;
+    }
     for (; t < n; t++) {
         int64_t x = x0 + t * step;
         out[t] = (uint32_t)(uint8_t)(r[0][x] ^ shift) | (uint32_t)(uint8_t)(r[1][x] ^ shift) << 8 |
@@ -160,11 +175,24 @@ LJ_INLINE void fill_phase_row(const PConv *p, const uint8_t *const *r, int64_t r
 }
 
 /* The words of band b of image nb: every channel group, used phase and
- * row of the band's window. */
-LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t b, uint32_t *buf) {
+ * row of the band's window (pointwise: of its tile at p0 only). */
+LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t b, int64_t p0, uint32_t *buf) {
     const LjQConv *g = &p->g;
     int64_t ih = g->idims[0], pt = g->win.pad_begin[0], oh0 = b * p->rows;
     uint32_t pad = (uint8_t)(g->zx + p->sh) * 0x01010101u;
+    if (p->pw) { /* positions [p0, p0 + PT) of the band's rows, one run of each channel */
+        int64_t n = (oh0 + p->rows < ih ? p->rows : ih - oh0) * p->wq - p0;
+        n = n < PT ? n : PT;
+        for (int64_t c = 0; c < p->c4; c++) {
+            const uint8_t *x =
+                (const uint8_t *)g->x + (nb * g->cin + 4 * c) * g->in_size + oh0 * p->wq + p0;
+            const uint8_t *r[4] = {x, x + g->in_size, x + 2 * g->in_size, x + 3 * g->in_size};
+            words_of(r, 0, 1, n, n, (uint8_t)p->sh, buf + c * PT);
+            for (int64_t t = n; t < PT; t++)
+                buf[c * PT + t] = pad;
+        }
+        return;
+    }
     for (int64_t c = 0; c < p->c4; c++) {
         const uint8_t *plane = (const uint8_t *)g->x + (nb * g->cin + 4 * c) * g->in_size;
         for (int64_t ry = 0; ry < p->sy; ry++) {
@@ -261,25 +289,47 @@ ptile_vnni(const uint32_t *xb, const uint32_t *wb, const int64_t *toff, int64_t 
 
 /* ---- one unit: a band of one image, all (or half) the row blocks ------------------------ */
 
-/* Row m's sums of the tile at flattened position p0 of band b (rows from
- * oh0): requantized, and the runs that are output positions copied out. */
-LJ_INLINE void pstore_row(const PConv *p, int64_t nb, int64_t m, int64_t oh0, int64_t np,
-                          int64_t p0, const int32_t *acc) {
-    const LjQConv *g = &p->g;
-    uint8_t q[PT];
-    lj_qrequant_row(g->ey, q, acc, acc, 0, lj_ld_i64(g->ebias, g->bias, m),
-                    (double)lj_qconv_mult(g, m), (double)g->yz, PT);
-    int64_t ow = g->odims[1];
-    uint8_t *y = (uint8_t *)g->y + (nb * g->cout + m) * g->out_size;
+/* Where a tile's lanes go: runs of output positions (lane t, length n,
+ * offset in the output plane). */
+typedef struct Runs {
+    int n;
+    int64_t t[PT + 1], len[PT + 1], at[PT + 1];
+} Runs;
+
+LJ_INLINE void tile_runs(const PConv *p, int64_t oh0, int64_t np, int64_t p0, Runs *ru) {
+    int64_t ow = p->g.odims[1], r = p0 / p->wq, c = p0 % p->wq;
+    ru->n = 0;
     for (int64_t t = 0; t < PT && p0 + t < np;) {
-        int64_t pos = p0 + t, r = pos / p->wq, c = pos % p->wq;
         int64_t run = p->wq - c;
         run = run < PT - t ? run : PT - t;
-        run = run < np - pos ? run : np - pos;
-        if (c < ow)
-            __builtin_memcpy(y + (oh0 + r) * ow + c, q + t, (size_t)(ow - c < run ? ow - c : run));
+        run = run < np - p0 - t ? run : np - p0 - t;
+        int64_t prev = ru->n - 1;
+        if (c < ow && prev >= 0 && ru->t[prev] + ru->len[prev] == t &&
+            ru->at[prev] + ru->len[prev] == (oh0 + r) * ow + c) /* rows of a pointwise conv */
+            ru->len[prev] += ow - c < run ? ow - c : run;
+        else if (c < ow) {
+            ru->t[ru->n] = t;
+            ru->len[ru->n] = ow - c < run ? ow - c : run;
+            ru->at[ru->n++] = (oh0 + r) * ow + c;
+        }
         t += run;
+        r++;
+        c = 0;
     }
+}
+
+/* Row m's sums of a tile: requantized (lj_qrequant_row, the interpreter's
+ * rounding), the runs that are output positions copied out. */
+LJ_INLINE void pstore_row(const PConv *p, int64_t nb, int64_t m, const Runs *ru,
+                          const int32_t *acc) {
+    const LjQConv *g = &p->g;
+    uint8_t *y = (uint8_t *)g->y + (nb * g->cout + m) * g->out_size;
+    uint8_t q[PT];
+    bool direct = ru->n == 1 && ru->t[0] == 0; /* one run from lane 0: straight to y */
+    lj_qrequant_row(g->ey, direct ? y + ru->at[0] : q, acc, acc, 0, lj_ld_i64(g->ebias, g->bias, m),
+                    (double)lj_qconv_mult(g, m), (double)g->yz, direct ? ru->len[0] : PT);
+    for (int i = 0; i < ru->n && !direct; i++)
+        __builtin_memcpy(y + ru->at[i], q + ru->t[i], (size_t)ru->len[i]);
 }
 
 LJ_INLINE void pconv_unit(const PConv *p, int64_t u, bool vnni, uint32_t *buf, const int64_t *toff) {
@@ -288,20 +338,26 @@ LJ_INLINE void pconv_unit(const PConv *p, int64_t u, bool vnni, uint32_t *buf, c
     int64_t blo = half * (p->m4 / p->msplit), bhi = half + 1 == p->msplit ? p->m4 : blo + p->m4 / p->msplit;
     int64_t oh0 = b * p->rows, rows = g->odims[0] - oh0 < p->rows ? g->odims[0] - oh0 : p->rows;
     int64_t np = rows * p->wq;
-    fill_band(p, nb, b, buf);
+    if (!p->pw)
+        fill_band(p, nb, b, 0, buf);
     const uint32_t *w = (const uint32_t *)g->w;
-    for (int64_t mb = blo; mb < bhi; mb++) {
-        const uint32_t *wb = w + mb * p->taps * p->c4 * PMR;
-        for (int64_t p0 = 0; p0 < np; p0 += PT) {
+    for (int64_t p0 = 0; p0 < np; p0 += PT) {
+        Runs ru;
+        tile_runs(p, oh0, np, p0, &ru);
+        if (p->pw)
+            fill_band(p, nb, b, p0, buf);
+        const uint32_t *xb = p->pw ? buf : buf + p0;
+        for (int64_t mb = blo; mb < bhi; mb++) {
+            const uint32_t *wb = w + mb * p->taps * p->c4 * PMR;
             v16i acc[PMR][PNV];
 #if defined(__x86_64__)
             if (vnni)
-                ptile_vnni(buf + p0, wb, toff, p->taps, p->c4, p->cstride, acc);
+                ptile_vnni(xb, wb, toff, p->taps, p->c4, p->xstride, acc);
             else
 #endif
-                ptile_plain(buf + p0, wb, toff, p->taps, p->c4, p->cstride, acc);
+                ptile_plain(xb, wb, toff, p->taps, p->c4, p->xstride, acc);
             for (int r = 0; r < PMR; r++)
-                pstore_row(p, nb, mb * PMR + r, oh0, np, p0, (const int32_t *)acc[r]);
+                pstore_row(p, nb, mb * PMR + r, &ru, (const int32_t *)acc[r]);
         }
     }
 }
