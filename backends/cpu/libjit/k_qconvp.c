@@ -38,7 +38,7 @@ typedef int32_t v16i __attribute__((vector_size(64)));
 typedef struct PConv {
     LjQConv g;
     int64_t kh, kw, sy, sx, dy, dx, c4, taps, m4;
-    int64_t wq, hq, rows, bands, msplit, plane, cstride, buf_words;
+    int64_t wq, hq, rows, bands, tiles, msplit, plane, cstride, buf_words;
     bool pw;          /* pointwise: 1x1, stride 1, no padding */
     int64_t xstride;  /* words between a tile's channel groups (pointwise: PT) */
     int npy, npx, phy[MAX_STRIDE], phx[MAX_STRIDE]; /* used phases, their index */
@@ -78,10 +78,15 @@ LJ_INLINE PConv pconv_of(const int64_t *d, void *const *ops) {
     const LjQWin *w = &g->win;
     p.pw = p.taps == 1 && p.sy == 1 && p.sx == 1 && !w->pad_begin[0] && !w->pad_begin[1] &&
            !w->pad_end[0] && !w->pad_end[1];
-    int64_t bands = (oh * p.wq + BAND_POS - 1) / BAND_POS;
-    bands = bands < 1 ? 1 : bands > oh ? oh : bands;
-    p.rows = (oh + bands - 1) / bands;
-    p.bands = (oh + p.rows - 1) / p.rows;
+    /* Units: bands of rows (pointwise: of tiles, no halo), shared out evenly
+     * and an even count where there are enough, so that two threads get
+     * the same work. */
+    p.tiles = (g->out_size + PT - 1) / PT;
+    int64_t bands = p.pw ? (p.tiles + 3) / 4 : (oh * p.wq + BAND_POS - 1) / BAND_POS;
+    int64_t most = p.pw ? p.tiles : oh;
+    bands += bands > 1 && bands % 2 && bands < most;
+    p.bands = bands < 1 ? 1 : bands > most ? most : bands;
+    p.rows = (oh + p.bands - 1) / p.bands; /* the most rows of a band */
     p.hq = p.rows + (p.kh - 1) * p.dy / p.sy;
     p.npy = phases(p.kh, p.dy, p.sy, p.phy);
     p.npx = phases(p.kw, p.dx, p.sx, p.phx);
@@ -176,16 +181,14 @@ LJ_INLINE void fill_phase_row(const PConv *p, const uint8_t *const *r, int64_t r
 
 /* The words of band b of image nb: every channel group, used phase and
  * row of the band's window (pointwise: of its tile at p0 only). */
-LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t b, int64_t p0, uint32_t *buf) {
+LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, uint32_t *buf) {
     const LjQConv *g = &p->g;
-    int64_t ih = g->idims[0], pt = g->win.pad_begin[0], oh0 = b * p->rows;
+    int64_t ih = g->idims[0], pt = g->win.pad_begin[0];
     uint32_t pad = (uint8_t)(g->zx + p->sh) * 0x01010101u;
-    if (p->pw) { /* positions [p0, p0 + PT) of the band's rows, one run of each channel */
-        int64_t n = (oh0 + p->rows < ih ? p->rows : ih - oh0) * p->wq - p0;
-        n = n < PT ? n : PT;
+    if (p->pw) { /* positions [p0, p0 + PT) of the map, one run of each channel */
+        int64_t n = g->out_size - p0 < PT ? g->out_size - p0 : PT;
         for (int64_t c = 0; c < p->c4; c++) {
-            const uint8_t *x =
-                (const uint8_t *)g->x + (nb * g->cin + 4 * c) * g->in_size + oh0 * p->wq + p0;
+            const uint8_t *x = (const uint8_t *)g->x + (nb * g->cin + 4 * c) * g->in_size + p0;
             const uint8_t *r[4] = {x, x + g->in_size, x + 2 * g->in_size, x + 3 * g->in_size};
             words_of(r, 0, 1, n, n, (uint8_t)p->sh, buf + c * PT);
             for (int64_t t = n; t < PT; t++)
@@ -336,16 +339,23 @@ LJ_INLINE void pconv_unit(const PConv *p, int64_t u, bool vnni, uint32_t *buf, c
     const LjQConv *g = &p->g;
     int64_t half = u % p->msplit, b = u / p->msplit % p->bands, nb = u / (p->msplit * p->bands);
     int64_t blo = half * (p->m4 / p->msplit), bhi = half + 1 == p->msplit ? p->m4 : blo + p->m4 / p->msplit;
-    int64_t oh0 = b * p->rows, rows = g->odims[0] - oh0 < p->rows ? g->odims[0] - oh0 : p->rows;
-    int64_t np = rows * p->wq;
-    if (!p->pw)
-        fill_band(p, nb, b, 0, buf);
+    /* rows [oh0, oh1) as flattened positions [lo, np) of the band's words;
+     * pointwise: tiles of the whole map */
+    int64_t oh = g->odims[0], oh0 = b * oh / p->bands, oh1 = (b + 1) * oh / p->bands;
+    int64_t lo = 0, np = (oh1 - oh0) * p->wq;
+    if (p->pw) {
+        oh0 = 0;
+        lo = b * p->tiles / p->bands * PT;
+        np = (b + 1) * p->tiles / p->bands * PT;
+        np = np < g->out_size ? np : g->out_size;
+    } else
+        fill_band(p, nb, oh0, 0, buf);
     const uint32_t *w = (const uint32_t *)g->w;
-    for (int64_t p0 = 0; p0 < np; p0 += PT) {
+    for (int64_t p0 = lo; p0 < np; p0 += PT) {
         Runs ru;
         tile_runs(p, oh0, np, p0, &ru);
         if (p->pw)
-            fill_band(p, nb, b, p0, buf);
+            fill_band(p, nb, 0, p0, buf);
         const uint32_t *xb = p->pw ? buf : buf + p0;
         for (int64_t mb = blo; mb < bhi; mb++) {
             const uint32_t *wb = w + mb * p->taps * p->c4 * PMR;
