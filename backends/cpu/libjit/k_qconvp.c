@@ -228,40 +228,46 @@ LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, ui
 /* ---- the dot products ------------------------------------------------------------------- */
 
 /* acc[r][v] = sum over taps and channel groups of block row r's word
- * times the tile's words, vector v. Sixteen named accumulators so they stay
- * in registers (the bitcode is built without loop unrolling). */
-#define PSTEP_ROW(STEP, r, wv)                                                                     \
-    do {                                                                                           \
-        v16i ws_ = (v16i){0} + (int32_t)(wv);                                                      \
-        a##r##0 = STEP(a##r##0, x0, ws_);                                                          \
-        a##r##1 = STEP(a##r##1, x1, ws_);                                                          \
-        a##r##2 = STEP(a##r##2, x2, ws_);                                                          \
-        a##r##3 = STEP(a##r##3, x3, ws_);                                                          \
-    } while (0)
-#define PACC_ROW(r) a##r##0 = (v16i){0}, a##r##1 = (v16i){0}, a##r##2 = (v16i){0}, a##r##3 = (v16i){0}
-#define PSAVE_ROW(r)                                                                               \
-    acc[r][0] = a##r##0, acc[r][1] = a##r##1, acc[r][2] = a##r##2, acc[r][3] = a##r##3
-#define PTILE_BODY(STEP)                                                                           \
-    v16i PACC_ROW(0), PACC_ROW(1), PACC_ROW(2), PACC_ROW(3);                                       \
+ * times the tile's words, vector v < N (a band's last tile may need fewer
+ * than four vectors). 4N named accumulators so they stay in registers (the
+ * bitcode is built without loop unrolling); one body per N. */
+#define PV_DECL_1(r) a##r##0 = (v16i){0}
+#define PV_DECL_2(r) PV_DECL_1(r), a##r##1 = (v16i){0}
+#define PV_DECL_3(r) PV_DECL_2(r), a##r##2 = (v16i){0}
+#define PV_DECL_4(r) PV_DECL_3(r), a##r##3 = (v16i){0}
+#define PV_STEP_1(STEP, r, w) a##r##0 = STEP(a##r##0, x0, w)
+#define PV_STEP_2(STEP, r, w) PV_STEP_1(STEP, r, w), a##r##1 = STEP(a##r##1, x1, w)
+#define PV_STEP_3(STEP, r, w) PV_STEP_2(STEP, r, w), a##r##2 = STEP(a##r##2, x2, w)
+#define PV_STEP_4(STEP, r, w) PV_STEP_3(STEP, r, w), a##r##3 = STEP(a##r##3, x3, w)
+#define PV_LOAD_1 __builtin_memcpy(&x0, xt, 64)
+#define PV_LOAD_2 PV_LOAD_1, __builtin_memcpy(&x1, xt + 16, 64)
+#define PV_LOAD_3 PV_LOAD_2, __builtin_memcpy(&x2, xt + 32, 64)
+#define PV_LOAD_4 PV_LOAD_3, __builtin_memcpy(&x3, xt + 48, 64)
+#define PV_X_1 x0
+#define PV_X_2 x0, x1
+#define PV_X_3 x0, x1, x2
+#define PV_X_4 x0, x1, x2, x3
+#define PV_SAVE_1(r) acc[r][0] = a##r##0
+#define PV_SAVE_2(r) PV_SAVE_1(r), acc[r][1] = a##r##1
+#define PV_SAVE_3(r) PV_SAVE_2(r), acc[r][2] = a##r##2
+#define PV_SAVE_4(r) PV_SAVE_3(r), acc[r][3] = a##r##3
+#define PTILE_BODY(STEP, N)                                                                        \
+    v16i PV_DECL_##N(0), PV_DECL_##N(1), PV_DECL_##N(2), PV_DECL_##N(3);                           \
     for (int64_t t = 0; t < taps; t++) {                                                           \
         const uint32_t *xt = xb + toff[t];                                                         \
         const uint32_t *wt = wb + t * c4 * PMR;                                                    \
         for (int64_t c = 0; c < c4; c++, xt += cstride, wt += PMR) {                               \
-            v16i x0, x1, x2, x3;                                                                   \
-            __builtin_memcpy(&x0, xt, 64);                                                         \
-            __builtin_memcpy(&x1, xt + 16, 64);                                                    \
-            __builtin_memcpy(&x2, xt + 32, 64);                                                    \
-            __builtin_memcpy(&x3, xt + 48, 64);                                                    \
-            PSTEP_ROW(STEP, 0, wt[0]);                                                             \
-            PSTEP_ROW(STEP, 1, wt[1]);                                                             \
-            PSTEP_ROW(STEP, 2, wt[2]);                                                             \
-            PSTEP_ROW(STEP, 3, wt[3]);                                                             \
+            v16i PV_X_##N;                                                                         \
+            PV_LOAD_##N;                                                                           \
+            v16i w0 = (v16i){0} + (int32_t)wt[0], w1 = (v16i){0} + (int32_t)wt[1];                 \
+            v16i w2 = (v16i){0} + (int32_t)wt[2], w3 = (v16i){0} + (int32_t)wt[3];                 \
+            PV_STEP_##N(STEP, 0, w0);                                                              \
+            PV_STEP_##N(STEP, 1, w1);                                                              \
+            PV_STEP_##N(STEP, 2, w2);                                                              \
+            PV_STEP_##N(STEP, 3, w3);                                                              \
         }                                                                                          \
     }                                                                                              \
-    PSAVE_ROW(0);                                                                                  \
-    PSAVE_ROW(1);                                                                                  \
-    PSAVE_ROW(2);                                                                                  \
-    PSAVE_ROW(3);
+    PV_SAVE_##N(0), PV_SAVE_##N(1), PV_SAVE_##N(2), PV_SAVE_##N(3);
 
 /* Four u8 x s8 products per lane, in plain vector code. */
 LJ_INLINE v16i pdot4_plain(v16i acc, v16i x, v16i w) {
@@ -273,22 +279,54 @@ LJ_INLINE v16i pdot4_plain(v16i acc, v16i x, v16i w) {
     return acc;
 }
 
-LJ_INLINE void ptile_plain(const uint32_t *xb, const uint32_t *wb, const int64_t *toff,
-                           int64_t taps, int64_t c4, int64_t cstride, v16i acc[PMR][PNV]) {
-    PTILE_BODY(pdot4_plain)
-}
+#define PTILE_ARGS                                                                                 \
+    const uint32_t *xb, const uint32_t *wb, const int64_t *toff, int64_t taps, int64_t c4,         \
+        int64_t cstride, v16i acc[PMR][PNV]
+LJ_INLINE void ptile_plain_1(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 1) }
+LJ_INLINE void ptile_plain_2(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 2) }
+LJ_INLINE void ptile_plain_3(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 3) }
+LJ_INLINE void ptile_plain_4(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 4) }
 
 #if defined(__x86_64__)
 /* Not always-inline: clang would refuse to inline a VNNI function into the
  * shared code; LLVM inlines it once code generation has given every
  * function the target's features (and drops it, unused, on other CPUs). */
 #define PDOT4_VNNI(a, x, w) __builtin_ia32_vpdpbusd512(a, x, w)
-static __attribute__((target("avx512f,avx512bw,avx512vnni,evex512"), min_vector_width(512))) void
-ptile_vnni(const uint32_t *xb, const uint32_t *wb, const int64_t *toff, int64_t taps, int64_t c4,
-           int64_t cstride, v16i acc[PMR][PNV]) {
-    PTILE_BODY(PDOT4_VNNI)
-}
+#define PVNNI static __attribute__((target("avx512f,avx512bw,avx512vnni,evex512"), min_vector_width(512))) void
+PVNNI ptile_vnni_1(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 1) }
+PVNNI ptile_vnni_2(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 2) }
+PVNNI ptile_vnni_3(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 3) }
+PVNNI ptile_vnni_4(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 4) }
 #endif
+
+/* One tile of nv vectors; the sums of the lanes beyond are 0. */
+LJ_INLINE void ptile(bool vnni, int nv, const uint32_t *xb, const uint32_t *wb, const int64_t *toff,
+                     int64_t taps, int64_t c4, int64_t cstride, v16i acc[PMR][PNV]) {
+    for (int r = 0; r < PMR; r++)
+        for (int v = nv; v < PNV; v++)
+            acc[r][v] = (v16i){0};
+#if defined(__x86_64__)
+    if (vnni) {
+        if (nv == 4)
+            ptile_vnni_4(xb, wb, toff, taps, c4, cstride, acc);
+        else if (nv == 3)
+            ptile_vnni_3(xb, wb, toff, taps, c4, cstride, acc);
+        else if (nv == 2)
+            ptile_vnni_2(xb, wb, toff, taps, c4, cstride, acc);
+        else
+            ptile_vnni_1(xb, wb, toff, taps, c4, cstride, acc);
+        return;
+    }
+#endif
+    if (nv == 4)
+        ptile_plain_4(xb, wb, toff, taps, c4, cstride, acc);
+    else if (nv == 3)
+        ptile_plain_3(xb, wb, toff, taps, c4, cstride, acc);
+    else if (nv == 2)
+        ptile_plain_2(xb, wb, toff, taps, c4, cstride, acc);
+    else
+        ptile_plain_1(xb, wb, toff, taps, c4, cstride, acc);
+}
 
 /* ---- one unit: a band of one image, all (or half) the row blocks ------------------------ */
 
@@ -357,15 +395,11 @@ LJ_INLINE void pconv_unit(const PConv *p, int64_t u, bool vnni, uint32_t *buf, c
         if (p->pw)
             fill_band(p, nb, 0, p0, buf);
         const uint32_t *xb = p->pw ? buf : buf + p0;
+        int nv = np - p0 >= PT ? PNV : (int)((np - p0 + PV - 1) / PV);
         for (int64_t mb = blo; mb < bhi; mb++) {
             const uint32_t *wb = w + mb * p->taps * p->c4 * PMR;
             v16i acc[PMR][PNV];
-#if defined(__x86_64__)
-            if (vnni)
-                ptile_vnni(xb, wb, toff, p->taps, p->c4, p->xstride, acc);
-            else
-#endif
-                ptile_plain(xb, wb, toff, p->taps, p->c4, p->xstride, acc);
+            ptile(vnni, nv, xb, wb, toff, p->taps, p->c4, p->xstride, acc);
             for (int r = 0; r < PMR; r++)
                 pstore_row(p, nb, mb * PMR + r, &ru, (const int32_t *)acc[r]);
         }
