@@ -308,10 +308,12 @@ bool k_qconv_packed(const KernelArgs *a) {
     const Tensor *X = a->in[0], *WP = a->in[3], *XS = a->in[1], *WS = a->in[4];
     const Tensor *YS = a->in[6], *YZ = a->in[7], *B = a->in[8];
     const Type *wt = &WP->type;
-    int64_t M = wt->dims[0], C = wt->dims[1], T = wt->dims[2] * wt->dims[3];
+    int64_t M = wt->dims[0], Cp = wt->dims[1], T = wt->dims[2] * wt->dims[3];
+    int64_t C = X->type.dims[1]; /* Cp: C rounded up to a multiple of 4, zero weights beyond */
     Arena *ar = arena_new();
     Type ut = *wt;
     ut.quant = QUANT_NONE;
+    ut.dims[1] = C;
     Tensor *W = ar ? tensor_new_big(ar, &ut) : NULL;
     Type zt = type_scalar(ELEM_I8);
     Tensor *ZW = ar ? tensor_new(ar, &zt) : NULL;
@@ -326,7 +328,7 @@ bool k_qconv_packed(const KernelArgs *a) {
     for (int64_t m = 0; m < M; m++)
         for (int64_t c = 0; c < C; c++)
             for (int64_t t = 0; t < T; t++) {
-                int64_t at = (((m / 4 * T + t) * (C / 4) + c / 4) * 4 + m % 4) * 4 + c % 4;
+                int64_t at = (((m / 4 * T + t) * (Cp / 4) + c / 4) * 4 + m % 4) * 4 + c % 4;
                 int64_t v = tensor_get_i64(WP, at);
                 tensor_set_i64(W, (m * C + c) * T + t, v);
                 sw[m] += v;

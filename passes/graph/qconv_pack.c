@@ -3,16 +3,24 @@
  * out once, here, as the CPU int8 kernel reads them (k_qconvp.c), and the
  * weight row sums folded into the bias:
  *   qlinear_conv(x, xs, xz, w, ws, 0, ys, yz, b)
- *     -> qconv_packed(x, xs, xz, w' [M/4][kh][kw][C/4][4][4], ws, 0, ys, yz,
+ *     -> qconv_packed(x, xs, xz, w' [M/4][kh][kw][C'/4][4][4], ws, 0, ys, yz,
  *                     b - (xz + sh) * sum_k w[m][k])
  * so that no call packs weights or sums them. For backends that say it pays
- * (Backend.qconv_pack). Channels must be multiples of 4 (a word is four
- * channels, a block four rows), strides at most 4, and the sums fit the
+ * (Backend.qconv_pack). Output channels must be a multiple of 4 (a block
+ * is four rows); input channels are padded to one with zero weights (a
+ * word is four channels, as RGB's 3 become 4); strides at most 4; the sums fit the
  * kernel's i32 lanes: K * 255 * 128 and the folded bias. Requires the
  * quantized graph (quantize or fold-qdq); invalidates nothing. */
+#include <string.h>
+
 #include "passes/pass.h"
 
 enum { PACK_ROWS = 4, PACK_CHANNELS = 4, MAX_STRIDE = 4, MIN_POSITIONS = 16 };
+
+/* Channels rounded up to whole words (the extra weights are zero). */
+static int64_t padded(int64_t c) {
+    return (c + PACK_CHANNELS - 1) / PACK_CHANNELS * PACK_CHANNELS;
+}
 
 static bool attr_ok(const Node *n, AttrKey key, int64_t lo, int64_t hi) {
     int k;
@@ -40,13 +48,13 @@ static bool fits(const Node *n) {
         return false;
     if (x->rank != 4 || (x->elem != ELEM_I8 && x->elem != ELEM_U8) || w->elem != ELEM_I8)
         return false;
-    if (w->dims[0] % PACK_ROWS || w->dims[1] % PACK_CHANNELS)
+    if (w->dims[0] % PACK_ROWS)
         return false;
     if (!attr_ok(n, AK_strides, 1, MAX_STRIDE) || !attr_ok(n, AK_dilations, 1, INT32_MAX))
         return false;
     const Tensor *wz = value_constant(n->ops[5]), *xz = value_constant(n->ops[2]);
     const Tensor *b = value_constant(n->ops[8]);
-    int64_t k = w->dims[1] * w->dims[2] * w->dims[3];
+    int64_t k = padded(w->dims[1]) * w->dims[2] * w->dims[3];
     return value_constant(n->ops[3]) && wz && all_zero(wz) && xz && tensor_numel(xz) == 1 && b &&
            b->type.elem == ELEM_I32 && k * 255 * 128 < INT32_MAX;
 }
@@ -58,10 +66,13 @@ static bool pack(Function *f, const Node *n, Value **wv, Value **bv) {
     int64_t M = w->type.dims[0], C = w->type.dims[1], T = w->type.dims[2] * w->type.dims[3];
     int64_t xz = tensor_get_i64(value_constant(n->ops[2]), 0);
     int64_t sh = n->ops[0]->type.elem == ELEM_I8 ? 128 : 0;
-    Tensor *wp = tensor_new_big(f->module->arena, &w->type);
+    Type pt = w->type;
+    pt.dims[1] = padded(C);
+    Tensor *wp = tensor_new_big(f->module->arena, &pt); /* zeroed: the padding channels */
     Tensor *bp = tensor_new(f->module->arena, &b->type);
     if (!wp || !bp)
         return false;
+    memset(wp->data, 0, tensor_bytes(wp));
     const int8_t *src = w->data;
     int8_t *dst = wp->data;
     for (int64_t m = 0; m < M; m++) {
@@ -69,7 +80,7 @@ static bool pack(Function *f, const Node *n, Value **wv, Value **bv) {
         for (int64_t c = 0; c < C; c++)
             for (int64_t t = 0; t < T; t++) {
                 int8_t v = src[(m * C + c) * T + t];
-                dst[(((m / PACK_ROWS * T + t) * (C / PACK_CHANNELS) + c / PACK_CHANNELS) *
+                dst[(((m / PACK_ROWS * T + t) * (pt.dims[1] / PACK_CHANNELS) + c / PACK_CHANNELS) *
                          PACK_ROWS + m % PACK_ROWS) * PACK_CHANNELS + c % PACK_CHANNELS] = v;
                 sum += v;
             }

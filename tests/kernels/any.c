@@ -1206,8 +1206,8 @@ static bool qconvs(uint64_t *s, int *ran) {
 /* ---- qconv_packed: weights packed at compile time (the qconv-pack pass) ---- */
 
 /* Shape classes as qconv_shapes' (N, C, H, W, M, kh, kw, stride, pad,
- * dilation), one group, C and M multiples of 4: bands of rows (maps over
- * 512 flattened positions), stride phases, pointwise tiles. */
+ * dilation), one group, M a multiple of 4 (C padded to one): bands of rows
+ * (maps over 512 flattened positions), stride phases, pointwise tiles. */
 static const int64_t qpacked_shapes[][10] = {
     {1, 8, 9, 9, 8, 3, 3, 1, 1, 1},      /* 3x3, one band */
     {1, 8, 40, 30, 8, 3, 3, 1, 1, 1},    /* 3x3, three bands, the last short */
@@ -1225,15 +1225,20 @@ static const int64_t qpacked_shapes[][10] = {
     {2, 8, 7, 7, 16, 3, 3, 1, 1, 1},     /* few units: the rows split in two */
     {1, 12, 7, 7, 4, 3, 3, 1, 0, 1},     /* no padding, 5x5 out */
     {1, 4, 4, 4, 4, 3, 3, 1, 1, 1},      /* 16 positions, the least the pass packs */
+    {1, 3, 30, 30, 8, 7, 7, 2, 3, 1},    /* RGB 7x7 stride 2: channels padded to 4 */
+    {1, 5, 9, 9, 4, 3, 3, 1, 1, 1},      /* 5 channels padded to 8 */
+    {1, 6, 10, 10, 8, 1, 1, 1, 0, 1},    /* pointwise, 6 channels padded to 8 */
 };
 
 /* The pass's layout, written here from its definition in core/nodes.def:
- * w [M][C][T] -> [M/4][T][C/4][4 rows][4 channels]. */
-static void pack_weights(const int8_t *w, int64_t M, int64_t C, int64_t T, int8_t *out) {
+ * w [M][C][T] -> [M/4][T][Cp/4][4 rows][4 channels], Cp = C rounded up to
+ * a multiple of 4, the weights of the channels beyond C zero. */
+static void pack_weights(const int8_t *w, int64_t M, int64_t C, int64_t Cp, int64_t T, int8_t *out) {
+    memset(out, 0, (size_t)(M * Cp * T));
     for (int64_t m = 0; m < M; m++)
         for (int64_t c = 0; c < C; c++)
             for (int64_t t = 0; t < T; t++)
-                out[(((m / 4 * T + t) * (C / 4) + c / 4) * 4 + m % 4) * 4 + c % 4] =
+                out[(((m / 4 * T + t) * (Cp / 4) + c / 4) * 4 + m % 4) * 4 + c % 4] =
                     w[(m * C + c) * T + t];
 }
 
@@ -1249,7 +1254,8 @@ static bool qconvs_packed(uint64_t *s, int *ran) {
             const int64_t *q = qpacked_shapes[sh];
             ElemKind ex = qkinds[v % 2], ey = qkinds[v / 2 % 2];
             bool per_m = v != 4;
-            int64_t x[4] = {q[0], q[1], q[2], q[3]}, w[4] = {q[4], q[1], q[5], q[6]};
+            int64_t cp = (q[1] + 3) / 4 * 4;
+            int64_t x[4] = {q[0], q[1], q[2], q[3]}, w[2][4] = {{q[4], q[1], q[5], q[6]}, {q[4], cp, q[5], q[6]}};
             int64_t y[4] = {q[0], q[4]}, st[2] = {q[7], q[7]}, pads[4], dil[2] = {q[9], q[9]};
             int64_t kern[2] = {q[5], q[6]}, one[1] = {1}, mlen[1] = {q[4]};
             for (int a = 0; a < 2; a++) {
@@ -1263,7 +1269,7 @@ static bool qconvs_packed(uint64_t *s, int *ran) {
                 desc_operand_elem(&c[k].d, ex, 4, x);
                 desc_operand_elem(&c[k].d, ELEM_F32, 0, one);
                 desc_operand_elem(&c[k].d, ex, 0, one);
-                desc_operand_elem(&c[k].d, ELEM_I8, 4, w);
+                desc_operand_elem(&c[k].d, ELEM_I8, 4, w[k]);
                 desc_operand_elem(&c[k].d, ELEM_F32, per_m ? 1 : 0, per_m ? mlen : one);
                 desc_operand_elem(&c[k].d, ELEM_I8, per_m ? 1 : 0, per_m ? mlen : one);
                 desc_operand_elem(&c[k].d, ELEM_F32, 0, one);
@@ -1302,7 +1308,7 @@ static bool qconvs_packed(uint64_t *s, int *ran) {
                         memcpy(c[1].fast[k], c[0].ref[k], bytes_of(&c[1], k));
                         memcpy(c[1].ref[k], c[0].ref[k], bytes_of(&c[1], k));
                     }
-                pack_weights(c[0].ref[4], M, C, T, c[1].fast[4]);
+                pack_weights(c[0].ref[4], M, C, cp, T, c[1].fast[4]);
                 memcpy(c[1].ref[4], c[1].fast[4], bytes_of(&c[1], 4));
                 for (int64_t m = 0; m < M; m++) {
                     int64_t sum = 0;

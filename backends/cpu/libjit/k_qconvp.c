@@ -69,7 +69,7 @@ LJ_INLINE PConv pconv_of(const int64_t *d, void *const *ops) {
     p.sx = g->win.stride[1];
     p.dy = g->win.dilation[0];
     p.dx = g->win.dilation[1];
-    p.c4 = g->cin / 4;
+    p.c4 = lj_dim(d, 4, 1) / 4; /* x's channels rounded up: the extra weights are zero */
     p.taps = p.kh * p.kw;
     p.m4 = g->cout / PMR;
     p.sh = g->ex == ELEM_I8 ? 128 : 0;
@@ -179,6 +179,12 @@ LJ_INLINE void fill_phase_row(const PConv *p, const uint8_t *const *r, int64_t r
         out[t] = pad;
 }
 
+/* Channel j of word group c: past x's channels (padded with zero weights),
+ * any row that exists -- the last channel's. */
+LJ_INLINE int64_t channel(const PConv *p, int64_t c, int j) {
+    return 4 * c + j < p->g.cin ? 4 * c + j : p->g.cin - 1;
+}
+
 /* The words of band b of image nb: every channel group, used phase and
  * row of the band's window (pointwise: of its tile at p0 only). */
 LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, uint32_t *buf) {
@@ -188,8 +194,9 @@ LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, ui
     if (p->pw) { /* positions [p0, p0 + PT) of the map, one run of each channel */
         int64_t n = g->out_size - p0 < PT ? g->out_size - p0 : PT;
         for (int64_t c = 0; c < p->c4; c++) {
-            const uint8_t *x = (const uint8_t *)g->x + (nb * g->cin + 4 * c) * g->in_size + p0;
-            const uint8_t *r[4] = {x, x + g->in_size, x + 2 * g->in_size, x + 3 * g->in_size};
+            const uint8_t *r[4];
+            for (int j = 0; j < 4; j++)
+                r[j] = (const uint8_t *)g->x + (nb * g->cin + channel(p, c, j)) * g->in_size + p0;
             words_of(r, 0, 1, n, n, (uint8_t)p->sh, buf + c * PT);
             for (int64_t t = n; t < PT; t++)
                 buf[c * PT + t] = pad;
@@ -197,7 +204,7 @@ LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, ui
         return;
     }
     for (int64_t c = 0; c < p->c4; c++) {
-        const uint8_t *plane = (const uint8_t *)g->x + (nb * g->cin + 4 * c) * g->in_size;
+        const uint8_t *plane = (const uint8_t *)g->x + nb * g->cin * g->in_size;
         for (int64_t ry = 0; ry < p->sy; ry++) {
             if (p->phy[ry] < 0)
                 continue;
@@ -215,7 +222,7 @@ LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, ui
                     }
                     const uint8_t *r[4];
                     for (int j = 0; j < 4; j++)
-                        r[j] = plane + j * g->in_size + y * g->idims[1];
+                        r[j] = plane + channel(p, c, j) * g->in_size + y * g->idims[1];
                     fill_phase_row(p, r, rx, pad, out);
                 }
             }
