@@ -69,6 +69,9 @@ typedef struct Backend {
     /* Does it run 3x3 convolutions faster as winograd_conv? The winograd pass
      * rewrites them for such a backend only. */
     bool winograd;
+    /* Does it run qlinear_conv as qconv_packed, weights packed at compile
+     * time (the qconv-pack pass rewrites them for such a backend only)? */
+    bool qconv_pack;
 
     /* The module for an allocated program; NULL with a diagnostic listing every
      * operator without a kernel (unless o->fallback), or naming a bad target. */

@@ -539,10 +539,12 @@ static bool window_out_sizes(Node *n, DiagList *d, const Window *win, const Type
 }
 
 /* Result of convolving operand ix with weight iw (kinds are the caller's). */
-static bool conv_shape(Node *n, DiagList *d, int ix, int iw, Type *out) {
+/* The output of a convolution of x by weights of type w (operand ix's and
+ * iw's, or w given: qconv_packed's, whose channels are padded). */
+static bool conv_shape_w(Node *n, DiagList *d, int ix, const Type *w, Type *out) {
     if (!need_rank(n, d, ix, 3, MAX_RANK))
         return false;
-    const Type *x = op_type(n, ix), *w = op_type(n, iw);
+    const Type *x = op_type(n, ix);
     int ns = x->rank - 2;
     if (w->rank != x->rank) {
         char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
@@ -572,6 +574,10 @@ static bool conv_shape(Node *n, DiagList *d, int ix, int iw, Type *out) {
         return false;
     *out = r;
     return true;
+}
+
+static bool conv_shape(Node *n, DiagList *d, int ix, int iw, Type *out) {
+    return conv_shape_w(n, d, ix, op_type(n, iw), out);
 }
 
 static bool need_bias(Node *n, DiagList *d, int op, ElemKind k, int64_t m) {
@@ -1893,11 +1899,12 @@ static bool infer_conv_integer(Node *n, DiagList *d) {
            one_or_per(n, d, 3, n->res[0].type.dims[1], "per output channel");
 }
 
-static bool infer_qlinear_conv(Node *n, DiagList *d) {
+/* qlinear_conv's rules, with weights of type w. */
+static bool qconv_rules(Node *n, DiagList *d, const Type *w) {
     if (!need_quant_kind(n, d, 0, false) || !need_quant_kind(n, d, 3, false) ||
         !need_quant_kind(n, d, 7, false) || !same_elem(n, d, 0, 2) || !same_elem(n, d, 3, 5) ||
         !need_float(n, d, 1) || !need_float(n, d, 4) || !need_float(n, d, 6) ||
-        !conv_shape(n, d, 0, 3, &n->res[0].type))
+        !conv_shape_w(n, d, 0, w, &n->res[0].type))
         return false;
     int64_t m = n->res[0].type.dims[1];
     n->res[0].type.elem = op_type(n, 7)->elem;
@@ -1906,6 +1913,26 @@ static bool infer_qlinear_conv(Node *n, DiagList *d) {
            one_or_per(n, d, 5, m, "per output channel") && one_or_per(n, d, 6, 1, "per tensor") &&
            one_or_per(n, d, 7, 1, "per tensor") &&
            (n->nops < 9 || need_bias(n, d, 8, ELEM_I32, m));
+}
+
+static bool infer_qlinear_conv(Node *n, DiagList *d) {
+    return qconv_rules(n, d, op_type(n, 3));
+}
+
+/* qlinear_conv's rules on the unpadded weights, and the packing's: 2-D,
+ * M a multiple of 4, w's channels x's rounded up to one (w's zero points
+ * 0: the pass checks their values). */
+static bool infer_qconv_packed(Node *n, DiagList *d) {
+    const Type *x = op_type(n, 0), *w = op_type(n, 3);
+    if (w->rank != 4 || x->rank != 4 || w->dims[0] % 4 || w->dims[1] != (x->dims[1] + 3) / 4 * 4) {
+        char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+        node_error(d, n, "packed weights %s for input %s: 2-D, output channels a multiple of 4, "
+                   "input channels the input's rounded up to one", tstr(w, a), tstr(x, b));
+        return false;
+    }
+    Type u = *w;
+    u.dims[1] = x->dims[1];
+    return qconv_rules(n, d, &u);
 }
 
 /* Operand i has a per-tensor quantized type: the integer forms read their
@@ -2045,6 +2072,7 @@ static bool check_declared_quant(Node *n, DiagList *d) {
                quant_agrees(n, d, op_type(n, 3), 4, 5, "operand 3") &&
                quant_agrees(n, d, r, 6, 7, "the result");
     case NK_QLINEAR_CONV:
+    case NK_QCONV_PACKED:
         if (op_type(n, 3)->quant == QUANT_CHANNEL && op_type(n, 3)->qaxis != 0) {
             node_error(d, n, "weights quantized per channel along axis %d, not 0 (the output "
                        "channels)", (int)op_type(n, 3)->qaxis);

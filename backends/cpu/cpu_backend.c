@@ -151,6 +151,7 @@ const Backend cpu_backend = {
     .runs_lir = true,
     .compiles = true,
     .winograd = true,
+    .qconv_pack = true,
     .compile = compile,
     .optimize = optimize,
     .print_ir = print_ir,

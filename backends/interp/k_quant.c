@@ -300,6 +300,59 @@ bool k_qlinear_conv(const KernelArgs *a) {
     return true;
 }
 
+/* qconv_packed (core/nodes.def): the weights unpacked, and the definition's
+ * sum over the whole window (padding x_zp) taken apart as qlinear_conv's
+ * sum inside the image, of (x - x_zp) w, plus (x_zp + sh) times the row's
+ * weight sum, exact in int64. */
+bool k_qconv_packed(const KernelArgs *a) {
+    const Tensor *X = a->in[0], *WP = a->in[3], *XS = a->in[1], *WS = a->in[4];
+    const Tensor *YS = a->in[6], *YZ = a->in[7], *B = a->in[8];
+    const Type *wt = &WP->type;
+    int64_t M = wt->dims[0], Cp = wt->dims[1], T = wt->dims[2] * wt->dims[3];
+    int64_t C = X->type.dims[1]; /* Cp: C rounded up to a multiple of 4, zero weights beyond */
+    Arena *ar = arena_new();
+    Type ut = *wt;
+    ut.quant = QUANT_NONE;
+    ut.dims[1] = C;
+    Tensor *W = ar ? tensor_new_big(ar, &ut) : NULL;
+    Type zt = type_scalar(ELEM_I8);
+    Tensor *ZW = ar ? tensor_new(ar, &zt) : NULL;
+    int64_t *sw = calloc((size_t)M, sizeof *sw);
+    if (!W || !ZW || !sw) {
+        free(sw);
+        if (ar)
+            arena_destroy(ar);
+        return kernel_fail(a, "out of memory");
+    }
+    tensor_set_i64(ZW, 0, 0);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t t = 0; t < T; t++) {
+                int64_t at = (((m / 4 * T + t) * (Cp / 4) + c / 4) * 4 + m % 4) * 4 + c % 4;
+                int64_t v = tensor_get_i64(WP, at);
+                tensor_set_i64(W, (m * C + c) * T + t, v);
+                sw[m] += v;
+            }
+    IntConv g;
+    bool ok = int_conv(a, X, a->in[2], W, ZW, &g);
+    if (ok) {
+        int64_t zx = tensor_get_i64(a->in[2], 0), sh = X->type.elem == ELEM_I8 ? 128 : 0;
+        bool per_m = tensor_numel(WS) > 1;
+        float xs = (float)tensor_get_f64(XS, 0), ys = (float)tensor_get_f64(YS, 0);
+        int64_t yz = tensor_get_i64(YZ, 0), n = tensor_numel(a->out[0]);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t m = (i / g.out_size) % g.cout;
+            float mult = xs * (float)tensor_get_f64(WS, per_m ? m : 0) / ys;
+            int64_t s = g.acc[i] + tensor_get_i64(B, m) + (zx + sh) * sw[m];
+            store_quantized(a->out[0], i, (double)s * mult, yz);
+        }
+        free(g.acc);
+    }
+    free(sw);
+    arena_destroy(ar);
+    return ok;
+}
+
 /* ---- integer forms on quantized types (the quantize pass) ---------------- */
 
 /* real / scale, rounded half to even, plus the offset, saturated: the one

@@ -1215,6 +1215,141 @@ static bool qconvs(uint64_t *s, int *ran) {
     return true;
 }
 
+/* ---- qconv_packed: weights packed at compile time (the qconv-pack pass) ---- */
+
+/* Shape classes as qconv_shapes' (N, C, H, W, M, kh, kw, stride, pad,
+ * dilation), one group, M a multiple of 4 (C padded to one): bands of rows
+ * (maps over 512 flattened positions), stride phases, pointwise tiles. */
+static const int64_t qpacked_shapes[][10] = {
+    {1, 8, 9, 9, 8, 3, 3, 1, 1, 1},      /* 3x3, one band */
+    {1, 8, 40, 30, 8, 3, 3, 1, 1, 1},    /* 3x3, three bands, the last short */
+    {1, 8, 21, 37, 12, 3, 3, 2, 1, 1},   /* stride 2, odd width: four phases */
+    {1, 4, 6, 70, 4, 3, 3, 2, 1, 1},     /* stride 2, rows of several vectors */
+    {1, 16, 14, 14, 8, 1, 1, 2, 0, 1},   /* 1x1 stride 2: one phase used */
+    {1, 4, 30, 30, 8, 7, 7, 2, 3, 1},    /* 7x7 stride 2, pad 3 (a stem) */
+    {1, 4, 17, 17, 4, 3, 3, 3, 1, 1},    /* stride 3 */
+    {1, 4, 19, 23, 4, 5, 5, 4, 2, 1},    /* 5x5 stride 4 */
+    {1, 4, 9, 9, 8, 3, 3, 1, 2, 2},      /* dilation 2 */
+    {1, 8, 12, 12, 8, 3, 3, 2, 2, 2},    /* dilation 2, stride 2: phases from both */
+    {1, 16, 30, 30, 12, 1, 1, 1, 0, 1},  /* pointwise, bands and a partial tile */
+    {2, 8, 5, 5, 8, 1, 1, 1, 0, 1},      /* pointwise, two images, one partial tile each */
+    {1, 128, 6, 6, 12, 3, 3, 1, 1, 1},   /* K = 1152 */
+    {2, 8, 7, 7, 16, 3, 3, 1, 1, 1},     /* few units: the rows split in two */
+    {1, 12, 7, 7, 4, 3, 3, 1, 0, 1},     /* no padding, 5x5 out */
+    {1, 4, 4, 4, 4, 3, 3, 1, 1, 1},      /* 16 positions, the least the pass packs */
+    {1, 3, 30, 30, 8, 7, 7, 2, 3, 1},    /* RGB 7x7 stride 2: channels padded to 4 */
+    {1, 5, 9, 9, 4, 3, 3, 1, 1, 1},      /* 5 channels padded to 8 */
+    {1, 6, 10, 10, 8, 1, 1, 1, 0, 1},    /* pointwise, 6 channels padded to 8 */
+};
+
+/* The pass's layout, written here from its definition in core/nodes.def:
+ * w [M][C][T] -> [M/4][T][Cp/4][4 rows][4 channels], Cp = C rounded up to
+ * a multiple of 4, the weights of the channels beyond C zero. */
+static void pack_weights(const int8_t *w, int64_t M, int64_t C, int64_t Cp, int64_t T, int8_t *out) {
+    memset(out, 0, (size_t)(M * Cp * T));
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t t = 0; t < T; t++)
+                out[(((m / 4 * T + t) * (Cp / 4) + c / 4) * 4 + m % 4) * 4 + c % 4] =
+                    w[(m * C + c) * T + t];
+}
+
+/* Each case twice: as qlinear_conv with zero weight zero points, whose
+ * interpreter result is the reference; and packed, the weights laid out
+ * and the row sums folded into the bias here, run by the packed kernels
+ * (plain and VNNI) and by the interpreter's qconv_packed, which must all
+ * give the reference's bytes. */
+static bool qconvs_packed(uint64_t *s, int *ran) {
+    int nshapes = (int)(sizeof qpacked_shapes / sizeof *qpacked_shapes);
+    for (int sh = 0; sh < nshapes; sh++)
+        for (int v = 0; v < 6; v++) {
+            const int64_t *q = qpacked_shapes[sh];
+            ElemKind ex = qkinds[v % 2], ey = qkinds[v / 2 % 2];
+            bool per_m = v != 4;
+            int64_t cp = (q[1] + 3) / 4 * 4;
+            int64_t x[4] = {q[0], q[1], q[2], q[3]}, w[2][4] = {{q[4], q[1], q[5], q[6]}, {q[4], cp, q[5], q[6]}};
+            int64_t y[4] = {q[0], q[4]}, st[2] = {q[7], q[7]}, pads[4], dil[2] = {q[9], q[9]};
+            int64_t kern[2] = {q[5], q[6]}, one[1] = {1}, mlen[1] = {q[4]};
+            for (int a = 0; a < 2; a++) {
+                pads[a] = pads[2 + a] = q[8];
+                y[2 + a] = (x[2 + a] + 2 * q[8] - (kern[a] - 1) * dil[a] - 1) / st[a] + 1;
+            }
+            AnyCase c[2] = {{.plain = true}, {.plain = true}};
+            for (int k = 0; k < 2; k++) {
+                desc_begin(&c[k].d, k ? NK_QCONV_PACKED : NK_QLINEAR_CONV, 1);
+                desc_operand_elem(&c[k].d, ey, 4, y);
+                desc_operand_elem(&c[k].d, ex, 4, x);
+                desc_operand_elem(&c[k].d, ELEM_F32, 0, one);
+                desc_operand_elem(&c[k].d, ex, 0, one);
+                desc_operand_elem(&c[k].d, ELEM_I8, 4, w[k]);
+                desc_operand_elem(&c[k].d, ELEM_F32, per_m ? 1 : 0, per_m ? mlen : one);
+                desc_operand_elem(&c[k].d, ELEM_I8, per_m ? 1 : 0, per_m ? mlen : one);
+                desc_operand_elem(&c[k].d, ELEM_F32, 0, one);
+                desc_operand_elem(&c[k].d, ey, 0, one);
+                desc_operand_elem(&c[k].d, ELEM_I32, 1, mlen);
+                desc_ints(&c[k].d, AK_kernel, 2, kern);
+                desc_ints(&c[k].d, AK_strides, 2, st);
+                desc_ints(&c[k].d, AK_pads, 4, pads);
+                desc_ints(&c[k].d, AK_dilations, 2, dil);
+            }
+            uint64_t seed = *s + (uint64_t)(sh * 8 + v) + 1000;
+            any_alloc(&c[0], seed);
+            qconv_fix(&c[0], seed);
+            for (int64_t m = 0; m < desc_numel(&c[0].d, 6); m++)
+                qset_i64(&c[0], 6, m, 0);
+            bool ok = !libjit_generic(c[0].d.w, c[0].ref);
+            /* the packed operands from the reference's */
+            int64_t M = q[4], C = q[1], T = q[5] * q[6];
+            int64_t zx = elem_load_i64(ex, c[0].ref[3], 0), shift = ex == ELEM_I8 ? 128 : 0;
+            KernelFn fns[3] = {libjit_qconv_packed_i8, libjit_qconv_packed_u8, NULL};
+            WorkFn wks[3] = {libjit_qconv_packed_i8_work, libjit_qconv_packed_u8_work, NULL};
+#if defined(__x86_64__)
+            if (__builtin_cpu_supports("avx512vnni")) {
+                fns[2] = ey == ELEM_I8 ? libjit_qconv_packed_vnni_i8 : libjit_qconv_packed_vnni_u8;
+                wks[2] = ey == ELEM_I8 ? libjit_qconv_packed_vnni_i8_work
+                                       : libjit_qconv_packed_vnni_u8_work;
+            }
+#endif
+            fns[ey == ELEM_I8 ? 1 : 0] = NULL; /* the kernel of the result's kind */
+            for (int f = 0; f < 3 && ok; f++) {
+                if (!fns[f])
+                    continue;
+                any_alloc(&c[1], seed);
+                for (int k = 1; k < 9; k++)
+                    if (k != 4) {
+                        memcpy(c[1].fast[k], c[0].ref[k], bytes_of(&c[1], k));
+                        memcpy(c[1].ref[k], c[0].ref[k], bytes_of(&c[1], k));
+                    }
+                pack_weights(c[0].ref[4], M, C, cp, T, c[1].fast[4]);
+                memcpy(c[1].ref[4], c[1].fast[4], bytes_of(&c[1], 4));
+                for (int64_t m = 0; m < M; m++) {
+                    int64_t sum = 0;
+                    for (int64_t k = 0; k < C * T; k++)
+                        sum += ((const int8_t *)c[0].ref[4])[m * C * T + k];
+                    qset_i64(&c[1], 9, m, elem_load_i64(ELEM_I32, c[0].ref[9], m) - (zx + shift) * sum);
+                }
+                char what[96];
+                snprintf(what, sizeof what, "qconv_packed shape %d, x %s, y %s%s (kernel %d)", sh,
+                         elem_name(ex), elem_name(ey), per_m ? ", per channel" : "", f);
+                /* the kernel against the packed interpreter ... */
+                ok = any_run(&c[1], what, fns[f], wks[f], ran);
+                /* ... and against qlinear_conv's */
+                for (int64_t i = 0; ok && i < desc_numel(&c[1].d, 0); i++)
+                    if (!same_elem(ey, c[1].fast[0], c[0].ref[0], i)) {
+                        fprintf(stderr, "FAIL %s: element %lld: %g, qlinear_conv's %g\n", what,
+                                (long long)i, elem_load_f64(ey, c[1].fast[0], i),
+                                elem_load_f64(ey, c[0].ref[0], i));
+                        ok = false;
+                    }
+                any_free(&c[1]);
+            }
+            any_free(&c[0]);
+            if (!ok)
+                return false;
+        }
+    return true;
+}
+
 /* ---- matrix products ---- */
 
 /* matmul_integer: 1 a, 2 b, 3 a_zp, 4 b_zp; qlinear_matmul: 1 a, 2 a_scale,
@@ -1324,7 +1459,7 @@ int any_qint_cases(uint64_t seed) {
     int ran = 0;
     bool ok = qelementwise(&s, &ran) && qclips(&s, &ran) && qquantizes(&s, &ran) &&
               qlookups(&s, &ran) && qpools(&s, &ran) &&
-              qmax_pools_wide(&s, &ran) && qconvs(&s, &ran) && qmatmuls(&s, &ran);
+              qmax_pools_wide(&s, &ran) && qconvs(&s, &ran) && qconvs_packed(&s, &ran) && qmatmuls(&s, &ran);
     return ok ? ran : -1;
 }
 

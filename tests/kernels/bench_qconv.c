@@ -1,5 +1,6 @@
 /* Micro-benchmark of the int8 convolution (libjit_qlinear_conv_vnni_u8, or
- * the plain vector kernel without VNNI) on resnet50's convolutions and
+ * the plain vector kernel without VNNI; and beside it qconv_packed, the
+ * form the qconv-pack pass gives one-group convs) on resnet50's convolutions and
  * mobilenet_v2's depthwise ones at batch 1, single-threaded, for a profiler
  * and for before/after figures that a loaded machine does not blur as much
  * as whole-model runs: the minimum over repeated runs, in ms and GOP/s
@@ -47,11 +48,11 @@ static double now(void) {
 
 /* qlinear_conv (y; x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp,
  * bias), u8 activations, i8 weights per channel, i32 bias. */
-static void build(Case *c, const QShape *s) {
+static void build(Case *c, const QShape *s, bool packed) {
     int64_t o = (s->h + 2 * s->pad - s->k) / s->stride + 1, one[1] = {1};
     int64_t y[4] = {1, s->m, o, o}, x[4] = {1, s->c, s->h, s->h};
     int64_t w[4] = {s->m, s->c / s->group, s->k, s->k}, mlen[1] = {s->m};
-    desc_begin(&c->d, NK_QLINEAR_CONV, 1);
+    desc_begin(&c->d, packed ? NK_QCONV_PACKED : NK_QLINEAR_CONV, 1);
     desc_operand_elem(&c->d, ELEM_U8, 4, y);
     desc_operand_elem(&c->d, ELEM_U8, 4, x);
     desc_operand_elem(&c->d, ELEM_F32, 0, one);
@@ -66,7 +67,8 @@ static void build(Case *c, const QShape *s) {
     desc_ints(&c->d, AK_strides, 2, (int64_t[]){s->stride, s->stride});
     desc_ints(&c->d, AK_pads, 4, (int64_t[]){s->pad, s->pad, s->pad, s->pad});
     desc_ints(&c->d, AK_dilations, 2, (int64_t[]){1, 1});
-    desc_int(&c->d, AK_group, s->group);
+    if (!packed)
+        desc_int(&c->d, AK_group, s->group);
 }
 
 /* Scales and zero points as the quantize pass makes them (weights
@@ -87,13 +89,13 @@ static double ops_of(const QShape *s) {
     return 2.0 * (double)(s->m * o * o) * (double)(s->c / s->group * s->k * s->k);
 }
 
-static double time_min(const Case *c, int reps) {
-    KernelFn fn = libjit_qlinear_conv_u8;
-    WorkFn work = libjit_qlinear_conv_u8_work;
+static double time_min(const Case *c, int reps, bool packed) {
+    KernelFn fn = packed ? libjit_qconv_packed_u8 : libjit_qlinear_conv_u8;
+    WorkFn work = packed ? libjit_qconv_packed_u8_work : libjit_qlinear_conv_u8_work;
 #if defined(__x86_64__)
     if (__builtin_cpu_supports("avx512vnni")) {
-        fn = libjit_qlinear_conv_vnni_u8;
-        work = libjit_qlinear_conv_vnni_u8_work;
+        fn = packed ? libjit_qconv_packed_vnni_u8 : libjit_qlinear_conv_vnni_u8;
+        work = packed ? libjit_qconv_packed_vnni_u8_work : libjit_qlinear_conv_vnni_u8_work;
     }
 #endif
     double best = 1e30, start = now();
@@ -114,25 +116,39 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
     }
-    printf("%-13s %5s %4s %5s %2s %1s %4s %9s %9s\n", "model", "cin", "hw", "cout", "k", "s", "grp",
-           "ms", "GOP/s");
-    double total[2] = {0, 0};
+    printf("%-13s %5s %4s %5s %2s %1s %4s %9s %9s %9s %9s\n", "model", "cin", "hw", "cout", "k", "s",
+           "grp", "ms", "GOP/s", "packed ms", "GOP/s");
+    double total[2] = {0, 0}, total_packed = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         const QShape *s = &shapes[i];
         if (only >= 0 && only != (int)i)
             continue;
         Case c;
-        build(&c, s);
+        build(&c, s, false);
         case_alloc(&c, i);
         set_params(&c, s);
-        double t = time_min(&c, reps);
+        double t = time_min(&c, reps, false);
+        case_free(&c);
+        /* the packed form, back to back: one-group convs of whole words */
+        double tp = 0;
+        if (s->group == 1 && s->c % 4 == 0 && s->m % 4 == 0) {
+            build(&c, s, true);
+            case_alloc(&c, i);
+            set_params(&c, s);
+            tp = time_min(&c, reps, true);
+            case_free(&c);
+        }
         total[strcmp(s->model, "resnet50") != 0] += t * s->count;
-        printf("%-13s %5lld %4lld %5lld %2lld %1lld %4lld %9.3f %9.1f\n", s->model, (long long)s->c,
+        total_packed += (tp ? tp : t) * s->count * !strcmp(s->model, "resnet50");
+        printf("%-13s %5lld %4lld %5lld %2lld %1lld %4lld %9.3f %9.1f", s->model, (long long)s->c,
                (long long)s->h, (long long)s->m, (long long)s->k, (long long)s->stride,
                (long long)s->group, t * 1e3, ops_of(s) / t * 1e-9);
-        case_free(&c);
+        if (tp)
+            printf(" %9.3f %9.1f", tp * 1e3, ops_of(s) / tp * 1e-9);
+        printf("\n");
     }
-    printf("weighted by count: resnet50 %.2f ms, mobilenet_v2 depthwise (these) %.2f ms\n",
-           total[0] * 1e3, total[1] * 1e3);
+    printf("weighted by count: resnet50 %.2f ms (packed where it applies: %.2f ms), mobilenet_v2 "
+           "depthwise (these) %.2f ms\n",
+           total[0] * 1e3, total_packed * 1e3, total[1] * 1e3);
     return 0;
 }

@@ -1,0 +1,464 @@
+/* qconv_packed: the int8 convolution whose weights the qconv-pack pass
+ * packed at compile time (core/nodes.def), with no im2col.
+ *
+ * The pass stores the weights as [M/4][kh][kw][C/4][4 rows][4 channels]
+ * bytes, so the four bytes one vpdpbusd lane wants (four channels of one
+ * tap of one output row) are one word, and a block of four rows' words is
+ * one 16-byte read; and it folds the weight row sums into the bias (zero
+ * weight zero points only): bias' = bias - (x_zp + sh) Sw, sh = 128 for i8
+ * activations (stored shifted to u8 as vpdpbusd wants) and 0 for u8.
+ *
+ * Activations: a unit is a band of output rows. Its input rows are copied
+ * once into channel-blocked words (four channels of one position in one
+ * 32-bit lane) split into stride phases, padded with x_zp + sh:
+ *   buf[c/4][phase y][phase x][yq][xq],  input row yq*s + phase - pad.
+ * Output position (r, c) of the band, tap (i, j), reads word
+ *   (r + i*d/s) * wq + c + j*d/s of phase ((i*d) % s, (j*d) % s),
+ * which is the position's flattened index r * wq + c plus a per-tap
+ * offset: 64 consecutive flattened positions are four 64-byte loads for
+ * every (tap, channel group), used by four rows' broadcast weights (16
+ * vpdpbusd). Positions c >= OW of the flattened rows are computed and not
+ * stored. Then each row's 64 sums are requantized (lj_qrequant_row, the
+ * interpreter's rounding) and the valid runs copied out. */
+#include "backends/cpu/libjit/k_qint.h"
+#include "backends/cpu/libjit/vec.h"
+
+#pragma STDC FP_CONTRACT OFF
+/* 64-byte vectors cross only into always-inline helpers (vec.h says why). */
+#pragma clang diagnostic ignored "-Wpsabi"
+
+/* PT flattened positions per tile (PNV vectors of PV lanes), PMR weight rows
+ * per block (the pass's packing: qconv_pack.c's QCONV_PACK_ROWS); a band
+ * holds about BAND_POS positions (4-8 tiles: its halo rows amortised, and
+ * enough bands on large maps for two threads); strides up to MAX_STRIDE. */
+enum { PT = 64, PV = 16, PNV = PT / PV, PMR = 4, BAND_POS = 512, MAX_STRIDE = 4 };
+
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+typedef struct PConv {
+    LjQConv g;
+    int64_t kh, kw, sy, sx, dy, dx, c4, taps, m4;
+    int64_t wq, hq, rows, bands, tiles, msplit, plane, cstride, buf_words;
+    bool pw;          /* pointwise: 1x1, stride 1, no padding */
+    int64_t xstride;  /* words between a tile's channel groups (pointwise: PT) */
+    int npy, npx, phy[MAX_STRIDE], phx[MAX_STRIDE]; /* used phases, their index */
+    int64_t sh;
+} PConv;
+
+/* Which phases of stride s the taps use (k taps at dilation d): index of
+ * each, -1 when unused; their count. */
+LJ_INLINE int phases(int64_t k, int64_t d, int64_t s, int *idx) {
+    for (int64_t r = 0; r < s; r++)
+        idx[r] = -1;
+    for (int64_t i = 0; i < k; i++)
+        idx[(i * d) % s] = 0;
+    int n = 0;
+    for (int64_t r = 0; r < s; r++)
+        if (idx[r] == 0)
+            idx[r] = n++;
+    return n;
+}
+
+LJ_INLINE PConv pconv_of(const int64_t *d, void *const *ops) {
+    PConv p = {.g = lj_qconv_of(d, ops, true)};
+    LjQConv *g = &p.g;
+    /* the packed weights' shape is the unpacked [M][C][kh][kw]'s */
+    p.kh = lj_dim(d, 4, 2);
+    p.kw = lj_dim(d, 4, 3);
+    p.sy = g->win.stride[0];
+    p.sx = g->win.stride[1];
+    p.dy = g->win.dilation[0];
+    p.dx = g->win.dilation[1];
+    p.c4 = lj_dim(d, 4, 1) / 4; /* x's channels rounded up: the extra weights are zero */
+    p.taps = p.kh * p.kw;
+    p.m4 = g->cout / PMR;
+    p.sh = g->ex == ELEM_I8 ? 128 : 0;
+    int64_t ow = g->odims[1], oh = g->odims[0];
+    p.wq = ow + (p.kw - 1) * p.dx / p.sx;
+    const LjQWin *w = &g->win;
+    p.pw = p.taps == 1 && p.sy == 1 && p.sx == 1 && !w->pad_begin[0] && !w->pad_begin[1] &&
+           !w->pad_end[0] && !w->pad_end[1];
+    /* Units: bands of rows (pointwise: of tiles, no halo), shared out evenly
+     * and an even count where there are enough, so that two threads get
+     * the same work. */
+    p.tiles = (g->out_size + PT - 1) / PT;
+    int64_t bands = p.pw ? (p.tiles + 3) / 4 : (oh * p.wq + BAND_POS - 1) / BAND_POS;
+    int64_t most = p.pw ? p.tiles : oh;
+    bands += bands > 1 && bands % 2 && bands < most;
+    p.bands = bands < 1 ? 1 : bands > most ? most : bands;
+    p.rows = (oh + p.bands - 1) / p.bands; /* the most rows of a band */
+    p.hq = p.rows + (p.kh - 1) * p.dy / p.sy;
+    p.npy = phases(p.kh, p.dy, p.sy, p.phy);
+    p.npx = phases(p.kw, p.dx, p.sx, p.phx);
+    p.plane = p.hq * p.wq;
+    p.cstride = p.npy * p.npx * p.plane;
+    p.xstride = p.cstride;
+    if (p.pw) { /* one tile's words, [c/4][PT], filled just before its products (still
+                 * in L1), as a GEMM packs a panel: no window reads across tiles */
+        p.cstride = PT;
+        p.xstride = PT;
+    }
+    p.buf_words = (p.c4 * p.cstride + PT + 15) / 16 * 16; /* the tap offsets after it, aligned */
+    /* few bands (small maps): the rows split too, for two threads */
+    p.msplit = g->batch * p.bands < 4 && p.m4 >= 2 ? 2 : 1;
+    return p;
+}
+
+LJ_INLINE int64_t pconv_units(const PConv *p) {
+    return p->g.batch * p->bands * p->msplit;
+}
+
+/* ---- the band's channel-blocked words ------------------------------------------------- */
+
+/* n words from four channel rows r[0..3] at input columns x0, x0 + step,
+ * ... (all inside the row), each byte xor shift; sixteen at a time while
+ * below nvec (step 1 or 2). */
+LJ_INLINE void words_of(const uint8_t *const *r, int64_t x0, int64_t step, int64_t n,
+                        int64_t nvec, uint8_t shift, uint32_t *out) {
+    typedef uint8_t v16b __attribute__((vector_size(16)));
+    typedef uint8_t v32b __attribute__((vector_size(32)));
+    int64_t t = 0;
+    if (step == 1)
+        for (; t + 16 <= nvec; t += 16) {
+            v16i b[4];
+            for (int j = 0; j < 4; j++) {
+                v16b v;
+                __builtin_memcpy(&v, r[j] + x0 + t, sizeof v);
+                b[j] = __builtin_convertvector(v ^ shift, v16i);
+            }
+            v16i v = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
+            __builtin_memcpy(out + t, &v, sizeof v);
+        }
+    else if (step == 2) /* the even bytes of 32 (the last one read is inside the row) */
+        for (; t + 16 <= nvec; t += 16) {
+            v16i b[4];
+            for (int j = 0; j < 4; j++) {
+                v32b w = {0};
+                __builtin_memcpy(&w, r[j] + x0 + 2 * t, 31);
+                v16b v = __builtin_shufflevector(w, w, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,
+                                                 24, 26, 28, 30);
+                b[j] = __builtin_convertvector(v ^ shift, v16i);
+            }
+            v16i v = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
+            __builtin_memcpy(out + t, &v, sizeof v);
+        }
+    if (step == 1 && nvec == n && n >= 16 && t < n) { /* the last 16, overlapping */
+        words_of(r, x0 + n - 16, 1, 16, 16, shift, out + n - 16);
+        return;
+    }
+    for (; t < n; t++) {
+        int64_t x = x0 + t * step;
+        out[t] = (uint32_t)(uint8_t)(r[0][x] ^ shift) | (uint32_t)(uint8_t)(r[1][x] ^ shift) << 8 |
+                 (uint32_t)(uint8_t)(r[2][x] ^ shift) << 16 |
+                 (uint32_t)(uint8_t)(r[3][x] ^ shift) << 24;
+    }
+}
+
+/* One phase row: input columns xq * sx + rx - pad, padding where outside. */
+LJ_INLINE void fill_phase_row(const PConv *p, const uint8_t *const *r, int64_t rx, uint32_t pad,
+                              uint32_t *out) {
+    int64_t iw = p->g.idims[1], pl = p->g.win.pad_begin[1], sx = p->sx;
+    /* xq in [lo, hi) reads inside: 0 <= xq * sx + rx - pl < iw */
+    int64_t x0 = rx - pl;
+    int64_t lo = x0 >= 0 ? 0 : (-x0 + sx - 1) / sx;
+    int64_t hi = x0 >= iw ? 0 : (iw - x0 + sx - 1) / sx;
+    lo = lo < p->wq ? lo : p->wq;
+    hi = hi < p->wq ? hi : p->wq;
+    hi = hi > lo ? hi : lo;
+    for (int64_t t = 0; t < lo; t++)
+        out[t] = pad;
+    /* vectors: stride 1 anywhere inside; a stride-2 vector reads 31 bytes
+     * from its first column, so only where they are inside the row */
+    int64_t xs = x0 + lo * sx, n = hi - lo, nvec = sx == 1 ? n : 0;
+    if (sx == 2 && iw - xs >= 31) {
+        nvec = (iw - xs - 31) / 2 + 16;
+        nvec = nvec < n ? nvec : n;
+    }
+    words_of(r, xs, sx, n, nvec, (uint8_t)p->sh, out + lo);
+    for (int64_t t = hi; t < p->wq; t++)
+        out[t] = pad;
+}
+
+/* Channel j of word group c: past x's channels (padded with zero weights),
+ * any row that exists -- the last channel's. */
+LJ_INLINE int64_t channel(const PConv *p, int64_t c, int j) {
+    return 4 * c + j < p->g.cin ? 4 * c + j : p->g.cin - 1;
+}
+
+/* The words of band b of image nb: every channel group, used phase and
+ * row of the band's window (pointwise: of its tile at p0 only). */
+LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, uint32_t *buf) {
+    const LjQConv *g = &p->g;
+    int64_t ih = g->idims[0], pt = g->win.pad_begin[0];
+    uint32_t pad = (uint8_t)(g->zx + p->sh) * 0x01010101u;
+    if (p->pw) { /* positions [p0, p0 + PT) of the map, one run of each channel */
+        int64_t n = g->out_size - p0 < PT ? g->out_size - p0 : PT;
+        for (int64_t c = 0; c < p->c4; c++) {
+            const uint8_t *r[4];
+            for (int j = 0; j < 4; j++)
+                r[j] = (const uint8_t *)g->x + (nb * g->cin + channel(p, c, j)) * g->in_size + p0;
+            words_of(r, 0, 1, n, n, (uint8_t)p->sh, buf + c * PT);
+            for (int64_t t = n; t < PT; t++)
+                buf[c * PT + t] = pad;
+        }
+        return;
+    }
+    for (int64_t c = 0; c < p->c4; c++) {
+        const uint8_t *plane = (const uint8_t *)g->x + nb * g->cin * g->in_size;
+        for (int64_t ry = 0; ry < p->sy; ry++) {
+            if (p->phy[ry] < 0)
+                continue;
+            for (int64_t yq = 0; yq < p->hq; yq++) {
+                int64_t y = (oh0 + yq) * p->sy + ry - pt;
+                for (int64_t rx = 0; rx < p->sx; rx++) {
+                    if (p->phx[rx] < 0)
+                        continue;
+                    uint32_t *out = buf + c * p->cstride +
+                                    (p->phy[ry] * p->npx + p->phx[rx]) * p->plane + yq * p->wq;
+                    if (y < 0 || y >= ih) {
+                        for (int64_t t = 0; t < p->wq; t++)
+                            out[t] = pad;
+                        continue;
+                    }
+                    const uint8_t *r[4];
+                    for (int j = 0; j < 4; j++)
+                        r[j] = plane + channel(p, c, j) * g->in_size + y * g->idims[1];
+                    fill_phase_row(p, r, rx, pad, out);
+                }
+            }
+        }
+    }
+    for (int64_t t = 0; t < PT; t++) /* read by the last tile's unused lanes */
+        buf[p->c4 * p->cstride + t] = 0;
+}
+
+/* ---- the dot products ------------------------------------------------------------------- */
+
+/* acc[r][v] = sum over taps and channel groups of block row r's word
+ * times the tile's words, vector v < N (a band's last tile may need fewer
+ * than four vectors). 4N named accumulators so they stay in registers (the
+ * bitcode is built without loop unrolling); one body per N. */
+#define PV_DECL_1(r) a##r##0 = (v16i){0}
+#define PV_DECL_2(r) PV_DECL_1(r), a##r##1 = (v16i){0}
+#define PV_DECL_3(r) PV_DECL_2(r), a##r##2 = (v16i){0}
+#define PV_DECL_4(r) PV_DECL_3(r), a##r##3 = (v16i){0}
+#define PV_STEP_1(STEP, r, w) a##r##0 = STEP(a##r##0, x0, w)
+#define PV_STEP_2(STEP, r, w) PV_STEP_1(STEP, r, w), a##r##1 = STEP(a##r##1, x1, w)
+#define PV_STEP_3(STEP, r, w) PV_STEP_2(STEP, r, w), a##r##2 = STEP(a##r##2, x2, w)
+#define PV_STEP_4(STEP, r, w) PV_STEP_3(STEP, r, w), a##r##3 = STEP(a##r##3, x3, w)
+#define PV_LOAD_1 __builtin_memcpy(&x0, xt, 64)
+#define PV_LOAD_2 PV_LOAD_1, __builtin_memcpy(&x1, xt + 16, 64)
+#define PV_LOAD_3 PV_LOAD_2, __builtin_memcpy(&x2, xt + 32, 64)
+#define PV_LOAD_4 PV_LOAD_3, __builtin_memcpy(&x3, xt + 48, 64)
+#define PV_X_1 x0
+#define PV_X_2 x0, x1
+#define PV_X_3 x0, x1, x2
+#define PV_X_4 x0, x1, x2, x3
+#define PV_SAVE_1(r) acc[r][0] = a##r##0
+#define PV_SAVE_2(r) PV_SAVE_1(r), acc[r][1] = a##r##1
+#define PV_SAVE_3(r) PV_SAVE_2(r), acc[r][2] = a##r##2
+#define PV_SAVE_4(r) PV_SAVE_3(r), acc[r][3] = a##r##3
+#define PTILE_BODY(STEP, N)                                                                        \
+    v16i PV_DECL_##N(0), PV_DECL_##N(1), PV_DECL_##N(2), PV_DECL_##N(3);                           \
+    for (int64_t t = 0; t < taps; t++) {                                                           \
+        const uint32_t *xt = xb + toff[t];                                                         \
+        const uint32_t *wt = wb + t * c4 * PMR;                                                    \
+        for (int64_t c = 0; c < c4; c++, xt += cstride, wt += PMR) {                               \
+            v16i PV_X_##N;                                                                         \
+            PV_LOAD_##N;                                                                           \
+            v16i w0 = (v16i){0} + (int32_t)wt[0], w1 = (v16i){0} + (int32_t)wt[1];                 \
+            v16i w2 = (v16i){0} + (int32_t)wt[2], w3 = (v16i){0} + (int32_t)wt[3];                 \
+            PV_STEP_##N(STEP, 0, w0);                                                              \
+            PV_STEP_##N(STEP, 1, w1);                                                              \
+            PV_STEP_##N(STEP, 2, w2);                                                              \
+            PV_STEP_##N(STEP, 3, w3);                                                              \
+        }                                                                                          \
+    }                                                                                              \
+    PV_SAVE_##N(0), PV_SAVE_##N(1), PV_SAVE_##N(2), PV_SAVE_##N(3);
+
+/* Four u8 x s8 products per lane, in plain vector code. */
+LJ_INLINE v16i pdot4_plain(v16i acc, v16i x, v16i w) {
+    for (int j = 0; j < 4; j++) {
+        v16i xj = (x >> (8 * j)) & 0xff;
+        v16i wj = (w << (24 - 8 * j)) >> 24; /* sign-extended byte j */
+        acc += xj * wj;
+    }
+    return acc;
+}
+
+#define PTILE_ARGS                                                                                 \
+    const uint32_t *xb, const uint32_t *wb, const int64_t *toff, int64_t taps, int64_t c4,         \
+        int64_t cstride, v16i acc[PMR][PNV]
+LJ_INLINE void ptile_plain_1(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 1) }
+LJ_INLINE void ptile_plain_2(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 2) }
+LJ_INLINE void ptile_plain_3(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 3) }
+LJ_INLINE void ptile_plain_4(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 4) }
+
+#if defined(__x86_64__)
+/* Not always-inline: clang would refuse to inline a VNNI function into the
+ * shared code; LLVM inlines it once code generation has given every
+ * function the target's features (and drops it, unused, on other CPUs). */
+#define PDOT4_VNNI(a, x, w) __builtin_ia32_vpdpbusd512(a, x, w)
+#define PVNNI static __attribute__((target("avx512f,avx512bw,avx512vnni,evex512"), min_vector_width(512))) void
+PVNNI ptile_vnni_1(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 1) }
+PVNNI ptile_vnni_2(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 2) }
+PVNNI ptile_vnni_3(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 3) }
+PVNNI ptile_vnni_4(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 4) }
+#endif
+
+/* One tile of nv vectors; the sums of the lanes beyond are 0. */
+LJ_INLINE void ptile(bool vnni, int nv, const uint32_t *xb, const uint32_t *wb, const int64_t *toff,
+                     int64_t taps, int64_t c4, int64_t cstride, v16i acc[PMR][PNV]) {
+    for (int r = 0; r < PMR; r++)
+        for (int v = nv; v < PNV; v++)
+            acc[r][v] = (v16i){0};
+#if defined(__x86_64__)
+    if (vnni) {
+        if (nv == 4)
+            ptile_vnni_4(xb, wb, toff, taps, c4, cstride, acc);
+        else if (nv == 3)
+            ptile_vnni_3(xb, wb, toff, taps, c4, cstride, acc);
+        else if (nv == 2)
+            ptile_vnni_2(xb, wb, toff, taps, c4, cstride, acc);
+        else
+            ptile_vnni_1(xb, wb, toff, taps, c4, cstride, acc);
+        return;
+    }
+#endif
+    if (nv == 4)
+        ptile_plain_4(xb, wb, toff, taps, c4, cstride, acc);
+    else if (nv == 3)
+        ptile_plain_3(xb, wb, toff, taps, c4, cstride, acc);
+    else if (nv == 2)
+        ptile_plain_2(xb, wb, toff, taps, c4, cstride, acc);
+    else
+        ptile_plain_1(xb, wb, toff, taps, c4, cstride, acc);
+}
+
+/* ---- one unit: a band of one image, all (or half) the row blocks ------------------------ */
+
+/* Where a tile's lanes go: runs of output positions (lane t, length n,
+ * offset in the output plane). */
+typedef struct Runs {
+    int n;
+    int64_t t[PT + 1], len[PT + 1], at[PT + 1];
+} Runs;
+
+LJ_INLINE void tile_runs(const PConv *p, int64_t oh0, int64_t np, int64_t p0, Runs *ru) {
+    int64_t ow = p->g.odims[1], r = p0 / p->wq, c = p0 % p->wq;
+    ru->n = 0;
+    for (int64_t t = 0; t < PT && p0 + t < np;) {
+        int64_t run = p->wq - c;
+        run = run < PT - t ? run : PT - t;
+        run = run < np - p0 - t ? run : np - p0 - t;
+        int64_t prev = ru->n - 1;
+        if (c < ow && prev >= 0 && ru->t[prev] + ru->len[prev] == t &&
+            ru->at[prev] + ru->len[prev] == (oh0 + r) * ow + c) /* rows of a pointwise conv */
+            ru->len[prev] += ow - c < run ? ow - c : run;
+        else if (c < ow) {
+            ru->t[ru->n] = t;
+            ru->len[ru->n] = ow - c < run ? ow - c : run;
+            ru->at[ru->n++] = (oh0 + r) * ow + c;
+        }
+        t += run;
+        r++;
+        c = 0;
+    }
+}
+
+/* Row m's sums of a tile: requantized (lj_qrequant_row, the interpreter's
+ * rounding), the runs that are output positions copied out. */
+LJ_INLINE void pstore_row(const PConv *p, int64_t nb, int64_t m, const Runs *ru,
+                          const int32_t *acc) {
+    const LjQConv *g = &p->g;
+    uint8_t *y = (uint8_t *)g->y + (nb * g->cout + m) * g->out_size;
+    uint8_t q[PT];
+    bool direct = ru->n == 1 && ru->t[0] == 0; /* one run from lane 0: straight to y */
+    lj_qrequant_row(g->ey, direct ? y + ru->at[0] : q, acc, acc, 0, lj_ld_i64(g->ebias, g->bias, m),
+                    (double)lj_qconv_mult(g, m), (double)g->yz, direct ? ru->len[0] : PT);
+    for (int i = 0; i < ru->n && !direct; i++)
+        __builtin_memcpy(y + ru->at[i], q + ru->t[i], (size_t)ru->len[i]);
+}
+
+LJ_INLINE void pconv_unit(const PConv *p, int64_t u, bool vnni, uint32_t *buf, const int64_t *toff) {
+    const LjQConv *g = &p->g;
+    int64_t half = u % p->msplit, b = u / p->msplit % p->bands, nb = u / (p->msplit * p->bands);
+    int64_t blo = half * (p->m4 / p->msplit), bhi = half + 1 == p->msplit ? p->m4 : blo + p->m4 / p->msplit;
+    /* rows [oh0, oh1) as flattened positions [lo, np) of the band's words;
+     * pointwise: tiles of the whole map */
+    int64_t oh = g->odims[0], oh0 = b * oh / p->bands, oh1 = (b + 1) * oh / p->bands;
+    int64_t lo = 0, np = (oh1 - oh0) * p->wq;
+    if (p->pw) {
+        oh0 = 0;
+        lo = b * p->tiles / p->bands * PT;
+        np = (b + 1) * p->tiles / p->bands * PT;
+        np = np < g->out_size ? np : g->out_size;
+    } else
+        fill_band(p, nb, oh0, 0, buf);
+    const uint32_t *w = (const uint32_t *)g->w;
+    for (int64_t p0 = lo; p0 < np; p0 += PT) {
+        Runs ru;
+        tile_runs(p, oh0, np, p0, &ru);
+        if (p->pw)
+            fill_band(p, nb, 0, p0, buf);
+        const uint32_t *xb = p->pw ? buf : buf + p0;
+        int nv = np - p0 >= PT ? PNV : (int)((np - p0 + PV - 1) / PV);
+        for (int64_t mb = blo; mb < bhi; mb++) {
+            const uint32_t *wb = w + mb * p->taps * p->c4 * PMR;
+            v16i acc[PMR][PNV];
+            ptile(vnni, nv, xb, wb, toff, p->taps, p->c4, p->xstride, acc);
+            for (int r = 0; r < PMR; r++)
+                pstore_row(p, nb, mb * PMR + r, &ru, (const int32_t *)acc[r]);
+        }
+    }
+}
+
+/* ---- entry points ------------------------------------------------------------------------ */
+
+/* The band's words, then each tap's offset into them. */
+LJ_INLINE int64_t pconv_scratch(const int64_t *d, int slot) {
+    if (slot != LJ_SCRATCH_PACK)
+        return 0;
+    PConv p = pconv_of(d, NULL);
+    return p.buf_words * 4 + p.taps * 8;
+}
+
+LJ_INLINE void pconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, LjScratch *sc,
+                     bool vnni) {
+    PConv p = pconv_of(d, ops);
+    uint32_t *buf = lj_scratch_get(sc, LJ_SCRATCH_PACK, (size_t)pconv_scratch(d, LJ_SCRATCH_PACK));
+    if (!buf) /* out of memory: results left as they were (no other form reads these weights) */
+        return;
+    int64_t *toff = (int64_t *)(buf + p.buf_words);
+    for (int64_t i = 0; i < p.kh; i++)
+        for (int64_t j = 0; j < p.kw; j++) {
+            int64_t ph = p.phy[i * p.dy % p.sy] * p.npx + p.phx[j * p.dx % p.sx];
+            toff[i * p.kw + j] = ph * p.plane + i * p.dy / p.sy * p.wq + j * p.dx / p.sx;
+        }
+    for (int64_t u = lo; u < hi; u++)
+        pconv_unit(&p, u, vnni, buf, toff);
+    lj_scratch_put(sc, buf);
+}
+
+LJ_INLINE int64_t pconv_work(const int64_t *d) {
+    PConv p = pconv_of(d, NULL);
+    return pconv_units(&p) > 0 ? pconv_units(&p) : 1;
+}
+
+#define PCONV_ENTRIES(E, SUFFIX, VNNI)                                                            \
+    LIBJIT_WORK libjit_qconv_packed##SUFFIX##_##E##_work(const int64_t *d) {                      \
+        return pconv_work(d);                                                                     \
+    }                                                                                             \
+    LIBJIT_SCRATCH libjit_qconv_packed##SUFFIX##_##E##_scratch(const int64_t *d, int slot) {      \
+        return pconv_scratch(d, slot);                                                            \
+    }                                                                                             \
+    LIBJIT_KERNEL libjit_qconv_packed##SUFFIX##_##E(const int64_t *d, void *const *ops,           \
+                                                   int64_t lo, int64_t hi, LjScratch *sc) {       \
+        pconv(d, ops, lo, hi, sc, VNNI);                                                          \
+    }
+PCONV_ENTRIES(i8, , false)
+PCONV_ENTRIES(u8, , false)
+#if defined(__x86_64__)
+PCONV_ENTRIES(i8, _vnni, true)
+PCONV_ENTRIES(u8, _vnni, true)
+#endif
