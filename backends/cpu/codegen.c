@@ -361,22 +361,10 @@ static bool is_depthwise_conv(const LirInstr *i) {
     return group > 1 && group == c && group == m;
 }
 
-/* Whether the module's features (the host's, or --target-features) name
- * f: "+avx512vnni" in "+a,+avx512vnni,-b". A CPU named by --target-cpu
- * alone brings its features to LLVM but not to this list, and is given the
- * kernels every CPU of the target runs. */
-static bool has_feature(const CpuModule *m, const char *f) {
-    size_t n = strlen(f);
-    for (const char *p = m->features; p && (p = strstr(p, f)); p += n)
-        if ((p == m->features || p[-1] == ',') && (p[n] == ',' || !p[n]))
-            return true;
-    return false;
-}
-
 /* libjit_K_vnni_E: a kernel using AVX-512 VNNI's vpdpbusd (k_qconv.c),
  * which only a target that has it may call. */
 static LLVMValueRef vnni_kernel(CG *g, NodeKind nk, const LirInstr *i, char *name, size_t size) {
-    if (!has_feature(g->m, "+avx512vnni") || !has_feature(g->m, "+evex512"))
+    if (!cpu_has_vnni(g->m))
         return NULL;
     char vn[128];
     snprintf(vn, sizeof vn, "libjit_%s_vnni_%s", node_kind_name(nk), elem_name(i->ops[0]->type.elem));

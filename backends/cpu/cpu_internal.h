@@ -76,6 +76,9 @@ bool cpu_report_missing(CpuModule *m, DiagList *d);
 void cpu_finish_module(CpuModule *m);
 /* mod for m's triple, data layout, CPU and features, with every definition
  * internal but those keep(m, name) names (module.c). */
+/* The target has AVX-512 VNNI (its features list +avx512vnni, +evex512):
+ * code generation may call the libjit_*_vnni_* kernels. */
+bool cpu_has_vnni(const CpuModule *m);
 void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
                         bool (*keep)(const CpuModule *, const char *));
 /* The precompiled engine (engine.c): whether o's output links it, the

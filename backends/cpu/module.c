@@ -457,8 +457,35 @@ static void set_target_attributes(const CpuModule *m, LLVMContextRef ctx, LLVMVa
                                                       (unsigned)strlen(m->features)));
 }
 
+/* Whether the module's features (the host's, then --target-features) turn
+ * feature f ("avx512vnni") on: the last of "+f" and "-f" in "+a,+f,-b,-f"
+ * decides, as for LLVM. A CPU named by --target-cpu alone brings its
+ * features to LLVM but not to this list, and is given the kernels every
+ * CPU of the target runs. */
+static bool has_feature(const CpuModule *m, const char *f) {
+    size_t n = strlen(f);
+    bool on = false;
+    for (const char *p = m->features; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n + 1 && (*p == '+' || *p == '-') && !strncmp(p + 1, f, n))
+            on = *p == '+';
+        p = end ? end + 1 : NULL;
+    }
+    return on;
+}
+
+bool cpu_has_vnni(const CpuModule *m) {
+    return has_feature(m, "avx512vnni") && has_feature(m, "evex512");
+}
+
 void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
                         bool (*keep)(const CpuModule *, const char *)) {
+    /* The VNNI kernels (libjit_*_vnni_*) are for targets that have it:
+     * elsewhere they are never called, and their 512-bit dot products do
+     * not even select (LLVM aborts), so they are made internal here and
+     * dropped as unused before code generation. */
+    bool vnni = cpu_has_vnni(m);
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMSetTarget(mod, m->triple);
     LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m->tm);
@@ -469,7 +496,8 @@ void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
             continue;
         set_target_attributes(m, ctx, fn);
         size_t len;
-        if (!keep(m, LLVMGetValueName2(fn, &len)))
+        const char *name = LLVMGetValueName2(fn, &len);
+        if (!keep(m, name) || (!vnni && strstr(name, "_vnni")))
             LLVMSetLinkage(fn, LLVMInternalLinkage);
     }
     for (LLVMValueRef gv = LLVMGetFirstGlobal(mod); gv; gv = LLVMGetNextGlobal(gv)) {
