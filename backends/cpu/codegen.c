@@ -327,6 +327,18 @@ static void emit_kernel(CG *g, LLVMValueRef kernel, const char *name, const int6
     g->m->instr_worker[index] = strdup(LLVMGetValueName2(x->fn, &len));
 }
 
+/* A call that returns nonzero on failure: the entry returns instruction
+ * index + 1 there, which the caller reports by name. */
+static void return_on_failure(CG *g, LLVMValueRef status, int index) {
+    LLVMValueRef failed = LLVMBuildICmp(g->b, LLVMIntNE, status, LLVMConstInt(g->i32, 0, false), "");
+    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "fail");
+    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "ok");
+    LLVMBuildCondBr(g->b, failed, bad, ok);
+    LLVMPositionBuilderAtEnd(g->b, bad);
+    LLVMBuildRet(g->b, LLVMConstInt(g->i32, (unsigned long long)index + 1, false));
+    LLVMPositionBuilderAtEnd(g->b, ok);
+}
+
 /* if (libjit_generic(desc, ops)) return index + 1; -- the fallback lives in
  * glowc (JIT) or is linked in (executables and bundles, aot.c), so only
  * declared here. */
@@ -338,13 +350,7 @@ static void emit_generic(CG *g, LLVMValueRef desc, int index) {
     }
     LLVMValueRef args[2] = {desc, g->ops};
     LLVMValueRef status = call(g, fn, args, 2);
-    LLVMValueRef failed = LLVMBuildICmp(g->b, LLVMIntNE, status, LLVMConstInt(g->i32, 0, false), "");
-    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "fail");
-    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "ok");
-    LLVMBuildCondBr(g->b, failed, bad, ok);
-    LLVMPositionBuilderAtEnd(g->b, bad);
-    LLVMBuildRet(g->b, LLVMConstInt(g->i32, (unsigned long long)index + 1, false));
-    LLVMPositionBuilderAtEnd(g->b, ok);
+    return_on_failure(g, status, index);
 }
 
 static void note_function(CG *g, int index, const char *name) {
@@ -553,13 +559,7 @@ static void emit_dynamic_compute(CG *g, LirInstr *i, int index) {
     LLVMValueRef args[4] = {desc_global(g, w, nw, index), g->ops, g->mutables,
                             desc_global(g, slots, 2 * i->nops, -1 - index)};
     LLVMValueRef status = call(g, fn, args, 4);
-    LLVMValueRef failed = LLVMBuildICmp(g->b, LLVMIntNE, status, LLVMConstInt(g->i32, 0, false), "");
-    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "fail");
-    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "ok");
-    LLVMBuildCondBr(g->b, failed, bad, ok);
-    LLVMPositionBuilderAtEnd(g->b, bad);
-    LLVMBuildRet(g->b, LLVMConstInt(g->i32, (unsigned long long)index + 1, false));
-    LLVMPositionBuilderAtEnd(g->b, ok);
+    return_on_failure(g, status, index);
     note_function(g, index, "libjit_dynamic");
 }
 

@@ -42,12 +42,6 @@ typedef struct Conv {
     bool fast; /* 1 or 2 spatial axes */
 } Conv;
 
-LJ_INLINE int64_t list_at(const int64_t *d, int key, int i, int64_t dflt) {
-    int n;
-    const int64_t *v = lj_attr(d, key, &n);
-    return v && i < n ? v[i] : dflt;
-}
-
 /* Operands: 0 y, 1 x, 2 w, 3 bias (optional). One spatial axis is two with
  * a height of 1. */
 LJ_INLINE Conv conv_of(const int64_t *d) {
@@ -69,12 +63,12 @@ LJ_INLINE Conv conv_of(const int64_t *d) {
     s.ow = lj_dim(d, 0, 2 + x);
     s.kh = ns == 2 ? lj_dim(d, 2, 2) : 1;
     s.kw = lj_dim(d, 2, 2 + x);
-    s.sh = ns == 2 ? list_at(d, AK_strides, 0, 1) : 1;
-    s.sw = list_at(d, AK_strides, x, 1);
-    s.ph = ns == 2 ? list_at(d, AK_pads, 0, 0) : 0;
-    s.pw = list_at(d, AK_pads, x, 0);
-    s.dh = ns == 2 ? list_at(d, AK_dilations, 0, 1) : 1;
-    s.dw = list_at(d, AK_dilations, x, 1);
+    s.sh = ns == 2 ? lj_attr_at(d, AK_strides, 0, 1) : 1;
+    s.sw = lj_attr_at(d, AK_strides, x, 1);
+    s.ph = ns == 2 ? lj_attr_at(d, AK_pads, 0, 0) : 0;
+    s.pw = lj_attr_at(d, AK_pads, x, 0);
+    s.dh = ns == 2 ? lj_attr_at(d, AK_dilations, 0, 1) : 1;
+    s.dw = lj_attr_at(d, AK_dilations, x, 1);
     return s;
 }
 

@@ -20,12 +20,6 @@ typedef struct Ct {
     int64_t in_size, out_size, ksize;
 } Ct;
 
-LJ_INLINE int64_t ints_at(const int64_t *d, int key, int i, int64_t dflt) {
-    int n;
-    const int64_t *v = lj_attr(d, key, &n);
-    return v && i < n ? v[i] : dflt;
-}
-
 /* Operands: y, x, w[, bias]; w is [C][M/group][k...]. */
 LJ_INLINE Ct ct_plan(const int64_t *d) {
     Ct g = {.ns = lj_rank(d, 1) - 2};
@@ -40,9 +34,9 @@ LJ_INLINE Ct ct_plan(const int64_t *d) {
         g.in[i] = lj_dim(d, 1, 2 + i);
         g.out[i] = lj_dim(d, 0, 2 + i);
         g.k[i] = lj_dim(d, 2, 2 + i);
-        g.st[i] = ints_at(d, AK_strides, i, 1);
-        g.pad[i] = ints_at(d, AK_pads, i, 0);
-        g.dil[i] = ints_at(d, AK_dilations, i, 1);
+        g.st[i] = lj_attr_at(d, AK_strides, i, 1);
+        g.pad[i] = lj_attr_at(d, AK_pads, i, 0);
+        g.dil[i] = lj_attr_at(d, AK_dilations, i, 1);
         g.in_size *= g.in[i];
         g.out_size *= g.out[i];
         g.ksize *= g.k[i];

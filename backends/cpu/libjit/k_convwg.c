@@ -19,12 +19,6 @@ typedef struct Wg {
     int64_t in_size, out_size, ksize;
 } Wg;
 
-LJ_INLINE int64_t wg_attr(const int64_t *d, int key, int i, int64_t dflt) {
-    int n;
-    const int64_t *v = lj_attr(d, key, &n);
-    return v && i < n ? v[i] : dflt;
-}
-
 LJ_INLINE Wg wg_plan(const int64_t *d) {
     Wg g = {.ns = lj_rank(d, 1) - 2};
     g.n = lj_dim(d, 1, 0);
@@ -38,9 +32,9 @@ LJ_INLINE Wg wg_plan(const int64_t *d) {
         g.in[i] = lj_dim(d, 1, 2 + i);
         g.out[i] = lj_dim(d, 2, 2 + i);
         g.k[i] = lj_dim(d, 0, 2 + i);
-        g.st[i] = wg_attr(d, AK_strides, i, 1);
-        g.pad[i] = wg_attr(d, AK_pads, i, 0);
-        g.dil[i] = wg_attr(d, AK_dilations, i, 1);
+        g.st[i] = lj_attr_at(d, AK_strides, i, 1);
+        g.pad[i] = lj_attr_at(d, AK_pads, i, 0);
+        g.dil[i] = lj_attr_at(d, AK_dilations, i, 1);
         g.in_size *= g.in[i];
         g.out_size *= g.out[i];
         g.ksize *= g.k[i];

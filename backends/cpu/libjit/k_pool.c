@@ -10,17 +10,11 @@
 
 enum { PLANES_PER_UNIT = 4 };
 
-LJ_INLINE int64_t list_at(const int64_t *d, int key, int i, int64_t dflt) {
-    int n;
-    const int64_t *v = lj_attr(d, key, &n);
-    return v && i < n ? v[i] : dflt;
-}
-
 /* Operand 0 is y, the input is the last operand. One spatial axis is two
  * with a height of 1. */
-LJ_INLINE bool window_of(const int64_t *d, LjWindow *g) {
+LJ_INLINE bool pool_window(const int64_t *d, LjWindow *g) {
     int x = lj_nops(d) - 1, ns = lj_rank(d, x) - 2;
-    if (lj_nres(d) != 1 || (ns != 1 && ns != 2))
+    if (ns != 1 && ns != 2)
         return false;
     int a = ns - 1;
     *g = (LjWindow){
@@ -28,18 +22,23 @@ LJ_INLINE bool window_of(const int64_t *d, LjWindow *g) {
         .w = lj_dim(d, x, 2 + a),
         .oh = ns == 2 ? lj_dim(d, 0, 2) : 1,
         .ow = lj_dim(d, 0, 2 + a),
-        .kh = ns == 2 ? list_at(d, AK_kernel, 0, 1) : 1,
-        .kw = list_at(d, AK_kernel, a, 1),
-        .sh = ns == 2 ? list_at(d, AK_strides, 0, 1) : 1,
-        .sw = list_at(d, AK_strides, a, 1),
-        .ph = ns == 2 ? list_at(d, AK_pads, 0, 0) : 0,
-        .pw = list_at(d, AK_pads, a, 0),
-        .dh = ns == 2 ? list_at(d, AK_dilations, 0, 1) : 1,
-        .dw = list_at(d, AK_dilations, a, 1),
-        .ph_end = ns == 2 ? list_at(d, AK_pads, 2, 0) : 0,
-        .pw_end = list_at(d, AK_pads, ns + a, 0),
+        .kh = ns == 2 ? lj_attr_at(d, AK_kernel, 0, 1) : 1,
+        .kw = lj_attr_at(d, AK_kernel, a, 1),
+        .sh = ns == 2 ? lj_attr_at(d, AK_strides, 0, 1) : 1,
+        .sw = lj_attr_at(d, AK_strides, a, 1),
+        .ph = ns == 2 ? lj_attr_at(d, AK_pads, 0, 0) : 0,
+        .pw = lj_attr_at(d, AK_pads, a, 0),
+        .dh = ns == 2 ? lj_attr_at(d, AK_dilations, 0, 1) : 1,
+        .dw = lj_attr_at(d, AK_dilations, a, 1),
+        .ph_end = ns == 2 ? lj_attr_at(d, AK_pads, 2, 0) : 0,
+        .pw_end = lj_attr_at(d, AK_pads, ns + a, 0),
     };
     return true;
+}
+
+/* The window of a pool with one result. */
+LJ_INLINE bool window_of(const int64_t *d, LjWindow *g) {
+    return lj_nres(d) == 1 && pool_window(d, g);
 }
 
 LJ_INLINE int64_t planes(const int64_t *d) {
@@ -102,26 +101,8 @@ LIBJIT_SCRATCH libjit_avg_pool_f32_scratch(const int64_t *d, int slot) {
  * position; a window wholly in the padding gives -inf and -1. Column-major
  * storage_order runs the interpreter's kernel. */
 LJ_INLINE bool index_window(const int64_t *d, LjWindow *g) {
-    int ns = lj_rank(d, 2) - 2;
-    if (lj_nres(d) != 2 || lj_nops(d) != 3 || (ns != 1 && ns != 2) ||
-        lj_elem(d, 1) != ELEM_I64 || lj_attr_int(d, AK_storage_order, 0) != 0)
-        return false;
-    int a = ns - 1;
-    *g = (LjWindow){
-        .h = ns == 2 ? lj_dim(d, 2, 2) : 1,
-        .w = lj_dim(d, 2, 2 + a),
-        .oh = ns == 2 ? lj_dim(d, 0, 2) : 1,
-        .ow = lj_dim(d, 0, 2 + a),
-        .kh = ns == 2 ? list_at(d, AK_kernel, 0, 1) : 1,
-        .kw = list_at(d, AK_kernel, a, 1),
-        .sh = ns == 2 ? list_at(d, AK_strides, 0, 1) : 1,
-        .sw = list_at(d, AK_strides, a, 1),
-        .ph = ns == 2 ? list_at(d, AK_pads, 0, 0) : 0,
-        .pw = list_at(d, AK_pads, a, 0),
-        .dh = ns == 2 ? list_at(d, AK_dilations, 0, 1) : 1,
-        .dw = list_at(d, AK_dilations, a, 1),
-    };
-    return true;
+    return lj_nres(d) == 2 && lj_nops(d) == 3 && lj_elem(d, 1) == ELEM_I64 &&
+           lj_attr_int(d, AK_storage_order, 0) == 0 && pool_window(d, g);
 }
 
 LJ_INLINE void max_pool_index(const LjWindow *g, const float *x, float *y, int64_t *idx,

@@ -23,13 +23,6 @@ LJ_INLINE void lj_store_q(int e, void *y, int64_t i, double v, int64_t zp) {
     lj_st_i64(e, y, i, (int64_t)(q != q ? lo : q < lo ? lo : q > hi ? hi : q));
 }
 
-/* Value i of an ints attribute, or dflt. */
-LJ_INLINE int64_t lj_attr_at(const int64_t *d, int key, int i, int64_t dflt) {
-    int n;
-    const int64_t *v = lj_attr(d, key, &n);
-    return v && i < n ? v[i] : dflt;
-}
-
 typedef struct LjQWin {
     int ns;
     int64_t kernel[DESC_MAX_RANK], stride[DESC_MAX_RANK], dilation[DESC_MAX_RANK];

@@ -124,6 +124,13 @@ LJ_INLINE int64_t lj_attr_int(const int64_t *d, int key, int64_t dflt) {
     return v ? v[0] : dflt;
 }
 
+/* Value i of an ints attribute, or dflt. */
+LJ_INLINE int64_t lj_attr_at(const int64_t *d, int key, int i, int64_t dflt) {
+    int n;
+    const int64_t *v = lj_attr(d, key, &n);
+    return v && i < n ? v[i] : dflt;
+}
+
 LJ_INLINE double lj_bits_f64(int64_t bits) {
     double x;
     memcpy(&x, &bits, sizeof x);
