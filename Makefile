@@ -303,13 +303,15 @@ test-unit: $(UNIT_BINS)
 # Training (issue 19): the differentiate and train fixtures; every gradient
 # rule against central finite differences in double precision, on the
 # interpreter and as native code; gradients, first losses and a training run
-# of the digits model and an MLP against torch.
+# of the digits model and an MLP against torch; one step of each benchmark
+# network (and a transformer encoder) against torch autograd.
 test-train: $(BUILD)/glowc
 	PATH="$(LLVM_BIN):$$PATH" $(LIT) -sv --param glowc=$(abspath $(BUILD)/glowc) \
 	  fixtures/graph/differentiate.hl fixtures/graph/differentiate_bn.hl \
 	  fixtures/graph/differentiate_errors.hl fixtures/train
 	GLOWC=$(abspath $(BUILD)/glowc) $(PYTHON) tests/train/check_fd.py --backend=interp
 	GLOWC=$(abspath $(BUILD)/glowc) $(PYTHON) tests/train/check_torch.py
+	GLOWC=$(abspath $(BUILD)/glowc) $(PYTHON) tests/train/check_models.py
 
 # The finite-difference cases as native code: an LLVM compile each (about 5
 # minutes on the 2-core machine), so not in make test, which checks the same
