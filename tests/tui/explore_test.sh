@@ -496,6 +496,22 @@ expect "| error: not a valid ONNX model"     # the status line, without the path
 keys q
 expect "EXIT=0"
 
+# ---- the training function: a differentiate step, then its passes (issue 19) ----
+cp "$(dirname "$0")/../../fixtures/models/digits.onnx" "$WORK/digits.onnx"
+start 160 45 "$GLOWC" explore --train --optimizer=adam digits.onnx
+expect "digits.onnx | step 0/"
+expect_re "1 differentiate +\+[0-9]+-[0-9]+"   # the gradient nodes come in one step
+keys Down Enter
+expect "step 1/"
+keys / n l l _ l o s s Enter             # the loss is part of the graph
+expect_re "%[0-9]+ = nll_loss\("
+keys 6 / c o n v _ w e i g h t _ g r a d Enter    # what differentiate added
+expect_re "\+ +%[0-9]+ = conv_weight_grad"
+keys 3                                   # the training function lowered and allocated
+expect "lir"
+keys q
+expect "EXIT=0"
+
 if [ "$FAILED" = 0 ]; then
     echo "explore_test: all passed"
 fi
