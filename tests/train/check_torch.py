@@ -21,12 +21,14 @@ Usage: check_torch.py [--skip-train] [--epochs E] [--backend B]"""
 import argparse
 import os
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (BnNet, DigitsNet, Mlp, NOISE_STREAM, digits_split, export,  # noqa: E402
+from common import (GLOWC, ROOT, BnNet, DigitsNet, Mlp, NOISE_STREAM, digits_split, export,  # noqa: E402
                     glowc_train, initializers, splitmix_shuffle, splitmix_uniform, np, torch)
 
 LR_GRAD = 100.0
@@ -253,6 +255,44 @@ def check_training(tmp, xt, yt, xv, yv, epochs, backend):
           f"(median, 2 threads)")
     if acc < 97:
         raise SystemExit(f"FAIL: held-out accuracy {acc:.2f}% < 97%")
+    check_trained_runs(tmp, trained, xv)
+
+
+def check_trained_runs(tmp, trained, xv):
+    """The model glowc wrote runs on `glowc run` and on ONNX Runtime (when
+    node and onnxruntime-node are at hand) with the held-out images, both
+    giving torch's logits for the same weights within 1e-5 of the largest
+    (float32, the summation orders differ: about 1e-7 measured)."""
+    xf = os.path.join(tmp, "xv.npy")
+    with torch.no_grad():
+        want = load(DigitsNet(), initializers(trained))(torch.from_numpy(xv)).numpy()
+    runs = {}
+    out = os.path.join(tmp, "run_trained")
+    r = subprocess.run([GLOWC, "run", trained, "--input", "image=" + xf, "--output-dir", out],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit("FAIL: glowc run on the trained model: " + r.stderr)
+    runs["glowc run"] = np.load(os.path.join(out, "logits.npy"))
+    modules = os.environ.get("ORT_NODE_MODULES") or os.path.join(ROOT, "build", "ort", "node_modules")
+    if shutil.which("node") and os.path.isdir(os.path.join(modules, "onnxruntime-node")):
+        out = os.path.join(tmp, "ort_trained")
+        os.makedirs(out, exist_ok=True)
+        r = subprocess.run(["node", os.path.join(ROOT, "tests", "difftest", "ort_run.js"), trained, out,
+                            "image=" + xf], capture_output=True, text=True,
+                           env=dict(os.environ, NODE_PATH=modules))
+        if r.returncode:
+            raise SystemExit("FAIL: ONNX Runtime on the trained model: " + r.stderr)
+        runs["ONNX Runtime"] = np.load(os.path.join(out, "logits.npy"))
+    else:
+        print("  ONNX Runtime: not run on the trained model (no node or onnxruntime-node; "
+              "set ORT_NODE_MODULES)")
+    scale = np.abs(want).max()
+    for who, got in runs.items():
+        err = np.abs(got - want).max() / scale
+        print(f"  the trained model on {who}: {len(xv)} held-out logits within {err:.1e} of torch's "
+              f"(limit 1e-5)")
+        if got.shape != want.shape or err > 1e-5:
+            raise SystemExit(f"FAIL: {who} on the trained model differs from torch by {err:.2e}")
 
 
 def main():
