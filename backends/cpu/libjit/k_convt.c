@@ -11,37 +11,11 @@
 #include "backends/cpu/libjit/gemm.h"
 #include "backends/cpu/libjit/kernels.h"
 
-enum { CT_MAX = 3 };
-
-typedef struct Ct {
-    int ns;
-    int64_t n, c, m, group, cg, mg;
-    int64_t in[CT_MAX], out[CT_MAX], k[CT_MAX], st[CT_MAX], pad[CT_MAX], dil[CT_MAX];
-    int64_t in_size, out_size, ksize;
-} Ct;
+typedef LjConvGeom Ct;
 
 /* Operands: y, x, w[, bias]; w is [C][M/group][k...]. */
 LJ_INLINE Ct ct_plan(const int64_t *d) {
-    Ct g = {.ns = lj_rank(d, 1) - 2};
-    g.n = lj_dim(d, 1, 0);
-    g.c = lj_dim(d, 1, 1);
-    g.m = lj_dim(d, 0, 1);
-    g.group = lj_attr_int(d, AK_group, 1);
-    g.cg = g.c / g.group;
-    g.mg = g.m / g.group;
-    g.in_size = g.out_size = g.ksize = 1;
-    for (int i = 0; i < g.ns && i < CT_MAX; i++) {
-        g.in[i] = lj_dim(d, 1, 2 + i);
-        g.out[i] = lj_dim(d, 0, 2 + i);
-        g.k[i] = lj_dim(d, 2, 2 + i);
-        g.st[i] = lj_attr_at(d, AK_strides, i, 1);
-        g.pad[i] = lj_attr_at(d, AK_pads, i, 0);
-        g.dil[i] = lj_attr_at(d, AK_dilations, i, 1);
-        g.in_size *= g.in[i];
-        g.out_size *= g.out[i];
-        g.ksize *= g.k[i];
-    }
-    return g;
+    return lj_conv_geom(d, 1, 0, 2);
 }
 
 LIBJIT_WORK libjit_conv_transpose_any_work(const int64_t *d) {
@@ -56,20 +30,20 @@ LIBJIT_KERNEL libjit_conv_transpose_any(const int64_t *d, void *const *ops, int6
     int ey = lj_elem(d, 0), ex = lj_elem(d, 1), ew = lj_elem(d, 2);
     bool has_bias = lj_nops(d) == 4;
     int eb = has_bias ? lj_elem(d, 3) : ey;
-    if (g.ns < 1 || g.ns > CT_MAX)
+    if (g.ns < 1 || g.ns > LJ_CONV_MAX)
         return;
     for (int64_t pl = lo; pl < hi && pl < g.n * g.m; pl++) {
         int64_t b = pl / g.m, m = pl % g.m, gr = m / g.mg, mm = m % g.mg;
         double bias = has_bias ? lj_ld_f64(eb, ops[3], m) : 0;
         for (int64_t op = 0; op < g.out_size; op++) {
-            int64_t o[CT_MAX] = {0}, r = op;
+            int64_t o[LJ_CONV_MAX] = {0}, r = op;
             for (int i = g.ns - 1; i >= 0; i--) {
                 o[i] = r % g.out[i];
                 r /= g.out[i];
             }
             double acc = 0;
             for (int64_t kp = 0; kp < g.ksize; kp++) {
-                int64_t ip = 0, kr = kp, kidx[CT_MAX];
+                int64_t ip = 0, kr = kp, kidx[LJ_CONV_MAX];
                 bool ok = true;
                 for (int i = g.ns - 1; i >= 0; i--) {
                     kidx[i] = kr % g.k[i];
@@ -117,7 +91,7 @@ typedef struct CtF {
 
 LJ_INLINE CtF ctf_plan(const int64_t *d) {
     CtF p = {.g = ct_plan(d)};
-    p.fast = p.g.ns >= 1 && p.g.ns <= CT_MAX && p.g.mg > 0 && p.g.cg > 0;
+    p.fast = p.g.ns >= 1 && p.g.ns <= LJ_CONV_MAX && p.g.mg > 0 && p.g.cg > 0;
     for (int k = 1; k < lj_nops(d); k++)
         p.fast = p.fast && lj_elem(d, k) == ELEM_F32;
     if (!p.fast)
@@ -159,7 +133,7 @@ LIBJIT_SCRATCH libjit_conv_transpose_f32_scratch(const int64_t *d, int slot) {
 LJ_INLINE void ct_col2im(const Ct *g, const float *col, int64_t j0, int64_t j1,
                          const int64_t *kidx, float *plane) {
     int last = g->ns - 1;
-    int64_t off[CT_MAX];
+    int64_t off[LJ_CONV_MAX];
     for (int i = 0; i < g->ns; i++)
         off[i] = kidx[i] * g->dil[i] - g->pad[i];
     int64_t st = g->st[last], nin = g->in[last], nout = g->out[last];
@@ -168,7 +142,7 @@ LJ_INLINE void ct_col2im(const Ct *g, const float *col, int64_t j0, int64_t j1,
     qhi = qhi < nin ? qhi : nin;
     for (int64_t ip = j0; ip < j1;) {
         int64_t q = ip % nin, row = ip - q, end = row + nin < j1 ? row + nin : j1;
-        int64_t base = 0, r = ip / nin, qs[CT_MAX];
+        int64_t base = 0, r = ip / nin, qs[LJ_CONV_MAX];
         bool ok = true;
         for (int i = last - 1; i >= 0; i--) {
             qs[i] = r % g->in[i];
@@ -222,7 +196,7 @@ LJ_INLINE void ctf_unit(const CtF *p, void *const *ops, bool has_bias, int64_t u
                      .ldb = g->in_size, .c = colb, .ldc = n, .sc = sc};
         lj_sgemm(&gm);
         for (int64_t r = 0; r < rows; r++) {
-            int64_t kidx[CT_MAX], kr = r % g->ksize;
+            int64_t kidx[LJ_CONV_MAX], kr = r % g->ksize;
             for (int i = g->ns - 1; i >= 0; i--) {
                 kidx[i] = kr % g->k[i];
                 kr /= g->k[i];

@@ -10,37 +10,11 @@
 #include "backends/cpu/libjit/gemm.h"
 #include "backends/cpu/libjit/kernels.h"
 
-enum { WG_MAX = 3 };
+typedef LjConvGeom Wg;
 
-typedef struct Wg {
-    int ns;
-    int64_t n, c, m, group, cg, mg, kdim;
-    int64_t in[WG_MAX], out[WG_MAX], k[WG_MAX], st[WG_MAX], pad[WG_MAX], dil[WG_MAX];
-    int64_t in_size, out_size, ksize;
-} Wg;
-
+/* Operands: dw, x, dy; dw is [M][C/group][k...]. */
 LJ_INLINE Wg wg_plan(const int64_t *d) {
-    Wg g = {.ns = lj_rank(d, 1) - 2};
-    g.n = lj_dim(d, 1, 0);
-    g.c = lj_dim(d, 1, 1);
-    g.m = lj_dim(d, 2, 1);
-    g.group = lj_attr_int(d, AK_group, 1);
-    g.cg = g.c / g.group;
-    g.mg = g.m / g.group;
-    g.in_size = g.out_size = g.ksize = 1;
-    for (int i = 0; i < g.ns && i < WG_MAX; i++) {
-        g.in[i] = lj_dim(d, 1, 2 + i);
-        g.out[i] = lj_dim(d, 2, 2 + i);
-        g.k[i] = lj_dim(d, 0, 2 + i);
-        g.st[i] = lj_attr_at(d, AK_strides, i, 1);
-        g.pad[i] = lj_attr_at(d, AK_pads, i, 0);
-        g.dil[i] = lj_attr_at(d, AK_dilations, i, 1);
-        g.in_size *= g.in[i];
-        g.out_size *= g.out[i];
-        g.ksize *= g.k[i];
-    }
-    g.kdim = g.cg * g.ksize;
-    return g;
+    return lj_conv_geom(d, 1, 2, 0);
 }
 
 LJ_INLINE void wg_tap(const Wg *g, int64_t kp, int64_t *kidx) {
@@ -60,17 +34,17 @@ LIBJIT_KERNEL libjit_conv_weight_grad_any(const int64_t *d, void *const *ops, in
                                           int64_t hi, LjScratch *sc) {
     Wg g = wg_plan(d);
     int ew = lj_elem(d, 0), ex = lj_elem(d, 1), ey = lj_elem(d, 2);
-    if (g.ns < 1 || g.ns > WG_MAX)
+    if (g.ns < 1 || g.ns > LJ_CONV_MAX)
         return;
     for (int64_t m = lo; m < hi && m < g.m; m++) {
         int64_t gr = m / g.mg;
         for (int64_t r = 0; r < g.kdim; r++) {
-            int64_t c = gr * g.cg + r / g.ksize, kidx[WG_MAX];
+            int64_t c = gr * g.cg + r / g.ksize, kidx[LJ_CONV_MAX];
             wg_tap(&g, r % g.ksize, kidx);
             double acc = 0;
             for (int64_t b = 0; b < g.n; b++)
                 for (int64_t p = 0; p < g.out_size; p++) {
-                    int64_t off = 0, pr = p, o[WG_MAX];
+                    int64_t off = 0, pr = p, o[LJ_CONV_MAX];
                     for (int i = g.ns - 1; i >= 0; i--) {
                         o[i] = pr % g.out[i];
                         pr /= g.out[i];
@@ -100,7 +74,7 @@ LIBJIT_KERNEL libjit_conv_weight_grad_any(const int64_t *d, void *const *ops, in
 enum { WG_COLS = 2 * LJ_GEMM_NR, WG_POS = 256 };
 
 LJ_INLINE bool wg_fast(const int64_t *d, const Wg *g) {
-    bool fast = g->ns >= 1 && g->ns <= WG_MAX && g->mg > 0 && g->kdim > 0;
+    bool fast = g->ns >= 1 && g->ns <= LJ_CONV_MAX && g->mg > 0 && g->kdim > 0;
     for (int k = 0; k < 3; k++)
         fast = fast && lj_elem(d, k) == ELEM_F32;
     return fast;
@@ -141,7 +115,7 @@ LIBJIT_SCRATCH libjit_conv_weight_grad_f32_scratch(const int64_t *d, int slot) {
 LJ_INLINE void wg_im2col(const Wg *g, const float *x, const int64_t *kidx, int64_t p0,
                          int64_t np, float *col, int64_t ldc) {
     int last = g->ns - 1;
-    int64_t o[WG_MAX], pr = p0;
+    int64_t o[LJ_CONV_MAX], pr = p0;
     for (int i = last; i >= 0; i--) {
         o[i] = pr % g->out[i];
         pr /= g->out[i];
@@ -179,7 +153,7 @@ LJ_INLINE void wg_unit(const Wg *g, void *const *ops, int64_t u, float *buf, LjS
     for (int64_t m = 0; m < g->mg; m++)
         for (int64_t j = 0; j < nj; j++)
             dw[m * g->kdim + j] = 0.0f;
-    int64_t taps[WG_COLS][WG_MAX];
+    int64_t taps[WG_COLS][LJ_CONV_MAX];
     for (int64_t j = 0; j < nj; j++)
         wg_tap(g, (j0 + j) % g->ksize, taps[j]);
     for (int64_t b = 0; b < g->n; b++) {

@@ -131,6 +131,44 @@ LJ_INLINE int64_t lj_attr_at(const int64_t *d, int key, int i, int64_t dflt) {
     return v && i < n ? v[i] : dflt;
 }
 
+/* The geometry of a convolution-shaped kernel (conv_transpose, the weight
+ * gradient): x is the side with C channels, y the side with M, w the
+ * [.][.][k...] kernel; each kernel names which operand holds which. */
+enum { LJ_CONV_MAX = 3 };
+
+typedef struct LjConvGeom {
+    int ns;
+    int64_t n, c, m, group, cg, mg;
+    int64_t in[LJ_CONV_MAX], out[LJ_CONV_MAX], k[LJ_CONV_MAX];
+    int64_t st[LJ_CONV_MAX], pad[LJ_CONV_MAX], dil[LJ_CONV_MAX];
+    int64_t in_size, out_size, ksize;
+    int64_t kdim; /* an im2col column of x: C/group x the taps */
+} LjConvGeom;
+
+LJ_INLINE LjConvGeom lj_conv_geom(const int64_t *d, int x, int y, int w) {
+    LjConvGeom g = {.ns = lj_rank(d, x) - 2};
+    g.n = lj_dim(d, x, 0);
+    g.c = lj_dim(d, x, 1);
+    g.m = lj_dim(d, y, 1);
+    g.group = lj_attr_int(d, AK_group, 1);
+    g.cg = g.c / g.group;
+    g.mg = g.m / g.group;
+    g.in_size = g.out_size = g.ksize = 1;
+    for (int i = 0; i < g.ns && i < LJ_CONV_MAX; i++) {
+        g.in[i] = lj_dim(d, x, 2 + i);
+        g.out[i] = lj_dim(d, y, 2 + i);
+        g.k[i] = lj_dim(d, w, 2 + i);
+        g.st[i] = lj_attr_at(d, AK_strides, i, 1);
+        g.pad[i] = lj_attr_at(d, AK_pads, i, 0);
+        g.dil[i] = lj_attr_at(d, AK_dilations, i, 1);
+        g.in_size *= g.in[i];
+        g.out_size *= g.out[i];
+        g.ksize *= g.k[i];
+    }
+    g.kdim = g.cg * g.ksize;
+    return g;
+}
+
 LJ_INLINE double lj_bits_f64(int64_t bits) {
     double x;
     memcpy(&x, &bits, sizeof x);
