@@ -1,6 +1,9 @@
 /* Region queries for the LIR passes. */
 #include "passes/lir/lir_util.h"
 
+#include <stdint.h>
+#include <stdlib.h>
+
 Region buf_region(LirBuf *b) {
     LirBuf *s = lir_storage(b);
     int64_t begin = b->kind == LB_VIEW ? b->offset : 0;
@@ -66,4 +69,33 @@ bool used_after(const LirInstr *from, LirBuf *storage) {
 
 LirInstr *find_alloc_instr(LirBuf *storage) {
     return storage->kind == LB_ALLOC ? storage->def : NULL;
+}
+
+static int by_address(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)*(LirBuf *const *)a, y = (uintptr_t)*(LirBuf *const *)b;
+    return (x > y) - (x < y);
+}
+
+BufIndex buf_index_new(LirProgram *p) {
+    BufIndex x = {arena_alloc_array(p->arena, (size_t)(p->nbufs > 0 ? p->nbufs : 1), sizeof(LirBuf *)),
+                  0};
+    for (int b = 0; b < p->nbufs; b++)
+        x.sorted[x.n++] = p->bufs[b];
+    qsort(x.sorted, (size_t)x.n, sizeof(LirBuf *), by_address);
+    return x;
+}
+
+int buf_index_of(const BufIndex *x, const LirBuf *b) {
+    int lo = 0, hi = x->n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        uintptr_t m = (uintptr_t)x->sorted[mid], want = (uintptr_t)b;
+        if (m == want)
+            return mid;
+        if (m < want)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
 }

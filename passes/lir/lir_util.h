@@ -28,4 +28,16 @@ bool instr_mentions(const LirInstr *i, Region r);
 bool used_after(const LirInstr *from, LirBuf *storage);
 LirInstr *find_alloc_instr(LirBuf *storage);
 
+/* A dense index over a program's buffers (their ids may be sparse: the text
+ * form keeps its labels), for passes that keep a value per storage buffer
+ * instead of rescanning the program per buffer. */
+typedef struct BufIndex {
+    LirBuf **sorted; /* the buffers by address */
+    int n;
+} BufIndex;
+
+BufIndex buf_index_new(LirProgram *p); /* in the program's arena */
+/* b's position in 0..n-1, or -1 if it is not one of the program's buffers. */
+int buf_index_of(const BufIndex *x, const LirBuf *b);
+
 #endif
