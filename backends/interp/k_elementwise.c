@@ -421,6 +421,7 @@ BINARY(mod, bool use_fmod = node_attr_int(node, AK_fmod, 0) != 0,
        use_fmod ? fmod(x, y) : fmod_python(x, y), use_fmod ? ifmod(x, y) : imod(x, y))
 BINARY(pow, , pow(x, y), ipow(x, y))
 BINARY(prelu, , x < 0 ? y * x : x, x < 0 ? WRAP(*) : x)
+BINARY(relu_grad, , y > 0 ? x : 0, y > 0 ? x : 0)
 
 /* Shifts of unsigned integers; shifting by the width or more gives 0. */
 bool k_bitshift(const KernelArgs *a) {

@@ -184,12 +184,10 @@ static bool grad_neg(Grad *g, Node *n, Value *dy, Value **dx) {
 }
 
 /* relu: dy where the result is positive (the result, not the operand, so
- * that a later pass may still fuse the relu into its producer). */
+ * that a later pass may still fuse the relu into its producer), one
+ * relu_grad node. */
 static bool grad_relu(Grad *g, Node *n, Value *dy, Value **dx) {
-    ElemKind e = dy->type.elem;
-    Value *pos = op2(g, NK_GREATER, &n->res[0], scalar(g, e, 0));
-    Value *ops[3] = {pos, dy, scalar(g, e, 0)};
-    dx[0] = add_node(g, new_node(g, NK_WHERE, 3, ops, 1));
+    dx[0] = op2(g, NK_RELU_GRAD, dy, &n->res[0]);
     return true;
 }
 

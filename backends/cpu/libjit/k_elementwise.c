@@ -166,6 +166,7 @@ LJ_INLINE vf32 binary_vec(NodeKind k, vf32 a, vf32 b) {
     case NK_MAX: return lj_select(a != a, a, lj_select(b != b, b, lj_max(a, b)));
     case NK_MIN: return lj_select(a != a, a, lj_select(b != b, b, lj_min(a, b)));
     case NK_PRELU: return lj_select(a < 0, a * b, a);
+    case NK_RELU_GRAD: return lj_select(b > 0, a, lj_splat(0));
     case NK_POW:
         for (int i = 0; i < LJ_VL; i++)
             a[i] = powf(a[i], b[i]);

@@ -83,7 +83,7 @@ LJ_DECLARE_WORK(cast_f32)
     X(gelu, NK_GELU)
 #define LJ_BINARY_KERNELS(X)                                                                  \
     X(add, NK_ADD) X(sub, NK_SUB) X(mul, NK_MUL) X(div, NK_DIV) X(max, NK_MAX)               \
-    X(min, NK_MIN) X(prelu, NK_PRELU) X(pow, NK_POW)
+    X(min, NK_MIN) X(prelu, NK_PRELU) X(pow, NK_POW) X(relu_grad, NK_RELU_GRAD)
 #define LJ_DECLARE_F32(name, kind) LJ_DECLARE_KERNEL(name##_f32) LJ_DECLARE_WORK(name##_f32)
 LJ_UNARY_KERNELS(LJ_DECLARE_F32)
 LJ_BINARY_KERNELS(LJ_DECLARE_F32)
@@ -141,7 +141,8 @@ LJ_BINARY_KERNELS(LJ_DECLARE_F32)
     X(max, NK_MAX, x != x || y != y ? NAN : fmax(x, y), x > y ? x : y)                        \
     X(mod, NK_MOD, use_fmod ? fmod(x, y) : fmod_python(x, y), use_fmod ? ifmod(x, y) : imod(x, y)) \
     X(pow, NK_POW, pow(x, y), ipow(x, y))                                                     \
-    X(prelu, NK_PRELU, x < 0 ? y * x : x, x < 0 ? LJ_WRAP(*) : x)
+    X(prelu, NK_PRELU, x < 0 ? y * x : x, x < 0 ? LJ_WRAP(*) : x)                           \
+    X(relu_grad, NK_RELU_GRAD, y > 0 ? x : 0, y > 0 ? x : 0)
 #define LJ_ANY_COMPARE(X)                                                                     \
     X(equal, NK_EQUAL, ==) X(less, NK_LESS, <) X(less_equal, NK_LESS_EQUAL, <=)               \
     X(greater, NK_GREATER, >) X(greater_equal, NK_GREATER_EQUAL, >=)
