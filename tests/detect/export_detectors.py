@@ -80,7 +80,7 @@ def pick_thresh(model, name, x):
 
 
 x = image()
-np.save(os.path.join(out, "image.npy"), x.numpy())
+np.save(os.path.join(out, "image.npy"), x[0].numpy())  # the models take a list of CHW images
 for name, make in MODELS.items():
     torch.manual_seed(0)
     model = calibrate(make(), x[0])
