@@ -1280,6 +1280,22 @@ static bool infer_scatter(Node *n, DiagList *d) {
 static bool infer_expand(Node *n, DiagList *d) {
     const Type *x = op_type(n, 0);
     Type *r = &n->res[0].type, t;
+    if (n->nops > 1) { /* a run-time shape: the declared bounds must hold x */
+        const Type *s = op_type(n, 1);
+        if (s->elem != ELEM_I64 || s->rank != 1 || s->dims[0] > r->rank) {
+            node_error(d, n, "operand 1 (the shape) must be i64 with at most %d elements", r->rank);
+            return false;
+        }
+        Type rs = *r;
+        rs.dyn = 0;
+        if (r->elem != x->elem || !type_broadcast(x, &rs, &t) || t.rank != r->rank ||
+            memcmp(t.dims, r->dims, sizeof(int64_t) * (size_t)r->rank)) {
+            char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+            node_error(d, n, "cannot expand %s to %s", tstr(x, a), tstr(r, b));
+            return false;
+        }
+        return true;
+    }
     if (r->elem != x->elem || !type_broadcast(x, r, &t) || !type_same_shape(&t, r)) {
         char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
         node_error(d, n, "cannot expand %s to %s", tstr(x, a), tstr(r, b));
@@ -2102,7 +2118,9 @@ static bool body_params_fit(Node *n, DiagList *d, const Function *b, int first, 
     }
     for (int i = first; i < n->nops; i++) {
         const Type *p = &b->params[i - first + pfirst]->res[0].type;
-        if (!type_equal(p, op_type(n, i))) {
+        /* At run time the operands have their run-time sizes, within the
+         * bounds the body was typed at. */
+        if (!type_equal(p, op_type(n, i)) && !type_fits(op_type(n, i), p)) {
             char a[TYPE_STR_MAX], c[TYPE_STR_MAX];
             node_error(d, n, "operand %d is %s but its %s body's parameter %d is %s", i,
                        tstr(op_type(n, i), a), b->name, i - first + pfirst, tstr(p, c));
@@ -2142,14 +2160,16 @@ static bool infer_if_region(Node *n, DiagList *d) {
         return false;
     }
     for (int i = 0; i < n->nres; i++) {
+        /* Branches may differ in sizes (an empty constant in one, a
+         * bounded-dynamic value in the other, as torchvision's batched_nms
+         * exports): the result is dynamic there, bounded by the larger. */
         const Type *a = &t->outputs[i]->type, *b = &e->outputs[i]->type;
-        if (!type_equal(a, b)) {
+        if (!type_join(a, b, &n->res[i].type)) {
             char x[TYPE_STR_MAX], y[TYPE_STR_MAX];
             node_error(d, n, "its branches disagree on result %d: then returns %s, else %s", i,
                        tstr(a, x), tstr(b, y));
             return false;
         }
-        n->res[i].type = *a;
     }
     return true;
 }
@@ -2378,11 +2398,11 @@ bool infer_node(Node *n, DiagList *d) {
     int first = first_dynamic_operand(n);
     if (first < 0)
         return infer_static(n, d);
-    if (node_kind_has(n->kind, NF_REGION)) {
-        node_error(d, n, "operand %d has a bounded-dynamic dimension, which a region does not "
-                   "take yet", first);
-        return false;
-    }
+    /* A region's bodies were typed with the bounds of its dynamic operands
+     * (their parameters carry the marks, so the nodes inside are probed as
+     * any other); its own rule reads the bodies' result types. */
+    if (node_kind_has(n->kind, NF_REGION))
+        return infer_static(n, d);
     assert(n->func && n->func->module); /* the probe's scratch is the module's arena */
     return infer_dynamic(n, d, first);
 }

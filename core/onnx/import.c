@@ -439,6 +439,166 @@ static bool depends_on_input(ImportCtx *ic, const Value *v) {
     return walk_inputs(ic, v, NULL);
 }
 
+/* ---- bounds of run-time shape values ---------------------------------------- */
+
+/* The bounds of v's elements, through what exporters compute shapes with:
+ * Shape of a bounded-dynamic value (its bounds), constants, and the
+ * gathers, slices, concats, reshapes, casts, min/max and sums of sizes
+ * that follow. Every rule keeps hi an upper bound of each element and
+ * needs the elements non-negative where it adds or multiplies (sizes
+ * are). depth stops a long chain. */
+typedef struct Bounds {
+    int n;
+    int64_t hi[MAX_RANK];
+    uint8_t dyn;
+} Bounds;
+
+static bool bounds_of(OnnxNode *on, Value *v, Bounds *b, int depth);
+
+static bool bounds_const(OnnxNode *on, Value *v, Bounds *b) {
+    Tensor *t = on_try_static(on, v);
+    if (!t || elem_is_float(t->type.elem) || tensor_numel(t) > MAX_RANK)
+        return false;
+    b->n = (int)tensor_numel(t);
+    b->dyn = 0;
+    for (int i = 0; i < b->n; i++)
+        b->hi[i] = tensor_get_i64(t, i);
+    return true;
+}
+
+/* a op b elementwise, a one-element side broadcast. */
+static bool bounds_binary(NodeKind k, const Bounds *x, const Bounds *y, Bounds *b) {
+    if (x->n != y->n && x->n != 1 && y->n != 1)
+        return false;
+    b->n = x->n > y->n ? x->n : y->n;
+    b->dyn = 0;
+    for (int i = 0; i < b->n; i++) {
+        int xi = x->n == 1 ? 0 : i, yi = y->n == 1 ? 0 : i;
+        int64_t p = x->hi[xi], q = y->hi[yi];
+        bool dp = (x->dyn >> xi) & 1, dq = (y->dyn >> yi) & 1;
+        bool nonneg = p >= 0 && q >= 0;
+        switch (k) {
+        case NK_MIN: /* min(a, b) <= min(bound a, bound b); exact if both are */
+            b->hi[i] = p < q ? p : q;
+            break;
+        case NK_MAX:
+            b->hi[i] = p > q ? p : q;
+            break;
+        case NK_ADD:
+            if (!nonneg || __builtin_add_overflow(p, q, &b->hi[i]))
+                return false;
+            break;
+        case NK_MUL:
+            if (!nonneg || __builtin_mul_overflow(p, q, &b->hi[i]))
+                return false;
+            break;
+        default: return false;
+        }
+        if (dp || dq)
+            b->dyn |= (uint8_t)(1u << i);
+    }
+    return true;
+}
+
+static bool bounds_node(OnnxNode *on, const Node *n, Bounds *b, int depth) {
+    Bounds x, y;
+    switch (n->kind) {
+    case NK_SHAPE: {
+        const Type *t = &n->ops[0]->type;
+        b->n = t->rank;
+        b->dyn = t->dyn;
+        for (int i = 0; i < t->rank; i++)
+            b->hi[i] = t->dims[i];
+        return true;
+    }
+    case NK_RESHAPE:
+    case NK_SQUEEZE:
+    case NK_UNSQUEEZE:
+    case NK_IDENTITY:
+    case NK_CAST:
+        return !elem_is_float(n->res[0].type.elem) && bounds_of(on, n->ops[0], b, depth + 1);
+    case NK_CONCAT:
+        b->n = 0;
+        b->dyn = 0;
+        for (int k = 0; k < n->nops; k++) {
+            if (!bounds_of(on, n->ops[k], &x, depth + 1) || b->n + x.n > MAX_RANK)
+                return false;
+            for (int i = 0; i < x.n; i++)
+                b->hi[b->n + i] = x.hi[i];
+            b->dyn |= (uint8_t)(x.dyn << b->n);
+            b->n += x.n;
+        }
+        return true;
+    case NK_GATHER: {
+        Tensor *idx = on_try_static(on, n->ops[1]);
+        if (!idx || n->ops[0]->type.rank != 1 || !bounds_of(on, n->ops[0], &x, depth + 1))
+            return false;
+        b->n = (int)tensor_numel(idx);
+        b->dyn = 0;
+        for (int i = 0; i < b->n; i++) {
+            int64_t j = tensor_get_i64(idx, i);
+            j += j < 0 ? x.n : 0;
+            if (j < 0 || j >= x.n)
+                return false;
+            b->hi[i] = x.hi[j];
+            b->dyn |= (uint8_t)(((x.dyn >> j) & 1u) << i);
+        }
+        return true;
+    }
+    case NK_SLICE: {
+        int k;
+        const int64_t *st = node_attr_ints(n, AK_starts, &k), *sp = node_attr_ints(n, AK_steps, &k);
+        if (n->ops[0]->type.rank != 1 || !st || !sp || !bounds_of(on, n->ops[0], &x, depth + 1))
+            return false;
+        b->n = n->res[0].type.dims[0];
+        b->dyn = 0;
+        for (int i = 0; i < b->n; i++) {
+            int64_t j = st[0] + i * sp[0];
+            if (j < 0 || j >= x.n)
+                return false;
+            b->hi[i] = x.hi[j];
+            b->dyn |= (uint8_t)(((x.dyn >> j) & 1u) << i);
+        }
+        return true;
+    }
+    case NK_REDUCE_MIN:
+    case NK_REDUCE_MAX:
+        if (n->ops[0]->type.rank != 1 || !bounds_of(on, n->ops[0], &x, depth + 1) || x.n < 1)
+            return false;
+        *b = (Bounds){.n = 1, .hi = {x.hi[0]}, .dyn = x.dyn ? 1 : 0};
+        for (int i = 1; i < x.n; i++)
+            if (n->kind == NK_REDUCE_MIN ? x.hi[i] < b->hi[0] : x.hi[i] > b->hi[0])
+                b->hi[0] = x.hi[i];
+        return true;
+    case NK_MIN:
+    case NK_MAX:
+    case NK_ADD:
+    case NK_MUL:
+        return bounds_of(on, n->ops[0], &x, depth + 1) && bounds_of(on, n->ops[1], &y, depth + 1) &&
+               bounds_binary(n->kind, &x, &y, b);
+    default: return false;
+    }
+}
+
+static bool bounds_of(OnnxNode *on, Value *v, Bounds *b, int depth) {
+    if (depth > 64 || type_numel(&v->type) > MAX_RANK || v->type.rank > 1)
+        return false;
+    if (bounds_const(on, v, b))
+        return true;
+    return v->index == 0 && bounds_node(on, v->def, b, depth);
+}
+
+bool on_value_bounds(OnnxNode *on, Value *v, int64_t *hi, uint8_t *dyn, int max, int *n) {
+    Bounds b;
+    if (!bounds_of(on, v, &b, 0) || b.n > max)
+        return false;
+    for (int i = 0; i < b.n; i++)
+        hi[i] = b.hi[i];
+    *dyn = b.dyn;
+    *n = b.n;
+    return true;
+}
+
 Tensor *on_try_static(OnnxNode *on, Value *v) {
     return v && !depends_on_input(on->ic, v) ? fold_value(on->ic, v, 0) : NULL;
 }

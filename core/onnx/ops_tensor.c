@@ -50,18 +50,77 @@ bool import_constant(OnnxNode *on) {
     return true;
 }
 
+/* Input `i` of `on`, a run-time shape (its value unknown at compile time):
+ * the bounds of its elements (bit k of *dyn set where element k is known
+ * only at run time), or an error naming the node when none is derivable. */
+static bool run_time_shape(OnnxNode *on, int i, const char *what, int64_t *dims, uint8_t *dyn,
+                           int *n) {
+    Value *v = on_in(on, i);
+    if (!on_value_bounds(on, v, dims, dyn, MAX_RANK, n)) {
+        on_error(on, "input %d (%s) is known only at run time and has no bound: it must come "
+                 "from the sizes of values (Shape of a bounded-dynamic value, and arithmetic "
+                 "on it)", i, what);
+        return false;
+    }
+    if (v->type.elem != ELEM_I64 || v->type.rank != 1) {
+        on_error(on, "input %d (%s) must be a list of i64", i, what);
+        return false;
+    }
+    for (int k = 0; k < *n; k++) {
+        if (dims[k] < 0) {
+            on_error(on, "input %d (%s): element %d has no non-negative bound", i, what, k);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Expand of x to a run-time shape: the result is typed at the bounds
+ * (bounded-dynamic where the shape is known only at run time) and the
+ * kernel takes the size from operand 1, refusing one beyond the bound. */
+static bool expand_run_time(OnnxNode *on, Value *x, const int64_t *dims, uint8_t dyn, int n) {
+    Type want = type_make(x->type.elem, n, dims), t;
+    if (!type_broadcast(&x->type, &want, &t)) {
+        on_error(on, "input does not broadcast to the bounds of the shape");
+        return false;
+    }
+    int off = t.rank - n; /* the shape is aligned to the right */
+    t.dyn |= (uint8_t)(dyn << off);
+    int64_t numel;
+    if (!type_numel_checked(&t, &numel)) {
+        on_error(on, "the shape's bounds have more elements than 64 bits count");
+        return false;
+    }
+    Value *ops[2] = {x, on_in(on, on->nin - 1)};
+    Node *e = on_node(on, NK_EXPAND, 2, ops, 1);
+    e->res[0].type = t;
+    return on_done(on, e);
+}
+
 bool import_constant_of_shape(OnnxNode *on) {
     if (!on_need_inputs(on, 1, 1))
         return false;
     int64_t dims[MAX_RANK];
     int n;
-    if (!on_const_ints(on, 0, "shape", dims, MAX_RANK, &n))
-        return false;
     Tensor *value = on_has_attr(on, "value") ? on_attr_tensor(on, "value") : NULL;
     if (on_has_attr(on, "value") && (!value || tensor_numel(value) != 1)) {
         on_error(on, "value must be a one-element tensor");
         return false;
     }
+    uint8_t dyn = 0;
+    if (!on_try_const(on, on_in(on, 0))) { /* a scalar expanded to the run-time shape */
+        if (!run_time_shape(on, 0, "shape", dims, &dyn, &n))
+            return false;
+        Type st = type_scalar(value ? value->type.elem : ELEM_F32);
+        Tensor *s = on_tensor(on, &st);
+        if (!s)
+            return false;
+        if (value)
+            memcpy(s->data, value->data, elem_size(st.elem));
+        return expand_run_time(on, on_const(on, s), dims, dyn, n);
+    }
+    if (!on_const_ints(on, 0, "shape", dims, MAX_RANK, &n))
+        return false;
     Type t = type_make(value ? value->type.elem : ELEM_F32, n, dims);
     int64_t numel;
     if (!type_numel_checked(&t, &numel)) {
@@ -498,6 +557,10 @@ bool import_expand(OnnxNode *on) {
         return false;
     int64_t shape[MAX_RANK];
     int n;
+    uint8_t dyn = 0;
+    if (!on_try_const(on, on_in(on, 1)))
+        return run_time_shape(on, 1, "shape", shape, &dyn, &n) &&
+               expand_run_time(on, on->in[0], shape, dyn, n);
     if (!on_const_ints(on, 1, "shape", shape, MAX_RANK, &n))
         return false;
     for (int i = 0; i < n; i++) {
