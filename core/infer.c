@@ -1286,15 +1286,18 @@ static bool infer_expand(Node *n, DiagList *d) {
             node_error(d, n, "operand 1 (the shape) must be i64 with at most %d elements", r->rank);
             return false;
         }
-        Type rs = *r;
-        rs.dyn = 0;
-        if (r->elem != x->elem || !type_broadcast(x, &rs, &t) || t.rank != r->rank ||
-            memcmp(t.dims, r->dims, sizeof(int64_t) * (size_t)r->rank)) {
+        /* x's size is 1, the result's, or within a dynamic result's bound
+         * (both sizes known only at run time, which the kernel checks). */
+        bool ok = r->elem == x->elem && x->rank <= r->rank;
+        for (int i = 0; ok && i < x->rank; i++) {
+            int64_t xd = x->dims[i], rd = r->dims[r->rank - x->rank + i];
+            ok = xd == 1 || xd == rd || (type_dim_dynamic(r, r->rank - x->rank + i) && xd <= rd);
+        }
+        if (!ok) {
             char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
             node_error(d, n, "cannot expand %s to %s", tstr(x, a), tstr(r, b));
-            return false;
         }
-        return true;
+        return ok;
     }
     if (r->elem != x->elem || !type_broadcast(x, r, &t) || !type_same_shape(&t, r)) {
         char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
