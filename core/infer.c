@@ -1108,6 +1108,22 @@ static bool infer_slice(Node *n, DiagList *d) {
     Type r = *x;
     for (int i = 0; i < x->rank; i++)
         r.dims[i] = count[i];
+    if (n->nops > 1) { /* run-time ends: their axes are bounded-dynamic */
+        int na;
+        const int64_t *axes = node_attr_ints(n, AK_axes, &na);
+        const Type *e = op_type(n, 1);
+        if (e->elem != ELEM_I64 || e->rank != 1 || !axes || e->dims[0] != na) {
+            node_error(d, n, "operand 1 (the ends) must be i64<%d>, one per entry of axes", na);
+            return false;
+        }
+        for (int i = 0; i < na; i++) {
+            if (axes[i] < 0 || axes[i] >= x->rank) {
+                node_error(d, n, "axis %lld out of range", (long long)axes[i]);
+                return false;
+            }
+            r.dyn |= (uint8_t)(1u << axes[i]);
+        }
+    }
     n->res[0].type = r;
     return true;
 }

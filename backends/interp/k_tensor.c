@@ -102,6 +102,20 @@ bool k_slice(const KernelArgs *a) {
     const Type *xt = &X->type;
     int64_t start[MAX_RANK], step[MAX_RANK], count[MAX_RANK], xs[MAX_RANK];
     slice_params(a->n, xt, start, step, count);
+    if (a->n->nops > 1) { /* ends known only now: Y was allocated at their bounds */
+        int na;
+        const int64_t *axes = node_attr_ints(a->n, AK_axes, &na);
+        for (int i = 0; i < na; i++) {
+            int64_t ax = axes[i], dim = xt->dims[ax], e = tensor_get_i64(a->in[1], i);
+            e = e < 0 ? (e < -dim ? 0 : e + dim) : e > dim ? dim : e;
+            int64_t c = e > start[ax] ? (e - start[ax] - 1) / step[ax] + 1 : 0;
+            if (c > Y->type.dims[ax])
+                return kernel_fail(a, "run-time size %lld of dimension %lld is beyond its bound %lld",
+                                   (long long)c, (long long)ax, (long long)Y->type.dims[ax]);
+            count[ax] = Y->type.dims[ax] = c;
+        }
+        Y->type.dyn = 0;
+    }
     type_strides(xt, xs);
     int rank = xt->rank;
     int64_t n = tensor_numel(Y), idx[MAX_RANK] = {0}, off = 0;

@@ -517,6 +517,16 @@ static bool bounds_of(ImportCtx *ic, Value *v, Bounds *b, int depth) {
     return v->index == 0 && bounds_node(ic, v->def, b, depth);
 }
 
+bool on_value_range(OnnxNode *on, Value *v, int64_t *lo, int64_t *hi, int max, int *n) {
+    Bounds b;
+    if (!bounds_of(on->ic, v, &b, 0) || b.n > max)
+        return false;
+    for (int i = 0; i < b.n; i++)
+        lo[i] = b.lo[i], hi[i] = b.hi[i];
+    *n = b.n;
+    return true;
+}
+
 bool on_value_bounds(OnnxNode *on, Value *v, int64_t *hi, uint8_t *dyn, int max, int *n) {
     Bounds b;
     if (!bounds_of(on->ic, v, &b, 0) || b.n > max)

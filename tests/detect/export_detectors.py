@@ -92,6 +92,8 @@ for name, make in MODELS.items():
         np.save(os.path.join(out, f"{name}.torch.{k}.npy"), r[k].numpy())
     print(f"{name}: score threshold {t:.6g}, {len(r['boxes'])} boxes, scores "
           f"{float(r['scores'].min()):.4g}..{float(r['scores'].max()):.4g}")
+    # The outputs in the order of the model's dict (SSD: boxes, scores,
+    # labels; Faster R-CNN: boxes, labels, scores), named by its keys.
     torch.onnx.export(model, ([x[0]],), os.path.join(out, name + ".onnx"), opset_version=13,
-                      input_names=["image"], output_names=["boxes", "scores", "labels"])
+                      input_names=["image"], output_names=list(r.keys()))
 open(stamp, "w").write(me)
