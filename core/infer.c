@@ -2213,8 +2213,10 @@ static bool infer_loop_region(Node *n, DiagList *d) {
     if (!need_scalar(n, d, &b->outputs[0]->type, ELEM_BOOL, "the body's result 0 (the condition)"))
         return false;
     for (int i = 0; i < n->nres; i++) {
+        /* At run time a carried value has its run-time size, within the
+         * bounds the body returns. */
         const Type *o = &b->outputs[1 + i]->type, *in = op_type(n, 2 + i);
-        if (!type_equal(o, in)) {
+        if (!type_equal(o, in) && !type_fits(in, o)) {
             char x[TYPE_STR_MAX], y[TYPE_STR_MAX];
             node_error(d, n, "carried value %d enters the loop as %s but the body returns %s", i,
                        tstr(in, x), tstr(o, y));
