@@ -664,7 +664,7 @@ static bool depends_on_input(ImportCtx *ic, const Value *v) {
 }
 
 Tensor *on_try_static(OnnxNode *on, Value *v) {
-    return v && !depends_on_input(on->ic, v) ? fold_value(on->ic, v, 0) : NULL;
+    return static_value(on->ic, v);
 }
 
 OnnxSeq *on_seq_in(const OnnxNode *on, int i) {
