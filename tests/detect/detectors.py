@@ -122,9 +122,9 @@ for model in MODELS:
                      fmt(e_ort) if ort_out else "not run", fmt(e_torch),
                      f"{median_ms(b.stdout + b.stderr):.1f}"))
 
-print(f"{'model':8} {'run':28} {'boxes':>5} {'vs ORT':>8} {'vs torch':>8} {'ms/call':>8}")
+print(f"{'model':8} {'run':32} {'boxes':>5} {'vs ORT':>8} {'vs torch':>8} {'ms/call':>8}")
 for row in rows:
-    print(f"{row[0]:8} {row[1]:28} {row[2]:>5} {row[3]:>8} {row[4]:>8} {row[5]:>8}")
+    print(f"{row[0]:8} {row[1]:32} {row[2]:>5} {row[3]:>8} {row[4]:>8} {row[5]:>8}")
 if not have_ort:
     print("ORT: not run (no node or onnxruntime-node; set ORT_NODE_MODULES)")
 print(f"(relative tolerance {RTOL}; times are medians of one-thread runs on a shared machine)")
