@@ -48,7 +48,7 @@ TUI_OBJS := $(TUI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff test-detect \
+.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff test-detect test-detectors \
         test-aarch64 test-quant test-train-native test-conform-fallback \
         test-kernels bench bench-quant bench-train test-qdq-ort bench-kernels bench-conv bench-qconv clean difftest difftest-ort test-difftest \
         fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui test-npm-models test-train demo-train
@@ -422,6 +422,14 @@ test-difftest: $(BUILD)/glowc
 test-detect: $(BUILD)/glowc
 	ORT_NODE_MODULES=$${ORT_NODE_MODULES:-$(abspath build/ort/node_modules)} \
 	    $(PYTHON) tests/detect/run.py $(BUILD)/glowc $(BUILD)/detect
+
+# torchvision's SSDlite and Faster R-CNN (MobileNetV3, random weights; issue
+# 16's detector figure) on every level against torch and ORT, with a table
+# of errors and times (about 3 min with the export, cached in
+# $(BUILD)/detectors; needs python3-torch; not in make test).
+test-detectors: $(BUILD)/glowc
+	ORT_NODE_MODULES=$${ORT_NODE_MODULES:-$(abspath build/ort/node_modules)} \
+	    $(PYTHON) tests/detect/detectors.py $(BUILD)/glowc $(BUILD)/detectors
 
 test-npm-models: $(BUILD)/glowc
 	$(PYTHON) tests/npm_models/run.py $(BUILD)/glowc

@@ -1112,6 +1112,22 @@ static bool infer_slice(Node *n, DiagList *d) {
     Type r = *x;
     for (int i = 0; i < x->rank; i++)
         r.dims[i] = count[i];
+    if (n->nops > 1) { /* run-time ends: their axes are bounded-dynamic */
+        int na;
+        const int64_t *axes = node_attr_ints(n, AK_axes, &na);
+        const Type *e = op_type(n, 1);
+        if (e->elem != ELEM_I64 || e->rank != 1 || !axes || e->dims[0] != na) {
+            node_error(d, n, "operand 1 (the ends) must be i64<%d>, one per entry of axes", na);
+            return false;
+        }
+        for (int i = 0; i < na; i++) {
+            if (axes[i] < 0 || axes[i] >= x->rank) {
+                node_error(d, n, "axis %lld out of range", (long long)axes[i]);
+                return false;
+            }
+            r.dyn |= (uint8_t)(1u << axes[i]);
+        }
+    }
     n->res[0].type = r;
     return true;
 }
@@ -1284,6 +1300,25 @@ static bool infer_scatter(Node *n, DiagList *d) {
 static bool infer_expand(Node *n, DiagList *d) {
     const Type *x = op_type(n, 0);
     Type *r = &n->res[0].type, t;
+    if (n->nops > 1) { /* a run-time shape: the declared bounds must hold x */
+        const Type *s = op_type(n, 1);
+        if (s->elem != ELEM_I64 || s->rank != 1 || s->dims[0] > r->rank) {
+            node_error(d, n, "operand 1 (the shape) must be i64 with at most %d elements", r->rank);
+            return false;
+        }
+        /* x's size is 1, the result's, or within a dynamic result's bound
+         * (both sizes known only at run time, which the kernel checks). */
+        bool ok = r->elem == x->elem && x->rank <= r->rank;
+        for (int i = 0; ok && i < x->rank; i++) {
+            int64_t xd = x->dims[i], rd = r->dims[r->rank - x->rank + i];
+            ok = xd == 1 || xd == rd || (type_dim_dynamic(r, r->rank - x->rank + i) && xd <= rd);
+        }
+        if (!ok) {
+            char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+            node_error(d, n, "cannot expand %s to %s", tstr(x, a), tstr(r, b));
+        }
+        return ok;
+    }
     if (r->elem != x->elem || !type_broadcast(x, r, &t) || !type_same_shape(&t, r)) {
         char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
         node_error(d, n, "cannot expand %s to %s", tstr(x, a), tstr(r, b));
@@ -2106,7 +2141,9 @@ static bool body_params_fit(Node *n, DiagList *d, const Function *b, int first, 
     }
     for (int i = first; i < n->nops; i++) {
         const Type *p = &b->params[i - first + pfirst]->res[0].type;
-        if (!type_equal(p, op_type(n, i))) {
+        /* At run time the operands have their run-time sizes, within the
+         * bounds the body was typed at. */
+        if (!type_equal(p, op_type(n, i)) && !type_fits(op_type(n, i), p)) {
             char a[TYPE_STR_MAX], c[TYPE_STR_MAX];
             node_error(d, n, "operand %d is %s but its %s body's parameter %d is %s", i,
                        tstr(op_type(n, i), a), b->name, i - first + pfirst, tstr(p, c));
@@ -2146,14 +2183,16 @@ static bool infer_if_region(Node *n, DiagList *d) {
         return false;
     }
     for (int i = 0; i < n->nres; i++) {
+        /* Branches may differ in sizes (an empty constant in one, a
+         * bounded-dynamic value in the other, as torchvision's batched_nms
+         * exports): the result is dynamic there, bounded by the larger. */
         const Type *a = &t->outputs[i]->type, *b = &e->outputs[i]->type;
-        if (!type_equal(a, b)) {
+        if (!type_join(a, b, &n->res[i].type)) {
             char x[TYPE_STR_MAX], y[TYPE_STR_MAX];
             node_error(d, n, "its branches disagree on result %d: then returns %s, else %s", i,
                        tstr(a, x), tstr(b, y));
             return false;
         }
-        n->res[i].type = *a;
     }
     return true;
 }
@@ -2178,8 +2217,10 @@ static bool infer_loop_region(Node *n, DiagList *d) {
     if (!need_scalar(n, d, &b->outputs[0]->type, ELEM_BOOL, "the body's result 0 (the condition)"))
         return false;
     for (int i = 0; i < n->nres; i++) {
+        /* At run time a carried value has its run-time size, within the
+         * bounds the body returns. */
         const Type *o = &b->outputs[1 + i]->type, *in = op_type(n, 2 + i);
-        if (!type_equal(o, in)) {
+        if (!type_equal(o, in) && !type_fits(in, o)) {
             char x[TYPE_STR_MAX], y[TYPE_STR_MAX];
             node_error(d, n, "carried value %d enters the loop as %s but the body returns %s", i,
                        tstr(in, x), tstr(o, y));
@@ -2382,11 +2423,11 @@ bool infer_node(Node *n, DiagList *d) {
     int first = first_dynamic_operand(n);
     if (first < 0)
         return infer_static(n, d);
-    if (node_kind_has(n->kind, NF_REGION)) {
-        node_error(d, n, "operand %d has a bounded-dynamic dimension, which a region does not "
-                   "take yet", first);
-        return false;
-    }
+    /* A region's bodies were typed with the bounds of its dynamic operands
+     * (their parameters carry the marks, so the nodes inside are probed as
+     * any other); its own rule reads the bodies' result types. */
+    if (node_kind_has(n->kind, NF_REGION))
+        return infer_static(n, d);
     assert(n->func && n->func->module); /* the probe's scratch is the module's arena */
     return infer_dynamic(n, d, first);
 }

@@ -253,7 +253,9 @@ static void check_instr(Verifier *v, LirInstr *i) {
         return;
     case IK_COPY:
         check_operands_live(v, i);
-        if (!type_equal(&i->ops[0]->type, &i->ops[1]->type))
+        /* Into a bounded-dynamic buffer, anything within its bounds. */
+        if (!type_equal(&i->ops[0]->type, &i->ops[1]->type) &&
+            !(type_is_dynamic(&i->ops[0]->type) && type_fits(&i->ops[1]->type, &i->ops[0]->type)))
             fail(v, i, "copies between different types");
         return;
     case IK_INSERT:

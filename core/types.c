@@ -166,6 +166,31 @@ bool type_same_shape(const Type *a, const Type *b) {
     return true;
 }
 
+bool type_fits(const Type *t, const Type *decl) {
+    if (t->elem != decl->elem || t->rank != decl->rank || !type_same_quant(t, decl))
+        return false;
+    for (int i = 0; i < t->rank; i++) {
+        bool fit = type_dim_dynamic(decl, i) ? t->dims[i] <= decl->dims[i]
+                                             : !type_dim_dynamic(t, i) && t->dims[i] == decl->dims[i];
+        if (!fit)
+            return false;
+    }
+    return true;
+}
+
+bool type_join(const Type *a, const Type *b, Type *out) {
+    if (a->elem != b->elem || a->rank != b->rank || !type_same_quant(a, b))
+        return false;
+    *out = *a;
+    for (int i = 0; i < a->rank; i++) {
+        if (a->dims[i] == b->dims[i] && !type_dim_dynamic(a, i) && !type_dim_dynamic(b, i))
+            continue;
+        out->dims[i] = a->dims[i] > b->dims[i] ? a->dims[i] : b->dims[i];
+        out->dyn |= (uint8_t)(1u << i);
+    }
+    return true;
+}
+
 bool type_same_quant(const Type *a, const Type *b) {
     if (a->quant != b->quant)
         return false;

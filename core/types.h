@@ -71,6 +71,14 @@ bool quant_elem_range(ElemKind k, int64_t *lo, int64_t *hi);
 /* NULL when t's quantization is valid, else what is wrong with it. */
 const char *type_quant_problem(const Type *t);
 bool type_same_shape(const Type *a, const Type *b); /* dims and dynamic marks */
+/* Whether a value of type `t` (static, or dynamic with smaller bounds) may
+ * stand where `decl` is declared: same kind and rank, each static dimension
+ * of decl equal, each dynamic one at most its bound. */
+bool type_fits(const Type *t, const Type *decl);
+/* The type that holds a value of either (an If's result from its two
+ * branches): false when kind or rank differ; a dimension where they differ
+ * (or either is dynamic) becomes dynamic, bounded by the larger. */
+bool type_join(const Type *a, const Type *b, Type *out);
 /* Whether dimension i (any dimension) is bounded-dynamic. */
 static inline bool type_dim_dynamic(const Type *t, int i) {
     return (t->dyn >> i) & 1;

@@ -190,7 +190,8 @@ static Gen gen_body(Gen *g, const Function *b, LirBuf *const *params) {
 static void copy_to(Gen *g, LirBuf *dst, LirBuf *src, const char *name) {
     if (dst == src)
         return;
-    if (!type_equal(&dst->type, &src->type))
+    bool fits = type_is_dynamic(&dst->type) && type_fits(&src->type, &dst->type);
+    if (!type_equal(&dst->type, &src->type) && !fits)
         src = view_of(g, src, 0, &dst->type, name);
     LirBuf *ops[2] = {dst, src};
     OperandRole roles[2] = {ROLE_OUT, ROLE_IN};

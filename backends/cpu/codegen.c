@@ -524,14 +524,21 @@ static LLVMValueRef mutable_at(CG *g, int64_t off) {
     return LLVMBuildGEP2(g->b, g->i8, g->mutables, &idx, 1, "");
 }
 
-/* A copy between bounded-dynamic buffers copies the bound's bytes (both
- * are that large) and the run-time shape. */
+/* A copy into a bounded-dynamic buffer copies the source's bytes (its
+ * bound's, or its static size: an If's branch may give a static value to a
+ * dynamic result) and the run-time shape: the source's slot, or its static
+ * dimensions stored into the destination's. */
 static void emit_dynamic_copy(CG *g, const LirInstr *i) {
     emit_copy(g, i);
     const LirBuf *dst = i->ops[0], *src = i->ops[1];
-    if (dst->has_shape_slot && src->has_shape_slot)
+    if (dst->has_shape_slot && src->has_shape_slot) {
         LLVMBuildMemMove(g->b, mutable_at(g, dst->shape_slot), 8, mutable_at(g, src->shape_slot),
                          8, LLVMConstInt(g->i64, MAX_RANK * sizeof(int64_t), false));
+    } else if (dst->has_shape_slot && !type_is_dynamic(&src->type)) {
+        for (int k = 0; k < src->type.rank; k++)
+            LLVMBuildStore(g->b, LLVMConstInt(g->i64, (unsigned long long)src->type.dims[k], false),
+                           mutable_at(g, dst->shape_slot + 8 * k));
+    }
 }
 
 /* if (libjit_dynamic(desc, ops, mutables, slots)) return index + 1; --

@@ -251,7 +251,7 @@ static bool run_function(Function *f, Tensor *const *inputs, Tensor **outputs, A
     bool ok = true;
     for (int i = 0; i < f->nparams && ok; i++) {
         Node *p = f->params[i];
-        if (!inputs[i] || !type_equal(&inputs[i]->type, &p->res[0].type)) {
+        if (!inputs[i] || !type_fits(&inputs[i]->type, &p->res[0].type)) {
             char want[TYPE_STR_MAX], got[TYPE_STR_MAX];
             diag_error(d, NULL, "input '%s' must be %s, got %s", p->name,
                        type_str(&p->res[0].type, want),

@@ -102,6 +102,20 @@ bool k_slice(const KernelArgs *a) {
     const Type *xt = &X->type;
     int64_t start[MAX_RANK], step[MAX_RANK], count[MAX_RANK], xs[MAX_RANK];
     slice_params(a->n, xt, start, step, count);
+    if (a->n->nops > 1) { /* ends known only now: Y was allocated at their bounds */
+        int na;
+        const int64_t *axes = node_attr_ints(a->n, AK_axes, &na);
+        for (int i = 0; i < na; i++) {
+            int64_t ax = axes[i], dim = xt->dims[ax], e = tensor_get_i64(a->in[1], i);
+            e = e < 0 ? (e < -dim ? 0 : e + dim) : e > dim ? dim : e;
+            int64_t c = e > start[ax] ? (e - start[ax] - 1) / step[ax] + 1 : 0;
+            if (c > Y->type.dims[ax])
+                return kernel_fail(a, "run-time size %lld of dimension %lld is beyond its bound %lld",
+                                   (long long)c, (long long)ax, (long long)Y->type.dims[ax]);
+            count[ax] = Y->type.dims[ax] = c;
+        }
+        Y->type.dyn = 0;
+    }
     type_strides(xt, xs);
     int rank = xt->rank;
     int64_t n = tensor_numel(Y), idx[MAX_RANK] = {0}, off = 0;
@@ -150,9 +164,33 @@ bool k_gather(const KernelArgs *a) {
     return true;
 }
 
+/* The result's size from a run-time shape (operand 1), each dimension
+ * broadcast with x's as ONNX's Expand does; Y was allocated at the bound,
+ * which a size beyond is refused, never written past. */
+static bool expand_size(const KernelArgs *a, const Tensor *X, const Tensor *S, Tensor *Y) {
+    Type *yt = &Y->type;
+    int ns = (int)tensor_numel(S), off = yt->rank - ns, xoff = yt->rank - X->type.rank;
+    for (int i = 0; i < yt->rank; i++) {
+        int64_t s = i >= off ? tensor_get_i64(S, i - off) : 1;
+        int64_t x = i >= xoff ? X->type.dims[i - xoff] : 1;
+        if (s != x && s != 1 && x != 1)
+            return kernel_fail(a, "dimension %d: %lld does not broadcast with %lld", i,
+                               (long long)x, (long long)s);
+        int64_t r = s == 1 ? x : s;
+        if (r > yt->dims[i])
+            return kernel_fail(a, "run-time size %lld of dimension %d is beyond its bound %lld",
+                               (long long)r, i, (long long)yt->dims[i]);
+        yt->dims[i] = r;
+    }
+    yt->dyn = 0;
+    return true;
+}
+
 bool k_expand(const KernelArgs *a) {
     const Tensor *X = a->in[0];
     Tensor *Y = a->out[0];
+    if (a->n->nops > 1 && !expand_size(a, X, a->in[1], Y))
+        return false;
     const Type *ts[1] = {&X->type};
     Bcast bc;
     bcast_init(&bc, &Y->type, ts, 1);

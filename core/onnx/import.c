@@ -35,6 +35,7 @@ typedef struct FuncScope {
     Node **walk; /* depends_on_input: nodes visited, and a mark by node id */
     bool *walk_seen;
     int walk_cap;
+    bool bounding; /* fold_value asked value bounds; they do not ask again */
 } FuncScope;
 
 struct ImportCtx {
@@ -337,6 +338,229 @@ static bool foldable(const Node *n) {
     return true;
 }
 
+static Tensor *fold_value(ImportCtx *ic, Value *v, int depth);
+static bool depends_on_input(ImportCtx *ic, const Value *v);
+
+static Tensor *static_value(ImportCtx *ic, Value *v) {
+    return v && !depends_on_input(ic, v) ? fold_value(ic, v, 0) : NULL;
+}
+
+/* ---- bounds of run-time shape values ---------------------------------------- */
+
+/* The range [lo, hi] of each element of v, through what exporters compute
+ * shapes with: Shape of a bounded-dynamic value (0 to its bound),
+ * constants, and the gathers, slices, concats, reshapes, casts, min/max,
+ * sums, products, comparisons and Wheres that follow (torch's Expand with
+ * -1 is Where(Equal(shape, -1), 1, shape)). An element is known exactly
+ * when lo == hi. depth stops a long chain. */
+typedef struct Bounds {
+    int n;
+    int64_t lo[MAX_RANK], hi[MAX_RANK];
+} Bounds;
+
+static bool bounds_of(ImportCtx *ic, Value *v, Bounds *b, int depth);
+
+static bool bounds_const(ImportCtx *ic, Value *v, Bounds *b) {
+    Tensor *t = static_value(ic, v);
+    if (!t || elem_is_float(t->type.elem) || tensor_numel(t) > MAX_RANK)
+        return false;
+    b->n = (int)tensor_numel(t);
+    for (int i = 0; i < b->n; i++)
+        b->lo[i] = b->hi[i] = tensor_get_i64(t, i);
+    return true;
+}
+
+static int64_t min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+
+static int64_t max64(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
+
+/* x op y elementwise, a one-element side broadcast. */
+static bool bounds_binary(NodeKind k, const Bounds *x, const Bounds *y, Bounds *b) {
+    if (x->n != y->n && x->n != 1 && y->n != 1)
+        return false;
+    b->n = x->n > y->n ? x->n : y->n;
+    for (int i = 0; i < b->n; i++) {
+        int xi = x->n == 1 ? 0 : i, yi = y->n == 1 ? 0 : i;
+        int64_t pl = x->lo[xi], ph = x->hi[xi], ql = y->lo[yi], qh = y->hi[yi];
+        bool ok = true;
+        switch (k) {
+        case NK_MIN: b->lo[i] = min64(pl, ql), b->hi[i] = min64(ph, qh); break;
+        case NK_MAX: b->lo[i] = max64(pl, ql), b->hi[i] = max64(ph, qh); break;
+        case NK_ADD:
+            ok = !__builtin_add_overflow(pl, ql, &b->lo[i]) &&
+                 !__builtin_add_overflow(ph, qh, &b->hi[i]);
+            break;
+        case NK_MUL: /* of non-negative values only, where the corners are the ends */
+            ok = pl >= 0 && ql >= 0 && !__builtin_mul_overflow(pl, ql, &b->lo[i]) &&
+                 !__builtin_mul_overflow(ph, qh, &b->hi[i]);
+            break;
+        case NK_EQUAL: /* known where both are, or where the ranges do not meet */
+            b->lo[i] = pl == ph && ql == qh && pl == ql;
+            b->hi[i] = !(ph < ql || qh < pl);
+            break;
+        default: return false;
+        }
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* Element j of x as element i of b. */
+static void bounds_pick(Bounds *b, int i, const Bounds *x, int j) {
+    b->lo[i] = x->lo[j];
+    b->hi[i] = x->hi[j];
+}
+
+static bool bounds_node(ImportCtx *ic, const Node *n, Bounds *b, int depth) {
+    Bounds x, y, c;
+    switch (n->kind) {
+    case NK_SHAPE: {
+        const Type *t = &n->ops[0]->type;
+        b->n = t->rank;
+        for (int i = 0; i < t->rank; i++) {
+            b->hi[i] = t->dims[i];
+            b->lo[i] = type_dim_dynamic(t, i) ? 0 : t->dims[i];
+        }
+        return true;
+    }
+    case NK_RESHAPE:
+    case NK_SQUEEZE:
+    case NK_UNSQUEEZE:
+    case NK_IDENTITY:
+    case NK_CAST:
+        return !elem_is_float(n->res[0].type.elem) && !elem_is_float(n->ops[0]->type.elem) &&
+               bounds_of(ic, n->ops[0], b, depth + 1);
+    case NK_CONCAT:
+        b->n = 0;
+        for (int k = 0; k < n->nops; k++) {
+            if (!bounds_of(ic, n->ops[k], &x, depth + 1) || b->n + x.n > MAX_RANK)
+                return false;
+            for (int i = 0; i < x.n; i++)
+                bounds_pick(b, b->n + i, &x, i);
+            b->n += x.n;
+        }
+        return true;
+    case NK_GATHER: {
+        Tensor *idx = static_value(ic, n->ops[1]);
+        if (!idx || n->ops[0]->type.rank != 1 || !bounds_of(ic, n->ops[0], &x, depth + 1))
+            return false;
+        b->n = (int)tensor_numel(idx);
+        for (int i = 0; i < b->n; i++) {
+            int64_t j = tensor_get_i64(idx, i);
+            j += j < 0 ? x.n : 0;
+            if (j < 0 || j >= x.n)
+                return false;
+            bounds_pick(b, i, &x, (int)j);
+        }
+        return true;
+    }
+    case NK_SLICE: {
+        int k;
+        const int64_t *st = node_attr_ints(n, AK_starts, &k), *sp = node_attr_ints(n, AK_steps, &k);
+        if (n->ops[0]->type.rank != 1 || !st || !sp || !bounds_of(ic, n->ops[0], &x, depth + 1))
+            return false;
+        b->n = (int)n->res[0].type.dims[0];
+        for (int i = 0; i < b->n; i++) {
+            int64_t j = st[0] + i * sp[0];
+            if (j < 0 || j >= x.n)
+                return false;
+            bounds_pick(b, i, &x, (int)j);
+        }
+        return true;
+    }
+    case NK_REDUCE_MIN:
+    case NK_REDUCE_MAX:
+        if (n->ops[0]->type.rank != 1 || !bounds_of(ic, n->ops[0], &x, depth + 1) || x.n < 1)
+            return false;
+        b->n = 1;
+        bounds_pick(b, 0, &x, 0);
+        for (int i = 1; i < x.n; i++) {
+            bool mn = n->kind == NK_REDUCE_MIN;
+            b->lo[0] = mn ? min64(b->lo[0], x.lo[i]) : max64(b->lo[0], x.lo[i]);
+            b->hi[0] = mn ? min64(b->hi[0], x.hi[i]) : max64(b->hi[0], x.hi[i]);
+        }
+        return true;
+    case NK_WHERE: /* the side the condition picks, or either */
+        if (!bounds_of(ic, n->ops[0], &c, depth + 1) || !bounds_of(ic, n->ops[1], &x, depth + 1) ||
+            !bounds_of(ic, n->ops[2], &y, depth + 1) || !bounds_binary(NK_MAX, &x, &y, b) ||
+            (c.n != 1 && c.n != b->n))
+            return false;
+        for (int i = 0; i < b->n; i++) {
+            int ci = c.n == 1 ? 0 : i, xi = x.n == 1 ? 0 : i, yi = y.n == 1 ? 0 : i;
+            b->lo[i] = min64(x.lo[xi], y.lo[yi]);
+            if (c.lo[ci] == c.hi[ci])
+                bounds_pick(b, i, c.lo[ci] ? &x : &y, c.lo[ci] ? xi : yi);
+        }
+        return true;
+    case NK_MIN:
+    case NK_MAX:
+    case NK_ADD:
+    case NK_MUL:
+    case NK_EQUAL:
+        return bounds_of(ic, n->ops[0], &x, depth + 1) && bounds_of(ic, n->ops[1], &y, depth + 1) &&
+               bounds_binary(n->kind, &x, &y, b);
+    default: return false;
+    }
+}
+
+static bool bounds_of(ImportCtx *ic, Value *v, Bounds *b, int depth) {
+    if (depth > 64 || type_numel(&v->type) > MAX_RANK || v->type.rank > 1 ||
+        elem_is_float(v->type.elem))
+        return false;
+    if (bounds_const(ic, v, b))
+        return true;
+    return v->index == 0 && bounds_node(ic, v->def, b, depth);
+}
+
+bool on_value_range(OnnxNode *on, Value *v, int64_t *lo, int64_t *hi, int max, int *n) {
+    Bounds b;
+    if (!bounds_of(on->ic, v, &b, 0) || b.n > max)
+        return false;
+    for (int i = 0; i < b.n; i++)
+        lo[i] = b.lo[i], hi[i] = b.hi[i];
+    *n = b.n;
+    return true;
+}
+
+bool on_value_bounds(OnnxNode *on, Value *v, int64_t *hi, uint8_t *dyn, int max, int *n) {
+    Bounds b;
+    if (!bounds_of(on->ic, v, &b, 0) || b.n > max)
+        return false;
+    *dyn = 0;
+    for (int i = 0; i < b.n; i++) {
+        hi[i] = b.hi[i];
+        if (b.lo[i] != b.hi[i])
+            *dyn |= (uint8_t)(1u << i);
+    }
+    *n = b.n;
+    return true;
+}
+
+/* A small list of integers computed from sizes, all of them static (the
+ * second dimension of a [?<=150x1] value), is a constant although the
+ * shape it was taken from is not. */
+static Tensor *fold_exact_bounds(ImportCtx *ic, Value *v) {
+    const Type *t = &v->type;
+    if (ic->fs.bounding || elem_is_float(t->elem) || t->elem == ELEM_BOOL || t->rank > 1 ||
+        type_numel(t) > MAX_RANK || !ic->opt->fold)
+        return NULL;
+    ic->fs.bounding = true;
+    Bounds b;
+    bool ok = v->index == 0 && bounds_node(ic, v->def, &b, 0) && b.n == type_numel(t);
+    for (int i = 0; ok && i < b.n; i++)
+        ok = b.lo[i] == b.hi[i];
+    ic->fs.bounding = false;
+    Tensor *c = ok ? tensor_new(ic->m->arena, t) : NULL;
+    for (int i = 0; c && i < b.n; i++)
+        tensor_set_i64(c, i, b.hi[i]);
+    return c;
+}
+
 /* Evaluates v at compile time if everything it depends on is constant. */
 static Tensor *fold_value(ImportCtx *ic, Value *v, int depth) {
     Node *n = v->def;
@@ -367,7 +591,7 @@ static Tensor *fold_value(ImportCtx *ic, Value *v, int depth) {
         return NULL;
     for (int i = 0; i < n->nops; i++)
         if (!(ops[i] = fold_value(ic, n->ops[i], depth + 1)))
-            return NULL;
+            return fold_exact_bounds(ic, v);
     uint64_t bytes = 0;
     for (int i = 0; i < n->nres; i++)
         bytes += type_bytes(&n->res[i].type); /* each checked by infer_node */
@@ -440,7 +664,7 @@ static bool depends_on_input(ImportCtx *ic, const Value *v) {
 }
 
 Tensor *on_try_static(OnnxNode *on, Value *v) {
-    return v && !depends_on_input(on->ic, v) ? fold_value(on->ic, v, 0) : NULL;
+    return static_value(on->ic, v);
 }
 
 OnnxSeq *on_seq_in(const OnnxNode *on, int i) {

@@ -70,6 +70,13 @@ bool on_const_ints(OnnxNode *on, int i, const char *what, int64_t *out, int max,
 bool on_const_floats(OnnxNode *on, int i, const char *what, float *out, int max, int *n);
 /* Like on_const_input, but NULL without an error when the value is not known. */
 Tensor *on_try_const(OnnxNode *on, Value *v);
+/* Upper bounds of the values of a run-time list of integers (a shape
+ * operand computed from the sizes of bounded-dynamic values): hi[i] bounds
+ * element i, and bit i of *dyn is clear when it is known exactly. False
+ * when no bound is derivable (the value depends on data). */
+bool on_value_bounds(OnnxNode *on, Value *v, int64_t *hi, uint8_t *dyn, int max, int *n);
+/* The same with the lower bounds. */
+bool on_value_range(OnnxNode *on, Value *v, int64_t *lo, int64_t *hi, int max, int *n);
 /* Like on_try_const, but never through a known input: for values that decide
  * no shape, which the graph can take at run time instead of specialising the
  * model to them. */

@@ -50,18 +50,83 @@ bool import_constant(OnnxNode *on) {
     return true;
 }
 
+/* Input `i` of `on`, a run-time shape (its value unknown at compile time):
+ * the bounds of its elements (bit k of *dyn set where element k is known
+ * only at run time), or an error naming the node when none is derivable. */
+static bool run_time_shape(OnnxNode *on, int i, const char *what, int64_t *dims, uint8_t *dyn,
+                           int *n) {
+    Value *v = on_in(on, i);
+    if (!on_value_bounds(on, v, dims, dyn, MAX_RANK, n)) {
+        on_error(on, "input %d (%s) is known only at run time and has no bound: it must come "
+                 "from the sizes of values (Shape of a bounded-dynamic value, and arithmetic "
+                 "on it)", i, what);
+        return false;
+    }
+    if (v->type.elem != ELEM_I64 || v->type.rank != 1) {
+        on_error(on, "input %d (%s) must be a list of i64", i, what);
+        return false;
+    }
+    for (int k = 0; k < *n; k++) {
+        if (dims[k] < 0 && (*dyn >> k & 1)) { /* exact ones are the caller's (Reshape's -1) */
+            on_error(on, "input %d (%s): element %d has no non-negative bound", i, what, k);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Expand of x to a run-time shape: the result is typed at the bounds
+ * (bounded-dynamic where the shape is known only at run time) and the
+ * kernel takes the size from operand 1, refusing one beyond the bound. */
+static bool expand_run_time(OnnxNode *on, Value *x, const int64_t *dims, uint8_t dyn, int n) {
+    for (int k = 0; k < n; k++) {
+        if (dims[k] < 0) {
+            on_error(on, "negative dimension %lld in shape", (long long)dims[k]);
+            return false;
+        }
+    }
+    Type want = type_make(x->type.elem, n, dims), t;
+    if (!type_broadcast(&x->type, &want, &t)) {
+        on_error(on, "input does not broadcast to the bounds of the shape");
+        return false;
+    }
+    int off = t.rank - n; /* the shape is aligned to the right */
+    t.dyn |= (uint8_t)(dyn << off);
+    int64_t numel;
+    if (!type_numel_checked(&t, &numel)) {
+        on_error(on, "the shape's bounds have more elements than 64 bits count");
+        return false;
+    }
+    Value *ops[2] = {x, on_in(on, on->nin - 1)};
+    Node *e = on_node(on, NK_EXPAND, 2, ops, 1);
+    e->res[0].type = t;
+    return on_done(on, e);
+}
+
 bool import_constant_of_shape(OnnxNode *on) {
     if (!on_need_inputs(on, 1, 1))
         return false;
     int64_t dims[MAX_RANK];
     int n;
-    if (!on_const_ints(on, 0, "shape", dims, MAX_RANK, &n))
-        return false;
     Tensor *value = on_has_attr(on, "value") ? on_attr_tensor(on, "value") : NULL;
     if (on_has_attr(on, "value") && (!value || tensor_numel(value) != 1)) {
         on_error(on, "value must be a one-element tensor");
         return false;
     }
+    uint8_t dyn = 0;
+    if (!on_try_const(on, on_in(on, 0))) { /* a scalar expanded to the run-time shape */
+        if (!run_time_shape(on, 0, "shape", dims, &dyn, &n))
+            return false;
+        Type st = type_scalar(value ? value->type.elem : ELEM_F32);
+        Tensor *s = on_tensor(on, &st);
+        if (!s)
+            return false;
+        if (value)
+            memcpy(s->data, value->data, elem_size(st.elem));
+        return expand_run_time(on, on_const(on, s), dims, dyn, n);
+    }
+    if (!on_const_ints(on, 0, "shape", dims, MAX_RANK, &n))
+        return false;
     Type t = type_make(value ? value->type.elem : ELEM_F32, n, dims);
     int64_t numel;
     if (!type_numel_checked(&t, &numel)) {
@@ -226,17 +291,39 @@ static bool reshape_to(OnnxNode *on, const Type *t) {
 }
 
 /* 0 copies the input's dimension (unless allowzero), -1 takes what is left. */
+/* Reshape's shape known only at run time: its bounds, where one element
+ * at most is a run-time size (*run_time, its index; torchvision's
+ * box.reshape(N, -1, 4)). That dimension is bounded-dynamic and holds what
+ * the others leave of the input's run-time size, as a -1 beside a dynamic
+ * input does; a -1 beside it is resolved at the bounds. */
+static bool run_time_shape_dims(OnnxNode *on, int64_t *shape, uint8_t *dyn, int *n,
+                                int *run_time) {
+    if (!run_time_shape(on, 1, "shape", shape, dyn, n))
+        return false;
+    if (*dyn & (*dyn - 1)) {
+        on_error(on, "input 1 (shape) has %d elements known only at run time; one at most can be",
+                 __builtin_popcount(*dyn));
+        return false;
+    }
+    *run_time = *dyn ? __builtin_ctz(*dyn) : -1;
+    return true;
+}
+
 bool import_reshape(OnnxNode *on) {
     if (!on_need_inputs(on, 1, 2))
         return false;
     int64_t shape[MAX_RANK];
-    int n;
+    int n, run_time = -1;
     if (on->opset < 5) {
         n = on_attr_ints(on, "shape", shape, MAX_RANK);
         if (n < 0) {
             on_error(on, "missing attribute 'shape'");
             return false;
         }
+    } else if (!on_try_const(on, on_in(on, 1))) {
+        uint8_t dyn;
+        if (!run_time_shape_dims(on, shape, &dyn, &n, &run_time))
+            return false;
     } else if (!on_const_ints(on, 1, "shape", shape, MAX_RANK, &n)) {
         return false;
     }
@@ -282,9 +369,11 @@ bool import_reshape(OnnxNode *on) {
             return false;
         }
         t.dims[infer] = numel / known;
-        if (type_is_dynamic(x)) /* the -1 takes what the run-time size leaves */
+        if (type_is_dynamic(x) && run_time < 0) /* the -1 takes what the run-time size leaves */
             t.dyn = (uint8_t)(1u << infer);
     }
+    if (run_time >= 0)
+        t.dyn = (uint8_t)(1u << run_time);
     return reshape_to(on, &t);
 }
 
@@ -416,12 +505,37 @@ bool import_split(OnnxNode *on) {
 /* Per-axis start/end/step for every axis, clamped the ONNX way. An end of
  * "before index 0" (negative step) is stored as -(dim+1), which reads back
  * as itself under the clamping rules. */
+/* Slice's ends known only at run time (torchvision's scores[:, :n] with n
+ * a count of boxes): the slice is typed at their upper bounds, each of
+ * them a bounded-dynamic dimension, and the kernel reads the ends (operand
+ * 1) and takes the run-time size. Ends that may be negative (counted from
+ * the end) have no such bound. */
+static bool run_time_ends(OnnxNode *on, int64_t *ends, int *n, bool *run_time) {
+    int64_t lo[MAX_RANK];
+    if (!on_value_range(on, on_in(on, 2), lo, ends, MAX_RANK, n)) {
+        on_error(on, "input 2 (ends) is known only at run time and has no bound: it must come "
+                 "from the sizes of values (Shape of a bounded-dynamic value, and arithmetic "
+                 "on it)");
+        return false;
+    }
+    for (int i = 0; i < *n; i++) {
+        if (lo[i] < 0) {
+            on_error(on, "input 2 (ends): element %d is known only at run time and may be "
+                     "negative", i);
+            return false;
+        }
+    }
+    *run_time = true;
+    return true;
+}
+
 bool import_slice(OnnxNode *on) {
     if (!on_need_inputs(on, 1, on->opset < 10 ? 1 : 5))
         return false;
     const Type *x = &on->in[0]->type;
     int64_t starts[MAX_RANK], ends[MAX_RANK], axes[MAX_RANK], steps[MAX_RANK];
     int ns, ne, na = -1, nt = -1;
+    bool run_time = false;
     if (on->opset < 10) {
         if (!on_need_inputs(on, 1, 1))
             return false;
@@ -430,7 +544,8 @@ bool import_slice(OnnxNode *on) {
         na = on_attr_ints(on, "axes", axes, MAX_RANK);
     } else {
         if (!on_need_inputs(on, 3, 5) || !on_const_ints(on, 1, "starts", starts, MAX_RANK, &ns) ||
-            !on_const_ints(on, 2, "ends", ends, MAX_RANK, &ne) ||
+            !(on_try_const(on, on_in(on, 2)) ? on_const_ints(on, 2, "ends", ends, MAX_RANK, &ne)
+                                             : run_time_ends(on, ends, &ne, &run_time)) ||
             (on_in(on, 3) && !on_const_ints(on, 3, "axes", axes, MAX_RANK, &na)) ||
             (on_in(on, 4) && !on_const_ints(on, 4, "steps", steps, MAX_RANK, &nt)))
             return false;
@@ -475,11 +590,19 @@ bool import_slice(OnnxNode *on) {
         s[ax] = b;
         e[ax] = en == -1 && st < 0 ? -dim - 1 : en;
         t[ax] = st;
+        axes[i] = ax;
+        if (run_time && st < 0) {
+            on_error(on, "a negative step with ends known only at run time is not supported");
+            return false;
+        }
     }
-    Node *n = on_node(on, NK_SLICE, 1, on->in, 1);
+    Value *ops[2] = {on->in[0], on_in(on, 2)};
+    Node *n = on_node(on, NK_SLICE, run_time ? 2 : 1, ops, 1);
     node_set_ints(n, AK_starts, x->rank, s);
     node_set_ints(n, AK_ends, x->rank, e);
     node_set_ints(n, AK_steps, x->rank, t);
+    if (run_time) /* which axis each run-time end is for */
+        node_set_ints(n, AK_axes, ns, axes);
     return on_done(on, n);
 }
 
@@ -498,6 +621,10 @@ bool import_expand(OnnxNode *on) {
         return false;
     int64_t shape[MAX_RANK];
     int n;
+    uint8_t dyn = 0;
+    if (!on_try_const(on, on_in(on, 1)))
+        return run_time_shape(on, 1, "shape", shape, &dyn, &n) &&
+               expand_run_time(on, on->in[0], shape, dyn, n);
     if (!on_const_ints(on, 1, "shape", shape, MAX_RANK, &n))
         return false;
     for (int i = 0; i < n; i++) {

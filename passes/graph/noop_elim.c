@@ -80,10 +80,10 @@ static bool is_noop(const Node *n) {
     if (node_is_view(n))
         return same_type;
     switch (n->kind) {
-    case NK_EXPAND:
+    case NK_EXPAND: return same_type && n->nops == 1; /* a run-time shape may differ */
     case NK_CAST: return same_type;
     case NK_TRANSPOSE: return identity_perm(n);
-    case NK_SLICE: return same_type && full_slice(n);
+    case NK_SLICE: return same_type && n->nops == 1 && full_slice(n); /* not run-time ends */
     case NK_PAD: {
         const int64_t *p = node_attr_ints(n, AK_pads, &k);
         return p && all_zero(p, k);

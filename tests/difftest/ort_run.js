@@ -30,6 +30,10 @@ function readNpy(file) {
 }
 
 function writeNpy(file, tensor) {
+  // int64 outputs (a detector's labels) are written as float32: exact
+  // below 2^24, which the testers' integers are.
+  if (tensor.type === 'int64')
+    tensor = new ort.Tensor('float32', Float32Array.from(tensor.data, Number), tensor.dims);
   if (tensor.type !== 'float32') throw new Error(`output of type ${tensor.type}`);
   const shape = tensor.dims.length === 1 ? `(${tensor.dims[0]},)` : `(${tensor.dims.join(', ')})`;
   let header = `{'descr': '<f4', 'fortran_order': False, 'shape': ${shape}, }`;
