@@ -284,6 +284,7 @@ test: $(DEPS_STAMP)
 	$(MAKE) test-quant
 	$(MAKE) test-train
 	$(MAKE) test-detect
+	$(MAKE) test-detectors DETECTORS_FLAGS=--no-time
 	$(MAKE) test-bisect
 	$(MAKE) test-textdiff
 	$(MAKE) test-difftest
@@ -418,7 +419,7 @@ test-difftest: $(BUILD)/glowc
 # npm registry; not in make test): tests/npm_models/run.py says which.
 # A torch-exported detection head (NonZero, NonMaxSuppression, bounded-dynamic
 # results) on every level against torch, and ORT when it is at hand (about
-# 30 s; needs python3-torch; not in make test).
+# 30 s; needs python3-torch).
 test-detect: $(BUILD)/glowc
 	ORT_NODE_MODULES=$${ORT_NODE_MODULES:-$(abspath build/ort/node_modules)} \
 	    $(PYTHON) tests/detect/run.py $(BUILD)/glowc $(BUILD)/detect
@@ -426,10 +427,11 @@ test-detect: $(BUILD)/glowc
 # torchvision's SSDlite and Faster R-CNN (MobileNetV3, random weights; issue
 # 16's detector figure) on every level against torch and ORT, with a table
 # of errors and times (about 3 min with the export, cached in
-# $(BUILD)/detectors; needs python3-torch; not in make test).
+# $(BUILD)/detectors; needs python3-torch). make test runs it with
+# DETECTORS_FLAGS=--no-time: the same checks without the timing calls.
 test-detectors: $(BUILD)/glowc
 	ORT_NODE_MODULES=$${ORT_NODE_MODULES:-$(abspath build/ort/node_modules)} \
-	    $(PYTHON) tests/detect/detectors.py $(BUILD)/glowc $(BUILD)/detectors
+	    $(PYTHON) tests/detect/detectors.py $(BUILD)/glowc $(BUILD)/detectors $(DETECTORS_FLAGS)
 
 test-npm-models: $(BUILD)/glowc
 	$(PYTHON) tests/npm_models/run.py $(BUILD)/glowc

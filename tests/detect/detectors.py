@@ -14,7 +14,10 @@ A model that glowc does not run yet is listed in EXPECTED_STOP with the
 node it stops at: the run must stop there, with that error (so that a new
 stop is seen), and passes as "not yet".
 
-Usage: detectors.py GLOWC WORKDIR"""
+With --no-time (make test) nothing is timed: the same checks, without the
+ten calls per level that the table's times take.
+
+Usage: detectors.py GLOWC WORKDIR [--no-time]"""
 import os
 import re
 import shutil
@@ -24,6 +27,7 @@ import sys
 import numpy as np
 
 glowc, work = sys.argv[1:3]
+TIMED = "--no-time" not in sys.argv[3:]
 here = os.path.dirname(os.path.abspath(__file__))
 os.makedirs(work, exist_ok=True)
 RTOL = 1e-4
@@ -89,11 +93,12 @@ for model in MODELS:
             ort_out = load(d)
             e = max_rel(ort_out, torch_out)
             ok &= e is not None and e <= RTOL
-            r = subprocess.run(["node", os.path.join(here, "..", "bench", "ort_bench.js"),
-                                onnx_file, "1", str(ITERS), image], capture_output=True,
-                               text=True, env=node_env)
-            ort_ms = median_ms(r.stdout)
-            rows.append((model, "ORT", len(torch_out["scores"]), "-", fmt(e), f"{ort_ms:.1f}"))
+            if TIMED:
+                r = subprocess.run(["node", os.path.join(here, "..", "bench", "ort_bench.js"),
+                                    onnx_file, "1", str(ITERS), image], capture_output=True,
+                                   text=True, env=node_env)
+                ort_ms = median_ms(r.stdout)
+            rows.append((model, "ORT", len(torch_out["scores"]), "-", fmt(e), f"{ort_ms:.1f}" if TIMED else "-"))
     for level in LEVELS:
         label = " ".join(level)
         d = os.path.join(work, model + "_" + "_".join(level).replace("=", "_").replace("-", ""))
@@ -115,12 +120,14 @@ for model in MODELS:
         good = e_torch is not None and e_torch <= RTOL and (not ort_out or
                                                              (e_ort is not None and e_ort <= RTOL))
         ok &= good
-        b = subprocess.run([glowc, "bench", onnx_file, *level, "--late-input", "image=" + image,
-                            "--threads=1", f"--iters={ITERS}"],
-                           capture_output=True, text=True)
+        ms = float("nan")
+        if TIMED:
+            b = subprocess.run([glowc, "bench", onnx_file, *level, "--late-input", "image=" + image,
+                                "--threads=1", f"--iters={ITERS}"],
+                               capture_output=True, text=True)
+            ms = median_ms(b.stdout + b.stderr)
         rows.append((model, "glowc " + label, len(got["scores"]),
-                     fmt(e_ort) if ort_out else "not run", fmt(e_torch),
-                     f"{median_ms(b.stdout + b.stderr):.1f}"))
+                     fmt(e_ort) if ort_out else "not run", fmt(e_torch), f"{ms:.1f}" if TIMED else "-"))
 
 print(f"{'model':8} {'run':32} {'boxes':>5} {'vs ORT':>8} {'vs torch':>8} {'ms/call':>8}")
 for row in rows:
