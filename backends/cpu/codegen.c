@@ -158,10 +158,59 @@ static LLVMValueRef desc_global(CG *g, const int64_t *w, int n, int index) {
 
 /* ---- addresses --------------------------------------------------------------- */
 
+/* A string constant's slots as a global of the module: pointers into one
+ * private array of its characters (NUL after each), which the linker
+ * relocates, so that an executable holds the characters and not this
+ * process's addresses; the JIT takes the same path. Its slots in the
+ * weights stay zero (cpu_weights_blob). */
+static LLVMValueRef str_constant(CG *g, const LirBuf *s) {
+    char name[48];
+    snprintf(name, sizeof name, "glowc_strs%d", s->id);
+    LLVMValueRef gv = LLVMGetNamedGlobal(g->mod, name);
+    if (gv)
+        return gv;
+    int64_t n = type_numel(&s->type);
+    StrBuf chars;
+    sb_init(&chars);
+    int64_t *at = malloc((size_t)(n + 1) * sizeof *at);
+    LLVMValueRef *slots = malloc((size_t)(n + 1) * sizeof *slots);
+    for (int64_t i = 0; at && i < n; i++) {
+        const char *t = tensor_get_str(s->payload, i);
+        at[i] = (int64_t)chars.len;
+        sb_append(&chars, t ? t : "");
+        sb_putc(&chars, 0);
+    }
+    LLVMValueRef text = LLVMConstStringInContext2(g->ctx, chars.data ? chars.data : "", chars.len, true);
+    LLVMValueRef tg = LLVMAddGlobal(g->mod, LLVMTypeOf(text), "glowc_chars");
+    LLVMSetInitializer(tg, text);
+    LLVMSetGlobalConstant(tg, true);
+    LLVMSetLinkage(tg, LLVMPrivateLinkage);
+    for (int64_t i = 0; at && slots && i < n; i++) {
+        LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned long long)at[i], false);
+        slots[i] = LLVMConstInBoundsGEP2(g->i8, tg, &idx, 1);
+    }
+    LLVMValueRef init = LLVMConstArray2(g->ptr, slots, at && slots ? (uint64_t)n : 0);
+    gv = LLVMAddGlobal(g->mod, LLVMTypeOf(init), name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, true);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetAlignment(gv, 64);
+    if (!at || !slots)
+        g->ok = false;
+    free(at);
+    free(slots);
+    sb_free(&chars);
+    return gv;
+}
+
 static LLVMValueRef buf_address(CG *g, const LirBuf *b) {
     const LirBuf *s = b->kind == LB_VIEW ? b->base : b;
     LLVMValueRef base = s->kind == LB_ALLOC ? g->acts : s->kind == LB_CONST ? g->weights : g->mutables;
     int64_t off = s->address;
+    if (s->kind == LB_CONST && s->type.elem == ELEM_STR && s->payload) {
+        base = str_constant(g, s);
+        off = 0;
+    }
     if (b->kind == LB_VIEW)
         off += b->offset * (int64_t)elem_size(b->type.elem);
     LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned long long)off, false);
@@ -301,6 +350,36 @@ static struct Worker *find_worker(CG *g, LLVMValueRef kernel, const int64_t *w, 
     return x;
 }
 
+/* A call that returns nonzero on failure: the entry returns instruction
+ * index + 1 there, which the caller reports by name. */
+static void return_on_failure(CG *g, LLVMValueRef status, int index) {
+    LLVMValueRef failed = LLVMBuildICmp(g->b, LLVMIntNE, status, LLVMConstInt(g->i32, 0, false), "");
+    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "fail");
+    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "ok");
+    LLVMBuildCondBr(g->b, failed, bad, ok);
+    LLVMPositionBuilderAtEnd(g->b, bad);
+    LLVMBuildRet(g->b, LLVMConstInt(g->i32, (unsigned long long)index + 1, false));
+    LLVMPositionBuilderAtEnd(g->b, ok);
+}
+
+/* A kernel K that can fail on its input (libjit_K_fails(desc) says when)
+ * records it in its threads' scratch; the entry returns index + 1 then,
+ * and the caller names the instruction and the element (jit.c). Without
+ * threads (a --no-threads bundle, which holds no strings) nothing fails. */
+static void check_failure(CG *g, const char *name, LLVMValueRef desc, int index) {
+    char fails_name[160];
+    snprintf(fails_name, sizeof fails_name, "%s_fails", name);
+    LLVMValueRef fails = LLVMGetNamedFunction(g->mod, fails_name);
+    if (!fails || g->scratch)
+        return;
+    LLVMValueRef failed = runtime_fn(g, "libjit_failed");
+    if (!failed)
+        return;
+    LLVMValueRef can = LLVMBuildTrunc(g->b, call(g, fails, &desc, 1), g->i32, "");
+    LLVMValueRef did = call(g, failed, &g->rt, 1);
+    return_on_failure(g, LLVMBuildAnd(g->b, can, did, ""), index);
+}
+
 static void emit_kernel(CG *g, LLVMValueRef kernel, const char *name, const int64_t *w, int nw,
                         int index) {
     struct Worker *x = find_worker(g, kernel, w, nw, index);
@@ -325,19 +404,10 @@ static void emit_kernel(CG *g, LLVMValueRef kernel, const char *name, const int6
     }
     size_t len;
     g->m->instr_worker[index] = strdup(LLVMGetValueName2(x->fn, &len));
+    check_failure(g, name, x->desc, index);
 }
 
-/* A call that returns nonzero on failure: the entry returns instruction
- * index + 1 there, which the caller reports by name. */
-static void return_on_failure(CG *g, LLVMValueRef status, int index) {
-    LLVMValueRef failed = LLVMBuildICmp(g->b, LLVMIntNE, status, LLVMConstInt(g->i32, 0, false), "");
-    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "fail");
-    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "ok");
-    LLVMBuildCondBr(g->b, failed, bad, ok);
-    LLVMPositionBuilderAtEnd(g->b, bad);
-    LLVMBuildRet(g->b, LLVMConstInt(g->i32, (unsigned long long)index + 1, false));
-    LLVMPositionBuilderAtEnd(g->b, ok);
-}
+
 
 /* if (libjit_generic(desc, ops)) return index + 1; -- the fallback lives in
  * glowc (JIT) or is linked in (executables and bundles, aot.c), so only

@@ -427,6 +427,7 @@ static bool keep_external(const CpuModule *m, const char *name) {
     case OUTPUT_JIT:
         return !strcmp(name, m->entry) || !strcmp(name, "libjit_runtime_new") ||
                !strcmp(name, "libjit_runtime_free") || !strcmp(name, "libjit_runtime_free_strings") ||
+               !strcmp(name, "libjit_runtime_failure") ||
                (m->opt.instrument && (!strcmp(name, "libjit_fma_peak") ||
                                       !strcmp(name, CPU_PROBE_GLOBAL)));
     case OUTPUT_EXECUTABLE: /* what the precompiled main() calls and reads */
@@ -562,7 +563,11 @@ bool cpu_weights_blob(const LirProgram *p, unsigned char *blob, DiagList *d) {
         return false;
     for (int b = 0; b < p->nbufs; b++) {
         const LirBuf *w = p->bufs[b];
-        if (w->kind == LB_CONST && !w->dead)
+        if (w->kind != LB_CONST || w->dead)
+            continue;
+        if (w->type.elem == ELEM_STR) /* the module's own global (codegen str_constant) */
+            memset(blob + w->address, 0, type_bytes(&w->type));
+        else
             memcpy(blob + w->address, w->payload->data, type_bytes(&w->type));
     }
     return true;

@@ -169,6 +169,9 @@ LJ_ANY_COMPARE(LJ_DECLARE_ANY3)
 LJ_ANY_LOGIC(LJ_DECLARE_ANY3)
 LJ_ANY_REDUCE(LJ_DECLARE_ANY2)
 LJ_ANY_OTHER(LJ_DECLARE_ANY1)
+/* Kernels that can fail on their input (libjit_K_fails, LjScratch.fail_at) */
+LIBJIT_WORK libjit_cast_any_fails(const int64_t *d);
+LIBJIT_WORK libjit_cast_f32_fails(const int64_t *d);
 /* k_topk.c, k_resize.c (with scratch) */
 LJ_DECLARE_KERNEL(top_k_any)
 LJ_DECLARE_WORK(top_k_any)

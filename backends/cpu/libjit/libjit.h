@@ -185,6 +185,13 @@ struct LjScratch {
      * needed; freed by libjit_runtime_free_strings once the caller has
      * copied the outputs, and with the runtime. */
     LjStrChunk *strs;
+    /* A kernel that fails on its input (a string that is no number) has
+     * nowhere to return it: it records here the first element of this
+     * thread's units that failed (index + 1; 0: none) and the text, which
+     * the generated code checks after the call (libjit_failed) and the
+     * caller reports by name (libjit_runtime_failure). */
+    int64_t fail_at;
+    const char *fail_text;
 };
 
 struct LjStrChunk {
@@ -212,6 +219,15 @@ LJ_INLINE char *lj_str_alloc(LjScratch *sc, size_t n) {
     char *p = c->data + c->used;
     c->used += n;
     return p;
+}
+
+/* Element i failed on text s (see fail_at). Without a runtime (sc NULL: a
+ * kernel test) there is nowhere to record it. */
+LJ_INLINE void lj_fail(LjScratch *sc, int64_t i, const char *s) {
+    if (sc && (!sc->fail_at || i + 1 < sc->fail_at)) {
+        sc->fail_at = i + 1;
+        sc->fail_text = s;
+    }
 }
 
 LJ_INLINE void lj_strs_free(LjScratch *sc) {
@@ -276,6 +292,12 @@ LJ_INLINE void lj_scratch_put(LjScratch *sc, void *p) {
 /* Runs worker over [0, n) on the runtime's threads (inline when rt is NULL
  * or has one thread). */
 void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *const *ops);
+/* 1 if a kernel of the last call failed on its input (LjScratch.fail_at),
+ * else 0: generated code returns its instruction's failure then. */
+int libjit_failed(LibjitRuntime *rt);
+/* The failed element with the lowest index over the threads, its text in
+ * *text, or -1 if none; clears every thread's record. */
+int64_t libjit_runtime_failure(LibjitRuntime *rt, const char **text);
 /* Frees the strings the kernels computed (the run's string arena): the
  * caller calls it once it has copied the outputs. */
 void libjit_runtime_free_strings(LibjitRuntime *rt);
