@@ -1,0 +1,173 @@
+/* Instructions over bounded-dynamic buffers (issue 16) as libjit code.
+ * libjit_dyn_prepare makes the descriptor an instruction's kernel runs on:
+ * the constant one with each dynamic operand's run-time dims (from its
+ * shape slot) and the results' run-time dims by the instruction's rule
+ * (desc.h), which it also writes to the results' slots. The kernels are
+ * then the ordinary ones (elementwise, transpose, gather, reductions,
+ * top_k take their dims from the descriptor), plus the two producers
+ * whose result size is a count: nonzero and compress. A buffer at a
+ * run-time size is packed at that size from its start, as the
+ * interpreters lay it out. */
+#include "backends/cpu/libjit/elem.h"
+#include "backends/cpu/libjit/kernels.h"
+
+LJ_INLINE int64_t *dyn_dims(int64_t *rd, int k) {
+    return rd + DESC_OPS + k * DESC_OP_WORDS + 2;
+}
+
+LJ_INLINE int64_t dyn_words(const int64_t *d) {
+    return DESC_OPS + lj_nops(d) * DESC_OP_WORDS + d[DESC_NATTRS] * DESC_ATTR_WORDS;
+}
+
+LJ_INLINE bool dyn_nonzero(int elem, const void *x, int64_t i) {
+    return lj_is_float(elem) ? lj_ld_f64(elem, x, i) != 0 : lj_ld_i64(elem, x, i) != 0;
+}
+
+/* Compress's axis (the importer flattens an axis-less one) and its
+ * condition's count; -1 when a true lies beyond the axis (ONNX Runtime's
+ * error, the interpreter's). */
+static int64_t dyn_compress_count(const int64_t *rd, void *const *ops, int *axis) {
+    int rank = lj_rank(rd, 1);
+    int64_t a = lj_attr_int(rd, AK_axis, 0);
+    *axis = (int)(a < 0 ? a + rank : a);
+    int64_t len = lj_dim(rd, 1, *axis), nc = lj_numel(rd, 2), kept = 0;
+    for (int64_t i = 0; i < nc; i++) {
+        if (!dyn_nonzero(lj_elem(rd, 2), ops[2], i))
+            continue;
+        if (i >= len)
+            return -1;
+        kept++;
+    }
+    return kept;
+}
+
+/* LJ_DYN_MAP: every dynamic result dim starts unknown (-1); each source
+ * (result r, dim i, operand k, dim j) broadcasts into it. */
+static bool dyn_map(int64_t *rd, const int64_t *d, const int64_t *slots, const int64_t *map) {
+    for (int r = 0; r < lj_nres(d); r++)
+        for (int i = 0; i < lj_rank(d, r); i++)
+            if (slots[2 * r + 1] & (1 << i))
+                dyn_dims(rd, r)[i] = -1;
+    for (int64_t e = 0; e < map[0]; e++) {
+        const int64_t *m = map + 1 + 4 * e;
+        int64_t *cur = &dyn_dims(rd, (int)m[0])[m[1]];
+        int64_t v = dyn_dims(rd, (int)m[2])[m[3]];
+        if (*cur == -1 || *cur == 1)
+            *cur = v;
+        else if (v != 1 && v != *cur)
+            return false; /* sizes that do not broadcast */
+    }
+    for (int r = 0; r < lj_nres(d); r++)
+        for (int i = 0; i < lj_rank(d, r); i++)
+            if (dyn_dims(rd, r)[i] < 0)
+                return false;
+    return true;
+}
+
+/* Returns 0, or 1 when the run-time sizes do not fit the instruction
+ * (sizes that do not broadcast, a k beyond its axis, a result beyond its
+ * bound): the caller names the instruction. */
+int libjit_dyn_prepare(int64_t *rd, const int64_t *d, void *const *ops, unsigned char *mutables,
+                       const int64_t *slots) {
+    int nres = lj_nres(d), nops = lj_nops(d);
+    memcpy(rd, d, (size_t)dyn_words(d) * sizeof *rd);
+    for (int k = nres; k < nops; k++)
+        if (slots[2 * k] >= 0)
+            memcpy(dyn_dims(rd, k), mutables + slots[2 * k], (size_t)lj_rank(d, k) * sizeof *rd);
+    const int64_t *rule = slots + 2 * nops;
+    switch (rule[0]) {
+    case LJ_DYN_MAP:
+        if (!dyn_map(rd, d, slots, rule + 1))
+            return 1;
+        break;
+    case LJ_DYN_NONZERO: {
+        int64_t n = lj_numel(rd, 1), count = 0;
+        for (int64_t i = 0; i < n; i++)
+            count += dyn_nonzero(lj_elem(rd, 1), ops[1], i);
+        dyn_dims(rd, 0)[1] = count;
+        break;
+    }
+    case LJ_DYN_COMPRESS: {
+        int axis;
+        int64_t kept = dyn_compress_count(rd, ops, &axis);
+        if (kept < 0)
+            return 1;
+        dyn_dims(rd, 0)[axis] = kept;
+        break;
+    }
+    case LJ_DYN_TOP_K: {
+        int rank = lj_rank(rd, 2);
+        int64_t a = lj_attr_int(rd, AK_axis, -1), axis = a < 0 ? a + rank : a;
+        int64_t k = lj_ld_i64(lj_elem(rd, 3), ops[3], 0);
+        if (k < 0 || k > lj_dim(rd, 2, (int)axis))
+            return 1;
+        dyn_dims(rd, 0)[axis] = dyn_dims(rd, 1)[axis] = k;
+        break;
+    }
+    default: return 1;
+    }
+    for (int r = 0; r < nres; r++) {
+        for (int i = 0; i < lj_rank(d, r); i++)
+            if (dyn_dims(rd, r)[i] > lj_dim(d, r, i))
+                return 1; /* beyond its bound: never written past the buffer */
+        if (slots[2 * r] >= 0)
+            memcpy(mutables + slots[2 * r], dyn_dims(rd, r), (size_t)lj_rank(d, r) * sizeof *rd);
+    }
+    return 0;
+}
+
+/* ---- the producers: their result's size is a count --------------------- */
+
+LIBJIT_WORK libjit_nonzero_any_work(const int64_t *d) {
+    return 1;
+}
+
+/* Operands: y (i64 [rank, count]), x. The coordinates of x's nonzero
+ * elements in row-major order, one row per axis; count is y's dim 1 (the
+ * descriptor's, at run time libjit_dyn_prepare's). */
+LIBJIT_KERNEL libjit_nonzero_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                 LjScratch *sc) {
+    int rank = lj_rank(d, 1), ex = lj_elem(d, 1);
+    int64_t n = lj_numel(d, 1), count = lj_dim(d, 0, 1), idx[DESC_MAX_RANK] = {0};
+    int64_t *y = ops[0];
+    for (int64_t i = 0, j = 0; i < n && j < count; i++) {
+        if (dyn_nonzero(ex, ops[1], i)) {
+            for (int a = 0; a < rank; a++)
+                y[a * count + j] = idx[a];
+            if (!rank)
+                y[j] = 0;
+            j++;
+        }
+        for (int a = rank - 1; a >= 0; a--) {
+            if (++idx[a] < lj_dim(d, 1, a))
+                break;
+            idx[a] = 0;
+        }
+    }
+}
+
+LIBJIT_WORK libjit_compress_any_work(const int64_t *d) {
+    return 1;
+}
+
+/* Operands: y, x, condition. The slices of x along the axis whose
+ * condition is true, in order (a condition shorter than the axis drops
+ * the rest). */
+LIBJIT_KERNEL libjit_compress_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                  LjScratch *sc) {
+    int rank = lj_rank(d, 1);
+    int64_t a = lj_attr_int(d, AK_axis, 0);
+    int axis = (int)(a < 0 ? a + rank : a);
+    int64_t len = lj_dim(d, 1, axis), nc = lj_numel(d, 2), outer = 1, inner = 1;
+    for (int i = 0; i < rank; i++)
+        if (i != axis)
+            *(i < axis ? &outer : &inner) *= lj_dim(d, 1, i);
+    size_t row = (size_t)inner * lj_elem_size(lj_elem(d, 1));
+    char *dst = ops[0];
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < nc && i < len; i++)
+            if (dyn_nonzero(lj_elem(d, 2), ops[2], i)) {
+                memcpy(dst, (const char *)ops[1] + (size_t)(o * len + i) * row, row);
+                dst += row;
+            }
+}
