@@ -18,6 +18,8 @@ int any_quant_cases(uint64_t seed);
 /* The integer kernels of quantized graphs, every shape class. */
 int any_qint_cases(uint64_t seed);
 int any_select_cases(uint64_t seed);
+/* The producers of bounded-dynamic sizes: nonzero, compress. */
+int any_dynamic_cases(uint64_t seed);
 /* Strings: cast to and from str, equal, string_normalizer. */
 int any_string_cases(uint64_t seed);
 
