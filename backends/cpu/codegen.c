@@ -685,6 +685,8 @@ static void dyn_map(DynRule *u, const LirInstr *i, int nres, const Node *n) {
             if (keep || !(mask & (1u << d)))
                 out++;
         }
+    } else if (nk == NK_SHAPE) {
+        /* a static result: the kernel reads the run-time dims */
     } else {
         u->why = "no libjit kernel takes them yet";
     }
@@ -712,6 +714,12 @@ static void dyn_rule(DynRule *u, LirProgram *p, const LirInstr *i) {
     switch (NODE_OF_IK(i->kind)) {
     case NK_NONZERO: *rule = LJ_DYN_NONZERO; break;
     case NK_COMPRESS: *rule = LJ_DYN_COMPRESS; break;
+    case NK_NMS: *rule = LJ_DYN_NMS; break;
+    case NK_RESHAPE:
+        *rule = LJ_DYN_RESHAPE;
+        if (__builtin_popcount(i->ops[0]->type.dyn) != 1)
+            u->why = "a reshape to more than one run-time dim";
+        break;
     case NK_TOP_K:
         /* k a run-time operand; x dynamic, if at all, only along the axis */
         *rule = LJ_DYN_TOP_K;

@@ -63,8 +63,12 @@ enum {
  *   LJ_DYN_NONZERO  result dim 1 counts the input's nonzero elements
  *   LJ_DYN_COMPRESS the axis (or the flattened input) counts the condition's
  *                   true elements
- *   LJ_DYN_TOP_K    the axis of both results is operand k's value */
-enum { LJ_DYN_MAP, LJ_DYN_NONZERO, LJ_DYN_COMPRESS, LJ_DYN_TOP_K };
+ *   LJ_DYN_TOP_K    the axis of both results is operand k's value
+ *   LJ_DYN_NMS      the selection itself, made by libjit_dyn_prepare (its
+ *                   row count is the result's size; no kernel runs after)
+ *   LJ_DYN_RESHAPE  the result's one dynamic dim holds what its static ones
+ *                   leave of the input's elements */
+enum { LJ_DYN_MAP, LJ_DYN_NONZERO, LJ_DYN_COMPRESS, LJ_DYN_TOP_K, LJ_DYN_NMS, LJ_DYN_RESHAPE };
 
 /* The runtime each generated program calls into for threads. */
 typedef struct LibjitRuntime LibjitRuntime;

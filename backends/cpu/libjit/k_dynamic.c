@@ -10,6 +10,7 @@
  * interpreters lay it out. */
 #include "backends/cpu/libjit/elem.h"
 #include "backends/cpu/libjit/kernels.h"
+#include "core/nms.h"
 
 LJ_INLINE int64_t *dyn_dims(int64_t *rd, int k) {
     return rd + DESC_OPS + k * DESC_OP_WORDS + 2;
@@ -64,6 +65,63 @@ static bool dyn_map(int64_t *rd, const int64_t *d, const int64_t *slots, const i
     return true;
 }
 
+/* Operand k's scalar (an optional operand absent: dflt). */
+LJ_INLINE double dyn_scalar(const int64_t *rd, void *const *ops, int k, double dflt) {
+    return k < lj_nops(rd) ? lj_ld_f64(lj_elem(rd, k), ops[k], 0) : dflt;
+}
+
+/* NonMaxSuppression (operands: selected [rows, 3] i64, boxes [b, n, 4],
+ * scores [b, c, n], then max_output_boxes_per_class, iou_threshold,
+ * score_threshold, each optional): per batch and class, the boxes above
+ * the score threshold by score, each kept unless it overlaps one kept
+ * before it by more than the IoU threshold, until max_out are kept -- the
+ * interpreter's loop over core/nms.h. The rows written; -1 beyond the
+ * bound or out of memory. */
+static int64_t dyn_nms(const int64_t *rd, void *const *ops) {
+    int64_t nb = lj_dim(rd, 2, 0), nc = lj_dim(rd, 2, 1), n = lj_dim(rd, 2, 2);
+    int64_t max_out = lj_nops(rd) > 3 ? lj_ld_i64(lj_elem(rd, 3), ops[3], 0) : 0;
+    float iou = (float)dyn_scalar(rd, ops, 4, 0), thr = (float)dyn_scalar(rd, ops, 5, -INFINITY);
+    bool center = lj_attr_int(rd, AK_center_point_box, 0) != 0;
+    if (lj_elem(rd, 1) != ELEM_F32 || lj_elem(rd, 2) != ELEM_F32)
+        return -1;
+    NmsCand *cand = malloc((size_t)(n ? n : 1) * sizeof *cand);
+    float *kept = malloc((size_t)(n ? n : 1) * 4 * sizeof *kept);
+    const float *bx = ops[1], *sc = ops[2];
+    int64_t *out = ops[0], rows = 0, bound = lj_dim(rd, 0, 0);
+    for (int64_t b = 0; b < nb && cand && kept && rows >= 0; b++) {
+        for (int64_t c = 0; c < nc && rows >= 0; c++) {
+            int64_t m = 0, nkept = 0;
+            for (int64_t i = 0; i < n; i++) {
+                float s = sc[(b * nc + c) * n + i];
+                if (s > thr)
+                    cand[m++] = (NmsCand){s, i};
+            }
+            qsort(cand, (size_t)m, sizeof *cand, nms_cand_cmp);
+            for (int64_t i = 0; i < m && nkept < max_out; i++) {
+                float corners[4];
+                nms_box_corners(bx + (b * n + cand[i].box) * 4, center, corners);
+                bool drop = false;
+                for (int64_t j = 0; j < nkept && !drop; j++)
+                    drop = nms_overlaps(kept + j * 4, corners, iou);
+                if (drop)
+                    continue;
+                if (rows == bound) {
+                    rows = -1;
+                    break;
+                }
+                memcpy(kept + nkept++ * 4, corners, sizeof corners);
+                out[rows * 3] = b, out[rows * 3 + 1] = c, out[rows * 3 + 2] = cand[i].box;
+                rows++;
+            }
+        }
+    }
+    if (!cand || !kept)
+        rows = -1;
+    free(cand);
+    free(kept);
+    return rows;
+}
+
 /* Returns 0, or 1 when the run-time sizes do not fit the instruction
  * (sizes that do not broadcast, a k beyond its axis, a result beyond its
  * bound): the caller names the instruction. */
@@ -102,6 +160,28 @@ int libjit_dyn_prepare(int64_t *rd, const int64_t *d, void *const *ops, unsigned
         if (k < 0 || k > lj_dim(rd, 2, (int)axis))
             return 1;
         dyn_dims(rd, 0)[axis] = dyn_dims(rd, 1)[axis] = k;
+        break;
+    }
+    case LJ_DYN_NMS: {
+        int64_t rows = dyn_nms(rd, ops);
+        if (rows < 0)
+            return 1;
+        dyn_dims(rd, 0)[0] = rows;
+        break;
+    }
+    case LJ_DYN_RESHAPE: {
+        int64_t rest = 1;
+        int dd = -1;
+        for (int i = 0; i < lj_rank(d, 0); i++) {
+            if (slots[1] & (1 << i))
+                dd = i;
+            else
+                rest *= lj_dim(d, 0, i);
+        }
+        int64_t n = lj_numel(rd, 1);
+        if (dd < 0 || (rest ? n % rest : n))
+            return 1;
+        dyn_dims(rd, 0)[dd] = rest ? n / rest : 0;
         break;
     }
     default: return 1;
@@ -170,4 +250,39 @@ LIBJIT_KERNEL libjit_compress_any(const int64_t *d, void *const *ops, int64_t lo
                 memcpy(dst, (const char *)ops[1] + (size_t)(o * len + i) * row, row);
                 dst += row;
             }
+}
+
+/* ---- the consumers that only move data or read sizes ---------------------- */
+
+LIBJIT_WORK libjit_reshape_any_work(const int64_t *d) {
+    return 1;
+}
+
+/* A reshape not made a view (its input or result bounded-dynamic): the
+ * elements in order. */
+LIBJIT_KERNEL libjit_reshape_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                 LjScratch *sc) {
+    memmove(ops[0], ops[1], (size_t)lj_numel(d, 1) * lj_elem_size(lj_elem(d, 1)));
+}
+
+LIBJIT_WORK libjit_shape_any_work(const int64_t *d) {
+    return 1;
+}
+
+/* The input's dims (at run time, libjit_dyn_prepare's). */
+LIBJIT_KERNEL libjit_shape_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                               LjScratch *sc) {
+    int64_t *y = ops[0];
+    for (int i = 0; i < lj_rank(d, 1); i++)
+        y[i] = lj_dim(d, 1, i);
+}
+
+/* The selection is made in libjit_dyn_prepare (LJ_DYN_NMS); this kernel
+ * only names the instruction's native path. */
+LIBJIT_WORK libjit_nms_any_work(const int64_t *d) {
+    return 0;
+}
+
+LIBJIT_KERNEL libjit_nms_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                             LjScratch *sc) {
 }
