@@ -715,6 +715,8 @@ static void dyn_rule(DynRule *u, LirProgram *p, const LirInstr *i) {
     case NK_NONZERO: *rule = LJ_DYN_NONZERO; break;
     case NK_COMPRESS: *rule = LJ_DYN_COMPRESS; break;
     case NK_NMS: *rule = LJ_DYN_NMS; break;
+    case NK_SLICE: *rule = LJ_DYN_SLICE; break;
+    case NK_CONCAT: *rule = LJ_DYN_CONCAT; break;
     case NK_RESHAPE:
         *rule = LJ_DYN_RESHAPE;
         if (__builtin_popcount(i->ops[0]->type.dyn) != 1)

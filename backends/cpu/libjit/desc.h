@@ -67,8 +67,20 @@ enum {
  *   LJ_DYN_NMS      the selection itself, made by libjit_dyn_prepare (its
  *                   row count is the result's size; no kernel runs after)
  *   LJ_DYN_RESHAPE  the result's one dynamic dim holds what its static ones
- *                   leave of the input's elements */
-enum { LJ_DYN_MAP, LJ_DYN_NONZERO, LJ_DYN_COMPRESS, LJ_DYN_TOP_K, LJ_DYN_NMS, LJ_DYN_RESHAPE };
+ *                   leave of the input's elements
+ *   LJ_DYN_SLICE    each axis's count by Slice's clamping (core/slice.h)
+ *   LJ_DYN_CONCAT   the inputs' dims along the axis add up; the others
+ *                   must be equal */
+enum {
+    LJ_DYN_MAP,
+    LJ_DYN_NONZERO,
+    LJ_DYN_COMPRESS,
+    LJ_DYN_TOP_K,
+    LJ_DYN_NMS,
+    LJ_DYN_RESHAPE,
+    LJ_DYN_SLICE,
+    LJ_DYN_CONCAT
+};
 
 /* The runtime each generated program calls into for threads. */
 typedef struct LibjitRuntime LibjitRuntime;

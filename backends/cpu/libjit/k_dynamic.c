@@ -184,12 +184,34 @@ int libjit_dyn_prepare(int64_t *rd, const int64_t *d, void *const *ops, unsigned
         dyn_dims(rd, 0)[dd] = rest ? n / rest : 0;
         break;
     }
+    case LJ_DYN_SLICE:
+        for (int i = 0; i < lj_rank(rd, 1); i++) {
+            int64_t b, st;
+            lj_slice_axis(rd, i, &b, &st, &dyn_dims(rd, 0)[i]);
+        }
+        break;
+    case LJ_DYN_CONCAT: {
+        int rank = lj_rank(rd, 0);
+        int64_t a = lj_attr_int(rd, AK_axis, 0), axis = a < 0 ? a + rank : a, sum = 0;
+        for (int k = 1; k < nops; k++) {
+            for (int i = 0; i < rank; i++)
+                if (i != axis && lj_dim(rd, k, i) != lj_dim(rd, 1, i))
+                    return 1;
+            sum += lj_dim(rd, k, (int)axis);
+        }
+        for (int i = 0; i < rank; i++)
+            dyn_dims(rd, 0)[i] = i == axis ? sum : lj_dim(rd, 1, i);
+        break;
+    }
     default: return 1;
     }
     for (int r = 0; r < nres; r++) {
-        for (int i = 0; i < lj_rank(d, r); i++)
-            if (dyn_dims(rd, r)[i] > lj_dim(d, r, i))
-                return 1; /* beyond its bound: never written past the buffer */
+        for (int i = 0; i < lj_rank(d, r); i++) {
+            int64_t got = dyn_dims(rd, r)[i], want = lj_dim(d, r, i);
+            if (got > want || (!(slots[2 * r + 1] & (1 << i)) && got != want))
+                return 1; /* beyond its bound (never written past the buffer), or
+                           * a static size that changed */
+        }
         if (slots[2 * r] >= 0)
             memcpy(mutables + slots[2 * r], dyn_dims(rd, r), (size_t)lj_rank(d, r) * sizeof *rd);
     }
@@ -285,4 +307,27 @@ LIBJIT_WORK libjit_nms_any_work(const int64_t *d) {
 
 LIBJIT_KERNEL libjit_nms_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
                              LjScratch *sc) {
+}
+
+LIBJIT_WORK libjit_concat_any_work(const int64_t *d) {
+    return 1;
+}
+
+/* Operands: y, then the inputs, joined along the axis: per outer index,
+ * each input's block in turn. */
+LIBJIT_KERNEL libjit_concat_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                LjScratch *sc) {
+    int rank = lj_rank(d, 0);
+    int64_t a = lj_attr_int(d, AK_axis, 0), axis = a < 0 ? a + rank : a, outer = 1, inner = 1;
+    for (int i = 0; i < rank; i++)
+        if (i != axis)
+            *(i < axis ? &outer : &inner) *= lj_dim(d, 0, i);
+    size_t es = lj_elem_size(lj_elem(d, 0));
+    char *dst = ops[0];
+    for (int64_t o = 0; o < outer; o++)
+        for (int k = 1; k < lj_nops(d); k++) {
+            size_t block = (size_t)(lj_dim(d, k, (int)axis) * inner) * es;
+            memcpy(dst, (const char *)ops[k] + (size_t)o * block, block);
+            dst += block;
+        }
 }

@@ -12,6 +12,7 @@
 
 #include "backends/cpu/libjit/desc.h"
 #include "core/graph.h"
+#include "core/slice.h"
 
 /* Kernels are external (code generation finds them by name) and inlined at
  * every call site, where their descriptor is a constant. */
@@ -146,6 +147,17 @@ LJ_INLINE double lj_attr_float(const int64_t *d, int key, double dflt) {
 LJ_INLINE bool lj_has_attr(const int64_t *d, int key) {
     int n;
     return lj_attr(d, key, &n) != 0;
+}
+
+/* Slice's axis i of operand 1 (its run-time dim, at run time): the first
+ * index, step and count, by core/slice.h's rule. */
+LJ_INLINE void lj_slice_axis(const int64_t *d, int i, int64_t *start, int64_t *step,
+                             int64_t *count) {
+    int ks, ke, kt;
+    const int64_t *s = lj_attr(d, AK_starts, &ks), *e = lj_attr(d, AK_ends, &ke);
+    const int64_t *t = lj_attr(d, AK_steps, &kt);
+    slice_axis(lj_dim(d, 1, i), s && i < ks, s && i < ks ? s[i] : 0, e && i < ke,
+               e && i < ke ? e[i] : 0, t && i < kt ? t[i] : 1, start, step, count);
 }
 
 LJ_INLINE size_t lj_elem_size(int elem) {
