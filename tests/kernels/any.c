@@ -1463,9 +1463,10 @@ int any_qint_cases(uint64_t seed) {
     return ok ? ran : -1;
 }
 
-/* The producers of bounded-dynamic sizes (k_dynamic.c), for every kind
+/* The kernels of bounded-dynamic sizes (k_dynamic.c), for every kind
  * they take: nonzero of inputs about half zeros, compress along a random
- * axis (negative too) by a condition up to the axis long. The result's
+ * axis (negative too) by a condition up to the axis long, concat of one to
+ * three inputs (empty ones too) along a random axis. The result's
  * run-time size (the count) is put in the descriptor, as libjit_dyn_prepare
  * does at run time; the interpreter's kernels lay the result out packed at
  * that size too. Exact: indices and copies. */
@@ -1521,6 +1522,30 @@ int any_dynamic_cases(uint64_t seed) {
             char what[64];
             snprintf(what, sizeof what, "compress on %s", elem_name((ElemKind)e));
             ok = any_run(&c, what, libjit_compress_any, libjit_compress_any_work, &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 6 && ok && takes(NK_CONCAT, (ElemKind)e); i++) {
+            int64_t y[8], x[3][8];
+            int rank = (int)rnd(&s, 1, 3), n = (int)rnd(&s, 1, 3);
+            for (int j = 0; j < rank; j++)
+                y[j] = rnd(&s, 1, 5);
+            int axis = (int)rnd(&s, 0, rank - 1);
+            y[axis] = 0;
+            for (int k = 0; k < n; k++) {
+                memcpy(x[k], y, sizeof y);
+                x[k][axis] = rnd(&s, 0, 4);
+                y[axis] += x[k][axis];
+            }
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_CONCAT, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, y);
+            for (int k = 0; k < n; k++)
+                desc_operand_elem(&c.d, (ElemKind)e, rank, x[k]);
+            desc_int(&c.d, AK_axis, rnd(&s, 0, 1) ? axis : axis - rank);
+            any_alloc(&c, s + (uint64_t)i);
+            char what[64];
+            snprintf(what, sizeof what, "concat on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_concat_any, libjit_concat_any_work, &ran);
             any_free(&c);
         }
     }
