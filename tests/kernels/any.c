@@ -1552,6 +1552,54 @@ int any_dynamic_cases(uint64_t seed) {
     return ok ? ran : -1;
 }
 
+/* gather_nd (batch_dims 0 and 1) for every kind: indices of the last axis
+ * k <= the data's rank, in range, negative ones too (the interpreter
+ * refuses others, and a refused case would not count). Exact: copies. */
+int any_gather_nd_cases(uint64_t seed) {
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (int e = 0; e < ELEM_COUNT && ok; e++) {
+        for (int i = 0; i < 6 && ok && takes(NK_GATHER_ND, (ElemKind)e); i++) {
+            int64_t x[8], ix[8], y[8];
+            int b = i % 2, rx = (int)rnd(&s, 1 + b, 4), ri = (int)rnd(&s, 1 + b, 3);
+            for (int j = 0; j < rx; j++)
+                x[j] = rnd(&s, 1, 4);
+            for (int j = 0; j < ri - 1; j++)
+                ix[j] = j < b ? x[j] : rnd(&s, 1, 3);
+            int64_t last = rnd(&s, 1, rx - b);
+            ix[ri - 1] = last;
+            int ry = 0;
+            for (int j = 0; j < ri - 1; j++)
+                y[ry++] = ix[j];
+            for (int j = b + (int)last; j < rx; j++)
+                y[ry++] = x[j];
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_GATHER_ND, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, ry, y);
+            desc_operand_elem(&c.d, (ElemKind)e, rx, x);
+            desc_operand_elem(&c.d, ELEM_I64, ri, ix);
+            desc_int(&c.d, AK_batch_dims, b);
+            any_alloc(&c, s + (uint64_t)i);
+            int64_t n = desc_numel(&c.d, 2);
+            for (int64_t j = 0; j < n; j++) {
+                int64_t dim = x[b + j % last], v = rnd(&s, -dim, dim - 1);
+                ((int64_t *)c.fast[2])[j] = ((int64_t *)c.ref[2])[j] = v;
+            }
+            char what[64];
+            snprintf(what, sizeof what, "gather_nd on %s", elem_name((ElemKind)e));
+            int before = ran;
+            ok = any_run(&c, what, libjit_gather_nd_any, libjit_gather_nd_any_work, &ran);
+            if (ok && ran == before) {
+                fprintf(stderr, "FAIL %s: the interpreter refused the case\n", what);
+                ok = false;
+            }
+            any_free(&c);
+        }
+    }
+    return ok ? ran : -1;
+}
+
 /* top_k along a random axis, k from 0 to the whole axis, largest or
  * smallest (ties and NaN included: the order must be the interpreter's
  * exactly), and resize in every mode, coordinate mode and nearest rounding,

@@ -1490,6 +1490,7 @@ ANY_TEST(quant)
 ANY_TEST(qint)
 ANY_TEST(select)
 ANY_TEST(dynamic)
+ANY_TEST(gather_nd)
 ANY_TEST(string)
 
 int main(void) {
@@ -1524,6 +1525,7 @@ int main(void) {
         cmocka_unit_test(test_any_qint),
         cmocka_unit_test(test_any_select),
         cmocka_unit_test(test_any_dynamic),
+        cmocka_unit_test(test_any_gather_nd),
         cmocka_unit_test(test_any_string),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
