@@ -1,6 +1,7 @@
 /* Shape rules for every node kind, and the window/slice/reduce geometry that
  * the kernels share. */
 #include "core/infer.h"
+#include "core/slice.h"
 #include "core/winograd.h"
 
 #include <assert.h>
@@ -1063,29 +1064,10 @@ void slice_params(const Node *n, const Type *in, int64_t *start, int64_t *step, 
     const int64_t *s = node_attr_ints(n, AK_starts, &ks);
     const int64_t *e = node_attr_ints(n, AK_ends, &ke);
     const int64_t *t = node_attr_ints(n, AK_steps, &kt);
-    for (int i = 0; i < in->rank; i++) {
-        int64_t dim = in->dims[i];
-        int64_t st = t && i < kt && t[i] ? t[i] : 1;
-        int64_t b = s && i < ks ? s[i] : (st > 0 ? 0 : INT64_MAX);
-        int64_t en = e && i < ke ? e[i] : (st > 0 ? INT64_MAX : INT64_MIN);
-        if (b < 0)
-            b = b < -dim ? 0 : b + dim;
-        if (en < 0)
-            en = en < -dim ? (st > 0 ? 0 : -1) : en + dim;
-        if (st > 0) {
-            b = b > dim ? dim : b;
-            en = en > dim ? dim : en;
-        } else {
-            b = b > dim - 1 ? dim - 1 : b;
-            en = en > dim - 1 ? dim - 1 : en;
-        }
-        /* ceil(distance / |step|), written so that no step overflows it */
-        int64_t dist = st > 0 ? en - b : b - en;
-        int64_t c = dist <= 0 ? 0 : st > 0 ? (dist - 1) / st + 1 : -((dist - 1) / st) + 1;
-        start[i] = b;
-        step[i] = st;
-        count[i] = c;
-    }
+    for (int i = 0; i < in->rank; i++)
+        slice_axis(in->dims[i], s && i < ks, s && i < ks ? s[i] : 0, e && i < ke,
+                   e && i < ke ? e[i] : 0, t && i < kt ? t[i] : 1, &start[i], &step[i],
+                   &count[i]);
 }
 
 static bool infer_slice(Node *n, DiagList *d) {

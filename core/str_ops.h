@@ -102,6 +102,10 @@ static inline char str_ascii_lower(char c) {
     return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
 }
 
+/* The error of a cast from a string that is no number (element index,
+ * the string): one text for the interpreter and native code. */
+#define STR_NOT_A_NUMBER "element %lld, \"%s\", is not a number"
+
 /* s as a number: strtod's syntax, plus ONNX's "INF"/"+INF" (strtod takes
  * those too) and numpy's "True"/"False"; surrounding spaces allowed. false
  * when s is not a number (the value is then NaN). */

@@ -135,6 +135,7 @@ static void gen_compute(Gen *g, const Node *n) {
     }
     LirInstr *in = lir_insert(g->p, NULL, IK_OF_NODE(n->kind), k, ops, roles);
     in->name = n->name;
+    in->loc = n->loc; /* a kernel's run-time error points at the node's line */
     instr_copy_attrs(g->p, in, n->attrs, n->nattrs);
 }
 
@@ -315,6 +316,9 @@ LirProgram *irgen(Function *f, DiagList *d) {
             return NULL;
         }
     LirProgram *p = lir_new(f->module->source);
+    /* the source's lines, for the caret under a kernel's run-time error */
+    if (f->module->text)
+        p->text = arena_strndup(p->arena, f->module->text, strlen(f->module->text));
     bool regions = false;
     Gen g = {f, p, arena_alloc_array(p->arena, (size_t)f->next_id + 1, sizeof(LirBuf **)),
              &regions};

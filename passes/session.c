@@ -483,7 +483,7 @@ static bool run_codegen(Session *s, const PassInfo *pi, PassContext *ctx) {
         sb_init(&sb);
         for (int i = 0; i < be->nfallback(s->module); i++)
             sb_printf(&sb, "%s%s", i ? ", " : "", be->fallback_what(s->module, i));
-        diag_note(&s->diags, NULL, "run by the interpreter's kernels (--fallback=interp): %s",
+        diag_note(&s->diags, NULL, "run by the interpreter's kernels: %s",
                   sb_str(&sb));
         sb_free(&sb);
     }

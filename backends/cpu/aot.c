@@ -166,23 +166,28 @@ static void add_bundle_wrappers(CpuModule *m) {
     }
 }
 
-/* A string slot holds a pointer into memory of this process (a constant's
- * characters in the module's arena): written to a weights file or read by
- * another program it would mean nothing. Strings run under the JIT only. */
+/* Executables hold strings: constants are globals of the module
+ * (codegen), inputs are read from numpy's '<Un' files and the run's
+ * strings live in the runtime until the outputs are written. A bundle
+ * would need an ABI for who owns the characters of its inputs and outputs
+ * and for how long, and a --no-threads one has no allocator for the run's
+ * strings at all: refused, naming the buffer. */
 static bool refuse_strings(const CpuModule *m, DiagList *d) {
     for (int b = 0; b < m->p->nbufs; b++) {
         const LirBuf *w = m->p->bufs[b];
         if (w->dead || w->type.elem != ELEM_STR)
             continue;
-        diag_error(d, NULL, "buffer '%s' holds strings (str), which executables and bundles do "
-                            "not support yet: run the model with the JIT (glowc run)", w->name);
+        diag_error(d, NULL, "buffer '%s' holds strings (str), which bundles do not support "
+                            "(who owns a string's characters, and for how long, is no part "
+                            "of their interface): compile an executable (-o) or run with the "
+                            "JIT (glowc run)", w->name);
         return false;
     }
     return true;
 }
 
 bool cpu_add_output_parts(CpuModule *m, DiagList *d) {
-    if (m->opt.output != OUTPUT_JIT && !refuse_strings(m, d))
+    if (m->opt.output == OUTPUT_BUNDLE && !refuse_strings(m, d))
         return false;
     switch (m->opt.output) {
     case OUTPUT_JIT: return true;

@@ -19,6 +19,7 @@
 
 #include "backends/cpu/libjit/desc.h"
 #include "backends/cpu/libjit/libjit.h"
+#include "core/infer.h"
 #include "core/lir_verify.h"
 
 #include <stddef.h>
@@ -158,10 +159,59 @@ static LLVMValueRef desc_global(CG *g, const int64_t *w, int n, int index) {
 
 /* ---- addresses --------------------------------------------------------------- */
 
+/* A string constant's slots as a global of the module: pointers into one
+ * private array of its characters (NUL after each), which the linker
+ * relocates, so that an executable holds the characters and not this
+ * process's addresses; the JIT takes the same path. Its slots in the
+ * weights stay zero (cpu_weights_blob). */
+static LLVMValueRef str_constant(CG *g, const LirBuf *s) {
+    char name[48];
+    snprintf(name, sizeof name, "glowc_strs%d", s->id);
+    LLVMValueRef gv = LLVMGetNamedGlobal(g->mod, name);
+    if (gv)
+        return gv;
+    int64_t n = type_numel(&s->type);
+    StrBuf chars;
+    sb_init(&chars);
+    int64_t *at = malloc((size_t)(n + 1) * sizeof *at);
+    LLVMValueRef *slots = malloc((size_t)(n + 1) * sizeof *slots);
+    for (int64_t i = 0; at && i < n; i++) {
+        const char *t = tensor_get_str(s->payload, i);
+        at[i] = (int64_t)chars.len;
+        sb_append(&chars, t ? t : "");
+        sb_putc(&chars, 0);
+    }
+    LLVMValueRef text = LLVMConstStringInContext2(g->ctx, chars.data ? chars.data : "", chars.len, true);
+    LLVMValueRef tg = LLVMAddGlobal(g->mod, LLVMTypeOf(text), "glowc_chars");
+    LLVMSetInitializer(tg, text);
+    LLVMSetGlobalConstant(tg, true);
+    LLVMSetLinkage(tg, LLVMPrivateLinkage);
+    for (int64_t i = 0; at && slots && i < n; i++) {
+        LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned long long)at[i], false);
+        slots[i] = LLVMConstInBoundsGEP2(g->i8, tg, &idx, 1);
+    }
+    LLVMValueRef init = LLVMConstArray2(g->ptr, slots, at && slots ? (uint64_t)n : 0);
+    gv = LLVMAddGlobal(g->mod, LLVMTypeOf(init), name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, true);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetAlignment(gv, 64);
+    if (!at || !slots)
+        g->ok = false;
+    free(at);
+    free(slots);
+    sb_free(&chars);
+    return gv;
+}
+
 static LLVMValueRef buf_address(CG *g, const LirBuf *b) {
     const LirBuf *s = b->kind == LB_VIEW ? b->base : b;
     LLVMValueRef base = s->kind == LB_ALLOC ? g->acts : s->kind == LB_CONST ? g->weights : g->mutables;
     int64_t off = s->address;
+    if (s->kind == LB_CONST && s->type.elem == ELEM_STR && s->payload) {
+        base = str_constant(g, s);
+        off = 0;
+    }
     if (b->kind == LB_VIEW)
         off += b->offset * (int64_t)elem_size(b->type.elem);
     LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned long long)off, false);
@@ -301,6 +351,36 @@ static struct Worker *find_worker(CG *g, LLVMValueRef kernel, const int64_t *w, 
     return x;
 }
 
+/* A call that returns nonzero on failure: the entry returns instruction
+ * index + 1 there, which the caller reports by name. */
+static void return_on_failure(CG *g, LLVMValueRef status, int index) {
+    LLVMValueRef failed = LLVMBuildICmp(g->b, LLVMIntNE, status, LLVMConstInt(g->i32, 0, false), "");
+    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "fail");
+    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "ok");
+    LLVMBuildCondBr(g->b, failed, bad, ok);
+    LLVMPositionBuilderAtEnd(g->b, bad);
+    LLVMBuildRet(g->b, LLVMConstInt(g->i32, (unsigned long long)index + 1, false));
+    LLVMPositionBuilderAtEnd(g->b, ok);
+}
+
+/* A kernel K that can fail on its input (libjit_K_fails(desc) says when)
+ * records it in its threads' scratch; the entry returns index + 1 then,
+ * and the caller names the instruction and the element (jit.c). Without
+ * threads (a --no-threads bundle, which holds no strings) nothing fails. */
+static void check_failure(CG *g, const char *name, LLVMValueRef desc, int index) {
+    char fails_name[160];
+    snprintf(fails_name, sizeof fails_name, "%s_fails", name);
+    LLVMValueRef fails = LLVMGetNamedFunction(g->mod, fails_name);
+    if (!fails || g->scratch)
+        return;
+    LLVMValueRef failed = runtime_fn(g, "libjit_failed");
+    if (!failed)
+        return;
+    LLVMValueRef can = LLVMBuildTrunc(g->b, call(g, fails, &desc, 1), g->i32, "");
+    LLVMValueRef did = call(g, failed, &g->rt, 1);
+    return_on_failure(g, LLVMBuildAnd(g->b, can, did, ""), index);
+}
+
 static void emit_kernel(CG *g, LLVMValueRef kernel, const char *name, const int64_t *w, int nw,
                         int index) {
     struct Worker *x = find_worker(g, kernel, w, nw, index);
@@ -325,19 +405,10 @@ static void emit_kernel(CG *g, LLVMValueRef kernel, const char *name, const int6
     }
     size_t len;
     g->m->instr_worker[index] = strdup(LLVMGetValueName2(x->fn, &len));
+    check_failure(g, name, x->desc, index);
 }
 
-/* A call that returns nonzero on failure: the entry returns instruction
- * index + 1 there, which the caller reports by name. */
-static void return_on_failure(CG *g, LLVMValueRef status, int index) {
-    LLVMValueRef failed = LLVMBuildICmp(g->b, LLVMIntNE, status, LLVMConstInt(g->i32, 0, false), "");
-    LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "fail");
-    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(g->ctx, g->entry, "ok");
-    LLVMBuildCondBr(g->b, failed, bad, ok);
-    LLVMPositionBuilderAtEnd(g->b, bad);
-    LLVMBuildRet(g->b, LLVMConstInt(g->i32, (unsigned long long)index + 1, false));
-    LLVMPositionBuilderAtEnd(g->b, ok);
-}
+
 
 /* if (libjit_generic(desc, ops)) return index + 1; -- the fallback lives in
  * glowc (JIT) or is linked in (executables and bundles, aot.c), so only
@@ -541,8 +612,222 @@ static void emit_dynamic_copy(CG *g, const LirInstr *i) {
     }
 }
 
-/* if (libjit_dynamic(desc, ops, mutables, slots)) return index + 1; --
- * the interpreter's kernel at the run-time sizes (fallback.c). */
+/* The shape rule (nodes.def's infer column) of a node kind. */
+static const char *infer_rule(NodeKind k) {
+    switch (k) {
+#define NODE(E, nm, omin, omax, rmin, rmax, ty, infer, facts, attrs)                               \
+    case NK_##E: return #infer;
+#include "core/nodes.def"
+    default: return "";
+    }
+}
+
+enum { MAX_DYN_MAP = 64 };
+
+typedef struct DynRule {
+    int64_t words[2 * 256 + 2 + 4 * MAX_DYN_MAP]; /* the slots array of desc.h */
+    int n;
+    const char *why; /* when no libjit kernel takes it at run-time sizes */
+} DynRule;
+
+/* Result r's dim ri is (among others) operand k's dim kj at run time. */
+static void dyn_source(DynRule *u, int r, int ri, const LirInstr *i, int k, int kj) {
+    if (!type_dim_dynamic(&i->ops[k]->type, kj))
+        return; /* a static source is 1 or the size itself: nothing to broadcast */
+    int64_t *count = &u->words[2 * i->nops + 1];
+    if (*count == MAX_DYN_MAP) {
+        u->why = "too many run-time dims";
+        return;
+    }
+    int64_t *e = &u->words[2 * i->nops + 2 + 4 * (*count)++];
+    e[0] = r, e[1] = ri, e[2] = k, e[3] = kj;
+    u->n += 4;
+}
+
+/* LJ_DYN_MAP's sources from the shape rules: elementwise kinds broadcast
+ * their operands aligned at the last axis; transpose permutes; gather
+ * splices the indices' dims in at the axis; reductions keep the axes they
+ * do not reduce. */
+static void dyn_map(DynRule *u, const LirInstr *i, int nres, const Node *n) {
+    NodeKind nk = NODE_OF_IK(i->kind);
+    const char *rule = infer_rule(nk);
+    const Type *y = &i->ops[0]->type;
+    if (node_kind_has(nk, NF_EW)) {
+        for (int r = 0; r < nres; r++)
+            for (int d = 0; d < i->ops[r]->type.rank; d++)
+                for (int k = nres; k < i->nops; k++) {
+                    int j = d - (i->ops[r]->type.rank - i->ops[k]->type.rank);
+                    if (j >= 0)
+                        dyn_source(u, r, d, i, k, j);
+                }
+    } else if (nk == NK_TRANSPOSE) {
+        int np;
+        const int64_t *perm = node_attr_ints(n, AK_perm, &np);
+        for (int d = 0; d < y->rank; d++)
+            dyn_source(u, 0, d, i, 1, perm && np == y->rank ? (int)perm[d] : y->rank - 1 - d);
+    } else if (nk == NK_GATHER) {
+        int rank = i->ops[1]->type.rank, ri = i->ops[2]->type.rank, axis;
+        axis_normalize(node_attr_int(n, AK_axis, 0), rank, &axis);
+        for (int d = 0; d < y->rank; d++) {
+            if (d < axis)
+                dyn_source(u, 0, d, i, 1, d);
+            else if (d < axis + ri)
+                dyn_source(u, 0, d, i, 2, d - axis);
+            else
+                dyn_source(u, 0, d, i, 1, d - ri + 1);
+        }
+    } else if (!strcmp(rule, "reduce") || !strcmp(rule, "arg_reduce")) {
+        int rank = i->ops[1]->type.rank, axis;
+        uint32_t mask;
+        if (!strcmp(rule, "reduce")) {
+            mask = reduce_axes_mask(n, rank);
+        } else {
+            axis_normalize(node_attr_int(n, AK_axis, 0), rank, &axis);
+            mask = 1u << axis;
+        }
+        bool keep = node_attr_int(n, AK_keepdims, 1) != 0;
+        for (int d = 0, out = 0; d < rank; d++) {
+            if (!(mask & (1u << d)))
+                dyn_source(u, 0, out, i, 1, d);
+            if (keep || !(mask & (1u << d)))
+                out++;
+        }
+    } else if (nk == NK_SHAPE) {
+        /* a static result: the kernel reads the run-time dims */
+    } else {
+        u->why = "no libjit kernel takes them yet";
+    }
+}
+
+/* How instruction i's results get their run-time dims (desc.h's rules),
+ * or u->why set when it stays on the interpreter's kernels. */
+static void dyn_rule(DynRule *u, LirProgram *p, const LirInstr *i) {
+    int nres = 0;
+    while (nres < i->nops && i->roles[nres] != ROLE_IN)
+        nres++;
+    *u = (DynRule){.n = 2 * i->nops + 1};
+    for (int k = 0; k < i->nops && k < 256; k++) {
+        u->words[2 * k] = i->ops[k]->has_shape_slot ? i->ops[k]->shape_slot : -1;
+        u->words[2 * k + 1] = i->ops[k]->type.dyn;
+    }
+    if (i->nops > 256) {
+        u->why = "too many operands";
+        return;
+    }
+    int64_t *rule = &u->words[2 * i->nops];
+    Arena *a = arena_new();
+    const Node *n = a ? instr_as_node(p, i, a) : NULL;
+    const Type *x = nres < i->nops ? &i->ops[nres]->type : NULL;
+    switch (NODE_OF_IK(i->kind)) {
+    case NK_NONZERO: *rule = LJ_DYN_NONZERO; break;
+    case NK_COMPRESS: *rule = LJ_DYN_COMPRESS; break;
+    case NK_NMS: *rule = LJ_DYN_NMS; break;
+    case NK_SLICE: *rule = LJ_DYN_SLICE; break;
+    case NK_CONCAT: *rule = LJ_DYN_CONCAT; break;
+    case NK_RESHAPE:
+        *rule = LJ_DYN_RESHAPE;
+        if (__builtin_popcount(i->ops[0]->type.dyn) != 1)
+            u->why = "a reshape to more than one run-time dim";
+        break;
+    case NK_TOP_K:
+        /* k a run-time operand; x dynamic, if at all, only along the axis */
+        *rule = LJ_DYN_TOP_K;
+        if (i->nops != 4 || !x || (x->dyn & ~i->ops[0]->type.dyn))
+            u->why = "an input dynamic off the axis";
+        break;
+    default:
+        *rule = LJ_DYN_MAP;
+        u->words[u->n++] = 0;
+        if (n)
+            dyn_map(u, i, nres, n);
+    }
+    if (!n)
+        u->why = "out of memory";
+    arena_destroy(a);
+}
+
+/* kernel(*(ops + max_ops), ops, lo, hi, sc): a worker whose descriptor is
+ * made at run time (libjit_dyn_prepare), passed after the operands. */
+static LLVMValueRef make_dyn_worker(CG *g, LLVMValueRef kernel, int index) {
+    char name[48];
+    snprintf(name, sizeof name, "glowc_dworker%d", index);
+    LLVMValueRef w = LLVMAddFunction(g->mod, name, g->worker_ty);
+    LLVMSetLinkage(w, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(g->ctx, w, "entry"));
+    LLVMValueRef idx = LLVMConstInt(g->i64, (unsigned long long)g->max_ops - 1, false);
+    LLVMValueRef at = LLVMBuildGEP2(b, g->ptr, LLVMGetParam(w, 0), &idx, 1, "");
+    LLVMValueRef args[5] = {LLVMBuildLoad2(b, g->ptr, at, "desc"), LLVMGetParam(w, 0),
+                            LLVMGetParam(w, 1), LLVMGetParam(w, 2), LLVMGetParam(w, 3)};
+    LLVMBuildCall2(b, LLVMGlobalGetValueType(kernel), kernel, args, 5, "");
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    return w;
+}
+
+/* The kernel an instruction over bounded-dynamic buffers runs: the one
+ * for every kind first (the f32 forms hand some shapes to the
+ * interpreter's kernel), then its element kind's. */
+static LLVMValueRef dyn_kernel(CG *g, const LirInstr *i, char *name, size_t size) {
+    const char *kind = node_kind_name(NODE_OF_IK(i->kind));
+    snprintf(name, size, "libjit_%s_any", kind);
+    LLVMValueRef k = LLVMGetNamedFunction(g->mod, name);
+    if (!k) {
+        snprintf(name, size, "libjit_%s_%s", kind, elem_name(i->ops[0]->type.elem));
+        k = LLVMGetNamedFunction(g->mod, name);
+    }
+    return k;
+}
+
+/* An instruction over bounded-dynamic buffers as libjit code:
+ *   if (libjit_dyn_prepare(rd, desc, ops, mutables, slots)) return index + 1;
+ *   libjit_parallel(rt, K_work(rd), worker, ops)  -- rd after the operands
+ * false when it has no such path (u->why says why). */
+static bool emit_dynamic_native(CG *g, LirInstr *i, int index, const int64_t *w, int nw,
+                                const DynRule *u) {
+    char name[128];
+    LLVMValueRef kernel = dyn_kernel(g, i, name, sizeof name);
+    LLVMValueRef prep = LLVMGetNamedFunction(g->mod, "libjit_dyn_prepare");
+    LLVMValueRef par = runtime_fn(g, "libjit_parallel");
+    if (!kernel || !prep || !par || g->scratch)
+        return false;
+    /* rd lives in the entry block, so that a loop's body does not grow the stack */
+    LLVMBasicBlockRef here = LLVMGetInsertBlock(g->b);
+    LLVMBasicBlockRef first = LLVMGetEntryBasicBlock(g->entry);
+    LLVMBuilderRef top = LLVMCreateBuilderInContext(g->ctx);
+    LLVMValueRef head = LLVMGetFirstInstruction(first);
+    if (head)
+        LLVMPositionBuilderBefore(top, head);
+    else
+        LLVMPositionBuilderAtEnd(top, first);
+    LLVMValueRef rd = LLVMBuildAlloca(top, LLVMArrayType2(g->i64, (uint64_t)nw), "rd");
+    LLVMDisposeBuilder(top);
+    (void)here;
+    store_operands(g, i);
+    LLVMValueRef args[5] = {rd, desc_global(g, w, nw, index), g->ops, g->mutables,
+                            desc_global(g, u->words, u->n, -1 - index)};
+    return_on_failure(g, call(g, prep, args, 5), index);
+    LLVMValueRef idx[2] = {LLVMConstInt(g->i64, 0, false),
+                           LLVMConstInt(g->i64, (unsigned long long)g->max_ops - 1, false)};
+    LLVMBuildStore(g->b, rd,
+                   LLVMBuildGEP2(g->b, LLVMArrayType2(g->ptr, (uint64_t)g->max_ops), g->ops, idx,
+                                 2, ""));
+    char work_name[160];
+    snprintf(work_name, sizeof work_name, "%s_work", name);
+    LLVMValueRef work_fn = LLVMGetNamedFunction(g->mod, work_name);
+    LLVMValueRef n = work_fn ? call(g, work_fn, &rd, 1) : LLVMConstInt(g->i64, 1, false);
+    LLVMValueRef pargs[4] = {g->rt, n, make_dyn_worker(g, kernel, index), g->ops};
+    call(g, par, pargs, 4);
+    check_failure(g, name, rd, index);
+    note_function(g, index, name);
+    return true;
+}
+
+/* An instruction over bounded-dynamic buffers: libjit code at its
+ * run-time sizes where there is a rule and a kernel, else
+ *   if (libjit_dynamic(desc, ops, mutables, slots)) return index + 1;
+ * the interpreter's kernel at the run-time sizes (fallback.c), listed at
+ * compile time with the reason (cpu_note_dynamic). */
 static void emit_dynamic_compute(CG *g, LirInstr *i, int index) {
     int64_t w[MAX_DESC];
     int nw = build_desc(i, NODE_OF_IK(i->kind), w);
@@ -552,11 +837,17 @@ static void emit_dynamic_compute(CG *g, LirInstr *i, int index) {
         g->ok = false;
         return;
     }
-    int64_t slots[2 * 256];
-    for (int k = 0; k < i->nops && k < 256; k++) {
-        slots[2 * k] = i->ops[k]->has_shape_slot ? i->ops[k]->shape_slot : -1;
-        slots[2 * k + 1] = i->ops[k]->type.dyn;
+    DynRule *u = malloc(sizeof *u);
+    if (!u) {
+        g->ok = false;
+        return;
     }
+    dyn_rule(u, g->p, i);
+    if (!u->why && emit_dynamic_native(g, i, index, w, nw, u)) {
+        free(u);
+        return;
+    }
+    cpu_note_dynamic(g->m, i, u->why ? u->why : "no libjit kernel for its kind");
     LLVMValueRef fn = LLVMGetNamedFunction(g->mod, "libjit_dynamic");
     if (!fn) {
         LLVMTypeRef params[4] = {g->ptr, g->ptr, g->ptr, g->ptr};
@@ -564,10 +855,11 @@ static void emit_dynamic_compute(CG *g, LirInstr *i, int index) {
     }
     store_operands(g, i);
     LLVMValueRef args[4] = {desc_global(g, w, nw, index), g->ops, g->mutables,
-                            desc_global(g, slots, 2 * i->nops, -1 - index)};
+                            desc_global(g, u->words, 2 * i->nops, -1 - index)};
     LLVMValueRef status = call(g, fn, args, 4);
     return_on_failure(g, status, index);
     note_function(g, index, "libjit_dynamic");
+    free(u);
 }
 
 static void emit_instr(CG *g, LirInstr *i, int index) {
@@ -721,6 +1013,7 @@ CpuModule *cpu_codegen(LirProgram *p, const BackendOptions *o, DiagList *d) {
     for (LirInstr *i = p->first; i; i = i->next)
         if (i->nops > g.max_ops)
             g.max_ops = i->nops;
+    g.max_ops++; /* the last: a run-time descriptor (emit_dynamic_native) */
     g.b = LLVMCreateBuilderInContext(g.ctx);
     begin_entry(&g, m->entry);
     lir_number(p);

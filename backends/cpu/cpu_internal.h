@@ -69,6 +69,7 @@ double cpu_seconds(void);
 CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d);
 void cpu_note_missing(CpuModule *m, const LirInstr *i, const char *kernel);
 void cpu_note_fallback(CpuModule *m, const LirInstr *i);
+void cpu_note_dynamic(CpuModule *m, const LirInstr *i, const char *why);
 /* One error listing every kind without a kernel; false if there was one. */
 bool cpu_report_missing(CpuModule *m, DiagList *d);
 /* Target attributes on every function, everything but the entry and the

@@ -4,6 +4,8 @@
  * by the program's plan. Also the snapshots of a module that the session
  * keeps per step, to run any step as native code. */
 #include "backends/cpu/cpu_internal.h"
+#include "core/infer.h"
+#include "core/str_ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +22,14 @@ typedef int (*EntryFn)(uint8_t *, uint8_t *, uint8_t *, void *);
 typedef void *(*RuntimeNewFn)(int);
 typedef void (*RuntimeFreeFn)(void *);
 typedef double (*FmaPeakFn)(void *, int64_t);
+typedef int64_t (*RuntimeFailureFn)(void *, const char **);
 
 struct CpuExec {
     LLVMOrcLLJITRef jit;
     EntryFn entry;
     RuntimeFreeFn runtime_free;
     RuntimeFreeFn free_strings; /* the run's strings, once the outputs are copied */
+    RuntimeFailureFn failure;   /* what a kernel that failed on its input recorded */
     void *rt;
     LirProgram *p;
     Arena *mem; /* weights, mutables, activations */
@@ -117,7 +121,8 @@ CpuExec *cpu_jit(CpuModule *m, int threads, DiagList *d) {
     bool found = lookup(e, m->entry, (void **)&e->entry, d) &&
                  lookup(e, "libjit_runtime_new", &rt_new, d) &&
                  lookup(e, "libjit_runtime_free", (void **)&e->runtime_free, d) &&
-                 lookup(e, "libjit_runtime_free_strings", (void **)&e->free_strings, d);
+                 lookup(e, "libjit_runtime_free_strings", (void **)&e->free_strings, d) &&
+                 lookup(e, "libjit_runtime_failure", (void **)&e->failure, d);
     m->phase[BACKEND_PHASE_EMIT] += cpu_seconds() - t0;
     if (!found) {
         cpu_exec_free(e);
@@ -156,13 +161,34 @@ void cpu_exec_free(CpuExec *e) {
     arena_destroy(e->mem);
     free(e);
 }
+/* A kernel that failed on its input (libjit_runtime_failure: a string that
+ * is no number, the only kind so far): the interpreter's message, at the
+ * node's place in the source, as -O0 reports it. */
+static bool report_input_failure(CpuExec *e, const LirInstr *at, DiagList *d) {
+    const char *text;
+    int64_t elem = e->failure(e->rt, &text);
+    if (elem < 0 || !at)
+        return false;
+    Arena *a = arena_new();
+    if (!a)
+        return false;
+    node_error(d, instr_as_node(e->p, at, a), STR_NOT_A_NUMBER, (long long)elem,
+               text ? text : "");
+    arena_destroy(a);
+    return true;
+}
+
 /* A failed instruction: a trap says why (the branch it stands for does not
- * fit the compiled shapes), any other by its index. */
-static void report_failure(LirProgram *p, int index, DiagList *d) {
+ * fit the compiled shapes), a kernel that failed on its input what it
+ * read, any other by its index. */
+static void report_failure(CpuExec *e, int index, DiagList *d) {
+    LirProgram *p = e->p;
     lir_number(p);
     const LirInstr *at = p->first;
     while (at && at->index != index)
         at = at->next;
+    if (report_input_failure(e, at, d))
+        return;
     const Attr *why = at && at->kind == IK_OF_NODE(NK_TRAP) ? instr_attr(at, AK_message) : NULL;
     if (!why && at && at->kind != IK_COPY) {
         bool dynamic = false;
@@ -204,7 +230,7 @@ bool cpu_exec_run(CpuExec *e, Tensor *const *inputs, Tensor **outputs, Arena *a,
     int status = e->entry(e->weights, e->mutables, e->acts, e->rt);
     bool ok = status == 0;
     if (!ok)
-        report_failure(e->p, status - 1, d);
+        report_failure(e, status - 1, d);
     for (int b = 0; b < e->p->nbufs && ok; b++) {
         const LirBuf *w = e->p->bufs[b];
         if (w->dead || w->kind != LB_OUT)

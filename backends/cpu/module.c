@@ -355,10 +355,26 @@ void cpu_note_missing(CpuModule *m, const LirInstr *i, const char *kernel) {
 
 /* One entry per kind and element kind, with a count and the first node:
  * "conv on f32 (53 of them, the first /conv1/Conv)". */
+static void note_fallback(CpuModule *m, const LirInstr *i, const char *key);
+
 void cpu_note_fallback(CpuModule *m, const LirInstr *i) {
     char key[160];
     snprintf(key, sizeof key, "%s on %s", instr_kind_name(i->kind),
              elem_name(i->ops[0]->type.elem));
+    note_fallback(m, i, key);
+}
+
+/* An instruction over bounded-dynamic buffers left to the interpreter's
+ * kernel (libjit_dynamic), with the reason: listed like the fallbacks, so
+ * that nothing runs the interpreter's code silently. */
+void cpu_note_dynamic(CpuModule *m, const LirInstr *i, const char *why) {
+    char key[256];
+    snprintf(key, sizeof key, "%s on %s at run-time sizes: %s", instr_kind_name(i->kind),
+             elem_name(i->ops[0]->type.elem), why);
+    note_fallback(m, i, key);
+}
+
+static void note_fallback(CpuModule *m, const LirInstr *i, const char *key) {
     size_t klen = strlen(key);
     for (int k = 0; k < m->nfallback; k++) {
         if (strncmp(m->fallback[k], key, klen) || m->fallback[k][klen] != ' ')
@@ -427,6 +443,7 @@ static bool keep_external(const CpuModule *m, const char *name) {
     case OUTPUT_JIT:
         return !strcmp(name, m->entry) || !strcmp(name, "libjit_runtime_new") ||
                !strcmp(name, "libjit_runtime_free") || !strcmp(name, "libjit_runtime_free_strings") ||
+               !strcmp(name, "libjit_runtime_failure") ||
                (m->opt.instrument && (!strcmp(name, "libjit_fma_peak") ||
                                       !strcmp(name, CPU_PROBE_GLOBAL)));
     case OUTPUT_EXECUTABLE: /* what the precompiled main() calls and reads */
@@ -562,7 +579,11 @@ bool cpu_weights_blob(const LirProgram *p, unsigned char *blob, DiagList *d) {
         return false;
     for (int b = 0; b < p->nbufs; b++) {
         const LirBuf *w = p->bufs[b];
-        if (w->kind == LB_CONST && !w->dead)
+        if (w->kind != LB_CONST || w->dead)
+            continue;
+        if (w->type.elem == ELEM_STR) /* the module's own global (codegen str_constant) */
+            memset(blob + w->address, 0, type_bytes(&w->type));
+        else
             memcpy(blob + w->address, w->payload->data, type_bytes(&w->type));
     }
     return true;

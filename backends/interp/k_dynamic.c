@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends/interp/kernels.h"
+#include "core/nms.h"
 #include "core/unique.h"
 
 /* Shrinks a result to `n` along `axis` (it was allocated at the bound). */
@@ -106,43 +107,6 @@ bool k_shape(const KernelArgs *a) {
 
 /* ---- nms ---- */
 
-typedef struct Cand {
-    float score;
-    int64_t box;
-} Cand;
-
-/* Higher scores first, lower box indices first among equal scores (ONNX
- * Runtime's order). */
-static int cand_cmp(const void *pa, const void *pb) {
-    const Cand *x = pa, *y = pb;
-    if (x->score != y->score)
-        return x->score > y->score ? -1 : 1;
-    return (x->box > y->box) - (x->box < y->box);
-}
-
-/* A box as [ymin, xmin, ymax, xmax], from corners in either order or from
- * a centre and a size. */
-static void box_corners(const float *b, bool center, float *c) {
-    if (center) {
-        c[0] = b[1] - b[3] / 2, c[2] = b[1] + b[3] / 2;
-        c[1] = b[0] - b[2] / 2, c[3] = b[0] + b[2] / 2;
-        return;
-    }
-    c[0] = fminf(b[0], b[2]), c[2] = fmaxf(b[0], b[2]);
-    c[1] = fminf(b[1], b[3]), c[3] = fmaxf(b[1], b[3]);
-}
-
-static bool overlaps(const float *p, const float *q, float iou_threshold) {
-    float h = fminf(p[2], q[2]) - fmaxf(p[0], q[0]), w = fminf(p[3], q[3]) - fmaxf(p[1], q[1]);
-    if (h <= 0 || w <= 0)
-        return false;
-    float inter = h * w, ap = (p[2] - p[0]) * (p[3] - p[1]), aq = (q[2] - q[0]) * (q[3] - q[1]);
-    float uni = ap + aq - inter;
-    if (ap <= 0 || aq <= 0 || uni <= 0)
-        return false;
-    return inter / uni > iou_threshold;
-}
-
 static double scalar_or(const KernelArgs *a, int i, double dflt) {
     return a->n->nops > i ? tensor_get_f64(a->in[i], 0) : dflt;
 }
@@ -158,7 +122,7 @@ bool k_nms(const KernelArgs *a) {
     int64_t max_out = a->n->nops > 2 ? tensor_get_i64(a->in[2], 0) : 0;
     float iou = (float)scalar_or(a, 3, 0), thr = (float)scalar_or(a, 4, -INFINITY);
     bool center = node_attr_int(a->n, AK_center_point_box, 0) != 0;
-    Cand *cand = malloc((size_t)(n ? n : 1) * sizeof *cand);
+    NmsCand *cand = malloc((size_t)(n ? n : 1) * sizeof *cand);
     float *kept = malloc((size_t)(n ? n : 1) * 4 * sizeof *kept);
     if (!cand || !kept) {
         free(cand);
@@ -174,15 +138,15 @@ bool k_nms(const KernelArgs *a) {
             for (int64_t i = 0; i < n; i++) {
                 float s = sc[(b * nc + c) * n + i];
                 if (s > thr)
-                    cand[m++] = (Cand){s, i};
+                    cand[m++] = (NmsCand){s, i};
             }
-            qsort(cand, (size_t)m, sizeof *cand, cand_cmp);
+            qsort(cand, (size_t)m, sizeof *cand, nms_cand_cmp);
             for (int64_t i = 0; i < m && nkept < max_out; i++) {
                 float corners[4];
-                box_corners(bx + (b * n + cand[i].box) * 4, center, corners);
+                nms_box_corners(bx + (b * n + cand[i].box) * 4, center, corners);
                 bool drop = false;
                 for (int64_t j = 0; j < nkept && !drop; j++)
-                    drop = overlaps(kept + j * 4, corners, iou);
+                    drop = nms_overlaps(kept + j * 4, corners, iou);
                 if (drop)
                     continue;
                 if (rows == bound) {

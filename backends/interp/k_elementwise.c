@@ -278,7 +278,7 @@ static bool str_number(const KernelArgs *a, Tensor *out, int64_t i, const char *
     }
     double v;
     if (!str_parse_f64(s, &v))
-        return kernel_fail(a, "element %lld, \"%s\", is not a number", (long long)i, s);
+        return kernel_fail(a, STR_NOT_A_NUMBER, (long long)i, s);
     tensor_set_f64(out, i, v);
     return true;
 }

@@ -1463,6 +1463,143 @@ int any_qint_cases(uint64_t seed) {
     return ok ? ran : -1;
 }
 
+/* The kernels of bounded-dynamic sizes (k_dynamic.c), for every kind
+ * they take: nonzero of inputs about half zeros, compress along a random
+ * axis (negative too) by a condition up to the axis long, concat of one to
+ * three inputs (empty ones too) along a random axis. The result's
+ * run-time size (the count) is put in the descriptor, as libjit_dyn_prepare
+ * does at run time; the interpreter's kernels lay the result out packed at
+ * that size too. Exact: indices and copies. */
+int any_dynamic_cases(uint64_t seed) {
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (int e = 0; e < ELEM_COUNT && ok; e++) {
+        for (int i = 0; i < 6 && ok && takes(NK_NONZERO, (ElemKind)e); i++) {
+            int64_t x[8], y[2];
+            int rank = random_shape(&s, x, 3, i == 0 ? 300 : 6);
+            int64_t n = 1;
+            for (int j = 0; j < rank; j++)
+                n *= x[j];
+            y[0] = rank ? rank : 1, y[1] = n;
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_NONZERO, 1);
+            desc_operand_elem(&c.d, ELEM_I64, 2, y);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            any_alloc(&c, s + (uint64_t)i);
+            int64_t count = 0;
+            for (int64_t j = 0; j < n; j++) {
+                if (rnd(&s, 0, 1))
+                    elem_store_i64((ElemKind)e, c.fast[1], j, 0);
+                count += elem_load_f64((ElemKind)e, c.fast[1], j) != 0;
+            }
+            memcpy(c.ref[1], c.fast[1], bytes_of(&c, 1));
+            c.d.w[DESC_OPS + 2 + 1] = count; /* y's dim 1 */
+            char what[64];
+            snprintf(what, sizeof what, "nonzero on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_nonzero_any, libjit_nonzero_any_work, &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 6 && ok && takes(NK_COMPRESS, (ElemKind)e); i++) {
+            int64_t x[8], y[8], nc[1];
+            int rank = random_shape(&s, x, 3, 6);
+            if (rank == 0)
+                x[rank++] = 5;
+            int axis = (int)rnd(&s, 0, rank - 1);
+            nc[0] = rnd(&s, 0, x[axis]);
+            memcpy(y, x, sizeof x);
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_COMPRESS, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, y);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, x);
+            desc_operand_elem(&c.d, ELEM_BOOL, 1, nc);
+            desc_int(&c.d, AK_axis, rnd(&s, 0, 1) ? axis : axis - rank);
+            any_alloc(&c, s + (uint64_t)i);
+            int64_t kept = 0;
+            for (int64_t j = 0; j < nc[0]; j++)
+                kept += ((const uint8_t *)c.fast[2])[j] != 0;
+            c.d.w[DESC_OPS + 2 + axis] = kept; /* y's dim along the axis */
+            char what[64];
+            snprintf(what, sizeof what, "compress on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_compress_any, libjit_compress_any_work, &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 6 && ok && takes(NK_CONCAT, (ElemKind)e); i++) {
+            int64_t y[8], x[3][8];
+            int rank = (int)rnd(&s, 1, 3), n = (int)rnd(&s, 1, 3);
+            for (int j = 0; j < rank; j++)
+                y[j] = rnd(&s, 1, 5);
+            int axis = (int)rnd(&s, 0, rank - 1);
+            y[axis] = 0;
+            for (int k = 0; k < n; k++) {
+                memcpy(x[k], y, sizeof y);
+                x[k][axis] = rnd(&s, 0, 4);
+                y[axis] += x[k][axis];
+            }
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_CONCAT, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rank, y);
+            for (int k = 0; k < n; k++)
+                desc_operand_elem(&c.d, (ElemKind)e, rank, x[k]);
+            desc_int(&c.d, AK_axis, rnd(&s, 0, 1) ? axis : axis - rank);
+            any_alloc(&c, s + (uint64_t)i);
+            char what[64];
+            snprintf(what, sizeof what, "concat on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_concat_any, libjit_concat_any_work, &ran);
+            any_free(&c);
+        }
+    }
+    return ok ? ran : -1;
+}
+
+/* gather_nd (batch_dims 0 and 1) for every kind: indices of the last axis
+ * k <= the data's rank, in range, negative ones too (the interpreter
+ * refuses others, and a refused case would not count). Exact: copies. */
+int any_gather_nd_cases(uint64_t seed) {
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (int e = 0; e < ELEM_COUNT && ok; e++) {
+        for (int i = 0; i < 6 && ok && takes(NK_GATHER_ND, (ElemKind)e); i++) {
+            int64_t x[8], ix[8], y[8];
+            int b = i % 2, rx = (int)rnd(&s, 1 + b, 4), ri = (int)rnd(&s, 1 + b, 3);
+            for (int j = 0; j < rx; j++)
+                x[j] = rnd(&s, 1, 4);
+            for (int j = 0; j < ri - 1; j++)
+                ix[j] = j < b ? x[j] : rnd(&s, 1, 3);
+            int64_t last = rnd(&s, 1, rx - b);
+            ix[ri - 1] = last;
+            int ry = 0;
+            for (int j = 0; j < ri - 1; j++)
+                y[ry++] = ix[j];
+            for (int j = b + (int)last; j < rx; j++)
+                y[ry++] = x[j];
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_GATHER_ND, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, ry, y);
+            desc_operand_elem(&c.d, (ElemKind)e, rx, x);
+            desc_operand_elem(&c.d, ELEM_I64, ri, ix);
+            desc_int(&c.d, AK_batch_dims, b);
+            any_alloc(&c, s + (uint64_t)i);
+            int64_t n = desc_numel(&c.d, 2);
+            for (int64_t j = 0; j < n; j++) {
+                int64_t dim = x[b + j % last], v = rnd(&s, -dim, dim - 1);
+                ((int64_t *)c.fast[2])[j] = ((int64_t *)c.ref[2])[j] = v;
+            }
+            char what[64];
+            snprintf(what, sizeof what, "gather_nd on %s", elem_name((ElemKind)e));
+            int before = ran;
+            ok = any_run(&c, what, libjit_gather_nd_any, libjit_gather_nd_any_work, &ran);
+            if (ok && ran == before) {
+                fprintf(stderr, "FAIL %s: the interpreter refused the case\n", what);
+                ok = false;
+            }
+            any_free(&c);
+        }
+    }
+    return ok ? ran : -1;
+}
+
 /* top_k along a random axis, k from 0 to the whole axis, largest or
  * smallest (ties and NaN included: the order must be the interpreter's
  * exactly), and resize in every mode, coordinate mode and nearest rounding,

@@ -18,6 +18,10 @@ int any_quant_cases(uint64_t seed);
 /* The integer kernels of quantized graphs, every shape class. */
 int any_qint_cases(uint64_t seed);
 int any_select_cases(uint64_t seed);
+/* The producers of bounded-dynamic sizes: nonzero, compress. */
+int any_dynamic_cases(uint64_t seed);
+/* gather_nd, batch_dims 0 and 1. */
+int any_gather_nd_cases(uint64_t seed);
 /* Strings: cast to and from str, equal, string_normalizer. */
 int any_string_cases(uint64_t seed);
 

@@ -1489,6 +1489,8 @@ ANY_TEST(norm)
 ANY_TEST(quant)
 ANY_TEST(qint)
 ANY_TEST(select)
+ANY_TEST(dynamic)
+ANY_TEST(gather_nd)
 ANY_TEST(string)
 
 int main(void) {
@@ -1522,6 +1524,8 @@ int main(void) {
         cmocka_unit_test(test_any_quant),
         cmocka_unit_test(test_any_qint),
         cmocka_unit_test(test_any_select),
+        cmocka_unit_test(test_any_dynamic),
+        cmocka_unit_test(test_any_gather_nd),
         cmocka_unit_test(test_any_string),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 #include "backends/cpu/exe/model_info.h"
 #include "core/file.h"
 #include "core/npy.h"
+#include "core/str_ops.h"
 
 typedef struct Args {
     const char *names[64], *files[64];
@@ -174,12 +175,25 @@ static bool load_inputs(const Args *a, uint8_t *mutables, Arena *arena, DiagList
     return true;
 }
 
+static bool has_string_inputs(void) {
+    const GlowcModelInfo *m = &glowc_model_info;
+    for (int i = 0; i < m->ninputs; i++)
+        if (m->inputs[i].elem == ELEM_STR)
+            return true;
+    return false;
+}
+
 /* The inputs are read into a scratch arena, freed before the run: the
- * program's own memory is the weights, the mutables and the activations. */
-static bool load_inputs_scratch(const Args *a, uint8_t *mutables, DiagList *d) {
+ * program's own memory is the weights, the mutables and the activations.
+ * A string input's slots point at characters in that arena, which then
+ * lives until the end (*keep). */
+static bool load_inputs_scratch(const Args *a, uint8_t *mutables, Arena **keep, DiagList *d) {
     Arena *scratch = arena_new();
     bool ok = scratch && load_inputs(a, mutables, scratch, d);
-    arena_destroy(scratch);
+    if (ok && has_string_inputs())
+        *keep = scratch;
+    else
+        arena_destroy(scratch);
     return ok;
 }
 
@@ -244,7 +258,22 @@ static int cmp_double(const void *x, const void *y) {
     return a < b ? -1 : a > b;
 }
 
-static int run(const Args *a, uint8_t *mutables, uint8_t *acts) {
+/* The run's failure: the instruction, and what a kernel that failed on
+ * its input read (libjit_runtime_failure; a string that is no number). */
+static void report_failure(LibjitRuntime *rt, int status) {
+    const char *text;
+    int64_t elem = libjit_runtime_failure(rt, &text);
+    if (elem < 0) {
+        fprintf(stderr, "error: instruction %d failed\n", status - 1);
+        return;
+    }
+    fprintf(stderr, "error: instruction %d failed: " STR_NOT_A_NUMBER "\n", status - 1,
+            (long long)elem, text ? text : "");
+}
+
+/* Runs the model (warm-up and --bench N runs, or the one run), then writes
+ * the outputs while the runtime still holds the strings they point at. */
+static int run(const Args *a, uint8_t *mutables, uint8_t *acts, DiagList *d) {
     const GlowcModelInfo *m = &glowc_model_info;
     /* Even for one thread: the runtime keeps the kernels' scratch from call
      * to call (libjit.h), which keeps the heap at its largest request. */
@@ -253,6 +282,7 @@ static int run(const Args *a, uint8_t *mutables, uint8_t *acts) {
     if (!status && a->bench > 0) {
         double *t = malloc((size_t)a->bench * sizeof *t);
         for (int i = 0; i < a->bench && !status; i++) {
+            libjit_runtime_free_strings(rt); /* the last run's */
             double t0 = now_ms();
             status = glowc_main((uint8_t *)m->weights, mutables, acts, rt);
             t[i] = now_ms() - t0;
@@ -263,9 +293,11 @@ static int run(const Args *a, uint8_t *mutables, uint8_t *acts) {
         printf("median %.3f ms, min %.3f ms\n", median, t[0]);
         free(t);
     }
-    libjit_runtime_free(rt);
     if (status)
-        fprintf(stderr, "error: instruction %d failed\n", status - 1);
+        report_failure(rt, status);
+    else if (!a->bench && !write_outputs(a, mutables, d))
+        status = 1;
+    libjit_runtime_free(rt);
     return status;
 }
 
@@ -279,10 +311,12 @@ int main(int argc, char **argv) {
     diag_init(&d, NULL);
     uint8_t *mutables = arena_alloc_big(arena, (size_t)m->mutable_bytes + 64);
     uint8_t *acts = arena_alloc_big(arena, (size_t)m->activation_bytes + 64);
+    Arena *strs = NULL; /* the string inputs' characters */
     int status = 1;
-    if (mutables && acts && load_inputs_scratch(&a, mutables, &d) && !run(&a, mutables, acts) &&
-        (a.bench || write_outputs(&a, mutables, &d)))
+    if (mutables && acts && load_inputs_scratch(&a, mutables, &strs, &d) &&
+        !run(&a, mutables, acts, &d))
         status = 0;
+    arena_destroy(strs);
     StrBuf sb;
     sb_init(&sb);
     diag_render(&d, &sb);

@@ -31,5 +31,7 @@ extern const GlowcModelInfo glowc_model_info;
 int glowc_main(uint8_t *weights, uint8_t *mutables, uint8_t *activations, LibjitRuntime *rt);
 LibjitRuntime *libjit_runtime_new(int threads);
 void libjit_runtime_free(LibjitRuntime *rt);
+void libjit_runtime_free_strings(LibjitRuntime *rt);
+int64_t libjit_runtime_failure(LibjitRuntime *rt, const char **text);
 
 #endif

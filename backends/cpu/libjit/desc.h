@@ -49,6 +49,39 @@ enum {
     DESC_ATTR_WORDS = 2 + DESC_ATTR_VALUES,
 };
 
+/* An instruction over bounded-dynamic buffers (issue 16) runs its libjit
+ * kernel on a copy of its descriptor with the run-time dims, which
+ * libjit_dyn_prepare (k_dynamic.c) makes from the shape slots. Its slots
+ * array: per operand k, [2k] the byte offset of its run-time dims in the
+ * mutable area (-1: static) and [2k + 1] its dynamic mask; then the rule
+ * that gives the results' run-time dims:
+ *   LJ_DYN_MAP      each dynamic result dim is its sources' run-time dims
+ *                   broadcast together (equal, or 1): then the number of
+ *                   sources and, per source, (result, dim, operand, dim) --
+ *                   elementwise, transpose, gather and reductions, whose
+ *                   maps code generation works out from the shape rules
+ *   LJ_DYN_NONZERO  result dim 1 counts the input's nonzero elements
+ *   LJ_DYN_COMPRESS the axis (or the flattened input) counts the condition's
+ *                   true elements
+ *   LJ_DYN_TOP_K    the axis of both results is operand k's value
+ *   LJ_DYN_NMS      the selection itself, made by libjit_dyn_prepare (its
+ *                   row count is the result's size; no kernel runs after)
+ *   LJ_DYN_RESHAPE  the result's one dynamic dim holds what its static ones
+ *                   leave of the input's elements
+ *   LJ_DYN_SLICE    each axis's count by Slice's clamping (core/slice.h)
+ *   LJ_DYN_CONCAT   the inputs' dims along the axis add up; the others
+ *                   must be equal */
+enum {
+    LJ_DYN_MAP,
+    LJ_DYN_NONZERO,
+    LJ_DYN_COMPRESS,
+    LJ_DYN_TOP_K,
+    LJ_DYN_NMS,
+    LJ_DYN_RESHAPE,
+    LJ_DYN_SLICE,
+    LJ_DYN_CONCAT
+};
+
 /* The runtime each generated program calls into for threads. */
 typedef struct LibjitRuntime LibjitRuntime;
 /* A thread's kernel scratch, owned by the runtime (libjit.h). */

@@ -479,18 +479,13 @@ LIBJIT_WORK libjit_slice_any_work(const int64_t *d) {
 
 LIBJIT_KERNEL libjit_slice_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
                                LjScratch *sc) {
-    int rank = lj_rank(d, 1), ks, kt;
-    const int64_t *s = lj_attr(d, AK_starts, &ks), *t = lj_attr(d, AK_steps, &kt);
+    int rank = lj_rank(d, 1);
     int64_t xs[DESC_MAX_RANK], idx[DESC_MAX_RANK], base = 0, step[DESC_MAX_RANK], e0, e1;
     size_t es = lj_elem_size(lj_elem(d, 0));
     strides(d, 1, xs);
     for (int i = 0; i < rank; i++) {
-        int64_t dim = lj_dim(d, 1, i);
-        step[i] = t && i < kt && t[i] ? t[i] : 1;
-        int64_t b = s && i < ks ? s[i] : (step[i] > 0 ? 0 : INT64_MAX);
-        if (b < 0)
-            b = b < -dim ? 0 : b + dim;
-        b = step[i] > 0 ? min64(b, dim) : min64(b, dim - 1);
+        int64_t b, count;
+        lj_slice_axis(d, i, &b, &step[i], &count);
         base += b * xs[i];
     }
     out_range(d, 0, lo, hi, &e0, &e1);

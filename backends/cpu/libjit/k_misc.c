@@ -431,6 +431,13 @@ LIBJIT_KERNEL libjit_cast_f32(const int64_t *d, void *const *ops, int64_t lo, in
         for (int64_t i = e0; i < e1; i++)
             y[i] = (float)((const int32_t *)ops[1])[i];
         return;
-    default: fallback(d, ops, lo); return;
+    default: /* every other kind, strings too: the table's kernel, whose
+              * units are the same chunks */
+        libjit_cast_any(d, ops, lo, hi, sc);
+        return;
     }
+}
+
+LIBJIT_WORK libjit_cast_f32_fails(const int64_t *d) {
+    return libjit_cast_any_fails(d);
 }

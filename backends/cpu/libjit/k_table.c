@@ -392,6 +392,13 @@ LIBJIT_WORK libjit_cast_any_work(const int64_t *d) {
     return chunks(lj_numel(d, 0));
 }
 
+/* Whether a cast can fail (LjScratch.fail_at): from a string to a number.
+ * Code generation checks libjit_failed after a kernel K that has a
+ * libjit_K_fails saying so. */
+LIBJIT_WORK libjit_cast_any_fails(const int64_t *d) {
+    return lj_elem(d, 1) == ELEM_STR && lj_elem(d, 0) != ELEM_STR;
+}
+
 /* Float to integer truncates (NaN 0, out of range defined), integer to
  * integer wraps, anything to bool is "!= 0"; the same kind is a copy. */
 LIBJIT_KERNEL libjit_cast_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,

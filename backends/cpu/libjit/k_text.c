@@ -87,8 +87,9 @@ static uint64_t lj_str_keep(LjScratch *sc, const char *s, size_t len) {
 }
 
 /* Elements [e0, e1) from kind `from` to kind `to`, one of them str: the
- * interpreter's rules (k_elementwise.c); a string that is no number gives
- * NaN (0 for integers), as a kernel cannot fail. */
+ * interpreter's rules (k_elementwise.c); a string that is no number is
+ * recorded as the kernel's failure (lj_fail; the element is NaN, 0 for
+ * integers, but the run fails). */
 void lj_cast_strings(int to, void *y, int from, const void *x, int64_t e0, int64_t e1,
                      LjScratch *sc) {
     for (int64_t i = e0; i < e1; i++) {
@@ -101,7 +102,8 @@ void lj_cast_strings(int to, void *y, int from, const void *x, int64_t e0, int64
                 lj_st_i64(to, y, i, iv);
                 continue;
             }
-            str_parse_f64(s, &v);
+            if (!str_parse_f64(s, &v))
+                lj_fail(sc, i, s);
             if (to == ELEM_BOOL)
                 ((uint8_t *)y)[i] = v != 0;
             else

@@ -170,6 +170,25 @@ LJ_ANY_COMPARE(LJ_DECLARE_ANY3)
 LJ_ANY_LOGIC(LJ_DECLARE_ANY3)
 LJ_ANY_REDUCE(LJ_DECLARE_ANY2)
 LJ_ANY_OTHER(LJ_DECLARE_ANY1)
+/* k_dynamic.c: the producers of bounded-dynamic sizes, and the run-time
+ * descriptor of an instruction over such buffers */
+LJ_DECLARE_KERNEL(nonzero_any)
+LJ_DECLARE_WORK(nonzero_any)
+LJ_DECLARE_KERNEL(compress_any)
+LJ_DECLARE_WORK(compress_any)
+LJ_DECLARE_KERNEL(reshape_any)
+LJ_DECLARE_WORK(reshape_any)
+LJ_DECLARE_KERNEL(shape_any)
+LJ_DECLARE_WORK(shape_any)
+LJ_DECLARE_KERNEL(nms_any)
+LJ_DECLARE_WORK(nms_any)
+LJ_DECLARE_KERNEL(concat_any)
+LJ_DECLARE_WORK(concat_any)
+int libjit_dyn_prepare(int64_t *rd, const int64_t *d, void *const *ops, unsigned char *mutables,
+                       const int64_t *slots);
+/* Kernels that can fail on their input (libjit_K_fails, LjScratch.fail_at) */
+LIBJIT_WORK libjit_cast_any_fails(const int64_t *d);
+LIBJIT_WORK libjit_cast_f32_fails(const int64_t *d);
 /* k_topk.c, k_resize.c (with scratch) */
 LJ_DECLARE_KERNEL(top_k_any)
 LJ_DECLARE_WORK(top_k_any)

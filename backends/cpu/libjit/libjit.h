@@ -12,6 +12,7 @@
 
 #include "backends/cpu/libjit/desc.h"
 #include "core/graph.h"
+#include "core/slice.h"
 
 /* Kernels are external (code generation finds them by name) and inlined at
  * every call site, where their descriptor is a constant. */
@@ -186,6 +187,17 @@ LJ_INLINE bool lj_has_attr(const int64_t *d, int key) {
     return lj_attr(d, key, &n) != 0;
 }
 
+/* Slice's axis i of operand 1 (its run-time dim, at run time): the first
+ * index, step and count, by core/slice.h's rule. */
+LJ_INLINE void lj_slice_axis(const int64_t *d, int i, int64_t *start, int64_t *step,
+                             int64_t *count) {
+    int ks, ke, kt;
+    const int64_t *s = lj_attr(d, AK_starts, &ks), *e = lj_attr(d, AK_ends, &ke);
+    const int64_t *t = lj_attr(d, AK_steps, &kt);
+    slice_axis(lj_dim(d, 1, i), s && i < ks, s && i < ks ? s[i] : 0, e && i < ke,
+               e && i < ke ? e[i] : 0, t && i < kt ? t[i] : 1, start, step, count);
+}
+
 LJ_INLINE size_t lj_elem_size(int elem) {
     switch ((ElemKind)elem) {
 #define ELEM(E, nm, ctype, size, onnx, cls)                                                        \
@@ -223,6 +235,13 @@ struct LjScratch {
      * needed; freed by libjit_runtime_free_strings once the caller has
      * copied the outputs, and with the runtime. */
     LjStrChunk *strs;
+    /* A kernel that fails on its input (a string that is no number) has
+     * nowhere to return it: it records here the first element of this
+     * thread's units that failed (index + 1; 0: none) and the text, which
+     * the generated code checks after the call (libjit_failed) and the
+     * caller reports by name (libjit_runtime_failure). */
+    int64_t fail_at;
+    const char *fail_text;
 };
 
 struct LjStrChunk {
@@ -250,6 +269,15 @@ LJ_INLINE char *lj_str_alloc(LjScratch *sc, size_t n) {
     char *p = c->data + c->used;
     c->used += n;
     return p;
+}
+
+/* Element i failed on text s (see fail_at). Without a runtime (sc NULL: a
+ * kernel test) there is nowhere to record it. */
+LJ_INLINE void lj_fail(LjScratch *sc, int64_t i, const char *s) {
+    if (sc && (!sc->fail_at || i + 1 < sc->fail_at)) {
+        sc->fail_at = i + 1;
+        sc->fail_text = s;
+    }
 }
 
 LJ_INLINE void lj_strs_free(LjScratch *sc) {
@@ -314,6 +342,12 @@ LJ_INLINE void lj_scratch_put(LjScratch *sc, void *p) {
 /* Runs worker over [0, n) on the runtime's threads (inline when rt is NULL
  * or has one thread). */
 void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *const *ops);
+/* 1 if a kernel of the last call failed on its input (LjScratch.fail_at),
+ * else 0: generated code returns its instruction's failure then. */
+int libjit_failed(LibjitRuntime *rt);
+/* The failed element with the lowest index over the threads, its text in
+ * *text, or -1 if none; clears every thread's record. */
+int64_t libjit_runtime_failure(LibjitRuntime *rt, const char **text);
 /* Frees the strings the kernels computed (the run's string arena): the
  * caller calls it once it has copied the outputs. */
 void libjit_runtime_free_strings(LibjitRuntime *rt);

@@ -238,3 +238,24 @@ double libjit_fma_peak(LibjitRuntime *rt, int64_t iters) {
         sum += rate[t];
     return sum;
 }
+
+int libjit_failed(LibjitRuntime *rt) {
+    for (int i = 0; rt && i < rt->nthreads; i++)
+        if (rt->scratch[i].fail_at)
+            return 1;
+    return 0;
+}
+
+int64_t libjit_runtime_failure(LibjitRuntime *rt, const char **text) {
+    int64_t at = 0;
+    *text = NULL;
+    for (int i = 0; rt && i < rt->nthreads; i++) {
+        LjScratch *sc = &rt->scratch[i];
+        if (sc->fail_at && (!at || sc->fail_at < at)) {
+            at = sc->fail_at;
+            *text = sc->fail_text;
+        }
+        sc->fail_at = 0;
+    }
+    return at - 1;
+}
