@@ -9,11 +9,11 @@ resamples them to 16 kHz mono, and each is run frame by frame through
   chunk. This is openWakeWord's own framing (its Python AudioFeatures); the
   package's WakeWordEngine.js stacks the same windows but feeds the mel
   model 1280 samples alone (5 frames a chunk) and takes a window every 8
-  frames, which plays the speech 1.6 times too fast: on the same audio,
-  ORT's hey_jarvis never passes 0.5 that way;
-- silero VAD v5 and v6 (@ricky0123/vad-web, 512-sample chunks, `state`
-  carried) and legacy (the same file as openwakeword's silero_vad.onnx,
-  (h, c) carried).
+  frames, which plays the speech 1.6 times too fast: that way ORT's
+  hey_jarvis stays below 0.01 on the sentence that says it;
+- silero VAD v5 and v6 (@ricky0123/vad-web, 512-sample chunks after 64 of
+  context, `state` carried) and legacy (the same file as openwakeword's
+  silero_vad.onnx, (h, c) carried).
 
 glowc runs each stage with `glowc run --stream` (compiled once, one step per
 frame, state carried with --carry), ORT with ort_run.js --stream; the
@@ -146,15 +146,21 @@ def wake_word(run, models, samples, who):
 
 
 def vad(run, model, samples, who, v5):
-    """Speech probability per 512-sample chunk (32 ms), state carried."""
+    """Speech probability per 512-sample chunk (32 ms), state carried; v5
+    and v6 see each chunk after the previous one's last 64 samples, as
+    vad-web's silero.js feeds them (v6 never passes 0.5 on this speech
+    without them)."""
     k = len(samples) // 512
-    chunks = (samples[:k * 512] / 32768.0).reshape(k, 1, 512)
+    x = samples[:k * 512] / 32768.0
     sr = ("sr", np.array(16000, np.int64))
     if v5:
+        x = np.concatenate([np.zeros(64, np.float32), x])
+        chunks = np.stack([x[i * 512:i * 512 + 576] for i in range(k)])[:, None]
         return run(who, model, "input", chunks, [sr, ("state", np.zeros((2, 1, 128), np.float32))],
                    [("stateN", "state")])
     z = np.zeros((2, 1, 64), np.float32)
-    return run(who, model, "input", chunks, [sr, ("h", z), ("c", z)], [("hn", "h"), ("cn", "c")])
+    return run(who, model, "input", x.reshape(k, 1, 512), [sr, ("h", z), ("c", z)],
+               [("hn", "h"), ("cn", "c")])
 
 
 def spans(flags, ms):
