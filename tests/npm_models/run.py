@@ -448,7 +448,8 @@ def table(glowc, pkgs, errors, samples, work):
     note = "" if load < 2 else f" -- UNDER LOAD (1-min load {load:.1f} >= 2): timings are noisy"
     print(f"\nreal models, -O2 --backend=cpu against ONNX Runtime; ms per call: median of {ITERS}, "
           f"1 thread each (glowc bench; ort_run.js --optimize --time); load {load:.1f}{note}")
-    head = f"{'model':32} {'package':26} {'ops':>11} {'max rel err':>11} {'glowc ms':>9} {'ORT ms':>8}"
+    head = f"{'model':32} {'package':26} {'ops':>11} {'max rel err':>11} " \
+        f"{'glowc ms':>9} {'ORT ms':>8}"
     print(head)
     print("-" * len(head))
     for name, key, rel in MODELS:
@@ -503,7 +504,9 @@ def main():
     ok &= ocr(glowc, pkgs["ocr"], work, errors, samples)
     ok &= ocr_int8(glowc, pkgs["ocr"], work)
     table(glowc, pkgs, errors, samples, work)
-    print("test-real: " + ("all passed" if ok else "FAILED"))
+    print("test-real: " + ("all passed" if ok else f"FAILED (files kept in {work})"))
+    if ok:
+        shutil.rmtree(work)
     sys.exit(0 if ok else 1)
 
 

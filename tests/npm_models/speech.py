@@ -219,7 +219,8 @@ def run_all(glowc, ort_run, ort_env, work, pkgs, tol, errors, samples_out):
             ok &= good
             print(f"  {model}: {'ok' if good else 'FAIL'}: {len(gp)} chunks of 32 ms, worst "
                   f"relative error {e:.1e} (bound {tol[model]:g}), speech probability differs by "
-                  f"at most {np.abs(gp - op).max():.1e}; speech (> 0.5) glowc {spans(gp > 0.5, 32)}; "
+                  f"at most {np.abs(gp - op).max():.1e}; speech (> 0.5) glowc "
+                  f"{spans(gp > 0.5, 32)}; "
                   f"ORT {'the same' if same else spans(op > 0.5, 32) + ' DIFFER'}")
     samples_out.update(run.sample)
     # the wake words the sentences say must be heard, and only those
