@@ -722,7 +722,23 @@ static void dyn_rule(DynRule *u, LirProgram *p, const LirInstr *i) {
     case NK_NONZERO: *rule = LJ_DYN_NONZERO; break;
     case NK_COMPRESS: *rule = LJ_DYN_COMPRESS; break;
     case NK_NMS: *rule = LJ_DYN_NMS; break;
-    case NK_SLICE: *rule = LJ_DYN_SLICE; break;
+    case NK_SLICE:
+        /* Run-time ends (an operand, from the importer's bounds analysis)
+         * have no rule yet: LJ_DYN_SLICE reads the ends attribute. */
+        *rule = LJ_DYN_SLICE;
+        if (i->nops > nres + 1)
+            u->why = "a slice with run-time ends";
+        break;
+    case NK_EXPAND:
+        /* The result's run-time dims are the shape operand's values, which
+         * a map from operand dims cannot give. */
+        *rule = LJ_DYN_MAP;
+        u->words[u->n++] = 0;
+        if (i->nops > nres + 1)
+            u->why = "an expand to a run-time shape";
+        else if (n)
+            dyn_map(u, i, nres, n);
+        break;
     case NK_CONCAT: *rule = LJ_DYN_CONCAT; break;
     case NK_RESHAPE:
         *rule = LJ_DYN_RESHAPE;
