@@ -402,6 +402,8 @@ static double check_winograd(const WinoTransform *t, const WinoSpec *k, uint64_t
                 (long long)k->pads[2], (long long)k->pads[3], worst);
     check_static_scratch(&c, libjit_winograd_conv_f32, libjit_winograd_conv_f32_work,
                          libjit_winograd_conv_f32_scratch, "winograd_conv");
+    check_thread_shares(&c, libjit_winograd_conv_f32, libjit_winograd_conv_f32_work,
+                        "winograd_conv");
     free(w);
     case_free(&c);
     return worst;
