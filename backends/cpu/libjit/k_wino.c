@@ -3,15 +3,9 @@
  * by the winograd pass into u [alpha^2][M][C] -- the A operands of the
  * products, read in place by gemm.h.
  *
- * A work unit is one vector of LJ_VL tiles (flattened, row-major over the
- * image's tiles) by a block of output channels, channel blocks innermost:
- * units of equal cost, so that the runtime's equal ranges are equal work,
- * and threads split tiles, each transforming only its own tiles' input --
- * blocks of whole tile rows left 28x28 and 14x14 maps one block, which
- * threads split by channels, each transforming the whole input (a 2-thread
- * speedup of 1.6-1.8x). A thread's range runs as blocks of at most
- * BLOCK_VECS tile vectors, all channel blocks each, and a vector begun or
- * ended partway through its channel blocks alone:
+ * A work unit is a block of whole tile rows of one image by a block of
+ * output channels (channel blocks innermost, so that a thread's range
+ * shares its blocks' input transform):
  *  1. input transform: V[xi][c][t] = (B^T d B)[xi] for every input channel
  *     c and tile t of the block (built once per block of tile rows);
  *  2. alpha^2 products Mo[xi] = U[xi] (mb x C) . V[xi] (C x tiles) on the
@@ -28,16 +22,17 @@
 #include "backends/cpu/libjit/kernels.h"
 #include "core/winograd.h"
 
-/* Tile vectors per block: enough columns (96 tiles) for the products to
+/* Tiles per block (whole tile rows): enough columns for the products to
  * amortise their A rows; output channels per block: the conv's own
- * ROWS_MAX, fewer for small layers (split_once). */
-enum { BLOCK_VECS = 6, ROWS_MAX = 64, UNITS_MIN = 8, UNITS_TILED = 16 };
+ * ROWS_MAX; at least UNITS_MIN units when channels allow, so that two
+ * threads share even a small layer. */
+enum { TILES_TARGET = 96, ROWS_MAX = 64, UNITS_MIN = 8 };
 
 typedef struct Wino {
     const WinoTransform *t;
     int64_t n, c, h, w, m, oh, ow, pt, pl;
     int64_t ntx, nty;  /* tiles across, down */
-    int64_t ntv;       /* tile vectors of one image */
+    int64_t rpb, nrb;  /* tile rows per block, row blocks */
     int64_t mb, nmb;   /* output channels per block, channel blocks */
     int64_t ldt;       /* a block's tiles, padded: the rows of V, Mo, dk and ot */
     int64_t roww;      /* the padded input row */
@@ -47,19 +42,10 @@ LJ_INLINE int64_t up(int64_t x, int64_t to) {
     return (x + to - 1) / to * to;
 }
 
-LJ_INLINE int64_t min64(int64_t a, int64_t b) {
-    return a < b ? a : b;
-}
-
-/* Twice the channel blocks, while a block keeps at least 16 channels and
- * there are fewer units than UNITS_MIN -- or, when threads can split
- * tiles, an odd count below UNITS_TILED, which would leave one of two
- * threads a whole tile vector more (13 vectors on a 56x56 map). (Halving
- * the blocks of a 28x28 map's 8 units costs its products a quarter.) */
+/* Twice the channel blocks, while there are fewer than UNITS_MIN units and
+ * a block keeps at least 16 channels. */
 LJ_INLINE void split_once(Wino *s) {
-    int64_t units = s->n * s->ntv * s->nmb;
-    bool few = s->ntv > 1 ? units % 2 && units < UNITS_TILED : units < UNITS_MIN;
-    if (few && (s->m + 2 * s->nmb - 1) / (2 * s->nmb) >= 16)
+    if (s->n * s->nrb * s->nmb < UNITS_MIN && (s->m + 2 * s->nmb - 1) / (2 * s->nmb) >= 16)
         s->nmb *= 2;
 }
 
@@ -81,25 +67,23 @@ LJ_INLINE Wino wino_of(const int64_t *d) {
     s.pl = p && np == 4 ? p[1] : 0;
     s.ntx = (s.ow + mt - 1) / mt;
     s.nty = (s.oh + mt - 1) / mt;
-    s.ntv = (s.ntx * s.nty + LJ_VL - 1) / LJ_VL;
+    s.rpb = (TILES_TARGET + s.ntx - 1) / s.ntx;
+    s.rpb = s.rpb < s.nty ? s.rpb : s.nty;
+    s.nrb = (s.nty + s.rpb - 1) / s.rpb;
+    s.rpb = (s.nty + s.nrb - 1) / s.nrb; /* even the blocks out */
+    s.nrb = (s.nty + s.rpb - 1) / s.rpb;
     s.nmb = (s.m + ROWS_MAX - 1) / ROWS_MAX;
-    /* Both conditions only turn false as nmb grows: written out, not a
-     * loop, so that a --no-threads bundle's scratch size folds to a
-     * constant (libjit is built with -fno-unroll-loops, and O3 cannot
-     * count this loop). */
+    /* Both conditions only turn false as nmb grows, and nmb reaches
+     * UNITS_MIN (8) in 3 doublings: written out, not a loop, so that a
+     * --no-threads bundle's scratch size folds to a constant (libjit is
+     * built with -fno-unroll-loops, and O3 cannot count this loop). */
+    _Static_assert(UNITS_MIN <= 8, "three doublings reach UNITS_MIN");
     split_once(&s);
     split_once(&s);
     split_once(&s);
     s.mb = up((s.m + s.nmb - 1) / s.nmb, LJ_GEMM_MR);
     s.nmb = (s.m + s.mb - 1) / s.mb;
-    /* A block's tiles begin partway through a tile row and span at most
-     * BLOCK_VECS * LJ_VL / ntx + 2 rows (and the image's); dk holds those
-     * rows' tiles plus one (the last tile's right neighbour), and the last
-     * vector of the transforms reads up to LJ_VL past a block's tiles. No
-     * wider: V's and Mo's rows are ldt apart, and a small map's products
-     * slow down by half with rows spread over twice the pages. */
-    int64_t rows = min64(BLOCK_VECS * LJ_VL / s.ntx + 2, s.nty);
-    s.ldt = up(rows * s.ntx + 1, LJ_VL) + LJ_VL;
+    s.ldt = up(s.rpb * s.ntx + 1, LJ_VL) + LJ_VL;
     s.roww = (s.ntx + 1) * mt + 2;
     return s;
 }
@@ -118,14 +102,7 @@ LJ_INLINE int64_t scratch_floats(const Wino *s) {
 
 LIBJIT_WORK libjit_winograd_conv_f32_work(const int64_t *d) {
     Wino s = wino_of(d);
-    return s.t ? s.n * s.ntv * s.nmb : 1;
-}
-
-/* Blocks of tile vectors [v0, v1): as few as BLOCK_VECS allows, evened
- * out so that the last is not a sliver. */
-LJ_INLINE int64_t block_vecs(int64_t v0, int64_t v1) {
-    int64_t nb = (v1 - v0 + BLOCK_VECS - 1) / BLOCK_VECS;
-    return nb ? (v1 - v0 + nb - 1) / nb : 1;
+    return s.t ? s.n * s.nrb * s.nmb : 1;
 }
 
 LIBJIT_SCRATCH libjit_winograd_conv_f32_scratch(const int64_t *d, int slot) {
@@ -136,13 +113,11 @@ LIBJIT_SCRATCH libjit_winograd_conv_f32_scratch(const int64_t *d, int slot) {
         return scratch_floats(&s) * (int64_t)sizeof(float);
     if (slot != LJ_SCRATCH_PACK)
         return 0;
-    /* The products' deep block, for one call over all units (a --no-threads
-     * bundle): the largest of the four shapes of its blocks (the last
-     * channel block and the last block of tiles can be smaller, and a
-     * narrower product may ask a deeper block). */
-    int64_t tiles = s.ntx * s.nty, bv = block_vecs(0, s.ntv);
+    /* The products' deep block: the largest of the four shapes of units
+     * (the last row and channel blocks can be smaller, and a narrower
+     * product may ask a deeper block). */
     int64_t r0 = s.mb, r1 = s.m - (s.nmb - 1) * s.mb;
-    int64_t c0 = min64(bv * LJ_VL, tiles), c1 = tiles - (s.ntv - 1) / bv * bv * LJ_VL;
+    int64_t c0 = s.rpb * s.ntx, c1 = (s.nty - (s.nrb - 1) * s.rpb) * s.ntx;
     /* Written out, not a loop: it must fold in a --no-threads bundle
      * (libjit is built with -fno-unroll-loops). */
     size_t a = lj_sgemm_scratch(r0, c0, s.c, false), b = lj_sgemm_scratch(r0, c1, s.c, false);
@@ -155,19 +130,17 @@ LIBJIT_SCRATCH libjit_winograd_conv_f32_scratch(const int64_t *d, int slot) {
  * are constants and the zero ones drop out. */
 #define LOOP_FULL _Pragma("clang loop unroll(full)")
 
-/* Input transform of channel plane x over a block's tiles [t0, t1) into V
- * (tile t at t - t0), vectors running over the block's tiles, across tile
- * rows: dk is built for the tile rows they lie in (tile tx of row ty at
- * (ty - ty0) * ntx + tx), and read from the block's first tile on.
+/* Input transform of channel plane x over a block's tile rows [ty0, ty1)
+ * into V (tile index (ty - ty0) * ntx + tx), vectors running over the
+ * block's tiles, across tile rows.
  * dk[i][k][t] is entry (i, k) of tile t: each input row is copied into a
  * zero-padded row and split by column residue mod mt in one interleaved
  * group of mt members (which the vectoriser turns into shuffles); columns
  * mt .. al-1 of a tile are columns 0 .. of the next, copied over. */
 LJ_INLINE void input_block(const WinoTransform *t, const int al, const int mt, const Wino *s,
-                           const float *x, int64_t t0, int64_t t1, float *dk, float *row,
+                           const float *x, int64_t ty0, int64_t ty1, float *dk, float *row,
                            float *v) {
     const int64_t ldt = s->ldt, ntx = s->ntx;
-    const int64_t ty0 = t0 / ntx, ty1 = (t1 - 1) / ntx + 1, first = t0 - ty0 * ntx;
     for (int64_t ty = ty0; ty < ty1; ty++) {
         int64_t base = (ty - ty0) * ntx;
         for (int i = 0; i < al; i++) {
@@ -194,13 +167,13 @@ LJ_INLINE void input_block(const WinoTransform *t, const int al, const int mt, c
                     d[k * ldt + tx] = d[(k - mt) * ldt + tx + 1];
         }
     }
-    int64_t ntiles = t1 - t0;
+    int64_t ntiles = (ty1 - ty0) * ntx;
     for (int64_t tt = 0; tt < ntiles; tt += LJ_VL) {
         vf32 bd[WINO_MAX_ALPHA][WINO_MAX_ALPHA];
         LOOP_FULL for (int j = 0; j < al; j++) {
             vf32 col[WINO_MAX_ALPHA];
             LOOP_FULL for (int k = 0; k < al; k++)
-                col[k] = lj_load(dk + ((int64_t)k * al + j) * ldt + first + tt);
+                col[k] = lj_load(dk + ((int64_t)k * al + j) * ldt + tt);
             LOOP_FULL for (int i = 0; i < al; i++) {
                 vf32 acc = lj_splat(-0.0f);
                 LOOP_FULL for (int k = 0; k < al; k++) if (t->bt[i][k] != 0)
@@ -218,14 +191,13 @@ LJ_INLINE void input_block(const WinoTransform *t, const int al, const int mt, c
 }
 
 /* Output transform of one output channel's products mo (entry xi of tile
- * t0 + t at mo[xi * mstride + t]) over the block's tiles [t0, t1), bias and
- * activation, into ot[p][q][t]; then interleaved into y's rows: whole tiles
- * in one body per row (an interleaved store group), a last partial tile
- * alone. */
+ * t at mo[xi * mstride + t]) over the block's tiles, bias and activation,
+ * into ot[p][q][t]; then interleaved into y's rows: whole tiles in one body
+ * per row (an interleaved store group), a last partial tile alone. */
 LJ_INLINE void output_block(const WinoTransform *t, const int al, const int mt, const Wino *s,
-                            const float *mo, int64_t mstride, float bias, LjAct act, int64_t t0,
-                            int64_t t1, float *ot, float *y) {
-    const int64_t ldt = s->ldt, ntx = s->ntx, ntiles = t1 - t0;
+                            const float *mo, int64_t mstride, float bias, LjAct act, int64_t ty0,
+                            int64_t ty1, float *ot, float *y) {
+    const int64_t ldt = s->ldt, ntx = s->ntx, ntiles = (ty1 - ty0) * ntx;
     for (int64_t tt = 0; tt < ntiles; tt += LJ_VL) {
         vf32 am[WINO_MAX_M][WINO_MAX_ALPHA];
         LOOP_FULL for (int j = 0; j < al; j++) {
@@ -247,38 +219,37 @@ LJ_INLINE void output_block(const WinoTransform *t, const int al, const int mt, 
         }
     }
     int64_t whole = s->ow / mt;
-    for (int64_t t = t0; t < t1;) {
-        int64_t ty = t / ntx, tx0 = t % ntx, tx1 = min64(ntx, tx0 + (t1 - t));
+    for (int64_t ty = ty0; ty < ty1; ty++)
         for (int p = 0; p < mt && ty * mt + p < s->oh; p++) {
             float *dst = y + (ty * mt + p) * s->ow;
-            /* tile tx of this row at src[q * ldt + tx] */
-            const float *src = ot + (int64_t)p * mt * ldt + (t - t0);
-            int64_t body = min64(tx1, whole);
-            for (int64_t tx = tx0; tx < body; tx++)
-                LOOP_FULL for (int q = 0; q < mt; q++) dst[tx * mt + q] = src[q * ldt + tx - tx0];
-            for (int q = 0; whole < tx1 && whole * mt + q < s->ow; q++)
-                dst[whole * mt + q] = src[q * ldt + whole - tx0];
+            const float *src = ot + (int64_t)p * mt * ldt + (ty - ty0) * ntx;
+            for (int64_t tx = 0; tx < whole; tx++)
+                LOOP_FULL for (int q = 0; q < mt; q++) dst[tx * mt + q] = src[q * ldt + tx];
+            for (int q = 0; whole * mt + q < s->ow; q++)
+                dst[whole * mt + q] = src[q * ldt + whole];
         }
-        t += tx1 - tx0;
-    }
 }
 
-/* Tile vectors [v0, v1) of image img, channel blocks [k0, k1): the input
- * transform of every channel, then per channel block the products and the
- * output transform. */
-LJ_INLINE void wino_block(const WinoTransform *t, const int al, const int mt, const Wino *s,
-                          void *const *ops, const float *bias, LjAct act, int64_t img, int64_t v0,
-                          int64_t v1, int64_t k0, int64_t k1, float *buf, LjScratch *sc) {
+LJ_INLINE void wino_units(const WinoTransform *t, const int al, const int mt, const Wino *s, void *const *ops,
+                          const float *bias, LjAct act, int64_t lo, int64_t hi, float *buf,
+                          LjScratch *sc) {
     const float *x = ops[1], *u = ops[2];
     float *y = ops[0];
     int64_t a2 = al * al;
     float *v = buf, *mo = v + v_floats(s), *dk = mo + a2 * s->mb * s->ldt;
     float *ot = dk + a2 * s->ldt, *row = ot + mt * mt * s->ldt;
-    int64_t t0 = v0 * LJ_VL, t1 = min64(v1 * LJ_VL, s->ntx * s->nty), ntiles = t1 - t0;
-    for (int64_t c = 0; c < s->c; c++)
-        input_block(t, al, mt, s, x + (img * s->c + c) * s->h * s->w, t0, t1, dk, row,
-                    v + c * s->ldt);
-    for (int64_t mbk = k0; mbk < k1; mbk++) {
+    int64_t built = -1;
+    for (int64_t unit = lo; unit < hi; unit++) {
+        int64_t block = unit / s->nmb, mbk = unit % s->nmb;
+        int64_t img = block / s->nrb, rb = block % s->nrb;
+        int64_t ty0 = rb * s->rpb, ty1 = ty0 + s->rpb < s->nty ? ty0 + s->rpb : s->nty;
+        int64_t ntiles = (ty1 - ty0) * s->ntx;
+        if (block != built) {
+            for (int64_t c = 0; c < s->c; c++)
+                input_block(t, al, mt, s, x + (img * s->c + c) * s->h * s->w, ty0, ty1, dk, row,
+                            v + c * s->ldt);
+            built = block;
+        }
         int64_t m0 = mbk * s->mb, rows = s->m - m0 < s->mb ? s->m - m0 : s->mb;
         for (int64_t xi = 0; xi < a2; xi++) {
             LjGemm g = {
@@ -299,32 +270,8 @@ LJ_INLINE void wino_block(const WinoTransform *t, const int al, const int mt, co
             int64_t m = m0 + r;
             float *ym = y + (img * s->m + m) * s->oh * s->ow;
             output_block(t, al, mt, s, mo + r * s->ldt, s->mb * s->ldt, bias ? bias[m] : 0.0f,
-                         act, t0, t1, ot, ym);
+                         act, ty0, ty1, ot, ym);
         }
-    }
-}
-
-/* Units [lo, hi): a tile vector begun or ended partway through its channel
- * blocks alone, whole vectors in blocks (block_vecs). */
-LJ_INLINE void wino_units(const WinoTransform *t, const int al, const int mt, const Wino *s,
-                          void *const *ops, const float *bias, LjAct act, int64_t lo, int64_t hi,
-                          float *buf, LjScratch *sc) {
-    int64_t per_img = s->ntv * s->nmb;
-    for (int64_t unit = lo; unit < hi;) {
-        int64_t img = unit / per_img, in = unit % per_img;
-        int64_t tv = in / s->nmb, mbk = in % s->nmb;
-        int64_t left = min64(hi, (img + 1) * per_img) - unit;
-        if (mbk > 0 || left < s->nmb) {
-            int64_t k1 = min64(s->nmb, mbk + left);
-            wino_block(t, al, mt, s, ops, bias, act, img, tv, tv + 1, mbk, k1, buf, sc);
-            unit += k1 - mbk;
-            continue;
-        }
-        int64_t nv = left / s->nmb, bv = block_vecs(tv, tv + nv);
-        for (int64_t v0 = tv; v0 < tv + nv; v0 += bv)
-            wino_block(t, al, mt, s, ops, bias, act, img, v0, min64(v0 + bv, tv + nv), 0, s->nmb,
-                       buf, sc);
-        unit += nv * s->nmb;
     }
 }
 
