@@ -38,12 +38,15 @@
  * cut back into at most three products (conv_parts), so its share costs
  * what one product over it would.
  *
- * Threads split the rows (output channels) when B, k x n, is smaller than
- * A, mg x k (n < mg: the late layers' small maps and large weights), and
- * the columns otherwise: each thread reads all of the smaller operand and
- * its share of the larger one. Splitting columns, a thread also builds
- * only the rows of the phase planes (or of the subsampled input) that its
- * columns read. */
+ * Threads split the rows (output channels) when B, k x n, is under half
+ * the size of A, mg x k (2n < mg: the late layers' small maps and large
+ * weights), and the columns otherwise: each thread reads all of one
+ * operand and its share of the other. Splitting columns, a thread also
+ * builds only the rows of the phase planes (or of the subsampled input)
+ * that its columns read; splitting rows, each builds all of them, which
+ * costs more than reading A twice until A is twice B's size (ResNet-50's
+ * 256-channel stride-2 3x3, n = 210: 1.81x split by rows, 1.99x by
+ * columns, bench_conv --split 2). */
 enum { MR = LJ_GEMM_MR, VL = LJ_VL, PANEL = LJ_GEMM_NR };
 
 typedef struct Conv {
