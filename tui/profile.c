@@ -34,11 +34,25 @@ struct Profile {
     int nlanes;
     Event *ev;
     int nev, cap;
+    /* GLOWC_PROFILE_CPU set: each thread's CPU time in its share of each
+     * instruction (lane_cpu[instr * MAX_LANES + lane], summed over runs).
+     * A thread's CPU time does not count the time another process held its
+     * core, so the largest share's is what the instruction would take on an
+     * idle machine: the thread split's balance, measurable under load. */
+    bool cpu;
+    double *lane_cpu;
+    double lane_cpu_start[MAX_LANES];
 };
 
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double thread_cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
@@ -70,7 +84,7 @@ static void add_event(Profile *p, int instr, int lane, double start, double end)
 static void probe(void *ctx, int instr, int event) {
     Profile *p = ctx;
     bool chunk = event == PROBE_CHUNK_BEGIN || event == PROBE_CHUNK_END;
-    if (chunk && !p->tracing)
+    if (chunk && !p->tracing && !p->cpu)
         return;
     double t = now_s();
     switch ((ProbeEvent)event) {
@@ -93,9 +107,14 @@ static void probe(void *ctx, int instr, int event) {
         int lane = lane_of_self(p);
         if (event == PROBE_CHUNK_BEGIN)
             p->lane_start[lane] = t;
-        else
+        else if (p->tracing)
             add_event(p, -1 - p->current, lane, p->lane_start[lane], t);
         pthread_mutex_unlock(&p->mu);
+        /* read outside the mutex: the CPU time of this thread's share alone */
+        if (p->cpu && event == PROBE_CHUNK_BEGIN)
+            p->lane_cpu_start[lane] = thread_cpu_s();
+        else if (p->cpu)
+            p->lane_cpu[p->current * MAX_LANES + lane] += thread_cpu_s() - p->lane_cpu_start[lane];
         return;
     }
 }
@@ -112,6 +131,11 @@ static Profile *profile_new(const Backend *be, BackendExec *e) {
     int k = 0;
     for (const LirInstr *i = p->prog->first; i; i = i->next)
         p->instr[k++] = i;
+    const char *cpu = getenv("GLOWC_PROFILE_CPU");
+    p->cpu = cpu && cpu[0] && strcmp(cpu, "0");
+    if (p->cpu)
+        p->lane_cpu = calloc((size_t)(p->n + 1) * MAX_LANES, sizeof *p->lane_cpu);
+    p->cpu = p->lane_cpu != NULL;
     pthread_mutex_init(&p->mu, NULL);
     return p;
 }
@@ -125,6 +149,7 @@ void profile_free(Profile *p) {
     free(p->total);
     free(p->ran);
     free(p->ev);
+    free(p->lane_cpu);
     free(p);
 }
 
@@ -232,8 +257,11 @@ void profile_print(const Profile *p, double peak_gflops, double end_to_end_ms, S
         if (p->ran[k])
             rows[nrows++] = (Row){k, p->total[k]};
     qsort(rows, (size_t)nrows, sizeof *rows, by_time);
-    sb_printf(out, "%4s %9s %6s %8s %6s  %-18s %-16s %s\n", "#", "ms", "%", "GFLOP/s", "%peak",
-              "kind", "shape", "node");
+    sb_printf(out, "%4s %9s %6s %8s %6s  ", "#", "ms", "%", "GFLOP/s", "%peak");
+    if (p->cpu)
+        sb_printf(out, "%9s %9s  ", "cpu ms", "share ms");
+    sb_printf(out, "%-18s %-16s %s\n", "kind", "shape", "node");
+    double cpu_sum = 0, share_sum = 0;
     for (int r = 0; r < nrows; r++) {
         const LirInstr *i = p->instr[rows[r].instr];
         double ms = rows[r].total * 1e3 / runs, flops = instr_flops(i);
@@ -245,8 +273,21 @@ void profile_print(const Profile *p, double peak_gflops, double end_to_end_ms, S
             if (peak_gflops > 0)
                 snprintf(pk, sizeof pk, "%.1f", 100 * g / peak_gflops);
         }
-        sb_printf(out, "%4d %9.3f %6.2f %8s %6s  %-18s %-16s %s\n", rows[r].instr, ms,
-                  sum_ms > 0 ? 100 * ms / sum_ms : 0, gf, pk, instr_kind_name(i->kind), shape,
+        sb_printf(out, "%4d %9.3f %6.2f %8s %6s  ", rows[r].instr, ms,
+                  sum_ms > 0 ? 100 * ms / sum_ms : 0, gf, pk);
+        if (p->cpu) {
+            /* every thread's CPU time, and the largest share's */
+            double cpu = 0, share = 0;
+            for (int l = 0; l < MAX_LANES; l++) {
+                double c = p->lane_cpu[rows[r].instr * MAX_LANES + l] * 1e3 / runs;
+                cpu += c;
+                share = c > share ? c : share;
+            }
+            cpu_sum += cpu;
+            share_sum += share;
+            sb_printf(out, "%9.3f %9.3f  ", cpu, share);
+        }
+        sb_printf(out, "%-18s %-16s %s\n", instr_kind_name(i->kind), shape,
                   i->name && i->name[0] ? i->name : "-");
     }
     double wall_ms = p->wall * 1e3 / runs;
@@ -255,6 +296,9 @@ void profile_print(const Profile *p, double peak_gflops, double end_to_end_ms, S
               nrows, sum_ms, wall_ms, wall_ms > 0 ? 100 * sum_ms / wall_ms : 0, p->runs);
     if (end_to_end_ms > 0)
         sb_printf(out, "end-to-end without the probe: %.3f ms (median)\n", end_to_end_ms);
+    if (p->cpu)
+        sb_printf(out, "thread CPU time: %.3f ms over all threads, %.3f ms in the largest shares\n",
+                  cpu_sum, share_sum);
     free(rows);
 }
 

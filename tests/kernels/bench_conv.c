@@ -4,7 +4,16 @@
  * minimum time over repeated runs, as GFLOP/s (2 flops per multiply-add).
  *
  * usage: bench_conv [resnet50|resnet18|mobilenet_v2|efficientnet_b0|all] [--no-interp] [--reps N]
- *                   [--only I] (the I-th shape of the table alone, for a profiler) */
+ *                   [--only I] (the I-th shape of the table alone, for a profiler)
+ *                   [--split T] (each thread's share alone, see split_row)
+ *
+ * --split T times, one after the other on this thread, the unit ranges the
+ * runtime would hand T threads (runtime.c's run_range): the largest share's
+ * time bounds the T-thread time from below, whatever else runs on the
+ * machine, and the shares' sum over the whole call's time is the work the
+ * split repeats (packing or phase planes built by several threads). So the
+ * split's imbalance and overhead are measured on a loaded machine, where T
+ * threads' wall time is not. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,16 +144,19 @@ static double flops(const Shape *s) {
     return 2.0 * (double)(s->m * o * o) * (double)(s->c / s->group * s->k * s->k);
 }
 
-/* Minimum seconds of `reps` runs (at least 0.2 s of them, at most 2000). */
-static double time_min(const Case *c, bool interp, int reps) {
+/* Minimum seconds of `reps` runs (at least 0.2 s of them, at most 2000) of
+ * units [lo, hi) (hi < 0: all of them). */
+static double time_range(const Case *c, bool interp, int reps, int64_t lo, int64_t hi) {
     LjScratch sc = {0};
     double best = 1e30, start = now();
+    if (hi < 0)
+        hi = libjit_conv_f32_work(c->d.w);
     for (int r = 0; r < 2000 && (r < reps || now() - start < 0.2); r++) {
         double t0 = now();
         if (interp)
             libjit_generic(c->d.w, c->ref);
         else
-            libjit_conv_f32(c->d.w, c->fast, 0, libjit_conv_f32_work(c->d.w), &sc);
+            libjit_conv_f32(c->d.w, c->fast, lo, hi, &sc);
         double t = now() - t0;
         best = t < best ? t : best;
     }
@@ -152,20 +164,69 @@ static double time_min(const Case *c, bool interp, int reps) {
     return best;
 }
 
+static double time_min(const Case *c, bool interp, int reps) {
+    return time_range(c, interp, reps, 0, -1);
+}
+
+/* --split T: the whole call, then each of the T shares alone; prints the
+ * bound on the T-thread speedup (whole / largest share) and the repeated
+ * work ((sum of shares - whole) / whole). */
+static void split_row(const Case *c, const Shape *s, int threads, int reps, double *sums) {
+    int64_t n = libjit_conv_f32_work(c->d.w), per = (n + threads - 1) / threads;
+    double whole = time_range(c, false, reps, 0, n), most = 0, sum = 0;
+    for (int t = 0; t < threads; t++) {
+        int64_t lo = per * t, hi = lo + per < n ? lo + per : n;
+        double share = lo < hi ? time_range(c, false, reps, lo, hi) : 0;
+        most = share > most ? share : most;
+        sum += share;
+    }
+    sums[0] += whole * s->count;
+    sums[1] += most * s->count;
+    sums[2] += sum * s->count;
+    printf("%-13s %5lld %4lld %5lld %2lld %1lld %4lld %6lld %8.3f %8.3f %6.2fx %+6.1f%%\n", s->model,
+           (long long)s->c, (long long)s->h, (long long)s->m, (long long)s->k, (long long)s->stride,
+           (long long)s->group, (long long)n, whole * 1e3, most * 1e3, whole / most,
+           100 * (sum - whole) / whole);
+}
+
+static int split_table(const char *model, int only, int threads, int reps) {
+    printf("%-13s %5s %4s %5s %2s %1s %4s %6s %8s %8s %7s %7s\n", "model", "cin", "hw", "cout",
+           "k", "s", "grp", "units", "1T ms", "share ms", "bound", "repeat");
+    double sums[3] = {0};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const Shape *s = &shapes[i];
+        if ((strcmp(model, "all") && strcmp(model, s->model)) || (only >= 0 && only != (int)i))
+            continue;
+        Case c;
+        build(&c, s);
+        case_alloc(&c, i);
+        case_reference(&c, false);
+        split_row(&c, s, threads, reps, sums);
+        case_free(&c);
+    }
+    printf("weighted by count: %.2f ms whole, %.2f ms largest shares (bound %.2fx), repeated %+.1f%%\n",
+           sums[0] * 1e3, sums[1] * 1e3, sums[0] / sums[1], 100 * (sums[2] - sums[0]) / sums[0]);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *model = "resnet50";
     bool interp = true;
-    int reps = 20, only = -1;
+    int reps = 20, only = -1, split = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-interp"))
             interp = false;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--split") && i + 1 < argc)
+            split = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else
             model = argv[i];
     }
+    if (split > 0)
+        return split_table(model, only, split, reps);
     printf("%-13s %5s %4s %5s %2s %1s %4s %-5s %10s %9s %9s %7s\n", "model", "cin", "hw", "cout", "k",
            "s", "grp", "act", "MFLOP", "fast GF/s", "interp", "speedup");
     double total_flops = 0, total_fast = 0, total_interp = 0;

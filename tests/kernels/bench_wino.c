@@ -7,7 +7,11 @@
  * --cold writes 64 MB between runs, so that weights come from memory as in
  * a model (whose other layers evict them), not from the cache.
  *
- * usage: bench_wino [--f2] [--cold] [--reps N] [--only I] (the I-th shape alone) */
+ * --split T also times the winograd kernel's shares of T threads alone, as
+ * bench_conv --split does: the largest bounds the T-thread time, and their
+ * sum over the whole call's time is the work the split repeats.
+ *
+ * usage: bench_wino [--f2] [--cold] [--reps N] [--only I] (the I-th shape alone) [--split T] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,16 +39,17 @@ static double now(void) {
 
 enum { EVICT_BYTES = 64 << 20 };
 
-static double time_min(KernelFn fn, WorkFn work, const Desc *d, void *const *ops, int reps,
-                       char *evict) {
+/* Units [lo, hi) (hi < 0: all). */
+static double time_range(KernelFn fn, WorkFn work, const Desc *d, void *const *ops, int reps,
+                         char *evict, int64_t lo, int64_t hi) {
     LjScratch sc = {0};
     double best = 1e30, start = now();
-    int64_t n = work(d->w);
+    int64_t n = hi < 0 ? work(d->w) : hi;
     for (int r = 0; r < 2000 && (r < reps || now() - start < 0.3); r++) {
         if (evict)
             memset(evict, r, EVICT_BYTES);
         double t0 = now();
-        fn(d->w, ops, 0, n, &sc);
+        fn(d->w, ops, lo, n, &sc);
         double t = now() - t0;
         best = t < best ? t : best;
     }
@@ -52,8 +57,28 @@ static double time_min(KernelFn fn, WorkFn work, const Desc *d, void *const *ops
     return best;
 }
 
+static double time_min(KernelFn fn, WorkFn work, const Desc *d, void *const *ops, int reps,
+                       char *evict) {
+    return time_range(fn, work, d, ops, reps, evict, 0, -1);
+}
+
+/* The winograd kernel's largest share of `threads` and the shares' sum. */
+static void time_shares(const Desc *d, void *const *ops, int reps, char *evict, int threads,
+                        double *most, double *sum) {
+    int64_t n = libjit_winograd_conv_f32_work(d->w), per = (n + threads - 1) / threads;
+    *most = *sum = 0;
+    for (int t = 0; t < threads; t++) {
+        int64_t lo = per * t, hi = lo + per < n ? lo + per : n;
+        double share = lo < hi ? time_range(libjit_winograd_conv_f32, libjit_winograd_conv_f32_work,
+                                            d, ops, reps, evict, lo, hi)
+                               : 0;
+        *most = share > *most ? share : *most;
+        *sum += share;
+    }
+}
+
 int main(int argc, char **argv) {
-    int reps = 20, only = -1;
+    int reps = 20, only = -1, split = 0;
     char *evict = NULL;
     const WinoTransform *t = &wino_f4;
     for (int i = 1; i < argc; i++) {
@@ -63,10 +88,15 @@ int main(int argc, char **argv) {
             evict = malloc(EVICT_BYTES);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--split") && i + 1 < argc)
+            split = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
     }
-    printf("%-22s %10s %10s %8s\n", "c x h x h -> m", "direct ms", "wino ms", "speedup");
+    printf("%-22s %10s %10s %8s", "c x h x h -> m", "direct ms", "wino ms", "speedup");
+    if (split)
+        printf(" %8s %7s %7s", "share ms", "bound", "repeat");
+    printf("\n");
     for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
         const Shape *s = &shapes[k];
         if (only >= 0 && (size_t)only != k)
@@ -106,7 +136,13 @@ int main(int argc, char **argv) {
         char name[64];
         snprintf(name, sizeof name, "%lldx%lldx%lld -> %lld", (long long)s->c, (long long)s->h,
                  (long long)s->h, (long long)s->m);
-        printf("%-22s %10.3f %10.3f %8.2f\n", name, td * 1e3, tw * 1e3, td / tw);
+        printf("%-22s %10.3f %10.3f %8.2f", name, td * 1e3, tw * 1e3, td / tw);
+        if (split) {
+            double most, sum;
+            time_shares(&dw, ow, reps, evict, split, &most, &sum);
+            printf(" %8.3f %6.2fx %+6.1f%%", most * 1e3, tw / most, 100 * (sum - tw) / tw);
+        }
+        printf("\n");
         free(y), free(x), free(w), free(u), free(b);
     }
     free(evict);

@@ -71,6 +71,36 @@ static void check_static_scratch(Case *c, KernelFn fn, WorkFn work, ScratchFn sc
     free(want);
 }
 
+/* The units split as runtime.c hands them to T threads (equal ranges, the
+ * last shorter), each share a call of its own -- for T = 2, 3 and 5, last
+ * share first, one scratch kept from share to share so that a share that
+ * reads what it did not build reads another's -- must give the one-call
+ * result bit for bit: each output is one product's, summed in the same
+ * order whoever computes it (README: results do not depend on --threads). */
+static void check_thread_shares(Case *c, KernelFn fn, WorkFn work, const char *what) {
+    size_t bytes = (size_t)desc_numel(&c->d, 0) * sizeof(float);
+    int64_t n = work(c->d.w);
+    fn(c->d.w, c->fast, 0, n, NULL);
+    unsigned char *want = malloc(bytes + 1);
+    memcpy(want, c->fast[0], bytes);
+    static const int threads[] = {2, 3, 5};
+    for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+        memset(c->fast[0], 0xff, bytes);
+        int64_t per = (n + threads[t] - 1) / threads[t];
+        LjScratch sc = {0};
+        for (int k = threads[t] - 1; k >= 0; k--) {
+            int64_t lo = per * k, hi = lo + per < n ? lo + per : n;
+            if (lo < hi)
+                fn(c->d.w, c->fast, lo, hi, &sc);
+        }
+        lj_scratch_release(&sc);
+        if (memcmp(want, c->fast[0], bytes))
+            fail_msg("%s: %d threads' shares differ from one call over all units", what,
+                     threads[t]);
+    }
+    free(want);
+}
+
 /* The tolerance of an n-term sum followed by activation `act`. */
 static Tol sum_tol(int64_t n, const char *act) {
     Tol t = {2.1 * gamma_f32(n), 0, 0};
@@ -178,6 +208,7 @@ static double check_conv(const ConvSpec *k, uint64_t seed) {
     bool depthwise = k->group > 1 && k->group == k->c && k->group == k->m;
     double worst = check_conv_case(&c, tol, what, depthwise);
     check_static_scratch(&c, libjit_conv_f32, libjit_conv_f32_work, libjit_conv_f32_scratch, what);
+    check_thread_shares(&c, libjit_conv_f32, libjit_conv_f32_work, what);
     if (depthwise)
         check_static_scratch(&c, libjit_conv_dw_f32, libjit_conv_dw_f32_work,
                              libjit_conv_dw_f32_scratch, what);
@@ -371,6 +402,8 @@ static double check_winograd(const WinoTransform *t, const WinoSpec *k, uint64_t
                 (long long)k->pads[2], (long long)k->pads[3], worst);
     check_static_scratch(&c, libjit_winograd_conv_f32, libjit_winograd_conv_f32_work,
                          libjit_winograd_conv_f32_scratch, "winograd_conv");
+    check_thread_shares(&c, libjit_winograd_conv_f32, libjit_winograd_conv_f32_work,
+                        "winograd_conv");
     free(w);
     case_free(&c);
     return worst;

@@ -253,7 +253,9 @@ static bool packs_b(const LjGemm *g) {
  * copy per row (the planes are readable that far, gemm.h). */
 static void pack_rows(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int w, float *panel) {
     for (int64_t k = 0; k < kc; k++) {
-        const float *src = g->b + g->koff[k0 + k] + g->n0 + j0;
+        /* one offset, then the pointer: koff[k] alone may be negative
+         * (k_conv.c's band of phase planes starts at row r0, not 0) */
+        const float *src = g->b + (g->koff[k0 + k] + g->n0 + j0);
         for (int v = 0; v < w; v += LJ_VL)
             lj_store(panel + k * w + v, lj_load(src + v));
     }

@@ -25,7 +25,8 @@ typedef struct LjGemm {
     int64_t lda;
     const float *b; /* B[k][n] = b[k*ldb + n] */
     int64_t ldb;
-    /* Or B[k][n] = b[koff[k] + n], read in place (readable for n rounded up
+    /* Or B[k][n] = b[koff[k] + n0 + n] (koff[k] may be negative, the sum
+     * not), read in place (readable for n rounded up
      * to LJ_GEMM_NR), and column n of the product is C's column (n / wq)*ow + n % wq,
      * dropped when n % wq >= ow. Bias per row. */
     const int64_t *koff;

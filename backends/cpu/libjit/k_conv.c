@@ -17,9 +17,8 @@
  * The fused activation and the bias are applied in the product's epilogue,
  * while the tile is in registers.
  *
- * Threads split images, groups, and a grid of output-channel by column
- * blocks (grid_of): multiples of the register tile's 8 rows and of the
- * NR-column panels (gemm.h), so splitting costs no tails.
+ * Threads split images, groups, and the product's rows or columns in units
+ * of equal cost (grid_of).
  *
  * The phase planes and the offset table live on the heap (about the size of
  * the input): when malloc fails, the interpreter's kernel runs instead. */
@@ -29,12 +28,26 @@
 #include "backends/cpu/libjit/kernels.h"
 #include "backends/cpu/libjit/window.h"
 
-/* The product of one (image, group) is split into a grid of units: blocks
- * of at most ROWS_MAX output channels (multiples of the register tile's 8
- * rows) by blocks of columns (multiples of the NR-column panels), enough of
- * them (GRID_UNITS) that threads share even a 16-channel layer evenly,
- * none narrower than COLS_MIN so that a unit still amortises its panels. */
-enum { ROWS_MAX = 64, GRID_UNITS = 8, COLS_MIN = 96, PANEL = LJ_GEMM_NR };
+/* The product of one (image, group), mg rows by n columns, is split into
+ * units of equal cost: one register tile of rows (LJ_GEMM_MR) by, when
+ * threads split columns, one vector of them (LJ_VL). The runtime hands
+ * each thread an equal range of units, so equal units are equal work for
+ * any thread count; blocks of 64 rows by 96+ columns left 3 blocks to 2
+ * threads, or a narrow last block to one of them (a 2-thread speedup of
+ * 1.4-1.6x on ResNet-50's 14x14 and stride-2 layers). A thread's range is
+ * cut back into at most three products (conv_parts), so its share costs
+ * what one product over it would.
+ *
+ * Threads split the rows (output channels) when B, k x n, is under half
+ * the size of A, mg x k (2n < mg: the late layers' small maps and large
+ * weights), and the columns otherwise: each thread reads all of one
+ * operand and its share of the other. Splitting columns, a thread also
+ * builds only the rows of the phase planes (or of the subsampled input)
+ * that its columns read; splitting rows, each builds all of them, which
+ * costs more than reading A twice until A is twice B's size (ResNet-50's
+ * 256-channel stride-2 3x3, n = 210: 1.81x split by rows, 1.99x by
+ * columns, bench_conv --split 2). */
+enum { MR = LJ_GEMM_MR, VL = LJ_VL, PANEL = LJ_GEMM_NR };
 
 typedef struct Conv {
     int64_t n, c, h, w, m, oh, ow, group, cg, mg;
@@ -113,31 +126,29 @@ LJ_INLINE int64_t product_cols(const Conv *s) {
     return s->oh * lj_phases(&win, PANEL).wq;
 }
 
+/* Units of one (image, group): `outer` lines of `inner` units each --
+ * row tiles of one unit (all columns) when threads split rows, else column
+ * vectors of one unit per row tile. */
 typedef struct Grid {
-    int64_t rows, nrb;  /* rows per block, row blocks */
-    int64_t cols, ncb;  /* columns per block, column blocks */
+    int64_t n;     /* product columns */
+    int64_t outer, inner;
+    bool by_rows;
 } Grid;
 
-LJ_INLINE int64_t round_up(int64_t x, int64_t to) {
-    return (x + to - 1) / to * to;
+LJ_INLINE int64_t cdiv(int64_t x, int64_t to) {
+    return (x + to - 1) / to;
 }
 
 LJ_INLINE Grid grid_of(const Conv *s) {
     Grid g;
-    g.nrb = (s->mg + ROWS_MAX - 1) / ROWS_MAX;
-    g.rows = round_up((s->mg + g.nrb - 1) / g.nrb, LJ_GEMM_MR);
-    g.nrb = (s->mg + g.rows - 1) / g.rows;
-    int64_t n = product_cols(s);
-    int64_t want = (GRID_UNITS + g.nrb - 1) / g.nrb, most = n / COLS_MIN;
-    g.ncb = want < most ? want : most > 0 ? most : 1;
-    g.cols = round_up((n + g.ncb - 1) / g.ncb, PANEL);
-    g.ncb = (n + g.cols - 1) / g.cols;
+    g.n = product_cols(s);
+    g.by_rows = 2 * g.n < s->mg;
+    g.outer = g.by_rows ? cdiv(s->mg, MR) : cdiv(g.n, VL);
+    g.inner = g.by_rows ? 1 : cdiv(s->mg, MR);
     return g;
 }
 
-/* Units: channel planes for depthwise, else (image, group,
- * column block, row block) -- row blocks innermost, so that a thread's
- * range is whole column blocks where it can be. */
+/* Units: channel planes for depthwise, else (image, group, outer, inner). */
 LIBJIT_WORK libjit_conv_f32_work(const int64_t *d) {
     Conv s = conv_of(d);
     if (!s.fast)
@@ -145,7 +156,7 @@ LIBJIT_WORK libjit_conv_f32_work(const int64_t *d) {
     if (is_depthwise(&s))
         return s.n * s.c;
     Grid g = grid_of(&s);
-    return s.n * s.group * g.nrb * g.ncb;
+    return s.n * s.group * g.outer * g.inner;
 }
 
 /* Depthwise planes [lo, hi): over phase rows, or without the memory for
@@ -164,28 +175,61 @@ LJ_INLINE void conv_depthwise(const int64_t *d, const Conv *s, void *const *ops,
     lj_depthwise(&g, s->c, ops[1], ops[2], bias, ops[0], act, lo, hi);
 }
 
-/* A run of units within one (image, group) and one column block: rows
- * [r0, r1) by product columns [c0, c1). */
+/* One product of a thread's range: rows [r0, r1) by columns [c0, c1) of
+ * one (image, group). */
 typedef struct ConvPart {
     int64_t img, g, r0, r1, c0, c1;
 } ConvPart;
 
-/* The next part of units [*u, hi); false when there is none. */
-LJ_INLINE bool conv_parts(const Conv *s, const Grid *gr, int64_t n, int64_t hi, ConvPart *part,
+LJ_INLINE int64_t min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+
+/* Lines [o0, o1) of inner units [i0, i1) as rows and columns. */
+LJ_INLINE void part_span(const Conv *s, const Grid *gr, int64_t o0, int64_t o1, int64_t i0,
+                         int64_t i1, ConvPart *p) {
+    if (gr->by_rows) {
+        p->r0 = o0 * MR, p->r1 = min64(o1 * MR, s->mg);
+        p->c0 = 0, p->c1 = gr->n;
+    } else {
+        p->r0 = i0 * MR, p->r1 = min64(i1 * MR, s->mg);
+        p->c0 = o0 * VL, p->c1 = min64(o1 * VL, gr->n);
+    }
+}
+
+/* The next part of units [*u, hi): the rest of a line begun, then the
+ * whole lines, then the start of the last one; false when there is none. */
+LJ_INLINE bool conv_parts(const Conv *s, const Grid *gr, int64_t hi, ConvPart *part,
                           int64_t *u) {
     if (*u >= hi)
         return false;
-    int64_t per_part = gr->nrb * gr->ncb, ig = *u / per_part, in = *u % per_part;
-    int64_t cb = in / gr->nrb, rb = in % gr->nrb;
-    int64_t run = gr->nrb - rb < hi - *u ? gr->nrb - rb : hi - *u;
+    int64_t per_ig = gr->outer * gr->inner, ig = *u / per_ig, in = *u % per_ig;
+    int64_t o = in / gr->inner, i = in % gr->inner, left = min64(hi, (ig + 1) * per_ig) - *u;
     part->img = ig / s->group;
     part->g = ig % s->group;
-    part->r0 = rb * gr->rows;
-    part->r1 = (rb + run) * gr->rows < s->mg ? (rb + run) * gr->rows : s->mg;
-    part->c0 = cb * gr->cols;
-    part->c1 = part->c0 + gr->cols < n ? part->c0 + gr->cols : n;
-    *u += run;
+    int64_t lines = left / gr->inner;
+    if (i > 0 || lines == 0) {
+        int64_t i1 = min64(gr->inner, i + left);
+        part_span(s, gr, o, o + 1, i, i1, part);
+        *u += i1 - i;
+    } else {
+        part_span(s, gr, o, o + lines, 0, gr->inner, part);
+        *u += lines * gr->inner;
+    }
     return true;
+}
+
+/* The columns [*c0, *c1) that units [u, hi) read of their first (image,
+ * group): a thread builds its B over those alone. */
+LJ_INLINE void range_cols(const Grid *gr, int64_t u, int64_t hi, int64_t *c0, int64_t *c1) {
+    int64_t per_ig = gr->outer * gr->inner, base = u / per_ig * per_ig;
+    int64_t in0 = u - base, in1 = min64(hi, base + per_ig) - base;
+    if (gr->by_rows) {
+        *c0 = 0, *c1 = gr->n;
+        return;
+    }
+    *c0 = in0 / gr->inner * VL;
+    *c1 = min64(cdiv(in1, gr->inner) * VL, gr->n);
 }
 
 /* 1x1, stride 1, no pad: B is the input itself, row-major. */
@@ -195,7 +239,7 @@ LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const flo
     int64_t plane = s->h * s->w;
     Grid gr = grid_of(s);
     ConvPart p;
-    for (int64_t u = lo; conv_parts(s, &gr, plane, hi, &p, &u);) {
+    for (int64_t u = lo; conv_parts(s, &gr, hi, &p, &u);) {
         int64_t m0 = p.g * s->mg + p.r0;
         LjGemm g = {
             .m = p.r1 - p.r0,
@@ -229,8 +273,24 @@ LJ_INLINE size_t planes_bytes(const Conv *s) {
     return (size_t)kdim * sizeof(int64_t) + (size_t)(s->cg * per_c) * sizeof(float);
 }
 
-/* Strided 1x1: B is the group's input channels subsampled, built once per
- * part. False if the buffer cannot be had. */
+/* sub[c][p] = x[c][oy*sh][ox*sw] for output positions p = oy*ow + ox in
+ * [p0, p1). */
+LJ_INLINE void subsample(const Conv *s, const float *xg, float *sub, int64_t p0, int64_t p1) {
+    int64_t plane = s->oh * s->ow;
+    for (int64_t c = 0; c < s->cg; c++)
+        for (int64_t pos = p0; pos < p1;) {
+            int64_t oy = pos / s->ow, ox = pos % s->ow, end = min64(p1 - pos, s->ow - ox);
+            const float *src = xg + (c * s->h + oy * s->sh) * s->w;
+            float *dst = sub + c * plane + pos - ox;
+            for (int64_t e = ox; e < ox + end; e++)
+                dst[e] = src[e * s->sw];
+            pos += end;
+        }
+}
+
+/* Strided 1x1: B is the group's input channels subsampled (the columns the
+ * range reads), built once per (image, group). False if the buffer cannot
+ * be had. */
 LJ_VECTOR_FN static bool conv_subsampled(const Conv *s, const float *x, const float *w,
                                          const float *bias, float *y, LjAct act, int64_t lo,
                                          int64_t hi, LjScratch *sc) {
@@ -241,17 +301,12 @@ LJ_VECTOR_FN static bool conv_subsampled(const Conv *s, const float *x, const fl
     Grid gr = grid_of(s);
     int64_t built = -1; /* the (image, group) in sub */
     ConvPart p;
-    for (int64_t u = lo; conv_parts(s, &gr, plane, hi, &p, &u);) {
+    for (int64_t u = lo, first = lo; conv_parts(s, &gr, hi, &p, &u); first = u) {
         int64_t ig = p.img * s->group + p.g;
         if (ig != built) {
-            const float *xg = x + (p.img * s->c + p.g * s->cg) * s->h * s->w;
-            for (int64_t c = 0; c < s->cg; c++)
-                for (int64_t oy = 0; oy < s->oh; oy++) {
-                    const float *src = xg + (c * s->h + oy * s->sh) * s->w;
-                    float *dst = sub + c * plane + oy * s->ow;
-                    for (int64_t ox = 0; ox < s->ow; ox++)
-                        dst[ox] = src[ox * s->sw];
-                }
+            int64_t c0, c1;
+            range_cols(&gr, first, hi, &c0, &c1);
+            subsample(s, x + (p.img * s->c + p.g * s->cg) * s->h * s->w, sub, c0, c1);
             built = ig;
         }
         int64_t m0 = p.g * s->mg + p.r0;
@@ -276,31 +331,55 @@ LJ_VECTOR_FN static bool conv_subsampled(const Conv *s, const float *x, const fl
     return true;
 }
 
+/* The phase rows [*r0, *r1) that product columns [c0, c1) read: from the
+ * first one's row to the last one's, rounded up to a vector (the product
+ * reads whole ones), plus the window's reach below and to the right. */
+LJ_INLINE void band_of(const Conv *s, const LjPhases *q, int64_t c0, int64_t c1, int64_t *r0,
+                       int64_t *r1) {
+    int64_t reach = (s->kh - 1) * s->dh / s->sh * q->wq + (s->kw - 1) * s->dw / s->sw;
+    int64_t last = cdiv(c1, VL) * VL - 1 + reach, rows = q->size / q->wq;
+    *r0 = c0 / q->wq;
+    *r1 = min64(last / q->wq + 1, rows);
+}
+
 /* The rest: B's rows are runs of the phase planes of the group's input
- * channels, built once per part. False if the buffers cannot be had. */
+ * channels -- the band of rows the range reads, built once per (image,
+ * group) -- through a table of row offsets. False if the buffers cannot
+ * be had. */
 LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float *w,
                                      const float *bias, float *y, LjAct act, int64_t lo,
                                      int64_t hi, LjScratch *sc) {
     LjWindow win = window_of(s);
     LjPhases q = lj_phases(&win, PANEL);
-    int64_t taps = s->kh * s->kw, kdim = s->cg * taps, per_c = s->sh * s->sw * q.size;
+    int64_t kdim = s->cg * s->kh * s->kw;
     int64_t *koff = lj_scratch_get(sc, LJ_SCRATCH_PLANES, planes_bytes(s));
     if (!koff)
         return false;
     float *planes = (float *)(koff + kdim);
-    for (int64_t c = 0; c < s->cg; c++)
-        for (int64_t i = 0; i < s->kh; i++)
-            for (int64_t j = 0; j < s->kw; j++)
-                koff[(c * s->kh + i) * s->kw + j] = c * per_c + lj_tap_offset(&win, &q, i, j);
     Grid gr = grid_of(s);
-    int64_t n = s->oh * q.wq, built = -1; /* the (image, group) in the planes */
+    int64_t built = -1; /* the (image, group) in the planes */
     ConvPart p;
-    for (int64_t u = lo; conv_parts(s, &gr, n, hi, &p, &u);) {
+    for (int64_t u = lo, first = lo; conv_parts(s, &gr, hi, &p, &u); first = u) {
         int64_t ig = p.img * s->group + p.g;
         if (ig != built) {
+            int64_t c0, c1, r0, r1;
+            range_cols(&gr, first, hi, &c0, &c1);
+            band_of(s, &q, c0, c1, &r0, &r1);
+            /* The band's planes: (r1 - r0) rows each, row r0 first; koff is
+             * shifted back by r0 rows so that column n still reads at
+             * koff[k] + n. */
+            LjPhases band = q;
+            band.size = (r1 - r0) * q.wq;
+            int64_t per_c = s->sh * s->sw * band.size;
+            for (int64_t c = 0; c < s->cg; c++)
+                for (int64_t i = 0; i < s->kh; i++)
+                    for (int64_t j = 0; j < s->kw; j++)
+                        koff[(c * s->kh + i) * s->kw + j] =
+                            c * per_c + lj_tap_offset(&win, &band, i, j) - r0 * q.wq;
             const float *xg = x + (p.img * s->c + p.g * s->cg) * s->h * s->w;
             for (int64_t c = 0; c < s->cg; c++)
-                lj_build_phases(&win, &q, xg + c * s->h * s->w, 0.0f, planes + c * per_c);
+                lj_build_phase_rows(&win, &q, xg + c * s->h * s->w, 0.0f, planes + c * per_c, r0,
+                                    r1);
             built = ig;
         }
         int64_t m0 = p.g * s->mg + p.r0;
@@ -351,16 +430,11 @@ LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, in
         libjit_generic(d, ops);
 }
 
-/* One call over all units runs, per (image, group), one part per column
- * block (conv_parts): all mg rows by `cols` columns, the last block by
- * what is left; each is one product. */
+/* What one call over all units asks (a --no-threads bundle's fixed
+ * scratch): one product per (image, group), all of it (conv_parts).
+ * Threads' shares may ask other sizes of their own, growing scratch. */
 LJ_INLINE int64_t conv_pack_bytes(const Conv *s, bool by_offsets) {
-    Grid gr = grid_of(s);
-    int64_t n = product_cols(s), last = n - (gr.ncb - 1) * gr.cols;
-    size_t full = lj_sgemm_scratch(s->mg, gr.cols < n ? gr.cols : n, s->cg * s->kh * s->kw,
-                                   by_offsets);
-    size_t tail = lj_sgemm_scratch(s->mg, last, s->cg * s->kh * s->kw, by_offsets);
-    return (int64_t)(full > tail ? full : tail);
+    return (int64_t)lj_sgemm_scratch(s->mg, product_cols(s), s->cg * s->kh * s->kw, by_offsets);
 }
 
 LIBJIT_SCRATCH libjit_conv_f32_scratch(const int64_t *d, int slot) {

@@ -78,24 +78,30 @@ static bool phase_used(const LjWindow *g, int64_t rp, int64_t cp) {
     return row && col;
 }
 
-void lj_build_phases(const LjWindow *g, const LjPhases *q, const float *x, float fill,
-                     float *buf) {
-    int64_t rows = q->size / q->wq;
+void lj_build_phase_rows(const LjWindow *g, const LjPhases *q, const float *x, float fill,
+                         float *buf, int64_t r0, int64_t r1) {
+    int64_t size = (r1 - r0) * q->wq;
     for (int64_t rp = 0; rp < g->sh; rp++) {
         for (int64_t cp = 0; cp < g->sw; cp++) {
             if (!phase_used(g, rp, cp))
                 continue;
-            float *p = buf + (rp * g->sw + cp) * q->size;
-            for (int64_t r = 0; r < rows; r++) {
+            float *p = buf + (rp * g->sw + cp) * size;
+            for (int64_t r = r0; r < r1; r++) {
                 int64_t y = r * g->sh + rp - g->ph;
+                float *row = p + (r - r0) * q->wq;
                 if (y < 0 || y >= g->h || r >= q->hq) {
-                    fill_run(p + r * q->wq, q->wq, fill);
+                    fill_run(row, q->wq, fill);
                     continue;
                 }
-                gather_row(p + r * q->wq, x + y * g->w, g->w, cp - g->pw, g->sw, q->wq, fill);
+                gather_row(row, x + y * g->w, g->w, cp - g->pw, g->sw, q->wq, fill);
             }
         }
     }
+}
+
+void lj_build_phases(const LjWindow *g, const LjPhases *q, const float *x, float fill,
+                     float *buf) {
+    lj_build_phase_rows(g, q, x, fill, buf, 0, q->size / q->wq);
 }
 
 int64_t lj_tap_offset(const LjWindow *g, const LjPhases *q, int64_t i, int64_t j) {

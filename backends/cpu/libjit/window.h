@@ -34,6 +34,10 @@ LjPhases lj_phases(const LjWindow *g, int64_t step);
  * where the window is outside the input. */
 void lj_build_phases(const LjWindow *g, const LjPhases *q, const float *x, float fill,
                      float *buf);
+/* The same for rows [r0, r1) of each phase plane alone, stored as planes of
+ * (r1 - r0) rows (a convolution thread's band of output rows). */
+void lj_build_phase_rows(const LjWindow *g, const LjPhases *q, const float *x, float fill,
+                         float *buf, int64_t r0, int64_t r1);
 /* Where tap (i, j)'s input run starts in the planes. */
 int64_t lj_tap_offset(const LjWindow *g, const LjPhases *q, int64_t i, int64_t j);
 
