@@ -96,8 +96,9 @@ bool cpu_exe_runtime_object(CpuModule *m, StrBuf *out, DiagList *d);
 bool cpu_model_cached(CpuModule *m, DiagList *d);
 bool cpu_model_store(CpuModule *m, DiagList *d);
 bool cpu_engine_object(CpuModule *m, StrBuf *out, DiagList *d);
-/* A target machine for m's triple/cpu/features (for the JIT, which takes
- * ownership of its own). */
+/* A target machine for m's triple/cpu/features, at the code generation
+ * level m->mod wants (for the JIT, which takes ownership of its own; m->tm
+ * is always the optimising one, which the engine is compiled with). */
 LLVMTargetMachineRef cpu_new_target_machine(const CpuModule *m);
 /* Before finishing: the executable's main() and model description, or the
  * bundle's exported runtime functions. */
