@@ -96,6 +96,14 @@ bool cpu_exe_runtime_object(CpuModule *m, StrBuf *out, DiagList *d);
 bool cpu_model_cached(CpuModule *m, DiagList *d);
 bool cpu_model_store(CpuModule *m, DiagList *d);
 bool cpu_engine_object(CpuModule *m, StrBuf *out, DiagList *d);
+/* An entry of the cache in m->opt.cache_dir that its caller keys itself,
+ * the file NAME-KEY in the engine's format: read (false if there is none to
+ * use, with a note when it is damaged) or written (best effort). cpu_hash
+ * is the FNV-1a the keys are made with, h = 0 to start. */
+bool cpu_cache_read(const CpuModule *m, const char *name, uint64_t key, StrBuf *out,
+                    DiagList *d);
+void cpu_cache_write(const CpuModule *m, const char *name, uint64_t key, const StrBuf *data);
+uint64_t cpu_hash(uint64_t h, const void *p, size_t n);
 /* A target machine for m's triple/cpu/features, at the code generation
  * level m->mod wants (for the JIT, which takes ownership of its own; m->tm
  * is always the optimising one, which the engine is compiled with). */

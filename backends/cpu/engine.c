@@ -300,6 +300,29 @@ static bool cached(const CpuModule *m, const char *prefix,
     return true;
 }
 
+bool cpu_cache_read(const CpuModule *m, const char *name, uint64_t key, StrBuf *out,
+                    DiagList *d) {
+    const char *dir = m->opt.cache_dir;
+    if (!dir || !*dir)
+        return false;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s-%016llx", dir, name, (unsigned long long)key);
+    return read_entry(path, key, out, d);
+}
+
+void cpu_cache_write(const CpuModule *m, const char *name, uint64_t key, const StrBuf *data) {
+    const char *dir = m->opt.cache_dir;
+    if (!dir || !*dir)
+        return;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s-%016llx", dir, name, (unsigned long long)key);
+    write_entry(dir, path, key, data);
+}
+
+uint64_t cpu_hash(uint64_t h, const void *p, size_t n) {
+    return fnv(h ? h : 1469598103934665603ull, p, n);
+}
+
 /* The executable's runtime (main() and the .npy code it reads and writes
  * files by: backends/cpu/exe) as an object, through O2 once per target
  * rather than through O3 with every executable (0.3 s of optimisation and
