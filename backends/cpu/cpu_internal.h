@@ -61,6 +61,7 @@ struct CpuModule {
     double phase[BACKEND_NPHASES]; /* seconds, for --time-passes */
     StrBuf object; /* JIT: the optimised module's machine code, from or for the model cache */
     uint64_t model_key; /* its key (0: the module is not cached) */
+    uint64_t engine_key; /* cpu_engine_key, once: it hashes the whole libjit bitcode */
 };
 
 /* A monotonic clock in seconds (the phase timings). */
@@ -96,6 +97,9 @@ bool cpu_exe_runtime_object(CpuModule *m, StrBuf *out, DiagList *d);
 bool cpu_model_cached(CpuModule *m, DiagList *d);
 bool cpu_model_store(CpuModule *m, DiagList *d);
 bool cpu_engine_object(CpuModule *m, StrBuf *out, DiagList *d);
+/* The key of m's engine and of everything cached beside it: the libjit
+ * bitcode, the LLVM version, triple, CPU, features and specialised.def. */
+uint64_t cpu_engine_key(const CpuModule *m);
 /* An entry of the cache in m->opt.cache_dir that its caller keys itself,
  * the file NAME-KEY in the engine's format: read (false if there is none to
  * use, with a note when it is damaged) or written (best effort). cpu_hash

@@ -323,6 +323,7 @@ CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d) {
     m->triple = m->host ? LLVMGetDefaultTargetTriple()
                         : LLVMNormalizeTargetTriple(m->target->triple);
     pick_cpu(m, o);
+    m->engine_key = cpu_engine_key(m);
     m->tm = target_machine(m, LLVMCodeGenLevelAggressive);
     if (!m->tm) {
         diag_error(d, NULL, "no LLVM target for %s", m->triple);
