@@ -256,7 +256,9 @@ Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir
         external ? check_external(tp, dir, bytes, a, &ext_off, what, d) : NULL;
     if (external && !ext_path)
         return NULL;
-    Tensor *t = tensor_new(a, &ty);
+    /* raw_data overwrites every byte: a large tensor is not zeroed first. */
+    bool whole = tp->has_raw_data && !external && bytes >= 16384;
+    Tensor *t = whole ? tensor_new_big(a, &ty) : tensor_new(a, &ty);
     if (!t) {
         diag_error(d, what, "out of memory for %llu bytes", (unsigned long long)bytes);
         return NULL;
