@@ -94,6 +94,13 @@ void arena_release(Arena *a, void *block) {
     free(b->raw);
 }
 
+bool arena_owns_big(const Arena *a, const void *p) {
+    for (const BigBlock *b = a->big; b; b = b->next)
+        if ((const unsigned char *)b + sizeof(BigBlock) == p)
+            return true;
+    return false;
+}
+
 void *arena_alloc(Arena *a, size_t size) {
     if (size >= BIG_THRESHOLD) {
         void *p = arena_alloc_big(a, size);

@@ -12,6 +12,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct Arena Arena;
@@ -25,6 +26,8 @@ void *arena_alloc_array(Arena *a, size_t count, size_t elem_size);
 /* Uninitialised, 64-byte aligned; may be released early with arena_release. */
 void *arena_alloc_big(Arena *a, size_t size);
 void arena_release(Arena *a, void *big_block);
+/* Whether p is the start of a block arena_alloc_big gave from a. */
+bool arena_owns_big(const Arena *a, const void *p);
 
 char *arena_strdup(Arena *a, const char *s);
 char *arena_strndup(Arena *a, const char *s, size_t n);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +27,34 @@ static bool readable_kind(FILE *f, const char *path, DiagList *d) {
         return false;
     }
     return true;
+}
+
+bool file_map(const char *path, FileMap *f, DiagList *d) {
+    *f = (FileMap){0};
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size <= SIZE_MAX) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            close(fd);
+            *f = (FileMap){p, (size_t)st.st_size, true};
+            return true;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    char *buf = file_read_all(path, &f->len, d);
+    f->data = buf;
+    return buf != NULL;
+}
+
+void file_unmap(FileMap *f) {
+    if (f->mapped)
+        munmap((void *)f->data, f->len);
+    else
+        free((void *)f->data);
+    *f = (FileMap){0};
 }
 
 char *file_read_all(const char *path, size_t *len, DiagList *d) {

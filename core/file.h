@@ -14,6 +14,17 @@
  * with "cannot open/read 'PATH': REASON" (a directory is refused by name). */
 char *file_read_all(const char *path, size_t *len, DiagList *d);
 
+/* The whole file, read only: mapped when it is a regular file (no copy),
+ * else read as file_read_all does (pipes). data is never NULL after
+ * success; file_unmap releases it either way. */
+typedef struct FileMap {
+    const char *data;
+    size_t len;
+    bool mapped;
+} FileMap;
+bool file_map(const char *path, FileMap *f, DiagList *d);
+void file_unmap(FileMap *f);
+
 typedef struct FileOut {
     const char *path;
     const void *data;

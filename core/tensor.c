@@ -26,6 +26,15 @@ Tensor *tensor_new_big(Arena *a, const Type *t) {
     return tensor_alloc(a, t, true);
 }
 
+Tensor *tensor_wrap(Arena *a, const Type *t, void *data) {
+    Tensor *x = arena_alloc(a, sizeof *x);
+    if (!x)
+        return NULL;
+    x->type = *t;
+    x->data = data;
+    return x;
+}
+
 Tensor *tensor_clone(Arena *a, const Tensor *src) {
     Tensor *x = tensor_new(a, &src->type);
     if (x && src->data) {

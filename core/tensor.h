@@ -22,6 +22,8 @@ typedef struct Tensor {
 Tensor *tensor_new(Arena *a, const Type *t);
 /* Same, data uninitialised and releasable early (arena_release). */
 Tensor *tensor_new_big(Arena *a, const Type *t);
+/* A tensor over `data`, a block of a's (arena_alloc_big) it now owns. */
+Tensor *tensor_wrap(Arena *a, const Type *t, void *data);
 Tensor *tensor_clone(Arena *a, const Tensor *src);
 size_t tensor_bytes(const Tensor *t);
 int64_t tensor_numel(const Tensor *t);

@@ -4,19 +4,34 @@
 
 #include <math.h>
 
+/* A block of input channels at a time, channel innermost: the same double
+ * arithmetic per filter as one filter at a time, but in loops the compiler
+ * vectorises, writing each of the alpha^2 planes a run of channels long
+ * (one filter at a time was 60 ms of ResNet-18's compile). */
+enum { WINO_BLOCK = 64 };
+
 void winograd_filter(const WinoTransform *t, const float *w, int64_t M, int64_t C, float *u) {
     int a = t->alpha;
+    double gg[WINO_MAX_ALPHA][3][WINO_BLOCK]; /* G g, by channel */
+    double g[9][WINO_BLOCK];
     for (int64_t m = 0; m < M; m++)
-        for (int64_t c = 0; c < C; c++) {
-            const float *g = w + (m * C + c) * 9;
-            double gg[WINO_MAX_ALPHA][3]; /* G g */
+        for (int64_t c0 = 0; c0 < C; c0 += WINO_BLOCK) {
+            int n = C - c0 < WINO_BLOCK ? (int)(C - c0) : WINO_BLOCK;
+            const float *wm = w + (m * C + c0) * 9;
+            for (int c = 0; c < n; c++)
+                for (int k = 0; k < 9; k++)
+                    g[k][c] = wm[c * 9 + k];
             for (int i = 0; i < a; i++)
                 for (int k = 0; k < 3; k++)
-                    gg[i][k] = t->g[i][0] * g[k] + t->g[i][1] * g[3 + k] + t->g[i][2] * g[6 + k];
+                    for (int c = 0; c < n; c++)
+                        gg[i][k][c] = t->g[i][0] * g[k][c] + t->g[i][1] * g[3 + k][c] +
+                                      t->g[i][2] * g[6 + k][c];
             for (int i = 0; i < a; i++)
                 for (int j = 0; j < a; j++) {
-                    double v = gg[i][0] * t->g[j][0] + gg[i][1] * t->g[j][1] + gg[i][2] * t->g[j][2];
-                    u[((int64_t)(i * a + j) * M + m) * C + c] = (float)v;
+                    float *out = u + ((int64_t)(i * a + j) * M + m) * C + c0;
+                    for (int c = 0; c < n; c++)
+                        out[c] = (float)(gg[i][0][c] * t->g[j][0] + gg[i][1][c] * t->g[j][1] +
+                                         gg[i][2][c] * t->g[j][2]);
                 }
         }
 }

@@ -297,6 +297,167 @@ static bool have_cross_tools(const CpuModule *m, bool executable, const char *ou
     return true;
 }
 
+/* ---- the linker's command line ------------------------------------------------------ */
+
+/* clang-19 linking an executable is a process that loads all of clang (25 ms
+ * of CPU, a tenth of a small model's compile -o) only to work out where the
+ * C runtime's start files and libraries are, the same for every executable.
+ * So glowc asks it once (-###: print the linker's command, run nothing),
+ * with placeholders where the inputs and the output go, keeps that command
+ * in the cache (link-KEY) and runs the linker itself. The key covers the
+ * driver's arguments (target, static), the clang-19 and ld.lld files and
+ * the environment the driver reads; a command naming a file that is gone
+ * (another gcc's start files) is asked for again. Without a cache, the
+ * driver links as before. */
+#define LINK_INPUTS "GLOWC_LINK_INPUTS"
+#define LINK_OUTPUT "GLOWC_LINK_OUTPUT"
+enum { LINK_FORMAT = 1, MAX_LINK_ARGS = 128 };
+
+typedef struct LinkLine {
+    StrBuf text; /* the arguments, each ending in a NUL */
+    char *argv[MAX_LINK_ARGS];
+    int argc;
+} LinkLine;
+
+/* name's file as posix_spawnp finds it in PATH (name has no '/'). */
+static bool in_path(const char *name, char *out, size_t len) {
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : ""; *p;) {
+        size_t n = strcspn(p, ":");
+        snprintf(out, len, "%.*s/%s", (int)n, p, name);
+        if (n && access(out, X_OK) == 0)
+            return true;
+        p += n + (p[n] == ':');
+    }
+    return false;
+}
+
+static uint64_t hash_file(uint64_t h, const char *path) {
+    struct stat st;
+    if (stat(path, &st))
+        return cpu_hash(h, path, strlen(path) + 1);
+    h = cpu_hash(h, &st.st_size, sizeof st.st_size);
+    h = cpu_hash(h, &st.st_mtim, sizeof st.st_mtim);
+    return cpu_hash(h, &st.st_ino, sizeof st.st_ino);
+}
+
+static uint64_t link_key(char **driver, int n) {
+    int format = LINK_FORMAT;
+    uint64_t h = cpu_hash(0, &format, sizeof format);
+    for (int i = 0; i < n; i++)
+        h = cpu_hash(h, driver[i], strlen(driver[i]) + 1);
+    char clang[4200];
+    h = in_path(driver[0], clang, sizeof clang) ? hash_file(h, clang) : h;
+    h = hash_file(h, LLD_PATH);
+    static const char *const env[] = {"LIBRARY_PATH", "COMPILER_PATH", "GCC_EXEC_PREFIX"};
+    for (size_t i = 0; i < sizeof env / sizeof *env; i++) {
+        const char *v = getenv(env[i]);
+        h = cpu_hash(h, v ? v : "", v ? strlen(v) + 1 : 1);
+    }
+    return h ? h : 1;
+}
+
+/* l->argv over l->text; whether it is a command glowc can run: an absolute
+ * linker, each placeholder once, every absolute path still there. */
+static bool link_line_index(LinkLine *l) {
+    l->argc = 0;
+    int inputs = 0, outputs = 0;
+    for (size_t at = 0; at < l->text.len && l->argc < MAX_LINK_ARGS;) {
+        char *a = l->text.data + at;
+        size_t n = strnlen(a, l->text.len - at);
+        if (at + n == l->text.len)
+            return false; /* not NUL-terminated */
+        l->argv[l->argc++] = a;
+        inputs += !strcmp(a, LINK_INPUTS);
+        outputs += !strcmp(a, LINK_OUTPUT);
+        if (a[0] == '/' && access(a, l->argc == 1 ? X_OK : F_OK))
+            return false;
+        at += n + 1;
+    }
+    return l->argc >= 3 && l->argc < MAX_LINK_ARGS && l->argv[0][0] == '/' && inputs == 1 &&
+           outputs == 1;
+}
+
+/* The linker's command from the driver's -### output (its last line: each
+ * argument in double quotes, '\' escaping the next character) into l->text. */
+static bool parse_driver_output(const char *out, LinkLine *l) {
+    const char *line = NULL;
+    for (const char *p = out; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (p[0] == ' ' && p[1] == '"')
+            line = p;
+    if (!line)
+        return false;
+    sb_clear(&l->text);
+    for (const char *p = line; *p && *p != '\n';) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        if (*p++ != '"')
+            return false;
+        for (; *p && *p != '"'; p++) {
+            if (*p == '\\' && p[1])
+                p++;
+            sb_putc(&l->text, *p);
+        }
+        if (*p++ != '"')
+            return false;
+        sb_putc(&l->text, 0);
+    }
+    return !l->text.oom && link_line_index(l);
+}
+
+/* Runs `driver -### -Wl,INPUTS -o OUTPUT`, its stderr into out. */
+static bool ask_driver(char **driver, int n, StrBuf *out) {
+    char *argv[24], wl[] = "-Wl," LINK_INPUTS;
+    int k = 0;
+    for (int i = 0; i < n && k < 18; i++)
+        argv[k++] = driver[i];
+    char *rest[] = {"-###", wl, "-o", LINK_OUTPUT, NULL};
+    for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
+        argv[k++] = rest[i];
+    int fds[2];
+    if (pipe(fds))
+        return false;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    pid_t pid;
+    bool spawned = !posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    char buf[4096];
+    for (ssize_t r; spawned && (r = read(fds[0], buf, sizeof buf)) != 0;) {
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            break;
+        sb_append_n(out, buf, (size_t)r);
+    }
+    close(fds[0]);
+    int status;
+    return spawned && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+           !WEXITSTATUS(status) && !out->oom;
+}
+
+/* The cached linker command for the driver's arguments, asked for and
+ * stored when there is none to use; false: link through the driver. */
+static bool link_line(const CpuModule *m, char **driver, int n, LinkLine *l, DiagList *d) {
+    sb_init(&l->text);
+    uint64_t key = link_key(driver, n);
+    if (cpu_cache_read(m, "link", key, &l->text, d) && link_line_index(l))
+        return true;
+    StrBuf out;
+    sb_init(&out);
+    bool ok = ask_driver(driver, n, &out) && parse_driver_output(sb_str(&out), l);
+    sb_free(&out);
+    if (ok)
+        cpu_cache_write(m, "link", key, &l->text);
+    return ok;
+}
+
 /* glowc_weights (weights_global) defined, as an ELF relocatable object for
  * m's target written here field by field: one read-only section holding
  * the weights, 64-byte aligned, and a hidden global symbol over it. LLVM
@@ -420,16 +581,41 @@ bool cpu_write_executable(CpuModule *m, const char *path, DiagList *d) {
               write_exe_runtime(m, path, rtp, sizeof rtp, d) &&
               (!needs_fallback(m) || write_fallback(m, path, fb, sizeof fb, d));
     if (ok) {
-        char *argv[16] = {NULL}, flag[200];
-        int n = link_command(m, true, argv, flag, sizeof flag);
-        /* The engine before the libraries it calls (static links). */
-        const char *rest[] = {objpath, rtp, wpath, eng[0] ? eng : NULL, "-o", tmp, "-lm",
-                              "-lpthread", fb[0] ? fb : NULL};
-        for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
-            if (rest[i])
-                argv[n++] = (char *)rest[i];
         double t0 = cpu_seconds();
+        char *driver[16] = {NULL}, flag[200];
+        int n = link_command(m, true, driver, flag, sizeof flag);
+        /* The engine before the libraries it calls (static links). */
+        const char *inputs[] = {objpath, rtp, wpath, eng[0] ? eng : NULL, "-lm", "-lpthread",
+                                fb[0] ? fb : NULL};
+        LinkLine l;
+        char *argv[MAX_LINK_ARGS + 16] = {NULL};
+        int k = 0;
+        if (m->opt.cache_dir && *m->opt.cache_dir && link_line(m, driver, n, &l, d)) {
+            for (int i = 0; i < l.argc; i++) {
+                if (!strcmp(l.argv[i], LINK_OUTPUT))
+                    argv[k++] = tmp;
+                else if (strcmp(l.argv[i], LINK_INPUTS))
+                    argv[k++] = l.argv[i];
+                else
+                    for (size_t j = 0; j < sizeof inputs / sizeof *inputs; j++)
+                        if (inputs[j])
+                            argv[k++] = (char *)inputs[j];
+            }
+            /* No build ID: hashing the output was 14 ms of ResNet-18's link,
+             * for a note nothing reads (the executable has no separate
+             * debug information to match). */
+            argv[k++] = "--build-id=none";
+        } else {
+            for (k = 0; k < n; k++)
+                argv[k] = driver[k];
+            argv[k++] = "-o";
+            argv[k++] = tmp;
+            for (size_t j = 0; j < sizeof inputs / sizeof *inputs; j++)
+                if (inputs[j])
+                    argv[k++] = (char *)inputs[j];
+        }
         ok = run_tool(argv, path, d);
+        sb_free(&l.text);
         m->phase[BACKEND_PHASE_LINK] += cpu_seconds() - t0;
     }
     sb_free(&obj);

@@ -61,6 +61,7 @@ struct CpuModule {
     double phase[BACKEND_NPHASES]; /* seconds, for --time-passes */
     StrBuf object; /* JIT: the optimised module's machine code, from or for the model cache */
     uint64_t model_key; /* its key (0: the module is not cached) */
+    uint64_t engine_key; /* cpu_engine_key, once: it hashes the whole libjit bitcode */
 };
 
 /* A monotonic clock in seconds (the phase timings). */
@@ -97,8 +98,20 @@ bool cpu_exe_runtime_object(CpuModule *m, StrBuf *out, DiagList *d);
 bool cpu_model_cached(CpuModule *m, DiagList *d);
 bool cpu_model_store(CpuModule *m, DiagList *d);
 bool cpu_engine_object(CpuModule *m, StrBuf *out, DiagList *d);
-/* A target machine for m's triple/cpu/features (for the JIT, which takes
- * ownership of its own). */
+/* The key of m's engine and of everything cached beside it: the libjit
+ * bitcode, the LLVM version, triple, CPU, features and specialised.def. */
+uint64_t cpu_engine_key(const CpuModule *m);
+/* An entry of the cache in m->opt.cache_dir that its caller keys itself,
+ * the file NAME-KEY in the engine's format: read (false if there is none to
+ * use, with a note when it is damaged) or written (best effort). cpu_hash
+ * is the FNV-1a the keys are made with, h = 0 to start. */
+bool cpu_cache_read(const CpuModule *m, const char *name, uint64_t key, StrBuf *out,
+                    DiagList *d);
+void cpu_cache_write(const CpuModule *m, const char *name, uint64_t key, const StrBuf *data);
+uint64_t cpu_hash(uint64_t h, const void *p, size_t n);
+/* A target machine for m's triple/cpu/features, at the code generation
+ * level m->mod wants (for the JIT, which takes ownership of its own; m->tm
+ * is always the optimising one, which the engine is compiled with). */
 LLVMTargetMachineRef cpu_new_target_machine(const CpuModule *m);
 /* Before finishing: the executable's main() and model description, or the
  * bundle's exported runtime functions. */

@@ -213,15 +213,37 @@ bool cpu_refuse_foreign(const CpuTarget *t, DiagList *d) {
     return false;
 }
 
-LLVMTargetMachineRef cpu_new_target_machine(const CpuModule *m) {
+static LLVMTargetMachineRef target_machine(const CpuModule *m, LLVMCodeGenOptLevel level) {
     LLVMTargetRef target;
     char *err = NULL;
     if (LLVMGetTargetFromTriple(m->triple, &target, &err)) {
         LLVMDisposeMessage(err);
         return NULL;
     }
-    return LLVMCreateTargetMachine(target, m->triple, m->cpu, m->features,
-                                   LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelDefault);
+    return LLVMCreateTargetMachine(target, m->triple, m->cpu, m->features, level, LLVMRelocPIC,
+                                   LLVMCodeModelDefault);
+}
+
+/* Whether mod defines nothing but the model's own glue (glowc_*: the entry,
+ * its workers, probes): every kernel it calls is the engine's. */
+static bool glue_only(LLVMModuleRef mod) {
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+        size_t len;
+        if (!LLVMIsDeclaration(fn) && strncmp(LLVMGetValueName2(fn, &len), "glowc_", 6))
+            return false;
+    }
+    return true;
+}
+
+/* The glue is a list of calls: its instruction selection and register
+ * allocation at O3 were most of a small model's emission (40 ms of the
+ * transformer's 0.2 s compile -o) for code that runs for microseconds
+ * beside its kernels, so it is generated without optimisation (LLVM's
+ * fast paths). A module that still holds a kernel body (a bundle, a
+ * specialised.def row) gets the optimising code generator. */
+LLVMTargetMachineRef cpu_new_target_machine(const CpuModule *m) {
+    bool glue = m->mod && cpu_uses_engine(&m->opt) && glue_only(m->mod);
+    return target_machine(m, glue ? LLVMCodeGenLevelNone : LLVMCodeGenLevelAggressive);
 }
 
 /* The CPU and features code is generated for: the host's own unless a CPU
@@ -246,9 +268,12 @@ static void pick_cpu(CpuModule *m, const BackendOptions *o) {
 static bool emit(CpuModule *m, bool assembly, StrBuf *out, DiagList *d) {
     LLVMMemoryBufferRef buf;
     char *err = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(m->tm, m->mod,
-                                            assembly ? LLVMAssemblyFile : LLVMObjectFile, &err,
-                                            &buf)) {
+    LLVMTargetMachineRef tm = cpu_new_target_machine(m);
+    bool failed = !tm || LLVMTargetMachineEmitToMemoryBuffer(
+                             tm, m->mod, assembly ? LLVMAssemblyFile : LLVMObjectFile, &err, &buf);
+    if (tm)
+        LLVMDisposeTargetMachine(tm);
+    if (failed) {
         diag_error(d, NULL, "LLVM code generation failed: %s", err ? err : "?");
         LLVMDisposeMessage(err);
         return false;
@@ -298,7 +323,8 @@ CpuModule *cpu_module_new(LirProgram *p, const BackendOptions *o, DiagList *d) {
     m->triple = m->host ? LLVMGetDefaultTargetTriple()
                         : LLVMNormalizeTargetTriple(m->target->triple);
     pick_cpu(m, o);
-    m->tm = cpu_new_target_machine(m);
+    m->engine_key = cpu_engine_key(m);
+    m->tm = target_machine(m, LLVMCodeGenLevelAggressive);
     if (!m->tm) {
         diag_error(d, NULL, "no LLVM target for %s", m->triple);
         cpu_module_free(m);

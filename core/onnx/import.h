@@ -114,6 +114,11 @@ void on_note(OnnxNode *on, const char *fmt, ...) __attribute__((format(printf, 2
  * tensor of more than max_bytes is refused. */
 Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir,
                           uint64_t max_bytes, const char *what, DiagList *d);
+/* Same, but a raw_data block that protobuf-c unpacked into `a` (a big
+ * block of it) becomes the tensor's data, not copied: for a TensorProto
+ * made into a tensor only once. */
+Tensor *tensor_from_proto_owned(const Onnx__TensorProto *tp, Arena *a, const char *dir,
+                                uint64_t max_bytes, const char *what, DiagList *d);
 
 /* Whether a protobuf message of this descriptor nests at most 64 deep (the
  * unpacker recurses once per level). */

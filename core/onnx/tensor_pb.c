@@ -199,8 +199,8 @@ static Tensor *strings_from_proto(const Onnx__TensorProto *tp, Arena *a, const T
     return t;
 }
 
-Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir,
-                          uint64_t max_bytes, const char *what, DiagList *d) {
+static Tensor *from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir,
+                          uint64_t max_bytes, const char *what, DiagList *d, bool adopt) {
     ElemKind k;
     if (!tp->has_data_type || !elem_from_onnx(tp->data_type, &k)) {
         diag_error(d, what, "unsupported element type %s",
@@ -256,7 +256,12 @@ Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir
         external ? check_external(tp, dir, bytes, a, &ext_off, what, d) : NULL;
     if (external && !ext_path)
         return NULL;
-    Tensor *t = tensor_new(a, &ty);
+    /* raw_data overwrites every byte: a large tensor is not zeroed first,
+     * nor copied when the block is the arena's already. */
+    bool whole = tp->has_raw_data && !external && bytes >= 16384;
+    if (whole && adopt && arena_owns_big(a, tp->raw_data.data))
+        return tensor_wrap(a, &ty, tp->raw_data.data);
+    Tensor *t = whole ? tensor_new_big(a, &ty) : tensor_new(a, &ty);
     if (!t) {
         diag_error(d, what, "out of memory for %llu bytes", (unsigned long long)bytes);
         return NULL;
@@ -271,6 +276,16 @@ Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir
     if (numel == 0)
         return t;
     return read_typed(tp, t, numel, what, d) ? t : NULL;
+}
+
+Tensor *tensor_from_proto(const Onnx__TensorProto *tp, Arena *a, const char *dir,
+                          uint64_t max_bytes, const char *what, DiagList *d) {
+    return from_proto(tp, a, dir, max_bytes, what, d, false);
+}
+
+Tensor *tensor_from_proto_owned(const Onnx__TensorProto *tp, Arena *a, const char *dir,
+                                uint64_t max_bytes, const char *what, DiagList *d) {
+    return from_proto(tp, a, dir, max_bytes, what, d, true);
 }
 
 /* protobuf-c allocations come from a scratch arena, so that a failure at any

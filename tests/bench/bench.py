@@ -89,7 +89,8 @@ def cache_dir():
 def first_results(glowc, onnx, inp):
     """(glowc run with the model cache empty, then full, compile -o + the
     executable's first run), seconds of wall time. Each in a cache holding
-    only the precompiled parts (engine, interface, executable runtime), copied
+    only the precompiled parts (engine, interface, executable runtime, the
+    linker's command), copied
     from the usual cache after a warm-up run has put them there."""
     feed = ["--input", "input=" + inp]
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,8 +98,8 @@ def first_results(glowc, onnx, inp):
         os.makedirs(cache)
         subprocess.run([glowc, "compile", onnx, "-o", os.path.join(tmp, "warm")],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for f in glob.glob(os.path.join(cache_dir(), "*.o")):
-            if not os.path.basename(f).startswith("model-"):
+        for f in glob.glob(os.path.join(cache_dir(), "*")):
+            if not os.path.basename(f).startswith("model-") and os.path.isfile(f):
                 shutil.copy(f, cache)
         env = dict(os.environ, GLOWC_CACHE_DIR=cache)
         run = [glowc, "run", onnx, "--backend=cpu", "--output-dir", tmp] + feed
