@@ -1240,6 +1240,11 @@ static const int64_t qpacked_shapes[][10] = {
     {1, 3, 30, 30, 8, 7, 7, 2, 3, 1},    /* RGB 7x7 stride 2: channels padded to 4 */
     {1, 5, 9, 9, 4, 3, 3, 1, 1, 1},      /* 5 channels padded to 8 */
     {1, 6, 10, 10, 8, 1, 1, 1, 0, 1},    /* pointwise, 6 channels padded to 8 */
+    {1, 4, 5, 16, 4, 3, 3, 1, 1, 1},     /* rows of exactly 16 words (one vector) */
+    {1, 4, 6, 8, 4, 3, 3, 1, 1, 1},      /* rows of exactly 8 words */
+    {1, 4, 6, 32, 4, 3, 3, 2, 1, 1},     /* stride 2, phase rows of 16 words */
+    {1, 4, 6, 16, 4, 3, 3, 2, 1, 1},     /* stride 2, phase rows of 8 words */
+    {1, 4, 5, 25, 4, 3, 3, 2, 0, 1},     /* stride 2, 12 words: two overlapping 8s */
 };
 
 /* The pass's layout, written here from its definition in core/nodes.def:

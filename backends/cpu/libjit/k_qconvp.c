@@ -110,43 +110,30 @@ LJ_INLINE int64_t pconv_units(const PConv *p) {
 
 /* ---- the band's channel-blocked words ------------------------------------------------- */
 
+/* W words (W = 16 or 8) from four channel rows r[0..3] at input columns
+ * x, x + step, ... (step 1 or 2, all inside the row), each byte xor shift.
+ * Stride 2 takes the even bytes of p[0, 2W - 1) from two whole loads
+ * inside that span. */
+#define WORDS_OF(W)                                                                                    LJ_INLINE void words_##W(const uint8_t *const *r, int64_t x, int64_t step, uint8_t shift,                                   uint32_t *out) {                                                              typedef uint8_t vb __attribute__((vector_size(W)));                                                typedef uint32_t vw __attribute__((vector_size(4 * W)));                                           vw b[4];                                                                                           for (int j = 0; j < 4; j++) {                                                                          vb v, lo, hi;                                                                                      const uint8_t *p = r[j] + x;                                                                       __builtin_memcpy(&lo, p, sizeof lo);                                                               __builtin_memcpy(&hi, p + (step == 1 ? 0 : W - 1), sizeof hi);                                     v = step == 1 ? lo : __builtin_shufflevector(lo, hi, WORDS_EVEN_##W);                              b[j] = __builtin_convertvector(v ^ shift, vw);                                                 }                                                                                                  vw v = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;                                                 __builtin_memcpy(out, &v, sizeof v);                                                           }
+#define WORDS_EVEN_16 0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31
+#define WORDS_EVEN_8 0, 2, 4, 6, 9, 11, 13, 15
+WORDS_OF(16)
+WORDS_OF(8)
+
 /* n words from four channel rows r[0..3] at input columns x0, x0 + step,
- * ... (all inside the row), each byte xor shift; sixteen at a time while
- * below nvec (step 1 or 2). */
+ * ... (all inside the row), each byte xor shift: sixteen (or eight) at a
+ * time for steps 1 and 2, the last vector overlapping the one before. */
 LJ_INLINE void words_of(const uint8_t *const *r, int64_t x0, int64_t step, int64_t n,
-                        int64_t nvec, uint8_t shift, uint32_t *out) {
-    typedef uint8_t v16b __attribute__((vector_size(16)));
-    typedef uint8_t v32b __attribute__((vector_size(32)));
-    int64_t t = 0;
-    if (step == 1)
-        for (; t + 16 <= nvec; t += 16) {
-            v16i b[4];
-            for (int j = 0; j < 4; j++) {
-                v16b v;
-                __builtin_memcpy(&v, r[j] + x0 + t, sizeof v);
-                b[j] = __builtin_convertvector(v ^ shift, v16i);
-            }
-            v16i v = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
-            __builtin_memcpy(out + t, &v, sizeof v);
-        }
-    else if (step == 2) /* the even bytes of 32 (the last one read is inside the row) */
-        for (; t + 16 <= nvec; t += 16) {
-            v16i b[4];
-            for (int j = 0; j < 4; j++) {
-                v32b w = {0};
-                __builtin_memcpy(&w, r[j] + x0 + 2 * t, 31);
-                v16b v = __builtin_shufflevector(w, w, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,
-                                                 24, 26, 28, 30);
-                b[j] = __builtin_convertvector(v ^ shift, v16i);
-            }
-            v16i v = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
-            __builtin_memcpy(out + t, &v, sizeof v);
-        }
-    if (step == 1 && nvec == n && n >= 16 && t < n) { /* the last 16, overlapping */
-        words_of(r, x0 + n - 16, 1, 16, 16, shift, out + n - 16);
-        return;
+                        uint8_t shift, uint32_t *out) {
+    int64_t w = step > 2 || n < 8 ? 0 : n < 16 ? 8 : 16;
+    for (int64_t t = 0; w && t < n; t += w) {
+        t = t + w <= n ? t : n - w;
+        if (w == 16)
+            words_16(r, x0 + step * t, step, shift, out + t);
+        else
+            words_8(r, x0 + step * t, step, shift, out + t);
     }
-    for (; t < n; t++) {
+    for (int64_t t = 0; !w && t < n; t++) {
         int64_t x = x0 + t * step;
         out[t] = (uint32_t)(uint8_t)(r[0][x] ^ shift) | (uint32_t)(uint8_t)(r[1][x] ^ shift) << 8 |
                  (uint32_t)(uint8_t)(r[2][x] ^ shift) << 16 |
@@ -167,14 +154,7 @@ LJ_INLINE void fill_phase_row(const PConv *p, const uint8_t *const *r, int64_t r
     hi = hi > lo ? hi : lo;
     for (int64_t t = 0; t < lo; t++)
         out[t] = pad;
-    /* vectors: stride 1 anywhere inside; a stride-2 vector reads 31 bytes
-     * from its first column, so only where they are inside the row */
-    int64_t xs = x0 + lo * sx, n = hi - lo, nvec = sx == 1 ? n : 0;
-    if (sx == 2 && iw - xs >= 31) {
-        nvec = (iw - xs - 31) / 2 + 16;
-        nvec = nvec < n ? nvec : n;
-    }
-    words_of(r, xs, sx, n, nvec, (uint8_t)p->sh, out + lo);
+    words_of(r, x0 + lo * sx, sx, hi - lo, (uint8_t)p->sh, out + lo);
     for (int64_t t = hi; t < p->wq; t++)
         out[t] = pad;
 }
@@ -197,7 +177,7 @@ LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, ui
             const uint8_t *r[4];
             for (int j = 0; j < 4; j++)
                 r[j] = (const uint8_t *)g->x + (nb * g->cin + channel(p, c, j)) * g->in_size + p0;
-            words_of(r, 0, 1, n, n, (uint8_t)p->sh, buf + c * PT);
+            words_of(r, 0, 1, n, (uint8_t)p->sh, buf + c * PT);
             for (int64_t t = n; t < PT; t++)
                 buf[c * PT + t] = pad;
         }
