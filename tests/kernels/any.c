@@ -976,7 +976,7 @@ static bool qquantizes(uint64_t *s, int *ran) {
 }
 
 /* 2-D max pools of i8/u8 on planes wider than a vector and than one block
- * of the vector kernel (512 columns). */
+ * of the vector kernel (512 columns), and the ResNet stem's. */
 static bool qmax_pools_wide(uint64_t *s, int *ran) {
     for (int e = 0; e < 2; e++)
         for (int i = 0; i < 8; i++) {
@@ -988,6 +988,8 @@ static bool qmax_pools_wide(uint64_t *s, int *ran) {
                 dil[a] = rnd(s, 1, 2);
                 pads[a] = rnd(s, 0, k[a] - 1);
                 pads[2 + a] = rnd(s, 0, k[a] - 1);
+                if (i == 2) /* the ResNet stem's: 3x3, stride 2, padding 1, 112 wide */
+                    k[a] = 3, st[a] = 2, dil[a] = 1, pads[a] = pads[2 + a] = 1, x[3] = 112;
                 int64_t span = (k[a] - 1) * dil[a] + 1, len = x[2 + a] + pads[a] + pads[2 + a];
                 if (len < span)
                     x[2 + a] += span, len += span;
