@@ -976,7 +976,7 @@ static bool qquantizes(uint64_t *s, int *ran) {
 }
 
 /* 2-D max pools of i8/u8 on planes wider than a vector and than one block
- * of the vector kernel (512 columns). */
+ * of the vector kernel (512 columns), and the ResNet stem's. */
 static bool qmax_pools_wide(uint64_t *s, int *ran) {
     for (int e = 0; e < 2; e++)
         for (int i = 0; i < 8; i++) {
@@ -988,6 +988,8 @@ static bool qmax_pools_wide(uint64_t *s, int *ran) {
                 dil[a] = rnd(s, 1, 2);
                 pads[a] = rnd(s, 0, k[a] - 1);
                 pads[2 + a] = rnd(s, 0, k[a] - 1);
+                if (i == 2) /* the ResNet stem's: 3x3, stride 2, padding 1, 112 wide */
+                    k[a] = 3, st[a] = 2, dil[a] = 1, pads[a] = pads[2 + a] = 1, x[3] = 112;
                 int64_t span = (k[a] - 1) * dil[a] + 1, len = x[2 + a] + pads[a] + pads[2 + a];
                 if (len < span)
                     x[2 + a] += span, len += span;
@@ -1240,6 +1242,11 @@ static const int64_t qpacked_shapes[][10] = {
     {1, 3, 30, 30, 8, 7, 7, 2, 3, 1},    /* RGB 7x7 stride 2: channels padded to 4 */
     {1, 5, 9, 9, 4, 3, 3, 1, 1, 1},      /* 5 channels padded to 8 */
     {1, 6, 10, 10, 8, 1, 1, 1, 0, 1},    /* pointwise, 6 channels padded to 8 */
+    {1, 4, 5, 16, 4, 3, 3, 1, 1, 1},     /* rows of exactly 16 words (one vector) */
+    {1, 4, 6, 8, 4, 3, 3, 1, 1, 1},      /* rows of exactly 8 words */
+    {1, 4, 6, 32, 4, 3, 3, 2, 1, 1},     /* stride 2, phase rows of 16 words */
+    {1, 4, 6, 16, 4, 3, 3, 2, 1, 1},     /* stride 2, phase rows of 8 words */
+    {1, 4, 5, 25, 4, 3, 3, 2, 0, 1},     /* stride 2, 12 words: two overlapping 8s */
 };
 
 /* The pass's layout, written here from its definition in core/nodes.def:
@@ -1254,6 +1261,46 @@ static void pack_weights(const int8_t *w, int64_t M, int64_t C, int64_t Cp, int6
                     w[(m * C + c) * T + t];
 }
 
+/* Variants 6 and 7: the edges of the VNNI kernel's fused requantization
+ * (k_qconvp.c's pq_fused), which it decides per block of four rows: rows
+ * 0-3 all inside, each later block with one row outside (one edge per
+ * block, so that a kernel wrong about that edge alone fails). x_scale =
+ * y_scale = 1 so that a row's multiplier is its w_scale. Variant 6:
+ * multipliers at and just past both ends of [2^-15, 1/4), and far outside.
+ * Variant 7: packed biases (after folding): sums beyond +-2^24 whose
+ * products would leave the f32 magic's range unclamped (1/8, just below
+ * 1/4), a sum past 2^24 at 2^-17 (whose clamped product would not
+ * saturate: the double path must take it), and beyond INT32_MAX - K * 255
+ * * 128 either side (one past it, and far enough that sums wrap), beside
+ * that bound itself. */
+static void qconv_edges(AnyCase *c, int v, int64_t cp, int64_t zx, int64_t shift) {
+    static const float mults[16] = {
+        0x1p-15f, 0x1.fffffep-3f, 0.01f, 0x1p-12f, 0x1.fffffep-16f, 0x1p-12f, 0.01f, 0x1p-15f,
+        0.01f, 0.25f, 0x1p-12f, 0.01f, 3.0f, 0x1p-20f, 0.01f, 0x1p-15f};
+    int64_t M = lj_dim(c->d.w, 4, 0), C = lj_dim(c->d.w, 4, 1);
+    int64_t T = lj_dim(c->d.w, 4, 2) * lj_dim(c->d.w, 4, 3);
+    int64_t room = INT32_MAX - cp * T * 255 * 128;
+    struct { int64_t bias; float mult; } edge[16] = {
+        {1 << 26, 0.125f}, {-(1 << 26), 0x1.fffffep-3f}, {-(1 << 24) - 40000, 0x1p-15f}, {room, 0x1p-13f},
+        {1 << 26, 0x1p-17f}, {12345, 0x1p-15f}, {-12345, 0x1p-14f}, {1 << 20, 0x1p-15f},
+        {room + 1, 0x1p-13f}, {-room, 0x1p-13f}, {0, 0x1p-13f}, {-(1 << 26), 0x1p-14f},
+        {-room - 1, 0x1p-13f}, {room, 0x1p-13f}, {5000, 0x1p-13f}, {1 << 26, 0.01f}};
+    qset_f64(c, 2, 0, 1.0);
+    qset_f64(c, 7, 0, 1.0);
+    for (int64_t m = 0; m < M; m++) {
+        int64_t sum = 0;
+        for (int64_t k = 0; k < C * T; k++)
+            sum += ((const int8_t *)c->ref[4])[m * C * T + k];
+        int64_t fold = (zx + shift) * sum, bias = edge[m % 16].bias;
+        if (m % 16 == 8 || m % 16 == 12) /* far past the bound, where i32 sums would wrap */
+            bias = m % 16 == 8 ? INT32_MAX - 1000 - (fold > 0 ? fold : 0)
+                               : INT32_MIN + 1000 - (fold < 0 ? fold : 0);
+        qset_f64(c, 5, m, v == 6 ? mults[m % 16] : edge[m % 16].mult);
+        if (v == 7) /* the packed bias is bias - (x_zp + sh) sum */
+            qset_i64(c, 9, m, bias + fold);
+    }
+}
+
 /* Each case twice: as qlinear_conv with zero weight zero points, whose
  * interpreter result is the reference; and packed, the weights laid out
  * and the row sums folded into the bias here, run by the packed kernels
@@ -1262,7 +1309,7 @@ static void pack_weights(const int8_t *w, int64_t M, int64_t C, int64_t Cp, int6
 static bool qconvs_packed(uint64_t *s, int *ran) {
     int nshapes = (int)(sizeof qpacked_shapes / sizeof *qpacked_shapes);
     for (int sh = 0; sh < nshapes; sh++)
-        for (int v = 0; v < 6; v++) {
+        for (int v = 0; v < 8; v++) {
             const int64_t *q = qpacked_shapes[sh];
             ElemKind ex = qkinds[v % 2], ey = qkinds[v / 2 % 2];
             bool per_m = v != 4;
@@ -1297,10 +1344,12 @@ static bool qconvs_packed(uint64_t *s, int *ran) {
             qconv_fix(&c[0], seed);
             for (int64_t m = 0; m < desc_numel(&c[0].d, 6); m++)
                 qset_i64(&c[0], 6, m, 0);
+            int64_t zx = elem_load_i64(ex, c[0].ref[3], 0), shift = ex == ELEM_I8 ? 128 : 0;
+            if (v >= 6)
+                qconv_edges(&c[0], v, cp, zx, shift);
             bool ok = !libjit_generic(c[0].d.w, c[0].ref);
             /* the packed operands from the reference's */
             int64_t M = q[4], C = q[1], T = q[5] * q[6];
-            int64_t zx = elem_load_i64(ex, c[0].ref[3], 0), shift = ex == ELEM_I8 ? 128 : 0;
             KernelFn fns[3] = {libjit_qconv_packed_i8, libjit_qconv_packed_u8, NULL};
             WorkFn wks[3] = {libjit_qconv_packed_i8_work, libjit_qconv_packed_u8_work, NULL};
 #if defined(__x86_64__)

@@ -110,43 +110,30 @@ LJ_INLINE int64_t pconv_units(const PConv *p) {
 
 /* ---- the band's channel-blocked words ------------------------------------------------- */
 
+/* W words (W = 16 or 8) from four channel rows r[0..3] at input columns
+ * x, x + step, ... (step 1 or 2, all inside the row), each byte xor shift.
+ * Stride 2 takes the even bytes of p[0, 2W - 1) from two whole loads
+ * inside that span. */
+#define WORDS_OF(W)                                                                                    LJ_INLINE void words_##W(const uint8_t *const *r, int64_t x, int64_t step, uint8_t shift,                                   uint32_t *out) {                                                              typedef uint8_t vb __attribute__((vector_size(W)));                                                typedef uint32_t vw __attribute__((vector_size(4 * W)));                                           vw b[4];                                                                                           for (int j = 0; j < 4; j++) {                                                                          vb v, lo, hi;                                                                                      const uint8_t *p = r[j] + x;                                                                       __builtin_memcpy(&lo, p, sizeof lo);                                                               __builtin_memcpy(&hi, p + (step == 1 ? 0 : W - 1), sizeof hi);                                     v = step == 1 ? lo : __builtin_shufflevector(lo, hi, WORDS_EVEN_##W);                              b[j] = __builtin_convertvector(v ^ shift, vw);                                                 }                                                                                                  vw v = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;                                                 __builtin_memcpy(out, &v, sizeof v);                                                           }
+#define WORDS_EVEN_16 0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31
+#define WORDS_EVEN_8 0, 2, 4, 6, 9, 11, 13, 15
+WORDS_OF(16)
+WORDS_OF(8)
+
 /* n words from four channel rows r[0..3] at input columns x0, x0 + step,
- * ... (all inside the row), each byte xor shift; sixteen at a time while
- * below nvec (step 1 or 2). */
+ * ... (all inside the row), each byte xor shift: sixteen (or eight) at a
+ * time for steps 1 and 2, the last vector overlapping the one before. */
 LJ_INLINE void words_of(const uint8_t *const *r, int64_t x0, int64_t step, int64_t n,
-                        int64_t nvec, uint8_t shift, uint32_t *out) {
-    typedef uint8_t v16b __attribute__((vector_size(16)));
-    typedef uint8_t v32b __attribute__((vector_size(32)));
-    int64_t t = 0;
-    if (step == 1)
-        for (; t + 16 <= nvec; t += 16) {
-            v16i b[4];
-            for (int j = 0; j < 4; j++) {
-                v16b v;
-                __builtin_memcpy(&v, r[j] + x0 + t, sizeof v);
-                b[j] = __builtin_convertvector(v ^ shift, v16i);
-            }
-            v16i v = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
-            __builtin_memcpy(out + t, &v, sizeof v);
-        }
-    else if (step == 2) /* the even bytes of 32 (the last one read is inside the row) */
-        for (; t + 16 <= nvec; t += 16) {
-            v16i b[4];
-            for (int j = 0; j < 4; j++) {
-                v32b w = {0};
-                __builtin_memcpy(&w, r[j] + x0 + 2 * t, 31);
-                v16b v = __builtin_shufflevector(w, w, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,
-                                                 24, 26, 28, 30);
-                b[j] = __builtin_convertvector(v ^ shift, v16i);
-            }
-            v16i v = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
-            __builtin_memcpy(out + t, &v, sizeof v);
-        }
-    if (step == 1 && nvec == n && n >= 16 && t < n) { /* the last 16, overlapping */
-        words_of(r, x0 + n - 16, 1, 16, 16, shift, out + n - 16);
-        return;
+                        uint8_t shift, uint32_t *out) {
+    int64_t w = step > 2 || n < 8 ? 0 : n < 16 ? 8 : 16;
+    for (int64_t t = 0; w && t < n; t += w) {
+        t = t + w <= n ? t : n - w;
+        if (w == 16)
+            words_16(r, x0 + step * t, step, shift, out + t);
+        else
+            words_8(r, x0 + step * t, step, shift, out + t);
     }
-    for (; t < n; t++) {
+    for (int64_t t = 0; !w && t < n; t++) {
         int64_t x = x0 + t * step;
         out[t] = (uint32_t)(uint8_t)(r[0][x] ^ shift) | (uint32_t)(uint8_t)(r[1][x] ^ shift) << 8 |
                  (uint32_t)(uint8_t)(r[2][x] ^ shift) << 16 |
@@ -167,14 +154,7 @@ LJ_INLINE void fill_phase_row(const PConv *p, const uint8_t *const *r, int64_t r
     hi = hi > lo ? hi : lo;
     for (int64_t t = 0; t < lo; t++)
         out[t] = pad;
-    /* vectors: stride 1 anywhere inside; a stride-2 vector reads 31 bytes
-     * from its first column, so only where they are inside the row */
-    int64_t xs = x0 + lo * sx, n = hi - lo, nvec = sx == 1 ? n : 0;
-    if (sx == 2 && iw - xs >= 31) {
-        nvec = (iw - xs - 31) / 2 + 16;
-        nvec = nvec < n ? nvec : n;
-    }
-    words_of(r, xs, sx, n, nvec, (uint8_t)p->sh, out + lo);
+    words_of(r, x0 + lo * sx, sx, hi - lo, (uint8_t)p->sh, out + lo);
     for (int64_t t = hi; t < p->wq; t++)
         out[t] = pad;
 }
@@ -197,7 +177,7 @@ LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, ui
             const uint8_t *r[4];
             for (int j = 0; j < 4; j++)
                 r[j] = (const uint8_t *)g->x + (nb * g->cin + channel(p, c, j)) * g->in_size + p0;
-            words_of(r, 0, 1, n, n, (uint8_t)p->sh, buf + c * PT);
+            words_of(r, 0, 1, n, (uint8_t)p->sh, buf + c * PT);
             for (int64_t t = n; t < PT; t++)
                 buf[c * PT + t] = pad;
         }
@@ -234,14 +214,42 @@ LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, ui
 
 /* ---- the dot products ------------------------------------------------------------------- */
 
-/* acc[r][v] = sum over taps and channel groups of block row r's word
- * times the tile's words, vector v < N (a band's last tile may need fewer
- * than four vectors). 4N named accumulators so they stay in registers (the
- * bitcode is built without loop unrolling); one body per N. */
-#define PV_DECL_1(r) a##r##0 = (v16i){0}
-#define PV_DECL_2(r) PV_DECL_1(r), a##r##1 = (v16i){0}
-#define PV_DECL_3(r) PV_DECL_2(r), a##r##2 = (v16i){0}
-#define PV_DECL_4(r) PV_DECL_3(r), a##r##3 = (v16i){0}
+/* A block of four rows: the bias the accumulators start from, each row's
+ * multiplier (x_scale * w_scale / y_scale in f32, as the interpreter forms
+ * it), and whether the tile requantizes and stores them itself (pq_fused
+ * says when it may); otherwise bias is 0 and pstore_row adds it. */
+typedef struct PBlock {
+    int32_t bias[PMR];
+    float mult[PMR];
+    bool fused;
+} PBlock;
+
+/* Where a tile's lanes go: runs of output positions (lane t, length len,
+ * offset at in the output plane); for masked stores, each run's lanes as a
+ * mask and its offset minus its first lane. */
+typedef struct Runs {
+    int n;
+    int64_t t[PT + 1], len[PT + 1], at[PT + 1], off[PT + 1];
+    uint64_t mask[PT + 1];
+} Runs;
+
+/* Where a fused tile stores: its rows' planes, the masked stores of the
+ * tile's runs (tile_runs), y_zp folded into the f32 magic's bits. */
+typedef struct PDest {
+    uint8_t *y[PMR];
+    const Runs *ru;
+    int32_t zadj;
+    bool i8;
+} PDest;
+
+/* acc[r][v] = bias[r] + sum over taps and channel groups of block row r's
+ * word times the tile's words, vector v < N (a band's last tile may need
+ * fewer than four vectors). 4N named accumulators so they stay in
+ * registers (the bitcode is built without loop unrolling); one body per N. */
+#define PV_DECL_1(r) a##r##0 = (v16i){0} + blk->bias[r]
+#define PV_DECL_2(r) PV_DECL_1(r), a##r##1 = (v16i){0} + blk->bias[r]
+#define PV_DECL_3(r) PV_DECL_2(r), a##r##2 = (v16i){0} + blk->bias[r]
+#define PV_DECL_4(r) PV_DECL_3(r), a##r##3 = (v16i){0} + blk->bias[r]
 #define PV_STEP_1(STEP, r, w) a##r##0 = STEP(a##r##0, x0, w)
 #define PV_STEP_2(STEP, r, w) PV_STEP_1(STEP, r, w), a##r##1 = STEP(a##r##1, x1, w)
 #define PV_STEP_3(STEP, r, w) PV_STEP_2(STEP, r, w), a##r##2 = STEP(a##r##2, x2, w)
@@ -273,8 +281,8 @@ LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, ui
             PV_STEP_##N(STEP, 2, w2);                                                              \
             PV_STEP_##N(STEP, 3, w3);                                                              \
         }                                                                                          \
-    }                                                                                              \
-    PV_SAVE_##N(0), PV_SAVE_##N(1), PV_SAVE_##N(2), PV_SAVE_##N(3);
+    }
+#define PTILE_SAVE(N) PV_SAVE_##N(0), PV_SAVE_##N(1), PV_SAVE_##N(2), PV_SAVE_##N(3);
 
 /* Four u8 x s8 products per lane, in plain vector code. */
 LJ_INLINE v16i pdot4_plain(v16i acc, v16i x, v16i w) {
@@ -288,61 +296,122 @@ LJ_INLINE v16i pdot4_plain(v16i acc, v16i x, v16i w) {
 
 #define PTILE_ARGS                                                                                 \
     const uint32_t *xb, const uint32_t *wb, const int64_t *toff, int64_t taps, int64_t c4,         \
-        int64_t cstride, v16i acc[PMR][PNV]
-LJ_INLINE void ptile_plain_1(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 1) }
-LJ_INLINE void ptile_plain_2(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 2) }
-LJ_INLINE void ptile_plain_3(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 3) }
-LJ_INLINE void ptile_plain_4(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 4) }
+        int64_t cstride, const PBlock *blk, const PDest *dst, v16i acc[PMR][PNV]
+LJ_INLINE void ptile_plain_1(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 1) PTILE_SAVE(1) }
+LJ_INLINE void ptile_plain_2(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 2) PTILE_SAVE(2) }
+LJ_INLINE void ptile_plain_3(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 3) PTILE_SAVE(3) }
+LJ_INLINE void ptile_plain_4(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 4) PTILE_SAVE(4) }
+
+/* ---- the fused requantization (VNNI tiles) ----------------------------------------------- */
+
+/* The interpreter requantizes a sum s as nearbyint((double)s * mult) +
+ * y_zp, saturated. When |s| < 2^24, s is exact in f32, and one f32 fma
+ * s * mult + 1.5 * 2^23 rounds the exact product once, half to even, to
+ * the integer whose bits are the low bits of the result (while |s * mult|
+ * < 2^22): the same integer as the double product's, itself exact (24 + 24
+ * significant bits). Sums beyond +-(2^24 - 1) are clamped to it: with mult
+ * >= 2^-15 the clamped product is still at least 512 in magnitude, beyond
+ * the result's range whatever y_zp, as the unclamped one is. So a block
+ * whose rows have 2^-15 <= mult < 1/4 and whose bias keeps bias + sum inside
+ * i32 (|sum| <= K * 255 * 128) is requantized in registers, 16 lanes an
+ * fma, without leaving the tile; other blocks go through pstore_row. */
+#define PQ_MAGIC 12582912.0f /* 1.5 * 2^23, bits 0x4B400000 */
+enum { PQ_MAGIC_BITS = 0x4B400000, PQ_CLAMP = (1 << 24) - 1 };
+
+LJ_INLINE bool pq_fused(float mult, int64_t bias, int64_t k) {
+    int64_t room = INT32_MAX - k * 255 * 128;
+    return mult >= 0x1p-15f && mult < 0.25f && bias >= -room && bias <= room;
+}
 
 #if defined(__x86_64__)
 /* Not always-inline: clang would refuse to inline a VNNI function into the
  * shared code; LLVM inlines it once code generation has given every
  * function the target's features (and drops it, unused, on other CPUs). */
+#define PX86_TARGET target("avx512f,avx512bw,avx512vnni,evex512"), min_vector_width(512)
+#define PVNNI static __attribute__((PX86_TARGET)) void
+#define PX86 static inline __attribute__((always_inline, PX86_TARGET))
 #define PDOT4_VNNI(a, x, w) __builtin_ia32_vpdpbusd512(a, x, w)
-#define PVNNI static __attribute__((target("avx512f,avx512bw,avx512vnni,evex512"), min_vector_width(512))) void
-PVNNI ptile_vnni_1(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 1) }
-PVNNI ptile_vnni_2(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 2) }
-PVNNI ptile_vnni_3(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 3) }
-PVNNI ptile_vnni_4(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 4) }
+
+typedef float v16f __attribute__((vector_size(64)));
+typedef short v32s __attribute__((vector_size(64)));
+typedef char v64c __attribute__((vector_size(64)));
+
+/* One vector of sums (bias included) to y_zp + the rounded product, i32. */
+PX86 v16i pq_requant(v16i a, float mult, int32_t zadj) {
+    a = __builtin_elementwise_min(__builtin_elementwise_max(a, (v16i){0} - PQ_CLAMP),
+                                  (v16i){0} + PQ_CLAMP);
+    v16f f = __builtin_elementwise_fma(__builtin_convertvector(a, v16f), (v16f){0} + mult,
+                                       (v16f){0} + PQ_MAGIC);
+    return (v16i)f - zadj;
+}
+
+/* A row's four vectors saturated to bytes (two packs, which interleave
+ * the vectors by 128-bit lane, and a dword permutation that undoes it),
+ * then each run of the tile stored under its mask. A masked store touches
+ * only its lanes' bytes (the others are not accessed, even where the
+ * address they would have is not the output's). */
+PX86 void pq_store(const PDest *d, int r, v16i q0, v16i q1, v16i q2, v16i q3) {
+    v32s lo = __builtin_ia32_packssdw512(q0, q1), hi = __builtin_ia32_packssdw512(q2, q3);
+    v64c b = d->i8 ? __builtin_ia32_packsswb512(lo, hi) : __builtin_ia32_packuswb512(lo, hi);
+    v16i w = (v16i)b;
+    w = __builtin_shufflevector(w, w, 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    for (int i = 0; i < d->ru->n; i++)
+        __builtin_ia32_storedquqi512_mask((v64c *)(d->y[r] + d->ru->off[i]), (v64c)w,
+                                          d->ru->mask[i]);
+}
+
+#define Z16 ((v16i){0}) /* the lanes no run stores */
+#define PQ_ROW_1(r) pq_requant(a##r##0, blk->mult[r], dst->zadj), Z16, Z16, Z16
+#define PQ_ROW_2(r)                                                                                \
+    pq_requant(a##r##0, blk->mult[r], dst->zadj), pq_requant(a##r##1, blk->mult[r], dst->zadj), Z16, Z16
+#define PQ_ROW_3(r)                                                                                \
+    pq_requant(a##r##0, blk->mult[r], dst->zadj), pq_requant(a##r##1, blk->mult[r], dst->zadj),    \
+        pq_requant(a##r##2, blk->mult[r], dst->zadj), Z16
+#define PQ_ROW_4(r)                                                                                \
+    pq_requant(a##r##0, blk->mult[r], dst->zadj), pq_requant(a##r##1, blk->mult[r], dst->zadj),    \
+        pq_requant(a##r##2, blk->mult[r], dst->zadj), pq_requant(a##r##3, blk->mult[r], dst->zadj)
+/* The sums stored for pstore_row (dst NULL), or requantized and stored here. */
+#define PTILE_END(N)                                                                               \
+    if (!dst) {                                                                                    \
+        PTILE_SAVE(N)                                                                              \
+        return;                                                                                    \
+    }                                                                                              \
+    pq_store(dst, 0, PQ_ROW_##N(0));                                                               \
+    pq_store(dst, 1, PQ_ROW_##N(1));                                                               \
+    pq_store(dst, 2, PQ_ROW_##N(2));                                                               \
+    pq_store(dst, 3, PQ_ROW_##N(3));
+
+PVNNI ptile_vnni_1(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 1) PTILE_END(1) }
+PVNNI ptile_vnni_2(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 2) PTILE_END(2) }
+PVNNI ptile_vnni_3(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 3) PTILE_END(3) }
+PVNNI ptile_vnni_4(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 4) PTILE_END(4) }
 #endif
 
-/* One tile of nv vectors; the sums of the lanes beyond are 0. */
+/* One tile of nv vectors of the kind's body; the sums of the lanes beyond
+ * are 0. */
+#define PTILE_CALL(KIND)                                                                           \
+    switch (nv) {                                                                                  \
+    case 4: ptile_##KIND##_4(xb, wb, toff, taps, c4, cstride, blk, dst, acc); break;               \
+    case 3: ptile_##KIND##_3(xb, wb, toff, taps, c4, cstride, blk, dst, acc); break;               \
+    case 2: ptile_##KIND##_2(xb, wb, toff, taps, c4, cstride, blk, dst, acc); break;               \
+    default: ptile_##KIND##_1(xb, wb, toff, taps, c4, cstride, blk, dst, acc); break;              \
+    }
 LJ_INLINE void ptile(bool vnni, int nv, const uint32_t *xb, const uint32_t *wb, const int64_t *toff,
-                     int64_t taps, int64_t c4, int64_t cstride, v16i acc[PMR][PNV]) {
-    for (int r = 0; r < PMR; r++)
+                     int64_t taps, int64_t c4, int64_t cstride, const PBlock *blk, const PDest *dst,
+                     v16i acc[PMR][PNV]) {
+    for (int r = 0; r < PMR && !dst; r++)
         for (int v = nv; v < PNV; v++)
             acc[r][v] = (v16i){0};
 #if defined(__x86_64__)
     if (vnni) {
-        if (nv == 4)
-            ptile_vnni_4(xb, wb, toff, taps, c4, cstride, acc);
-        else if (nv == 3)
-            ptile_vnni_3(xb, wb, toff, taps, c4, cstride, acc);
-        else if (nv == 2)
-            ptile_vnni_2(xb, wb, toff, taps, c4, cstride, acc);
-        else
-            ptile_vnni_1(xb, wb, toff, taps, c4, cstride, acc);
+        PTILE_CALL(vnni)
         return;
     }
 #endif
-    if (nv == 4)
-        ptile_plain_4(xb, wb, toff, taps, c4, cstride, acc);
-    else if (nv == 3)
-        ptile_plain_3(xb, wb, toff, taps, c4, cstride, acc);
-    else if (nv == 2)
-        ptile_plain_2(xb, wb, toff, taps, c4, cstride, acc);
-    else
-        ptile_plain_1(xb, wb, toff, taps, c4, cstride, acc);
+    PTILE_CALL(plain)
 }
 
 /* ---- one unit: a band of one image, all (or half) the row blocks ------------------------ */
-
-/* Where a tile's lanes go: runs of output positions (lane t, length n,
- * offset in the output plane). */
-typedef struct Runs {
-    int n;
-    int64_t t[PT + 1], len[PT + 1], at[PT + 1];
-} Runs;
 
 LJ_INLINE void tile_runs(const PConv *p, int64_t oh0, int64_t np, int64_t p0, Runs *ru) {
     int64_t ow = p->g.odims[1], r = p0 / p->wq, c = p0 % p->wq;
@@ -364,6 +433,10 @@ LJ_INLINE void tile_runs(const PConv *p, int64_t oh0, int64_t np, int64_t p0, Ru
         r++;
         c = 0;
     }
+    for (int i = 0; i < ru->n; i++) {
+        ru->off[i] = ru->at[i] - ru->t[i];
+        ru->mask[i] = (ru->len[i] == PT ? ~0ull : (1ull << ru->len[i]) - 1) << ru->t[i];
+    }
 }
 
 /* Row m's sums of a tile: requantized (lj_qrequant_row, the interpreter's
@@ -380,7 +453,8 @@ LJ_INLINE void pstore_row(const PConv *p, int64_t nb, int64_t m, const Runs *ru,
         __builtin_memcpy(y + ru->at[i], q + ru->t[i], (size_t)ru->len[i]);
 }
 
-LJ_INLINE void pconv_unit(const PConv *p, int64_t u, bool vnni, uint32_t *buf, const int64_t *toff) {
+LJ_INLINE void pconv_unit(const PConv *p, int64_t u, bool vnni, uint32_t *buf, const int64_t *toff,
+                          const PBlock *blocks) {
     const LjQConv *g = &p->g;
     int64_t half = u % p->msplit, b = u / p->msplit % p->bands, nb = u / (p->msplit * p->bands);
     int64_t blo = half * (p->m4 / p->msplit), bhi = half + 1 == p->msplit ? p->m4 : blo + p->m4 / p->msplit;
@@ -403,11 +477,16 @@ LJ_INLINE void pconv_unit(const PConv *p, int64_t u, bool vnni, uint32_t *buf, c
             fill_band(p, nb, 0, p0, buf);
         const uint32_t *xb = p->pw ? buf : buf + p0;
         int nv = np - p0 >= PT ? PNV : (int)((np - p0 + PV - 1) / PV);
+        PDest dst = {.ru = &ru, .zadj = PQ_MAGIC_BITS - (int32_t)g->yz, .i8 = g->ey == ELEM_I8};
         for (int64_t mb = blo; mb < bhi; mb++) {
             const uint32_t *wb = w + mb * p->taps * p->c4 * PMR;
-            v16i acc[PMR][PNV];
-            ptile(vnni, nv, xb, wb, toff, p->taps, p->c4, p->xstride, acc);
+            const PBlock *blk = &blocks[mb];
             for (int r = 0; r < PMR; r++)
+                dst.y[r] = (uint8_t *)g->y + (nb * g->cout + mb * PMR + r) * g->out_size;
+            v16i acc[PMR][PNV];
+            ptile(vnni, nv, xb, wb, toff, p->taps, p->c4, p->xstride, blk, blk->fused ? &dst : NULL,
+                  acc);
+            for (int r = 0; r < PMR && !blk->fused; r++)
                 pstore_row(p, nb, mb * PMR + r, &ru, (const int32_t *)acc[r]);
         }
     }
@@ -415,12 +494,31 @@ LJ_INLINE void pconv_unit(const PConv *p, int64_t u, bool vnni, uint32_t *buf, c
 
 /* ---- entry points ------------------------------------------------------------------------ */
 
-/* The band's words, then each tap's offset into them. */
+/* The band's words, then each tap's offset into them, then the row blocks. */
 LJ_INLINE int64_t pconv_scratch(const int64_t *d, int slot) {
     if (slot != LJ_SCRATCH_PACK)
         return 0;
     PConv p = pconv_of(d, NULL);
-    return p.buf_words * 4 + p.taps * 8;
+    return p.buf_words * 4 + p.taps * 8 + p.m4 * (int64_t)sizeof(PBlock);
+}
+
+/* Each row block's bias and multipliers, and whether the tile requantizes
+ * it (VNNI tiles only: the plain ones keep the double path). */
+LJ_INLINE void pconv_blocks(const PConv *p, bool vnni, PBlock *blocks) {
+    const LjQConv *g = &p->g;
+    int64_t k = p->c4 * 4 * p->taps;
+    for (int64_t mb = 0; mb < p->m4; mb++) {
+        PBlock *b = &blocks[mb];
+        b->fused = vnni;
+        for (int r = 0; r < PMR; r++) {
+            int64_t bias = lj_ld_i64(g->ebias, g->bias, mb * PMR + r);
+            b->mult[r] = lj_qconv_mult(g, mb * PMR + r);
+            b->bias[r] = (int32_t)bias;
+            b->fused &= pq_fused(b->mult[r], bias, k);
+        }
+        for (int r = 0; r < PMR && !b->fused; r++)
+            b->bias[r] = 0; /* pstore_row adds it */
+    }
 }
 
 LJ_INLINE void pconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, LjScratch *sc,
@@ -435,8 +533,10 @@ LJ_INLINE void pconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
             int64_t ph = p.phy[i * p.dy % p.sy] * p.npx + p.phx[j * p.dx % p.sx];
             toff[i * p.kw + j] = ph * p.plane + i * p.dy / p.sy * p.wq + j * p.dx / p.sx;
         }
+    PBlock *blocks = (PBlock *)(toff + p.taps);
+    pconv_blocks(&p, vnni, blocks);
     for (int64_t u = lo; u < hi; u++)
-        pconv_unit(&p, u, vnni, buf, toff);
+        pconv_unit(&p, u, vnni, buf, toff, blocks);
     lj_scratch_put(sc, buf);
 }
 

@@ -91,11 +91,71 @@ LJ_INLINE vq64 qv_real(const QvSide *s, int e, int64_t i) {
     return __builtin_convertvector(qv_load(e, s->p, i) - s->zp, vq64) * s->scale;
 }
 
+/* The fixed-point form of a sum (or a rescale) for lanes whose result it
+ * decides: w = ka a + kb b + c in i32, ka = sa / sy, kb = sb / sy with s
+ * fraction bits, c the zero points' share plus one half. Its error is at
+ * most 255 (|ka - sa / sy 2^s| + |kb - ...|) + 1 < 2^9 units of 2^-s, the
+ * interpreter's roundings (u = sa a', v = sb b', u + v, / sy) at most
+ * 2^-20 of one: so where w's fraction is at least QV_NEAR from 0 and 1,
+ * the real (a' sa + b' sb) / sy + 1/2 is not within 2^-20 of an integer,
+ * the interpreter's quotient is no tie, and its rounding is w >> s. Lanes
+ * near a tie (rare, and every lane when the scales make exact ties: the
+ * vector goes through the double path) are left to the exact path. */
+enum { QV_NEAR = 1 << 10 };
+
+typedef struct QvFixed {
+    int32_t ka, kb, c, zy;
+    int s; /* 0: no fixed-point form (the double path for every lane) */
+} QvFixed;
+
+LJ_INLINE QvFixed qv_fixed(int op, const QvSide *a, const QvSide *b, double sy, double zy) {
+    QvFixed f = {0};
+    double ra = a->scale / sy, rb = op == QV_ADD ? b->scale / sy : 0;
+    double zb = op == QV_ADD ? b->zp : 0;
+    /* the largest |w| / 2^s: 256 |ra| + 256 |rb| + |ra za| + |rb zb| + 1 */
+    double most = 256 * (fabs(ra) + fabs(rb)) + fabs(ra * a->zp) + fabs(rb * zb) + 2;
+    if (op == QV_MUL || !(most < 0x1p14) || !(fabs(zy) < 0x1p14))
+        return f;
+    int s = 24;
+    while (s > 16 && most * (double)(1 << s) >= 0x1p30)
+        s--;
+    if (most * (double)(1 << s) >= 0x1p30)
+        return f;
+    f.s = s;
+    f.ka = (int32_t)nearbyint(ra * (double)(1 << s));
+    f.kb = (int32_t)nearbyint(rb * (double)(1 << s));
+    f.c = (int32_t)nearbyint((-ra * a->zp - rb * zb) * (double)(1 << s)) + (1 << (s - 1));
+    f.zy = (int32_t)zy;
+    return f;
+}
+
+/* One vector by the fixed-point form; false (nothing stored) when a lane
+ * is near a tie. */
+LJ_INLINE bool qv_fixed_vec(int op, int ea, int eb, int ey, const QvFixed *f, const QvSide *a,
+                            const QvSide *b, void *y, int64_t i) {
+    vi32 w = qv_load(ea, a->p, i) * f->ka + f->c;
+    if (op == QV_ADD)
+        w += qv_load(eb, b->p, i) * f->kb;
+    vi32 frac = w & ((1 << f->s) - 1);
+    typedef uint32_t vu32 __attribute__((vector_size(LJ_VL * 4)));
+    vu32 near = (vu32)(frac - QV_NEAR) > (vu32)((vi32){0} + ((1 << f->s) - 2 * QV_NEAR));
+    if (__builtin_reduce_or(near))
+        return false;
+    int32_t lo = ey == ELEM_I8 ? -128 : 0, hi = ey == ELEM_I8 ? 127 : 255;
+    vi32 q = (w >> f->s) + f->zy;
+    q = __builtin_elementwise_min(__builtin_elementwise_max(q, (vi32){0} + lo), (vi32){0} + hi);
+    qv_store(ey, y, i, q);
+    return true;
+}
+
 /* Elements [i, end) in whole vectors; returns where it stopped. The kinds
  * are constants at each call, so each combination is a loop of its own. */
 LJ_INLINE int64_t qv_binary_body(int op, int ea, int eb, int ey, const QvSide *a, const QvSide *b,
                                  void *y, double sy, double zy, int64_t i, int64_t end) {
+    QvFixed f = qv_fixed(op, a, b, sy, zy);
     for (; i + LJ_VL <= end; i += LJ_VL) {
+        if (f.s && qv_fixed_vec(op, ea, eb, ey, &f, a, b, y, i))
+            continue;
         vq64 u = qv_real(a, ea, i), r = u;
         if (op != QV_RESCALE) {
             vq64 v = qv_real(b, eb, i);
@@ -276,16 +336,19 @@ QV_CLIP_KERNEL(u8)
 
 /* ---- 2-D max pool ---------------------------------------------------------------- */
 
-enum { QV_ROW = 512 }; /* input columns per block of one output row */
+enum { QV_ROW = 512, QV_V = 16 }; /* input columns per block of one output row; bytes per vector */
 
 /* Output row oy of one plane, columns [x0, x1): the largest of the valid
- * rows column by column (a vector max), then of each window's valid
- * columns; 0 where the window is all padding. Only the value matters, so
- * which of equal values is first does not. */
-#define QV_MAX_POOL(T, VT)                                                                          \
+ * rows column by column (vectors), into a row padded with the kind's least
+ * value (which never wins: every window has a valid column, lj_qmax_pool_2d
+ * checks), then of each window's columns -- vectors of sixteen outputs for
+ * strides 1 and 2 (the even bytes of two loads), the last one overlapping.
+ * Only the value matters, so which of equal values is first does not. */
+#define QV_MAX_POOL(T, VT, LEAST)                                                                   \
     LJ_VECTOR_FN static void qv_max_row_##T(const LjQWin *w, const T *plane, int64_t ih,            \
                                             int64_t iw, int64_t oy, T *out, int64_t x0,             \
                                             int64_t x1) {                                           \
+        typedef T V16 __attribute__((vector_size(QV_V)));                                           \
         const T *rows[64];                                                                          \
         int nr = 0;                                                                                 \
         for (int64_t i = 0; i < w->kernel[0]; i++) {                                                \
@@ -293,51 +356,68 @@ enum { QV_ROW = 512 }; /* input columns per block of one output row */
             if (yy >= 0 && yy < ih)                                                                 \
                 rows[nr++] = plane + yy * iw;                                                       \
         }                                                                                           \
-        int64_t s = w->stride[1], p = w->pad_begin[1], dl = w->dilation[1], k = w->kernel[1];      \
-        int64_t c0 = x0 * s - p, c1 = (x1 - 1) * s - p + (k - 1) * dl + 1;                          \
-        c0 = c0 > 0 ? c0 : 0;                                                                       \
-        c1 = c1 < iw ? c1 : iw;                                                                     \
-        if (!nr || c1 <= c0) {                                                                      \
-            for (int64_t x = x0; x < x1; x++)                                                       \
-                out[x] = 0;                                                                         \
-            return;                                                                                 \
-        }                                                                                           \
-        T tmp[QV_ROW];                                                                              \
-        int64_t n = c1 - c0, c = 0;                                                                 \
-        for (; c + QB <= n; c += QB) {                                                              \
-            VT m;                                                                                   \
-            __builtin_memcpy(&m, rows[0] + c0 + c, QB);                                             \
+        int64_t s = w->stride[1], dl = w->dilation[1], k = w->kernel[1];                            \
+        /* tmp[i]: input column b0 + i, for i < len (QV_ROW at most) */                             \
+        int64_t b0 = x0 * s - w->pad_begin[1], len = (x1 - x0 - 1) * s + (k - 1) * dl + 1;          \
+        int64_t c0 = b0 > 0 ? b0 : 0, c1 = b0 + len < iw ? b0 + len : iw, n = c1 - c0;              \
+        T tmp[QV_ROW + 2 * QV_V];                                                                   \
+        for (int64_t i = 0; i < len + 2 * QV_V; i++)                                                \
+            tmp[i] = LEAST;                                                                         \
+        T *col = tmp + (c0 - b0);                                                                   \
+        for (int64_t c = 0; n >= QV_V && c < n; c += QV_V) {                                        \
+            c = c + QV_V <= n ? c : n - QV_V;                                                       \
+            V16 m;                                                                                  \
+            __builtin_memcpy(&m, rows[0] + c0 + c, QV_V);                                           \
             for (int r = 1; r < nr; r++) {                                                          \
-                VT v;                                                                               \
-                __builtin_memcpy(&v, rows[r] + c0 + c, QB);                                         \
+                V16 v;                                                                              \
+                __builtin_memcpy(&v, rows[r] + c0 + c, QV_V);                                       \
                 m = __builtin_elementwise_max(m, v);                                                \
             }                                                                                       \
-            __builtin_memcpy(tmp + c, &m, QB);                                                      \
+            __builtin_memcpy(col + c, &m, QV_V);                                                    \
         }                                                                                           \
-        for (; c < n; c++) {                                                                        \
+        for (int64_t c = 0; n < QV_V && c < n; c++) {                                               \
             T m = rows[0][c0 + c];                                                                  \
             for (int r = 1; r < nr; r++)                                                            \
                 m = rows[r][c0 + c] > m ? rows[r][c0 + c] : m;                                      \
-            tmp[c] = m;                                                                             \
+            col[c] = m;                                                                             \
         }                                                                                           \
-        for (int64_t x = x0; x < x1; x++) {                                                         \
-            int64_t xs = x * s - p;                                                                 \
-            int64_t jlo = xs >= 0 ? 0 : (-xs + dl - 1) / dl;                                        \
-            int64_t jhi = xs >= iw ? 0 : (iw - xs + dl - 1) / dl;                                   \
-            jhi = jhi < k ? jhi : k;                                                                \
-            if (jlo >= jhi) {                                                                       \
-                out[x] = 0;                                                                         \
-                continue;                                                                           \
+        int64_t no = x1 - x0;                                                                       \
+        for (int64_t x = 0; (s == 1 || s == 2) && no >= QV_V && x < no; x += QV_V) {                \
+            x = x + QV_V <= no ? x : no - QV_V;                                                     \
+            V16 m = (V16){0} + (T)LEAST;                                                            \
+            for (int64_t j = 0; j < k; j++) {                                                       \
+                const T *p = tmp + x * s + j * dl;                                                  \
+                V16 lo, hi;                                                                         \
+                __builtin_memcpy(&lo, p, QV_V);                                                     \
+                __builtin_memcpy(&hi, p + (s == 1 ? 0 : QV_V - 1), QV_V);                           \
+                m = __builtin_elementwise_max(                                                      \
+                    m, s == 1 ? lo : __builtin_shufflevector(lo, hi, WORDS_EVEN_16));               \
             }                                                                                       \
-            int64_t at = xs - c0 + jlo * dl;                                                        \
-            T m = tmp[at];                                                                          \
-            for (int64_t j = jlo + 1; j < jhi; j++)                                                 \
-                m = tmp[at + (j - jlo) * dl] > m ? tmp[at + (j - jlo) * dl] : m;                    \
-            out[x] = m;                                                                             \
+            __builtin_memcpy(out + x0 + x, &m, QV_V);                                               \
+        }                                                                                           \
+        for (int64_t x = 0; !((s == 1 || s == 2) && no >= QV_V) && x < no; x++) {                   \
+            T m = LEAST;                                                                            \
+            for (int64_t j = 0; j < k; j++)                                                         \
+                m = tmp[x * s + j * dl] > m ? tmp[x * s + j * dl] : m;                              \
+            out[x0 + x] = m;                                                                        \
         }                                                                                           \
     }
-QV_MAX_POOL(int8_t, vbs8)
-QV_MAX_POOL(uint8_t, vbu8)
+/* Two 16-byte loads from p and p + 15: their even bytes are p[0], p[2] ... p[30]. */
+#define WORDS_EVEN_16 0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31
+QV_MAX_POOL(int8_t, vbs8, -128)
+QV_MAX_POOL(uint8_t, vbu8, 0)
+
+LJ_INLINE bool qv_windows_inside(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p,
+                                 int64_t dl) {
+    for (int64_t o = 0; o < out; o++) {
+        bool any = false;
+        for (int64_t j = 0; j < k && !any; j++)
+            any = o * s - p + j * dl >= 0 && o * s - p + j * dl < in;
+        if (!any)
+            return false;
+    }
+    return true;
+}
 
 bool lj_qmax_pool_2d(const int64_t *d, const LjQWin *w, void *const *ops, int64_t lo, int64_t hi) {
     int e = lj_elem(d, 0);
@@ -347,6 +427,12 @@ bool lj_qmax_pool_2d(const int64_t *d, const LjQWin *w, void *const *ops, int64_
     int64_t per = w->stride[1] > 0 && span < QV_ROW / 2 ? (QV_ROW - span) / w->stride[1] + 1 : 0;
     if (!qv_byte_kind(e) || lj_elem(d, 1) != e || w->kernel[0] > 64 || per <= 0)
         return false;
+    /* every window has a valid row and column (windows all padding are 0:
+     * the scalar loop's) */
+    for (int a = 0; a < 2; a++)
+        if (!qv_windows_inside(lj_dim(d, 1, 2 + a), lj_dim(d, 0, 2 + a), w->kernel[a], w->stride[a],
+                               w->pad_begin[a], w->dilation[a]))
+            return false;
     for (int64_t pl = lo; pl < hi; pl++)
         for (int64_t y = 0; y < oh; y++)
             for (int64_t x0 = 0; x0 < ow; x0 += per) {
