@@ -244,10 +244,6 @@ static bool infer_binary(Node *n, DiagList *d) {
         node_error(d, n, "slope must broadcast to the input's shape");
         return false;
     }
-    if (n->kind == NK_RELU_GRAD && !type_same_shape(&t, op_type(n, 0))) {
-        node_error(d, n, "the relu's result must broadcast to the gradient's shape");
-        return false;
-    }
     t.elem = op_type(n, 0)->elem;
     n->res[0].type = t;
     return true;
