@@ -228,13 +228,12 @@ static bool run_tool(char **argv, const char *out, DiagList *d) {
 
 /* The fallback kernel (fallback.c with the interpreter, a relocatable object
  * whose only global symbols are libjit_generic and libjit_dynamic, embedded
- * in glowc) goes into every program whose code still calls it: a libjit
- * kernel hands it the shapes it has no fast path for, and instructions over
- * bounded-dynamic buffers run through it. Written next to OUT; the caller removes it. */
-/* The kernel engine's kernels call it for the shapes they have no fast path
- * for, whatever the model. */
+ * in glowc) goes only into a program whose own code calls it: operators run
+ * with --fallback=interp, and the instructions over bounded-dynamic buffers
+ * that codegen lists as having no libjit rule. No libjit kernel (so nothing
+ * in the kernel engine) calls it. Written next to OUT; the caller removes it. */
 static bool needs_fallback(const CpuModule *m) {
-    return cpu_uses_engine(&m->opt) || LLVMGetNamedFunction(m->mod, "libjit_generic") != NULL ||
+    return LLVMGetNamedFunction(m->mod, "libjit_generic") != NULL ||
            LLVMGetNamedFunction(m->mod, "libjit_dynamic") != NULL;
 }
 

@@ -13,8 +13,7 @@
  * (time step 0 for the reverse direction), as in the interpreter.
  *
  * One unit of work: both directions of a bidirectional layer run one after
- * the other, so that a failed scratch request can fall back to the
- * interpreter's kernel for the whole node without racing another unit. */
+ * the other (a failed scratch request fails the whole node). */
 #include <math.h>
 
 #include "backends/cpu/libjit/gemm.h"
@@ -381,7 +380,7 @@ LJ_INLINE void recurrent(const int64_t *d, void *const *ops, LjScratch *sc) {
     int64_t per = rnn_floats(&r);
     float *buf = lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)per * sizeof(float));
     if (!buf) {
-        libjit_generic(d, ops);
+        lj_fail_run(sc, LJ_NO_SCRATCH);
         return;
     }
     for (int dir = 0; dir < r.dirs; dir++) {
