@@ -1525,6 +1525,8 @@ ANY_TEST(select)
 ANY_TEST(dynamic)
 ANY_TEST(gather_nd)
 ANY_TEST(string)
+ANY_TEST(shape)
+ANY_TEST(pool_matmul)
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -1560,6 +1562,8 @@ int main(void) {
         cmocka_unit_test(test_any_dynamic),
         cmocka_unit_test(test_any_gather_nd),
         cmocka_unit_test(test_any_string),
+        cmocka_unit_test(test_any_shape),
+        cmocka_unit_test(test_any_pool_matmul),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
