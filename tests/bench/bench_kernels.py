@@ -20,10 +20,10 @@ import os
 import re
 import shutil
 import subprocess
-
-import numpy as np
+import sys
 
 try:
+    import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 except ImportError:  # exits below with the reason
@@ -118,7 +118,8 @@ def main():
     ap.add_argument("--ops", default="")
     a = ap.parse_args()
     if onnx is None:
-        print("bench-kernels: skipped: the onnx Python package is missing (Debian: python3-onnx)")
+        print("bench-kernels: skipped: numpy or onnx is missing for %s (Debian: python3-numpy, "
+              "python3-onnx)" % sys.executable)
         return
     env, why = ort_env()
     if env is None:  # as the other ORT targets: a reason, and nothing failed
