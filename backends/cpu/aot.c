@@ -739,8 +739,9 @@ static bool calls(LLVMValueRef fn, LLVMValueRef callee) {
 }
 
 /* The interpreter's kernel allocates (its arena), so a no-threads bundle
- * cannot carry it: every instruction whose libjit kernel still hands its
- * shape to it is named. */
+ * cannot carry it: every instruction whose code calls it is named. No
+ * libjit kernel calls it, and --fallback=interp is refused before, so
+ * this guards against a code generation that would. */
 static bool check_no_fallback(CpuModule *m, DiagList *d) {
     LLVMValueRef generic = LLVMGetNamedFunction(m->mod, "libjit_generic");
     if (!generic || !LLVMGetFirstUse(generic))
@@ -756,9 +757,8 @@ static bool check_no_fallback(CpuModule *m, DiagList *d) {
                       i->name ? i->name : "?", instr_kind_name(i->kind), index);
     }
     diag_error(d, NULL,
-               "--no-threads: %s may run the interpreter's kernel (libjit's hands it the "
-               "shapes it has no fast path for), which allocates memory; compile without "
-               "--no-threads",
+               "--no-threads: %s may run the interpreter's kernel, which allocates memory; "
+               "compile without --no-threads",
                sb.len ? sb_str(&sb) : "an instruction");
     sb_free(&sb);
     return false;

@@ -1,5 +1,5 @@
 /* libjit_conv_f32: NCHW convolution with 1 or 2 spatial axes (others run
- * the interpreter's kernel).
+ * conv_direct, a plain loop).
  *
  * Two algorithms, chosen by shape:
  *  - depthwise (one input and one output channel per group): a direct
@@ -238,8 +238,8 @@ LIBJIT_WORK libjit_conv_f32_work(const int64_t *d) {
 }
 
 /* Depthwise planes [lo, hi): over phase rows, or without the memory for
- * that, over phase planes on the stack, or the interpreter's kernel when
- * even those do not fit. */
+ * that (or past 64 taps), over phase planes on the stack, or conv_direct
+ * when even those do not fit. */
 LJ_INLINE void conv_depthwise(const int64_t *d, const Conv *s, void *const *ops, const float *bias,
                               LjAct act, int64_t lo, int64_t hi, LjScratch *sc) {
     LjWindow g = window_of(s);

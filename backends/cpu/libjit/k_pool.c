@@ -230,7 +230,7 @@ LIBJIT_SCRATCH libjit_avg_pool_f32_scratch(const int64_t *d, int slot) {
  * plane at a time: the first position inside the window, replaced by each
  * greater one -- the interpreter's rule, so ties and NaN pick the same
  * position; a window wholly in the padding gives -inf and -1. Column-major
- * storage_order runs the interpreter's kernel. */
+ * storage_order runs max_pool_any. */
 LJ_INLINE bool index_window(const int64_t *d, LjWindow *g) {
     return lj_nres(d) == 2 && lj_nops(d) == 3 && lj_elem(d, 1) == ELEM_I64 &&
            lj_attr_int(d, AK_storage_order, 0) == 0 && pool_window(d, g);
