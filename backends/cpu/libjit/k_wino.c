@@ -291,9 +291,8 @@ LIBJIT_KERNEL libjit_winograd_conv_f32(const int64_t *d, void *const *ops, int64
     float *buf = s.t ? lj_scratch_get(sc, LJ_SCRATCH_PLANES,
                                       (size_t)scratch_floats(&s) * sizeof(float))
                      : NULL;
-    if (!buf) {
-        if (lo == 0)
-            libjit_generic(d, ops);
+    if (!buf) { /* no transform: the winograd pass makes only those wino_of_rows has */
+        lj_fail_run(sc, s.t ? LJ_NO_SCRATCH : "a Winograd tile size this kernel does not have");
         return;
     }
     /* dk's columns past the tiles are read by the last vector: zeros. */
