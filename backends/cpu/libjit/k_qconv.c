@@ -537,34 +537,53 @@ LJ_INLINE size_t dw_bytes(const LjQConv *g) {
 typedef int16_t v16h __attribute__((vector_size(32)));
 typedef int16_t v32h __attribute__((vector_size(64)));
 
-/* X's rows: input row y at row y + pad top, column pad left; x - zx
- * widened 32 values at a time; zero elsewhere. */
+/* n values x - zx of a row, widened W at a time, the last vector
+ * overlapping the one before (n >= W): rows of 14 or 56 need no scalar
+ * tail. */
+#define DW_WIDEN(W)                                                                                \
+    LJ_INLINE void dw_widen_##W(int ex, const uint8_t *in, int64_t n, int16_t zx, int16_t *out) { \
+        typedef int16_t vh __attribute__((vector_size(2 * W)));                                    \
+        for (int64_t t = 0; t < n; t += W) {                                                       \
+            t = t + W <= n ? t : n - W;                                                            \
+            vh v;                                                                                  \
+            if (ex == ELEM_I8) {                                                                   \
+                int8_t __attribute__((vector_size(W))) b;                                          \
+                __builtin_memcpy(&b, in + t, W);                                                   \
+                v = __builtin_convertvector(b, vh);                                                \
+            } else {                                                                               \
+                uint8_t __attribute__((vector_size(W))) b;                                         \
+                __builtin_memcpy(&b, in + t, W);                                                   \
+                v = __builtin_convertvector(b, vh);                                                \
+            }                                                                                      \
+            v -= zx;                                                                               \
+            __builtin_memcpy(out + t, &v, sizeof v);                                               \
+        }                                                                                          \
+    }
+DW_WIDEN(32)
+DW_WIDEN(16)
+DW_WIDEN(8)
+
+/* X's rows: input row y at row y + pad top, column pad left, x - zx;
+ * zero elsewhere. */
 LJ_INLINE void dw_fill_x(const LjQConv *g, const DwPlan *p, const uint8_t *plane, int16_t *xp) {
     __builtin_memset(xp, 0, (size_t)(p->xh * p->xw * 2));
     int64_t iw = g->idims[1], pl = g->win.pad_begin[1], n = p->xw - pl < iw ? p->xw - pl : iw;
+    int16_t zx = (int16_t)g->zx;
     for (int64_t y = 0; y < g->idims[0] && n > 0; y++) {
         int64_t yy = y + g->win.pad_begin[0];
         if (yy < 0 || yy >= p->xh)
             continue;
         const uint8_t *in = plane + y * iw;
         int16_t *out = xp + yy * p->xw + pl;
-        int64_t t = 0;
-        for (; t + 32 <= n; t += 32) {
-            v32h v;
-            if (g->ex == ELEM_I8) {
-                int8_t __attribute__((vector_size(32))) b;
-                __builtin_memcpy(&b, in + t, 32);
-                v = __builtin_convertvector(b, v32h);
-            } else {
-                uint8_t __attribute__((vector_size(32))) b;
-                __builtin_memcpy(&b, in + t, 32);
-                v = __builtin_convertvector(b, v32h);
-            }
-            v -= (int16_t)g->zx;
-            __builtin_memcpy(out + t, &v, sizeof v);
-        }
-        for (; t < n; t++)
-            out[t] = (int16_t)((g->ex == ELEM_I8 ? (int64_t)(int8_t)in[t] : (int64_t)in[t]) - g->zx);
+        if (n >= 32)
+            dw_widen_32(g->ex, in, n, zx, out);
+        else if (n >= 16)
+            dw_widen_16(g->ex, in, n, zx, out);
+        else if (n >= 8)
+            dw_widen_8(g->ex, in, n, zx, out);
+        else
+            for (int64_t t = 0; t < n; t++)
+                out[t] = (int16_t)((g->ex == ELEM_I8 ? (int16_t)(int8_t)in[t] : (int16_t)in[t]) - zx);
     }
 }
 
