@@ -1110,6 +1110,15 @@ static const int64_t qconv_shapes[][11] = {
     {1, 13, 20, 20, 11, 3, 3, 1, 1, 1, 1},/* several tiles, odd channel counts */
     {1, 300, 1, 1, 37, 1, 1, 1, 0, 1, 1}, /* fully connected, K and M odd */
     {1, 64, 3, 3, 70, 1, 1, 1, 0, 1, 1},  /* pointwise on 9 positions */
+    /* depthwise on two-row words (k_qconv.c's dw_unit): */
+    {1, 4, 14, 14, 4, 3, 3, 2, 1, 1, 4},  /* stride 2 on an even map: two column phases */
+    {1, 3, 9, 9, 3, 2, 4, 1, 1, 1, 3},    /* 2x4: one pair of rows, four column taps */
+    {1, 3, 7, 11, 3, 1, 3, 1, 1, 1, 3},   /* 1x3: the pair's second row weighs 0 */
+    {1, 2, 13, 13, 2, 3, 3, 2, 2, 2, 2},  /* stride 2, dilation 2: phases from both */
+    {1, 2, 30, 70, 2, 3, 3, 1, 1, 1, 2},  /* rows wider than a tile, many tiles */
+    {1, 2, 19, 23, 2, 5, 5, 4, 2, 1, 2},  /* 5x5 stride 4: four row phases */
+    {1, 2, 12, 12, 2, 3, 3, 5, 1, 1, 2},  /* stride 5: beyond the phases, the grouped GEMM */
+    {1, 16, 7, 7, 16, 3, 3, 1, 1, 1, 16}, /* 7x7 maps: tiles across rows */
 };
 
 /* x_scale, w_scale (per channel or not), y_scale so results spread over

@@ -1633,5 +1633,8 @@ int main(void) {
         cmocka_unit_test(test_any_shape),
         cmocka_unit_test(test_any_pool_matmul),
     };
+    /* KERNELS_FILTER=test_any_qint: one test while working on its kernels */
+    if (getenv("KERNELS_FILTER"))
+        cmocka_set_test_filter(getenv("KERNELS_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
