@@ -1535,21 +1535,102 @@ static bool import_if_region(OnnxNode *on, Value *c) {
     return on_done(on, n);
 }
 
-/* Loop whose trip count or condition is known only at run time (or too long
- * to unroll): a loop node whose body is the Loop's. Its scan outputs would
- * have a length known only at run time: a bounded-dynamic dimension when the
- * trip count has a static bound, which the loop node does not make yet. */
-static bool import_loop_region(OnnxNode *on, const Onnx__GraphProto *g, int n, int nscan,
-                               const char *why) {
-    ImportCtx *ic = on->ic;
-    Arena *a = ic->m->arena;
-    if (nscan) {
-        on_unsupported(on, "%s; glowc runs such a loop at run time, but its %d scan output%s "
-                           "would have a length known only then (a bounded-dynamic dimension, "
-                           "which loops do not produce yet)", why, nscan, nscan > 1 ? "s" : "");
+/* A bound on the iterations of a loop that runs at run time: M when it is a
+ * constant or has a bound from the importer's value ranges (the sizes of
+ * bounded-dynamic values); -1 with an error naming the node, the scan
+ * output that needs one and the value that would give it. */
+static int64_t loop_trip_bound(OnnxNode *on, const Onnx__GraphProto *g, int n) {
+    Value *m = on_in(on, 0);
+    const char *out = g->output[1 + n]->name ? g->output[1 + n]->name : "";
+    const char *mname = on->proto->n_input > 0 && on->proto->input[0][0] ? on->proto->input[0]
+                                                                         : "";
+    int64_t lo, hi;
+    int k;
+    Tensor *t = m ? fold_value(on->ic, m, 0) : NULL;
+    if (t && tensor_numel(t) == 1)
+        hi = tensor_get_i64(t, 0);
+    else if (!(m && on_value_range(on, m, &lo, &hi, 1, &k) && k == 1))
+        hi = -1;
+    if (!m) {
+        on_error(on, "its scan output '%s' needs a bound on the number of iterations for its "
+                     "memory, and the loop has none: give the trip count M (input 0) a constant "
+                     "or a bounded value", out);
+        return -1;
+    }
+    if (hi < 0 || hi == INT64_MAX) {
+        on_error(on, "its scan output '%s' needs a bound on the number of iterations for its "
+                     "memory; the trip count M ('%s') %s", out, mname,
+                 hi == INT64_MAX ? "is the largest i64 (no bound): give it a smaller constant"
+                                 : "is known only at run time and has no bound: it must be a "
+                                   "constant or come from the sizes of values (Shape of a "
+                                   "bounded-dynamic value, and arithmetic on it)");
+        return -1;
+    }
+    return hi;
+}
+
+/* Scan output k of a run-time loop as a carried value: it enters as an
+ * empty [?<=bound x row] (scan_row of a one-row zero constant and 0), the
+ * body's parameter `acc` takes it, and the body returns scan_row(acc,
+ * iteration, row). */
+static bool loop_scan_carried(OnnxNode *on, Node *loop, Function *b, int n, int k,
+                              int64_t bound, Value **init, Node **param) {
+    Arena *a = on->ic->m->arena;
+    Value *row = b->outputs[1 + n + k];
+    Type rt = row->type;
+    char ty[TYPE_STR_MAX];
+    if (type_is_dynamic(&rt) || rt.rank + 1 > MAX_RANK || rt.elem == ELEM_STR) {
+        on_unsupported(on, "its scan output '%s' is %s at each iteration; glowc stacks only "
+                           "static numeric values in a loop that runs at run time",
+                       b->output_names[1 + n + k], type_str(&rt, ty));
         return false;
     }
-    Value **ops = arena_alloc_array(a, (size_t)n + 2, sizeof(Value *));
+    Type acc = {.elem = rt.elem, .rank = rt.rank + 1, .dyn = 1};
+    acc.dims[0] = bound;
+    memcpy(acc.dims + 1, rt.dims, (size_t)rt.rank * sizeof(int64_t));
+    Type one = acc;
+    one.dims[0] = 1;
+    one.dyn = 0;
+    Tensor *z = on_tensor(on, &one);
+    Value *zero = on_scalar_const(on, ELEM_I64, 0);
+    if (!z || !zero)
+        return false;
+    Value *iops[2] = {on_const(on, z), zero};
+    Node *e = graph_insert_before(on->f, loop, NK_SCAN_ROW, 2, iops, 1); /* loop reads it */
+    e->name = on->name;
+    e->res[0].type = acc;
+    if (!(*init = on_tmp(on, e)))
+        return false;
+    *param = graph_add_param(b, arena_printf(a, "%s.acc", b->output_names[1 + n + k]), &acc);
+    Value *ops[3] = {&(*param)->res[0], &b->params[0]->res[0], row};
+    Node *put = graph_add_node(b, NK_SCAN_ROW, 3, ops, 1);
+    put->name = on->name;
+    put->res[0].type = acc;
+    DiagList said;
+    diag_init(&said, on->d->file);
+    bool ok = infer_node(put, &said);
+    diag_free(&said);
+    if (!ok) {
+        on_error(on, "its scan output '%s' does not stack", b->output_names[1 + n + k]);
+        return false;
+    }
+    b->outputs[1 + n + k] = &put->res[0];
+    return true;
+}
+
+/* Loop whose trip count or condition is known only at run time (or too long
+ * to unroll): a loop node whose body is the Loop's. Its scan outputs are
+ * carried values the body grows by a row (loop_scan_carried), typed at a
+ * bound on the trip count: bounded-dynamic results written at the run-time
+ * length. */
+static bool import_loop_region(OnnxNode *on, const Onnx__GraphProto *g, int n, int nscan) {
+    ImportCtx *ic = on->ic;
+    Arena *a = ic->m->arena;
+    int64_t bound = 0;
+    if (nscan && (bound = loop_trip_bound(on, g, n)) < 0)
+        return false;
+    int nfixed = n + 2 + nscan;
+    Value **ops = arena_alloc_array(a, (size_t)nfixed, sizeof(Value *));
     Type *ftypes = arena_alloc_array(a, (size_t)n + 2, sizeof(Type));
     ops[0] = on_in(on, 0);
     if (!ops[0]) { /* no trip count: as many as the condition lets */
@@ -1572,13 +1653,31 @@ static bool import_loop_region(OnnxNode *on, const Onnx__GraphProto *g, int n, i
         }
         ftypes[2 + j] = ops[2 + j]->type;
     }
-    Node *node = on_node(on, NK_LOOP, n + 2, ops, n);
+    Node *node = on_node(on, NK_LOOP, nfixed, ops, n + nscan);
     Region r;
-    if (!import_region_body(on, g, "body", node, 0, &r, ftypes, n + 2)) {
+    Function *b = import_region_body(on, g, "body", node, 0, &r, ftypes, n + 2);
+    if (!b) {
         graph_remove_node(ic->fs.f, node);
         return false;
     }
-    attach_captures(ic, node, n + 2, &r, 1);
+    if (nscan) {
+        /* The accumulators are parameters after the carried values, before
+         * the captured ones (attach_captures appends those). */
+        int ncap = b->nparams - (n + 2);
+        Node **params = arena_alloc_array(a, (size_t)(b->nparams + nscan) + 1, sizeof(Node *));
+        memcpy(params, b->params, (size_t)(n + 2) * sizeof(Node *));
+        memcpy(params + n + 2 + nscan, b->params + n + 2, (size_t)ncap * sizeof(Node *));
+        for (int k = 0; k < nscan; k++)
+            if (!loop_scan_carried(on, node, b, n, k, bound, &node->ops[n + 2 + k],
+                                   &params[n + 2 + k])) {
+                graph_remove_node(ic->fs.f, node);
+                return false;
+            }
+        b->params = params;
+        b->nparams = n + 2 + nscan + ncap;
+        r.nformals += nscan;
+    }
+    attach_captures(ic, node, nfixed, &r, 1);
     return on_done(on, node);
 }
 
@@ -1714,9 +1813,9 @@ bool import_loop(OnnxNode *on) {
     int64_t trip = INT64_MAX;
     Value *m = on_in(on, 0), *c = on_in(on, 1);
     if (m && !fold_value(ic, m, 0))
-        return import_loop_region(on, g, n, nscan, "the trip count M is known only at run time");
+        return import_loop_region(on, g, n, nscan);
     if (c && !fold_value(ic, c, 0))
-        return import_loop_region(on, g, n, nscan, "the condition is known only at run time");
+        return import_loop_region(on, g, n, nscan);
     if (m) {
         Tensor *t = fold_value(ic, m, 0);
         if (tensor_numel(t) != 1) {
@@ -1731,8 +1830,7 @@ bool import_loop(OnnxNode *on) {
                         "a Loop whose trip count or condition is known at compile time", &cond))
         return false;
     if (trip != INT64_MAX && trip > 0 && cond && !unroll_fits(g, trip))
-        return nscan ? unroll_fits_say(on, g, trip)
-                     : import_loop_region(on, g, n, 0, "too long to unroll");
+        return import_loop_region(on, g, n, nscan);
     Arena *a = ic->m->arena;
     Value **carried = arena_alloc_array(a, (size_t)n + 1, sizeof(Value *));
     for (int j = 0; j < n; j++)
