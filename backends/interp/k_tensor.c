@@ -529,8 +529,8 @@ bool k_scan_row(const KernelArgs *a) {
         return kernel_fail(a, "row %lld of a scan output that has %lld", (long long)i,
                            (long long)acc->type.dims[0]);
     if (rows > bound)
-        return kernel_fail(a, "the scan output's iteration %lld is beyond its bound of %lld "
-                           "rows (the bound on the loop's trip count)", (long long)i,
+        return kernel_fail(a, "the loop's scan output reaches %lld rows, beyond its bound of "
+                           "%lld (the bound on the loop's trip count)", (long long)rows,
                            (long long)bound);
     Y->type.dims[0] = rows;
     Y->type.dyn = 0;
