@@ -473,6 +473,17 @@ static bool bounds_node(ImportCtx *ic, const Node *n, Bounds *b, int depth) {
         }
         return true;
     }
+    case NK_REDUCE_SUM: { /* of a mask cast to integers: a count (torch's (x > 0).sum()) */
+        const Value *c = n->ops[0];
+        int64_t all = type_numel(&c->type), each = type_numel(&n->res[0].type);
+        if (c->def->kind != NK_CAST || c->def->ops[0]->type.elem != ELEM_BOOL || !each ||
+            type_is_dynamic(&c->type))
+            return false;
+        b->n = (int)each;
+        for (int i = 0; i < b->n; i++)
+            b->lo[i] = 0, b->hi[i] = all / each;
+        return true;
+    }
     case NK_REDUCE_MIN:
     case NK_REDUCE_MAX:
         if (n->ops[0]->type.rank != 1 || !bounds_of(ic, n->ops[0], &x, depth + 1) || x.n < 1)
