@@ -933,6 +933,9 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
             continue;
         on.in[i] = map_get(ic, name);
         OnnxSeq *seq = map_get_seq(ic, name);
+        Value *rows = seq ? seq_run_time_rows(seq) : NULL;
+        if (rows && ic->fs.region && rows->def->func != ic->fs.f) /* a body reads a loop's list */
+            seq = seq_loop_result(&on, capture(ic, ic->fs.region, rows, name));
         if (seq && on.seq) {
             on.seq[i] = seq;
         } else if (seq) {
@@ -1314,16 +1317,24 @@ static void import_initializers(ImportCtx *ic, const Onnx__GraphProto *g, bool o
  * initializers and nodes join the function under `scope` (every node's name
  * takes it when `scope_all`, so the copies of an unrolled body stay apart),
  * and outs receives its outputs. */
+/* A run-time loop's carried lists (torch's list.append in a loop): formal
+ * i of the body is formals[i] when that is set, and an output that is a
+ * list lands in outs[i] (its value in the caller's outs stays NULL). */
+typedef struct BodySeqs {
+    OnnxSeq **formals, **outs;
+} BodySeqs;
+
 static bool import_body(OnnxNode *on, const Onnx__GraphProto *g, const char *what,
                         const char *scope, bool scope_all, Value *const *formals, int nformals,
-                        Value **outs) {
+                        Value **outs, const BodySeqs *bs) {
     ImportCtx *ic = on->ic;
     if (g->n_input != (size_t)nformals) {
         on_error(on, "its %s takes %zu inputs; the node gives it %d", what, g->n_input, nformals);
         return false;
     }
     for (int i = 0; i < nformals; i++)
-        map_put(ic, g->input[i]->name ? g->input[i]->name : "", formals[i]);
+        map_put_entry(ic, g->input[i]->name ? g->input[i]->name : "",
+                      bs && bs->formals[i] ? NULL : formals[i], bs ? bs->formals[i] : NULL);
     int errors = ic->d->errors, nunsupported = ic->nunsupported;
     const char *outer = ic->scope;
     bool outer_all = ic->scope_all;
@@ -1341,6 +1352,11 @@ static bool import_body(OnnxNode *on, const Onnx__GraphProto *g, const char *wha
         Value *v = map_get(ic, name);
         if (v == &ic->poison)
             return false; /* its cause is reported */
+        if (!v && map_get_seq(ic, name) && bs) {
+            bs->outs[i] = map_get_seq(ic, name);
+            outs[i] = NULL;
+            continue;
+        }
         if (!v && map_get_seq(ic, name)) {
             on_unsupported(on, "output '%s' of its %s is a sequence; glowc resolves sequences at "
                                "import, so only in a branch or loop known at compile time",
@@ -1401,7 +1417,7 @@ static bool fold_cond(OnnxNode *on, Value *c, const char *what, const char *supp
  * while it is read: node ids are per function. */
 static Function *import_region_body(OnnxNode *on, const Onnx__GraphProto *g, const char *what,
                                     Node *n, int bi, Region *r, const Type *ftypes,
-                                    int nformals) {
+                                    int nformals, const BodySeqs *bs) {
     ImportCtx *ic = on->ic;
     Arena *a = ic->m->arena;
     if (g->n_input != (size_t)nformals) {
@@ -1418,10 +1434,13 @@ static Function *import_region_body(OnnxNode *on, const Onnx__GraphProto *g, con
     ic->fs = (FuncScope){.f = b, .region = r};
     Value **outs = arena_alloc_array(a, g->n_output + 1, sizeof(Value *));
     const char **names = arena_alloc_array(a, g->n_output + 1, sizeof(char *));
-    bool ok = import_body(on, g, what, on->name, false, formals, nformals, outs);
+    bool ok = import_body(on, g, what, on->name, false, formals, nformals, outs, bs);
     for (size_t i = 0; ok && i < g->n_output; i++) {
         names[i] = g->output[i]->name ? g->output[i]->name : "";
-        outs[i] = capture(ic, r, outs[i], names[i]); /* an outer value returned as is */
+        if (!outs[i] && !(outs[i] = seq_loop_row(on, bs->outs[i], names[i])))
+            ok = false; /* a carried list returns the row appended to it */
+        else
+            outs[i] = capture(ic, r, outs[i], names[i]); /* an outer value returned as is */
     }
     ic->fs = outer;
     if (!ok)
@@ -1526,7 +1545,7 @@ static bool import_if_region(OnnxNode *on, Value *c) {
         diag_init(&said[k], d->file);
         ic->d = &said[k];
         ok[k] = import_region_body(on, g[k], k ? "else_branch" : "then_branch", n, k, &r[k], NULL,
-                                   0);
+                                   0, NULL);
         ic->d = d;
     }
     bool unsupported = ic->any_unsupported != any_unsupported || ic->nunsupported != nunsupported;
@@ -1550,9 +1569,10 @@ static bool import_if_region(OnnxNode *on, Value *c) {
  * constant or has a bound from the importer's value ranges (the sizes of
  * bounded-dynamic values); -1 with an error naming the node, the scan
  * output that needs one and the value that would give it. */
-static int64_t loop_trip_bound(OnnxNode *on, const Onnx__GraphProto *g, int n) {
+static int64_t loop_trip_bound(OnnxNode *on, const Onnx__GraphProto *g, int oi,
+                               const char *what) {
     Value *m = on_in(on, 0);
-    const char *out = g->output[1 + n]->name ? g->output[1 + n]->name : "";
+    const char *out = g->output[oi]->name ? g->output[oi]->name : "";
     const char *mname = on->proto->n_input > 0 && on->proto->input[0][0] ? on->proto->input[0]
                                                                          : "";
     int64_t lo, hi;
@@ -1563,14 +1583,14 @@ static int64_t loop_trip_bound(OnnxNode *on, const Onnx__GraphProto *g, int n) {
     else if (!(m && on_value_range(on, m, &lo, &hi, 1, &k) && k == 1))
         hi = -1;
     if (!m) {
-        on_error(on, "its scan output '%s' needs a bound on the number of iterations for its "
-                     "memory, and the loop has none: give the trip count M (input 0) a constant "
-                     "or a bounded value", out);
+        on_error(on, "its %s '%s' needs a bound on the number of iterations for its memory, "
+                     "and the loop has none: give the trip count M (input 0) a constant or a "
+                     "bounded value", what, out);
         return -1;
     }
     if (hi < 0 || hi == INT64_MAX) {
-        on_error(on, "its scan output '%s' needs a bound on the number of iterations for its "
-                     "memory; the trip count M ('%s') %s", out, mname,
+        on_error(on, "its %s '%s' needs a bound on the number of iterations for its memory; "
+                     "the trip count M ('%s') %s", what, out, mname,
                  hi == INT64_MAX ? "is the largest i64 (no bound): give it a smaller constant"
                                  : "is known only at run time and has no bound: it must be a "
                                    "constant or come from the sizes of values (Shape of a "
@@ -1584,16 +1604,16 @@ static int64_t loop_trip_bound(OnnxNode *on, const Onnx__GraphProto *g, int n) {
  * empty [?<=bound x row] (scan_row of a one-row zero constant and 0), the
  * body's parameter `acc` takes it, and the body returns scan_row(acc,
  * iteration, row). */
-static bool loop_scan_carried(OnnxNode *on, Node *loop, Function *b, int n, int k,
-                              int64_t bound, Value **init, Node **param) {
+static bool loop_scan_carried(OnnxNode *on, Node *loop, Function *b, int out, int64_t bound,
+                              Value **init, Node **param) {
     Arena *a = on->ic->m->arena;
-    Value *row = b->outputs[1 + n + k];
+    Value *row = b->outputs[out];
     Type rt = row->type;
     char ty[TYPE_STR_MAX];
     if (type_is_dynamic(&rt) || rt.rank + 1 > MAX_RANK || rt.elem == ELEM_STR) {
         on_unsupported(on, "its scan output '%s' is %s at each iteration; glowc stacks only "
                            "static numeric values in a loop that runs at run time",
-                       b->output_names[1 + n + k], type_str(&rt, ty));
+                       b->output_names[out], type_str(&rt, ty));
         return false;
     }
     Type acc = {.elem = rt.elem, .rank = rt.rank + 1, .dyn = 1};
@@ -1612,7 +1632,10 @@ static bool loop_scan_carried(OnnxNode *on, Node *loop, Function *b, int n, int 
     e->res[0].type = acc;
     if (!(*init = on_tmp(on, e)))
         return false;
-    *param = graph_add_param(b, arena_printf(a, "%s.acc", b->output_names[1 + n + k]), &acc);
+    if (*param) /* a carried list's: typed now that its row is known */
+        (*param)->res[0].type = acc;
+    else
+        *param = graph_add_param(b, arena_printf(a, "%s.acc", b->output_names[out]), &acc);
     Value *ops[3] = {&(*param)->res[0], &b->params[0]->res[0], row};
     Node *put = graph_add_node(b, NK_SCAN_ROW, 3, ops, 1);
     put->name = on->name;
@@ -1622,10 +1645,10 @@ static bool loop_scan_carried(OnnxNode *on, Node *loop, Function *b, int n, int 
     bool ok = infer_node(put, &said);
     diag_free(&said);
     if (!ok) {
-        on_error(on, "its scan output '%s' does not stack", b->output_names[1 + n + k]);
+        on_error(on, "its scan output '%s' does not stack", b->output_names[out]);
         return false;
     }
-    b->outputs[1 + n + k] = &put->res[0];
+    b->outputs[out] = &put->res[0];
     return true;
 }
 
@@ -1638,7 +1661,18 @@ static bool import_loop_region(OnnxNode *on, const Onnx__GraphProto *g, int n, i
     ImportCtx *ic = on->ic;
     Arena *a = ic->m->arena;
     int64_t bound = 0;
-    if (nscan && (bound = loop_trip_bound(on, g, n)) < 0)
+    /* Carried lists (a list.append in the body) grow like scan outputs. */
+    BodySeqs bs = {arena_alloc_array(a, (size_t)n + 2, sizeof(OnnxSeq *)),
+                   arena_alloc_array(a, g->n_output + 1, sizeof(OnnxSeq *))};
+    int nlists = 0, first_list = -1;
+    for (int j = 0; j < n; j++)
+        if (on_seq_in(on, 2 + j)) {
+            if (!(bs.formals[2 + j] = seq_loop_formal(on, on_seq_in(on, 2 + j), j)))
+                return false;
+            first_list = nlists++ ? first_list : 1 + j;
+        }
+    if ((nscan || nlists) &&
+        (bound = loop_trip_bound(on, g, nscan ? 1 + n : first_list, nscan ? "scan output" : "list")) < 0)
         return false;
     int nfixed = n + 2 + nscan;
     Value **ops = arena_alloc_array(a, (size_t)nfixed, sizeof(Value *));
@@ -1658,6 +1692,10 @@ static bool import_loop_region(OnnxNode *on, const Onnx__GraphProto *g, int n, i
     ftypes[0] = type_scalar(ELEM_I64);
     ftypes[1] = type_scalar(ELEM_BOOL);
     for (int j = 0; j < n; j++) {
+        if (bs.formals[2 + j]) { /* typed once its row is known */
+            ftypes[2 + j] = type_scalar(ELEM_I64);
+            continue;
+        }
         if (!(ops[2 + j] = on_in(on, 2 + j))) {
             on_error(on, "loop-carried input %d is missing", 2 + j);
             return false;
@@ -1666,10 +1704,24 @@ static bool import_loop_region(OnnxNode *on, const Onnx__GraphProto *g, int n, i
     }
     Node *node = on_node(on, NK_LOOP, nfixed, ops, n + nscan);
     Region r;
-    Function *b = import_region_body(on, g, "body", node, 0, &r, ftypes, n + 2);
+    Function *b = import_region_body(on, g, "body", node, 0, &r, ftypes, n + 2, &bs);
     if (!b) {
         graph_remove_node(ic->fs.f, node);
         return false;
+    }
+    for (int j = 0; j < n; j++) {
+        if (!bs.formals[2 + j])
+            continue;
+        if (!bs.outs[1 + j]) {
+            on_error(on, "its body returns a tensor as carried value %d, which enters as a list",
+                     j);
+            graph_remove_node(ic->fs.f, node);
+            return false;
+        }
+        if (!loop_scan_carried(on, node, b, 1 + j, bound, &node->ops[2 + j], &b->params[2 + j])) {
+            graph_remove_node(ic->fs.f, node);
+            return false;
+        }
     }
     if (nscan) {
         /* The accumulators are parameters after the carried values, before
@@ -1679,7 +1731,7 @@ static bool import_loop_region(OnnxNode *on, const Onnx__GraphProto *g, int n, i
         memcpy(params, b->params, (size_t)(n + 2) * sizeof(Node *));
         memcpy(params + n + 2 + nscan, b->params + n + 2, (size_t)ncap * sizeof(Node *));
         for (int k = 0; k < nscan; k++)
-            if (!loop_scan_carried(on, node, b, n, k, bound, &node->ops[n + 2 + k],
+            if (!loop_scan_carried(on, node, b, 1 + n + k, bound, &node->ops[n + 2 + k],
                                    &params[n + 2 + k])) {
                 graph_remove_node(ic->fs.f, node);
                 return false;
@@ -1689,7 +1741,12 @@ static bool import_loop_region(OnnxNode *on, const Onnx__GraphProto *g, int n, i
         r.nformals += nscan;
     }
     attach_captures(ic, node, nfixed, &r, 1);
-    return on_done(on, node);
+    if (!on_done(on, node))
+        return false;
+    for (int j = 0; j < n; j++)
+        if (bs.formals[2 + j])
+            on_bind_seq(on, j, seq_loop_result(on, &node->res[j]));
+    return true;
 }
 
 /* If. Exporters emit an If mostly on something fixed once the model is
@@ -1721,7 +1778,7 @@ bool import_if(OnnxNode *on) {
         return false;
     }
     Value **outs = arena_alloc_array(on->ic->m->arena, g->n_output + 1, sizeof(Value *));
-    if (!import_body(on, g, which, on->name, false, NULL, 0, outs))
+    if (!import_body(on, g, which, on->name, false, NULL, 0, outs, NULL))
         return false;
     for (int i = 0; i < on->nout; i++)
         on_bind(on, i, outs[i]);
@@ -1823,6 +1880,9 @@ bool import_loop(OnnxNode *on) {
     }
     int64_t trip = INT64_MAX;
     Value *m = on_in(on, 0), *c = on_in(on, 1);
+    for (int j = 0; j < n; j++)
+        if (on_seq_in(on, 2 + j)) /* a list.append in a loop: grown at run time */
+            return import_loop_region(on, g, n, nscan);
     if (m && !fold_value(ic, m, 0))
         return import_loop_region(on, g, n, nscan);
     if (c && !fold_value(ic, c, 0))
@@ -1865,7 +1925,7 @@ bool import_loop(OnnxNode *on) {
         for (int j = 0; j < n; j++)
             formals[2 + j] = carried[j];
         const char *scope = arena_printf(a, "%s[%lld]", on->name, (long long)iters);
-        if (!import_body(on, g, "body", scope, true, formals, n + 2, outs))
+        if (!import_body(on, g, "body", scope, true, formals, n + 2, outs, NULL))
             return false;
         if (!fold_cond(on, outs[0], "the body's condition",
                        "a Loop whose condition is known at compile time", &cond))
@@ -1967,7 +2027,7 @@ static bool scan_run(OnnxNode *on, const Onnx__GraphProto *g, int n, int m, Valu
                 return false;
         }
         const char *s = arena_printf(a, "%s[%lld]", scope, (long long)it);
-        if (!import_body(on, g, "body", s, true, formals, n + m, outs))
+        if (!import_body(on, g, "body", s, true, formals, n + m, outs, NULL))
             return false;
         for (int j = 0; j < n; j++)
             states[j] = outs[j];
