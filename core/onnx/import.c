@@ -1583,13 +1583,13 @@ static int64_t loop_trip_bound(OnnxNode *on, const Onnx__GraphProto *g, int oi,
     else if (!(m && on_value_range(on, m, &lo, &hi, 1, &k) && k == 1))
         hi = -1;
     if (!m) {
-        on_error(on, "its %s '%s' needs a bound on the number of iterations for its memory, "
+        on_unsupported(on, "its %s '%s' needs a bound on the number of iterations for its memory, "
                      "and the loop has none: give the trip count M (input 0) a constant or a "
                      "bounded value", what, out);
         return -1;
     }
     if (hi < 0 || hi == INT64_MAX) {
-        on_error(on, "its %s '%s' needs a bound on the number of iterations for its memory; "
+        on_unsupported(on, "its %s '%s' needs a bound on the number of iterations for its memory; "
                      "the trip count M ('%s') %s", what, out, mname,
                  hi == INT64_MAX ? "is the largest i64 (no bound): give it a smaller constant"
                                  : "is known only at run time and has no bound: it must be a "

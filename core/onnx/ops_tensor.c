@@ -253,9 +253,10 @@ static bool range_run_time(OnnxNode *on) {
             return false;
         }
         if (!on_value_range(on, on->in[i], &lo[i], &hi[i], 1, &n) || n != 1) {
-            on_error(on, "input %d (%s) is known only at run time and has no bound, so the "
-                         "result's length has none: it must come from the sizes of values "
-                         "(Shape of a bounded-dynamic value, and arithmetic on it)", i, what[i]);
+            on_unsupported(on, "input %d (%s) is known only at run time and has no bound, so the "
+                               "result's length has none: it must come from the sizes of values "
+                               "(Shape of a bounded-dynamic value, and arithmetic on it)", i,
+                           what[i]);
             return false;
         }
     }
@@ -265,9 +266,9 @@ static bool range_run_time(OnnxNode *on) {
                     : hi[2] < 0 ? range_count_int(hi[0], lo[1], hi[2])
                                 : -1;
     if (bound < 0) {
-        on_error(on, "input 2 (delta) is known only at run time and may be zero or change "
-                     "sign (its values lie in [%lld, %lld]), so the result's length has no bound",
-                 (long long)lo[2], (long long)hi[2]);
+        on_unsupported(on, "input 2 (delta) is known only at run time and may be zero or change "
+                           "sign (its values lie in [%lld, %lld]), so the result's length has no "
+                           "bound", (long long)lo[2], (long long)hi[2]);
         return false;
     }
     if (bound > ((int64_t)1 << 40)) {
@@ -708,6 +709,13 @@ static bool tile_run_time(OnnxNode *on) {
     int64_t rep[MAX_RANK];
     uint8_t dyn = 0;
     int n;
+    /* No bound is glowc's limit, not the model's fault: unsupported. */
+    if (!on_value_bounds(on, on->in[1], rep, &dyn, MAX_RANK, &n)) {
+        on_unsupported(on, "input 1 (repeats) is known only at run time and has no bound: it must "
+                           "come from the sizes of values (Shape of a bounded-dynamic value, and "
+                           "arithmetic on it)");
+        return false;
+    }
     if (!run_time_shape(on, 1, "repeats", rep, &dyn, &n))
         return false;
     if (n != x->rank) {
