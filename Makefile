@@ -48,7 +48,7 @@ TUI_OBJS := $(TUI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff test-detect test-detectors \
+.PHONY: all deps demo test test-unit test-lit test-conform test-models test-san test-bundle test-bisect test-textdiff test-detect test-detectors test-loops \
         test-aarch64 test-quant test-train-native test-conform-fallback \
         test-kernels bench bench-quant bench-train test-qdq-ort bench-kernels bench-conv bench-qconv clean difftest difftest-ort test-difftest \
         fuzz fuzz-bins fuzz-corpus test-fuzz-regress test-tui test-real test-npm-models test-train demo-train
@@ -421,6 +421,14 @@ test-difftest: $(BUILD)/glowc
 test-detect: $(BUILD)/glowc
 	ORT_NODE_MODULES=$${ORT_NODE_MODULES:-$(abspath build/ort/node_modules)} \
 	    $(PYTHON) tests/detect/run.py $(BUILD)/glowc $(BUILD)/detect
+
+# Data-dependent loops from torch.jit.script (a while loop on a run-time
+# condition, a for loop over a data-dependent count, arange and repeat of
+# it) exported at opset 17, on every level against torch and ORT when it is
+# at hand (about 20 s; needs python3-torch).
+test-loops: $(BUILD)/glowc
+	ORT_NODE_MODULES=$${ORT_NODE_MODULES:-$(abspath build/ort/node_modules)} \
+	    $(PYTHON) tests/loops/torch_loop.py $(BUILD)/glowc $(BUILD)/loops
 
 # torchvision's SSDlite and Faster R-CNN (MobileNetV3, random weights; issue
 # 16's detector figure) on every level against torch and ORT, with a table

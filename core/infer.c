@@ -1305,8 +1305,26 @@ static bool infer_expand(Node *n, DiagList *d) {
     return true;
 }
 
+/* Tile by run-time repeats: the declared bounds stand (the importer took
+ * them from the repeats' value ranges); the kernel checks the sizes. */
+static bool infer_tile_run_time(Node *n, DiagList *d) {
+    const Type *x = op_type(n, 0), *rep = op_type(n, 1), *r = &n->res[0].type;
+    if (rep->elem != ELEM_I64 || rep->rank != 1 || rep->dims[0] != x->rank) {
+        node_error(d, n, "operand 1 (the repeats) must be i64<%d>", x->rank);
+        return false;
+    }
+    if (r->elem != x->elem || r->rank != x->rank) {
+        char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+        node_error(d, n, "cannot tile %s to %s", tstr(x, a), tstr(r, b));
+        return false;
+    }
+    return true;
+}
+
 static bool infer_tile(Node *n, DiagList *d) {
     const Type *x = op_type(n, 0);
+    if (n->nops > 1)
+        return infer_tile_run_time(n, d);
     int k;
     const int64_t *rep = node_attr_ints(n, AK_repeats, &k);
     if (k != x->rank) {
@@ -2205,6 +2223,53 @@ static bool infer_loop_region(Node *n, DiagList *d) {
             return false;
         }
         n->res[i].type = *o;
+    }
+    return true;
+}
+
+/* The rows of a loop's scan output after an iteration: acc's kind and row
+ * shape, its length declared at the bound (the kernel checks the run-time
+ * one). */
+static bool infer_scan_row(Node *n, DiagList *d) {
+    const Type *acc = op_type(n, 0), *r = &n->res[0].type;
+    char a[TYPE_STR_MAX], b[TYPE_STR_MAX];
+    if (!need_scalar(n, d, op_type(n, 1), ELEM_I64, "operand 1 (the row index)"))
+        return false;
+    bool ok = acc->rank >= 1 && r->rank == acc->rank && r->elem == acc->elem &&
+              type_dim_dynamic(r, 0);
+    for (int k = 1; ok && k < acc->rank; k++)
+        ok = r->dims[k] == acc->dims[k] && !type_dim_dynamic(r, k);
+    if (!ok) {
+        node_error(d, n, "cannot grow %s into %s (a bounded-dynamic first dimension, the same "
+                   "rows)", tstr(acc, a), tstr(r, b));
+        return false;
+    }
+    if (n->nops < 3)
+        return true;
+    const Type *row = op_type(n, 2);
+    ok = row->elem == acc->elem && row->rank == acc->rank - 1;
+    for (int k = 0; ok && k < row->rank; k++)
+        ok = row->dims[k] == acc->dims[k + 1];
+    if (!ok) {
+        node_error(d, n, "row %s does not fit the rows of %s", tstr(row, a), tstr(r, b));
+        return false;
+    }
+    return true;
+}
+
+/* Range with run-time operands: one kind of scalar, a 1-D result declared
+ * at the bound the importer found. */
+static bool infer_range(Node *n, DiagList *d) {
+    const Type *s = op_type(n, 0), *r = &n->res[0].type;
+    for (int i = 0; i < 3; i++)
+        if (!need_scalar(n, d, op_type(n, i), s->elem, i == 0   ? "operand 0 (start)"
+                                                       : i == 1 ? "operand 1 (limit)"
+                                                                : "operand 2 (delta)"))
+            return false;
+    if (r->rank != 1 || r->elem != s->elem) {
+        char a[TYPE_STR_MAX];
+        node_error(d, n, "its result is %s; it must be a 1-D %s", tstr(r, a), elem_name(s->elem));
+        return false;
     }
     return true;
 }

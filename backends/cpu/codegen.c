@@ -746,6 +746,9 @@ static void dyn_rule(DynRule *u, LirProgram *p, const LirInstr *i) {
             dyn_map(u, i, nres, n);
         break;
     case NK_CONCAT: *rule = LJ_DYN_CONCAT; break;
+    case NK_RANGE: *rule = LJ_DYN_RANGE; break;
+    case NK_TILE: *rule = LJ_DYN_TILE; break;
+    case NK_SCAN_ROW: *rule = LJ_DYN_SCAN_ROW; break;
     case NK_RESHAPE:
         *rule = LJ_DYN_RESHAPE;
         if (__builtin_popcount(i->ops[0]->type.dyn) != 1)

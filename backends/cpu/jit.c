@@ -200,9 +200,11 @@ static void report_failure(CpuExec *e, int index, DiagList *d) {
         for (int k = 0; k < at->nops; k++)
             dynamic |= type_is_dynamic(&at->ops[k]->type);
         if (dynamic) { /* libjit_dynamic: a run-time size that breaks the node's shape rule */
+            char t[TYPE_STR_MAX];
             diag_error(d, NULL, "instruction %d '%s' (%s) failed in the generated code: its "
-                       "run-time sizes do not fit it (the interpreters say how)",
-                       index, at->name ? at->name : "", instr_kind_name(at->kind));
+                       "run-time sizes do not fit it or its result's bounds (%s; the "
+                       "interpreters say how)", index, at->name ? at->name : "",
+                       instr_kind_name(at->kind), type_str(&at->ops[0]->type, t));
             return;
         }
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backends/interp/kernels.h"
+#include "core/range.h"
 
 static bool copy_bytes(const KernelArgs *a) {
     memcpy(a->out[0]->data, a->in[0]->data, tensor_bytes(a->in[0]));
@@ -202,9 +203,28 @@ bool k_expand(const KernelArgs *a) {
     return true;
 }
 
+/* Tile's run-time repeats: the result's sizes, each within its bound. */
+static bool tile_size(const KernelArgs *a, const Tensor *X, const Tensor *R, Tensor *Y) {
+    Type *yt = &Y->type;
+    for (int i = 0; i < yt->rank; i++) {
+        int64_t r = tensor_get_i64(R, i), s;
+        if (r < 0)
+            return kernel_fail(a, "repeat %lld of dimension %d is negative", (long long)r, i);
+        if (__builtin_mul_overflow(X->type.dims[i], r, &s) || s > yt->dims[i])
+            return kernel_fail(a, "run-time size %lld x %lld of dimension %d is beyond its "
+                               "bound %lld", (long long)X->type.dims[i], (long long)r, i,
+                               (long long)yt->dims[i]);
+        yt->dims[i] = s;
+    }
+    yt->dyn = 0;
+    return true;
+}
+
 bool k_tile(const KernelArgs *a) {
     const Tensor *X = a->in[0];
     Tensor *Y = a->out[0];
+    if (a->n->nops > 1 && !tile_size(a, X, a->in[1], Y))
+        return false;
     const Type *xt = &X->type, *yt = &Y->type;
     int64_t xs[MAX_RANK], idx[MAX_RANK] = {0};
     type_strides(xt, xs);
@@ -464,5 +484,62 @@ bool k_reverse_sequence(const KernelArgs *a) {
             idx[d] = 0;
         }
     }
+    return true;
+}
+
+/* Range with run-time operands: the result's length is the count of
+ * core/range.h, within its declared bound. Integers step exactly (wrapping
+ * like the element kind), floats as start + i * delta, as the importer's
+ * folding does. */
+bool k_range(const KernelArgs *a) {
+    Tensor *Y = a->out[0];
+    ElemKind k = a->in[0]->type.elem;
+    bool flt = elem_is_float(k);
+    int64_t n = flt ? range_count_float(tensor_get_f64(a->in[0], 0), tensor_get_f64(a->in[1], 0),
+                                        tensor_get_f64(a->in[2], 0))
+                    : range_count_int(tensor_get_i64(a->in[0], 0), tensor_get_i64(a->in[1], 0),
+                                      tensor_get_i64(a->in[2], 0));
+    if (n < 0)
+        return kernel_fail(a, "delta is zero or the range has no finite length");
+    if (n > Y->type.dims[0])
+        return kernel_fail(a, "the range has %lld elements at run time, beyond its bound %lld",
+                           (long long)n, (long long)Y->type.dims[0]);
+    Y->type.dims[0] = n;
+    Y->type.dyn = 0;
+    double start = tensor_get_f64(a->in[0], 0), delta = tensor_get_f64(a->in[2], 0);
+    uint64_t istart = (uint64_t)tensor_get_i64(a->in[0], 0);
+    uint64_t idelta = (uint64_t)tensor_get_i64(a->in[2], 0);
+    for (int64_t i = 0; i < n; i++) {
+        if (flt)
+            tensor_set_f64(Y, i, start + (double)i * delta);
+        else
+            tensor_set_i64(Y, i, (int64_t)(istart + (uint64_t)i * idelta));
+    }
+    return true;
+}
+
+/* A loop's scan output after iteration i: acc's first i rows (in place
+ * when the loop hands the same buffer), then the row. */
+bool k_scan_row(const KernelArgs *a) {
+    const Tensor *acc = a->in[0];
+    Tensor *Y = a->out[0];
+    int64_t i = tensor_get_i64(a->in[1], 0), bound = Y->type.dims[0];
+    int64_t rows = a->n->nops > 2 ? i + 1 : i;
+    if (i < 0 || i > acc->type.dims[0])
+        return kernel_fail(a, "row %lld of a scan output that has %lld", (long long)i,
+                           (long long)acc->type.dims[0]);
+    if (rows > bound)
+        return kernel_fail(a, "the loop's scan output reaches %lld rows, beyond its bound of "
+                           "%lld (the bound on the loop's trip count)", (long long)rows,
+                           (long long)bound);
+    Y->type.dims[0] = rows;
+    Y->type.dyn = 0;
+    size_t row = (size_t)(tensor_numel(Y) / (rows ? rows : 1)) * elem_size(Y->type.elem);
+    if (!rows) /* nothing kept: the row size from the type alone */
+        return true;
+    if (Y->data != acc->data)
+        memmove(Y->data, acc->data, row * (size_t)i);
+    if (a->n->nops > 2)
+        memcpy((char *)Y->data + row * (size_t)i, a->in[2]->data, row);
     return true;
 }

@@ -473,6 +473,17 @@ static bool bounds_node(ImportCtx *ic, const Node *n, Bounds *b, int depth) {
         }
         return true;
     }
+    case NK_REDUCE_SUM: { /* of a mask cast to integers: a count (torch's (x > 0).sum()) */
+        const Value *c = n->ops[0];
+        int64_t all = type_numel(&c->type), each = type_numel(&n->res[0].type);
+        if (c->def->kind != NK_CAST || c->def->ops[0]->type.elem != ELEM_BOOL || !each ||
+            type_is_dynamic(&c->type))
+            return false;
+        b->n = (int)each;
+        for (int i = 0; i < b->n; i++)
+            b->lo[i] = 0, b->hi[i] = all / each;
+        return true;
+    }
     case NK_REDUCE_MIN:
     case NK_REDUCE_MAX:
         if (n->ops[0]->type.rank != 1 || !bounds_of(ic, n->ops[0], &x, depth + 1) || x.n < 1)
@@ -922,6 +933,9 @@ static void import_node(ImportCtx *ic, const Onnx__NodeProto *np, int index) {
             continue;
         on.in[i] = map_get(ic, name);
         OnnxSeq *seq = map_get_seq(ic, name);
+        Value *rows = seq ? seq_run_time_rows(seq) : NULL;
+        if (rows && ic->fs.region && rows->def->func != ic->fs.f) /* a body reads a loop's list */
+            seq = seq_loop_result(&on, capture(ic, ic->fs.region, rows, name));
         if (seq && on.seq) {
             on.seq[i] = seq;
         } else if (seq) {
@@ -1303,16 +1317,24 @@ static void import_initializers(ImportCtx *ic, const Onnx__GraphProto *g, bool o
  * initializers and nodes join the function under `scope` (every node's name
  * takes it when `scope_all`, so the copies of an unrolled body stay apart),
  * and outs receives its outputs. */
+/* A run-time loop's carried lists (torch's list.append in a loop): formal
+ * i of the body is formals[i] when that is set, and an output that is a
+ * list lands in outs[i] (its value in the caller's outs stays NULL). */
+typedef struct BodySeqs {
+    OnnxSeq **formals, **outs;
+} BodySeqs;
+
 static bool import_body(OnnxNode *on, const Onnx__GraphProto *g, const char *what,
                         const char *scope, bool scope_all, Value *const *formals, int nformals,
-                        Value **outs) {
+                        Value **outs, const BodySeqs *bs) {
     ImportCtx *ic = on->ic;
     if (g->n_input != (size_t)nformals) {
         on_error(on, "its %s takes %zu inputs; the node gives it %d", what, g->n_input, nformals);
         return false;
     }
     for (int i = 0; i < nformals; i++)
-        map_put(ic, g->input[i]->name ? g->input[i]->name : "", formals[i]);
+        map_put_entry(ic, g->input[i]->name ? g->input[i]->name : "",
+                      bs && bs->formals[i] ? NULL : formals[i], bs ? bs->formals[i] : NULL);
     int errors = ic->d->errors, nunsupported = ic->nunsupported;
     const char *outer = ic->scope;
     bool outer_all = ic->scope_all;
@@ -1330,6 +1352,11 @@ static bool import_body(OnnxNode *on, const Onnx__GraphProto *g, const char *wha
         Value *v = map_get(ic, name);
         if (v == &ic->poison)
             return false; /* its cause is reported */
+        if (!v && map_get_seq(ic, name) && bs) {
+            bs->outs[i] = map_get_seq(ic, name);
+            outs[i] = NULL;
+            continue;
+        }
         if (!v && map_get_seq(ic, name)) {
             on_unsupported(on, "output '%s' of its %s is a sequence; glowc resolves sequences at "
                                "import, so only in a branch or loop known at compile time",
@@ -1390,7 +1417,7 @@ static bool fold_cond(OnnxNode *on, Value *c, const char *what, const char *supp
  * while it is read: node ids are per function. */
 static Function *import_region_body(OnnxNode *on, const Onnx__GraphProto *g, const char *what,
                                     Node *n, int bi, Region *r, const Type *ftypes,
-                                    int nformals) {
+                                    int nformals, const BodySeqs *bs) {
     ImportCtx *ic = on->ic;
     Arena *a = ic->m->arena;
     if (g->n_input != (size_t)nformals) {
@@ -1407,10 +1434,13 @@ static Function *import_region_body(OnnxNode *on, const Onnx__GraphProto *g, con
     ic->fs = (FuncScope){.f = b, .region = r};
     Value **outs = arena_alloc_array(a, g->n_output + 1, sizeof(Value *));
     const char **names = arena_alloc_array(a, g->n_output + 1, sizeof(char *));
-    bool ok = import_body(on, g, what, on->name, false, formals, nformals, outs);
+    bool ok = import_body(on, g, what, on->name, false, formals, nformals, outs, bs);
     for (size_t i = 0; ok && i < g->n_output; i++) {
         names[i] = g->output[i]->name ? g->output[i]->name : "";
-        outs[i] = capture(ic, r, outs[i], names[i]); /* an outer value returned as is */
+        if (!outs[i] && !(outs[i] = seq_loop_row(on, bs->outs[i], names[i])))
+            ok = false; /* a carried list returns the row appended to it */
+        else
+            outs[i] = capture(ic, r, outs[i], names[i]); /* an outer value returned as is */
     }
     ic->fs = outer;
     if (!ok)
@@ -1515,7 +1545,7 @@ static bool import_if_region(OnnxNode *on, Value *c) {
         diag_init(&said[k], d->file);
         ic->d = &said[k];
         ok[k] = import_region_body(on, g[k], k ? "else_branch" : "then_branch", n, k, &r[k], NULL,
-                                   0);
+                                   0, NULL);
         ic->d = d;
     }
     bool unsupported = ic->any_unsupported != any_unsupported || ic->nunsupported != nunsupported;
@@ -1535,21 +1565,117 @@ static bool import_if_region(OnnxNode *on, Value *c) {
     return on_done(on, n);
 }
 
-/* Loop whose trip count or condition is known only at run time (or too long
- * to unroll): a loop node whose body is the Loop's. Its scan outputs would
- * have a length known only at run time: a bounded-dynamic dimension when the
- * trip count has a static bound, which the loop node does not make yet. */
-static bool import_loop_region(OnnxNode *on, const Onnx__GraphProto *g, int n, int nscan,
-                               const char *why) {
-    ImportCtx *ic = on->ic;
-    Arena *a = ic->m->arena;
-    if (nscan) {
-        on_unsupported(on, "%s; glowc runs such a loop at run time, but its %d scan output%s "
-                           "would have a length known only then (a bounded-dynamic dimension, "
-                           "which loops do not produce yet)", why, nscan, nscan > 1 ? "s" : "");
+/* A bound on the iterations of a loop that runs at run time: M when it is a
+ * constant or has a bound from the importer's value ranges (the sizes of
+ * bounded-dynamic values); -1 with an error naming the node, the scan
+ * output that needs one and the value that would give it. */
+static int64_t loop_trip_bound(OnnxNode *on, const Onnx__GraphProto *g, int oi,
+                               const char *what) {
+    Value *m = on_in(on, 0);
+    const char *out = g->output[oi]->name ? g->output[oi]->name : "";
+    const char *mname = on->proto->n_input > 0 && on->proto->input[0][0] ? on->proto->input[0]
+                                                                         : "";
+    int64_t lo, hi;
+    int k;
+    Tensor *t = m ? fold_value(on->ic, m, 0) : NULL;
+    if (t && tensor_numel(t) == 1)
+        hi = tensor_get_i64(t, 0);
+    else if (!(m && on_value_range(on, m, &lo, &hi, 1, &k) && k == 1))
+        hi = -1;
+    if (!m) {
+        on_unsupported(on, "its %s '%s' needs a bound on the number of iterations for its memory, "
+                     "and the loop has none: give the trip count M (input 0) a constant or a "
+                     "bounded value", what, out);
+        return -1;
+    }
+    if (hi < 0 || hi == INT64_MAX) {
+        on_unsupported(on, "its %s '%s' needs a bound on the number of iterations for its memory; "
+                     "the trip count M ('%s') %s", what, out, mname,
+                 hi == INT64_MAX ? "is the largest i64 (no bound): give it a smaller constant"
+                                 : "is known only at run time and has no bound: it must be a "
+                                   "constant or come from the sizes of values (Shape of a "
+                                   "bounded-dynamic value, and arithmetic on it)");
+        return -1;
+    }
+    return hi;
+}
+
+/* Scan output k of a run-time loop as a carried value: it enters as an
+ * empty [?<=bound x row] (scan_row of a one-row zero constant and 0), the
+ * body's parameter `acc` takes it, and the body returns scan_row(acc,
+ * iteration, row). */
+static bool loop_scan_carried(OnnxNode *on, Node *loop, Function *b, int out, int64_t bound,
+                              Value **init, Node **param) {
+    Arena *a = on->ic->m->arena;
+    Value *row = b->outputs[out];
+    Type rt = row->type;
+    char ty[TYPE_STR_MAX];
+    if (type_is_dynamic(&rt) || rt.rank + 1 > MAX_RANK || rt.elem == ELEM_STR) {
+        on_unsupported(on, "its scan output '%s' is %s at each iteration; glowc stacks only "
+                           "static numeric values in a loop that runs at run time",
+                       b->output_names[out], type_str(&rt, ty));
         return false;
     }
-    Value **ops = arena_alloc_array(a, (size_t)n + 2, sizeof(Value *));
+    Type acc = {.elem = rt.elem, .rank = rt.rank + 1, .dyn = 1};
+    acc.dims[0] = bound;
+    memcpy(acc.dims + 1, rt.dims, (size_t)rt.rank * sizeof(int64_t));
+    Type one = acc;
+    one.dims[0] = 1;
+    one.dyn = 0;
+    Tensor *z = on_tensor(on, &one);
+    Value *zero = on_scalar_const(on, ELEM_I64, 0);
+    if (!z || !zero)
+        return false;
+    Value *iops[2] = {on_const(on, z), zero};
+    Node *e = graph_insert_before(on->f, loop, NK_SCAN_ROW, 2, iops, 1); /* loop reads it */
+    e->name = on->name;
+    e->res[0].type = acc;
+    if (!(*init = on_tmp(on, e)))
+        return false;
+    if (*param) /* a carried list's: typed now that its row is known */
+        (*param)->res[0].type = acc;
+    else
+        *param = graph_add_param(b, arena_printf(a, "%s.acc", b->output_names[out]), &acc);
+    Value *ops[3] = {&(*param)->res[0], &b->params[0]->res[0], row};
+    Node *put = graph_add_node(b, NK_SCAN_ROW, 3, ops, 1);
+    put->name = on->name;
+    put->res[0].type = acc;
+    DiagList said;
+    diag_init(&said, on->d->file);
+    bool ok = infer_node(put, &said);
+    diag_free(&said);
+    if (!ok) {
+        on_error(on, "its scan output '%s' does not stack", b->output_names[out]);
+        return false;
+    }
+    b->outputs[out] = &put->res[0];
+    return true;
+}
+
+/* Loop whose trip count or condition is known only at run time (or too long
+ * to unroll): a loop node whose body is the Loop's. Its scan outputs are
+ * carried values the body grows by a row (loop_scan_carried), typed at a
+ * bound on the trip count: bounded-dynamic results written at the run-time
+ * length. */
+static bool import_loop_region(OnnxNode *on, const Onnx__GraphProto *g, int n, int nscan) {
+    ImportCtx *ic = on->ic;
+    Arena *a = ic->m->arena;
+    int64_t bound = 0;
+    /* Carried lists (a list.append in the body) grow like scan outputs. */
+    BodySeqs bs = {arena_alloc_array(a, (size_t)n + 2, sizeof(OnnxSeq *)),
+                   arena_alloc_array(a, g->n_output + 1, sizeof(OnnxSeq *))};
+    int nlists = 0, first_list = -1;
+    for (int j = 0; j < n; j++)
+        if (on_seq_in(on, 2 + j)) {
+            if (!(bs.formals[2 + j] = seq_loop_formal(on, on_seq_in(on, 2 + j), j)))
+                return false;
+            first_list = nlists++ ? first_list : 1 + j;
+        }
+    if ((nscan || nlists) &&
+        (bound = loop_trip_bound(on, g, nscan ? 1 + n : first_list, nscan ? "scan output" : "list")) < 0)
+        return false;
+    int nfixed = n + 2 + nscan;
+    Value **ops = arena_alloc_array(a, (size_t)nfixed, sizeof(Value *));
     Type *ftypes = arena_alloc_array(a, (size_t)n + 2, sizeof(Type));
     ops[0] = on_in(on, 0);
     if (!ops[0]) { /* no trip count: as many as the condition lets */
@@ -1566,20 +1692,61 @@ static bool import_loop_region(OnnxNode *on, const Onnx__GraphProto *g, int n, i
     ftypes[0] = type_scalar(ELEM_I64);
     ftypes[1] = type_scalar(ELEM_BOOL);
     for (int j = 0; j < n; j++) {
+        if (bs.formals[2 + j]) { /* typed once its row is known */
+            ftypes[2 + j] = type_scalar(ELEM_I64);
+            continue;
+        }
         if (!(ops[2 + j] = on_in(on, 2 + j))) {
             on_error(on, "loop-carried input %d is missing", 2 + j);
             return false;
         }
         ftypes[2 + j] = ops[2 + j]->type;
     }
-    Node *node = on_node(on, NK_LOOP, n + 2, ops, n);
+    Node *node = on_node(on, NK_LOOP, nfixed, ops, n + nscan);
     Region r;
-    if (!import_region_body(on, g, "body", node, 0, &r, ftypes, n + 2)) {
+    Function *b = import_region_body(on, g, "body", node, 0, &r, ftypes, n + 2, &bs);
+    if (!b) {
         graph_remove_node(ic->fs.f, node);
         return false;
     }
-    attach_captures(ic, node, n + 2, &r, 1);
-    return on_done(on, node);
+    for (int j = 0; j < n; j++) {
+        if (!bs.formals[2 + j])
+            continue;
+        if (!bs.outs[1 + j]) {
+            on_error(on, "its body returns a tensor as carried value %d, which enters as a list",
+                     j);
+            graph_remove_node(ic->fs.f, node);
+            return false;
+        }
+        if (!loop_scan_carried(on, node, b, 1 + j, bound, &node->ops[2 + j], &b->params[2 + j])) {
+            graph_remove_node(ic->fs.f, node);
+            return false;
+        }
+    }
+    if (nscan) {
+        /* The accumulators are parameters after the carried values, before
+         * the captured ones (attach_captures appends those). */
+        int ncap = b->nparams - (n + 2);
+        Node **params = arena_alloc_array(a, (size_t)(b->nparams + nscan) + 1, sizeof(Node *));
+        memcpy(params, b->params, (size_t)(n + 2) * sizeof(Node *));
+        memcpy(params + n + 2 + nscan, b->params + n + 2, (size_t)ncap * sizeof(Node *));
+        for (int k = 0; k < nscan; k++)
+            if (!loop_scan_carried(on, node, b, 1 + n + k, bound, &node->ops[n + 2 + k],
+                                   &params[n + 2 + k])) {
+                graph_remove_node(ic->fs.f, node);
+                return false;
+            }
+        b->params = params;
+        b->nparams = n + 2 + nscan + ncap;
+        r.nformals += nscan;
+    }
+    attach_captures(ic, node, nfixed, &r, 1);
+    if (!on_done(on, node))
+        return false;
+    for (int j = 0; j < n; j++)
+        if (bs.formals[2 + j])
+            on_bind_seq(on, j, seq_loop_result(on, &node->res[j]));
+    return true;
 }
 
 /* If. Exporters emit an If mostly on something fixed once the model is
@@ -1611,7 +1778,7 @@ bool import_if(OnnxNode *on) {
         return false;
     }
     Value **outs = arena_alloc_array(on->ic->m->arena, g->n_output + 1, sizeof(Value *));
-    if (!import_body(on, g, which, on->name, false, NULL, 0, outs))
+    if (!import_body(on, g, which, on->name, false, NULL, 0, outs, NULL))
         return false;
     for (int i = 0; i < on->nout; i++)
         on_bind(on, i, outs[i]);
@@ -1713,10 +1880,13 @@ bool import_loop(OnnxNode *on) {
     }
     int64_t trip = INT64_MAX;
     Value *m = on_in(on, 0), *c = on_in(on, 1);
+    for (int j = 0; j < n; j++)
+        if (on_seq_in(on, 2 + j)) /* a list.append in a loop: grown at run time */
+            return import_loop_region(on, g, n, nscan);
     if (m && !fold_value(ic, m, 0))
-        return import_loop_region(on, g, n, nscan, "the trip count M is known only at run time");
+        return import_loop_region(on, g, n, nscan);
     if (c && !fold_value(ic, c, 0))
-        return import_loop_region(on, g, n, nscan, "the condition is known only at run time");
+        return import_loop_region(on, g, n, nscan);
     if (m) {
         Tensor *t = fold_value(ic, m, 0);
         if (tensor_numel(t) != 1) {
@@ -1731,8 +1901,7 @@ bool import_loop(OnnxNode *on) {
                         "a Loop whose trip count or condition is known at compile time", &cond))
         return false;
     if (trip != INT64_MAX && trip > 0 && cond && !unroll_fits(g, trip))
-        return nscan ? unroll_fits_say(on, g, trip)
-                     : import_loop_region(on, g, n, 0, "too long to unroll");
+        return import_loop_region(on, g, n, nscan);
     Arena *a = ic->m->arena;
     Value **carried = arena_alloc_array(a, (size_t)n + 1, sizeof(Value *));
     for (int j = 0; j < n; j++)
@@ -1756,7 +1925,7 @@ bool import_loop(OnnxNode *on) {
         for (int j = 0; j < n; j++)
             formals[2 + j] = carried[j];
         const char *scope = arena_printf(a, "%s[%lld]", on->name, (long long)iters);
-        if (!import_body(on, g, "body", scope, true, formals, n + 2, outs))
+        if (!import_body(on, g, "body", scope, true, formals, n + 2, outs, NULL))
             return false;
         if (!fold_cond(on, outs[0], "the body's condition",
                        "a Loop whose condition is known at compile time", &cond))
@@ -1858,7 +2027,7 @@ static bool scan_run(OnnxNode *on, const Onnx__GraphProto *g, int n, int m, Valu
                 return false;
         }
         const char *s = arena_printf(a, "%s[%lld]", scope, (long long)it);
-        if (!import_body(on, g, "body", s, true, formals, n + m, outs))
+        if (!import_body(on, g, "body", s, true, formals, n + m, outs, NULL))
             return false;
         for (int j = 0; j < n; j++)
             states[j] = outs[j];

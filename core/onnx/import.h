@@ -98,6 +98,16 @@ Value *on_tmp(OnnxNode *on, Node *n);
 void on_bind(OnnxNode *on, int i, Value *v);
 /* Binds ONNX output i to a sequence (allocated in the module's arena). */
 void on_bind_seq(OnnxNode *on, int i, OnnxSeq *s);
+/* A loop that runs at run time carrying a list (torch's list.append): the
+ * body's formal for carried list j (an empty initial list, else an error);
+ * the one element a body output appended to it (else an error naming the
+ * output); the loop's result, the rows stacked [?<=bound x ...], as a list
+ * of run-time length. */
+OnnxSeq *seq_loop_formal(OnnxNode *on, OnnxSeq *init, int j);
+Value *seq_loop_row(OnnxNode *on, OnnxSeq *out, const char *name);
+OnnxSeq *seq_loop_result(OnnxNode *on, Value *stacked);
+/* Such a list's stacked rows; NULL for a list of compile-time length. */
+Value *seq_run_time_rows(const OnnxSeq *s);
 /* A constant node holding t (named after the ONNX node). */
 Value *on_const(OnnxNode *on, Tensor *t);
 Value *on_scalar_const(OnnxNode *on, ElemKind k, double v);

@@ -18,7 +18,9 @@ enum { SEQ_MAX_LENGTH = 4096 };
 
 struct OnnxSeq {
     ElemKind elem;  /* known even when the sequence is empty */
-    int n;
+    int n;          /* -1: known only at run time (a run-time loop's list, stacked) */
+    const OnnxSeq *from; /* what SequenceInsert inserted into */
+    bool loop_formal;    /* a run-time loop body's carried list (empty) */
     Value **items;  /* the n elements, or NULL until asked for */
     Value *stacked; /* [n, ...], or NULL until asked for (all elements of one type) */
     /* SplitToSequence with sizes known only at run time: */
@@ -59,6 +61,16 @@ static OnnxSeq *seq_arg(OnnxNode *on, int i) {
     if (!s)
         on_error(on, "input %d must be a sequence, %s", i,
                  on_in(on, i) ? "got a tensor" : "it is missing");
+    /* A list a run-time loop built has a run-time length: only the
+     * operators that take it whole read it. */
+    if (s && s->n < 0 && strcmp(on->op, "ConcatFromSequence") && strcmp(on->op, "SequenceLength")) {
+        char t[TYPE_STR_MAX];
+        on_unsupported(on, "input %d is a list a loop built at run time (its elements stacked as "
+                           "%s, a length known only then); glowc takes such a list only into "
+                           "ConcatFromSequence and SequenceLength", i,
+                       type_str(&s->stacked->type, t));
+        return NULL;
+    }
     return s;
 }
 
@@ -358,6 +370,14 @@ bool import_sequence_length(OnnxNode *on) {
     OnnxSeq *s;
     if (!seq_arity(on, 1, 1) || !(s = seq_arg(on, 0)))
         return false;
+    if (s->n < 0) { /* the stacked rows' run-time count */
+        Value *sh = emit(on, NK_SHAPE, 1, &s->stacked), *zero = on_scalar_const(on, ELEM_I64, 0);
+        Value *len = sh && zero ? emit_axis(on, NK_GATHER, 2, (Value *[]){sh, zero}, 0) : NULL;
+        if (!len)
+            return false;
+        on_bind(on, 0, len);
+        return true;
+    }
     Value *v = on_scalar_const(on, ELEM_I64, s->n);
     if (!v)
         return false;
@@ -486,6 +506,7 @@ bool import_sequence_erase(OnnxNode *on) {
 static OnnxSeq *seq_insert(OnnxNode *on, OnnxSeq *s, Value *t, Value *at, int64_t k) {
     int n = s->n;
     OnnxSeq *r = seq_new(on, s->elem, n + 1);
+    r->from = s;
     Type et;
     bool stack = n > 0 && (at || (s->stacked && !s->items));
     if (stack && !seq_elem_type(on, s, &et))
@@ -570,6 +591,26 @@ bool import_sequence_insert(OnnxNode *on) {
     return true;
 }
 
+/* ConcatFromSequence (no new axis) of a run-time loop's list, stacked as
+ * [?<=B x d0 x ...]: along axis 0, one [?<=B*d0 x ...] value. */
+static bool concat_rows(OnnxNode *on, Value *stacked, int a) {
+    const Type *st = &stacked->type;
+    if (a != 0 || st->rank < 2) {
+        on_unsupported(on, "concatenates a list a loop built at run time along axis %d; glowc "
+                           "concatenates such lists along axis 0 only", a);
+        return false;
+    }
+    Type t = *st;
+    t.rank--;
+    t.dims[0] = st->dims[0] * st->dims[1];
+    for (int i = 1; i < t.rank; i++)
+        t.dims[i] = st->dims[i + 1];
+    t.dyn = st->dims[1] ? 1 : 0;
+    Node *r = on_node(on, NK_RESHAPE, 1, &stacked, 1);
+    r->res[0].type = t;
+    return on_done(on, r);
+}
+
 bool import_concat_from_sequence(OnnxNode *on) {
     OnnxSeq *s;
     if (!seq_arity(on, 1, 1) || !(s = seq_arg(on, 0)))
@@ -606,6 +647,8 @@ bool import_concat_from_sequence(OnnxNode *on) {
         node_set_ints(t, AK_perm, et.rank + 1, perm);
         return on_done(on, t);
     }
+    if (s->n < 0) /* concatenated rows of a run-time count: the stack's first two axes merged */
+        return concat_rows(on, s->stacked, a);
     Value **items = seq_items(on, s);
     if (!items)
         return false;
@@ -703,4 +746,38 @@ bool import_split_to_sequence(OnnxNode *on) {
         return false;
     on_bind_seq(on, 0, s);
     return true;
+}
+
+/* ---- lists carried by a loop that runs at run time ---------------------------------- */
+
+OnnxSeq *seq_loop_formal(OnnxNode *on, OnnxSeq *init, int j) {
+    if (init->n != 0) {
+        on_unsupported(on, "its carried value %d is a list of %d elements; glowc carries into a "
+                           "loop that runs at run time only an empty list that the body appends "
+                           "to (a list.append in a loop)", j, init->n);
+        return NULL;
+    }
+    OnnxSeq *s = seq_new(on, init->elem, 0);
+    s->loop_formal = true;
+    return s;
+}
+
+Value *seq_loop_row(OnnxNode *on, OnnxSeq *out, const char *name) {
+    if (out->n != 1 || !out->from || !out->from->loop_formal || !out->items) {
+        on_unsupported(on, "its body's list output '%s' is not its carried list with one element "
+                           "appended; glowc runs such a loop at run time only for a list.append "
+                           "in each iteration", name);
+        return NULL;
+    }
+    return out->items[0];
+}
+
+OnnxSeq *seq_loop_result(OnnxNode *on, Value *stacked) {
+    OnnxSeq *s = seq_new(on, stacked->type.elem, -1);
+    s->stacked = stacked;
+    return s;
+}
+
+Value *seq_run_time_rows(const OnnxSeq *s) {
+    return s->n < 0 ? s->stacked : NULL;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/onnx/import.h"
+#include "core/range.h"
 #include "core/slice.h"
 
 /* ---- constants and shape queries ------------------------------------------ */
@@ -239,16 +240,68 @@ bool import_size(OnnxNode *on) {
 
 /* Range of constants folds to a constant; otherwise its length depends on
  * values unknown at compile time, which static shapes cannot express. */
+/* Range with an operand known only at run time: a range node whose length
+ * is bounded-dynamic, bounded by the operands' value ranges (Shape of a
+ * bounded-dynamic value and arithmetic on it); without such a bound, an
+ * error naming the operand that needs one. */
+static bool range_run_time(OnnxNode *on) {
+    static const char *const what[3] = {"start", "limit", "delta"};
+    int64_t lo[3], hi[3];
+    for (int i = 0; i < 3; i++) {
+        int n;
+        if (on->in[i]->type.rank != 0 && type_numel(&on->in[i]->type) != 1) {
+            on_error(on, "start, limit and delta must be scalars");
+            return false;
+        }
+        if (!on_value_range(on, on->in[i], &lo[i], &hi[i], 1, &n) || n != 1) {
+            on_unsupported(on, "input %d (%s) is known only at run time and has no bound, so the "
+                               "result's length has none: it must come from the sizes of values "
+                               "(Shape of a bounded-dynamic value, and arithmetic on it)", i,
+                           what[i]);
+            return false;
+        }
+    }
+    /* The longest range: the farthest limit from the nearest start, by the
+     * smallest step in the direction the steps all share. */
+    int64_t bound = lo[2] > 0   ? range_count_int(lo[0], hi[1], lo[2])
+                    : hi[2] < 0 ? range_count_int(hi[0], lo[1], hi[2])
+                                : -1;
+    if (bound < 0) {
+        on_unsupported(on, "input 2 (delta) is known only at run time and may be zero or change "
+                           "sign (its values lie in [%lld, %lld]), so the result's length has no "
+                           "bound", (long long)lo[2], (long long)hi[2]);
+        return false;
+    }
+    if (bound > ((int64_t)1 << 40)) {
+        on_error(on, "the result's bound, %lld elements, is too large", (long long)bound);
+        return false;
+    }
+    Value *ops[3] = {on->in[0], on->in[1], on->in[2]};
+    for (int i = 0; i < 3; i++) {
+        if (ops[i]->type.elem != ops[0]->type.elem) {
+            on_error(on, "start, limit and delta must have one element kind");
+            return false;
+        }
+        if (ops[i]->type.rank) { /* a one-element list: the scalar it holds */
+            Node *r = on_node(on, NK_RESHAPE, 1, &ops[i], 1);
+            r->res[0].type = type_scalar(ops[i]->type.elem);
+            if (!(ops[i] = on_tmp(on, r)))
+                return false;
+        }
+    }
+    Node *r = on_node(on, NK_RANGE, 3, ops, 1);
+    r->res[0].type = type_make(ops[0]->type.elem, 1, &bound);
+    r->res[0].type.dyn = lo[0] == hi[0] && lo[1] == hi[1] && lo[2] == hi[2] ? 0 : 1;
+    return on_done(on, r);
+}
+
 bool import_range(OnnxNode *on) {
     if (!on_need_inputs(on, 3, 3))
         return false;
     Tensor *s = on_try_const(on, on->in[0]), *l = on_try_const(on, on->in[1]),
            *d = on_try_const(on, on->in[2]);
-    if (!s || !l || !d) {
-        on_unsupported(on, "start, limit and delta must be known at compile time: "
-                           "they decide the result's length");
-        return false;
-    }
+    if (!s || !l || !d)
+        return range_run_time(on);
     if (tensor_numel(s) != 1 || tensor_numel(l) != 1 || tensor_numel(d) != 1) {
         on_error(on, "start, limit and delta must be scalars");
         return false;
@@ -643,11 +696,52 @@ bool import_expand(OnnxNode *on) {
     return on_done(on, e);
 }
 
+/* Tile by repeats known only at run time: the result is typed at the
+ * repeats' bounds (bounded-dynamic where they are not exact), and the
+ * kernel takes the sizes from operand 1, refusing one beyond the bound. */
+static bool tile_run_time(OnnxNode *on) {
+    const Type *x = &on->in[0]->type;
+    int64_t rep[MAX_RANK];
+    uint8_t dyn = 0;
+    int n;
+    /* No bound is glowc's limit, not the model's fault: unsupported. */
+    if (!on_value_bounds(on, on->in[1], rep, &dyn, MAX_RANK, &n)) {
+        on_unsupported(on, "input 1 (repeats) is known only at run time and has no bound: it must "
+                           "come from the sizes of values (Shape of a bounded-dynamic value, and "
+                           "arithmetic on it)");
+        return false;
+    }
+    if (!run_time_shape(on, 1, "repeats", rep, &dyn, &n))
+        return false;
+    if (n != x->rank) {
+        on_error(on, "input 1 (repeats) has %d elements for an input of rank %d", n, x->rank);
+        return false;
+    }
+    Type t = *x;
+    for (int i = 0; i < n; i++) {
+        if (rep[i] < 0 || __builtin_mul_overflow(x->dims[i], rep[i], &t.dims[i])) {
+            on_error(on, "repeat %d has no usable bound (%lld)", i, (long long)rep[i]);
+            return false;
+        }
+    }
+    t.dyn |= dyn;
+    int64_t numel;
+    if (!type_numel_checked(&t, &numel)) {
+        on_error(on, "the repeats' bounds give more elements than 64 bits count");
+        return false;
+    }
+    Node *tn = on_node(on, NK_TILE, 2, on->in, 1);
+    tn->res[0].type = t;
+    return on_done(on, tn);
+}
+
 bool import_tile(OnnxNode *on) {
     if (!on_need_inputs(on, 2, 2))
         return false;
     int64_t rep[MAX_RANK];
     int n;
+    if (!on_try_const(on, on_in(on, 1)))
+        return tile_run_time(on);
     if (!on_const_ints(on, 1, "repeats", rep, MAX_RANK, &n))
         return false;
     Node *t = on_node(on, NK_TILE, 1, on->in, 1);

@@ -1607,6 +1607,51 @@ int any_dynamic_cases(uint64_t seed) {
             ok = any_run(&c, what, libjit_concat_any, libjit_concat_any_work, &ran);
             any_free(&c);
         }
+        for (int i = 0; i < 6 && ok && takes(NK_RANGE, (ElemKind)e); i++) {
+            /* small integers, exact in every kind; unsigned ones count up */
+            bool up = e == ELEM_U8 || e == ELEM_U16 || e == ELEM_U32 || e == ELEM_U64 || rnd(&s, 0, 1);
+            int64_t count = rnd(&s, 0, 7), delta = rnd(&s, 1, 3) * (up ? 1 : -1);
+            int64_t start = rnd(&s, up ? 0 : 20, up ? 5 : 25), y[1] = {count};
+            int64_t v[3] = {start, start + count * delta, delta};
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_RANGE, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, 1, y);
+            for (int k = 0; k < 3; k++)
+                desc_operand_elem(&c.d, (ElemKind)e, 0, NULL);
+            any_alloc(&c, s + (uint64_t)i);
+            for (int k = 0; k < 3; k++) {
+                elem_store_i64((ElemKind)e, c.fast[1 + k], 0, v[k]);
+                elem_store_i64((ElemKind)e, c.ref[1 + k], 0, v[k]);
+            }
+            char what[64];
+            snprintf(what, sizeof what, "range on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_range_any, libjit_range_any_work, &ran);
+            any_free(&c);
+        }
+        for (int i = 0; i < 6 && ok && takes(NK_SCAN_ROW, (ElemKind)e); i++) {
+            /* a loop's scan output after row index k: acc's first k rows, then the row */
+            int64_t r[8], y[8], acc[8];
+            int rank = random_shape(&s, r, 2, 4);
+            bool with_row = rnd(&s, 0, 1);
+            int64_t rows = rnd(&s, with_row ? 1 : 0, 5), k = with_row ? rows - 1 : rows;
+            y[0] = rows, acc[0] = k + rnd(&s, 0, 2);
+            memcpy(y + 1, r, (size_t)rank * sizeof *r);
+            memcpy(acc + 1, r, (size_t)rank * sizeof *r);
+            AnyCase c = {0};
+            desc_begin(&c.d, NK_SCAN_ROW, 1);
+            desc_operand_elem(&c.d, (ElemKind)e, rank + 1, y);
+            desc_operand_elem(&c.d, (ElemKind)e, rank + 1, acc);
+            desc_operand_elem(&c.d, ELEM_I64, 0, NULL);
+            if (with_row)
+                desc_operand_elem(&c.d, (ElemKind)e, rank, r);
+            any_alloc(&c, s + (uint64_t)i);
+            elem_store_i64(ELEM_I64, c.fast[2], 0, k);
+            elem_store_i64(ELEM_I64, c.ref[2], 0, k);
+            char what[64];
+            snprintf(what, sizeof what, "scan_row on %s", elem_name((ElemKind)e));
+            ok = any_run(&c, what, libjit_scan_row_any, libjit_scan_row_any_work, &ran);
+            any_free(&c);
+        }
     }
     return ok ? ran : -1;
 }

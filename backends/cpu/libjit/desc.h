@@ -70,7 +70,13 @@ enum {
  *                   leave of the input's elements
  *   LJ_DYN_SLICE    each axis's count by Slice's clamping (core/slice.h)
  *   LJ_DYN_CONCAT   the inputs' dims along the axis add up; the others
- *                   must be equal */
+ *                   must be equal
+ *   LJ_DYN_RANGE    the result's length counts start, limit and delta's
+ *                   steps (core/range.h)
+ *   LJ_DYN_TILE     each dim is the input's times its repeat (operand 2's
+ *                   value, or the attribute)
+ *   LJ_DYN_SCAN_ROW dim 0 is operand 2's row index, plus one when a row is
+ *                   given (at most the accumulator's rows) */
 enum {
     LJ_DYN_MAP,
     LJ_DYN_NONZERO,
@@ -79,7 +85,10 @@ enum {
     LJ_DYN_NMS,
     LJ_DYN_RESHAPE,
     LJ_DYN_SLICE,
-    LJ_DYN_CONCAT
+    LJ_DYN_CONCAT,
+    LJ_DYN_RANGE,
+    LJ_DYN_TILE,
+    LJ_DYN_SCAN_ROW
 };
 
 /* The runtime each generated program calls into for threads. */

@@ -11,6 +11,7 @@
 #include "backends/cpu/libjit/elem.h"
 #include "backends/cpu/libjit/kernels.h"
 #include "core/nms.h"
+#include "core/range.h"
 
 LJ_INLINE int64_t *dyn_dims(int64_t *rd, int k) {
     return rd + DESC_OPS + k * DESC_OP_WORDS + 2;
@@ -122,6 +123,42 @@ static int64_t dyn_nms(const int64_t *rd, void *const *ops) {
     return rows;
 }
 
+/* ---- rules whose sizes are operand values (Range, Tile, scan_row) ---- */
+
+/* Range (operands: y, start, limit, delta): y's length; -1 when delta is 0
+ * or the length is not a count. */
+static int64_t dyn_range_count(const int64_t *rd, void *const *ops) {
+    int e = lj_elem(rd, 1);
+    if (lj_is_float(e))
+        return range_count_float(lj_ld_f64(e, ops[1], 0), lj_ld_f64(e, ops[2], 0),
+                                 lj_ld_f64(e, ops[3], 0));
+    return range_count_int(lj_ld_i64(e, ops[1], 0), lj_ld_i64(e, ops[2], 0),
+                           lj_ld_i64(e, ops[3], 0));
+}
+
+/* Tile (operands: y, x, repeats when known only at run time, else the
+ * attribute): x's run-time dims times the repeats; false on a negative
+ * repeat or a product past 64 bits. */
+static bool dyn_tile(int64_t *rd, void *const *ops) {
+    for (int i = 0; i < lj_rank(rd, 1); i++) {
+        int64_t r = lj_nops(rd) > 2 ? lj_ld_i64(lj_elem(rd, 2), ops[2], i)
+                                    : lj_attr_at(rd, AK_repeats, i, 1);
+        if (r < 0 || __builtin_mul_overflow(lj_dim(rd, 1, i), r, &dyn_dims(rd, 0)[i]))
+            return false;
+    }
+    return true;
+}
+
+/* scan_row (operands: y, acc, i, row?): y keeps acc's first i rows, then
+ * the row; false when i is not within acc's rows. */
+static bool dyn_scan_row(int64_t *rd, void *const *ops) {
+    int64_t i = lj_ld_i64(lj_elem(rd, 2), ops[2], 0);
+    if (i < 0 || i > lj_dim(rd, 1, 0))
+        return false;
+    dyn_dims(rd, 0)[0] = lj_nops(rd) > 3 ? i + 1 : i;
+    return true;
+}
+
 /* Returns 0, or 1 when the run-time sizes do not fit the instruction
  * (sizes that do not broadcast, a k beyond its axis, a result beyond its
  * bound): the caller names the instruction. */
@@ -203,6 +240,21 @@ int libjit_dyn_prepare(int64_t *rd, const int64_t *d, void *const *ops, unsigned
             dyn_dims(rd, 0)[i] = i == axis ? sum : lj_dim(rd, 1, i);
         break;
     }
+    case LJ_DYN_RANGE: {
+        int64_t n = dyn_range_count(rd, ops);
+        if (n < 0)
+            return 1;
+        dyn_dims(rd, 0)[0] = n;
+        break;
+    }
+    case LJ_DYN_TILE:
+        if (!dyn_tile(rd, ops))
+            return 1;
+        break;
+    case LJ_DYN_SCAN_ROW:
+        if (!dyn_scan_row(rd, ops))
+            return 1;
+        break;
     default: return 1;
     }
     for (int r = 0; r < nres; r++) {
@@ -330,4 +382,46 @@ LIBJIT_KERNEL libjit_concat_any(const int64_t *d, void *const *ops, int64_t lo, 
             memcpy(dst, (const char *)ops[k] + (size_t)o * block, block);
             dst += block;
         }
+}
+
+LIBJIT_WORK libjit_range_any_work(const int64_t *d) {
+    return 1;
+}
+
+/* Operands: y, start, limit, delta; y's length is the count (the
+ * descriptor's, at run time libjit_dyn_prepare's). Integers step exactly,
+ * wrapping like the element kind; floats as start + i * delta, as the
+ * interpreter does. */
+LIBJIT_KERNEL libjit_range_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                               LjScratch *sc) {
+    int e = lj_elem(d, 0);
+    int64_t n = lj_dim(d, 0, 0);
+    if (lj_is_float(e)) {
+        double start = lj_ld_f64(e, ops[1], 0), delta = lj_ld_f64(e, ops[3], 0);
+        for (int64_t i = 0; i < n; i++)
+            lj_st_f64(e, ops[0], i, start + (double)i * delta);
+        return;
+    }
+    uint64_t start = (uint64_t)lj_ld_i64(e, ops[1], 0), delta = (uint64_t)lj_ld_i64(e, ops[3], 0);
+    for (int64_t i = 0; i < n; i++)
+        lj_st_i64(e, ops[0], i, (int64_t)(start + (uint64_t)i * delta));
+}
+
+LIBJIT_WORK libjit_scan_row_any_work(const int64_t *d) {
+    return 1;
+}
+
+/* Operands: y, acc, i, row?: a loop's scan output after iteration i. The
+ * accumulator's first i rows move unless y is acc (in place), then the
+ * row lands after them. */
+LIBJIT_KERNEL libjit_scan_row_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                  LjScratch *sc) {
+    int64_t rows = lj_dim(d, 0, 0), i = lj_ld_i64(lj_elem(d, 2), ops[2], 0);
+    if (!rows)
+        return;
+    size_t row = (size_t)(lj_numel(d, 0) / rows) * lj_elem_size(lj_elem(d, 0));
+    if (ops[0] != ops[1])
+        memmove(ops[0], ops[1], row * (size_t)i);
+    if (lj_nops(d) > 3)
+        memcpy((char *)ops[0] + row * (size_t)i, ops[3], row);
 }
