@@ -285,6 +285,7 @@ test: $(DEPS_STAMP)
 	$(MAKE) test-train
 	$(MAKE) test-detect
 	$(MAKE) test-detectors DETECTORS_FLAGS=--no-time
+	$(MAKE) test-loops
 	$(MAKE) test-bisect
 	$(MAKE) test-textdiff
 	$(MAKE) test-difftest
