@@ -157,7 +157,7 @@ LJ_INLINE void dot_tail_row(int T, const LjGemm *g, const float *bt, int64_t kp,
 
 LJ_VECTOR_FN int64_t lj_sgemm_dot_tail(const LjGemm *g) {
     int64_t t = g->n % VL;
-    if (!g->tail_dots || g->m <= 0 || g->n < VL || !tail_pays(g, t))
+    if (!g->tail_dots || g->m <= 0 || !tail_pays(g, t))
         return 0;
     float bt[TAIL_FLOATS + TAIL_MAX * VL] __attribute__((aligned(64)));
     int64_t kp = (g->k + VL - 1) / VL * VL, j0 = g->n - t;
