@@ -288,6 +288,13 @@ static void test_conv_shapes(void **state) {
         /* depthwise, 81 taps (past dwconv.c's 64) on a plane whose phase
          * planes pass the stack's: conv_direct */
         {2, 1, 3, 200, 190, 3, 9, 9, 1, 1, 1, 1, 3, {4, 4, 4, 4}, "relu", 0, 0, true},
+        /* squeeze-excite's 1x1 convs on 1x1 maps: one column (gemv.c), a k tail */
+        {2, 2, 483, 1, 1, 21, 1, 1, 1, 1, 1, 1, 1, {0}, "silu", 0, 0, true},
+        {2, 1, 21, 1, 1, 483, 1, 1, 1, 1, 1, 1, 1, {0}, "sigmoid", 0, 0, true},
+        /* the last n % 16 columns as dot products (gemv.c's tail_dots): 14x14's
+         * four, and a stride-2 1x1's 7x7 (one), k past one vector with a tail */
+        {2, 1, 203, 14, 14, 40, 1, 1, 1, 1, 1, 1, 1, {0}, "clip", 0, 6, true},
+        {2, 2, 99, 14, 14, 21, 1, 1, 2, 2, 1, 1, 1, {0}, "silu", 0, 0, true},
     };
     double worst = 0;
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
@@ -521,6 +528,8 @@ static void test_fully_connected(void **state) {
         int64_t n = rnd(&s, 1, rnd(&s, 0, 1) ? 60 : 500);
         if (i == 0) /* B packed (m > 32) in one deep block: the heap's (scratch) */
             m = 48, k = 700, n = 100;
+        if (i == 1) /* one row (gemv.c), C past one chunk of 1024 columns, a k tail of 3 */
+            m = 1, k = 1283, n = 1100;
         const char *act = acts[rnd(&s, 0, 6)];
         Case c = {0};
         for (int pass = 0; pass < 2; pass++) {

@@ -281,6 +281,16 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
     float stack_block[KC_MAX * NC] __attribute__((aligned(64)));
     if (g->m <= 0 || g->n <= 0)
         return;
+    int64_t tail = lj_sgemm_dot_tail(g);
+    if (tail) {
+        LjGemm rest = *g;
+        rest.n -= tail;
+        rest.tail_dots = false;
+        lj_sgemm(&rest);
+        return;
+    }
+    if (lj_sgemv(g))
+        return;
     bool packed = g->koff || packs_b(g);
     int64_t kc_max = pick_kc(g, packed);
     float *block = stack_block, *heap = NULL;

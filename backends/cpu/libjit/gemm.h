@@ -38,11 +38,23 @@ typedef struct LjGemm {
     bool bias_rows;
     LjAct act;
     LjScratch *sc; /* the deep packing block's buffer; NULL: malloc per call */
+    /* A plain B's last n % LJ_VL columns as dot products along A's rows
+     * where that is cheaper than a vector of B per row (gemv.c): only for
+     * callers whose every share of a product starts at a multiple of
+     * LJ_VL columns, so the same columns are the tail whatever the split. */
+    bool tail_dots;
 } LjGemm;
 
 /* The whole product on the calling thread. Threads split it by rows: each
  * takes a slice of A, C and a per-row bias. */
 void lj_sgemm(const LjGemm *g);
+/* One row or one column (gemv.c): the product streamed through the matrix
+ * operand once; false (nothing done) for other shapes. lj_sgemm tries it
+ * first. */
+bool lj_sgemv(const LjGemm *g);
+/* With tail_dots: the columns of C computed as dot products (0 when none
+ * are), those of g->n - tail .. g->n - 1 done; lj_sgemm does the rest. */
+int64_t lj_sgemm_dot_tail(const LjGemm *g);
 /* The scratch lj_sgemm asks for an m x n x k product (by_offsets: B's
  * rows by koff), in bytes. */
 size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets);

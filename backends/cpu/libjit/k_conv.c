@@ -332,6 +332,7 @@ LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const flo
             .bias_rows = true,
             .act = act,
             .sc = sc,
+            .tail_dots = true, /* shares start at multiples of VL columns */
         };
         lj_sgemm(&g);
     }
@@ -401,6 +402,7 @@ LJ_VECTOR_FN static bool conv_subsampled(const Conv *s, const float *x, const fl
             .bias_rows = true,
             .act = act,
             .sc = sc,
+            .tail_dots = true,
         };
         lj_sgemm(&g);
     }

@@ -196,6 +196,14 @@ LJ_INLINE void pool_run(const int64_t *d, void *const *ops, LjPool kind, int64_t
     int64_t c = lj_dim(d, 0, 1), blocks = lj_depthwise_blocks(c);
     bool incl = lj_attr_int(d, AK_count_include_pad, 0) != 0;
     const float *x = ops[lj_nops(d) - 1];
+    if (kind == LJ_POOL_MAX && window_of(d, &g) && lj_max_pool_rows_fits(&g)) {
+        for (int64_t u = lo; u < hi; u++) { /* the unit's planes, as below */
+            int64_t p0 = u / blocks * c + u % blocks * LJ_VL;
+            int64_t p1 = p0 + (c - u % blocks * LJ_VL < LJ_VL ? c - u % blocks * LJ_VL : LJ_VL);
+            lj_max_pool_rows(&g, x, ops[0], p0, p1);
+        }
+        return;
+    }
     if (window_of(d, &g) && lj_pool_lanes(&g, kind, incl, c, x, ops[0], lo, hi, sc))
         return;
     if (!window_of(d, &g) || !lj_window_fits(&g)) {

@@ -74,6 +74,10 @@ typedef enum { LJ_POOL_MAX, LJ_POOL_AVG } LjPool;
 /* Pooling with channels in lanes, units as lj_depthwise_lanes' (padding
  * never read: windows are clipped, and averages divide by ONNX's count).
  * False if its buffers cannot be allocated. */
+/* Max pooling of planes [p0, p1) from their rows (pool_rows.c), for the
+ * windows lj_max_pool_rows_fits accepts. */
+bool lj_max_pool_rows_fits(const LjWindow *g);
+void lj_max_pool_rows(const LjWindow *g, const float *x, float *y, int64_t p0, int64_t p1);
 bool lj_pool_lanes(const LjWindow *g, LjPool kind, bool count_include_pad, int64_t c,
                    const float *x, float *y, int64_t lo, int64_t hi, LjScratch *sc);
 

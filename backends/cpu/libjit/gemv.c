@@ -1,0 +1,201 @@
+/* The f32 products of gemm.h with one row or one column: memory-bound, so
+ * shaped around reading the matrix operand once, front to back.
+ *
+ *  - One row (fully_connected at batch 1: C[0][n] = sum_k A[0][k] B[k][n]):
+ *    gemm.c's tiles walked B a 48-column panel at a time down 256 rows
+ *    4 KB apart (for a 1000-wide classifier): 192 bytes a row, a short run
+ *    for the prefetchers (the likely cost); with one row of A there is no
+ *    reuse to block for. Here the row of C, a chunk of it at a time, stays
+ *    in L1 while four rows of B at once stream through it whole: four
+ *    sequential streams, each element read once (MobileNet-V2's and
+ *    EfficientNet-B0's 1280 x 1000 classifier, alone, one thread, under
+ *    load: 0.100 -> 0.072 ms with the weights in cache, 0.46 -> 0.37 ms
+ *    from memory).
+ *  - One column (a 1x1 convolution on a 1x1 map: EfficientNet's
+ *    squeeze-excite, C[m][0] = sum_k A[m][k] B[k][0]): the tiles broadcast
+ *    A and used one lane of sixteen; here each output is a dot product
+ *    along a row of A, contiguous, with the column of B in vectors.
+ *  - A few last columns (tail_dots: a 1x1 convolution on a 7x7 map has 49
+ *    columns, three vectors and one column): the tiles gave the one column
+ *    a vector of its own, 16 lanes of multiply-adds for one of use, a
+ *    quarter of the product; as dot products along A's rows, against the
+ *    tail columns gathered once, it costs k/16 multiply-adds a row. */
+#include "backends/cpu/libjit/gemm.h"
+
+enum {
+    VL = LJ_VL,
+    CHUNK = 1024, /* floats of the row of C kept in L1: 4 KB */
+    ROWS = 4,     /* rows of B (one row) or of A (one column) at a time */
+};
+
+/* R is a constant in every caller, so the rows' loops unroll whole and
+ * their vectors stay in registers. */
+#pragma clang diagnostic ignored "-Wpass-failed"
+#define LOOP_R _Pragma("clang loop unroll(full)") for (int r = 0; r < R; r++)
+
+LJ_INLINE vf32 load_n(const float *p, int64_t n) {
+    return n >= VL ? lj_load(p) : lj_load_part(p, n);
+}
+
+LJ_INLINE void store_n(float *p, vf32 v, int64_t n) {
+    if (n >= VL)
+        lj_store(p, v);
+    else
+        lj_store_part(p, v, n);
+}
+
+/* acc[0 .. n) += sum over rows r < R of x[r] * b[r*ldb + 0 .. n). */
+LJ_INLINE void row_axpy(int R, float *acc, const float *x, const float *b, int64_t ldb,
+                        int64_t n) {
+    vf32 xs[ROWS];
+    LOOP_R xs[r] = lj_splat(x[r]);
+    int64_t j = 0;
+    for (; j + VL <= n; j += VL) {
+        vf32 s = lj_load(acc + j);
+        LOOP_R s += xs[r] * lj_load(b + r * ldb + j);
+        lj_store(acc + j, s);
+    }
+    if (j < n) {
+        vf32 s = lj_load_part(acc + j, n - j);
+        LOOP_R s += xs[r] * lj_load_part(b + r * ldb + j, n - j);
+        lj_store_part(acc + j, s, n - j);
+    }
+}
+
+/* One row of A: C[0][j0 ..) by chunks of CHUNK columns. */
+static void gemv_row(const LjGemm *g) {
+    float acc[CHUNK] __attribute__((aligned(64)));
+    for (int64_t j0 = 0; j0 < g->n; j0 += CHUNK) {
+        int64_t nc = g->n - j0 < CHUNK ? g->n - j0 : CHUNK;
+        for (int64_t j = 0; j < nc; j++)
+            acc[j] = !g->bias ? 0.0f : g->bias_rows ? g->bias[0] : g->bias[j0 + j];
+        const float *b = g->b + j0;
+        int64_t k = 0;
+        for (; k + ROWS <= g->k; k += ROWS)
+            row_axpy(ROWS, acc, g->a + k, b + k * g->ldb, g->ldb, nc);
+        for (; k < g->k; k++)
+            row_axpy(1, acc, g->a + k, b + k * g->ldb, g->ldb, nc);
+        float *c = g->c + j0;
+        for (int64_t j = 0; j < nc; j += VL)
+            store_n(c + j, lj_act(load_n(acc + j, nc - j), g->act), nc - j);
+    }
+}
+
+LJ_INLINE float hsum(vf32 v) {
+    float s = 0;
+    for (int l = 0; l < VL; l++)
+        s += v[l];
+    return s;
+}
+
+/* Rows [i, i + R) of A dotted with the column x (k floats, contiguous). */
+LJ_INLINE void dot_rows(int R, const LjGemm *g, const float *x, int64_t i, float *out) {
+    vf32 acc[ROWS];
+    LOOP_R acc[r] = lj_splat(0);
+    const float *a = g->a + i * g->lda;
+    int64_t k = 0;
+    for (; k + VL <= g->k; k += VL) {
+        vf32 xv = lj_load(x + k);
+        LOOP_R acc[r] += lj_load(a + r * g->lda + k) * xv;
+    }
+    if (k < g->k) {
+        vf32 xv = lj_load_part(x + k, g->k - k);
+        for (int r = 0; r < R; r++)
+            acc[r] += lj_load_part(a + r * g->lda + k, g->k - k) * xv;
+    }
+    for (int r = 0; r < R; r++)
+        out[r] = hsum(acc[r]);
+}
+
+/* One column of B, contiguous: C[i][0] = act(bias + A[i] . B[.][0]). */
+static void gemv_col(const LjGemm *g) {
+    for (int64_t i = 0; i < g->m; i += ROWS) {
+        int R = g->m - i < ROWS ? (int)(g->m - i) : ROWS;
+        float out[ROWS];
+        if (R == ROWS)
+            dot_rows(ROWS, g, g->b, i, out);
+        else
+            for (int r = 0; r < R; r++)
+                dot_rows(1, g, g->b, i + r, out + r);
+        for (int r = 0; r < R; r++) {
+            float v = out[r] + (!g->bias ? 0.0f : g->bias_rows ? g->bias[i + r] : g->bias[0]);
+            g->c[(i + r) * g->ldc] = lj_act(lj_splat(v), g->act)[0];
+        }
+    }
+}
+
+/* The tail's columns, at most TAIL_MAX of them, gathered k floats each. */
+enum { TAIL_MAX = 8, TAIL_FLOATS = 8192 };
+
+LJ_INLINE bool tail_pays(const LjGemm *g, int64_t t) {
+    /* dot products: t (k/VL multiply-adds + a horizontal sum of ~8 steps)
+     * a row; the tiles: k a row for the tail's vector. At most half. */
+    return t > 0 && t <= TAIL_MAX && t * g->k <= TAIL_FLOATS && !g->koff &&
+           2 * t * (g->k / VL + 8) < g->k;
+}
+
+/* Row i of A against T gathered columns bt (k floats each, VL-padded). */
+LJ_INLINE void dot_tail_row(int T, const LjGemm *g, const float *bt, int64_t kp, int64_t i,
+                            float *out) {
+    vf32 acc[TAIL_MAX];
+    for (int c = 0; c < T; c++)
+        acc[c] = lj_splat(0);
+    const float *a = g->a + i * g->lda;
+    int64_t k = 0;
+    for (; k + VL <= g->k; k += VL) {
+        vf32 av = lj_load(a + k);
+        for (int c = 0; c < T; c++)
+            acc[c] += av * lj_load(bt + c * kp + k);
+    }
+    if (k < g->k) {
+        vf32 av = lj_load_part(a + k, g->k - k);
+        for (int c = 0; c < T; c++)
+            acc[c] += av * lj_load(bt + c * kp + k);
+    }
+    for (int c = 0; c < T; c++)
+        out[c] = hsum(acc[c]);
+}
+
+LJ_VECTOR_FN int64_t lj_sgemm_dot_tail(const LjGemm *g) {
+    int64_t t = g->n % VL;
+    if (!g->tail_dots || g->m <= 0 || !tail_pays(g, t))
+        return 0;
+    float bt[TAIL_FLOATS + TAIL_MAX * VL] __attribute__((aligned(64)));
+    int64_t kp = (g->k + VL - 1) / VL * VL, j0 = g->n - t;
+    for (int64_t c = 0; c < t; c++) {
+        for (int64_t k = 0; k < g->k; k++)
+            bt[c * kp + k] = g->b[k * g->ldb + j0 + c];
+        for (int64_t k = g->k; k < kp; k++)
+            bt[c * kp + k] = 0;
+    }
+    for (int64_t i = 0; i < g->m; i++) {
+        float out[TAIL_MAX];
+        dot_tail_row((int)t, g, bt, kp, i, out);
+        float *c = g->c + i * g->ldc + j0;
+        for (int64_t j = 0; j < t; j++) {
+            float b = !g->bias ? 0.0f : g->bias_rows ? g->bias[i] : g->bias[j0 + j];
+            c[j] = lj_act(lj_splat(out[j] + b), g->act)[0];
+        }
+    }
+    return t;
+}
+
+/* One row: the order of gemm.c's tiles (the bias, then k in order, one
+ * fused multiply-add each), so a product is bit-identical whether a
+ * thread's share of it has one row or more (k_conv.c's row tails).
+ * One column only where the whole B is one (ldb 1): a share of one column
+ * out of many (a column split's tail) stays on the tiles, whose order the
+ * dot products do not keep. */
+LJ_VECTOR_FN bool lj_sgemv(const LjGemm *g) {
+    if (g->koff || g->m <= 0 || g->n <= 0)
+        return false;
+    if (g->m == 1) {
+        gemv_row(g);
+        return true;
+    }
+    if (g->n == 1 && g->ldb == 1) {
+        gemv_col(g);
+        return true;
+    }
+    return false;
+}
