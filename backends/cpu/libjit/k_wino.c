@@ -26,9 +26,12 @@
 
 /* Tiles per block (whole tile rows): enough columns for the products to
  * amortise their A rows; output channels per block: the conv's own
- * ROWS_MAX; at least UNITS_MIN units when channels allow, so that two
- * threads share even a small layer. */
-enum { TILES_TARGET = 96, ROWS_MAX = 64, UNITS_MIN = 8 };
+ * ROWS_MAX; when channels allow, at least UNITS_MIN units, so that two
+ * threads share even a small layer, and an even count below
+ * UNITS_BALANCED, so that they share it equally. No more: every channel
+ * block streams the block's V through the products once more (8 units of
+ * 16 channels instead of 2 of 64 made 128 -> 128 at 28x28 7% slower). */
+enum { TILES_TARGET = 96, ROWS_MAX = 64, UNITS_MIN = 2, UNITS_BALANCED = 8 };
 /* Input channels per claim when the threads share a block's input
  * transform (shared_v): few enough claims that the atomics cost nothing,
  * enough that the threads finish the transform at about the same time. */
@@ -48,10 +51,13 @@ LJ_INLINE int64_t up(int64_t x, int64_t to) {
     return (x + to - 1) / to * to;
 }
 
-/* Twice the channel blocks, while there are fewer than UNITS_MIN units and
- * a block keeps at least 16 channels. */
+/* Twice the channel blocks, while there are fewer than UNITS_MIN units or
+ * an odd count below UNITS_BALANCED, and a block keeps at least 16
+ * channels. */
 LJ_INLINE void split_once(Wino *s) {
-    if (s->n * s->nrb * s->nmb < UNITS_MIN && (s->m + 2 * s->nmb - 1) / (2 * s->nmb) >= 16)
+    int64_t units = s->n * s->nrb * s->nmb;
+    if ((units < UNITS_MIN || (units % 2 && units < UNITS_BALANCED)) &&
+        (s->m + 2 * s->nmb - 1) / (2 * s->nmb) >= 16)
         s->nmb *= 2;
 }
 
@@ -79,11 +85,12 @@ LJ_INLINE Wino wino_of(const int64_t *d) {
     s.rpb = (s.nty + s.nrb - 1) / s.nrb; /* even the blocks out */
     s.nrb = (s.nty + s.rpb - 1) / s.rpb;
     s.nmb = (s.m + ROWS_MAX - 1) / ROWS_MAX;
-    /* Both conditions only turn false as nmb grows, and nmb reaches
-     * UNITS_MIN (8) in 3 doublings: written out, not a loop, so that a
-     * --no-threads bundle's scratch size folds to a constant (libjit is
-     * built with -fno-unroll-loops, and O3 cannot count this loop). */
-    _Static_assert(UNITS_MIN <= 8, "three doublings reach UNITS_MIN");
+    /* The conditions only turn false as nmb grows, and one doubling makes
+     * the count even and at least UNITS_MIN; three are written out, not a
+     * loop, so that a --no-threads bundle's scratch size folds to a
+     * constant (libjit is built with -fno-unroll-loops, and O3 cannot
+     * count this loop). */
+    _Static_assert(UNITS_MIN <= 2, "one doubling reaches UNITS_MIN");
     split_once(&s);
     split_once(&s);
     split_once(&s);
