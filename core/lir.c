@@ -168,12 +168,8 @@ LirBuf *lir_view(LirProgram *p, LirInstr *pos, LirBuf *base, int64_t offset, con
     return i->result;
 }
 
-void lir_remove(LirProgram *p, LirInstr *i) {
-    if (i->dead)
-        return;
-    i->dead = true;
-    if (i->result)
-        i->result->dead = true;
+/* Takes i out of p's list (it keeps its storage and its result). */
+static void unlink_instr(LirProgram *p, LirInstr *i) {
     if (i->prev)
         i->prev->next = i->next;
     else
@@ -186,19 +182,19 @@ void lir_remove(LirProgram *p, LirInstr *i) {
     p->ninstrs--;
 }
 
+void lir_remove(LirProgram *p, LirInstr *i) {
+    if (i->dead)
+        return;
+    i->dead = true;
+    if (i->result)
+        i->result->dead = true;
+    unlink_instr(p, i);
+}
+
 void lir_move_before(LirProgram *p, LirInstr *i, LirInstr *pos) {
     if (i == pos)
         return;
-    if (i->prev)
-        i->prev->next = i->next;
-    else
-        p->first = i->next;
-    if (i->next)
-        i->next->prev = i->prev;
-    else
-        p->last = i->prev;
-    i->prev = i->next = NULL;
-    p->ninstrs--;
+    unlink_instr(p, i);
     link_before(p, pos, i);
 }
 

@@ -231,13 +231,8 @@ LirProgram *lir_parse(const char *text, size_t len, const char *filename, DiagLi
 
 LirProgram *lir_parse_limited(const char *text, size_t len, const char *filename,
                               uint64_t max_memory, DiagList *d) {
-    if (memchr(text, 0, len)) {
-        const char *saved = d->file; /* the file is named once, as the location */
-        d->file = saved ? saved : filename;
-        diag_error(d, NULL, "contains a NUL byte: a binary file, not text IR");
-        d->file = saved;
+    if (rd_is_binary(text, len, filename, d))
         return NULL;
-    }
     LParser ps = {0};
     ps.p = lir_new(filename);
     ps.p->text = arena_strndup(ps.p->arena, text, len);

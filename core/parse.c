@@ -376,13 +376,8 @@ Module *parse_module(const char *text, size_t len, const char *filename, DiagLis
 
 Module *parse_module_limited(const char *text, size_t len, const char *filename,
                              uint64_t max_memory, DiagList *d) {
-    if (memchr(text, 0, len)) {
-        const char *saved = d->file; /* the file is named once, as the location */
-        d->file = saved ? saved : filename;
-        diag_error(d, NULL, "contains a NUL byte: a binary file, not text IR");
-        d->file = saved;
+    if (rd_is_binary(text, len, filename, d))
         return NULL;
-    }
     Parser ps = {0};
     ps.m = module_new(filename);
     if (!ps.m) {

@@ -21,6 +21,16 @@ void rd_init(Reader *r, const char *text, size_t len, uint64_t max_memory, DiagL
 
 /* Line and column of `at`: on the current line in the common case, else found
  * by counting from the start (only on the error path). */
+bool rd_is_binary(const char *text, size_t len, const char *filename, DiagList *d) {
+    if (!memchr(text, 0, len))
+        return false;
+    const char *saved = d->file; /* the file is named once, as the location */
+    d->file = saved ? saved : filename;
+    diag_error(d, NULL, "contains a NUL byte: a binary file, not text IR");
+    d->file = saved;
+    return true;
+}
+
 SrcLoc rd_loc(const Reader *ps, const char *at) {
     if (at >= ps->line_start)
         return (SrcLoc){ps->line, (int)(at - ps->line_start) + 1};

@@ -36,6 +36,9 @@ typedef bool (*RdAttrAllowed)(AttrKey key, void *ctx);
  * take max_memory bytes in all (0: no limit). */
 void rd_init(Reader *r, const char *text, size_t len, uint64_t max_memory, DiagList *d,
              Arena *a);
+/* Whether text holds a NUL byte, said as the file's one error: a binary
+ * file (a model given where text IR is read), not text IR. */
+bool rd_is_binary(const char *text, size_t len, const char *filename, DiagList *d);
 SrcLoc rd_loc(const Reader *r, const char *at);
 __attribute__((noreturn, format(printf, 3, 4))) void rd_error(Reader *r, const char *at,
                                                               const char *fmt, ...);

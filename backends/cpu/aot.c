@@ -228,13 +228,12 @@ static bool run_tool(char **argv, const char *out, DiagList *d) {
 
 /* The fallback kernel (fallback.c with the interpreter, a relocatable object
  * whose only global symbols are libjit_generic and libjit_dynamic, embedded
- * in glowc) goes into every program whose code still calls it: a libjit
- * kernel hands it the shapes it has no fast path for, and instructions over
- * bounded-dynamic buffers run through it. Written next to OUT; the caller removes it. */
-/* The kernel engine's kernels call it for the shapes they have no fast path
- * for, whatever the model. */
+ * in glowc) goes only into a program whose own code calls it: operators run
+ * with --fallback=interp, and the instructions over bounded-dynamic buffers
+ * that codegen lists as having no libjit rule. No libjit kernel (so nothing
+ * in the kernel engine) calls it. Written next to OUT; the caller removes it. */
 static bool needs_fallback(const CpuModule *m) {
-    return cpu_uses_engine(&m->opt) || LLVMGetNamedFunction(m->mod, "libjit_generic") != NULL ||
+    return LLVMGetNamedFunction(m->mod, "libjit_generic") != NULL ||
            LLVMGetNamedFunction(m->mod, "libjit_dynamic") != NULL;
 }
 
@@ -740,8 +739,9 @@ static bool calls(LLVMValueRef fn, LLVMValueRef callee) {
 }
 
 /* The interpreter's kernel allocates (its arena), so a no-threads bundle
- * cannot carry it: every instruction whose libjit kernel still hands its
- * shape to it is named. */
+ * cannot carry it: every instruction whose code calls it is named. No
+ * libjit kernel calls it, and --fallback=interp is refused before, so
+ * this guards against a code generation that would. */
 static bool check_no_fallback(CpuModule *m, DiagList *d) {
     LLVMValueRef generic = LLVMGetNamedFunction(m->mod, "libjit_generic");
     if (!generic || !LLVMGetFirstUse(generic))
@@ -757,9 +757,8 @@ static bool check_no_fallback(CpuModule *m, DiagList *d) {
                       i->name ? i->name : "?", instr_kind_name(i->kind), index);
     }
     diag_error(d, NULL,
-               "--no-threads: %s may run the interpreter's kernel (libjit's hands it the "
-               "shapes it has no fast path for), which allocates memory; compile without "
-               "--no-threads",
+               "--no-threads: %s may run the interpreter's kernel, which allocates memory; "
+               "compile without --no-threads",
                sb.len ? sb_str(&sb) : "an instruction");
     sb_free(&sb);
     return false;

@@ -364,21 +364,27 @@ static void return_on_failure(CG *g, LLVMValueRef status, int index) {
 }
 
 /* A kernel K that can fail on its input (libjit_K_fails(desc) says when)
- * records it in its threads' scratch; the entry returns index + 1 then,
- * and the caller names the instruction and the element (jit.c). Without
- * threads (a --no-threads bundle, which holds no strings) nothing fails. */
+ * records it in its threads' scratch; so does one with scratch
+ * (libjit_K_scratch) that cannot have it (out of memory). The entry
+ * returns index + 1 then, and the caller names the instruction and the
+ * element or the reason (jit.c). Without threads (a --no-threads bundle,
+ * which holds no strings and whose scratch is fixed) nothing fails. */
 static void check_failure(CG *g, const char *name, LLVMValueRef desc, int index) {
     char fails_name[160];
     snprintf(fails_name, sizeof fails_name, "%s_fails", name);
     LLVMValueRef fails = LLVMGetNamedFunction(g->mod, fails_name);
-    if (!fails || g->scratch)
+    snprintf(fails_name, sizeof fails_name, "%s_scratch", name);
+    bool scratch = LLVMGetNamedFunction(g->mod, fails_name) != NULL;
+    if ((!fails && !scratch) || g->scratch)
         return;
     LLVMValueRef failed = runtime_fn(g, "libjit_failed");
     if (!failed)
         return;
-    LLVMValueRef can = LLVMBuildTrunc(g->b, call(g, fails, &desc, 1), g->i32, "");
     LLVMValueRef did = call(g, failed, &g->rt, 1);
-    return_on_failure(g, LLVMBuildAnd(g->b, can, did, ""), index);
+    if (fails && !scratch)
+        did = LLVMBuildAnd(g->b, LLVMBuildTrunc(g->b, call(g, fails, &desc, 1), g->i32, ""), did,
+                           "");
+    return_on_failure(g, did, index);
 }
 
 static void emit_kernel(CG *g, LLVMValueRef kernel, const char *name, const int64_t *w, int nw,
@@ -782,8 +788,9 @@ static LLVMValueRef make_dyn_worker(CG *g, LLVMValueRef kernel, int index) {
 }
 
 /* The kernel an instruction over bounded-dynamic buffers runs: the one
- * for every kind first (the f32 forms hand some shapes to the
- * interpreter's kernel), then its element kind's. */
+ * for every kind first (it takes every shape in one loop; an f32 form may
+ * hand a shape it has no fast path for to it on one thread), then its
+ * element kind's. */
 static LLVMValueRef dyn_kernel(CG *g, const LirInstr *i, char *name, size_t size) {
     const char *kind = node_kind_name(NODE_OF_IK(i->kind));
     snprintf(name, size, "libjit_%s_any", kind);

@@ -4,6 +4,7 @@
  * by the program's plan. Also the snapshots of a module that the session
  * keeps per step, to run any step as native code. */
 #include "backends/cpu/cpu_internal.h"
+#include "backends/cpu/libjit/libjit.h"
 #include "core/infer.h"
 #include "core/str_ops.h"
 
@@ -163,17 +164,21 @@ void cpu_exec_free(CpuExec *e) {
 }
 /* A kernel that failed on its input (libjit_runtime_failure: a string that
  * is no number, the only kind so far): the interpreter's message, at the
- * node's place in the source, as -O0 reports it. */
+ * node's place in the source, as -O0 reports it; or one that could not run
+ * (its scratch memory could not be had): why, at the same place. */
 static bool report_input_failure(CpuExec *e, const LirInstr *at, DiagList *d) {
     const char *text;
     int64_t elem = e->failure(e->rt, &text);
-    if (elem < 0 || !at)
+    if ((elem < 0 && elem != LJ_FAILED_RUN) || !at)
         return false;
     Arena *a = arena_new();
     if (!a)
         return false;
-    node_error(d, instr_as_node(e->p, at, a), STR_NOT_A_NUMBER, (long long)elem,
-               text ? text : "");
+    if (elem == LJ_FAILED_RUN) /* a kernel that could not run (out of memory) */
+        node_error(d, instr_as_node(e->p, at, a), "%s", text);
+    else
+        node_error(d, instr_as_node(e->p, at, a), STR_NOT_A_NUMBER, (long long)elem,
+                   text ? text : "");
     arena_destroy(a);
     return true;
 }

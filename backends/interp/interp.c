@@ -34,6 +34,29 @@ bool k_constant(const KernelArgs *a) {
     return kernel_fail(a, "a constant is not computed");
 }
 
+void matmul_shape(MatmulShape *s, const Type *a, const Type *b) {
+    Type ta = *a, tb = *b;
+    if (ta.rank == 1) {
+        ta.dims[1] = ta.dims[0];
+        ta.dims[0] = 1;
+        ta.rank = 2;
+    }
+    if (tb.rank == 1) {
+        tb.dims[1] = 1;
+        tb.rank = 2;
+    }
+    s->m = ta.dims[ta.rank - 2];
+    s->k = ta.dims[ta.rank - 1];
+    s->n = tb.dims[tb.rank - 1];
+    Type batch;
+    ta.rank -= 2;
+    tb.rank -= 2;
+    type_broadcast(&ta, &tb, &batch);
+    s->nbatch = type_numel(&batch);
+    const Type *bts[2] = {&ta, &tb};
+    bcast_init(&s->bc, &batch, bts, 2);
+}
+
 void bcast_init(Bcast *b, const Type *out, const Type *const *ops, int nops) {
     memset(b, 0, sizeof *b);
     b->rank = out->rank;

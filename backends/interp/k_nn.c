@@ -82,31 +82,14 @@ static void gemm_generic(int64_t M, int64_t N, int64_t K, const Tensor *A, int64
 bool k_matmul(const KernelArgs *a) {
     const Tensor *A = a->in[0], *B = a->in[1];
     Tensor *C = a->out[0];
-    Type ta = A->type, tb = B->type;
-    if (ta.rank == 1) {
-        ta.dims[1] = ta.dims[0];
-        ta.dims[0] = 1;
-        ta.rank = 2;
-    }
-    if (tb.rank == 1) {
-        tb.dims[1] = 1;
-        tb.rank = 2;
-    }
-    int64_t M = ta.dims[ta.rank - 2], K = ta.dims[ta.rank - 1], N = tb.dims[tb.rank - 1];
-    /* Batch shapes, broadcast with each other. */
-    Type ba = ta, bb = tb, batch;
-    ba.rank -= 2;
-    bb.rank -= 2;
-    type_broadcast(&ba, &bb, &batch);
-    int64_t nbatch = type_numel(&batch);
-    const Type *bts[2] = {&ba, &bb};
-    Bcast bc;
-    bcast_init(&bc, &batch, bts, 2);
+    MatmulShape ms;
+    matmul_shape(&ms, &A->type, &B->type);
+    int64_t M = ms.m, K = ms.k, N = ms.n;
     bool f32 = A->type.elem == ELEM_F32;
     if (f32)
         memset(C->data, 0, tensor_bytes(C));
-    for (int64_t b = 0; b < nbatch; b++, bcast_next(&bc)) {
-        int64_t offa = bc.off[0] * M * K, offb = bc.off[1] * K * N, offc = b * M * N;
+    for (int64_t b = 0; b < ms.nbatch; b++, bcast_next(&ms.bc)) {
+        int64_t offa = ms.bc.off[0] * M * K, offb = ms.bc.off[1] * K * N, offc = b * M * N;
         if (f32)
             sgemm_acc(M, N, K, (const float *)A->data + offa, K, (const float *)B->data + offb,
                       N, (float *)C->data + offc, N);

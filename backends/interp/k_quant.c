@@ -122,31 +122,15 @@ typedef struct IntMatmul {
  * per row of a, zb one or one per column of b. */
 static bool int_matmul(const KernelArgs *a, const Tensor *A, const Tensor *ZA, const Tensor *B,
                        const Tensor *ZB, IntMatmul *r) {
-    Type ta = A->type, tb = B->type;
-    if (ta.rank == 1) {
-        ta.dims[1] = ta.dims[0];
-        ta.dims[0] = 1;
-        ta.rank = 2;
-    }
-    if (tb.rank == 1) {
-        tb.dims[1] = 1;
-        tb.rank = 2;
-    }
-    int64_t M = ta.dims[ta.rank - 2], K = ta.dims[ta.rank - 1], N = tb.dims[tb.rank - 1];
-    Type ba = ta, bb = tb, batch;
-    ba.rank -= 2;
-    bb.rank -= 2;
-    type_broadcast(&ba, &bb, &batch);
-    int64_t nbatch = type_numel(&batch);
+    MatmulShape ms;
+    matmul_shape(&ms, &A->type, &B->type);
+    int64_t M = ms.m, K = ms.k, N = ms.n, nbatch = ms.nbatch;
     r->acc = calloc((size_t)(nbatch * M * N ? nbatch * M * N : 1), sizeof(int64_t));
     if (!r->acc)
         return kernel_fail(a, "out of memory");
-    const Type *bts[2] = {&ba, &bb};
-    Bcast bc;
-    bcast_init(&bc, &batch, bts, 2);
     bool row_za = tensor_numel(ZA) > 1, col_zb = tensor_numel(ZB) > 1;
-    for (int64_t b = 0; b < nbatch; b++, bcast_next(&bc)) {
-        int64_t oa = bc.off[0] * M * K, ob = bc.off[1] * K * N, *c = r->acc + b * M * N;
+    for (int64_t b = 0; b < nbatch; b++, bcast_next(&ms.bc)) {
+        int64_t oa = ms.bc.off[0] * M * K, ob = ms.bc.off[1] * K * N, *c = r->acc + b * M * N;
         for (int64_t i = 0; i < M; i++) {
             int64_t za = tensor_get_i64(ZA, row_za ? i : 0);
             for (int64_t j = 0; j < N; j++) {

@@ -42,4 +42,14 @@ void bcast_init(Bcast *b, const Type *out, const Type *const *ops, int nops);
 /* Advances to the next output element; offsets in b->off. */
 void bcast_next(Bcast *b);
 
+/* numpy matmul's shapes: a 1-D operand is promoted to a row (a) or a
+ * column (b), the batch dimensions broadcast. Batch i multiplies a's
+ * [m][k] at bc.off[0] * m * k by b's [k][n] at bc.off[1] * k * n; bc
+ * starts at batch 0 (bcast_next moves on). */
+typedef struct MatmulShape {
+    int64_t m, k, n, nbatch;
+    Bcast bc;
+} MatmulShape;
+void matmul_shape(MatmulShape *s, const Type *a, const Type *b);
+
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/onnx/import.h"
+#include "core/slice.h"
 
 /* ---- constants and shape queries ------------------------------------------ */
 
@@ -575,20 +576,14 @@ bool import_slice(OnnxNode *on) {
             on_error(on, "step is zero");
             return false;
         }
-        int64_t b = starts[i], en = ends[i];
-        if (b < 0)
-            b = b < -dim ? 0 : b + dim;
-        if (en < 0)
-            en = en < -dim ? (st > 0 ? 0 : -1) : en + dim;
-        if (st > 0) {
-            b = b > dim ? dim : b;
-            en = en > dim ? dim : en;
-        } else {
-            b = b > dim - 1 ? dim - 1 : b;
-            en = en > dim - 1 ? dim - 1 : en;
-        }
+        int64_t b, step, count;
+        slice_axis(dim, true, starts[i], true, ends[i], st, &b, &step, &count);
+        /* the node keeps a clamped end one step past the last element; a
+         * backward slice through index 0 ends before it, which a negative
+         * end would mean counted from the back, hence -dim - 1 */
+        int64_t en = b + count * step;
         s[ax] = b;
-        e[ax] = en == -1 && st < 0 ? -dim - 1 : en;
+        e[ax] = en < 0 ? -dim - 1 : en > dim ? dim : en;
         t[ax] = st;
         axes[i] = ax;
         if (run_time && st < 0) {

@@ -4,15 +4,8 @@
 // the library are not counted), a warm-up, then ITERS runs; prints
 // "median X ms, min Y ms" like glowc bench.
 // Usage: node ort_bench.js MODEL.onnx THREADS ITERS [INPUT.npy]
-const fs = require('fs');
 const ort = require('onnxruntime-node');
-
-function readNpyFloat32(path) {
-  const buf = fs.readFileSync(path);
-  const hlen = buf.readUInt16LE(8);
-  const data = buf.subarray(10 + hlen);
-  return new Float32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.length));
-}
+const {readNpy} = require('../difftest/npy.js');
 
 async function main() {
   const [model, threads, iters, input] = [process.argv[2], +process.argv[3], +process.argv[4], process.argv[5]];
@@ -25,8 +18,8 @@ async function main() {
   const feeds = {};
   for (const name of s.inputNames) {
     const dims = meta && meta.shape ? meta.shape.map(d => (typeof d === 'number' ? d : 1)) : null;
-    const data = input ? readNpyFloat32(input) : new Float32Array(dims.reduce((a, b) => a * b, 1)).fill(0.5);
-    feeds[name] = new ort.Tensor('float32', data, dims);
+    feeds[name] = input ? readNpy(input)
+                        : new ort.Tensor('float32', new Float32Array(dims.reduce((a, b) => a * b, 1)).fill(0.5), dims);
   }
   await s.run(feeds);
   console.log(`first ${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(1)} ms`);

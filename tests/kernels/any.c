@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cpu.h"
 #include "backends/cpu/libjit/kernels.h"
 #include "core/arena.h"
 #include "core/str_ops.h"
@@ -1109,6 +1110,15 @@ static const int64_t qconv_shapes[][11] = {
     {1, 13, 20, 20, 11, 3, 3, 1, 1, 1, 1},/* several tiles, odd channel counts */
     {1, 300, 1, 1, 37, 1, 1, 1, 0, 1, 1}, /* fully connected, K and M odd */
     {1, 64, 3, 3, 70, 1, 1, 1, 0, 1, 1},  /* pointwise on 9 positions */
+    /* depthwise on two-row words (k_qconv.c's dw_unit): */
+    {1, 4, 14, 14, 4, 3, 3, 2, 1, 1, 4},  /* stride 2 on an even map: two column phases */
+    {1, 3, 9, 9, 3, 2, 4, 1, 1, 1, 3},    /* 2x4: one pair of rows, four column taps */
+    {1, 3, 7, 11, 3, 1, 3, 1, 1, 1, 3},   /* 1x3: the pair's second row weighs 0 */
+    {1, 2, 13, 13, 2, 3, 3, 2, 2, 2, 2},  /* stride 2, dilation 2: phases from both */
+    {1, 2, 30, 70, 2, 3, 3, 1, 1, 1, 2},  /* rows wider than a tile, many tiles */
+    {1, 2, 19, 23, 2, 5, 5, 4, 2, 1, 2},  /* 5x5 stride 4: four row phases */
+    {1, 2, 12, 12, 2, 3, 3, 5, 1, 1, 2},  /* stride 5: beyond the phases, the grouped GEMM */
+    {1, 16, 7, 7, 16, 3, 3, 1, 1, 1, 16}, /* 7x7 maps: tiles across rows */
 };
 
 /* x_scale, w_scale (per channel or not), y_scale so results spread over
@@ -2077,6 +2087,332 @@ int any_string_cases(uint64_t seed) {
                             libjit_string_normalizer_str_work, &ran);
             any_free(&c);
         }
+    }
+    return ok ? ran : -1;
+}
+
+/* ---- scatter_nd, reshape, shape, nms; pools and matmul of every kind ---------------- */
+
+/* A case the interpreter refuses would not count: each of these is built
+ * to be valid, so a refusal fails it. */
+static bool any_run_valid(AnyCase *c, const char *what, KernelFn fn, WorkFn work, int *ran) {
+    int before = *ran;
+    if (!any_run(c, what, fn, work, ran))
+        return false;
+    if (*ran == before) {
+        fprintf(stderr, "FAIL %s: the interpreter refused the case\n", what);
+        return false;
+    }
+    return true;
+}
+
+enum { SLOT_BYTES = 8 * 8 }; /* one operand's run-time dims in the mutable area */
+
+/* An instruction over bounded-dynamic buffers, both ways: natively as
+ * generated code runs it (libjit_dyn_prepare with `rule`, then the kernel
+ * on the descriptor it made) and by the interpreter at the run-time sizes
+ * (libjit_dynamic, the fallback). Operand k is dynamic along mask dyn[k],
+ * an input's run-time dims in rt[k]. Exact: both succeed or both refuse,
+ * with the same result sizes and the same elements within them. */
+static bool dyn_run(AnyCase *c, const char *what, KernelFn fn, WorkFn work, const int64_t *rule,
+                    int nrule, const unsigned *dyn, int64_t (*rt)[8], int *ran) {
+    int nops = lj_nops(c->d.w), nres = lj_nres(c->d.w);
+    int64_t slots[2 * CASE_OPS + 8];
+    unsigned char mut_fast[CASE_OPS * SLOT_BYTES] = {0}, mut_ref[CASE_OPS * SLOT_BYTES] = {0};
+    for (int k = 0; k < nops; k++) {
+        slots[2 * k] = dyn[k] ? k * SLOT_BYTES : -1;
+        slots[2 * k + 1] = dyn[k];
+        if (dyn[k] && k >= nres) {
+            memcpy(mut_fast + k * SLOT_BYTES, rt[k], (size_t)lj_rank(c->d.w, k) * 8);
+            memcpy(mut_ref + k * SLOT_BYTES, rt[k], (size_t)lj_rank(c->d.w, k) * 8);
+        }
+    }
+    memcpy(slots + 2 * nops, rule, (size_t)nrule * sizeof *rule);
+    int want = libjit_dynamic(c->d.w, c->ref, mut_ref, slots);
+    Desc r = c->d;
+    int got = libjit_dyn_prepare(r.w, c->d.w, c->fast, mut_fast, slots);
+    if (got != want) {
+        fprintf(stderr, "FAIL %s: native %s, interpreter %s\n", what, got ? "refused" : "ran",
+                want ? "refused" : "ran");
+        return false;
+    }
+    ++*ran;
+    if (got)
+        return true;
+    run_kernel(&r, fn, work, c->fast);
+    for (int k = 0; k < nres; k++) {
+        int64_t n = 1;
+        for (int i = 0; i < lj_rank(c->d.w, k); i++) {
+            int64_t df = dyn[k] ? ((int64_t *)(void *)(mut_fast + k * SLOT_BYTES))[i] : lj_dim(c->d.w, k, i);
+            int64_t dr = dyn[k] ? ((int64_t *)(void *)(mut_ref + k * SLOT_BYTES))[i] : lj_dim(c->d.w, k, i);
+            if (df != dr) {
+                fprintf(stderr, "FAIL %s: output %d dim %d: native %lld interpreter %lld\n", what,
+                        k, i, (long long)df, (long long)dr);
+                return false;
+            }
+            n *= df;
+        }
+        ElemKind e = (ElemKind)lj_elem(c->d.w, k);
+        for (int64_t i = 0; i < n; i++) {
+            if (same_elem(e, c->fast[k], c->ref[k], i))
+                continue;
+            fprintf(stderr, "FAIL %s: output %d element %lld: kernel %.17g interpreter %.17g\n", what,
+                    k, (long long)i, elem_load_f64(e, c->fast[k], i), elem_load_f64(e, c->ref[k], i));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* scatter_nd: x of rank 1-3, indices [rows..., last] in range (negative
+ * ones too, duplicates likely), every reduction (none for bool). */
+static bool scatter_nd_case(ElemKind e, uint64_t *s, int i, int *ran) {
+    int64_t x[8], ix[8], u[8];
+    int rx = (int)rnd(s, 1, 3), ri = (int)rnd(s, 1, 3);
+    for (int j = 0; j < rx; j++)
+        x[j] = rnd(s, 1, 4);
+    int64_t last = rnd(s, 1, rx);
+    for (int j = 0; j < ri - 1; j++)
+        ix[j] = rnd(s, 1, 3);
+    ix[ri - 1] = last;
+    int ru = 0;
+    for (int j = 0; j < ri - 1; j++)
+        u[ru++] = ix[j];
+    for (int j = (int)last; j < rx; j++)
+        u[ru++] = x[j];
+    AnyCase c = {0};
+    desc_begin(&c.d, NK_SCATTER_ND, 1);
+    desc_operand_elem(&c.d, e, rx, x);
+    desc_operand_elem(&c.d, e, rx, x);
+    desc_operand_elem(&c.d, ELEM_I64, ri, ix);
+    desc_operand_elem(&c.d, e, ru, u);
+    static const int64_t reds[] = {RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN};
+    if (e != ELEM_BOOL)
+        desc_int(&c.d, AK_reduction, reds[rnd(s, 0, 4)]);
+    any_alloc(&c, *s + (uint64_t)i);
+    for (int64_t j = 0; j < desc_numel(&c.d, 2); j++) {
+        int64_t dim = x[j % last];
+        ((int64_t *)c.fast[2])[j] = ((int64_t *)c.ref[2])[j] = rnd(s, -dim, dim - 1);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "scatter_nd on %s", elem_name(e));
+    bool ok = any_run_valid(&c, what, libjit_scatter_nd_any, libjit_scatter_nd_any_work, ran);
+    any_free(&c);
+    return ok;
+}
+
+/* reshape: static (x to [numel / k, k]), and from x [b, 2, 3] with b
+ * bounded to [y0, 3] with y0 dynamic (LJ_DYN_RESHAPE), b from 0 to its
+ * bound. */
+static bool reshape_cases(ElemKind e, uint64_t *s, int i, int *ran) {
+    int64_t x[8], y[2];
+    int rank = random_shape(s, x, 4, 6);
+    int64_t n = 1;
+    for (int j = 0; j < rank; j++)
+        n *= x[j];
+    int64_t k = rank ? x[rank - 1] : 1;
+    y[0] = n / k, y[1] = k;
+    AnyCase c = {0};
+    desc_begin(&c.d, NK_RESHAPE, 1);
+    desc_operand_elem(&c.d, e, 2, y);
+    desc_operand_elem(&c.d, e, rank, x);
+    any_alloc(&c, *s + (uint64_t)i);
+    char what[64];
+    snprintf(what, sizeof what, "reshape on %s", elem_name(e));
+    bool ok = any_run_valid(&c, what, libjit_reshape_any, libjit_reshape_any_work, ran);
+    any_free(&c);
+    int64_t bound = rnd(s, 1, 5), xb[3] = {bound, 2, 3}, yb[2] = {bound * 2, 3};
+    int64_t rt[CASE_OPS][8] = {{0}};
+    rt[1][0] = rnd(s, 0, bound), rt[1][1] = 2, rt[1][2] = 3;
+    c = (AnyCase){0};
+    desc_begin(&c.d, NK_RESHAPE, 1);
+    desc_operand_elem(&c.d, e, 2, yb);
+    desc_operand_elem(&c.d, e, 3, xb);
+    any_alloc(&c, *s + (uint64_t)i);
+    static const unsigned dyn[CASE_OPS] = {1, 1};
+    static const int64_t rule[] = {LJ_DYN_RESHAPE};
+    snprintf(what, sizeof what, "reshape at run-time sizes on %s", elem_name(e));
+    ok = ok && dyn_run(&c, what, libjit_reshape_any, libjit_reshape_any_work, rule, 1, dyn, rt, ran);
+    any_free(&c);
+    return ok;
+}
+
+/* shape: of a static x, and of an x dynamic along a random mask of its
+ * axes (LJ_DYN_MAP with no sources: the result is static). */
+static bool shape_cases(ElemKind e, uint64_t *s, int i, int *ran) {
+    int64_t x[8], y[1];
+    int rank = random_shape(s, x, 4, 6);
+    y[0] = rank;
+    AnyCase c = {0};
+    desc_begin(&c.d, NK_SHAPE, 1);
+    desc_operand_elem(&c.d, ELEM_I64, 1, y);
+    desc_operand_elem(&c.d, e, rank, x);
+    any_alloc(&c, *s + (uint64_t)i);
+    char what[64];
+    snprintf(what, sizeof what, "shape on %s", elem_name(e));
+    bool ok = any_run_valid(&c, what, libjit_shape_any, libjit_shape_any_work, ran);
+    if (ok && rank > 0) {
+        unsigned dyn[CASE_OPS] = {0, (unsigned)rnd(s, 1, (1 << rank) - 1)};
+        int64_t rt[CASE_OPS][8] = {{0}};
+        for (int j = 0; j < rank; j++)
+            rt[1][j] = dyn[1] & (1u << j) ? rnd(s, 0, x[j]) : x[j];
+        static const int64_t rule[] = {LJ_DYN_MAP, 0};
+        snprintf(what, sizeof what, "shape at run-time sizes on %s", elem_name(e));
+        ok = dyn_run(&c, what, libjit_shape_any, libjit_shape_any_work, rule, 2, dyn, rt, ran);
+    }
+    any_free(&c);
+    return ok;
+}
+
+/* nms (boxes and scores f32, as the importer requires; the limit i64 or
+ * i32, the thresholds f32 or f64), with every optional operand or not, both
+ * box layouts, ties and NaN among the scores. */
+static bool nms_case(uint64_t *s, int i, int *ran) {
+    int64_t nb = rnd(s, 1, 2), nc = rnd(s, 1, 3), n = rnd(s, 0, 12);
+    int64_t bx[3] = {nb, n, 4}, sc[3] = {nb, nc, n}, one[1] = {1};
+    int64_t y[2] = {nb * nc * n, 3}; /* the bound the shape rule gives */
+    int nopt = (int)rnd(s, 0, 3);
+    AnyCase c = {.plain = i % 2 == 0};
+    desc_begin(&c.d, NK_NMS, 1);
+    desc_operand_elem(&c.d, ELEM_I64, 2, y);
+    desc_operand_elem(&c.d, ELEM_F32, 3, bx);
+    desc_operand_elem(&c.d, ELEM_F32, 3, sc);
+    if (nopt > 0)
+        desc_operand_elem(&c.d, i % 3 ? ELEM_I64 : ELEM_I32, 1, one);
+    for (int k = 1; k < nopt; k++)
+        desc_operand_elem(&c.d, i % 5 ? ELEM_F32 : ELEM_F64, 1, one);
+    desc_int(&c.d, AK_center_point_box, rnd(s, 0, 1));
+    any_alloc(&c, *s + (uint64_t)i);
+    if (nopt > 0)
+        elem_store_i64((ElemKind)lj_elem(c.d.w, 3), c.fast[3], 0, rnd(s, 0, n + 1));
+    if (nopt > 1)
+        elem_store_f64((ElemKind)lj_elem(c.d.w, 4), c.fast[4], 0, (double)rnd(s, 0, 10) / 10);
+    if (nopt > 2)
+        elem_store_f64((ElemKind)lj_elem(c.d.w, 5), c.fast[5], 0, (double)rnd(s, -2000, 2000) / 1000);
+    for (int k = 0; k < 3; k++) /* ties among the scores: few distinct values */
+        for (int64_t j = 0; j < desc_numel(&c.d, 2) && i % 3 == 2; j++)
+            ((float *)c.fast[2])[j] = (float)rnd(s, 0, 3) / 4;
+    for (int k = 1; k < lj_nops(c.d.w); k++)
+        memcpy(c.ref[k], c.fast[k], bytes_of(&c, k));
+    unsigned dyn[CASE_OPS] = {1};
+    int64_t rt[CASE_OPS][8] = {{0}};
+    static const int64_t rule[] = {LJ_DYN_NMS};
+    char what[64];
+    snprintf(what, sizeof what, "nms (case %d)", i);
+    bool ok = dyn_run(&c, what, libjit_nms_any, libjit_nms_any_work, rule, 1, dyn, rt, ran);
+    any_free(&c);
+    return ok;
+}
+
+/* scatter_nd, reshape and shape for every kind each takes, nms for its one
+ * kind; against the interpreter, exact (data movement and counts). */
+int any_shape_cases(uint64_t seed) {
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (int e = 0; e < ELEM_COUNT && ok; e++) {
+        for (int i = 0; i < 6 && ok && takes(NK_SCATTER_ND, (ElemKind)e); i++)
+            ok = scatter_nd_case((ElemKind)e, &s, i, &ran);
+        for (int i = 0; i < 4 && ok && takes(NK_RESHAPE, (ElemKind)e); i++)
+            ok = reshape_cases((ElemKind)e, &s, i, &ran);
+        for (int i = 0; i < 4 && ok && takes(NK_SHAPE, (ElemKind)e); i++)
+            ok = shape_cases((ElemKind)e, &s, i, &ran);
+    }
+    for (int i = 0; i < 40 && ok; i++)
+        ok = nms_case(&s, i, &ran);
+    return ok ? ran : -1;
+}
+
+/* max_pool (with and without its index, row- or column-major) and avg_pool
+ * (count_include_pad or not) of 1 to 3 spatial axes, with strides, pads
+ * and dilations, for every kind each takes: max_pool_any and avg_pool_any,
+ * the interpreter's loop, exact. */
+static bool pool_case(NodeKind kind, ElemKind e, uint64_t *s, int i, int *ran) {
+    int ns = (int)rnd(s, 1, 3);
+    int64_t x[8] = {rnd(s, 1, 2), rnd(s, 1, 3)}, y[8] = {x[0], x[1]};
+    int64_t k[3], st[3], dil[3], pads[6];
+    for (int j = 0; j < ns; j++) {
+        k[j] = rnd(s, 1, 3);
+        st[j] = rnd(s, 1, 2);
+        dil[j] = rnd(s, 1, 2);
+        pads[j] = rnd(s, 0, k[j] - 1);
+        pads[ns + j] = rnd(s, 0, k[j] - 1);
+        int64_t span = (k[j] - 1) * dil[j] + 1;
+        x[2 + j] = rnd(s, span, span + 5);
+        y[2 + j] = (x[2 + j] + pads[j] + pads[ns + j] - span) / st[j] + 1;
+    }
+    bool index = kind == NK_MAX_POOL && i % 2;
+    AnyCase c = {0};
+    desc_begin(&c.d, kind, index ? 2 : 1);
+    desc_operand_elem(&c.d, e, 2 + ns, y);
+    if (index)
+        desc_operand_elem(&c.d, ELEM_I64, 2 + ns, y);
+    desc_operand_elem(&c.d, e, 2 + ns, x);
+    desc_ints(&c.d, AK_kernel, ns, k);
+    desc_ints(&c.d, AK_strides, ns, st);
+    desc_ints(&c.d, AK_pads, 2 * ns, pads);
+    desc_ints(&c.d, AK_dilations, ns, dil);
+    if (kind == NK_MAX_POOL)
+        desc_int(&c.d, AK_storage_order, rnd(s, 0, 1));
+    else
+        desc_int(&c.d, AK_count_include_pad, rnd(s, 0, 1));
+    any_alloc(&c, *s + (uint64_t)i);
+    char what[64];
+    snprintf(what, sizeof what, "%s of %d axes on %s", node_kind_name(kind), ns, elem_name(e));
+    bool ok = kind == NK_MAX_POOL
+                  ? any_run_valid(&c, what, libjit_max_pool_any, libjit_max_pool_any_work, ran)
+                  : any_run_valid(&c, what, libjit_avg_pool_any, libjit_avg_pool_any_work, ran);
+    any_free(&c);
+    return ok;
+}
+
+/* matmul: batch axes broadcast (one side 1 or absent), 1-D operands. */
+static bool matmul_case(ElemKind e, uint64_t *s, int i, int *ran) {
+    int64_t m = rnd(s, 1, 5), k = rnd(s, 0, 6), n = rnd(s, 1, 5), b = rnd(s, 1, 3);
+    int64_t a[4], bb[4], y[4];
+    int ra = 0, rb = 0, ry = 0;
+    int form = i % 4; /* 0: [b,m,k] x [k,n]; 1: [m,k] x [b,k,n]; 2: [b,m,k] x [1,k,n]; 3: [k] x [k,n] */
+    if (form == 0 || form == 2)
+        a[ra++] = b;
+    if (form != 3)
+        a[ra++] = m;
+    a[ra++] = k;
+    if (form == 1)
+        bb[rb++] = b;
+    if (form == 2)
+        bb[rb++] = 1;
+    bb[rb++] = k, bb[rb++] = n;
+    if (form != 3)
+        y[ry++] = b;
+    if (form != 3)
+        y[ry++] = m;
+    y[ry++] = n;
+    AnyCase c = {0};
+    desc_begin(&c.d, NK_MATMUL, 1);
+    desc_operand_elem(&c.d, e, ry, y);
+    desc_operand_elem(&c.d, e, ra, a);
+    desc_operand_elem(&c.d, e, rb, bb);
+    any_alloc(&c, *s + (uint64_t)i);
+    char what[64];
+    snprintf(what, sizeof what, "matmul on %s", elem_name(e));
+    bool ok = any_run_valid(&c, what, libjit_matmul_any, libjit_matmul_any_work, ran);
+    any_free(&c);
+    return ok;
+}
+
+int any_pool_matmul_cases(uint64_t seed) {
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (int e = 0; e < ELEM_COUNT && ok; e++) {
+        for (int i = 0; i < 8 && ok && takes(NK_MAX_POOL, (ElemKind)e); i++)
+            ok = pool_case(NK_MAX_POOL, (ElemKind)e, &s, i, &ran);
+        for (int i = 0; i < 8 && ok && takes(NK_AVG_POOL, (ElemKind)e); i++)
+            ok = pool_case(NK_AVG_POOL, (ElemKind)e, &s, i, &ran);
+        /* f32 runs libjit_matmul_f32 (test_matmul); the interpreter sums
+         * f32 products in f32, matmul_any in double as for the other kinds */
+        for (int i = 0; i < 8 && ok && e != ELEM_F32 && takes(NK_MATMUL, (ElemKind)e); i++)
+            ok = matmul_case((ElemKind)e, &s, i, &ran);
     }
     return ok ? ran : -1;
 }

@@ -24,5 +24,9 @@ int any_dynamic_cases(uint64_t seed);
 int any_gather_nd_cases(uint64_t seed);
 /* Strings: cast to and from str, equal, string_normalizer. */
 int any_string_cases(uint64_t seed);
+/* scatter_nd, reshape, shape (static and at run-time sizes), nms. */
+int any_shape_cases(uint64_t seed);
+/* max_pool and avg_pool of 1-3 spatial axes, matmul. */
+int any_pool_matmul_cases(uint64_t seed);
 
 #endif

@@ -189,19 +189,28 @@ static void split_row(const Case *c, const Shape *s, int threads, int reps, doub
            100 * (sum - whole) / whole);
 }
 
+/* From shape *i on, the next one of `model` ("all": every one) or only
+ * number `only` (-1: any), built with its reference inputs filled. */
+static bool next_case(const char *model, int only, size_t *i, Case *c) {
+    for (; *i < sizeof shapes / sizeof *shapes; ++*i) {
+        const Shape *s = &shapes[*i];
+        if ((strcmp(model, "all") && strcmp(model, s->model)) || (only >= 0 && only != (int)*i))
+            continue;
+        build(c, s);
+        case_alloc(c, *i);
+        case_reference(c, false);
+        return true;
+    }
+    return false;
+}
+
 static int split_table(const char *model, int only, int threads, int reps) {
     printf("%-13s %5s %4s %5s %2s %1s %4s %6s %8s %8s %7s %7s\n", "model", "cin", "hw", "cout",
            "k", "s", "grp", "units", "1T ms", "share ms", "bound", "repeat");
     double sums[3] = {0};
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
-        const Shape *s = &shapes[i];
-        if ((strcmp(model, "all") && strcmp(model, s->model)) || (only >= 0 && only != (int)i))
-            continue;
-        Case c;
-        build(&c, s);
-        case_alloc(&c, i);
-        case_reference(&c, false);
-        split_row(&c, s, threads, reps, sums);
+    Case c;
+    for (size_t i = 0; next_case(model, only, &i, &c); i++) {
+        split_row(&c, &shapes[i], threads, reps, sums);
         case_free(&c);
     }
     printf("weighted by count: %.2f ms whole, %.2f ms largest shares (bound %.2fx), repeated %+.1f%%\n",
@@ -230,14 +239,9 @@ int main(int argc, char **argv) {
     printf("%-13s %5s %4s %5s %2s %1s %4s %-5s %10s %9s %9s %7s\n", "model", "cin", "hw", "cout", "k",
            "s", "grp", "act", "MFLOP", "fast GF/s", "interp", "speedup");
     double total_flops = 0, total_fast = 0, total_interp = 0;
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+    Case c;
+    for (size_t i = 0; next_case(model, only, &i, &c); i++) {
         const Shape *s = &shapes[i];
-        if ((strcmp(model, "all") && strcmp(model, s->model)) || (only >= 0 && only != (int)i))
-            continue;
-        Case c;
-        build(&c, s);
-        case_alloc(&c, i);
-        case_reference(&c, false); /* fills the reference inputs */
         double tf = time_min(&c, false, reps);
         double ti = interp ? time_min(&c, true, 2) : 0;
         double f = flops(s);

@@ -291,6 +291,9 @@ static void test_conv_shapes(void **state) {
         {1, 1, 20, 1, 31, 70, 1, 1, 1, 2, 1, 1, 1, {0}, "tanh", 0, 0, true},
         {2, 1, 16, 112, 112, 8, 3, 3, 1, 1, 1, 1, 8, {1, 1, 1, 1}, "sigmoid", 0, 0, true},
         {2, 2, 8, 9, 9, 8, 3, 3, 1, 1, 2, 2, 8, {2, 2, 2, 2}, "tanh", 0, 0, false},
+        /* depthwise, 81 taps (past dwconv.c's 64) on a plane whose phase
+         * planes pass the stack's: conv_direct */
+        {2, 1, 3, 200, 190, 3, 9, 9, 1, 1, 1, 1, 3, {4, 4, 4, 4}, "relu", 0, 0, true},
     };
     double worst = 0;
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
@@ -316,6 +319,70 @@ static void test_conv_random(void **state) {
     }
     printf("conv: %d random shapes, worst error %.3f of the bound\n", ran, worst);
     assert_true(worst <= 1);
+}
+
+/* Convolutions of 3 spatial axes (conv_direct: a plain loop), dense,
+ * grouped and depthwise, with strides, pads, dilations, a bias and a fused
+ * activation, against the interpreter: sums of C/group * taps + 1 terms in
+ * another order, so sum_tol's bound. */
+static void test_conv_3d(void **state) {
+    uint64_t s = 777;
+    double worst = 0;
+    int ran = 0;
+    for (int i = 0; i < 40; i++) {
+        int64_t group = i % 3 == 0 ? 1 : rnd(&s, 1, 3), cg = rnd(&s, 1, 3), mg = rnd(&s, 1, 3);
+        if (i % 5 == 0)
+            cg = mg = 1; /* depthwise */
+        int64_t n = rnd(&s, 1, 2), c = group * cg, m = group * mg;
+        int64_t x[5] = {n, c}, y[5] = {n, m}, w[5] = {m, cg}, k[3], st[3], dil[3], pads[6];
+        bool ok = true;
+        for (int j = 0; j < 3; j++) {
+            k[j] = w[2 + j] = rnd(&s, 1, 3);
+            st[j] = rnd(&s, 1, 2);
+            dil[j] = rnd(&s, 1, 2);
+            pads[j] = rnd(&s, 0, 2);
+            pads[3 + j] = rnd(&s, 0, 2);
+            x[2 + j] = rnd(&s, 1, 7);
+            y[2 + j] = out_size(x[2 + j], k[j], st[j], dil[j], pads[j], pads[3 + j]);
+            ok = ok && y[2 + j] >= 1;
+        }
+        if (!ok)
+            continue;
+        const char *act = acts[rnd(&s, 0, 6)];
+        Case cs = {0};
+        for (int with_act = 1; with_act >= 0; with_act--) {
+            Desc *d = with_act ? &cs.d : &cs.dmag;
+            desc_begin(d, NK_CONV, 1);
+            desc_operand(d, 5, y);
+            desc_operand(d, 5, x);
+            desc_operand(d, 5, w);
+            desc_operand(d, 1, (int64_t[]){m});
+            desc_ints(d, AK_kernel, 3, k);
+            desc_ints(d, AK_strides, 3, st);
+            desc_ints(d, AK_pads, 6, pads);
+            desc_ints(d, AK_dilations, 3, dil);
+            desc_int(d, AK_group, group);
+            if (with_act && act) {
+                desc_act(d, act);
+                desc_float(d, AK_act_alpha, 0.1f);
+                desc_float(d, AK_act_beta, 6);
+            }
+        }
+        case_alloc(&cs, (uint64_t)i);
+        assert_true(case_reference(&cs, true));
+        run_kernel(&cs.d, libjit_conv_f32, libjit_conv_f32_work, cs.fast);
+        char what[120];
+        snprintf(what, sizeof what, "conv 3-D n%lld c%lld m%lld g%lld %s", (long long)n,
+                 (long long)c, (long long)m, (long long)group, act ? act : "-");
+        double r = check_conv_case(&cs, sum_tol(cg * k[0] * k[1] * k[2] + 1, act), what,
+                                   cg == 1 && mg == 1 && group > 1);
+        check_thread_shares(&cs, libjit_conv_f32, libjit_conv_f32_work, what);
+        worst = r > worst ? r : worst;
+        ran++;
+        case_free(&cs);
+    }
+    printf("conv 3-D: %d random shapes, worst error %.3f of the bound\n", ran, worst);
+    assert_true(ran > 20 && worst <= 1);
 }
 
 /* ---- winograd_conv --------------------------------------------------------- */
@@ -1531,11 +1598,14 @@ ANY_TEST(select)
 ANY_TEST(dynamic)
 ANY_TEST(gather_nd)
 ANY_TEST(string)
+ANY_TEST(shape)
+ANY_TEST(pool_matmul)
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_shapes),
         cmocka_unit_test(test_conv_random),
+        cmocka_unit_test(test_conv_3d),
         cmocka_unit_test(test_winograd),
         cmocka_unit_test(test_fully_connected),
         cmocka_unit_test(test_matmul),
@@ -1566,6 +1636,11 @@ int main(void) {
         cmocka_unit_test(test_any_dynamic),
         cmocka_unit_test(test_any_gather_nd),
         cmocka_unit_test(test_any_string),
+        cmocka_unit_test(test_any_shape),
+        cmocka_unit_test(test_any_pool_matmul),
     };
+    /* KERNELS_FILTER=test_any_qint: one test while working on its kernels */
+    if (getenv("KERNELS_FILTER"))
+        cmocka_set_test_filter(getenv("KERNELS_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -179,6 +179,22 @@ def render(text, size, width, height, left=8, top=6):
     return np.asarray(img, np.float32), box
 
 
+def first_outputs(glowc, model, feeds, dims, work, tag):
+    """The model's first output on glowc (-O2 --backend=cpu, the given
+    --dim bindings) and on ORT: {"glowc": array, "ort": array}."""
+    res = {}
+    for who in ("glowc", "ort"):
+        out = os.path.join(work, f"{tag}_{who}")
+        os.makedirs(out, exist_ok=True)
+        if who == "glowc":
+            run_glowc(glowc, model, feeds,
+                      ["-O2", "--backend=cpu"] + [a for d in dims for a in ("--dim", d)], out)
+        else:
+            run_ort(model, feeds, out)
+        res[who] = np.load(os.path.join(out, sorted(os.listdir(out))[0]))
+    return res
+
+
 def compare(a, g):
     a, g = a.astype(np.float64), g.astype(np.float64)
     return np.abs(a - g).max() / max(np.abs(a).max(), 1e-30)
@@ -211,16 +227,8 @@ def ocr(glowc, pkg, work, errors, samples):
         x = ((img / 255 - 0.5) / 0.5).transpose(2, 0, 1)[None].astype(np.float32)
         xin = os.path.join(work, f"ocr{k}.npy")
         np.save(xin, x)
-        res = {}
-        for who in ("glowc", "ort"):
-            out = os.path.join(work, f"ocr_{who}{k}")
-            os.makedirs(out, exist_ok=True)
-            if who == "glowc":
-                run_glowc(glowc, rec, {"x": xin}, ["-O2", "--backend=cpu", "--dim",
-                                                   "p2o.DynamicDimension.1=320"], out)
-            else:
-                run_ort(rec, {"x": xin}, out)
-            res[who] = np.load(os.path.join(out, os.listdir(out)[0]))
+        res = first_outputs(glowc, rec, {"x": xin}, ["p2o.DynamicDimension.1=320"], work,
+                            f"ocr{k}")
         err = compare(res["ort"], res["glowc"])
         errors["ch_PP-OCRv4_rec_infer"] = max(errors.get("ch_PP-OCRv4_rec_infer", 0.0), err)
         samples["ch_PP-OCRv4_rec_infer"] = ({"x": x}, ["p2o.DynamicDimension.1=320"])
@@ -236,17 +244,9 @@ def ocr(glowc, pkg, work, errors, samples):
     x = ((img / 255 - mean) / std).transpose(2, 0, 1)[None].astype(np.float32)
     xin = os.path.join(work, "det.npy")
     np.save(xin, x)
-    maps = {}
-    for who in ("glowc", "ort"):
-        out = os.path.join(work, f"det_{who}")
-        os.makedirs(out, exist_ok=True)
-        if who == "glowc":
-            run_glowc(glowc, det, {"x": xin}, ["-O2", "--backend=cpu",
-                                               "--dim", "p2o.DynamicDimension.1=320",
-                                               "--dim", "p2o.DynamicDimension.2=320"], out)
-        else:
-            run_ort(det, {"x": xin}, out)
-        maps[who] = np.load(os.path.join(out, os.listdir(out)[0]))[0, 0]
+    maps = {who: y[0, 0] for who, y in first_outputs(
+        glowc, det, {"x": xin}, ["p2o.DynamicDimension.1=320", "p2o.DynamicDimension.2=320"],
+        work, "det").items()}
     err = compare(maps["ort"], maps["glowc"])
     errors["ch_PP-OCRv4_det_infer"] = err
     samples["ch_PP-OCRv4_det_infer"] = ({"x": x}, ["p2o.DynamicDimension.1=320",
@@ -281,17 +281,9 @@ def ocr_cls(glowc, assets, work, errors, samples):
         xin = os.path.join(work, f"cls{turn}.npy")
         xt = np.ascontiguousarray(np.rot90(x, turn, axes=(2, 3)))
         np.save(xin, xt)
-        res = {}
-        for who in ("glowc", "ort"):
-            out = os.path.join(work, f"cls_{who}{turn}")
-            os.makedirs(out, exist_ok=True)
-            if who == "glowc":
-                run_glowc(glowc, cls, {"x": xin}, ["-O2", "--backend=cpu", "--dim",
-                                                   "p2o.DynamicDimension.1=48", "--dim",
-                                                   "p2o.DynamicDimension.2=192"], out)
-            else:
-                run_ort(cls, {"x": xin}, out)
-            res[who] = np.load(os.path.join(out, os.listdir(out)[0]))
+        res = first_outputs(glowc, cls, {"x": xin}, ["p2o.DynamicDimension.1=48",
+                                                      "p2o.DynamicDimension.2=192"], work,
+                            f"cls{turn}")
         err = compare(res["ort"], res["glowc"])
         errors["ch_ppocr_mobile_v2.0_cls_infer"] = max(
             errors.get("ch_ppocr_mobile_v2.0_cls_infer", 0.0), err)

@@ -263,6 +263,10 @@ static int cmp_double(const void *x, const void *y) {
 static void report_failure(LibjitRuntime *rt, int status) {
     const char *text;
     int64_t elem = libjit_runtime_failure(rt, &text);
+    if (elem == -2) {
+        fprintf(stderr, "error: instruction %d failed: %s\n", status - 1, text);
+        return;
+    }
     if (elem < 0) {
         fprintf(stderr, "error: instruction %d failed\n", status - 1);
         return;

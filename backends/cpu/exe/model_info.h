@@ -32,6 +32,8 @@ int glowc_main(uint8_t *weights, uint8_t *mutables, uint8_t *activations, Libjit
 LibjitRuntime *libjit_runtime_new(int threads);
 void libjit_runtime_free(LibjitRuntime *rt);
 void libjit_runtime_free_strings(LibjitRuntime *rt);
+/* The failed element (text: what it read), -2 when a kernel could not run
+ * (text: why), -1 for no such record (libjit.h). */
 int64_t libjit_runtime_failure(LibjitRuntime *rt, const char **text);
 
 #endif

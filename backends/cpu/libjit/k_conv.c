@@ -1,5 +1,5 @@
 /* libjit_conv_f32: NCHW convolution with 1 or 2 spatial axes (others run
- * the interpreter's kernel).
+ * conv_direct, a plain loop).
  *
  * Two algorithms, chosen by shape:
  *  - depthwise (one input and one output channel per group): a direct
@@ -21,7 +21,11 @@
  * of equal cost (grid_of).
  *
  * The phase planes and the offset table live on the heap (about the size of
- * the input): when malloc fails, the interpreter's kernel runs instead. */
+ * the input): when they cannot be had, the kernel records that it could not
+ * run (lj_fail_run) and the program reports it.
+ *
+ * Other ranks (3-D convolutions), and a depthwise window that fits neither
+ * dwconv.c nor the stack, run conv_direct: a plain loop over output planes. */
 #include <stdlib.h>
 
 #include "backends/cpu/libjit/gemm.h"
@@ -148,11 +152,85 @@ LJ_INLINE Grid grid_of(const Conv *s) {
     return g;
 }
 
-/* Units: channel planes for depthwise, else (image, group, outer, inner). */
+/* ---- conv_direct: any number of spatial axes ------------------------------------ */
+
+/* Output planes [p0, p1) of (image, output channel): each element the sum
+ * over its group's input channels and the taps inside the input, in f32 in
+ * (channel, tap) order, then the bias and the fused activation. The
+ * reference for what the fast paths do not cover; no scratch. */
+typedef struct ConvNd {
+    int ns;
+    int64_t c, m, cg, mg, in_size, out_size, ksize;
+    int64_t in[DESC_MAX_RANK], out[DESC_MAX_RANK], k[DESC_MAX_RANK];
+    int64_t st[DESC_MAX_RANK], pad[DESC_MAX_RANK], dil[DESC_MAX_RANK];
+} ConvNd;
+
+LJ_INLINE ConvNd conv_nd_of(const int64_t *d) {
+    ConvNd g = {.ns = lj_rank(d, 1) - 2, .c = lj_dim(d, 1, 1), .m = lj_dim(d, 0, 1)};
+    int64_t group = lj_attr_int(d, AK_group, 1);
+    g.cg = g.c / group;
+    g.mg = g.m / group;
+    g.in_size = g.out_size = g.ksize = 1;
+    for (int i = 0; i < g.ns; i++) {
+        g.in[i] = lj_dim(d, 1, 2 + i);
+        g.out[i] = lj_dim(d, 0, 2 + i);
+        g.k[i] = lj_dim(d, 2, 2 + i);
+        g.st[i] = lj_attr_at(d, AK_strides, i, 1);
+        g.pad[i] = lj_attr_at(d, AK_pads, i, 0);
+        g.dil[i] = lj_attr_at(d, AK_dilations, i, 1);
+        g.in_size *= g.in[i];
+        g.out_size *= g.out[i];
+        g.ksize *= g.k[i];
+    }
+    return g;
+}
+
+LJ_INLINE int64_t conv_direct_planes(const int64_t *d) {
+    return lj_dim(d, 0, 0) * lj_dim(d, 0, 1);
+}
+
+static void conv_direct(const int64_t *d, void *const *ops, int64_t p0, int64_t p1) {
+    ConvNd g = conv_nd_of(d);
+    const float *x = ops[1], *w = ops[2], *bias = lj_nops(d) > 3 ? ops[3] : NULL;
+    float *y = ops[0];
+    LjAct act = lj_act_of(d);
+    for (int64_t pl = p0; pl < p1 && pl < conv_direct_planes(d); pl++) {
+        int64_t img = pl / g.m, m = pl % g.m, c0 = m / g.mg * g.cg;
+        float *yp = y + pl * g.out_size;
+        int64_t oidx[DESC_MAX_RANK] = {0};
+        for (int64_t o = 0; o < g.out_size; o++) {
+            float acc = 0;
+            for (int64_t c = 0; c < g.cg; c++) {
+                const float *xc = x + (img * g.c + c0 + c) * g.in_size;
+                const float *wc = w + (m * g.cg + c) * g.ksize;
+                int64_t kidx[DESC_MAX_RANK] = {0};
+                for (int64_t t = 0; t < g.ksize; t++) {
+                    int64_t off = 0;
+                    for (int i = 0; i < g.ns && off >= 0; i++) {
+                        int64_t q = oidx[i] * g.st[i] - g.pad[i] + kidx[i] * g.dil[i];
+                        off = q < 0 || q >= g.in[i] ? -1 : off * g.in[i] + q;
+                    }
+                    if (off >= 0)
+                        acc += xc[off] * wc[t];
+                    for (int i = g.ns - 1; i >= 0 && ++kidx[i] == g.k[i]; i--)
+                        kidx[i] = 0;
+                }
+            }
+            yp[o] = acc + (bias ? bias[m] : 0.0f);
+            for (int i = g.ns - 1; i >= 0 && ++oidx[i] == g.out[i]; i--)
+                oidx[i] = 0;
+        }
+        if (act.kind != ACT_NONE)
+            lj_act_span(yp, g.out_size, act);
+    }
+}
+
+/* Units: channel planes for depthwise and conv_direct, else (image, group,
+ * outer, inner). */
 LIBJIT_WORK libjit_conv_f32_work(const int64_t *d) {
     Conv s = conv_of(d);
     if (!s.fast)
-        return 1;
+        return conv_direct_planes(d) > 0 ? conv_direct_planes(d) : 1;
     if (is_depthwise(&s))
         return s.n * s.c;
     Grid g = grid_of(&s);
@@ -160,16 +238,15 @@ LIBJIT_WORK libjit_conv_f32_work(const int64_t *d) {
 }
 
 /* Depthwise planes [lo, hi): over phase rows, or without the memory for
- * that, over phase planes on the stack, or the interpreter's kernel when
- * even those do not fit. */
+ * that (or past 64 taps), over phase planes on the stack, or conv_direct
+ * when even those do not fit. */
 LJ_INLINE void conv_depthwise(const int64_t *d, const Conv *s, void *const *ops, const float *bias,
                               LjAct act, int64_t lo, int64_t hi, LjScratch *sc) {
     LjWindow g = window_of(s);
     if (lj_dwconv(&g, s->c, ops[1], ops[2], bias, ops[0], act, lo, hi, sc))
         return;
     if (!lj_window_fits(&g)) {
-        if (lo == 0)
-            libjit_generic(d, ops);
+        conv_direct(d, ops, lo, hi); /* the same units: planes */
         return;
     }
     lj_depthwise(&g, s->c, ops[1], ops[2], bias, ops[0], act, lo, hi);
@@ -411,8 +488,7 @@ LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, in
                               LjScratch *sc) {
     Conv s = conv_of(d);
     if (!s.fast) {
-        if (lo == 0)
-            libjit_generic(d, ops);
+        conv_direct(d, ops, lo, hi);
         return;
     }
     const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
@@ -424,10 +500,10 @@ LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, in
     if (is_pointwise(&s))
         conv_pointwise(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc);
     else if (is_subsampled(&s)) {
-        if (!conv_subsampled(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc) && lo == 0)
-            libjit_generic(d, ops);
-    } else if (!conv_planes(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc) && lo == 0)
-        libjit_generic(d, ops);
+        if (!conv_subsampled(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc))
+            lj_fail_run(sc, LJ_NO_SCRATCH);
+    } else if (!conv_planes(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc))
+        lj_fail_run(sc, LJ_NO_SCRATCH);
 }
 
 /* What one call over all units asks (a --no-threads bundle's fixed

@@ -247,8 +247,7 @@ LJ_INLINE void binary_run(NodeKind k, const int64_t *d, void *const *ops, int64_
     LIBJIT_KERNEL libjit_##name##_f32(const int64_t *d, void *const *ops, int64_t lo,         \
                                       int64_t hi, LjScratch *sc) {                            \
         if (lj_elem(d, 1) != ELEM_F32 || lj_elem(d, 2) != ELEM_F32) {                         \
-            if (lo == 0)                                                                      \
-                libjit_generic(d, ops);                                                       \
+            LJ_RUN_ANY(name, d, ops, lo, sc);                                                 \
             return;                                                                           \
         }                                                                                     \
         binary_run(KIND, d, ops, lo, hi);                                                     \

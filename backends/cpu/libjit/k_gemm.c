@@ -5,7 +5,9 @@
  * the vector operand, read in place at batch 1.
  *
  * Threads split the columns (and matmul's batches): at batch 1 a
- * fully_connected has one row, and columns are what there is to share. */
+ * fully_connected has one row, and columns are what there is to share.
+ * matmul_any is the plain product for every other element kind. */
+#include "backends/cpu/libjit/elem.h"
 #include "backends/cpu/libjit/gemm.h"
 #include "backends/cpu/libjit/kernels.h"
 
@@ -112,11 +114,51 @@ LIBJIT_SCRATCH libjit_matmul_f32_scratch(const int64_t *d, int slot) {
     return (int64_t)lj_sgemm_scratch(s.m, s.n, s.k, false);
 }
 
+/* ---- matmul of every kind ---------------------------------------------------- */
+
+/* As the interpreter's: each element a dot product in k order, in double
+ * for floats, in wrapping int64 for integers, rounded once on store.
+ * Units: output rows (batch, m). */
+LIBJIT_WORK libjit_matmul_any_work(const int64_t *d) {
+    MatmulShape s = matmul_shape(d);
+    return s.nbatch * s.m > 0 ? s.nbatch * s.m : 1;
+}
+
+LIBJIT_KERNEL libjit_matmul_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                LjScratch *sc) {
+    MatmulShape s = matmul_shape(d);
+    int ey = lj_elem(d, 0), ea = lj_elem(d, 1), eb = lj_elem(d, 2);
+    bool flt = lj_is_float(ey);
+    for (int64_t row = lo; row < hi && row < s.nbatch * s.m; row++) {
+        int64_t batch = row / s.m, m = row % s.m, oa = 0, ob = 0, rest = batch;
+        for (int i = s.brank - 1; i >= 0; i--) {
+            int64_t idx = rest % s.bdims[i];
+            rest /= s.bdims[i];
+            oa += idx * s.sa[i];
+            ob += idx * s.sb[i];
+        }
+        for (int64_t n = 0; n < s.n; n++) {
+            double acc = 0;
+            uint64_t iacc = 0;
+            for (int64_t k = 0; k < s.k; k++) {
+                int64_t ia = oa + m * s.k + k, ib = ob + k * s.n + n;
+                if (flt)
+                    acc += lj_ld_f64(ea, ops[1], ia) * lj_ld_f64(eb, ops[2], ib);
+                else
+                    iacc += (uint64_t)lj_ld_i64(ea, ops[1], ia) * (uint64_t)lj_ld_i64(eb, ops[2], ib);
+            }
+            if (flt)
+                lj_st_f64(ey, ops[0], row * s.n + n, acc);
+            else
+                lj_st_i64(ey, ops[0], row * s.n + n, (int64_t)iacc);
+        }
+    }
+}
+
 LIBJIT_KERNEL libjit_matmul_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
                                 LjScratch *sc) {
     if (lj_elem(d, 1) != ELEM_F32 || lj_elem(d, 2) != ELEM_F32) {
-        if (lo == 0)
-            libjit_generic(d, ops);
+        LJ_RUN_ANY(matmul, d, ops, lo, sc);
         return;
     }
     MatmulShape s = matmul_shape(d);

@@ -73,8 +73,7 @@ LIBJIT_KERNEL libjit_det_any(const int64_t *d, void *const *ops, int64_t lo, int
     int64_t n = det_order(d), nmat = lj_numel(d, 0);
     double *m = lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)(n * n + 1) * sizeof(double));
     if (!m) {
-        if (lo == 0)
-            libjit_generic(d, ops);
+        lj_fail_run(sc, LJ_NO_SCRATCH);
         return;
     }
     for (int64_t b = lo; b < hi && b < nmat; b++) {

@@ -2,8 +2,9 @@
  * over one contiguous block of axes -- the last axis of a lowered softmax
  * or layer norm, the spatial axes of a mean -- or two (a batch norm's
  * statistics in training), and data movement:
- * transpose, slice, gather, cast to f32. Shapes they do not cover run the
- * interpreter's kernel.
+ * transpose, slice, gather, cast to f32. Inputs they do not cover (another
+ * kind, reduced axes in more than two blocks, indices of another kind) run
+ * the operator's kernel for every kind (k_table.c, k_data.c).
  *
  * Data movement copies rows: axes are collapsed first (those of size 1
  * dropped, neighbours that stay neighbours merged), so that a channel
@@ -23,11 +24,6 @@ LJ_INLINE int64_t min64(int64_t a, int64_t b) {
 
 LJ_INLINE int64_t chunks(int64_t n) {
     return n > 0 ? (n + CHUNK - 1) / CHUNK : 1;
-}
-
-LJ_INLINE void fallback(const int64_t *d, void *const *ops, int64_t lo) {
-    if (lo == 0)
-        libjit_generic(d, ops);
 }
 
 /* ---- reductions ------------------------------------------------------------ */
@@ -53,9 +49,8 @@ LJ_INLINE bool red_shape(const int64_t *d, RedShape *s) {
     *s = (RedShape){1, 1, 1, 1};
     int phase = 0; /* 0: before the block, 1: in it, 2: after, 3: in the second */
     /* Unrolled whole, so that with a constant descriptor the test folds
-     * and the interpreter's kernel drops out of code that never needs it
-     * (O3 alone keeps this loop, and a --no-threads bundle cannot carry
-     * that kernel). */
+     * and the kernel for every kind drops out of code that never needs it
+     * (O3 alone keeps this loop). */
 #pragma clang loop unroll(full)
     for (int i = 0; i < rank; i++) {
         int64_t dim = lj_dim(d, 1, i);
@@ -166,12 +161,14 @@ LJ_INLINE int64_t red_work(const int64_t *d) {
 
 /* Units of whole outer rows (rows per unit sized to about a chunk). Sums
  * run in f32, within gamma_len * sum |x| of the interpreter's double sum. */
+LJ_INLINE bool red_covers(const int64_t *d) {
+    RedShape s;
+    return red_shape(d, &s) && lj_elem(d, 1) == ELEM_F32;
+}
+
 LJ_INLINE void red_run(Red r, const int64_t *d, void *const *ops, int64_t lo, int64_t hi) {
     RedShape s;
-    if (!red_shape(d, &s) || lj_elem(d, 1) != ELEM_F32) {
-        fallback(d, ops, lo);
-        return;
-    }
+    red_shape(d, &s);
     int64_t count, rows = red_rows(&s, &count);
     int64_t o0 = min64(lo * rows, count), o1 = min64(hi * rows, count);
     float *y = ops[0];
@@ -209,7 +206,10 @@ LJ_INLINE void red_run(Red r, const int64_t *d, void *const *ops, int64_t lo, in
     }                                                                                         \
     LIBJIT_KERNEL libjit_##name##_f32(const int64_t *d, void *const *ops, int64_t lo,         \
                                       int64_t hi, LjScratch *sc) {                            \
-        red_run(RED, d, ops, lo, hi);                                                         \
+        if (red_covers(d))                                                                    \
+            red_run(RED, d, ops, lo, hi);                                                     \
+        else                                                                                  \
+            LJ_RUN_ANY(name, d, ops, lo, sc);                                                 \
     }
 
 REDUCE_KERNEL(reduce_sum, RK_SUM)
@@ -379,7 +379,7 @@ LIBJIT_KERNEL libjit_gather_f32(const int64_t *d, void *const *ops, int64_t lo, 
                                 LjScratch *sc) {
     int ie = lj_elem(d, 2);
     if (ie != ELEM_I64 && ie != ELEM_I32) {
-        fallback(d, ops, lo);
+        LJ_RUN_ANY(gather, d, ops, lo, sc);
         return;
     }
     int64_t outer, len, inner, nidx = lj_numel(d, 2), n = lj_numel(d, 0);

@@ -2,9 +2,12 @@
  * channels in the vector lanes, depthwise.c; without heap memory, the
  * phase-plane kernel of window.c), global_avg_pool and global_max_pool
  * (one vector reduction per plane), max_pool with its index result (a
- * plane at a time). Other ranks, a column-major index, and no memory at
- * all run the interpreter's kernel. Threads split
- * (image, block of LJ_VL channels) units, and planes for the global pools. */
+ * plane at a time). Other ranks, a column-major index, windows too large
+ * for the stack with no memory, and the other float kinds run max_pool_any
+ * and avg_pool_any: the plain loop over every window, as the interpreter's.
+ * Threads split (image, block of LJ_VL channels) units, and planes for the
+ * global pools. */
+#include "backends/cpu/libjit/elem.h"
 #include "backends/cpu/libjit/kernels.h"
 #include "backends/cpu/libjit/window.h"
 
@@ -59,6 +62,134 @@ LJ_INLINE int64_t window_work(const int64_t *d) {
     return window_of(d, &g) ? lj_dim(d, 0, 0) * lj_depthwise_blocks(lj_dim(d, 0, 1)) : 1;
 }
 
+/* ---- every rank and kind: max_pool_any, avg_pool_any ---------------------------- */
+
+/* The interpreter's loop (backends/interp/k_nn.c), in the same order and
+ * arithmetic, so that results are identical: each output element walks its
+ * whole window; a max keeps the first greatest position (its index
+ * row-major, or column-major with storage_order 1), an average sums in
+ * double and divides by the count inside the input, or inside the padded
+ * input with count_include_pad. A max over a window wholly in the padding
+ * is -inf with index -1. Units: (image, channel) planes. */
+typedef struct PoolNd {
+    int ns, ex, ey;
+    int64_t in[LJ_CONV_MAX], out[LJ_CONV_MAX], k[LJ_CONV_MAX], st[LJ_CONV_MAX];
+    int64_t pb[LJ_CONV_MAX], pe[LJ_CONV_MAX], dil[LJ_CONV_MAX];
+    int64_t in_size, out_size, ksize;
+    bool col_major, incl;
+} PoolNd;
+
+LJ_INLINE bool pool_nd_of(const int64_t *d, PoolNd *p) {
+    int x = lj_nops(d) - 1;
+    p->ns = lj_rank(d, x) - 2;
+    p->ex = lj_elem(d, x);
+    p->ey = lj_elem(d, 0);
+    p->in_size = p->out_size = p->ksize = 1;
+    if (p->ns < 0 || p->ns > LJ_CONV_MAX)
+        return false;
+    for (int i = 0; i < p->ns; i++) {
+        p->in[i] = lj_dim(d, x, 2 + i);
+        p->out[i] = lj_dim(d, 0, 2 + i);
+        p->k[i] = lj_attr_at(d, AK_kernel, i, 1);
+        p->st[i] = lj_attr_at(d, AK_strides, i, 1);
+        p->pb[i] = lj_attr_at(d, AK_pads, i, 0);
+        p->pe[i] = lj_attr_at(d, AK_pads, p->ns + i, 0);
+        p->dil[i] = lj_attr_at(d, AK_dilations, i, 1);
+        p->in_size *= p->in[i];
+        p->out_size *= p->out[i];
+        p->ksize *= p->k[i];
+    }
+    p->col_major = lj_attr_int(d, AK_storage_order, 0) != 0;
+    p->incl = lj_attr_int(d, AK_count_include_pad, 0) != 0;
+    return true;
+}
+
+LJ_INLINE void pool_nd_plane(const PoolNd *p, LjPool kind, void *const *ops, int64_t *idx,
+                             const void *x, int64_t pl) {
+    int64_t oidx[LJ_CONV_MAX] = {0};
+    for (int64_t op = 0; op < p->out_size; op++) {
+        double acc = kind == LJ_POOL_MAX ? -__builtin_inf() : 0;
+        int64_t arg = -1, arg_index = -1, count = 0, padded_count = 0;
+        int64_t kidx[LJ_CONV_MAX] = {0};
+        for (int64_t kp = 0; kp < p->ksize; kp++) {
+            int64_t off = 0, off_cm = 0;
+            bool inside = true, in_padded = true;
+            for (int i = 0; i < p->ns; i++) {
+                int64_t q = oidx[i] * p->st[i] - p->pb[i] + kidx[i] * p->dil[i];
+                inside = inside && q >= 0 && q < p->in[i];
+                in_padded = in_padded && q < p->in[i] + p->pe[i];
+                if (inside)
+                    off = off * p->in[i] + q;
+            }
+            for (int j = p->ns - 1; inside && p->col_major && j >= 0; j--)
+                off_cm = off_cm * p->in[j] + oidx[j] * p->st[j] - p->pb[j] + kidx[j] * p->dil[j];
+            padded_count += in_padded;
+            if (inside) {
+                int64_t at = pl * p->in_size + off;
+                double v = lj_ld_f64(p->ex, x, at);
+                count++;
+                if (kind == LJ_POOL_MAX) {
+                    if (arg < 0 || v > acc) {
+                        acc = v;
+                        arg = at;
+                        arg_index = p->col_major ? pl * p->in_size + off_cm : at;
+                    }
+                } else {
+                    acc += v;
+                }
+            }
+            for (int i = p->ns - 1; i >= 0 && ++kidx[i] == p->k[i]; i--)
+                kidx[i] = 0;
+        }
+        if (kind == LJ_POOL_AVG)
+            acc /= (double)(p->incl ? padded_count : count ? count : 1);
+        int64_t yo = pl * p->out_size + op;
+        if (lj_is_float(p->ey))
+            lj_st_f64(p->ey, ops[0], yo, acc);
+        else
+            lj_st_i64(p->ey, ops[0], yo, arg >= 0 ? lj_ld_i64(p->ex, x, arg) : 0);
+        if (idx)
+            idx[yo] = arg_index;
+        for (int i = p->ns - 1; i >= 0 && ++oidx[i] == p->out[i]; i--)
+            oidx[i] = 0;
+    }
+}
+
+LJ_INLINE int64_t pool_nd_work(const int64_t *d) {
+    return planes(d) > 0 ? planes(d) : 1;
+}
+
+LJ_INLINE void pool_nd(const int64_t *d, void *const *ops, LjPool kind, int64_t lo, int64_t hi) {
+    PoolNd p;
+    if (!pool_nd_of(d, &p))
+        return; /* more spatial axes than the verifier lets through */
+    const void *x = ops[lj_nops(d) - 1];
+    int64_t *idx = lj_nres(d) == 2 ? ops[1] : NULL;
+    for (int64_t pl = lo; pl < hi && pl < planes(d); pl++)
+        pool_nd_plane(&p, kind, ops, idx, x, pl);
+}
+
+LIBJIT_WORK libjit_max_pool_any_work(const int64_t *d) {
+    return pool_nd_work(d);
+}
+
+/* Operands: y, [index (i64)], x. */
+LIBJIT_KERNEL libjit_max_pool_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                  LjScratch *sc) {
+    pool_nd(d, ops, LJ_POOL_MAX, lo, hi);
+}
+
+LIBJIT_WORK libjit_avg_pool_any_work(const int64_t *d) {
+    return pool_nd_work(d);
+}
+
+LIBJIT_KERNEL libjit_avg_pool_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                  LjScratch *sc) {
+    pool_nd(d, ops, LJ_POOL_AVG, lo, hi);
+}
+
+/* ---- f32, 1 or 2 spatial axes ------------------------------------------------------ */
+
 LJ_INLINE void pool_run(const int64_t *d, void *const *ops, LjPool kind, int64_t lo, int64_t hi,
                         LjScratch *sc) {
     LjWindow g;
@@ -68,8 +199,8 @@ LJ_INLINE void pool_run(const int64_t *d, void *const *ops, LjPool kind, int64_t
     if (window_of(d, &g) && lj_pool_lanes(&g, kind, incl, c, x, ops[0], lo, hi, sc))
         return;
     if (!window_of(d, &g) || !lj_window_fits(&g)) {
-        if (lo == 0)
-            libjit_generic(d, ops);
+        if (lo == 0) /* the any kernel's units are planes: all of them here */
+            pool_nd(d, ops, kind, 0, planes(d));
         return;
     }
     for (int64_t u = lo; u < hi; u++) { /* the planes of the unit's channels */
@@ -99,7 +230,7 @@ LIBJIT_SCRATCH libjit_avg_pool_f32_scratch(const int64_t *d, int slot) {
  * plane at a time: the first position inside the window, replaced by each
  * greater one -- the interpreter's rule, so ties and NaN pick the same
  * position; a window wholly in the padding gives -inf and -1. Column-major
- * storage_order runs the interpreter's kernel. */
+ * storage_order runs max_pool_any. */
 LJ_INLINE bool index_window(const int64_t *d, LjWindow *g) {
     return lj_nres(d) == 2 && lj_nops(d) == 3 && lj_elem(d, 1) == ELEM_I64 &&
            lj_attr_int(d, AK_storage_order, 0) == 0 && pool_window(d, g);

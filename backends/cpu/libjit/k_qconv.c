@@ -26,7 +26,9 @@
 #pragma clang diagnostic ignored "-Wpsabi"
 
 enum { TILE = 64, VLANES = 16, NVEC = TILE / VLANES, MR = 4 };
-enum { DW_TAPS = 64 }; /* the depthwise kernel holds a plane's weights for this many taps */
+/* The depthwise kernel holds a plane's weights for this many taps, and
+ * splits strides up to DW_STRIDE into phases. */
+enum { DW_TAPS = 64, DW_STRIDE = 4 };
 
 typedef int32_t v16i __attribute__((vector_size(64)));
 
@@ -36,6 +38,10 @@ typedef struct QConvPlan {
     int64_t k, k4, tiles, msplit, sh;
 } QConvPlan;
 
+LJ_INLINE bool dw_fits(const LjQConv *g) {
+    return g->win.stride[0] <= DW_STRIDE && g->win.stride[1] <= DW_STRIDE;
+}
+
 LJ_INLINE QConvPlan plan_of(const int64_t *d, void *const *ops) {
     QConvPlan s = {.g = lj_qconv_of(d, ops, true)};
     const LjQConv *g = &s.g;
@@ -43,7 +49,7 @@ LJ_INLINE QConvPlan plan_of(const int64_t *d, void *const *ops) {
     s.k4 = (s.k + 3) / 4;
     bool kinds = (g->ex == ELEM_I8 || g->ex == ELEM_U8) && (g->ey == ELEM_I8 || g->ey == ELEM_U8) &&
                  (lj_nops(d) != 10 || g->ebias == ELEM_I32) && g->ew == ELEM_I8;
-    s.depthwise = g->cg == 1 && g->mg == 1 && g->group > 1 && g->ksize <= DW_TAPS;
+    s.depthwise = g->cg == 1 && g->mg == 1 && g->group > 1 && g->ksize <= DW_TAPS && dw_fits(g);
     s.fast = kinds && g->win.ns == 2 && s.k * 255 * 255 < 2147483647LL;
     s.sh = g->ex == ELEM_I8 ? 128 : 0;
     s.tiles = (g->out_size + TILE - 1) / TILE;
@@ -460,93 +466,242 @@ LJ_INLINE void gemm_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *xp, 
 
 /* ---- depthwise ------------------------------------------------------------------------ */
 
-LJ_INLINE int64_t dw_padded(const LjQConv *g, int a) {
-    return g->idims[a] + g->win.pad_begin[a] + g->win.pad_end[a] +
-           g->win.dilation[a] * (g->win.kernel[a] - 1) + g->win.stride[a];
+/* A unit is a plane (image x channel). Its input less x_zp, zero-padded,
+ * is widened to a 16-bit plane X, then copied into words that each hold
+ * two kernel rows: word [yq][xq] of stride phase (ry, rx) is
+ *   X(y, x) | X(y + dh, x) << 16,   y = yq sh + ry, x = xq sw + rx,
+ * so kernel rows 2p and 2p + 1 at column tap j are one word, which one
+ * vpdpwssd (VNNI; two multiplies in plain vector code) takes with the
+ * weight pair (w[2p][j], w[2p + 1][j]) (0 past the last row): ceil(kh/2) kw
+ * products of two per output, not kh kw of one. As in qconv_packed, output
+ * (r, c) reads word r wq + c of its phase plus a per-tap offset, so 64
+ * consecutive flattened positions are four loads per tap pair whatever the
+ * row width (a 7x7 map fills 49 of 56 lanes, not 7 of 16); columns c >= ow
+ * are computed and dropped. Sums are exact: |x - zx|, |w - zw| <= 255 and
+ * K <= DW_TAPS keep them inside i32. */
+enum { DW_T = 64 };
+
+typedef struct DwPlan {
+    int64_t kh, kw, sh, sw, dh, dw, oh, ow;
+    int64_t pairs, taps2, wq, hq, plane, nq, xh, xw, words;
+    int npy, npx, phy[DW_STRIDE], phx[DW_STRIDE];
+} DwPlan;
+
+/* Which phases of stride s the taps i * d (i < k) fall in: each phase's
+ * index, -1 when unused; their count. */
+LJ_INLINE int dw_phases(int64_t k, int64_t d, int64_t s, int *idx) {
+    for (int64_t r = 0; r < s; r++)
+        idx[r] = -1;
+    for (int64_t i = 0; i < k; i++)
+        idx[(i * d) % s] = 0;
+    int n = 0;
+    for (int64_t r = 0; r < s; r++)
+        if (idx[r] == 0)
+            idx[r] = n++;
+    return n;
 }
 
-/* The padded plane, then the output plane's sums (a row's last vector
- * spills into the next row's, which overwrites it); a vector may read
- * 2 LJ_VL (stride 2) past the last row's last column. */
+LJ_INLINE DwPlan dw_plan(const LjQConv *g) {
+    DwPlan p = {.kh = g->win.kernel[0], .kw = g->win.kernel[1], .sh = g->win.stride[0],
+                .sw = g->win.stride[1], .dh = g->win.dilation[0], .dw = g->win.dilation[1],
+                .oh = g->odims[0], .ow = g->odims[1]};
+    p.pairs = (p.kh + 1) / 2;
+    p.taps2 = p.pairs * p.kw;
+    /* pair p's first row is 2p dh: phase (2p dh) % sh, row offset (2p dh) / sh */
+    p.npy = dw_phases(p.pairs, 2 * p.dh, p.sh, p.phy);
+    p.npx = dw_phases(p.kw, p.dw, p.sw, p.phx);
+    p.hq = p.oh + (p.pairs - 1) * 2 * p.dh / p.sh;
+    p.wq = p.ow + (p.kw - 1) * p.dw / p.sw;
+    p.plane = p.hq * p.wq;
+    p.nq = (p.oh * p.wq + DW_T - 1) / DW_T * DW_T;
+    /* X: every row and column a word reads, and a vector of 16 words'
+     * reach (32 values at stride 2) past the last column */
+    p.xh = p.hq * p.sh + p.dh;
+    p.xw = (p.wq + 16) * p.sw + p.sw;
+    /* the words, then the last tile's reach past them (its lanes beyond the
+     * map, plus the widest column offset) and a row's vector */
+    p.words = p.npy * p.npx * p.plane + DW_T + 16 + p.wq;
+    return p;
+}
+
+LJ_INLINE int64_t dw_align(int64_t bytes) {
+    return (bytes + 63) / 64 * 64;
+}
+
+/* X (i16), the words, the sums (i32). */
 LJ_INLINE size_t dw_bytes(const LjQConv *g) {
-    return (size_t)((dw_padded(g, 0) + 1) * dw_padded(g, 1) + 2 * LJ_VL * (g->win.stride[1] + 1) +
-                    g->out_size + LJ_VL) *
-           4;
+    DwPlan p = dw_plan(g);
+    return (size_t)(dw_align(p.xh * p.xw * 2) + dw_align(p.words * 4) + dw_align(p.nq * 4));
 }
 
-/* LJ_VL sums' inputs along a row at stride sw: stride 2 takes the even
- * lanes of two vectors. */
-LJ_INLINE vi32 dw_load(const int32_t *p, int64_t sw) {
-    vi32 v;
-    if (sw == 1) {
-        __builtin_memcpy(&v, p, sizeof v);
+typedef int16_t v16h __attribute__((vector_size(32)));
+typedef int16_t v32h __attribute__((vector_size(64)));
+
+/* n values x - zx of a row, widened W at a time, the last vector
+ * overlapping the one before (n >= W): rows of 14 or 56 need no scalar
+ * tail. */
+#define DW_WIDEN(W)                                                                                \
+    LJ_INLINE void dw_widen_##W(int ex, const uint8_t *in, int64_t n, int16_t zx, int16_t *out) { \
+        typedef int16_t vh __attribute__((vector_size(2 * W)));                                    \
+        for (int64_t t = 0; t < n; t += W) {                                                       \
+            t = t + W <= n ? t : n - W;                                                            \
+            vh v;                                                                                  \
+            if (ex == ELEM_I8) {                                                                   \
+                int8_t __attribute__((vector_size(W))) b;                                          \
+                __builtin_memcpy(&b, in + t, W);                                                   \
+                v = __builtin_convertvector(b, vh);                                                \
+            } else {                                                                               \
+                uint8_t __attribute__((vector_size(W))) b;                                         \
+                __builtin_memcpy(&b, in + t, W);                                                   \
+                v = __builtin_convertvector(b, vh);                                                \
+            }                                                                                      \
+            v -= zx;                                                                               \
+            __builtin_memcpy(out + t, &v, sizeof v);                                               \
+        }                                                                                          \
+    }
+DW_WIDEN(32)
+DW_WIDEN(16)
+DW_WIDEN(8)
+
+/* X's rows: input row y at row y + pad top, column pad left, x - zx;
+ * zero elsewhere. */
+LJ_INLINE void dw_fill_x(const LjQConv *g, const DwPlan *p, const uint8_t *plane, int16_t *xp) {
+    __builtin_memset(xp, 0, (size_t)(p->xh * p->xw * 2));
+    int64_t iw = g->idims[1], pl = g->win.pad_begin[1], n = p->xw - pl < iw ? p->xw - pl : iw;
+    int16_t zx = (int16_t)g->zx;
+    for (int64_t y = 0; y < g->idims[0] && n > 0; y++) {
+        int64_t yy = y + g->win.pad_begin[0];
+        if (yy < 0 || yy >= p->xh)
+            continue;
+        const uint8_t *in = plane + y * iw;
+        int16_t *out = xp + yy * p->xw + pl;
+        if (n >= 32)
+            dw_widen_32(g->ex, in, n, zx, out);
+        else if (n >= 16)
+            dw_widen_16(g->ex, in, n, zx, out);
+        else if (n >= 8)
+            dw_widen_8(g->ex, in, n, zx, out);
+        else
+            for (int64_t t = 0; t < n; t++)
+                out[t] = (int16_t)((g->ex == ELEM_I8 ? (int16_t)(int8_t)in[t] : (int16_t)in[t]) - zx);
+    }
+}
+
+/* 16 values of X row a at columns x0, x0 + s, ...: stride 1 and 2 in
+ * vectors (the even lanes of 32), others one by one. */
+LJ_INLINE v16h dw_cols(const int16_t *a, int64_t s) {
+    if (s == 1) {
+        v16h v;
+        __builtin_memcpy(&v, a, sizeof v);
         return v;
     }
-    if (sw == 2) {
-        vi32 b;
-        __builtin_memcpy(&v, p, sizeof v);
-        __builtin_memcpy(&b, p + LJ_VL, sizeof b);
-        return __builtin_shufflevector(v, b, LJ_LANES(LJ_EVEN_LANE, ));
+    if (s == 2) {
+        v32h v;
+        __builtin_memcpy(&v, a, sizeof v);
+        return __builtin_shufflevector(v, v, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28,
+                                       30);
     }
-    for (int l = 0; l < LJ_VL; l++)
-        v[l] = p[l * sw];
+    v16h v;
+    for (int l = 0; l < 16; l++)
+        v[l] = a[l * s];
     return v;
 }
 
-/* Row y of the padded plane: x - zx, widened LJ_VL at a time. */
-LJ_INLINE void dw_fill_row(int ex, const void *x, int64_t n, int32_t zx, int32_t *out) {
-    int64_t t = 0;
-    if (ex == ELEM_I8)
-        for (; t + LJ_VL <= n; t += LJ_VL) {
-            int8_t __attribute__((vector_size(LJ_VL))) b;
-            __builtin_memcpy(&b, (const int8_t *)x + t, sizeof b);
-            vi32 v = __builtin_convertvector(b, vi32) - zx;
-            __builtin_memcpy(out + t, &v, sizeof v);
+/* The words of every used phase, 16 at a time (a row's last vector runs
+ * into the next row, written after it, or into the slack). */
+LJ_INLINE void dw_fill_words(const DwPlan *p, const int16_t *xp, uint32_t *words) {
+    for (int64_t ry = 0; ry < p->sh; ry++)
+        for (int64_t rx = 0; rx < p->sw && p->phy[ry] >= 0; rx++) {
+            if (p->phx[rx] < 0)
+                continue;
+            uint32_t *out = words + (p->phy[ry] * p->npx + p->phx[rx]) * p->plane;
+            for (int64_t yq = 0; yq < p->hq; yq++) {
+                const int16_t *a = xp + (yq * p->sh + ry) * p->xw + rx, *b = a + p->dh * p->xw;
+                for (int64_t xq = 0; xq < p->wq; xq += 16) {
+                    v32h w = __builtin_shufflevector(dw_cols(a + xq * p->sw, p->sw),
+                                                     dw_cols(b + xq * p->sw, p->sw), 0, 16, 1, 17,
+                                                     2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23, 8,
+                                                     24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
+                                                     30, 15, 31);
+                    __builtin_memcpy(out + yq * p->wq + xq, &w, sizeof w);
+                }
+            }
         }
-    else
-        for (; t + LJ_VL <= n; t += LJ_VL) {
-            uint8_t __attribute__((vector_size(LJ_VL))) b;
-            __builtin_memcpy(&b, (const uint8_t *)x + t, sizeof b);
-            vi32 v = __builtin_convertvector(b, vi32) - zx;
-            __builtin_memcpy(out + t, &v, sizeof v);
-        }
-    for (; t < n; t++)
-        out[t] = (ex == ELEM_I8 ? ((const int8_t *)x)[t] : ((const uint8_t *)x)[t]) - zx;
+    for (int64_t t = p->npy * p->npx * p->plane; t < p->words; t++)
+        words[t] = 0;
 }
 
-/* Plane u (image x channel): (x - zx) zero-padded in i32, then each output
- * row's sums LJ_VL positions at a time over the taps, in registers; then
- * the plane requantized. */
-LJ_VECTOR_FN static void dw_unit(const QConvPlan *s, int64_t u, int32_t *buf) {
-    const LjQConv *g = &s->g;
-    int64_t c = u % g->cin, hp = dw_padded(g, 0), wp = dw_padded(g, 1);
-    int64_t oh = g->odims[0], ow = g->odims[1], sh = g->win.stride[0], sw = g->win.stride[1];
-    int64_t kh = g->win.kernel[0], kw = g->win.kernel[1], dh = g->win.dilation[0], dwl = g->win.dilation[1];
-    int32_t *xp = buf, *acc = buf + (hp + 1) * wp + 2 * LJ_VL * (sw + 1);
-    __builtin_memset(xp, 0, (size_t)(acc - xp) * 4);
-    int64_t ih = g->idims[0], iw = g->idims[1];
-    for (int64_t y = 0; y < ih; y++) /* x is i8 or u8: one byte each */
-        dw_fill_row(g->ex, (const uint8_t *)g->x + u * g->in_size + y * iw, iw, (int32_t)g->zx,
-                    xp + (y + g->win.pad_begin[0]) * wp + g->win.pad_begin[1]);
-    int64_t zw = g->zw_per_m ? lj_ld_i64(g->ezw, g->zw, c) : g->zw0;
-    int32_t wv[DW_TAPS];
-    for (int64_t t = 0; t < kh * kw; t++)
-        wv[t] = (int32_t)(lj_ld_i64(g->ew, g->w, c * g->ksize + t) - zw);
-    int64_t bias = g->bias ? lj_ld_i64(g->ebias, g->bias, c) : 0;
-    double mult = (double)lj_qconv_mult(g, c), yz = (double)g->yz;
-    for (int64_t y = 0; y < oh; y++) {
-        const int32_t *row = xp + y * sh * wp;
-        for (int64_t x0 = 0; x0 < ow; x0 += LJ_VL) {
-            vi32 a = (vi32){0};
-            for (int64_t i = 0; i < kh; i++)
-                for (int64_t j = 0; j < kw; j++)
-                    a += dw_load(row + i * dh * wp + x0 * sw + j * dwl, sw) * wv[i * kw + j];
-            __builtin_memcpy(acc + y * ow + x0, &a, sizeof a);
-        }
+/* Two i16 x i16 products per lane, in plain vector code. */
+LJ_INLINE v16i dot2_plain(v16i acc, v16i x, v16i w) {
+    return acc + ((x << 16) >> 16) * ((w << 16) >> 16) + (x >> 16) * (w >> 16);
+}
+
+/* sums[q, q + 64) for each tile q of the flattened positions: four
+ * vectors over the tap pairs. */
+#define DW_TILES_BODY(STEP)                                                                        \
+    for (int64_t q = 0; q < nq; q += DW_T) {                                                       \
+        v16i a0 = (v16i){0}, a1 = a0, a2 = a0, a3 = a0;                                            \
+        for (int64_t t = 0; t < taps2; t++) {                                                      \
+            const uint32_t *xt = words + toff[t] + q;                                              \
+            v16i x0, x1, x2, x3, w = (v16i){0} + (int32_t)wpair[t];                                \
+            __builtin_memcpy(&x0, xt, 64);                                                         \
+            __builtin_memcpy(&x1, xt + 16, 64);                                                    \
+            __builtin_memcpy(&x2, xt + 32, 64);                                                    \
+            __builtin_memcpy(&x3, xt + 48, 64);                                                    \
+            a0 = STEP(a0, x0, w), a1 = STEP(a1, x1, w), a2 = STEP(a2, x2, w), a3 = STEP(a3, x3, w); \
+        }                                                                                          \
+        __builtin_memcpy(sums + q, &a0, 64);                                                       \
+        __builtin_memcpy(sums + q + 16, &a1, 64);                                                  \
+        __builtin_memcpy(sums + q + 32, &a2, 64);                                                  \
+        __builtin_memcpy(sums + q + 48, &a3, 64);                                                  \
     }
+#define DW_TILES_ARGS                                                                              \
+    const uint32_t *words, const uint32_t *wpair, const int64_t *toff, int64_t taps2, int64_t nq, \
+        int32_t *sums
+
+LJ_VECTOR_FN static void dw_tiles_plain(DW_TILES_ARGS) { DW_TILES_BODY(dot2_plain) }
+
+#if defined(__x86_64__)
+#define DOT2_VNNI(a, x, w) __builtin_ia32_vpdpwssd512(a, x, w)
+static __attribute__((target("avx512f,avx512bw,avx512vnni,evex512"), min_vector_width(512))) void
+dw_tiles_vnni(DW_TILES_ARGS) {
+    DW_TILES_BODY(DOT2_VNNI)
+}
+#endif
+
+LJ_INLINE void dw_unit(const QConvPlan *s, int64_t u, bool vnni, uint8_t *buf) {
+    const LjQConv *g = &s->g;
+    DwPlan p = dw_plan(g);
+    int64_t c = u % g->cin;
+    int16_t *xp = (int16_t *)buf;
+    uint32_t *words = (uint32_t *)(buf + dw_align(p.xh * p.xw * 2));
+    int32_t *sums = (int32_t *)((uint8_t *)words + dw_align(p.words * 4));
+    dw_fill_x(g, &p, (const uint8_t *)g->x + u * g->in_size, xp);
+    dw_fill_words(&p, xp, words);
+    int64_t zw = g->zw_per_m ? lj_ld_i64(g->ezw, g->zw, c) : g->zw0;
+    uint32_t wpair[DW_TAPS];
+    int64_t toff[DW_TAPS];
+    for (int64_t pi = 0; pi < p.pairs; pi++)
+        for (int64_t j = 0; j < p.kw; j++) {
+            int64_t i0 = 2 * pi, t0 = c * g->ksize + i0 * p.kw + j;
+            int64_t lo = lj_ld_i64(g->ew, g->w, t0) - zw;
+            int64_t hi = i0 + 1 < p.kh ? lj_ld_i64(g->ew, g->w, t0 + p.kw) - zw : 0;
+            wpair[pi * p.kw + j] = (uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16;
+            int64_t ph = p.phy[i0 * p.dh % p.sh] * p.npx + p.phx[j * p.dw % p.sw];
+            toff[pi * p.kw + j] = ph * p.plane + i0 * p.dh / p.sh * p.wq + j * p.dw / p.sw;
+        }
+#if defined(__x86_64__)
+    if (vnni)
+        dw_tiles_vnni(words, wpair, toff, p.taps2, p.nq, sums);
+    else
+#endif
+        dw_tiles_plain(words, wpair, toff, p.taps2, p.nq, sums);
+    for (int64_t r = 1; r < p.oh; r++) /* the output columns, rows packed together */
+        __builtin_memmove(sums + r * p.ow, sums + r * p.wq, (size_t)p.ow * 4);
+    int64_t bias = g->bias ? lj_ld_i64(g->ebias, g->bias, c) : 0;
     /* the whole plane at once: small planes (7x7) fill vectors too */
-    lj_qrequant_row(g->ey, (uint8_t *)g->y + u * g->out_size, acc, acc, 0, bias, mult, yz,
-                    g->out_size);
+    lj_qrequant_row(g->ey, (uint8_t *)g->y + u * g->out_size, sums, sums, 0, bias,
+                    (double)lj_qconv_mult(g, c), (double)g->yz, g->out_size);
 }
 
 /* ---- entry points ---------------------------------------------------------------------- */
@@ -578,7 +733,7 @@ LJ_INLINE void qconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
         sums[m] = INT32_MIN;
     for (int64_t u = lo; u < hi; u++) {
         if (s.depthwise)
-            dw_unit(&s, u, buf);
+            dw_unit(&s, u, vnni, buf);
         else
             gemm_unit(&s, u, vnni, buf, sx, sums);
     }

@@ -471,9 +471,59 @@ LJ_INLINE void qv_requant_body(int ey, void *y, const int32_t *acc, const int32_
     }
 }
 
+/* With no sx term, an f32 multiplier in [2^-15, 1/4) and |base| < 2^24,
+ * one f32 fma gives the double product's integers (k_qconvp.c's pq_requant
+ * says why): a sum clamped to +-2^25 before base is added cannot overflow
+ * i32, and one beyond +-(2^24 - 1) saturates either way, as the exact one
+ * does. The last partial vector goes through a copy, not lj_store_q. */
+enum { QV_MAGIC_BITS = 0x4B400000 }; /* 1.5 * 2^23 */
+
+LJ_INLINE bool qv_requant_f32_fits(int64_t zsx, int64_t base, double mult) {
+    return !zsx && (double)(float)mult == mult && mult >= 0x1p-15 && mult < 0.25 &&
+           base > -(1 << 24) && base < (1 << 24);
+}
+
+LJ_INLINE vi32 qv_requant_f32(vi32 a, int32_t base, float mult, int32_t zadj, int32_t lo,
+                              int32_t hi) {
+    a = __builtin_elementwise_min(__builtin_elementwise_max(a, (vi32){0} - (1 << 25)),
+                                  (vi32){0} + (1 << 25)) +
+        base;
+    a = __builtin_elementwise_min(__builtin_elementwise_max(a, (vi32){0} - ((1 << 24) - 1)),
+                                  (vi32){0} + ((1 << 24) - 1));
+    vf32 f = __builtin_elementwise_fma(__builtin_convertvector(a, vf32), lj_splat(mult),
+                                       lj_splat(12582912.0f));
+    vi32 q = (vi32)f - zadj;
+    return __builtin_elementwise_min(__builtin_elementwise_max(q, (vi32){0} + lo), (vi32){0} + hi);
+}
+
+LJ_INLINE void qv_requant_f32_body(int ey, void *y, const int32_t *acc, int64_t base, double mult,
+                                   double yz, int64_t n) {
+    int32_t lo = ey == ELEM_I8 ? -128 : 0, hi = ey == ELEM_I8 ? 127 : 255;
+    int32_t zadj = QV_MAGIC_BITS - (int32_t)yz;
+    int64_t t = 0;
+    for (; t + LJ_VL <= n; t += LJ_VL) {
+        vi32 a;
+        __builtin_memcpy(&a, acc + t, sizeof a);
+        qv_store(ey, y, t, qv_requant_f32(a, (int32_t)base, (float)mult, zadj, lo, hi));
+    }
+    if (t < n) {
+        int32_t part[LJ_VL] = {0};
+        uint8_t out[LJ_VL];
+        vi32 a;
+        __builtin_memcpy(part, acc + t, (size_t)(n - t) * 4);
+        __builtin_memcpy(&a, part, sizeof a);
+        qv_store(ey, out, 0, qv_requant_f32(a, (int32_t)base, (float)mult, zadj, lo, hi));
+        __builtin_memcpy((uint8_t *)y + t, out, (size_t)(n - t));
+    }
+}
+
 LJ_VECTOR_FN void lj_qrequant_row(int ey, void *y, const int32_t *acc, const int32_t *sx,
                                   int64_t zsx, int64_t base, double mult, double yz, int64_t n) {
-    if (ey == ELEM_I8)
+    if (qv_requant_f32_fits(zsx, base, mult) && ey == ELEM_I8)
+        qv_requant_f32_body(ELEM_I8, y, acc, base, mult, yz, n);
+    else if (qv_requant_f32_fits(zsx, base, mult))
+        qv_requant_f32_body(ELEM_U8, y, acc, base, mult, yz, n);
+    else if (ey == ELEM_I8)
         qv_requant_body(ELEM_I8, y, acc, sx, zsx, base, mult, yz, n);
     else
         qv_requant_body(ELEM_U8, y, acc, sx, zsx, base, mult, yz, n);

@@ -225,8 +225,7 @@ LIBJIT_KERNEL libjit_resize_any(const int64_t *d, void *const *ops, int64_t lo, 
     }
     int64_t *buf = lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)rs_words(&p) * 8);
     if (!buf) {
-        if (lo == 0)
-            libjit_generic(d, ops);
+        lj_fail_run(sc, LJ_NO_SCRATCH);
         return;
     }
     RsAxis t[DESC_MAX_RANK];
@@ -244,9 +243,8 @@ LIBJIT_KERNEL libjit_resize_any(const int64_t *d, void *const *ops, int64_t lo, 
     bool ok = true;
     for (int i = 0; i < p.rank && ok; i++)
         ok = rs_axis(&p, i, &t[i], c, cap);
-    if (!ok) { /* a coordinate far outside the input: the interpreter reports it */
-        if (lo == 0)
-            libjit_generic(d, ops);
+    if (!ok) { /* the interpreter reports it too */
+        lj_fail_run(sc, "a coordinate far outside the input");
     } else {
         int64_t nrows = libjit_resize_any_work(d);
         for (int64_t row = lo; row < hi && row < nrows; row++)

@@ -13,8 +13,7 @@
  * (time step 0 for the reverse direction), as in the interpreter.
  *
  * One unit of work: both directions of a bidirectional layer run one after
- * the other, so that a failed scratch request can fall back to the
- * interpreter's kernel for the whole node without racing another unit. */
+ * the other (a failed scratch request fails the whole node). */
 #include <math.h>
 
 #include "backends/cpu/libjit/gemm.h"
@@ -207,6 +206,7 @@ typedef struct Dir {
     int d;
     const float *p; /* lstm's peepholes i, o, f of this direction */
     const float *rbh; /* gru: R's bias of the h gate, kept out of the fold */
+    const float *w, *rw; /* W and R of this direction, as given ([gh][input], [gh][hidden]) */
     float *wt, *rt, *bias, *xw, *hr, *h, *c, *z, *rh;
     int64_t *len;
 } Dir;
@@ -220,7 +220,77 @@ LJ_INLINE int64_t seq_len(const int64_t *d, void *const *ops, const Rnn *r, int6
     return n < 0 ? 0 : n > r->seq ? r->seq : n;
 }
 
-/* W' and R' of direction d, the bias folded per gate column (for gru's h
+/* Up to this many rows in all (seq x batch: the input projection's, and
+ * all steps' state products together), the products read W and R in
+ * place, one dot product per output along their contiguous rows
+ * (rows_dot), rather than transposing them for the gemm: silero's one-step
+ * LSTM spent 95% of its time writing W' and R' (2 x 64K floats, a column
+ * at a time) for one row each. Over more rows the transpose pays for
+ * itself (a 49-step GRU ran 2x slower on dot products). */
+enum { DOT_ROWS = 2 };
+
+LJ_INLINE bool few_rows(const Rnn *r) {
+    return r->seq * r->batch <= DOT_ROWS;
+}
+
+LJ_INLINE float lanes_sum(vf32 v) {
+    float sum = 0;
+    for (int l = 0; l < LJ_VL; l++)
+        sum += v[l];
+    return sum;
+}
+
+/* a . w over k, the last part vector zero-filled. */
+LJ_INLINE float dot1(const float *a, const float *w, int64_t k) {
+    vf32 acc = lj_splat(0);
+    int64_t t = 0;
+    for (; t + LJ_VL <= k; t += LJ_VL)
+        acc += lj_load(a + t) * lj_load(w + t);
+    if (t < k)
+        acc += lj_load_part(a + t, k - t) * lj_load_part(w + t, k - t);
+    return lanes_sum(acc);
+}
+
+/* c[i][j] = a[i] . w[j] (+ bias[j]) for rows i < m and outputs j in
+ * [j0, j1), w row-major with rows of k; four outputs at a time, so that
+ * each vector of a[i] feeds four independent accumulators. */
+LJ_VECTOR_FN static void rows_dot(const float *a, int64_t lda, int64_t m, const float *w, int64_t k,
+                                  int64_t j0, int64_t j1, const float *bias, float *c,
+                                  int64_t ldc) {
+    for (int64_t i = 0; i < m; i++) {
+        const float *ai = a + i * lda;
+        float *ci = c + i * ldc;
+        int64_t j = j0;
+        for (; j + 4 <= j1; j += 4) {
+            const float *w0 = w + j * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
+            vf32 a0 = lj_splat(0), a1 = a0, a2 = a0, a3 = a0;
+            int64_t t = 0;
+            for (; t + LJ_VL <= k; t += LJ_VL) {
+                vf32 av = lj_load(ai + t);
+                a0 += av * lj_load(w0 + t);
+                a1 += av * lj_load(w1 + t);
+                a2 += av * lj_load(w2 + t);
+                a3 += av * lj_load(w3 + t);
+            }
+            if (t < k) {
+                vf32 av = lj_load_part(ai + t, k - t);
+                a0 += av * lj_load_part(w0 + t, k - t);
+                a1 += av * lj_load_part(w1 + t, k - t);
+                a2 += av * lj_load_part(w2 + t, k - t);
+                a3 += av * lj_load_part(w3 + t, k - t);
+            }
+            ci[j] = lanes_sum(a0) + (bias ? bias[j] : 0.0f);
+            ci[j + 1] = lanes_sum(a1) + (bias ? bias[j + 1] : 0.0f);
+            ci[j + 2] = lanes_sum(a2) + (bias ? bias[j + 2] : 0.0f);
+            ci[j + 3] = lanes_sum(a3) + (bias ? bias[j + 3] : 0.0f);
+        }
+        for (; j < j1; j++)
+            ci[j] = dot1(ai, w + j * k, k) + (bias ? bias[j] : 0.0f);
+    }
+}
+
+/* W' and R' of direction d (each only when a product will read it
+ * transposed: DOT_ROWS), the bias folded per gate column (for gru's h
  * gate only W's: R's is added inside the reset when linear_before_reset,
  * after the product otherwise), and the initial state. */
 LJ_VECTOR_FN static void dir_setup(Dir *s, const int64_t *d, void *const *ops) {
@@ -229,10 +299,12 @@ LJ_VECTOR_FN static void dir_setup(Dir *s, const int64_t *d, void *const *ops) {
     const float *w = (const float *)ops[r->nres + IN_W] + s->d * gh * in;
     const float *rw = (const float *)ops[r->nres + IN_R] + s->d * gh * hid;
     const float *b = (const float *)ops[r->nres + IN_B] + s->d * 2 * gh;
-    for (int64_t g = 0; g < gh; g++)
+    s->w = w;
+    s->rw = rw;
+    for (int64_t g = 0; g < gh && !few_rows(r); g++)
         for (int64_t k = 0; k < in; k++)
             s->wt[k * gh + g] = w[g * in + k];
-    for (int64_t g = 0; g < gh; g++)
+    for (int64_t g = 0; g < gh && !few_rows(r); g++)
         for (int64_t k = 0; k < hid; k++)
             s->rt[k * gh + g] = rw[g * hid + k];
     bool split = r->kind == NK_GRU;
@@ -253,6 +325,10 @@ LJ_VECTOR_FN static void dir_setup(Dir *s, const int64_t *d, void *const *ops) {
 /* hr[:, 0 .. n) = h . R'[:, col .. col + n) */
 LJ_INLINE void state_product(const Dir *s, const float *h, int64_t col, int64_t n, LjScratch *sc) {
     const Rnn *r = s->r;
+    if (few_rows(r)) {
+        rows_dot(h, r->hidden, r->batch, s->rw, r->hidden, col, col + n, NULL, s->hr, r->gh);
+        return;
+    }
     LjGemm g = {.m = r->batch, .n = n, .k = r->hidden, .a = h, .lda = r->hidden,
                 .b = s->rt + col, .ldb = r->gh, .c = s->hr + col, .ldc = r->gh, .sc = sc};
     lj_sgemm(&g);
@@ -342,7 +418,10 @@ LJ_INLINE void run_direction(Dir *s, const int64_t *d, void *const *ops, LjScrat
     LjGemm g = {.m = r->seq * r->batch, .n = gh, .k = r->input,
                 .a = ops[r->nres + IN_X], .lda = r->input, .b = s->wt, .ldb = gh,
                 .c = s->xw, .ldc = gh, .bias = s->bias, .sc = sc};
-    lj_sgemm(&g);
+    if (few_rows(r))
+        rows_dot(g.a, g.lda, g.m, s->w, r->input, 0, gh, s->bias, s->xw, gh);
+    else
+        lj_sgemm(&g);
     float *y = ops[0];
     bool gru_split = r->kind == NK_GRU && !r->lbr;
     for (int64_t step = 0; step < r->seq; step++) {
@@ -381,7 +460,7 @@ LJ_INLINE void recurrent(const int64_t *d, void *const *ops, LjScratch *sc) {
     int64_t per = rnn_floats(&r);
     float *buf = lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)per * sizeof(float));
     if (!buf) {
-        libjit_generic(d, ops);
+        lj_fail_run(sc, LJ_NO_SCRATCH);
         return;
     }
     for (int dir = 0; dir < r.dirs; dir++) {

@@ -123,8 +123,7 @@ LIBJIT_KERNEL libjit_top_k_any(const int64_t *d, void *const *ops, int64_t lo, i
         return;
     TkKey *buf = lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)(2 * t.len + 1) * sizeof(TkKey));
     if (!buf) {
-        if (lo == 0)
-            libjit_generic(d, ops);
+        lj_fail_run(sc, LJ_NO_SCRATCH);
         return;
     }
     size_t es = lj_elem_size(t.elem);

@@ -51,6 +51,10 @@ LJ_DECLARE_SCRATCH(max_pool_f32)
 LJ_DECLARE_KERNEL(avg_pool_f32)
 LJ_DECLARE_WORK(avg_pool_f32)
 LJ_DECLARE_SCRATCH(avg_pool_f32)
+LJ_DECLARE_KERNEL(max_pool_any)
+LJ_DECLARE_WORK(max_pool_any)
+LJ_DECLARE_KERNEL(avg_pool_any)
+LJ_DECLARE_WORK(avg_pool_any)
 LJ_DECLARE_KERNEL(global_avg_pool_f32)
 LJ_DECLARE_WORK(global_avg_pool_f32)
 LJ_DECLARE_KERNEL(global_max_pool_f32)
@@ -159,7 +163,7 @@ LJ_BINARY_KERNELS(LJ_DECLARE_F32)
     X(depth_to_space) X(space_to_depth) X(layer_norm) X(softmax) X(log_softmax) X(hardmax)      \
     X(nll_loss) X(scatter_elements) X(scatter_nd) X(one_hot) X(reverse_sequence)              \
     X(quantize_linear) X(dequantize_linear) X(dynamic_quantize_linear) X(conv_transpose)       \
-    X(conv_weight_grad) X(gather) X(transpose) X(slice)
+    X(conv_weight_grad) X(gather) X(transpose) X(slice) X(matmul)
 #define LJ_DECLARE_ANY4(name, kind, a, b) LJ_DECLARE_KERNEL(name##_any) LJ_DECLARE_WORK(name##_any)
 #define LJ_DECLARE_ANY3(name, kind, a) LJ_DECLARE_KERNEL(name##_any) LJ_DECLARE_WORK(name##_any)
 #define LJ_DECLARE_ANY2(name, kind) LJ_DECLARE_KERNEL(name##_any) LJ_DECLARE_WORK(name##_any)
@@ -170,6 +174,15 @@ LJ_ANY_COMPARE(LJ_DECLARE_ANY3)
 LJ_ANY_LOGIC(LJ_DECLARE_ANY3)
 LJ_ANY_REDUCE(LJ_DECLARE_ANY2)
 LJ_ANY_OTHER(LJ_DECLARE_ANY1)
+/* A fast f32 kernel's input it does not cover (another element kind, a
+ * layout of axes it has no loop for), run by the kernel for every kind of
+ * the same operator over that kernel's own units, on the thread that has
+ * unit 0 (the two split work differently; these inputs are rare). */
+#define LJ_RUN_ANY(name, d, ops, lo, sc)                                                      \
+    do {                                                                                      \
+        if ((lo) == 0)                                                                        \
+            libjit_##name##_any(d, ops, 0, libjit_##name##_any_work(d), sc);                  \
+    } while (0)
 /* k_dynamic.c: the producers of bounded-dynamic sizes, and the run-time
  * descriptor of an instruction over such buffers */
 LJ_DECLARE_KERNEL(nonzero_any)

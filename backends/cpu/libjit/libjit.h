@@ -208,9 +208,10 @@ LJ_INLINE size_t lj_elem_size(int elem) {
     default: return 1;
     }
 }
-/* Runs the reference interpreter's kernel for d's node kind (generic.c):
- * the fallback of a fast kernel for the shapes it does not cover. Returns
- * 0, or 1 if the kernel failed. */
+/* Runs the reference interpreter's kernel for d's node kind (fallback.c):
+ * what --fallback=interp calls for an operator with no libjit kernel, and
+ * the kernel test's reference. No libjit kernel calls it, so that programs
+ * link no interpreter. Returns 0, or 1 if the kernel failed. */
 int libjit_generic(const int64_t *d, void *const *ops);
 /* The same with an arena for the strings a kernel computes (the kernel
  * test's reference). */
@@ -267,6 +268,9 @@ struct LjScratch {
      * caller reports by name (libjit_runtime_failure). */
     int64_t fail_at;
     const char *fail_text;
+    /* A kernel that could not run at all (its scratch could not be had)
+     * says why here; checked the same way (libjit_failed). */
+    const char *fail_why;
 };
 
 struct LjStrChunk {
@@ -303,6 +307,14 @@ LJ_INLINE void lj_fail(LjScratch *sc, int64_t i, const char *s) {
         sc->fail_at = i + 1;
         sc->fail_text = s;
     }
+}
+
+#define LJ_NO_SCRATCH "out of memory for the kernel's buffers"
+/* The kernel could not run its units: `why` (a constant string). Without a
+ * runtime (a kernel test) there is nowhere to record it. */
+LJ_INLINE void lj_fail_run(LjScratch *sc, const char *why) {
+    if (sc)
+        sc->fail_why = why;
 }
 
 LJ_INLINE void lj_strs_free(LjScratch *sc) {
@@ -429,11 +441,14 @@ LJ_INLINE void lj_shared_wait(LjScratch *sc, int64_t n) {
 /* Runs worker over [0, n) on the runtime's threads (inline when rt is NULL
  * or has one thread). */
 void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *const *ops);
-/* 1 if a kernel of the last call failed on its input (LjScratch.fail_at),
- * else 0: generated code returns its instruction's failure then. */
+/* 1 if a kernel of the last call failed on its input (LjScratch.fail_at)
+ * or could not run (fail_why), else 0: generated code returns its
+ * instruction's failure then. */
 int libjit_failed(LibjitRuntime *rt);
 /* The failed element with the lowest index over the threads, its text in
- * *text, or -1 if none; clears every thread's record. */
+ * *text; else LJ_FAILED_RUN with why the kernel could not run in *text;
+ * else -1. Clears every thread's record. */
+enum { LJ_FAILED_RUN = -2 };
 int64_t libjit_runtime_failure(LibjitRuntime *rt, const char **text);
 /* Frees the strings the kernels computed (the run's string arena): the
  * caller calls it once it has copied the outputs. */

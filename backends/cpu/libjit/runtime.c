@@ -249,13 +249,14 @@ double libjit_fma_peak(LibjitRuntime *rt, int64_t iters) {
 
 int libjit_failed(LibjitRuntime *rt) {
     for (int i = 0; rt && i < rt->nthreads; i++)
-        if (rt->scratch[i].fail_at)
+        if (rt->scratch[i].fail_at || rt->scratch[i].fail_why)
             return 1;
     return 0;
 }
 
 int64_t libjit_runtime_failure(LibjitRuntime *rt, const char **text) {
     int64_t at = 0;
+    const char *why = NULL;
     *text = NULL;
     for (int i = 0; rt && i < rt->nthreads; i++) {
         LjScratch *sc = &rt->scratch[i];
@@ -263,7 +264,13 @@ int64_t libjit_runtime_failure(LibjitRuntime *rt, const char **text) {
             at = sc->fail_at;
             *text = sc->fail_text;
         }
+        why = why ? why : sc->fail_why;
         sc->fail_at = 0;
+        sc->fail_why = NULL;
+    }
+    if (!at && why) {
+        *text = why;
+        return LJ_FAILED_RUN;
     }
     return at - 1;
 }
