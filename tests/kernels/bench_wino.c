@@ -9,7 +9,11 @@
  *
  * --split T also times the winograd kernel's shares of T threads alone, as
  * bench_conv --split does: the largest bounds the T-thread time, and their
- * sum over the whole call's time is the work the split repeats.
+ * sum over the whole call's time is the work the split repeats. Where the
+ * threads share the input transform (k_wino.c: shared_v), a share is
+ * timed twice -- building the transform alone, and reading one already
+ * built -- and counted as the second plus 1/T of the difference: the part
+ * of the transform that T threads claiming its channels each build.
  *
  * usage: bench_wino [--f2] [--cold] [--reps N] [--only I] (the I-th shape alone) [--split T] */
 #include <stdio.h>
@@ -39,13 +43,28 @@ static double now(void) {
 
 enum { EVICT_BYTES = 64 << 20 };
 
+/* How a share meets the buffer the threads share: none (one thread), to
+ * build from scratch, or built (by the other threads). */
+typedef enum { SHARE_NONE, SHARE_BUILD, SHARE_BUILT } ShareMode;
+
 /* Units [lo, hi) (hi < 0: all). */
 static double time_range(KernelFn fn, WorkFn work, const Desc *d, void *const *ops, int reps,
-                         char *evict, int64_t lo, int64_t hi) {
-    LjScratch sc = {0};
+                         char *evict, int64_t lo, int64_t hi, ShareMode mode) {
+    LjShared shared = {0};
+    LjScratch sc = {.shared = mode == SHARE_NONE ? NULL : &shared};
     double best = 1e30, start = now();
     int64_t n = hi < 0 ? work(d->w) : hi;
+    if (mode == SHARE_BUILT) { /* build it once; then every claim is taken and done */
+        lj_shared_reset(&shared);
+        fn(d->w, ops, lo, n, &sc);
+    }
     for (int r = 0; r < 2000 && (r < reps || now() - start < 0.3); r++) {
+        if (mode == SHARE_BUILD)
+            lj_shared_reset(&shared);
+        if (mode == SHARE_BUILT) {
+            atomic_store(&shared.next, INT64_MAX / 2);
+            atomic_store(&shared.done, INT64_MAX / 2);
+        }
         if (evict)
             memset(evict, r, EVICT_BYTES);
         double t0 = now();
@@ -54,24 +73,33 @@ static double time_range(KernelFn fn, WorkFn work, const Desc *d, void *const *o
         best = t < best ? t : best;
     }
     lj_scratch_release(&sc);
+    lj_shared_free(&shared);
     return best;
 }
 
 static double time_min(KernelFn fn, WorkFn work, const Desc *d, void *const *ops, int reps,
                        char *evict) {
-    return time_range(fn, work, d, ops, reps, evict, 0, -1);
+    return time_range(fn, work, d, ops, reps, evict, 0, -1, SHARE_NONE);
 }
 
-/* The winograd kernel's largest share of `threads` and the shares' sum. */
+/* The winograd kernel's largest share of `threads` and the shares' sum;
+ * own[]: the same if each share built all it reads (no shared buffer). */
 static void time_shares(const Desc *d, void *const *ops, int reps, char *evict, int threads,
-                        double *most, double *sum) {
+                        double *most, double *sum, double own[2]) {
     int64_t n = libjit_winograd_conv_f32_work(d->w), per = (n + threads - 1) / threads;
-    *most = *sum = 0;
+    *most = *sum = own[0] = own[1] = 0;
     for (int t = 0; t < threads; t++) {
         int64_t lo = per * t, hi = lo + per < n ? lo + per : n;
-        double share = lo < hi ? time_range(libjit_winograd_conv_f32, libjit_winograd_conv_f32_work,
-                                            d, ops, reps, evict, lo, hi)
-                               : 0;
+        double share = 0;
+        if (lo < hi) {
+            double build = time_range(libjit_winograd_conv_f32, libjit_winograd_conv_f32_work, d,
+                                      ops, reps, evict, lo, hi, SHARE_BUILD);
+            double built = time_range(libjit_winograd_conv_f32, libjit_winograd_conv_f32_work, d,
+                                      ops, reps, evict, lo, hi, SHARE_BUILT);
+            share = built + (build - built) / threads;
+            own[0] = build > own[0] ? build : own[0];
+            own[1] += build;
+        }
         *most = share > *most ? share : *most;
         *sum += share;
     }
@@ -95,7 +123,8 @@ int main(int argc, char **argv) {
     }
     printf("%-22s %10s %10s %8s", "c x h x h -> m", "direct ms", "wino ms", "speedup");
     if (split)
-        printf(" %8s %7s %7s", "share ms", "bound", "repeat");
+        printf(" %8s %7s %7s | unshared: %7s %7s", "share ms", "bound", "repeat", "bound",
+               "repeat");
     printf("\n");
     for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
         const Shape *s = &shapes[k];
@@ -138,9 +167,10 @@ int main(int argc, char **argv) {
                  (long long)s->h, (long long)s->m);
         printf("%-22s %10.3f %10.3f %8.2f", name, td * 1e3, tw * 1e3, td / tw);
         if (split) {
-            double most, sum;
-            time_shares(&dw, ow, reps, evict, split, &most, &sum);
-            printf(" %8.3f %6.2fx %+6.1f%%", most * 1e3, tw / most, 100 * (sum - tw) / tw);
+            double most, sum, own[2];
+            time_shares(&dw, ow, reps, evict, split, &most, &sum, own);
+            printf(" %8.3f %6.2fx %+6.1f%% | %16.2fx %+6.1f%%", most * 1e3, tw / most,
+                   100 * (sum - tw) / tw, tw / own[0], 100 * (own[1] - tw) / tw);
         }
         printf("\n");
         free(y), free(x), free(w), free(u), free(b);

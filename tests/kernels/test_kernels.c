@@ -74,9 +74,12 @@ static void check_static_scratch(Case *c, KernelFn fn, WorkFn work, ScratchFn sc
 /* The units split as runtime.c hands them to T threads (equal ranges, the
  * last shorter), each share a call of its own -- for T = 2, 3 and 5, last
  * share first, one scratch kept from share to share so that a share that
- * reads what it did not build reads another's -- must give the one-call
- * result bit for bit: each output is one product's, summed in the same
- * order whoever computes it (README: results do not depend on --threads). */
+ * reads what it did not build reads another's, and one shared buffer
+ * (LjShared, reset once per T as libjit_parallel does) so that the first
+ * share builds all of what the threads share and the others only read it
+ * -- must give the one-call result bit for bit: each output is one
+ * product's, summed in the same order whoever computes it (README: results
+ * do not depend on --threads). */
 static void check_thread_shares(Case *c, KernelFn fn, WorkFn work, const char *what) {
     size_t bytes = (size_t)desc_numel(&c->d, 0) * sizeof(float);
     int64_t n = work(c->d.w);
@@ -87,13 +90,16 @@ static void check_thread_shares(Case *c, KernelFn fn, WorkFn work, const char *w
     for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
         memset(c->fast[0], 0xff, bytes);
         int64_t per = (n + threads[t] - 1) / threads[t];
-        LjScratch sc = {0};
+        LjShared shared = {0};
+        LjScratch sc = {.shared = &shared};
+        lj_shared_reset(&shared);
         for (int k = threads[t] - 1; k >= 0; k--) {
             int64_t lo = per * k, hi = lo + per < n ? lo + per : n;
             if (lo < hi)
                 fn(c->d.w, c->fast, lo, hi, &sc);
         }
         lj_scratch_release(&sc);
+        lj_shared_free(&shared);
         if (memcmp(want, c->fast[0], bytes))
             fail_msg("%s: %d threads' shares differ from one call over all units", what,
                      threads[t]);

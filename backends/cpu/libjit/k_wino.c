@@ -7,7 +7,9 @@
  * output channels (channel blocks innermost, so that a thread's range
  * shares its blocks' input transform):
  *  1. input transform: V[xi][c][t] = (B^T d B)[xi] for every input channel
- *     c and tile t of the block (built once per block of tile rows);
+ *     c and tile t of the block (built once per block of tile rows; when
+ *     the call has one block, which the threads then split by output
+ *     channel, once for all threads, in a buffer they share: shared_v);
  *  2. alpha^2 products Mo[xi] = U[xi] (mb x C) . V[xi] (C x tiles) on the
  *     packed microkernel;
  *  3. output transform A^T Mo A per channel and tile, with the bias and the
@@ -24,9 +26,16 @@
 
 /* Tiles per block (whole tile rows): enough columns for the products to
  * amortise their A rows; output channels per block: the conv's own
- * ROWS_MAX; at least UNITS_MIN units when channels allow, so that two
- * threads share even a small layer. */
-enum { TILES_TARGET = 96, ROWS_MAX = 64, UNITS_MIN = 8 };
+ * ROWS_MAX; when channels allow, at least UNITS_MIN units, so that two
+ * threads share even a small layer, and an even count below
+ * UNITS_BALANCED, so that they share it equally. No more: every channel
+ * block streams the block's V through the products once more (8 units of
+ * 16 channels instead of 2 of 64 made 128 -> 128 at 28x28 7% slower). */
+enum { TILES_TARGET = 96, ROWS_MAX = 64, UNITS_MIN = 2, UNITS_BALANCED = 8 };
+/* Input channels per claim when the threads share a block's input
+ * transform (shared_v): few enough claims that the atomics cost nothing,
+ * enough that the threads finish the transform at about the same time. */
+enum { SHARE_CHANNELS = 8 };
 
 typedef struct Wino {
     const WinoTransform *t;
@@ -42,10 +51,13 @@ LJ_INLINE int64_t up(int64_t x, int64_t to) {
     return (x + to - 1) / to * to;
 }
 
-/* Twice the channel blocks, while there are fewer than UNITS_MIN units and
- * a block keeps at least 16 channels. */
+/* Twice the channel blocks, while there are fewer than UNITS_MIN units or
+ * an odd count below UNITS_BALANCED, and a block keeps at least 16
+ * channels. */
 LJ_INLINE void split_once(Wino *s) {
-    if (s->n * s->nrb * s->nmb < UNITS_MIN && (s->m + 2 * s->nmb - 1) / (2 * s->nmb) >= 16)
+    int64_t units = s->n * s->nrb * s->nmb;
+    if ((units < UNITS_MIN || (units % 2 && units < UNITS_BALANCED)) &&
+        (s->m + 2 * s->nmb - 1) / (2 * s->nmb) >= 16)
         s->nmb *= 2;
 }
 
@@ -73,11 +85,12 @@ LJ_INLINE Wino wino_of(const int64_t *d) {
     s.rpb = (s.nty + s.nrb - 1) / s.nrb; /* even the blocks out */
     s.nrb = (s.nty + s.rpb - 1) / s.rpb;
     s.nmb = (s.m + ROWS_MAX - 1) / ROWS_MAX;
-    /* Both conditions only turn false as nmb grows, and nmb reaches
-     * UNITS_MIN (8) in 3 doublings: written out, not a loop, so that a
-     * --no-threads bundle's scratch size folds to a constant (libjit is
-     * built with -fno-unroll-loops, and O3 cannot count this loop). */
-    _Static_assert(UNITS_MIN <= 8, "three doublings reach UNITS_MIN");
+    /* The conditions only turn false as nmb grows, and one doubling makes
+     * the count even and at least UNITS_MIN; three are written out, not a
+     * loop, so that a --no-threads bundle's scratch size folds to a
+     * constant (libjit is built with -fno-unroll-loops, and O3 cannot
+     * count this loop). */
+    _Static_assert(UNITS_MIN <= 2, "one doubling reaches UNITS_MIN");
     split_once(&s);
     split_once(&s);
     split_once(&s);
@@ -230,15 +243,37 @@ LJ_INLINE void output_block(const WinoTransform *t, const int al, const int mt, 
         }
 }
 
+/* The input transform of the one block into the V that the call's threads
+ * share: channels in claims of SHARE_CHANNELS, whoever gets there first,
+ * then a wait for the others' claims. */
+LJ_INLINE void shared_input(const WinoTransform *t, const int al, const int mt, const Wino *s,
+                            const float *x, float *dk, float *row, float *v, LjScratch *sc) {
+    int64_t items = (s->c + SHARE_CHANNELS - 1) / SHARE_CHANNELS;
+    for (int64_t it; (it = lj_shared_claim(sc, items)) >= 0;) {
+        int64_t c1 = (it + 1) * SHARE_CHANNELS < s->c ? (it + 1) * SHARE_CHANNELS : s->c;
+        for (int64_t c = it * SHARE_CHANNELS; c < c1; c++)
+            input_block(t, al, mt, s, x + c * s->h * s->w, 0, s->nty, dk, row, v + c * s->ldt);
+        lj_shared_done(sc);
+    }
+    lj_shared_wait(sc, items);
+}
+
+/* Units [lo, hi) with the scratch `buf` (V first, unless the threads share
+ * it: shared_v, the call's one block). */
 LJ_INLINE void wino_units(const WinoTransform *t, const int al, const int mt, const Wino *s, void *const *ops,
                           const float *bias, LjAct act, int64_t lo, int64_t hi, float *buf,
-                          LjScratch *sc) {
+                          float *shared_v, LjScratch *sc) {
     const float *x = ops[1], *u = ops[2];
     float *y = ops[0];
     int64_t a2 = al * al;
-    float *v = buf, *mo = v + v_floats(s), *dk = mo + a2 * s->mb * s->ldt;
+    float *v = shared_v ? shared_v : buf, *mo = shared_v ? buf : v + v_floats(s);
+    float *dk = mo + a2 * s->mb * s->ldt;
     float *ot = dk + a2 * s->ldt, *row = ot + mt * mt * s->ldt;
     int64_t built = -1;
+    if (shared_v) {
+        shared_input(t, al, mt, s, x, dk, row, v, sc);
+        built = 0;
+    }
     for (int64_t unit = lo; unit < hi; unit++) {
         int64_t block = unit / s->nmb, mbk = unit % s->nmb;
         int64_t img = block / s->nrb, rb = block % s->nrb;
@@ -276,34 +311,45 @@ LJ_INLINE void wino_units(const WinoTransform *t, const int al, const int mt, co
 }
 
 LJ_VECTOR_FN static void wino_run4(const Wino *s, void *const *ops, const float *bias, LjAct act,
-                                 int64_t lo, int64_t hi, float *buf, LjScratch *sc) {
-    wino_units(&wino_f4, 6, 4, s, ops, bias, act, lo, hi, buf, sc);
+                                 int64_t lo, int64_t hi, float *buf, float *shared_v,
+                                 LjScratch *sc) {
+    wino_units(&wino_f4, 6, 4, s, ops, bias, act, lo, hi, buf, shared_v, sc);
 }
 
 LJ_VECTOR_FN static void wino_run2(const Wino *s, void *const *ops, const float *bias, LjAct act,
-                                 int64_t lo, int64_t hi, float *buf, LjScratch *sc) {
-    wino_units(&wino_f2, 4, 2, s, ops, bias, act, lo, hi, buf, sc);
+                                 int64_t lo, int64_t hi, float *buf, float *shared_v,
+                                 LjScratch *sc) {
+    wino_units(&wino_f2, 4, 2, s, ops, bias, act, lo, hi, buf, shared_v, sc);
 }
 
 LIBJIT_KERNEL libjit_winograd_conv_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
                                        LjScratch *sc) {
     Wino s = wino_of(d);
-    float *buf = s.t ? lj_scratch_get(sc, LJ_SCRATCH_PLANES,
-                                      (size_t)scratch_floats(&s) * sizeof(float))
-                     : NULL;
+    /* One block (one image whose tiles make one row block; the threads
+     * split its output channels): its input transform, which every
+     * thread's units read, is built once into a buffer the threads share
+     * rather than by each thread (bench_wino --split --cold counts 5-17% of
+     * the conv repeated on 28x28 and smaller maps; in a model, where the
+     * input is warm, about 2% of the convs' CPU time). Bit for bit the
+     * same V, so the same result. */
+    float *shared_v = s.t && s.n * s.nrb == 1
+                          ? lj_shared_get(sc, (size_t)v_floats(&s) * sizeof(float))
+                          : NULL;
+    int64_t own = s.t ? scratch_floats(&s) - (shared_v ? v_floats(&s) : 0) : 0;
+    float *buf = s.t ? lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)own * sizeof(float)) : NULL;
     if (!buf) { /* no transform: the winograd pass makes only those wino_of_rows has */
         lj_fail_run(sc, s.t ? LJ_NO_SCRATCH : "a Winograd tile size this kernel does not have");
         return;
     }
     /* dk's columns past the tiles are read by the last vector: zeros. */
     int64_t a2 = s.t->alpha * s.t->alpha;
-    float *dk = buf + v_floats(&s) + a2 * s.mb * s.ldt;
+    float *dk = buf + (shared_v ? 0 : v_floats(&s)) + a2 * s.mb * s.ldt;
     for (int64_t i = 0; i < a2 * s.ldt; i++)
         dk[i] = 0;
     const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
     if (s.t->m == 4)
-        wino_run4(&s, ops, bias, lj_act_of(d), lo, hi, buf, sc);
+        wino_run4(&s, ops, bias, lj_act_of(d), lo, hi, buf, shared_v, sc);
     else
-        wino_run2(&s, ops, bias, lj_act_of(d), lo, hi, buf, sc);
+        wino_run2(&s, ops, bias, lj_act_of(d), lo, hi, buf, shared_v, sc);
     lj_scratch_put(sc, buf);
 }

@@ -5,9 +5,11 @@
 #ifndef GLOWC_LIBJIT_H
 #define GLOWC_LIBJIT_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 
 #include "backends/cpu/libjit/desc.h"
@@ -228,9 +230,32 @@ int libjit_generic_strs(const int64_t *d, void *const *ops, struct Arena *strs);
  * of buffer that can be live at once in one kernel call. */
 enum { LJ_SCRATCH_PLANES, LJ_SCRATCH_PACK, LJ_SCRATCH_SLOTS };
 typedef struct LjStrChunk LjStrChunk;
+
+/* One buffer that all threads of one parallel call see, for work that
+ * every thread's units need and one thread's would otherwise repeat (the
+ * winograd input transform of a block that the threads split by output
+ * channel): items of it are claimed one at a time from `next`, so that
+ * whichever threads run share them, and counted in `done` once written.
+ * A thread waits only for items claimed by a thread that is running them
+ * (a claim is followed by its work, never by a wait), so a call whose
+ * units one thread runs alone completes alone. libjit_parallel resets the
+ * counters before it hands out a call (lj_shared_reset); the buffer is
+ * sized by the first thread that asks (state 1 while it does) and kept,
+ * grown, from call to call. */
+typedef struct LjShared {
+    _Atomic int state; /* 0 unsized, 1 being sized, 2 ready, 3 could not be had */
+    _Atomic int64_t next, done;
+    void *buf;
+    size_t cap;
+} LjShared;
+
 struct LjScratch {
     void *p[LJ_SCRATCH_SLOTS];
     size_t cap[LJ_SCRATCH_SLOTS];
+    /* The runtime's buffer shared by its threads; NULL without a runtime
+     * (and garbage in a --no-threads bundle's scratch: read it only when
+     * libjit_static_scratch is false). */
+    LjShared *shared;
     /* The characters of the strings this thread's kernels computed (kind
      * str): the run's string arena, a thread's own so that no lock is
      * needed; freed by libjit_runtime_free_strings once the caller has
@@ -349,6 +374,68 @@ LJ_INLINE void lj_scratch_release(LjScratch *sc) {
 LJ_INLINE void lj_scratch_put(LjScratch *sc, void *p) {
     if (!libjit_static_scratch && !sc)
         free(p);
+}
+
+LJ_INLINE void lj_shared_reset(LjShared *sh) {
+    atomic_store_explicit(&sh->state, 0, memory_order_relaxed);
+    atomic_store_explicit(&sh->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&sh->done, 0, memory_order_relaxed);
+}
+
+LJ_INLINE void lj_shared_free(LjShared *sh) {
+    if (sh->cap)
+        munmap(sh->buf, sh->cap);
+    sh->buf = NULL;
+    sh->cap = 0;
+}
+
+/* This call's shared buffer of `bytes` (64-byte aligned), the same for
+ * every thread of the call, or NULL (no runtime, a --no-threads bundle, or
+ * no memory: then every thread of the call gets NULL). */
+LJ_INLINE void *lj_shared_get(LjScratch *sc, size_t bytes) {
+    if (libjit_static_scratch || !sc || !sc->shared)
+        return NULL;
+    LjShared *sh = sc->shared;
+    int expect = 0;
+    if (atomic_compare_exchange_strong_explicit(&sh->state, &expect, 1, memory_order_acquire,
+                                                memory_order_acquire)) {
+        if (sh->cap < bytes) {
+            lj_shared_free(sh);
+            size_t want = (bytes + 4095) / 4096 * 4096;
+            void *p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p != MAP_FAILED) {
+                sh->buf = p;
+                sh->cap = want;
+            }
+        }
+        expect = sh->cap >= bytes ? 2 : 3;
+        atomic_store_explicit(&sh->state, expect, memory_order_release);
+    }
+    /* Another thread is sizing it: a short wait (one mmap at most). */
+    while (expect == 0 || expect == 1) {
+        expect = atomic_load_explicit(&sh->state, memory_order_acquire);
+        if (expect == 1)
+            sched_yield();
+    }
+    return expect == 2 ? sh->buf : NULL;
+}
+
+/* The next unclaimed item of n, or -1 when all are claimed. */
+LJ_INLINE int64_t lj_shared_claim(LjScratch *sc, int64_t n) {
+    int64_t i = atomic_fetch_add_explicit(&sc->shared->next, 1, memory_order_relaxed);
+    return i < n ? i : -1;
+}
+
+/* Item written: its stores are seen by whoever waits for it. */
+LJ_INLINE void lj_shared_done(LjScratch *sc) {
+    atomic_fetch_add_explicit(&sc->shared->done, 1, memory_order_release);
+}
+
+/* Waits until all n items are written (by whichever threads claimed them). */
+LJ_INLINE void lj_shared_wait(LjScratch *sc, int64_t n) {
+    for (int spins = 0; atomic_load_explicit(&sc->shared->done, memory_order_acquire) < n; spins++)
+        if (spins > 64)
+            sched_yield();
 }
 
 /* Runs worker over [0, n) on the runtime's threads (inline when rt is NULL

@@ -42,6 +42,7 @@ struct LibjitRuntime {
     pthread_mutex_t mutex;
     pthread_cond_t wake;
     LjScratch scratch[MAX_THREADS]; /* thread i's, touched by thread i alone */
+    LjShared shared;                /* every thread's, within one call */
 };
 
 typedef struct WorkerArg {
@@ -140,6 +141,10 @@ LibjitRuntime *libjit_runtime_new(int nthreads) {
             break;
         }
     }
+    /* One thread has nothing to share: its kernels take their own paths
+     * (the ones a --no-threads bundle takes). */
+    for (int i = 0; rt->nthreads > 1 && i < rt->nthreads; i++)
+        rt->scratch[i].shared = &rt->shared;
     return rt;
 }
 
@@ -156,6 +161,7 @@ void libjit_runtime_free(LibjitRuntime *rt) {
     pthread_cond_destroy(&rt->wake);
     for (int i = 0; i < rt->nthreads; i++)
         lj_scratch_release(&rt->scratch[i]);
+    lj_shared_free(&rt->shared);
     free(rt);
 }
 
@@ -165,6 +171,8 @@ void libjit_runtime_free_strings(LibjitRuntime *rt) {
 }
 
 void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *const *ops) {
+    if (rt)
+        lj_shared_reset(&rt->shared); /* published with the job, or used inline */
     if (!rt || rt->nthreads <= 1 || n <= 1) {
         worker(ops, 0, n > 0 ? n : 0, rt ? &rt->scratch[0] : NULL);
         return;
