@@ -12,12 +12,17 @@ output's largest magnitude. Then the README's bundle example
 digits model and must name the same digit as `glowc run` on every sample,
 and an operator without a libjit kernel must run on the interpreter's
 kernels cross-compiled into the executable (--fallback=interp).
+The int8 cases (digits-int8, mobilenet_v2-int8) are profiled on the host
+(`glowc profile`), compiled with --quantize for both targets, and run on the
+interpreter too (`glowc run --backend=interp`): all three outputs must be
+the same bytes.
 One line per model, the figures at the end; exit 1 on any failure.
 
 Usage: python3 tests/aarch64/run.py GLOWC [--models NAME...] [--jobs N] [--break-pass PASS]
 """
 import argparse
 import concurrent.futures
+import functools
 import os
 import shutil
 import subprocess
@@ -44,6 +49,23 @@ QEMU = "qemu-aarch64"
 REL_TOL = 1e-5
 DIGITS = os.path.join(ROOT, "fixtures", "models", "digits.onnx")
 SAMPLES = os.path.join(ROOT, "fixtures", "models", "digits_samples")
+# Quantized models, whose outputs must be byte-identical on the host, on
+# aarch64 and on the interpreter: there is no tolerance. The int8 kernels
+# (k_qconv*.c, k_qvec.c, k_qint.c) sum integers, which is exact in any
+# order, and requantize with the interpreter's own f32/double operations
+# (one IEEE rounding each, FMA only where k_qconv proves it exact), so the
+# x86-64 and aarch64 paths (VNNI or not, 16 or 4 lanes) may differ in how
+# they sum, never in what; the final dequantize is one f32 multiply. Any
+# differing byte is a wrong kernel, an off-by-one zero point or rounding.
+# digits-int8: the digits model at batch 10, run on the 10 samples (also its
+# calibration set). mobilenet_v2-int8: the benchmark model on a centred
+# INT8_SIDE x INT8_SIDE crop of its input (calibrated on that crop and 3
+# N(0,1) images, seed 0): its depthwise convs, qadd and clips in about 6 s
+# for the whole case (profile, two compiles, qemu 0.5 s, the interpreter
+# 2 s), a quarter of 224 x 224's pixels; 112 still has a 7x7 map (the
+# depthwise kernel's 49-of-56-lanes case) besides 56, 28, 14 and 4.
+INT8 = ["digits-int8", "mobilenet_v2-int8"]
+INT8_SIDE = 112
 
 
 def run(cmd, timeout=900):
@@ -71,19 +93,22 @@ def rel_error(got, want):
     return err / scale if scale else err
 
 
-def check_model(glowc, name, onnx, inputs, work, broken=None):
+def check_model(glowc, name, onnx, inputs, work, broken=None, profile=None):
     """A result dict: name, rel (worst output), sizes, seconds, error.
-    broken: a pass that miscompiles the aarch64 build (the test's own test)."""
+    broken: a pass that miscompiles the aarch64 build (the test's own test).
+    profile: quantize with it, and require the host's bytes on aarch64 and
+    on the interpreter (exact: True in the result)."""
     t0 = time.perf_counter()
     res = {"name": name}
     try:
+        quant = ["--quantize=" + profile] if profile else []
         exe = {}
         for target in ("host", "aarch64"):
             exe[target] = os.path.join(work, "%s.%s" % (name, target))
             cross = ["--target=" + TRIPLE] if target == "aarch64" else []
             if target == "aarch64" and broken:
                 cross.append("--break-pass=" + broken)
-            run([glowc, "compile", onnx, "-o", exe[target]] + cross)
+            run([glowc, "compile", onnx, "-o", exe[target]] + quant + cross)
             res["size_" + target] = os.path.getsize(exe[target])
         args = ["--threads", "1"]
         for spec in inputs:
@@ -107,10 +132,86 @@ def check_model(glowc, name, onnx, inputs, work, broken=None):
                                    % (key, have.dtype, have.shape, want.dtype, want.shape))
             worst = max(worst, rel_error(have, want))
         res["rel"] = worst
-        if worst > REL_TOL:
+        if profile:
+            res["exact"] = True
+            interp = os.path.join(work, "%s.interp.out" % name)
+            os.makedirs(interp)
+            run([glowc, "run", onnx, "--backend=interp", "--output-dir", interp] + quant + args)
+            got["interp"] = outputs(interp)
+            res["error"] = differing_bytes(got)
+            if not res["error"]:
+                del res["error"]
+        elif worst > REL_TOL:
             res["error"] = "relative error %.3e above %.0e" % (worst, REL_TOL)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         res["error"] = str(e)
+    res["seconds"] = time.perf_counter() - t0
+    return res
+
+
+def differing_bytes(got):
+    """None when every run's outputs are the host's to the byte, else what
+    differs: the output, which run, how many elements and by how much."""
+    for key, want in got["host"].items():
+        for run_name in ("aarch64", "interp"):
+            have = got[run_name].get(key)
+            if have is None or have.shape != want.shape or have.dtype != want.dtype:
+                return "output %s: %s has %s, the host %s %s" % (
+                    key, run_name, "none" if have is None else "%s %s" % (have.dtype, have.shape),
+                    want.dtype, want.shape)
+            if have.tobytes() != want.tobytes():
+                return "output %s: %s differs from the host in %d of %d elements " \
+                       "(relative error %.3e); int8 must be byte-identical" % (
+                           key, run_name, int((have != want).sum()), want.size,
+                           rel_error(have, want))
+    return None
+
+
+def prepare_int8(glowc, name, model_dir, work):
+    """(model, inputs, profile) of an INT8 case, written under work."""
+    import numpy as np
+    import onnx as onnxlib
+    d = os.path.join(work, name + ".prep")
+    os.makedirs(d)
+    if name == "digits-int8":
+        src, input_name = DIGITS, "image"
+        x = np.concatenate([np.load(os.path.join(SAMPLES, "sample_%d.npy" % i))
+                            for i in range(10)])
+        calib = x
+        m = onnxlib.load(src)
+        for v in list(m.graph.input) + list(m.graph.output):
+            v.type.tensor_type.shape.dim[0].dim_value = len(x)
+    else:
+        src, inp, _ = export_models.paths(model_dir, "mobilenet_v2")
+        input_name = export_models.INPUT_NAME
+        full = np.load(inp)
+        lo = (full.shape[2] - INT8_SIDE) // 2
+        x = np.ascontiguousarray(full[:, :, lo:lo + INT8_SIDE, lo:lo + INT8_SIDE])
+        noise = np.random.default_rng(0).standard_normal((3,) + x.shape[1:]).astype(np.float32)
+        calib = np.concatenate([x, noise])
+        m = onnxlib.load(src)
+        for axis in (2, 3):
+            m.graph.input[0].type.tensor_type.shape.dim[axis].dim_value = INT8_SIDE
+    # Shapes torch recorded for inner values would contradict the new input
+    # shape; glowc infers them anyway.
+    del m.graph.value_info[:]
+    model = os.path.join(d, name + ".onnx")
+    onnxlib.save(m, model)
+    xf, cf, profile = (os.path.join(d, f) for f in ("input.npy", "calib.npy", "profile.json"))
+    np.save(xf, x)
+    np.save(cf, calib)
+    run([glowc, "profile", model, "--input", "%s=%s" % (input_name, cf), "-o", profile])
+    return model, ["%s=%s" % (input_name, xf)], profile
+
+
+def check_int8(glowc, name, model_dir, work, broken=None):
+    """check_model on a quantized INT8 case, its preparation's errors included."""
+    t0 = time.perf_counter()
+    try:
+        model, inputs, profile = prepare_int8(glowc, name, model_dir, work)
+    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+        return {"name": name, "error": str(e), "seconds": time.perf_counter() - t0}
+    res = check_model(glowc, name, model, inputs, work, broken, profile)
     res["seconds"] = time.perf_counter() - t0
     return res
 
@@ -166,7 +267,7 @@ def check_fallback(glowc, work):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("glowc", help="path to the glowc binary")
-    names = ["digits"] + export_models.MODELS
+    names = ["digits"] + export_models.MODELS + INT8
     ap.add_argument("--models", nargs="+", default=names, choices=names, metavar="NAME",
                     help="models to check (default: all of %s)" % " ".join(names))
     ap.add_argument("--model-dir", default=os.path.join(ROOT, "build", "models"),
@@ -181,29 +282,43 @@ def main():
     if not shutil.which(QEMU):
         sys.exit("aarch64: %s is missing: install the Debian package qemu-user" % QEMU)
     t0 = time.perf_counter()
-    jobs = []
+    jobs = []  # (name, the source model's size, the check as a function of work)
     for name in args.models:
         if name == "digits":
-            jobs.append((name, DIGITS, ["image=" + os.path.join(SAMPLES, "sample_0.npy")]))
+            check = functools.partial(check_model, glowc, name, DIGITS,
+                                      ["image=" + os.path.join(SAMPLES, "sample_0.npy")])
+            jobs.append((name, os.path.getsize(DIGITS), check))
             continue
-        if not export_models.is_exported(args.model_dir, name):
+        source = "mobilenet_v2" if name == "mobilenet_v2-int8" else name
+        if source != "digits-int8" and not export_models.is_exported(args.model_dir, source):
             os.makedirs(args.model_dir, exist_ok=True)
-            export_models.export_one(args.model_dir, name)
-        onnx, inp, _ = export_models.paths(args.model_dir, name)
-        jobs.append((name, onnx, [export_models.INPUT_NAME + "=" + inp]))
+            export_models.export_one(args.model_dir, source)
+        if name in INT8:
+            onnx = DIGITS if name == "digits-int8" else \
+                export_models.paths(args.model_dir, source)[0]
+            check = functools.partial(check_int8, glowc, name, args.model_dir)
+        else:
+            onnx, inp, _ = export_models.paths(args.model_dir, name)
+            check = functools.partial(check_model, glowc, name, onnx,
+                                      [export_models.INPUT_NAME + "=" + inp])
+        jobs.append((name, os.path.getsize(onnx), check))
     # The largest first, so that the last job to start is a short one.
-    jobs.sort(key=lambda j: -os.path.getsize(j[1]))
+    jobs.sort(key=lambda j: -j[1])
     print("aarch64 executables under %s against the host's, pass when "
           "max|aarch64 - host| <= %.0e * max|host|" % (QEMU, REL_TOL))
     with tempfile.TemporaryDirectory(prefix="glowc-aarch64-") as work:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futures = [pool.submit(check_model, glowc, n, onnx, inputs, work, args.break_pass)
-                       for n, onnx, inputs in jobs]
+            futures = [pool.submit(check, work, broken=args.break_pass)
+                       for _, _, check in jobs]
             results = []
             for fut in concurrent.futures.as_completed(futures):
                 r = fut.result()
                 results.append(r)
-                if "rel" in r and "error" not in r:
+                if r.get("exact") and "error" not in r:
+                    print("ok   %-20s identical to the host's and the interpreter's bytes   "
+                          "run %5.2f s, qemu %6.1f s   (%.0f s)"
+                          % (r["name"], r["run_host"], r["run_aarch64"], r["seconds"]))
+                elif "rel" in r and "error" not in r:
                     print("ok   %-20s rel err %9.3e   x86-64 %6.1f MB  aarch64 %6.1f MB   run "
                           "%5.2f s, qemu %6.1f s   (%.0f s)"
                           % (r["name"], r["rel"], r["size_host"] / 1e6, r["size_aarch64"] / 1e6,
@@ -223,8 +338,10 @@ def main():
     if failed:
         print("%d failed: %s" % (len(failed), " ".join(failed)))
         return 1
-    print("all %d models within %.0e of the host; the bundle and the fallback agree"
-          % (len(results), REL_TOL))
+    exact = sum(1 for r in results if r.get("exact"))
+    print("all %d float models within %.0e of the host, the %d int8 ones byte for byte (and "
+          "the interpreter); the bundle and the fallback agree"
+          % (len(results) - exact, REL_TOL, exact))
     return 0
 
 
