@@ -58,6 +58,7 @@ typedef struct CG {
         LLVMBasicBlockRef a, b;
     } *open;
     int depth;
+    Arena *nodes; /* instructions viewed as nodes (dyn_rule), one arena for all */
 } CG;
 
 static int64_t f64_bits(double x) {
@@ -700,8 +701,9 @@ static void dyn_map(DynRule *u, const LirInstr *i, int nres, const Node *n) {
 }
 
 /* How instruction i's results get their run-time dims (desc.h's rules),
- * or u->why set when it stays on the interpreter's kernels. */
-static void dyn_rule(DynRule *u, LirProgram *p, const LirInstr *i) {
+ * or u->why set when it stays on the interpreter's kernels. n: i viewed
+ * as a node, for the shape rules' attributes (NULL: out of memory). */
+static void dyn_rule(DynRule *u, const LirInstr *i, const Node *n) {
     int nres = 0;
     while (nres < i->nops && i->roles[nres] != ROLE_IN)
         nres++;
@@ -710,34 +712,25 @@ static void dyn_rule(DynRule *u, LirProgram *p, const LirInstr *i) {
         u->words[2 * k] = i->ops[k]->has_shape_slot ? i->ops[k]->shape_slot : -1;
         u->words[2 * k + 1] = i->ops[k]->type.dyn;
     }
-    if (i->nops > 256) {
-        u->why = "too many operands";
+    if (i->nops > 256 || !n) {
+        u->why = n ? "too many operands" : "out of memory";
         return;
     }
     int64_t *rule = &u->words[2 * i->nops];
-    Arena *a = arena_new();
-    const Node *n = a ? instr_as_node(p, i, a) : NULL;
     const Type *x = nres < i->nops ? &i->ops[nres]->type : NULL;
     switch (NODE_OF_IK(i->kind)) {
     case NK_NONZERO: *rule = LJ_DYN_NONZERO; break;
     case NK_COMPRESS: *rule = LJ_DYN_COMPRESS; break;
     case NK_NMS: *rule = LJ_DYN_NMS; break;
-    case NK_SLICE:
-        /* Run-time ends (an operand, from the importer's bounds analysis)
-         * have no rule yet: LJ_DYN_SLICE reads the ends attribute. */
-        *rule = LJ_DYN_SLICE;
-        if (i->nops > nres + 1)
-            u->why = "a slice with run-time ends";
-        break;
+    case NK_SLICE: *rule = LJ_DYN_SLICE; break; /* run-time ends too (operand 2) */
     case NK_EXPAND:
-        /* The result's run-time dims are the shape operand's values, which
-         * a map from operand dims cannot give. */
+        if (i->nops > nres + 1) { /* to a run-time shape: its values */
+            *rule = LJ_DYN_EXPAND;
+            break;
+        }
         *rule = LJ_DYN_MAP;
         u->words[u->n++] = 0;
-        if (i->nops > nres + 1)
-            u->why = "an expand to a run-time shape";
-        else if (n)
-            dyn_map(u, i, nres, n);
+        dyn_map(u, i, nres, n);
         break;
     case NK_CONCAT: *rule = LJ_DYN_CONCAT; break;
     case NK_RESHAPE:
@@ -754,12 +747,8 @@ static void dyn_rule(DynRule *u, LirProgram *p, const LirInstr *i) {
     default:
         *rule = LJ_DYN_MAP;
         u->words[u->n++] = 0;
-        if (n)
-            dyn_map(u, i, nres, n);
+        dyn_map(u, i, nres, n);
     }
-    if (!n)
-        u->why = "out of memory";
-    arena_destroy(a);
 }
 
 /* kernel(*(ops + max_ops), ops, lo, hi, sc): a worker whose descriptor is
@@ -858,7 +847,9 @@ static void emit_dynamic_compute(CG *g, LirInstr *i, int index) {
         g->ok = false;
         return;
     }
-    dyn_rule(u, g->p, i);
+    if (!g->nodes)
+        g->nodes = arena_new();
+    dyn_rule(u, i, g->nodes ? instr_as_node(g->p, i, g->nodes) : NULL);
     if (!u->why && emit_dynamic_native(g, i, index, w, nw, u)) {
         free(u);
         return;
@@ -1044,6 +1035,7 @@ CpuModule *cpu_codegen(LirProgram *p, const BackendOptions *o, DiagList *d) {
     free(g.open);
     if (g.scratch)
         define_scratch_fns(&g);
+    arena_destroy(g.nodes);
     for (int k = 0; k < g.nworkers; k++)
         free(g.workers[k].words);
     free(g.workers);

@@ -68,9 +68,14 @@ enum {
  *                   row count is the result's size; no kernel runs after)
  *   LJ_DYN_RESHAPE  the result's one dynamic dim holds what its static ones
  *                   leave of the input's elements
- *   LJ_DYN_SLICE    each axis's count by Slice's clamping (core/slice.h)
+ *   LJ_DYN_SLICE    each axis's count by Slice's clamping (core/slice.h);
+ *                   run-time ends (operand 2, one per entry of axes) are
+ *                   written over the ends attribute first, so that the
+ *                   kernel's starts and counts read them too
  *   LJ_DYN_CONCAT   the inputs' dims along the axis add up; the others
- *                   must be equal */
+ *                   must be equal
+ *   LJ_DYN_EXPAND   the values of the shape (operand 2) broadcast with x's
+ *                   run-time dims, aligned at the last axis (ONNX's Expand) */
 enum {
     LJ_DYN_MAP,
     LJ_DYN_NONZERO,
@@ -79,7 +84,8 @@ enum {
     LJ_DYN_NMS,
     LJ_DYN_RESHAPE,
     LJ_DYN_SLICE,
-    LJ_DYN_CONCAT
+    LJ_DYN_CONCAT,
+    LJ_DYN_EXPAND,
 };
 
 /* The runtime each generated program calls into for threads. */

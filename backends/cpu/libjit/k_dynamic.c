@@ -122,6 +122,39 @@ static int64_t dyn_nms(const int64_t *rd, void *const *ops) {
     return rows;
 }
 
+/* Slice's run-time ends (operand 2, one per entry of axes) written over
+ * the ends attribute of rd, so that core/slice.h clamps them as it clamps
+ * constant ones, both in the rule and in the kernel's starts. */
+static bool dyn_slice_ends(int64_t *rd, void *const *ops) {
+    int na, ne;
+    const int64_t *axes = lj_attr(rd, AK_axes, &na);
+    int64_t *ends = (int64_t *)lj_attr(rd, AK_ends, &ne);
+    if (!axes || !ends || lj_numel(rd, 2) != na)
+        return false;
+    for (int i = 0; i < na; i++) {
+        if (axes[i] < 0 || axes[i] >= ne)
+            return false;
+        ends[axes[i]] = lj_ld_i64(lj_elem(rd, 2), ops[2], i);
+    }
+    return true;
+}
+
+/* Expand to a run-time shape (operand 2): each result dim is the shape's
+ * value broadcast with x's run-time dim, both aligned at the last axis, as
+ * ONNX's Expand (and the interpreter's expand_size) take them. */
+static bool dyn_expand(int64_t *rd, void *const *ops) {
+    int rank = lj_rank(rd, 0), rx = lj_rank(rd, 1);
+    int64_t ns = lj_numel(rd, 2);
+    for (int i = 0; i < rank; i++) {
+        int64_t s = i >= rank - ns ? lj_ld_i64(lj_elem(rd, 2), ops[2], i - (rank - ns)) : 1;
+        int64_t x = i >= rank - rx ? lj_dim(rd, 1, i - (rank - rx)) : 1;
+        if (s < 0 || (s != x && s != 1 && x != 1))
+            return false;
+        dyn_dims(rd, 0)[i] = s == 1 ? x : s;
+    }
+    return true;
+}
+
 /* Returns 0, or 1 when the run-time sizes do not fit the instruction
  * (sizes that do not broadcast, a k beyond its axis, a result beyond its
  * bound): the caller names the instruction. */
@@ -185,6 +218,8 @@ int libjit_dyn_prepare(int64_t *rd, const int64_t *d, void *const *ops, unsigned
         break;
     }
     case LJ_DYN_SLICE:
+        if (nops > nres + 1 && !dyn_slice_ends(rd, ops))
+            return 1;
         for (int i = 0; i < lj_rank(rd, 1); i++) {
             int64_t b, st;
             lj_slice_axis(rd, i, &b, &st, &dyn_dims(rd, 0)[i]);
@@ -203,6 +238,10 @@ int libjit_dyn_prepare(int64_t *rd, const int64_t *d, void *const *ops, unsigned
             dyn_dims(rd, 0)[i] = i == axis ? sum : lj_dim(rd, 1, i);
         break;
     }
+    case LJ_DYN_EXPAND:
+        if (!dyn_expand(rd, ops))
+            return 1;
+        break;
     default: return 1;
     }
     for (int r = 0; r < nres; r++) {
