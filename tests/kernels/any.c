@@ -1679,18 +1679,21 @@ static bool rt_run(RtCase *r, int64_t rule, const char *what, KernelFn fn, WorkF
 }
 
 /* Slice with run-time ends (operand 2, one per entry of axes) of an x
- * bounded-dynamic along some of those axes: starts, steps (positive on
- * those axes, as the importer makes them) and the other ends anywhere;
- * run-time ends from before the axis to past it, beyond the end the
- * result's bound was taken at now and then (both must refuse). */
+ * bounded-dynamic along some of those axes. On those axes starts and steps
+ * as the importer makes them (clamped, so not negative; positive): the
+ * interpreter checks the ends attribute's count at x's run-time size
+ * against the bound, which a start counted from the end would move.
+ * Elsewhere starts, steps and ends anywhere. Run-time ends from before the
+ * axis to past it, now and then beyond the end the result's bound was
+ * taken at (both must refuse). */
 static bool rt_slice(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
     int64_t x[8], xr[8], y[8], st[8], en[8], sp[8], axes[8], ends[8];
     int rank = (int)rnd(s, 1, 3), na = 0;
     uint8_t xdyn = 0, ydyn = 0;
     for (int j = 0; j < rank; j++) {
         x[j] = xr[j] = rnd(s, 1, 6);
-        st[j] = rnd(s, -x[j] - 1, x[j] + 1);
         bool run_time = rnd(s, 0, 1) || (j == rank - 1 && !na);
+        st[j] = run_time ? rnd(s, 0, x[j]) : rnd(s, -x[j] - 1, x[j] + 1);
         sp[j] = run_time ? rnd(s, 1, 3) : rnd(s, 0, 1) ? rnd(s, 1, 3) : -rnd(s, 1, 2);
         en[j] = rnd(s, -x[j] - 1, x[j] + 1);
         if (run_time) {
@@ -1782,6 +1785,55 @@ static bool rt_expand(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
     return ok;
 }
 
+/* Unique along a random axis (sorted or in order of occurrence) of an x
+ * bounded-dynamic along some axes, its values from a few (and NaN and -0
+ * among the floats) so that slices repeat. */
+static bool rt_unique(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
+    int64_t x[8], xr[8], len[1];
+    int rank = (int)rnd(s, 1, 3), axis = (int)rnd(s, 0, rank - 1);
+    uint8_t xdyn = 0;
+    for (int j = 0; j < rank; j++) {
+        x[j] = xr[j] = rnd(s, 1, j == axis ? 9 : 3);
+        if (!rnd(s, 0, 2)) {
+            xdyn |= (uint8_t)(1u << j);
+            xr[j] = rnd(s, 0, x[j]);
+        }
+    }
+    len[0] = x[axis];
+    RtCase r = {0};
+    rt_begin(&r);
+    desc_begin(&r.c.d, NK_UNIQUE, 4);
+    desc_operand_elem(&r.c.d, e, rank, x);
+    for (int k = 0; k < 3; k++)
+        desc_operand_elem(&r.c.d, ELEM_I64, 1, len);
+    desc_operand_elem(&r.c.d, e, rank, x);
+    desc_int(&r.c.d, AK_axis, rnd(s, 0, 1) ? axis : axis - rank);
+    desc_int(&r.c.d, AK_sorted, i % 2);
+    any_alloc(&r.c, *s + (uint64_t)i);
+    static const double odd[] = {NAN, -0.0, 0.0};
+    for (int64_t j = 0; j < desc_numel(&r.c.d, 4); j++) {
+        int64_t v = rnd(s, 0, 7);
+        if (elem_is_float(e) && v > 4)
+            elem_store_f64(e, r.c.fast[4], j, odd[v - 5]);
+        else
+            elem_store_i64(e, r.c.fast[4], j, v % 3);
+    }
+    memcpy(r.c.ref[4], r.c.fast[4], bytes_of(&r.c, 4));
+    rt_slot(&r, 0, (uint8_t)(xdyn | 1u << axis), x);
+    rt_slot(&r, 1, 1, len);
+    if (xdyn & (1u << axis))
+        rt_slot(&r, 2, 1, len);
+    rt_slot(&r, 3, 1, len);
+    if (xdyn)
+        rt_slot(&r, 4, xdyn, xr);
+    char what[64];
+    snprintf(what, sizeof what, "unique on %s, sorted=%d", elem_name(e), i % 2);
+    bool ok = rt_run(&r, LJ_DYN_UNIQUE, what, libjit_unique_any, libjit_unique_any_work, ran,
+                     refused);
+    any_free(&r.c);
+    return ok;
+}
+
 int any_run_time_cases(uint64_t seed) {
     uint64_t s = seed;
     int ran = 0, refused = 0;
@@ -1791,6 +1843,8 @@ int any_run_time_cases(uint64_t seed) {
             ok = rt_slice(&s, (ElemKind)e, i, &ran, &refused);
         for (int i = 0; i < 12 && ok && takes(NK_EXPAND, (ElemKind)e); i++)
             ok = rt_expand(&s, (ElemKind)e, i, &ran, &refused);
+        for (int i = 0; i < 12 && ok && takes(NK_UNIQUE, (ElemKind)e); i++)
+            ok = rt_unique(&s, (ElemKind)e, i, &ran, &refused);
     }
     printf("at run-time sizes: %d of %d cases refused by both\n", refused, ran);
     return ok && refused < ran ? ran : -1;

@@ -75,7 +75,10 @@ enum {
  *   LJ_DYN_CONCAT   the inputs' dims along the axis add up; the others
  *                   must be equal
  *   LJ_DYN_EXPAND   the values of the shape (operand 2) broadcast with x's
- *                   run-time dims, aligned at the last axis (ONNX's Expand) */
+ *                   run-time dims, aligned at the last axis (ONNX's Expand)
+ *   LJ_DYN_UNIQUE   Unique itself, made by libjit_dyn_prepare (the groups'
+ *                   count is the size of y's axis, of indices and of counts;
+ *                   no kernel runs after) */
 enum {
     LJ_DYN_MAP,
     LJ_DYN_NONZERO,
@@ -86,6 +89,7 @@ enum {
     LJ_DYN_SLICE,
     LJ_DYN_CONCAT,
     LJ_DYN_EXPAND,
+    LJ_DYN_UNIQUE,
 };
 
 /* The runtime each generated program calls into for threads. */

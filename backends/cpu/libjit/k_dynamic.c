@@ -11,6 +11,7 @@
 #include "backends/cpu/libjit/elem.h"
 #include "backends/cpu/libjit/kernels.h"
 #include "core/nms.h"
+#include "core/unique_sort.h"
 
 LJ_INLINE int64_t *dyn_dims(int64_t *rd, int k) {
     return rd + DESC_OPS + k * DESC_OP_WORDS + 2;
@@ -155,6 +156,58 @@ static bool dyn_expand(int64_t *rd, void *const *ops) {
     return true;
 }
 
+/* Unique's operand x seen as slices along the axis (core/unique_sort.h). */
+typedef struct DynSlices {
+    const void *x;
+    int elem;
+    int64_t count, size, inner;
+} DynSlices;
+
+/* Lexicographic over the slices' elements, by core/unique_sort.h's order
+ * of values (the interpreter's). */
+static int dyn_slice_cmp(const void *ctx, int64_t a, int64_t b) {
+    const DynSlices *s = ctx;
+    bool flt = lj_is_float(s->elem), uns = lj_is_uint(s->elem);
+    for (int64_t e = 0; e < s->size; e++) {
+        int64_t i = unique_at(s->count, s->inner, a, e), j = unique_at(s->count, s->inner, b, e);
+        int c = flt ? unique_cmp_f64(lj_ld_f64(s->elem, s->x, i), lj_ld_f64(s->elem, s->x, j))
+                    : unique_cmp_i64(lj_ld_i64(s->elem, s->x, i), lj_ld_i64(s->elem, s->x, j), uns);
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+/* Unique (operands: y, indices, inverse, counts, x) along the axis, the
+ * whole of it made here -- a sort and a grouping, one thread's work: the
+ * groups' count is the run-time size of y's axis and of indices and
+ * counts. False when out of memory. */
+static bool dyn_unique(int64_t *rd, void *const *ops) {
+    int rank = lj_rank(rd, 4);
+    int64_t a = lj_attr_int(rd, AK_axis, 0), axis = a < 0 ? a + rank : a;
+    DynSlices s = {ops[4], lj_elem(rd, 4), lj_dim(rd, 4, (int)axis), 0, 1};
+    for (int i = (int)axis + 1; i < rank; i++)
+        s.inner *= lj_dim(rd, 4, i);
+    s.size = s.count ? lj_numel(rd, 4) / s.count : 0;
+    int64_t *scratch = malloc((size_t)(5 * s.count + 5) * sizeof *scratch);
+    if (!scratch)
+        return false;
+    int64_t *first = ops[1], *counts = ops[3];
+    int64_t n = unique_group(s.count, lj_attr_int(rd, AK_sorted, 1) != 0, dyn_slice_cmp, &s,
+                             scratch, first, counts, ops[2]);
+    free(scratch);
+    size_t es = lj_elem_size(s.elem);
+    for (int64_t g = 0; g < n; g++)
+        for (int64_t e = 0; e < s.size; e++)
+            memcpy((char *)ops[0] + (size_t)unique_at(n, s.inner, g, e) * es,
+                   (const char *)s.x + (size_t)unique_at(s.count, s.inner, first[g], e) * es, es);
+    for (int i = 0; i < rank; i++) /* x's run-time dims but the axis */
+        dyn_dims(rd, 0)[i] = i == axis ? n : lj_dim(rd, 4, i);
+    dyn_dims(rd, 1)[0] = dyn_dims(rd, 3)[0] = n;
+    dyn_dims(rd, 2)[0] = s.count;
+    return true;
+}
+
 /* Returns 0, or 1 when the run-time sizes do not fit the instruction
  * (sizes that do not broadcast, a k beyond its axis, a result beyond its
  * bound): the caller names the instruction. */
@@ -240,6 +293,10 @@ int libjit_dyn_prepare(int64_t *rd, const int64_t *d, void *const *ops, unsigned
     }
     case LJ_DYN_EXPAND:
         if (!dyn_expand(rd, ops))
+            return 1;
+        break;
+    case LJ_DYN_UNIQUE:
+        if (!dyn_unique(rd, ops))
             return 1;
         break;
     default: return 1;
@@ -369,4 +426,14 @@ LIBJIT_KERNEL libjit_concat_any(const int64_t *d, void *const *ops, int64_t lo, 
             memcpy(dst, (const char *)ops[k] + (size_t)o * block, block);
             dst += block;
         }
+}
+
+/* The groups are made in libjit_dyn_prepare (LJ_DYN_UNIQUE); this kernel
+ * only names the instruction's native path. */
+LIBJIT_WORK libjit_unique_any_work(const int64_t *d) {
+    return 0;
+}
+
+LIBJIT_KERNEL libjit_unique_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                LjScratch *sc) {
 }

@@ -184,6 +184,8 @@ LJ_DECLARE_KERNEL(nms_any)
 LJ_DECLARE_WORK(nms_any)
 LJ_DECLARE_KERNEL(concat_any)
 LJ_DECLARE_WORK(concat_any)
+LJ_DECLARE_KERNEL(unique_any)
+LJ_DECLARE_WORK(unique_any)
 int libjit_dyn_prepare(int64_t *rd, const int64_t *d, void *const *ops, unsigned char *mutables,
                        const int64_t *slots);
 /* Kernels that can fail on their input (libjit_K_fails, LjScratch.fail_at) */
