@@ -1834,6 +1834,40 @@ static bool rt_unique(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
     return ok;
 }
 
+/* NonMaxSuppression (core/nms.h's selection in both) of up to 12 boxes in
+ * up to 3 classes and 2 batches, corners in either order or centre and
+ * size, random thresholds and limits (the bound is every box: the shape
+ * rule's, which the interpreter checks). */
+static bool rt_nms(uint64_t *s, int i, int *ran, int *refused) {
+    int64_t nb = rnd(s, 1, 2), nc = rnd(s, 1, 3), n = rnd(s, 0, 12);
+    int64_t y[2] = {nb * nc * n, 3}, bx[3] = {nb, n, 4}, sc[3] = {nb, nc, n};
+    RtCase r = {.c.plain = true};
+    rt_begin(&r);
+    desc_begin(&r.c.d, NK_NMS, 1);
+    desc_operand_elem(&r.c.d, ELEM_I64, 2, y);
+    desc_operand_elem(&r.c.d, ELEM_F32, 3, bx);
+    desc_operand_elem(&r.c.d, ELEM_F32, 3, sc);
+    desc_operand_elem(&r.c.d, ELEM_I64, 0, NULL);
+    desc_operand_elem(&r.c.d, ELEM_F32, 0, NULL);
+    desc_operand_elem(&r.c.d, ELEM_F32, 0, NULL);
+    desc_int(&r.c.d, AK_center_point_box, i % 2);
+    any_alloc(&r.c, *s + (uint64_t)i);
+    int64_t max_out = rnd(s, 0, n + 1);
+    float iou = (float)rnd(s, 0, 7) / 10, thr = (float)rnd(s, -20, 20) / 10;
+    for (int k = 0; k < 2; k++) {
+        void **ops = k ? r.c.ref : r.c.fast;
+        memcpy(ops[3], &max_out, sizeof max_out);
+        memcpy(ops[4], &iou, sizeof iou);
+        memcpy(ops[5], &thr, sizeof thr);
+    }
+    rt_slot(&r, 0, 1, y);
+    char what[64];
+    snprintf(what, sizeof what, "nms, center_point_box=%d", i % 2);
+    bool ok = rt_run(&r, LJ_DYN_NMS, what, libjit_nms_any, libjit_nms_any_work, ran, refused);
+    any_free(&r.c);
+    return ok;
+}
+
 int any_run_time_cases(uint64_t seed) {
     uint64_t s = seed;
     int ran = 0, refused = 0;
@@ -1846,6 +1880,8 @@ int any_run_time_cases(uint64_t seed) {
         for (int i = 0; i < 12 && ok && takes(NK_UNIQUE, (ElemKind)e); i++)
             ok = rt_unique(&s, (ElemKind)e, i, &ran, &refused);
     }
+    for (int i = 0; i < 40 && ok; i++)
+        ok = rt_nms(&s, i, &ran, &refused);
     printf("at run-time sizes: %d of %d cases refused by both\n", refused, ran);
     return ok && refused < ran ? ran : -1;
 }

@@ -73,54 +73,17 @@ LJ_INLINE double dyn_scalar(const int64_t *rd, void *const *ops, int k, double d
 
 /* NonMaxSuppression (operands: selected [rows, 3] i64, boxes [b, n, 4],
  * scores [b, c, n], then max_output_boxes_per_class, iou_threshold,
- * score_threshold, each optional): per batch and class, the boxes above
- * the score threshold by score, each kept unless it overlaps one kept
- * before it by more than the IoU threshold, until max_out are kept -- the
- * interpreter's loop over core/nms.h. The rows written; -1 beyond the
- * bound or out of memory. */
+ * score_threshold, each optional) by core/nms.h's selection, as the
+ * interpreter makes it. The rows written; < 0 beyond the bound or out of
+ * memory. */
 static int64_t dyn_nms(const int64_t *rd, void *const *ops) {
-    int64_t nb = lj_dim(rd, 2, 0), nc = lj_dim(rd, 2, 1), n = lj_dim(rd, 2, 2);
     int64_t max_out = lj_nops(rd) > 3 ? lj_ld_i64(lj_elem(rd, 3), ops[3], 0) : 0;
     float iou = (float)dyn_scalar(rd, ops, 4, 0), thr = (float)dyn_scalar(rd, ops, 5, -INFINITY);
-    bool center = lj_attr_int(rd, AK_center_point_box, 0) != 0;
     if (lj_elem(rd, 1) != ELEM_F32 || lj_elem(rd, 2) != ELEM_F32)
         return -1;
-    NmsCand *cand = malloc((size_t)(n ? n : 1) * sizeof *cand);
-    float *kept = malloc((size_t)(n ? n : 1) * 4 * sizeof *kept);
-    const float *bx = ops[1], *sc = ops[2];
-    int64_t *out = ops[0], rows = 0, bound = lj_dim(rd, 0, 0);
-    for (int64_t b = 0; b < nb && cand && kept && rows >= 0; b++) {
-        for (int64_t c = 0; c < nc && rows >= 0; c++) {
-            int64_t m = 0, nkept = 0;
-            for (int64_t i = 0; i < n; i++) {
-                float s = sc[(b * nc + c) * n + i];
-                if (s > thr)
-                    cand[m++] = (NmsCand){s, i};
-            }
-            qsort(cand, (size_t)m, sizeof *cand, nms_cand_cmp);
-            for (int64_t i = 0; i < m && nkept < max_out; i++) {
-                float corners[4];
-                nms_box_corners(bx + (b * n + cand[i].box) * 4, center, corners);
-                bool drop = false;
-                for (int64_t j = 0; j < nkept && !drop; j++)
-                    drop = nms_overlaps(kept + j * 4, corners, iou);
-                if (drop)
-                    continue;
-                if (rows == bound) {
-                    rows = -1;
-                    break;
-                }
-                memcpy(kept + nkept++ * 4, corners, sizeof corners);
-                out[rows * 3] = b, out[rows * 3 + 1] = c, out[rows * 3 + 2] = cand[i].box;
-                rows++;
-            }
-        }
-    }
-    if (!cand || !kept)
-        rows = -1;
-    free(cand);
-    free(kept);
-    return rows;
+    return nms_select(ops[1], ops[2], lj_dim(rd, 2, 0), lj_dim(rd, 2, 1), lj_dim(rd, 2, 2), max_out,
+                      iou, thr, lj_attr_int(rd, AK_center_point_box, 0) != 0, ops[0],
+                      lj_dim(rd, 0, 0));
 }
 
 /* Slice's run-time ends (operand 2, one per entry of axes) written over
