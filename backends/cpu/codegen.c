@@ -693,6 +693,28 @@ static void dyn_map(DynRule *u, const LirInstr *i, int nres, const Node *n) {
             if (keep || !(mask & (1u << d)))
                 out++;
         }
+    } else if (nk == NK_SCATTER_ELEMENTS || nk == NK_SPLIT) {
+        /* each result is the data's shape (split: but along the axis) */
+        int rank = i->ops[nres]->type.rank, axis = -1;
+        if (nk == NK_SPLIT)
+            axis_normalize(node_attr_int(n, AK_axis, 0), rank, &axis);
+        for (int r = 0; r < nres; r++)
+            for (int d = 0; d < rank; d++)
+                if (d != axis)
+                    dyn_source(u, r, d, i, nres, d);
+    } else if (nk == NK_FULLY_CONNECTED) {
+        dyn_source(u, 0, 0, i, 1, 0); /* y [M, N] of x [M, K] */
+    } else if (nk == NK_ROI_ALIGN) {
+        dyn_source(u, 0, 0, i, 2, 0); /* one output per roi (and batch index) */
+        dyn_source(u, 0, 0, i, 3, 0);
+    } else if (nk == NK_GATHER_ND) {
+        /* the indices' rows, then the data's dims after the indexed ones */
+        int ri = i->ops[2]->type.rank;
+        int last = (int)i->ops[2]->type.dims[ri - 1], b = (int)node_attr_int(n, AK_batch_dims, 0);
+        if (type_dim_dynamic(&i->ops[2]->type, ri - 1))
+            u->why = "a run-time index depth";
+        for (int d = 0; d < y->rank; d++)
+            dyn_source(u, 0, d, i, d < ri - 1 ? 2 : 1, d < ri - 1 ? d : d - (ri - 1) + b + last);
     } else if (nk == NK_SHAPE) {
         /* a static result: the kernel reads the run-time dims */
     } else {
