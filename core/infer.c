@@ -1056,10 +1056,19 @@ static bool infer_split(Node *n, DiagList *d) {
 }
 
 void slice_params(const Node *n, const Type *in, int64_t *start, int64_t *step, int64_t *count) {
+    slice_params_ends(n, in, NULL, start, step, count);
+}
+
+void slice_params_ends(const Node *n, const Type *in, const int64_t *ends, int64_t *start,
+                       int64_t *step, int64_t *count) {
     int ks, ke, kt;
     const int64_t *s = node_attr_ints(n, AK_starts, &ks);
     const int64_t *e = node_attr_ints(n, AK_ends, &ke);
     const int64_t *t = node_attr_ints(n, AK_steps, &kt);
+    if (ends) {
+        e = ends;
+        ke = in->rank;
+    }
     for (int i = 0; i < in->rank; i++)
         slice_axis(in->dims[i], s && i < ks, s && i < ks ? s[i] : 0, e && i < ke,
                    e && i < ke ? e[i] : 0, t && i < kt ? t[i] : 1, &start[i], &step[i],

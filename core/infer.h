@@ -42,6 +42,10 @@ int64_t window_out_size(const Window *w, int axis, int64_t in);
 
 /* slice: per-axis start, step and element count after ONNX clamping. */
 void slice_params(const Node *n, const Type *in, int64_t *start, int64_t *step, int64_t *count);
+/* The same with run-time ends (operand 1, one per entry of axes) written
+ * over the ends attribute: `ends` is x's rank of them, NULL for none. */
+void slice_params_ends(const Node *n, const Type *in, const int64_t *ends, int64_t *start,
+                       int64_t *step, int64_t *count);
 
 /* Reduction axes as a mask (bit i: axis i reduced). */
 uint32_t reduce_axes_mask(const Node *n, int rank);

@@ -1,5 +1,6 @@
 /* Unique over slices along an axis (or over single elements): shared by the
- * importer, which folds known values, and the interpreter's kernel. */
+ * importer, which folds known values, and the interpreter's kernel (the
+ * order and grouping, core/unique_sort.h, with libjit's too). */
 #ifndef GLOWC_CORE_UNIQUE_H
 #define GLOWC_CORE_UNIQUE_H
 

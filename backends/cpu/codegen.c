@@ -58,6 +58,7 @@ typedef struct CG {
         LLVMBasicBlockRef a, b;
     } *open;
     int depth;
+    Arena *nodes; /* instructions viewed as nodes (dyn_rule), one arena for all */
 } CG;
 
 static int64_t f64_bits(double x) {
@@ -698,6 +699,28 @@ static void dyn_map(DynRule *u, const LirInstr *i, int nres, const Node *n) {
             if (keep || !(mask & (1u << d)))
                 out++;
         }
+    } else if (nk == NK_SCATTER_ELEMENTS || nk == NK_SPLIT) {
+        /* each result is the data's shape (split: but along the axis) */
+        int rank = i->ops[nres]->type.rank, axis = -1;
+        if (nk == NK_SPLIT)
+            axis_normalize(node_attr_int(n, AK_axis, 0), rank, &axis);
+        for (int r = 0; r < nres; r++)
+            for (int d = 0; d < rank; d++)
+                if (d != axis)
+                    dyn_source(u, r, d, i, nres, d);
+    } else if (nk == NK_FULLY_CONNECTED) {
+        dyn_source(u, 0, 0, i, 1, 0); /* y [M, N] of x [M, K] */
+    } else if (nk == NK_ROI_ALIGN) {
+        dyn_source(u, 0, 0, i, 2, 0); /* one output per roi (and batch index) */
+        dyn_source(u, 0, 0, i, 3, 0);
+    } else if (nk == NK_GATHER_ND) {
+        /* the indices' rows, then the data's dims after the indexed ones */
+        int ri = i->ops[2]->type.rank;
+        int last = (int)i->ops[2]->type.dims[ri - 1], b = (int)node_attr_int(n, AK_batch_dims, 0);
+        if (type_dim_dynamic(&i->ops[2]->type, ri - 1))
+            u->why = "a run-time index depth";
+        for (int d = 0; d < y->rank; d++)
+            dyn_source(u, 0, d, i, d < ri - 1 ? 2 : 1, d < ri - 1 ? d : d - (ri - 1) + b + last);
     } else if (nk == NK_SHAPE) {
         /* a static result: the kernel reads the run-time dims */
     } else {
@@ -706,8 +729,9 @@ static void dyn_map(DynRule *u, const LirInstr *i, int nres, const Node *n) {
 }
 
 /* How instruction i's results get their run-time dims (desc.h's rules),
- * or u->why set when it stays on the interpreter's kernels. */
-static void dyn_rule(DynRule *u, LirProgram *p, const LirInstr *i) {
+ * or u->why set when it stays on the interpreter's kernels. n: i viewed
+ * as a node, for the shape rules' attributes (NULL: out of memory). */
+static void dyn_rule(DynRule *u, const LirInstr *i, const Node *n) {
     int nres = 0;
     while (nres < i->nops && i->roles[nres] != ROLE_IN)
         nres++;
@@ -716,34 +740,30 @@ static void dyn_rule(DynRule *u, LirProgram *p, const LirInstr *i) {
         u->words[2 * k] = i->ops[k]->has_shape_slot ? i->ops[k]->shape_slot : -1;
         u->words[2 * k + 1] = i->ops[k]->type.dyn;
     }
-    if (i->nops > 256) {
-        u->why = "too many operands";
+    if (i->nops > 256 || !n) {
+        u->why = n ? "too many operands" : "out of memory";
         return;
     }
     int64_t *rule = &u->words[2 * i->nops];
-    Arena *a = arena_new();
-    const Node *n = a ? instr_as_node(p, i, a) : NULL;
     const Type *x = nres < i->nops ? &i->ops[nres]->type : NULL;
     switch (NODE_OF_IK(i->kind)) {
     case NK_NONZERO: *rule = LJ_DYN_NONZERO; break;
     case NK_COMPRESS: *rule = LJ_DYN_COMPRESS; break;
     case NK_NMS: *rule = LJ_DYN_NMS; break;
-    case NK_SLICE:
-        /* Run-time ends (an operand, from the importer's bounds analysis)
-         * have no rule yet: LJ_DYN_SLICE reads the ends attribute. */
-        *rule = LJ_DYN_SLICE;
-        if (i->nops > nres + 1)
-            u->why = "a slice with run-time ends";
+    case NK_UNIQUE:
+        *rule = LJ_DYN_UNIQUE;
+        if (x && x->elem == ELEM_STR)
+            u->why = "strings";
         break;
+    case NK_SLICE: *rule = LJ_DYN_SLICE; break; /* run-time ends too (operand 2) */
     case NK_EXPAND:
-        /* The result's run-time dims are the shape operand's values, which
-         * a map from operand dims cannot give. */
+        if (i->nops > nres + 1) { /* to a run-time shape: its values */
+            *rule = LJ_DYN_EXPAND;
+            break;
+        }
         *rule = LJ_DYN_MAP;
         u->words[u->n++] = 0;
-        if (i->nops > nres + 1)
-            u->why = "an expand to a run-time shape";
-        else if (n)
-            dyn_map(u, i, nres, n);
+        dyn_map(u, i, nres, n);
         break;
     case NK_CONCAT: *rule = LJ_DYN_CONCAT; break;
     case NK_RANGE: *rule = LJ_DYN_RANGE; break;
@@ -763,12 +783,8 @@ static void dyn_rule(DynRule *u, LirProgram *p, const LirInstr *i) {
     default:
         *rule = LJ_DYN_MAP;
         u->words[u->n++] = 0;
-        if (n)
-            dyn_map(u, i, nres, n);
+        dyn_map(u, i, nres, n);
     }
-    if (!n)
-        u->why = "out of memory";
-    arena_destroy(a);
 }
 
 /* kernel(*(ops + max_ops), ops, lo, hi, sc): a worker whose descriptor is
@@ -868,7 +884,9 @@ static void emit_dynamic_compute(CG *g, LirInstr *i, int index) {
         g->ok = false;
         return;
     }
-    dyn_rule(u, g->p, i);
+    if (!g->nodes)
+        g->nodes = arena_new();
+    dyn_rule(u, i, g->nodes ? instr_as_node(g->p, i, g->nodes) : NULL);
     if (!u->why && emit_dynamic_native(g, i, index, w, nw, u)) {
         free(u);
         return;
@@ -1054,6 +1072,7 @@ CpuModule *cpu_codegen(LirProgram *p, const BackendOptions *o, DiagList *d) {
     free(g.open);
     if (g.scratch)
         define_scratch_fns(&g);
+    arena_destroy(g.nodes);
     for (int k = 0; k < g.nworkers; k++)
         free(g.workers[k].words);
     free(g.workers);

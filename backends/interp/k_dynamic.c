@@ -3,7 +3,6 @@
  * bound; a kernel writes the run-time size into its result tensor's type,
  * which is how the size travels with the value. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "backends/interp/kernels.h"
@@ -111,57 +110,21 @@ static double scalar_or(const KernelArgs *a, int i, double dflt) {
     return a->n->nops > i ? tensor_get_f64(a->in[i], 0) : dflt;
 }
 
-/* Per batch and class: boxes above the score threshold by score, each kept
- * unless it overlaps one kept before it by more than the IoU threshold,
- * until max_output_boxes_per_class are kept. */
+/* core/nms.h's selection; more boxes than the bound is an error. */
 bool k_nms(const KernelArgs *a) {
     const Tensor *boxes = a->in[0], *scores = a->in[1];
     Tensor *y = a->out[0];
-    int64_t nb = scores->type.dims[0], nc = scores->type.dims[1], n = scores->type.dims[2];
     /* An integer read as one (exporters give INT64_MAX for "no limit"). */
     int64_t max_out = a->n->nops > 2 ? tensor_get_i64(a->in[2], 0) : 0;
     float iou = (float)scalar_or(a, 3, 0), thr = (float)scalar_or(a, 4, -INFINITY);
-    bool center = node_attr_int(a->n, AK_center_point_box, 0) != 0;
-    NmsCand *cand = malloc((size_t)(n ? n : 1) * sizeof *cand);
-    float *kept = malloc((size_t)(n ? n : 1) * 4 * sizeof *kept);
-    if (!cand || !kept) {
-        free(cand);
-        free(kept);
+    int64_t bound = y->type.dims[0];
+    int64_t rows = nms_select(boxes->data, scores->data, scores->type.dims[0],
+                              scores->type.dims[1], scores->type.dims[2], max_out, iou, thr,
+                              node_attr_int(a->n, AK_center_point_box, 0) != 0, y->data, bound);
+    if (rows == NMS_NO_MEMORY)
         return kernel_fail(a, "out of memory");
-    }
-    const float *bx = boxes->data, *sc = scores->data;
-    int64_t *out = y->data, rows = 0, bound = y->type.dims[0];
-    bool ok = true;
-    for (int64_t b = 0; b < nb && ok; b++) {
-        for (int64_t c = 0; c < nc && ok; c++) {
-            int64_t m = 0, nkept = 0;
-            for (int64_t i = 0; i < n; i++) {
-                float s = sc[(b * nc + c) * n + i];
-                if (s > thr)
-                    cand[m++] = (NmsCand){s, i};
-            }
-            qsort(cand, (size_t)m, sizeof *cand, nms_cand_cmp);
-            for (int64_t i = 0; i < m && nkept < max_out; i++) {
-                float corners[4];
-                nms_box_corners(bx + (b * n + cand[i].box) * 4, center, corners);
-                bool drop = false;
-                for (int64_t j = 0; j < nkept && !drop; j++)
-                    drop = nms_overlaps(kept + j * 4, corners, iou);
-                if (drop)
-                    continue;
-                if (rows == bound) {
-                    ok = kernel_fail(a, "more than the bound of %lld selected boxes",
-                                     (long long)bound);
-                    break;
-                }
-                memcpy(kept + nkept++ * 4, corners, sizeof corners);
-                out[rows * 3] = b, out[rows * 3 + 1] = c, out[rows * 3 + 2] = cand[i].box;
-                rows++;
-            }
-        }
-    }
-    free(cand);
-    free(kept);
+    if (rows == NMS_BEYOND_BOUND)
+        return kernel_fail(a, "more than the bound of %lld selected boxes", (long long)bound);
     set_size(y, 0, rows);
-    return ok;
+    return true;
 }

@@ -97,25 +97,43 @@ bool k_split(const KernelArgs *a) {
     return true;
 }
 
+/* Run-time ends (operand 1, one per entry of axes) over the ends
+ * attribute, so that core/slice.h clamps them as libjit's rule does; Y was
+ * allocated at their bounds, which a size beyond is refused, never
+ * written past. */
+static bool slice_run_time(const KernelArgs *a, const Type *xt, Tensor *Y, int64_t *start,
+                           int64_t *step, int64_t *count) {
+    int na, ne, nt;
+    const int64_t *axes = node_attr_ints(a->n, AK_axes, &na);
+    const int64_t *e = node_attr_ints(a->n, AK_ends, &ne), *t = node_attr_ints(a->n, AK_steps, &nt);
+    int64_t ends[MAX_RANK];
+    for (int i = 0; i < xt->rank; i++) /* an end not given: past the last index stepped to */
+        ends[i] = e && i < ne ? e[i] : t && i < nt && t[i] < 0 ? INT64_MIN : INT64_MAX;
+    for (int i = 0; i < na; i++)
+        ends[axes[i]] = tensor_get_i64(a->in[1], i);
+    slice_params_ends(a->n, xt, ends, start, step, count);
+    for (int i = 0; i < na; i++) {
+        int64_t ax = axes[i];
+        if (count[ax] > Y->type.dims[ax])
+            return kernel_fail(a, "run-time size %lld of dimension %lld is beyond its bound %lld",
+                               (long long)count[ax], (long long)ax,
+                               (long long)Y->type.dims[ax]);
+        Y->type.dims[ax] = count[ax];
+    }
+    Y->type.dyn = 0;
+    return true;
+}
+
 bool k_slice(const KernelArgs *a) {
     const Tensor *X = a->in[0];
     Tensor *Y = a->out[0];
     const Type *xt = &X->type;
     int64_t start[MAX_RANK], step[MAX_RANK], count[MAX_RANK], xs[MAX_RANK];
-    slice_params(a->n, xt, start, step, count);
-    if (a->n->nops > 1) { /* ends known only now: Y was allocated at their bounds */
-        int na;
-        const int64_t *axes = node_attr_ints(a->n, AK_axes, &na);
-        for (int i = 0; i < na; i++) {
-            int64_t ax = axes[i], dim = xt->dims[ax], e = tensor_get_i64(a->in[1], i);
-            e = e < 0 ? (e < -dim ? 0 : e + dim) : e > dim ? dim : e;
-            int64_t c = e > start[ax] ? (e - start[ax] - 1) / step[ax] + 1 : 0;
-            if (c > Y->type.dims[ax])
-                return kernel_fail(a, "run-time size %lld of dimension %lld is beyond its bound %lld",
-                                   (long long)c, (long long)ax, (long long)Y->type.dims[ax]);
-            count[ax] = Y->type.dims[ax] = c;
-        }
-        Y->type.dyn = 0;
+    if (a->n->nops > 1) {
+        if (!slice_run_time(a, xt, Y, start, step, count))
+            return false;
+    } else {
+        slice_params(a->n, xt, start, step, count);
     }
     type_strides(xt, xs);
     int rank = xt->rank;
@@ -174,6 +192,8 @@ static bool expand_size(const KernelArgs *a, const Tensor *X, const Tensor *S, T
     for (int i = 0; i < yt->rank; i++) {
         int64_t s = i >= off ? tensor_get_i64(S, i - off) : 1;
         int64_t x = i >= xoff ? X->type.dims[i - xoff] : 1;
+        if (s < 0)
+            return kernel_fail(a, "negative dimension %lld in the shape", (long long)s);
         if (s != x && s != 1 && x != 1)
             return kernel_fail(a, "dimension %d: %lld does not broadcast with %lld", i,
                                (long long)x, (long long)s);

@@ -1656,6 +1656,290 @@ int any_dynamic_cases(uint64_t seed) {
     return ok ? ran : -1;
 }
 
+/* ---- at run-time sizes, as generated code runs them ----------------------- */
+
+enum { RT_SLOT = DESC_MAX_RANK * (int)sizeof(int64_t) }; /* a shape slot's bytes */
+
+/* An instruction over bounded-dynamic buffers: its descriptor at the
+ * bounds, its slots (desc.h) and the two mutable areas the shape slots live
+ * in, one per run. */
+typedef struct RtCase {
+    AnyCase c;
+    int64_t slots[2 * CASE_OPS + 1];
+    int64_t mut_fast[CASE_OPS * DESC_MAX_RANK], mut_ref[CASE_OPS * DESC_MAX_RANK];
+} RtCase;
+
+static void rt_begin(RtCase *r) {
+    for (int k = 0; k < CASE_OPS; k++)
+        r->slots[2 * k] = -1, r->slots[2 * k + 1] = 0;
+}
+
+/* Operand k bounded-dynamic along the axes of mask `dyn`, at run-time dims
+ * `dims` (a result's: overwritten by the run). */
+static void rt_slot(RtCase *r, int k, uint8_t dyn, const int64_t *dims) {
+    r->slots[2 * k] = k * RT_SLOT;
+    r->slots[2 * k + 1] = dyn;
+    memcpy(r->mut_fast + k * DESC_MAX_RANK, dims, RT_SLOT);
+    memcpy(r->mut_ref + k * DESC_MAX_RANK, dims, RT_SLOT);
+}
+
+/* libjit_dyn_prepare by `rule`, then the kernel on the run-time descriptor
+ * it made (generated code's path), against libjit_dynamic (the
+ * interpreter's kernel at the run-time sizes): both refuse the sizes or
+ * neither, and then the results' run-time dims and their elements, packed
+ * at those dims, are the same. */
+static bool rt_run(RtCase *r, int64_t rule, const char *what, KernelFn fn, WorkFn work,
+                   int *ran, int *refused) {
+    AnyCase *c = &r->c;
+    int nops = lj_nops(c->d.w), nres = lj_nres(c->d.w);
+    r->slots[2 * nops] = rule;
+    static Desc run; /* too big for the stack of a sanitizer build */
+    int want = libjit_dynamic(c->d.w, c->ref, (unsigned char *)r->mut_ref, r->slots);
+    int got = libjit_dyn_prepare(run.w, c->d.w, c->fast, (unsigned char *)r->mut_fast, r->slots);
+    ++*ran;
+    if (got != want) {
+        fprintf(stderr, "%s: libjit %s the run-time sizes, the interpreter %s them\n", what,
+                got ? "refuses" : "takes", want ? "refuses" : "takes");
+        return false;
+    }
+    if (got) {
+        ++*refused;
+        return true;
+    }
+    run.nwords = c->d.nwords;
+    run_kernel(&run, fn, work, c->fast);
+    for (int k = 0; k < nres; k++) {
+        const int64_t *gd = r->mut_fast + k * DESC_MAX_RANK, *wd = r->mut_ref + k * DESC_MAX_RANK;
+        int64_t n = 1;
+        for (int i = 0; i < lj_rank(c->d.w, k); i++) {
+            int64_t dim = r->slots[2 * k] >= 0 ? wd[i] : lj_dim(c->d.w, k, i);
+            if (r->slots[2 * k] >= 0 && gd[i] != wd[i]) {
+                fprintf(stderr, "%s: result %d dim %d is %lld at run time, the interpreter's %lld\n",
+                        what, k, i, (long long)gd[i], (long long)wd[i]);
+                return false;
+            }
+            n *= dim;
+        }
+        ElemKind e = (ElemKind)lj_elem(c->d.w, k);
+        for (int64_t i = 0; i < n; i++) {
+            if (!same_elem(e, c->fast[k], c->ref[k], i)) {
+                fprintf(stderr, "%s: result %d element %lld differs from the interpreter's\n", what,
+                        k, (long long)i);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* Slice with run-time ends (operand 2, one per entry of axes) of an x
+ * bounded-dynamic along some of those axes. On those axes starts and steps
+ * as the importer makes them (clamped, so not negative; positive): the
+ * interpreter checks the ends attribute's count at x's run-time size
+ * against the bound, which a start counted from the end would move.
+ * Elsewhere starts, steps and ends anywhere. Run-time ends from before the
+ * axis to past it, now and then beyond the end the result's bound was
+ * taken at (both must refuse). */
+static bool rt_slice(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
+    int64_t x[8], xr[8], y[8], st[8], en[8], sp[8], axes[8], ends[8];
+    int rank = (int)rnd(s, 1, 3), na = 0;
+    uint8_t xdyn = 0, ydyn = 0;
+    for (int j = 0; j < rank; j++) {
+        x[j] = xr[j] = rnd(s, 1, 6);
+        bool run_time = rnd(s, 0, 1) || (j == rank - 1 && !na);
+        st[j] = run_time ? rnd(s, 0, x[j]) : rnd(s, -x[j] - 1, x[j] + 1);
+        sp[j] = run_time ? rnd(s, 1, 3) : rnd(s, 0, 1) ? rnd(s, 1, 3) : -rnd(s, 1, 2);
+        en[j] = rnd(s, -x[j] - 1, x[j] + 1);
+        if (run_time) {
+            axes[na] = j;
+            ends[na++] = rnd(s, -x[j] - 2, x[j] + 2);
+            ydyn |= (uint8_t)(1u << j);
+            en[j] = rnd(s, 0, 3) ? x[j] : rnd(s, 0, x[j]); /* the bound, from the ends' range */
+            if (rnd(s, 0, 1)) {
+                xdyn |= (uint8_t)(1u << j);
+                xr[j] = rnd(s, 0, x[j]);
+            }
+        }
+        int64_t b, step;
+        slice_axis(x[j], true, st[j], true, en[j], sp[j], &b, &step, &y[j]);
+    }
+    RtCase r = {0};
+    rt_begin(&r);
+    desc_begin(&r.c.d, NK_SLICE, 1);
+    desc_operand_elem(&r.c.d, e, rank, y);
+    desc_operand_elem(&r.c.d, e, rank, x);
+    desc_operand_elem(&r.c.d, ELEM_I64, 1, (int64_t[]){na});
+    desc_ints(&r.c.d, AK_starts, rank, st);
+    desc_ints(&r.c.d, AK_ends, rank, en);
+    desc_ints(&r.c.d, AK_steps, rank, sp);
+    desc_ints(&r.c.d, AK_axes, na, axes);
+    any_alloc(&r.c, *s + (uint64_t)i);
+    memcpy(r.c.fast[2], ends, (size_t)na * sizeof *ends);
+    memcpy(r.c.ref[2], ends, (size_t)na * sizeof *ends);
+    rt_slot(&r, 0, ydyn, y);
+    if (xdyn)
+        rt_slot(&r, 1, xdyn, xr);
+    char what[64];
+    snprintf(what, sizeof what, "slice on %s, run-time ends", elem_name(e));
+    bool ok = rt_run(&r, LJ_DYN_SLICE, what, libjit_slice_any, libjit_slice_any_work, ran, refused);
+    any_free(&r.c);
+    return ok;
+}
+
+/* Expand to a run-time shape (operand 2) of an x bounded-dynamic along some
+ * axes: each value of the shape 1, x's run-time size, or anything up to
+ * past the bound (sizes that do not broadcast or fit: both must refuse). */
+static bool rt_expand(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
+    int64_t y[8], x[8], xr[8], shape[8];
+    int rank = (int)rnd(s, 1, 3), rx = (int)rnd(s, 0, rank), ns = rnd(s, 0, 1) ? rank : (int)rnd(s, 0, rank);
+    if (rx < rank && ns < rank)
+        ns = rank;
+    uint8_t xdyn = 0, ydyn = 0;
+    for (int j = 0; j < rank; j++)
+        y[j] = rnd(s, 1, 5);
+    for (int j = 0; j < rx; j++) {
+        int a = rank - rx + j;
+        x[j] = xr[j] = rnd(s, 0, 2) ? y[a] : 1;
+        if (x[j] > 1 && rnd(s, 0, 1)) {
+            xdyn |= (uint8_t)(1u << j);
+            xr[j] = rnd(s, 0, x[j]);
+        }
+    }
+    for (int j = 0; j < ns; j++) {
+        int a = rank - ns + j, k = a - (rank - rx);
+        int64_t xd = k >= 0 ? xr[k] : 1, pick = rnd(s, 0, 5);
+        shape[j] = pick < 2 ? 1 : pick < 4 ? xd : rnd(s, 0, y[a] + 1);
+    }
+    /* A static dim of the result is one whose size the shape gives exactly
+     * (a constant of the model): the interpreter's kernel cannot tell it
+     * from a bound. */
+    for (int j = 0; j < rank; j++) {
+        int k = j - (rank - ns), kx = j - (rank - rx);
+        int64_t sd = k >= 0 ? shape[k] : 1, xd = kx >= 0 ? xr[kx] : 1;
+        if ((sd == 1 ? xd : sd) != y[j] || rnd(s, 0, 3))
+            ydyn |= (uint8_t)(1u << j);
+    }
+    RtCase r = {0};
+    rt_begin(&r);
+    desc_begin(&r.c.d, NK_EXPAND, 1);
+    desc_operand_elem(&r.c.d, e, rank, y);
+    desc_operand_elem(&r.c.d, e, rx, x);
+    desc_operand_elem(&r.c.d, ELEM_I64, 1, (int64_t[]){ns});
+    any_alloc(&r.c, *s + (uint64_t)i);
+    memcpy(r.c.fast[2], shape, (size_t)ns * sizeof *shape);
+    memcpy(r.c.ref[2], shape, (size_t)ns * sizeof *shape);
+    rt_slot(&r, 0, ydyn, y);
+    if (xdyn)
+        rt_slot(&r, 1, xdyn, xr);
+    char what[64];
+    snprintf(what, sizeof what, "expand on %s, run-time shape", elem_name(e));
+    bool ok = rt_run(&r, LJ_DYN_EXPAND, what, libjit_expand_any, libjit_expand_any_work, ran,
+                     refused);
+    any_free(&r.c);
+    return ok;
+}
+
+/* Unique along a random axis (sorted or in order of occurrence) of an x
+ * bounded-dynamic along some axes, its values from a few (and NaN and -0
+ * among the floats) so that slices repeat. */
+static bool rt_unique(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
+    int64_t x[8], xr[8], len[1];
+    int rank = (int)rnd(s, 1, 3), axis = (int)rnd(s, 0, rank - 1);
+    uint8_t xdyn = 0;
+    for (int j = 0; j < rank; j++) {
+        x[j] = xr[j] = rnd(s, 1, j == axis ? 9 : 3);
+        if (!rnd(s, 0, 2)) {
+            xdyn |= (uint8_t)(1u << j);
+            xr[j] = rnd(s, 0, x[j]);
+        }
+    }
+    len[0] = x[axis];
+    RtCase r = {0};
+    rt_begin(&r);
+    desc_begin(&r.c.d, NK_UNIQUE, 4);
+    desc_operand_elem(&r.c.d, e, rank, x);
+    for (int k = 0; k < 3; k++)
+        desc_operand_elem(&r.c.d, ELEM_I64, 1, len);
+    desc_operand_elem(&r.c.d, e, rank, x);
+    desc_int(&r.c.d, AK_axis, rnd(s, 0, 1) ? axis : axis - rank);
+    desc_int(&r.c.d, AK_sorted, i % 2);
+    any_alloc(&r.c, *s + (uint64_t)i);
+    static const double odd[] = {NAN, -0.0, 0.0};
+    for (int64_t j = 0; j < desc_numel(&r.c.d, 4); j++) {
+        int64_t v = rnd(s, 0, 7);
+        if (elem_is_float(e) && v > 4)
+            elem_store_f64(e, r.c.fast[4], j, odd[v - 5]);
+        else
+            elem_store_i64(e, r.c.fast[4], j, v % 3);
+    }
+    memcpy(r.c.ref[4], r.c.fast[4], bytes_of(&r.c, 4));
+    rt_slot(&r, 0, (uint8_t)(xdyn | 1u << axis), x);
+    rt_slot(&r, 1, 1, len);
+    if (xdyn & (1u << axis))
+        rt_slot(&r, 2, 1, len);
+    rt_slot(&r, 3, 1, len);
+    if (xdyn)
+        rt_slot(&r, 4, xdyn, xr);
+    char what[64];
+    snprintf(what, sizeof what, "unique on %s, sorted=%d", elem_name(e), i % 2);
+    bool ok = rt_run(&r, LJ_DYN_UNIQUE, what, libjit_unique_any, libjit_unique_any_work, ran,
+                     refused);
+    any_free(&r.c);
+    return ok;
+}
+
+/* NonMaxSuppression (core/nms.h's selection in both) of up to 12 boxes in
+ * up to 3 classes and 2 batches, corners in either order or centre and
+ * size, random thresholds and limits (the bound is every box: the shape
+ * rule's, which the interpreter checks). */
+static bool rt_nms(uint64_t *s, int i, int *ran, int *refused) {
+    int64_t nb = rnd(s, 1, 2), nc = rnd(s, 1, 3), n = rnd(s, 0, 12);
+    int64_t y[2] = {nb * nc * n, 3}, bx[3] = {nb, n, 4}, sc[3] = {nb, nc, n};
+    RtCase r = {.c.plain = true};
+    rt_begin(&r);
+    desc_begin(&r.c.d, NK_NMS, 1);
+    desc_operand_elem(&r.c.d, ELEM_I64, 2, y);
+    desc_operand_elem(&r.c.d, ELEM_F32, 3, bx);
+    desc_operand_elem(&r.c.d, ELEM_F32, 3, sc);
+    desc_operand_elem(&r.c.d, ELEM_I64, 0, NULL);
+    desc_operand_elem(&r.c.d, ELEM_F32, 0, NULL);
+    desc_operand_elem(&r.c.d, ELEM_F32, 0, NULL);
+    desc_int(&r.c.d, AK_center_point_box, i % 2);
+    any_alloc(&r.c, *s + (uint64_t)i);
+    int64_t max_out = rnd(s, 0, n + 1);
+    float iou = (float)rnd(s, 0, 7) / 10, thr = (float)rnd(s, -20, 20) / 10;
+    for (int k = 0; k < 2; k++) {
+        void **ops = k ? r.c.ref : r.c.fast;
+        memcpy(ops[3], &max_out, sizeof max_out);
+        memcpy(ops[4], &iou, sizeof iou);
+        memcpy(ops[5], &thr, sizeof thr);
+    }
+    rt_slot(&r, 0, 1, y);
+    char what[64];
+    snprintf(what, sizeof what, "nms, center_point_box=%d", i % 2);
+    bool ok = rt_run(&r, LJ_DYN_NMS, what, libjit_nms_any, libjit_nms_any_work, ran, refused);
+    any_free(&r.c);
+    return ok;
+}
+
+int any_run_time_cases(uint64_t seed) {
+    uint64_t s = seed;
+    int ran = 0, refused = 0;
+    bool ok = true;
+    for (int e = 0; e < ELEM_COUNT && ok; e++) {
+        for (int i = 0; i < 12 && ok && takes(NK_SLICE, (ElemKind)e); i++)
+            ok = rt_slice(&s, (ElemKind)e, i, &ran, &refused);
+        for (int i = 0; i < 12 && ok && takes(NK_EXPAND, (ElemKind)e); i++)
+            ok = rt_expand(&s, (ElemKind)e, i, &ran, &refused);
+        for (int i = 0; i < 12 && ok && takes(NK_UNIQUE, (ElemKind)e); i++)
+            ok = rt_unique(&s, (ElemKind)e, i, &ran, &refused);
+    }
+    for (int i = 0; i < 40 && ok; i++)
+        ok = rt_nms(&s, i, &ran, &refused);
+    printf("at run-time sizes: %d of %d cases refused by both\n", refused, ran);
+    return ok && refused < ran ? ran : -1;
+}
+
 /* gather_nd (batch_dims 0 and 1) for every kind: indices of the last axis
  * k <= the data's rank, in range, negative ones too (the interpreter
  * refuses others, and a refused case would not count). Exact: copies. */

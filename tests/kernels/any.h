@@ -20,6 +20,10 @@ int any_qint_cases(uint64_t seed);
 int any_select_cases(uint64_t seed);
 /* The producers of bounded-dynamic sizes: nonzero, compress. */
 int any_dynamic_cases(uint64_t seed);
+/* Instructions over bounded-dynamic buffers through libjit_dyn_prepare (a
+ * slice with run-time ends, an expand to a run-time shape, unique, nms) against the
+ * interpreter's kernels at the same run-time sizes. */
+int any_run_time_cases(uint64_t seed);
 /* gather_nd, batch_dims 0 and 1. */
 int any_gather_nd_cases(uint64_t seed);
 /* Strings: cast to and from str, equal, string_normalizer. */

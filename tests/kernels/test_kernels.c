@@ -1605,6 +1605,7 @@ ANY_TEST(quant)
 ANY_TEST(qint)
 ANY_TEST(select)
 ANY_TEST(dynamic)
+ANY_TEST(run_time)
 ANY_TEST(gather_nd)
 ANY_TEST(string)
 ANY_TEST(shape)
@@ -1643,6 +1644,7 @@ int main(void) {
         cmocka_unit_test(test_any_qint),
         cmocka_unit_test(test_any_select),
         cmocka_unit_test(test_any_dynamic),
+        cmocka_unit_test(test_any_run_time),
         cmocka_unit_test(test_any_gather_nd),
         cmocka_unit_test(test_any_string),
         cmocka_unit_test(test_any_shape),

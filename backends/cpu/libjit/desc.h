@@ -68,7 +68,10 @@ enum {
  *                   row count is the result's size; no kernel runs after)
  *   LJ_DYN_RESHAPE  the result's one dynamic dim holds what its static ones
  *                   leave of the input's elements
- *   LJ_DYN_SLICE    each axis's count by Slice's clamping (core/slice.h)
+ *   LJ_DYN_SLICE    each axis's count by Slice's clamping (core/slice.h);
+ *                   run-time ends (operand 2, one per entry of axes) are
+ *                   written over the ends attribute first, so that the
+ *                   kernel's starts and counts read them too
  *   LJ_DYN_CONCAT   the inputs' dims along the axis add up; the others
  *                   must be equal
  *   LJ_DYN_RANGE    the result's length counts start, limit and delta's
@@ -76,7 +79,12 @@ enum {
  *   LJ_DYN_TILE     each dim is the input's times its repeat (operand 2's
  *                   value, or the attribute)
  *   LJ_DYN_SCAN_ROW dim 0 is operand 2's row index, plus one when a row is
- *                   given (at most the accumulator's rows) */
+ *                   given (at most the accumulator's rows)
+ *   LJ_DYN_EXPAND   the values of the shape (operand 2) broadcast with x's
+ *                   run-time dims, aligned at the last axis (ONNX's Expand)
+ *   LJ_DYN_UNIQUE   Unique itself, made by libjit_dyn_prepare (the groups'
+ *                   count is the size of y's axis, of indices and of counts;
+ *                   no kernel runs after) */
 enum {
     LJ_DYN_MAP,
     LJ_DYN_NONZERO,
@@ -88,7 +96,9 @@ enum {
     LJ_DYN_CONCAT,
     LJ_DYN_RANGE,
     LJ_DYN_TILE,
-    LJ_DYN_SCAN_ROW
+    LJ_DYN_SCAN_ROW,
+    LJ_DYN_EXPAND,
+    LJ_DYN_UNIQUE
 };
 
 /* The runtime each generated program calls into for threads. */

@@ -83,6 +83,20 @@ LJ_INLINE bool lj_is_float(int e) {
     }
 }
 
+LJ_INLINE bool lj_is_uint(int e) {
+    switch (e) {
+#define ELEM(E, nm, ct, sz, onnx, cls)                                                            \
+    case ELEM_##E: return LJ_CLS_IS_UINT_##cls;
+#define LJ_CLS_IS_UINT_FLOAT 0
+#define LJ_CLS_IS_UINT_SINT 0
+#define LJ_CLS_IS_UINT_UINT 1
+#define LJ_CLS_IS_UINT_BOOL 0
+#define LJ_CLS_IS_UINT_STR 0
+#include "core/elems.def"
+    default: return false;
+    }
+}
+
 LJ_INLINE double lj_ld_f64(int e, const void *p, int64_t i) {
     if (e == ELEM_F16)
         return lj_f16_to_f32(((const uint16_t *)p)[i]);

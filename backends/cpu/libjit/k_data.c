@@ -329,6 +329,28 @@ LJ_INLINE void combine(const int64_t *d, void *y, int64_t dst, const void *u, in
     }
 }
 
+/* The updates in order, the indices' coordinates stepped as an odometer
+ * (the offset of all but the axis kept as it goes) rather than divided out
+ * per element; always inlined, so that the common kinds below get loops
+ * of their own. */
+LJ_INLINE void scatter_elements(const int64_t *d, void *const *ops, int red, int ei, int rank,
+                                int axis) {
+    int64_t xs[DESC_MAX_RANK], idx[DESC_MAX_RANK] = {0}, len = lj_dim(d, 1, axis), rest = 0;
+    strides(d, 1, xs);
+    for (int64_t i = 0, n = lj_numel(d, 2); i < n; i++) {
+        int64_t off = rest + wrap_index(lj_ld_i64(ei, ops[2], i), len) * xs[axis];
+        combine(d, ops[0], off, ops[3], i, red);
+        for (int j = rank - 1; j >= 0; j--) {
+            int64_t step = j == axis ? 0 : xs[j];
+            rest += step;
+            if (++idx[j] < lj_dim(d, 2, j))
+                break;
+            rest -= step * idx[j];
+            idx[j] = 0;
+        }
+    }
+}
+
 /* Updates apply in order (with duplicate indices the last wins, or all
  * combine): one unit of work. y may be x (the copy is then a no-op). */
 LIBJIT_KERNEL libjit_scatter_elements_any(const int64_t *d, void *const *ops, int64_t lo,
@@ -336,18 +358,12 @@ LIBJIT_KERNEL libjit_scatter_elements_any(const int64_t *d, void *const *ops, in
     int rank = lj_rank(d, 1), ei = lj_elem(d, 2), red = (int)lj_attr_int(d, AK_reduction, RED_NONE);
     int64_t axis = lj_attr_int(d, AK_axis, 0);
     axis = axis < 0 ? axis + rank : axis;
-    int64_t xs[DESC_MAX_RANK], idx[DESC_MAX_RANK], len = lj_dim(d, 1, (int)axis);
-    strides(d, 1, xs);
     if (ops[0] != ops[1])
         memmove(ops[0], ops[1], (size_t)lj_numel(d, 1) * lj_elem_size(lj_elem(d, 0)));
-    for (int64_t i = 0; i < lj_numel(d, 2); i++) {
-        unravel(d, 2, i, idx);
-        idx[axis] = wrap_index(lj_ld_i64(ei, ops[2], i), len);
-        int64_t off = 0;
-        for (int j = 0; j < rank; j++)
-            off += idx[j] * xs[j];
-        combine(d, ops[0], off, ops[3], i, red);
-    }
+    if (red == RED_NONE && ei == ELEM_I64 && lj_elem(d, 0) == ELEM_F32)
+        scatter_elements(d, ops, RED_NONE, ELEM_I64, rank, (int)axis); /* torchvision's */
+    else
+        scatter_elements(d, ops, red, ei, rank, (int)axis);
 }
 
 LIBJIT_WORK libjit_scatter_elements_any_work(const int64_t *d) {

@@ -12,6 +12,7 @@
 #include "backends/cpu/libjit/kernels.h"
 #include "core/nms.h"
 #include "core/range.h"
+#include "core/unique_sort.h"
 
 LJ_INLINE int64_t *dyn_dims(int64_t *rd, int k) {
     return rd + DESC_OPS + k * DESC_OP_WORDS + 2;
@@ -73,54 +74,102 @@ LJ_INLINE double dyn_scalar(const int64_t *rd, void *const *ops, int k, double d
 
 /* NonMaxSuppression (operands: selected [rows, 3] i64, boxes [b, n, 4],
  * scores [b, c, n], then max_output_boxes_per_class, iou_threshold,
- * score_threshold, each optional): per batch and class, the boxes above
- * the score threshold by score, each kept unless it overlaps one kept
- * before it by more than the IoU threshold, until max_out are kept -- the
- * interpreter's loop over core/nms.h. The rows written; -1 beyond the
- * bound or out of memory. */
+ * score_threshold, each optional) by core/nms.h's selection, as the
+ * interpreter makes it. The rows written; < 0 beyond the bound or out of
+ * memory. */
 static int64_t dyn_nms(const int64_t *rd, void *const *ops) {
-    int64_t nb = lj_dim(rd, 2, 0), nc = lj_dim(rd, 2, 1), n = lj_dim(rd, 2, 2);
     int64_t max_out = lj_nops(rd) > 3 ? lj_ld_i64(lj_elem(rd, 3), ops[3], 0) : 0;
     float iou = (float)dyn_scalar(rd, ops, 4, 0), thr = (float)dyn_scalar(rd, ops, 5, -INFINITY);
-    bool center = lj_attr_int(rd, AK_center_point_box, 0) != 0;
     if (lj_elem(rd, 1) != ELEM_F32 || lj_elem(rd, 2) != ELEM_F32)
         return -1;
-    NmsCand *cand = malloc((size_t)(n ? n : 1) * sizeof *cand);
-    float *kept = malloc((size_t)(n ? n : 1) * 4 * sizeof *kept);
-    const float *bx = ops[1], *sc = ops[2];
-    int64_t *out = ops[0], rows = 0, bound = lj_dim(rd, 0, 0);
-    for (int64_t b = 0; b < nb && cand && kept && rows >= 0; b++) {
-        for (int64_t c = 0; c < nc && rows >= 0; c++) {
-            int64_t m = 0, nkept = 0;
-            for (int64_t i = 0; i < n; i++) {
-                float s = sc[(b * nc + c) * n + i];
-                if (s > thr)
-                    cand[m++] = (NmsCand){s, i};
-            }
-            qsort(cand, (size_t)m, sizeof *cand, nms_cand_cmp);
-            for (int64_t i = 0; i < m && nkept < max_out; i++) {
-                float corners[4];
-                nms_box_corners(bx + (b * n + cand[i].box) * 4, center, corners);
-                bool drop = false;
-                for (int64_t j = 0; j < nkept && !drop; j++)
-                    drop = nms_overlaps(kept + j * 4, corners, iou);
-                if (drop)
-                    continue;
-                if (rows == bound) {
-                    rows = -1;
-                    break;
-                }
-                memcpy(kept + nkept++ * 4, corners, sizeof corners);
-                out[rows * 3] = b, out[rows * 3 + 1] = c, out[rows * 3 + 2] = cand[i].box;
-                rows++;
-            }
-        }
+    return nms_select(ops[1], ops[2], lj_dim(rd, 2, 0), lj_dim(rd, 2, 1), lj_dim(rd, 2, 2), max_out,
+                      iou, thr, lj_attr_int(rd, AK_center_point_box, 0) != 0, ops[0],
+                      lj_dim(rd, 0, 0));
+}
+
+/* Slice's run-time ends (operand 2, one per entry of axes) written over
+ * the ends attribute of rd, so that core/slice.h clamps them as it clamps
+ * constant ones, both in the rule and in the kernel's starts. */
+static bool dyn_slice_ends(int64_t *rd, void *const *ops) {
+    int na, ne;
+    const int64_t *axes = lj_attr(rd, AK_axes, &na);
+    int64_t *ends = (int64_t *)lj_attr(rd, AK_ends, &ne);
+    if (!axes || !ends || lj_numel(rd, 2) != na)
+        return false;
+    for (int i = 0; i < na; i++) {
+        if (axes[i] < 0 || axes[i] >= ne)
+            return false;
+        ends[axes[i]] = lj_ld_i64(lj_elem(rd, 2), ops[2], i);
     }
-    if (!cand || !kept)
-        rows = -1;
-    free(cand);
-    free(kept);
-    return rows;
+    return true;
+}
+
+/* Expand to a run-time shape (operand 2): each result dim is the shape's
+ * value broadcast with x's run-time dim, both aligned at the last axis, as
+ * ONNX's Expand (and the interpreter's expand_size) take them. */
+static bool dyn_expand(int64_t *rd, void *const *ops) {
+    int rank = lj_rank(rd, 0), rx = lj_rank(rd, 1);
+    int64_t ns = lj_numel(rd, 2);
+    for (int i = 0; i < rank; i++) {
+        int64_t s = i >= rank - ns ? lj_ld_i64(lj_elem(rd, 2), ops[2], i - (rank - ns)) : 1;
+        int64_t x = i >= rank - rx ? lj_dim(rd, 1, i - (rank - rx)) : 1;
+        if (s < 0 || (s != x && s != 1 && x != 1))
+            return false;
+        dyn_dims(rd, 0)[i] = s == 1 ? x : s;
+    }
+    return true;
+}
+
+/* Unique's operand x seen as slices along the axis (core/unique_sort.h). */
+typedef struct DynSlices {
+    const void *x;
+    int elem;
+    int64_t count, size, inner;
+} DynSlices;
+
+/* Lexicographic over the slices' elements, by core/unique_sort.h's order
+ * of values (the interpreter's). */
+static int dyn_slice_cmp(const void *ctx, int64_t a, int64_t b) {
+    const DynSlices *s = ctx;
+    bool flt = lj_is_float(s->elem), uns = lj_is_uint(s->elem);
+    for (int64_t e = 0; e < s->size; e++) {
+        int64_t i = unique_at(s->count, s->inner, a, e), j = unique_at(s->count, s->inner, b, e);
+        int c = flt ? unique_cmp_f64(lj_ld_f64(s->elem, s->x, i), lj_ld_f64(s->elem, s->x, j))
+                    : unique_cmp_i64(lj_ld_i64(s->elem, s->x, i), lj_ld_i64(s->elem, s->x, j), uns);
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+/* Unique (operands: y, indices, inverse, counts, x) along the axis, the
+ * whole of it made here -- a sort and a grouping, one thread's work: the
+ * groups' count is the run-time size of y's axis and of indices and
+ * counts. False when out of memory. */
+static bool dyn_unique(int64_t *rd, void *const *ops) {
+    int rank = lj_rank(rd, 4);
+    int64_t a = lj_attr_int(rd, AK_axis, 0), axis = a < 0 ? a + rank : a;
+    DynSlices s = {ops[4], lj_elem(rd, 4), lj_dim(rd, 4, (int)axis), 0, 1};
+    for (int i = (int)axis + 1; i < rank; i++)
+        s.inner *= lj_dim(rd, 4, i);
+    s.size = s.count ? lj_numel(rd, 4) / s.count : 0;
+    int64_t *scratch = malloc((size_t)(5 * s.count + 5) * sizeof *scratch);
+    if (!scratch)
+        return false;
+    int64_t *first = ops[1], *counts = ops[3];
+    int64_t n = unique_group(s.count, lj_attr_int(rd, AK_sorted, 1) != 0, dyn_slice_cmp, &s,
+                             scratch, first, counts, ops[2]);
+    free(scratch);
+    size_t es = lj_elem_size(s.elem);
+    for (int64_t g = 0; g < n; g++)
+        for (int64_t e = 0; e < s.size; e++)
+            memcpy((char *)ops[0] + (size_t)unique_at(n, s.inner, g, e) * es,
+                   (const char *)s.x + (size_t)unique_at(s.count, s.inner, first[g], e) * es, es);
+    for (int i = 0; i < rank; i++) /* x's run-time dims but the axis */
+        dyn_dims(rd, 0)[i] = i == axis ? n : lj_dim(rd, 4, i);
+    dyn_dims(rd, 1)[0] = dyn_dims(rd, 3)[0] = n;
+    dyn_dims(rd, 2)[0] = s.count;
+    return true;
 }
 
 /* ---- rules whose sizes are operand values (Range, Tile, scan_row) ---- */
@@ -222,6 +271,8 @@ int libjit_dyn_prepare(int64_t *rd, const int64_t *d, void *const *ops, unsigned
         break;
     }
     case LJ_DYN_SLICE:
+        if (nops > nres + 1 && !dyn_slice_ends(rd, ops))
+            return 1;
         for (int i = 0; i < lj_rank(rd, 1); i++) {
             int64_t b, st;
             lj_slice_axis(rd, i, &b, &st, &dyn_dims(rd, 0)[i]);
@@ -253,6 +304,14 @@ int libjit_dyn_prepare(int64_t *rd, const int64_t *d, void *const *ops, unsigned
         break;
     case LJ_DYN_SCAN_ROW:
         if (!dyn_scan_row(rd, ops))
+            return 1;
+        break;
+    case LJ_DYN_EXPAND:
+        if (!dyn_expand(rd, ops))
+            return 1;
+        break;
+    case LJ_DYN_UNIQUE:
+        if (!dyn_unique(rd, ops))
             return 1;
         break;
     default: return 1;
@@ -424,4 +483,14 @@ LIBJIT_KERNEL libjit_scan_row_any(const int64_t *d, void *const *ops, int64_t lo
         memmove(ops[0], ops[1], row * (size_t)i);
     if (lj_nops(d) > 3)
         memcpy((char *)ops[0] + row * (size_t)i, ops[3], row);
+}
+
+/* The groups are made in libjit_dyn_prepare (LJ_DYN_UNIQUE); this kernel
+ * only names the instruction's native path. */
+LIBJIT_WORK libjit_unique_any_work(const int64_t *d) {
+    return 0;
+}
+
+LIBJIT_KERNEL libjit_unique_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                LjScratch *sc) {
 }

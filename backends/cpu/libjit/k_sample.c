@@ -82,8 +82,11 @@ LIBJIT_KERNEL libjit_grid_sample_any(const int64_t *d, void *const *ops, int64_t
 
 /* roi_align for every float kind, as libjit_roi_align_any: the
  * interpreter's arithmetic (core/roi_align.h, one source for both). A unit
- * of work is one output plane (region, channel). A batch index out of
- * range, which the interpreter reports, leaves its planes zero. */
+ * of work is one output plane (region, channel); a region's taps (where
+ * each sample reads and with what weights) are made once for the planes
+ * of its channels in the range, and f32 planes are read directly. A batch
+ * index out of range, which the interpreter reports, leaves its planes
+ * zero. */
 typedef struct RaLoad {
     int elem;
     const void *p;
@@ -92,6 +95,18 @@ typedef struct RaLoad {
 static double ra_load(const void *ctx, int64_t i) {
     const RaLoad *l = ctx;
     return lj_ld_f64(l->elem, l->p, i);
+}
+
+static double ra_load_f32(const void *ctx, int64_t i) {
+    const RaLoad *l = ctx;
+    return (double)((const float *)l->p)[i];
+}
+
+/* One output plane from the region's taps (count per bin). */
+LJ_INLINE void ra_plane(const RoiTap *taps, int64_t count, int64_t bins, RoiLoad load,
+                        const RaLoad *l, int64_t base, bool max, int ey, void *y, int64_t at) {
+    for (int64_t o = 0; o < bins; o++)
+        lj_st_f64(ey, y, at + o, roi_bin_value(taps + o * count, count, load, l, base, max));
 }
 
 LIBJIT_WORK libjit_roi_align_any_work(const int64_t *d) {
@@ -107,9 +122,10 @@ LIBJIT_KERNEL libjit_roi_align_any(const int64_t *d, void *const *ops, int64_t l
     bool max = lj_attr_int(d, AK_mode, MODE_AVG) == MODE_MAX;
     bool half = lj_attr_int(d, AK_coordinate_transformation_mode, CTM_HALF_PIXEL) == CTM_HALF_PIXEL;
     double scale = lj_attr_float(d, AK_spatial_scale, 1.0);
-    int64_t ratio = lj_attr_int(d, AK_sampling_ratio, 0);
+    int64_t ratio = lj_attr_int(d, AK_sampling_ratio, 0), region = -1, count = 0;
     RaLoad load = {lj_elem(d, 1), ops[1]};
-    RoiPlane p = {ra_load, &load, 0, x.h, x.w};
+    RoiTap *taps = NULL;
+    size_t cap = 0;
     for (int64_t u = lo; u < hi && u < y.n * channels; u++) {
         int64_t r = u / channels, c = u % channels, b = lj_ld_i64(eb, ops[3], r);
         if (b < 0 || b >= nb) {
@@ -117,13 +133,30 @@ LIBJIT_KERNEL libjit_roi_align_any(const int64_t *d, void *const *ops, int64_t l
                 lj_st_f64(ey, ops[0], u * oh * ow + o, 0);
             continue;
         }
-        double box[4];
-        for (int k = 0; k < 4; k++)
-            box[k] = lj_ld_f64(er, ops[2], r * 4 + k);
-        Roi g = roi_geometry(box, scale, half, ratio, oh, ow);
-        p.base = (b * channels + c) * p.h * p.w;
-        for (int64_t ph = 0; ph < oh; ph++)
-            for (int64_t pw = 0; pw < ow; pw++)
-                lj_st_f64(ey, ops[0], (u * oh + ph) * ow + pw, roi_bin(&p, &g, ph, pw, max));
+        if (r != region) {
+            double box[4];
+            for (int k = 0; k < 4; k++)
+                box[k] = lj_ld_f64(er, ops[2], r * 4 + k);
+            Roi g = roi_geometry(box, scale, half, ratio, oh, ow);
+            count = g.grid_h * g.grid_w;
+            size_t need = (size_t)(oh * ow * (count > 0 ? count : 1));
+            if (need > cap) {
+                free(taps);
+                taps = malloc(need * sizeof *taps);
+                cap = taps ? need : 0;
+            }
+            if (!taps)
+                return; /* out of memory: planes left unwritten */
+            for (int64_t ph = 0; ph < oh; ph++)
+                for (int64_t pw = 0; pw < ow; pw++)
+                    roi_bin_taps(&g, x.h, x.w, ph, pw, taps + (ph * ow + pw) * count);
+            region = r;
+        }
+        int64_t base = (b * channels + c) * x.h * x.w;
+        if (load.elem == ELEM_F32)
+            ra_plane(taps, count, oh * ow, ra_load_f32, &load, base, max, ey, ops[0], u * oh * ow);
+        else
+            ra_plane(taps, count, oh * ow, ra_load, &load, base, max, ey, ops[0], u * oh * ow);
     }
+    free(taps);
 }

@@ -201,6 +201,8 @@ LJ_DECLARE_KERNEL(range_any)
 LJ_DECLARE_WORK(range_any)
 LJ_DECLARE_KERNEL(scan_row_any)
 LJ_DECLARE_WORK(scan_row_any)
+LJ_DECLARE_KERNEL(unique_any)
+LJ_DECLARE_WORK(unique_any)
 int libjit_dyn_prepare(int64_t *rd, const int64_t *d, void *const *ops, unsigned char *mutables,
                        const int64_t *slots);
 /* Kernels that can fail on their input (libjit_K_fails, LjScratch.fail_at) */
