@@ -1675,7 +1675,8 @@ static void rt_begin(RtCase *r) {
 }
 
 /* Operand k bounded-dynamic along the axes of mask `dyn`, at run-time dims
- * `dims` (a result's: overwritten by the run). */
+ * `dims` (a result's: overwritten by the run); dims holds a whole slot,
+ * DESC_MAX_RANK values. */
 static void rt_slot(RtCase *r, int k, uint8_t dyn, const int64_t *dims) {
     r->slots[2 * k] = k * RT_SLOT;
     r->slots[2 * k + 1] = dyn;
@@ -1843,7 +1844,7 @@ static bool rt_expand(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
  * bounded-dynamic along some axes, its values from a few (and NaN and -0
  * among the floats) so that slices repeat. */
 static bool rt_unique(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
-    int64_t x[8], xr[8], len[1];
+    int64_t x[8], xr[8], len[DESC_MAX_RANK] = {0}; /* rt_slot reads a whole slot */
     int rank = (int)rnd(s, 1, 3), axis = (int)rnd(s, 0, rank - 1);
     uint8_t xdyn = 0;
     for (int j = 0; j < rank; j++) {
@@ -1894,7 +1895,7 @@ static bool rt_unique(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
  * rule's, which the interpreter checks). */
 static bool rt_nms(uint64_t *s, int i, int *ran, int *refused) {
     int64_t nb = rnd(s, 1, 2), nc = rnd(s, 1, 3), n = rnd(s, 0, 12);
-    int64_t y[2] = {nb * nc * n, 3}, bx[3] = {nb, n, 4}, sc[3] = {nb, nc, n};
+    int64_t y[DESC_MAX_RANK] = {nb * nc * n, 3}, bx[3] = {nb, n, 4}, sc[3] = {nb, nc, n};
     RtCase r = {.c.plain = true};
     rt_begin(&r);
     desc_begin(&r.c.d, NK_NMS, 1);
