@@ -71,17 +71,6 @@ typedef struct Tile {
 #define TILE_LOOP_R _Pragma("clang loop unroll(full)") for (int r = 0; r < mr; r++)
 #define TILE_LOOP_V _Pragma("clang loop unroll(full)") for (int v = 0; v < nv; v++)
 
-LJ_INLINE vf32 load_c(const float *p, int64_t valid) {
-    return valid >= LJ_VL ? lj_load(p) : lj_load_part(p, valid);
-}
-
-LJ_INLINE void store_c(float *p, vf32 x, int64_t valid) {
-    if (valid >= LJ_VL)
-        lj_store(p, x);
-    else
-        lj_store_part(p, x, valid);
-}
-
 /* Row r of a tile between C and row[], through the column map: the tile's
  * columns past ow in each output row (the phase planes' extra width) are
  * dropped on store and read as 0. */
@@ -117,12 +106,12 @@ LJ_INLINE void tile_body(const int mr, const int nv, const bool mapped, int64_t 
                 acc[r][v] = lj_load(row + v * LJ_VL);
             else if (!(t->flags & FIRST))
                 acc[r][v] = whole ? lj_load(t->c + r * t->ldc + v * LJ_VL)
-                                  : load_c(t->c + r * t->ldc + v * LJ_VL, valid);
+                                  : lj_load_n(t->c + r * t->ldc + v * LJ_VL, valid);
             else if (t->bias_row)
                 acc[r][v] = lj_splat(t->bias_row[r]);
             else if (t->bias_col)
                 acc[r][v] = whole ? lj_load(t->bias_col + v * LJ_VL)
-                                  : load_c(t->bias_col + v * LJ_VL, valid);
+                                  : lj_load_n(t->bias_col + v * LJ_VL, valid);
             else
                 acc[r][v] = lj_splat(0);
         }
@@ -154,7 +143,7 @@ LJ_INLINE void tile_body(const int mr, const int nv, const bool mapped, int64_t 
             else if (whole)
                 lj_store(p, x);
             else
-                store_c(p, x, t->ncols - v * LJ_VL);
+                lj_store_n(p, x, t->ncols - v * LJ_VL);
         }
         if (mapped && late_act)
             lj_act_span(row, t->ncols, t->act);

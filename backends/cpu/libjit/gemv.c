@@ -33,17 +33,6 @@ enum {
 #pragma clang diagnostic ignored "-Wpass-failed"
 #define LOOP_R _Pragma("clang loop unroll(full)") for (int r = 0; r < R; r++)
 
-LJ_INLINE vf32 load_n(const float *p, int64_t n) {
-    return n >= VL ? lj_load(p) : lj_load_part(p, n);
-}
-
-LJ_INLINE void store_n(float *p, vf32 v, int64_t n) {
-    if (n >= VL)
-        lj_store(p, v);
-    else
-        lj_store_part(p, v, n);
-}
-
 /* acc[0 .. n) += sum over rows r < R of x[r] * b[r*ldb + 0 .. n). */
 LJ_INLINE void row_axpy(int R, float *acc, const float *x, const float *b, int64_t ldb,
                         int64_t n) {
@@ -77,7 +66,7 @@ static void gemv_row(const LjGemm *g) {
             row_axpy(1, acc, g->a + k, b + k * g->ldb, g->ldb, nc);
         float *c = g->c + j0;
         for (int64_t j = 0; j < nc; j += VL)
-            store_n(c + j, lj_act(load_n(acc + j, nc - j), g->act), nc - j);
+            lj_store_n(c + j, lj_act(lj_load_n(acc + j, nc - j), g->act), nc - j);
     }
 }
 

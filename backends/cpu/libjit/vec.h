@@ -81,6 +81,18 @@ LJ_INLINE void lj_store_part(float *p, vf32 v, int64_t n) {
         p[i] = v[i];
 }
 
+/* The first min(n, LJ_VL) lanes: a whole vector when n allows. */
+LJ_INLINE vf32 lj_load_n(const float *p, int64_t n) {
+    return n >= LJ_VL ? lj_load(p) : lj_load_part(p, n);
+}
+
+LJ_INLINE void lj_store_n(float *p, vf32 v, int64_t n) {
+    if (n >= LJ_VL)
+        lj_store(p, v);
+    else
+        lj_store_part(p, v, n);
+}
+
 /* m ? a : b lane by lane, m from a comparison (all ones or zeros). C has no
  * ?: on vectors; LLVM turns this and-or into a blend, or into vmaxps and
  * vminps when it compares the same operands. */
