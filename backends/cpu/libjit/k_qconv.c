@@ -487,19 +487,6 @@ typedef struct DwPlan {
     int npy, npx, phy[DW_STRIDE], phx[DW_STRIDE];
 } DwPlan;
 
-/* Which phases of stride s the taps i * d (i < k) fall in: each phase's
- * index, -1 when unused; their count. */
-LJ_INLINE int dw_phases(int64_t k, int64_t d, int64_t s, int *idx) {
-    for (int64_t r = 0; r < s; r++)
-        idx[r] = -1;
-    for (int64_t i = 0; i < k; i++)
-        idx[(i * d) % s] = 0;
-    int n = 0;
-    for (int64_t r = 0; r < s; r++)
-        if (idx[r] == 0)
-            idx[r] = n++;
-    return n;
-}
 
 LJ_INLINE DwPlan dw_plan(const LjQConv *g) {
     DwPlan p = {.kh = g->win.kernel[0], .kw = g->win.kernel[1], .sh = g->win.stride[0],
@@ -508,8 +495,8 @@ LJ_INLINE DwPlan dw_plan(const LjQConv *g) {
     p.pairs = (p.kh + 1) / 2;
     p.taps2 = p.pairs * p.kw;
     /* pair p's first row is 2p dh: phase (2p dh) % sh, row offset (2p dh) / sh */
-    p.npy = dw_phases(p.pairs, 2 * p.dh, p.sh, p.phy);
-    p.npx = dw_phases(p.kw, p.dw, p.sw, p.phx);
+    p.npy = lj_tap_phases(p.pairs, 2 * p.dh, p.sh, p.phy);
+    p.npx = lj_tap_phases(p.kw, p.dw, p.sw, p.phx);
     p.hq = p.oh + (p.pairs - 1) * 2 * p.dh / p.sh;
     p.wq = p.ow + (p.kw - 1) * p.dw / p.sw;
     p.plane = p.hq * p.wq;

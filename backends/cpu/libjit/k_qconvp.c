@@ -45,19 +45,6 @@ typedef struct PConv {
     int64_t sh;
 } PConv;
 
-/* Which phases of stride s the taps use (k taps at dilation d): index of
- * each, -1 when unused; their count. */
-LJ_INLINE int phases(int64_t k, int64_t d, int64_t s, int *idx) {
-    for (int64_t r = 0; r < s; r++)
-        idx[r] = -1;
-    for (int64_t i = 0; i < k; i++)
-        idx[(i * d) % s] = 0;
-    int n = 0;
-    for (int64_t r = 0; r < s; r++)
-        if (idx[r] == 0)
-            idx[r] = n++;
-    return n;
-}
 
 LJ_INLINE PConv pconv_of(const int64_t *d, void *const *ops) {
     PConv p = {.g = lj_qconv_of(d, ops, true)};
@@ -88,8 +75,8 @@ LJ_INLINE PConv pconv_of(const int64_t *d, void *const *ops) {
     p.bands = bands < 1 ? 1 : bands > most ? most : bands;
     p.rows = (oh + p.bands - 1) / p.bands; /* the most rows of a band */
     p.hq = p.rows + (p.kh - 1) * p.dy / p.sy;
-    p.npy = phases(p.kh, p.dy, p.sy, p.phy);
-    p.npx = phases(p.kw, p.dx, p.sx, p.phx);
+    p.npy = lj_tap_phases(p.kh, p.dy, p.sy, p.phy);
+    p.npx = lj_tap_phases(p.kw, p.dx, p.sx, p.phx);
     p.plane = p.hq * p.wq;
     p.cstride = p.npy * p.npx * p.plane;
     p.xstride = p.cstride;

@@ -115,4 +115,19 @@ LJ_INLINE void lj_qconv_store(const LjQConv *g, int64_t yo, int64_t m, int64_t s
     lj_store_q(g->ey, g->y, yo, (double)s * lj_qconv_mult(g, m), g->yz);
 }
 
+/* Which phases of stride s the taps i * d (i < k) fall in: each phase's
+ * index in idx (-1 when no tap uses it); returns their count. The packed
+ * and the depthwise int8 convs split their planes by these phases. */
+LJ_INLINE int lj_tap_phases(int64_t k, int64_t d, int64_t s, int *idx) {
+    for (int64_t r = 0; r < s; r++)
+        idx[r] = -1;
+    for (int64_t i = 0; i < k; i++)
+        idx[(i * d) % s] = 0;
+    int n = 0;
+    for (int64_t r = 0; r < s; r++)
+        if (idx[r] == 0)
+            idx[r] = n++;
+    return n;
+}
+
 #endif
