@@ -154,43 +154,16 @@ LJ_INLINE Grid grid_of(const Conv *s) {
 
 /* ---- conv_direct: any number of spatial axes ------------------------------------ */
 
-/* Output planes [p0, p1) of (image, output channel): each element the sum
- * over its group's input channels and the taps inside the input, in f32 in
- * (channel, tap) order, then the bias and the fused activation. The
- * reference for what the fast paths do not cover; no scratch. */
-typedef struct ConvNd {
-    int ns;
-    int64_t c, m, cg, mg, in_size, out_size, ksize;
-    int64_t in[DESC_MAX_RANK], out[DESC_MAX_RANK], k[DESC_MAX_RANK];
-    int64_t st[DESC_MAX_RANK], pad[DESC_MAX_RANK], dil[DESC_MAX_RANK];
-} ConvNd;
-
-LJ_INLINE ConvNd conv_nd_of(const int64_t *d) {
-    ConvNd g = {.ns = lj_rank(d, 1) - 2, .c = lj_dim(d, 1, 1), .m = lj_dim(d, 0, 1)};
-    int64_t group = lj_attr_int(d, AK_group, 1);
-    g.cg = g.c / group;
-    g.mg = g.m / group;
-    g.in_size = g.out_size = g.ksize = 1;
-    for (int i = 0; i < g.ns; i++) {
-        g.in[i] = lj_dim(d, 1, 2 + i);
-        g.out[i] = lj_dim(d, 0, 2 + i);
-        g.k[i] = lj_dim(d, 2, 2 + i);
-        g.st[i] = lj_attr_at(d, AK_strides, i, 1);
-        g.pad[i] = lj_attr_at(d, AK_pads, i, 0);
-        g.dil[i] = lj_attr_at(d, AK_dilations, i, 1);
-        g.in_size *= g.in[i];
-        g.out_size *= g.out[i];
-        g.ksize *= g.k[i];
-    }
-    return g;
-}
-
 LJ_INLINE int64_t conv_direct_planes(const int64_t *d) {
     return lj_dim(d, 0, 0) * lj_dim(d, 0, 1);
 }
 
+/* Output planes [p0, p1) of (image, output channel): each element the sum
+ * over its group's input channels and the taps inside the input, in f32 in
+ * (channel, tap) order, then the bias and the fused activation. The
+ * reference for what the fast paths do not cover; no scratch. */
 static void conv_direct(const int64_t *d, void *const *ops, int64_t p0, int64_t p1) {
-    ConvNd g = conv_nd_of(d);
+    LjConvGeom g = lj_conv_geom(d, 1, 0, 2);
     const float *x = ops[1], *w = ops[2], *bias = lj_nops(d) > 3 ? ops[3] : NULL;
     float *y = ops[0];
     LjAct act = lj_act_of(d);

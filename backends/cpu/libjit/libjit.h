@@ -136,8 +136,10 @@ LJ_INLINE int64_t lj_attr_at(const int64_t *d, int key, int i, int64_t dflt) {
 
 /* The geometry of a convolution-shaped kernel (conv_transpose, the weight
  * gradient): x is the side with C channels, y the side with M, w the
- * [.][.][k...] kernel; each kernel names which operand holds which. */
-enum { LJ_CONV_MAX = 3 };
+ * [.][.][k...] kernel; each kernel names which operand holds which.
+ * Every spatial axis a descriptor can hold, so that conv_direct (any
+ * number of axes) shares it. */
+enum { LJ_CONV_MAX = DESC_MAX_RANK - 2 };
 
 typedef struct LjConvGeom {
     int ns;
