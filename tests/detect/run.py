@@ -13,13 +13,14 @@ ORT was not run.
 
 Usage: run.py GLOWC WORKDIR"""
 import os
-import shutil
-import subprocess
 import sys
 
 import numpy as np
 import torch
 import torchvision
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import engines  # noqa: E402
 
 glowc, work = sys.argv[1:3]
 os.makedirs(work, exist_ok=True)
@@ -78,31 +79,12 @@ def compare(label, got):
 
 
 ok = True
-for config in (["-O0"], ["-O2", "--backend=interp-lir"], ["-O2", "--backend=cpu"]):
-    out = os.path.join(work, "_".join(config).replace("=", "_").replace("-", ""))
-    r = subprocess.run([glowc, "run", onnx_file, *config, "--late-input", "x=" + xfile,
-                        "--output-dir", out], capture_output=True, text=True)
-    label = "glowc " + " ".join(config)
-    if r.returncode:
-        print(f"{label}: FAILED: {r.stderr.strip()}")
-        ok = False
-        continue
-    ok &= compare(label, {n: np.load(os.path.join(out, n + ".npy")) for n in NAMES})
-
-here = os.path.dirname(os.path.abspath(__file__))
-modules = os.environ.get("ORT_NODE_MODULES") or os.path.join(here, "..", "..", "build", "ort",
-                                                             "node_modules")
-if shutil.which("node") and os.path.isdir(os.path.join(modules, "onnxruntime-node")):
-    out = os.path.join(work, "ort")
-    os.makedirs(out, exist_ok=True)
-    r = subprocess.run(["node", os.path.join(here, "..", "difftest", "ort_run.js"), onnx_file,
-                        out, "x=" + xfile], capture_output=True, text=True,
-                       env=dict(os.environ, NODE_PATH=modules))
-    if r.returncode:
-        print(f"ORT: FAILED: {r.stderr.strip()}")
+for engine, got, err in engines.everywhere(glowc, onnx_file, {"x": xfile}, work, "", NAMES):
+    if err:
+        print(f"{engine}: FAILED: {err}")
         ok = False
     else:
-        ok &= compare("ORT", {n: np.load(os.path.join(out, n + ".npy")) for n in NAMES})
-else:
-    print("ORT: not run (no node or onnxruntime-node; set ORT_NODE_MODULES)")
+        ok &= compare(engine, got)
+if not engines.have_ort():
+    print(engines.ORT_MISSING)
 sys.exit(0 if ok else 1)

@@ -17,13 +17,14 @@ otherwise the script says ORT was not run.
 
 Usage: torch_loop.py GLOWC WORKDIR"""
 import os
-import shutil
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import engines  # noqa: E402
 
 glowc, work = sys.argv[1:3]
 os.makedirs(work, exist_ok=True)
@@ -88,10 +89,6 @@ def compare(label, got, want):
     return not bad
 
 
-here = os.path.dirname(os.path.abspath(__file__))
-modules = os.environ.get("ORT_NODE_MODULES") or os.path.join(here, "..", "..", "build", "ort",
-                                                             "node_modules")
-have_ort = shutil.which("node") and os.path.isdir(os.path.join(modules, "onnxruntime-node"))
 ok = True
 for mname, (cls, names) in MODELS.items():
     model = torch.jit.script(cls().eval())
@@ -109,33 +106,14 @@ for mname, (cls, names) in MODELS.items():
                 np.save(files[name], v.numpy())
         with torch.no_grad():
             want = {n: r.numpy() for n, r in zip(names, model(x, limit))}
-        for config in (["-O0"], ["-O2", "--backend=interp-lir"], ["-O2", "--backend=cpu"]):
-            out = os.path.join(work, mname + case + "_".join(config).replace("=", "_")
-                               .replace("-", ""))
-            r = subprocess.run([glowc, "run", onnx_file, *config, "--output-dir", out] +
-                               sum((["--late-input", f"{k}={f}"] for k, f in files.items()),
-                                   []),
-                               capture_output=True, text=True)
-            label = f"{mname} {case} glowc {' '.join(config)}"
-            if r.returncode:
-                print(f"{label}: FAILED: {r.stderr.strip()}")
+        for engine, got, err in engines.everywhere(glowc, onnx_file, files, work, mname + case,
+                                                   names):
+            label = f"{mname} {case} {engine}"
+            if err:
+                print(f"{label}: FAILED: {err}")
                 ok = False
-                continue
-            ok &= compare(label, {n: np.load(os.path.join(out, n + ".npy")) for n in names},
-                          want)
-        if not have_ort:
-            continue
-        out = os.path.join(work, mname + case + "_ort")
-        os.makedirs(out, exist_ok=True)
-        r = subprocess.run(["node", os.path.join(here, "..", "difftest", "ort_run.js"), onnx_file,
-                            out, *(f"{k}={f}" for k, f in files.items())], capture_output=True,
-                           text=True, env=dict(os.environ, NODE_PATH=modules))
-        if r.returncode:
-            print(f"{mname} {case} ORT: FAILED: {r.stderr.strip()}")
-            ok = False
-        else:
-            ok &= compare(f"{mname} {case} ORT",
-                          {n: np.load(os.path.join(out, n + ".npy")) for n in names}, want)
-if not have_ort:
-    print("ORT: not run (no node or onnxruntime-node; set ORT_NODE_MODULES)")
+            else:
+                ok &= compare(label, got, want)
+if not engines.have_ort():
+    print(engines.ORT_MISSING)
 sys.exit(0 if ok else 1)

@@ -67,9 +67,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
 from bench import ORT_DIR, ensure_ort, timing  # noqa: E402
 import speech  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "common"))
+import engines  # noqa: E402
 
 NPM_DIR = os.path.join(ROOT, "build", "npm")
-ORT_RUN = os.path.join(ROOT, "tests", "difftest", "ort_run.js")
 
 
 def ensure_package(pkg, tgz_prefix):
@@ -99,22 +100,15 @@ def signal(n, k):
 
 
 def run_glowc(glowc, model, feeds, args, out):
-    cmd = [glowc, "run", model, *args, "--output-dir", out]
-    for k, v in feeds.items():
-        cmd += ["--input", f"{k}={v}"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError(r.stderr.strip())
-    notes = [ln for ln in r.stderr.splitlines() if "interpreter's kernels" in ln]
-    return notes
+    """Runs MODEL on glowc with FEEDS as --input; the notes naming
+    instructions that run the interpreter's kernels."""
+    feed_args = [a for k, v in feeds.items() for a in ("--input", f"{k}={v}")]
+    err = engines.run_glowc(glowc, model, [*args, *feed_args], out)
+    return [ln for ln in err.splitlines() if "interpreter's kernels" in ln]
 
 
 def run_ort(model, feeds, out):
-    env = dict(os.environ, NODE_PATH=os.path.join(ORT_DIR, "node_modules"))
-    r = subprocess.run(["node", ORT_RUN, model, out] + [f"{k}={v}" for k, v in feeds.items()],
-                       capture_output=True, text=True, env=env)
-    if r.returncode:
-        raise RuntimeError(r.stderr.strip())
+    engines.run_ort(model, feeds, out, os.path.join(ORT_DIR, "node_modules"))
 
 
 def stream(glowc, model, work, label, n, sr, states, args, tol, sr_opt="--input"):
@@ -191,7 +185,7 @@ def first_outputs(glowc, model, feeds, dims, work, tag):
                       ["-O2", "--backend=cpu"] + [a for d in dims for a in ("--dim", d)], out)
         else:
             run_ort(model, feeds, out)
-        res[who] = np.load(os.path.join(out, sorted(os.listdir(out))[0]))
+        res[who] = next(iter(engines.outputs(out).values()))
     return res
 
 
@@ -430,8 +424,8 @@ def time_model(glowc, model, feeds, dims, work, tag):
         [f"--dim={x}" for x in dims]
     g, _ = timing(cmd)
     env = dict(os.environ, NODE_PATH=os.path.join(ORT_DIR, "node_modules"))
-    o, _ = timing(["node", ORT_RUN, model, d, "--optimize", "--threads=1", f"--time={ITERS}"] +
-                  [f"{k}={p}" for k, p in paths.items()], env)
+    o, _ = timing(["node", engines.ORT_RUN, model, d, "--optimize", "--threads=1",
+                   f"--time={ITERS}"] + [f"{k}={p}" for k, p in paths.items()], env)
     return g, o
 
 
@@ -492,7 +486,7 @@ def main():
                      [("h", "hn", (2, 1, 64)), ("c", "cn", (2, 1, 64))], args, 1e-4)
     errors, samples = {}, {}
     env = dict(os.environ, NODE_PATH=os.path.join(ORT_DIR, "node_modules"))
-    ok &= speech.run_all(glowc, ORT_RUN, env, work, pkgs, TOL, errors, samples)
+    ok &= speech.run_all(glowc, engines.ORT_RUN, env, work, pkgs, TOL, errors, samples)
     ok &= ocr(glowc, pkgs["ocr"], work, errors, samples)
     ok &= ocr_int8(glowc, pkgs["ocr"], work)
     table(glowc, pkgs, errors, samples, work)
