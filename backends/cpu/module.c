@@ -522,13 +522,32 @@ bool cpu_has_vnni(const CpuModule *m) {
     return has_feature(m, "avx512vnni") && has_feature(m, "evex512");
 }
 
+/* AArch64's dot product instructions (sdot): named by --target-features, or
+ * brought by the --target-cpu (target_names.h lists the CPUs whose features
+ * clang-19 expands to +dotprod), unless -dotprod takes them away. */
+bool cpu_has_dotprod(const CpuModule *m) {
+    if (strcmp(m->target->arch, "aarch64"))
+        return false;
+    if (has_feature(m, "dotprod"))
+        return true;
+    for (const char *p = m->features; p && (p = strstr(p, "-dotprod")); p++)
+        if (p[8] == ',' || !p[8])
+            return false;
+    static const char *const cpus[] = {TARGET_DOTPROD_CPUS_aarch64};
+    return in_list(m->cpu, strlen(m->cpu), cpus, COUNT(cpus));
+}
+
+const char *cpu_dot_kernels(const CpuModule *m) {
+    return cpu_has_vnni(m) ? "vnni" : cpu_has_dotprod(m) ? "sdot" : NULL;
+}
+
 void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
                         bool (*keep)(const CpuModule *, const char *)) {
     /* The VNNI kernels (libjit_*_vnni_*) are for targets that have it:
      * elsewhere they are never called, and their 512-bit dot products do
      * not even select (LLVM aborts), so they are made internal here and
-     * dropped as unused before code generation. */
-    bool vnni = cpu_has_vnni(m);
+     * dropped as unused before code generation; the sdot ones likewise. */
+    bool vnni = cpu_has_vnni(m), sdot = cpu_has_dotprod(m);
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMSetTarget(mod, m->triple);
     LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m->tm);
@@ -540,7 +559,7 @@ void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
         set_target_attributes(m, ctx, fn);
         size_t len;
         const char *name = LLVMGetValueName2(fn, &len);
-        if (!keep(m, name) || (!vnni && strstr(name, "_vnni")))
+        if (!keep(m, name) || (!vnni && strstr(name, "_vnni")) || (!sdot && strstr(name, "_sdot")))
             LLVMSetLinkage(fn, LLVMInternalLinkage);
     }
     for (LLVMValueRef gv = LLVMGetFirstGlobal(mod); gv; gv = LLVMGetNextGlobal(gv)) {

@@ -15,7 +15,11 @@ kernels cross-compiled into the executable (--fallback=interp).
 The int8 cases (digits-int8, mobilenet_v2-int8) are profiled on the host
 (`glowc profile`), compiled with --quantize for both targets, and run on the
 interpreter too (`glowc run --backend=interp`): all three outputs must be
-the same bytes.
+the same bytes. They are also compiled for aarch64 with the dot product
+extension (DOTPROD: sdot kernels) and run under `qemu-aarch64 -cpu max`:
+the same bytes again; the disassembly must hold sdot (and the plain
+build's none), and the executable must die of an illegal instruction on a
+CPU without dotprod (cortex-a72), so sdot is not only present but run.
 One line per model, the figures at the end; exit 1 on any failure.
 
 Usage: python3 tests/aarch64/run.py GLOWC [--models NAME...] [--jobs N] [--break-pass PASS]
@@ -24,7 +28,9 @@ import argparse
 import concurrent.futures
 import functools
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,6 +72,13 @@ SAMPLES = os.path.join(ROOT, "fixtures", "models", "digits_samples")
 # depthwise kernel's 49-of-56-lanes case) besides 56, 28, 14 and 4.
 INT8 = ["digits-int8", "mobilenet_v2-int8"]
 INT8_SIDE = 112
+# The dot product build of each int8 case: the feature named, or brought by
+# a CPU that has it (module.c's cpu_has_dotprod; both ways are tested).
+DOTPROD = {"digits-int8": ["--target-features=+dotprod"],
+           "mobilenet_v2-int8": ["--target-cpu=neoverse-n1"]}
+QEMU_DOTPROD = [QEMU, "-cpu", "max"]
+QEMU_NO_DOTPROD = [QEMU, "-cpu", "cortex-a72"]
+OBJDUMP = "/usr/lib/llvm-19/bin/llvm-objdump"
 
 
 def run(cmd, timeout=900):
@@ -102,19 +115,21 @@ def check_model(glowc, name, onnx, inputs, work, broken=None, profile=None):
     res = {"name": name}
     try:
         quant = ["--quantize=" + profile] if profile else []
+        targets = [("host", [], []), ("aarch64", ["--target=" + TRIPLE], [QEMU])]
+        if profile:
+            targets.append(("dotprod", ["--target=" + TRIPLE] + DOTPROD[name], QEMU_DOTPROD))
         exe = {}
-        for target in ("host", "aarch64"):
+        for target, cross, _ in targets:
             exe[target] = os.path.join(work, "%s.%s" % (name, target))
-            cross = ["--target=" + TRIPLE] if target == "aarch64" else []
-            if target == "aarch64" and broken:
-                cross.append("--break-pass=" + broken)
+            if target != "host" and broken:
+                cross = cross + ["--break-pass=" + broken]
             run([glowc, "compile", onnx, "-o", exe[target]] + quant + cross)
             res["size_" + target] = os.path.getsize(exe[target])
         args = ["--threads", "1"]
         for spec in inputs:
             args += ["--input", spec]
         got = {}
-        for target, prefix in (("host", []), ("aarch64", [QEMU])):
+        for target, _, prefix in targets:
             out = os.path.join(work, "%s.%s.out" % (name, target))
             os.makedirs(out)
             t1 = time.perf_counter()
@@ -138,7 +153,7 @@ def check_model(glowc, name, onnx, inputs, work, broken=None, profile=None):
             os.makedirs(interp)
             run([glowc, "run", onnx, "--backend=interp", "--output-dir", interp] + quant + args)
             got["interp"] = outputs(interp)
-            res["error"] = differing_bytes(got)
+            res["error"] = differing_bytes(got) or check_sdot(exe, args)
             if not res["error"]:
                 del res["error"]
         elif worst > REL_TOL:
@@ -153,7 +168,7 @@ def differing_bytes(got):
     """None when every run's outputs are the host's to the byte, else what
     differs: the output, which run, how many elements and by how much."""
     for key, want in got["host"].items():
-        for run_name in ("aarch64", "interp"):
+        for run_name in sorted(set(got) - {"host"}):
             have = got[run_name].get(key)
             if have is None or have.shape != want.shape or have.dtype != want.dtype:
                 return "output %s: %s has %s, the host %s %s" % (
@@ -164,6 +179,31 @@ def differing_bytes(got):
                        "(relative error %.3e); int8 must be byte-identical" % (
                            key, run_name, int((have != want).sum()), want.size,
                            rel_error(have, want))
+    return None
+
+
+def sdot_count(path):
+    """How many sdot instructions the executable's code holds."""
+    text = run([OBJDUMP, "-d", "--no-show-raw-insn", path])
+    return sum(1 for line in text.splitlines() if line.split("\t")[1:2] == ["sdot"])
+
+
+def check_sdot(exe, args):
+    """None when the dot product build holds and runs sdot and the plain
+    aarch64 one holds none, else what is wrong."""
+    plain, dot = sdot_count(exe["aarch64"]), sdot_count(exe["dotprod"])
+    if plain or not dot:
+        return "sdot instructions: %d in the plain aarch64 build (want 0), %d in the " \
+               "dotprod build (want some)" % (plain, dot)
+    out = exe["dotprod"] + ".no-dotprod"
+    os.makedirs(out)
+    # No core file from the expected crash (qemu writes one into its cwd).
+    proc = subprocess.run(QEMU_NO_DOTPROD + [exe["dotprod"]] + args + ["--output-dir", out],
+                          capture_output=True, text=True, timeout=900, cwd=out,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+    if proc.returncode != -signal.SIGILL and "Illegal instruction" not in proc.stderr:
+        return "the dotprod build ran to exit %d on %s, a CPU without dotprod: its %d " \
+               "sdot are not on the path taken" % (proc.returncode, QEMU_NO_DOTPROD[2], dot)
     return None
 
 

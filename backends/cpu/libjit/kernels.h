@@ -290,6 +290,9 @@ LJ_DECLARE_KWS(qconv_packed_u8)
 #if defined(__x86_64__)
 LJ_DECLARE_KWS(qconv_packed_vnni_i8)
 LJ_DECLARE_KWS(qconv_packed_vnni_u8)
+#elif defined(__aarch64__)
+LJ_DECLARE_KWS(qconv_packed_sdot_i8)
+LJ_DECLARE_KWS(qconv_packed_sdot_u8)
 #endif
 
 #endif
