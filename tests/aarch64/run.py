@@ -11,7 +11,9 @@ output's largest magnitude. Then the README's bundle example
 (tests/bundle/example.c) is cross-built against an aarch64 bundle of the
 digits model and must name the same digit as `glowc run` on every sample,
 and an operator without a libjit kernel must run on the interpreter's
-kernels cross-compiled into the executable (--fallback=interp).
+kernels cross-compiled into the executable (--fallback=interp); and the int8
+conv kernel cases of qconv_cases.py must give the interpreter's bytes on
+aarch64, with and without dotprod.
 The int8 cases (digits-int8, mobilenet_v2-int8) are profiled on the host
 (`glowc profile`), compiled with --quantize for both targets, and run on the
 interpreter too (`glowc run --backend=interp`): all three outputs must be
@@ -39,6 +41,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "fixtures", "models"))
 import export_models  # noqa: E402  (torch is imported lazily inside)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qconv_cases  # noqa: E402
 
 TRIPLE = "aarch64-linux-gnu"
 QEMU = "qemu-aarch64"
@@ -285,6 +289,38 @@ def check_bundle(glowc, work):
         return str(e)
 
 
+def check_qconv_cases(glowc, work):
+    """The int8 conv kernel cases (qconv_cases.py: the packed kernel's shape
+    classes and fully connected rows) compiled for aarch64 with and without
+    dotprod, run under qemu: the interpreter's bytes, as the host's. None,
+    or what failed."""
+    d = os.path.join(work, "qconv_cases")
+    os.makedirs(d)
+    try:
+        hl, specs, names = qconv_cases.write(d)
+        args = [a for spec in specs for a in ("--input", spec)]
+        got = {}
+        for run_name, backend in (("host", "interp"), ("cpu", "cpu")):
+            out = os.path.join(d, run_name)
+            run([glowc, "run", hl, "--backend=" + backend, "--output-dir", out] + args)
+            got[run_name] = outputs(out)
+        for run_name, flags, qemu in (("aarch64", [], [QEMU]),
+                                      ("dotprod", ["--target-features=+dotprod"], QEMU_DOTPROD)):
+            exe, out = os.path.join(d, run_name), os.path.join(d, run_name + ".out")
+            run([glowc, "compile", hl, "--target=" + TRIPLE, "-o", exe] + flags)
+            os.makedirs(out)
+            run(qemu + [exe, "--output-dir", out] + args)
+            got[run_name] = outputs(out)
+        if sorted(got["host"]) != sorted(names):
+            return "qconv cases: the interpreter wrote %s" % sorted(got["host"])
+        if not sdot_count(os.path.join(d, "dotprod")):
+            return "qconv cases: no sdot in the dotprod build"
+        diff = differing_bytes(got)
+        return "qconv cases (the host column is the interpreter): " + diff if diff else None
+    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+        return "qconv cases: " + str(e)
+
+
 def check_fallback(glowc, work):
     """An operator without a libjit kernel (Hardmax) run by the interpreter's
     kernels cross-compiled into the aarch64 executable (--fallback=interp):
@@ -368,19 +404,23 @@ def main():
                 sys.stdout.flush()
         bundle_error = check_bundle(glowc, work)
         fallback_error = check_fallback(glowc, work)
+        cases_error = check_qconv_cases(glowc, work)
     print(("FAIL bundle: %s" % bundle_error) if bundle_error else
           "ok   bundle: the README example, cross-built, agrees with glowc run on every sample")
     print(("FAIL fallback: %s" % fallback_error) if fallback_error else
           "ok   fallback: Hardmax on the interpreter's kernels, cross-compiled, as glowc run")
+    print(("FAIL %s" % cases_error) if cases_error else
+          "ok   qconv cases: %d int8 convs, aarch64 with and without dotprod, the interpreter's "
+          "bytes" % len(qconv_cases.cases(None)))
     failed = [r["name"] for r in results if "error" in r] + (["bundle"] if bundle_error else []) \
-        + (["fallback"] if fallback_error else [])
+        + (["fallback"] if fallback_error else []) + (["qconv cases"] if cases_error else [])
     print("%d models and the bundle in %.0f s" % (len(results), time.perf_counter() - t0))
     if failed:
         print("%d failed: %s" % (len(failed), " ".join(failed)))
         return 1
     exact = sum(1 for r in results if r.get("exact"))
     print("all %d float models within %.0e of the host, the %d int8 ones byte for byte (and "
-          "the interpreter); the bundle and the fallback agree"
+          "the interpreter); the bundle, the fallback and the qconv cases agree"
           % (len(results) - exact, REL_TOL, exact))
     return 0
 
