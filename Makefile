@@ -374,7 +374,9 @@ test-bundle: $(BUILD)/glowc
 # test-models does) compiled for aarch64-linux-gnu and run under qemu-aarch64,
 # each output within 1e-5 of the host executable's; the README's bundle example
 # cross-built and run under qemu; two int8 models (digits, mobilenet_v2 at
-# 112x112) byte for byte against the host and the interpreter (about 10 s more).
+# 112x112) byte for byte against the host and the interpreter (about 10 s more),
+# also built with dotprod (sdot kernels) and run under qemu-aarch64 -cpu max,
+# and sixteen int8 conv kernel cases with and without dotprod (about 30 s more).
 # 205 s of CPU (qemu 130 s of it), two models at
 # a time: 2-3 min on an idle 2-core machine (estimated; measured 7.5 min at a
 # load average of 11, the machine shared with three other test runs).

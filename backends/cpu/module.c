@@ -500,22 +500,27 @@ static void set_target_attributes(const CpuModule *m, LLVMContextRef ctx, LLVMVa
                                                       (unsigned)strlen(m->features)));
 }
 
-/* Whether the module's features (the host's, then --target-features) turn
- * feature f ("avx512vnni") on: the last of "+f" and "-f" in "+a,+f,-b,-f"
- * decides, as for LLVM. A CPU named by --target-cpu alone brings its
- * features to LLVM but not to this list, and is given the kernels every
- * CPU of the target runs. */
-static bool has_feature(const CpuModule *m, const char *f) {
+/* What the module's features (the host's, then --target-features) say of
+ * feature f ("avx512vnni"): 1 on, -1 off, 0 nothing; the last of "+f" and
+ * "-f" in "+a,+f,-b,-f" decides, as for LLVM. */
+static int feature_sign(const CpuModule *m, const char *f) {
     size_t n = strlen(f);
-    bool on = false;
+    int sign = 0;
     for (const char *p = m->features; p && *p;) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         if (len == n + 1 && (*p == '+' || *p == '-') && !strncmp(p + 1, f, n))
-            on = *p == '+';
+            sign = *p == '+' ? 1 : -1;
         p = end ? end + 1 : NULL;
     }
-    return on;
+    return sign;
+}
+
+/* Whether the features turn f on. A CPU named by --target-cpu alone brings
+ * its features to LLVM but not to this list, and is given the kernels every
+ * CPU of the target runs (but for dotprod: cpu_has_dotprod). */
+static bool has_feature(const CpuModule *m, const char *f) {
+    return feature_sign(m, f) > 0;
 }
 
 bool cpu_has_vnni(const CpuModule *m) {
@@ -528,11 +533,9 @@ bool cpu_has_vnni(const CpuModule *m) {
 bool cpu_has_dotprod(const CpuModule *m) {
     if (strcmp(m->target->arch, "aarch64"))
         return false;
-    if (has_feature(m, "dotprod"))
-        return true;
-    for (const char *p = m->features; p && (p = strstr(p, "-dotprod")); p++)
-        if (p[8] == ',' || !p[8])
-            return false;
+    int sign = feature_sign(m, "dotprod");
+    if (sign)
+        return sign > 0;
     static const char *const cpus[] = {TARGET_DOTPROD_CPUS_aarch64};
     return in_list(m->cpu, strlen(m->cpu), cpus, COUNT(cpus));
 }
