@@ -119,8 +119,10 @@ endef
 
 # The names LLVM knows for each target's CPUs and features, as macros
 # TARGET_CPUS_ARCH and TARGET_FEATURES_ARCH (module.c), so that
-# --target-cpu=TYPO is an error rather than LLVM's warning and generic code.
-$(GEN)/target_names.h: backends/cpu/targets.def | $(DEPS_STAMP)
+# --target-cpu=TYPO is an error rather than LLVM's warning and generic code;
+# and TARGET_DOTPROD_CPUS_aarch64, the AArch64 CPUs clang's driver gives
+# +dotprod (for the sdot kernels: module.c's cpu_has_dotprod).
+$(GEN)/target_names.h: backends/cpu/targets.def Makefile | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	@rm -f $@.tmp
 	for t in $(CPU_TARGETS); do \
@@ -132,6 +134,14 @@ $(GEN)/target_names.h: backends/cpu/targets.def | $(DEPS_STAMP)
 	           END {print ""; exit n == 0}' >> $@.tmp || exit 1; \
 	  done; \
 	done
+	printf '#define TARGET_DOTPROD_CPUS_aarch64' >> $@.tmp
+	for c in $$($(LLVM_BIN)/llc -mtriple=aarch64-linux-gnu -mcpu=help </dev/null 2>&1 | \
+	    awk '/Available CPUs/ {f = 1; next} /Available features/ {f = 0} f && $$2 == "-" {print $$1}'); do \
+	  if $(CC) --target=aarch64-linux-gnu -mcpu=$$c -### -c -x c /dev/null 2>&1 | \
+	    grep -q '"+dotprod"'; then printf ' "%s",' $$c >> $@.tmp; fi; \
+	done
+	@echo >> $@.tmp
+	@grep -q 'DOTPROD_CPUS_aarch64 "' $@.tmp || { echo "$@: no aarch64 CPU has dotprod?"; exit 1; }
 	mv $@.tmp $@
 
 define TARGET_RULES
@@ -364,7 +374,9 @@ test-bundle: $(BUILD)/glowc
 # test-models does) compiled for aarch64-linux-gnu and run under qemu-aarch64,
 # each output within 1e-5 of the host executable's; the README's bundle example
 # cross-built and run under qemu; two int8 models (digits, mobilenet_v2 at
-# 112x112) byte for byte against the host and the interpreter (about 10 s more).
+# 112x112) byte for byte against the host and the interpreter (about 10 s more),
+# also built with dotprod (sdot kernels) and run under qemu-aarch64 -cpu max,
+# and sixteen int8 conv kernel cases with and without dotprod (about 30 s more).
 # 205 s of CPU (qemu 130 s of it), two models at
 # a time: 2-3 min on an idle 2-core machine (estimated; measured 7.5 min at a
 # load average of 11, the machine shared with three other test runs).

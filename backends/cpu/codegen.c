@@ -446,12 +446,15 @@ static bool is_depthwise_conv(const LirInstr *i) {
 }
 
 /* libjit_K_vnni_E: a kernel using AVX-512 VNNI's vpdpbusd (k_qconv.c),
- * which only a target that has it may call. */
+ * or libjit_K_sdot_E, AArch64's sdot (k_qconvp.c), which only a target
+ * that has it may call. */
 static LLVMValueRef vnni_kernel(CG *g, NodeKind nk, const LirInstr *i, char *name, size_t size) {
-    if (!cpu_has_vnni(g->m))
+    const char *dot = cpu_dot_kernels(g->m);
+    if (!dot)
         return NULL;
     char vn[128];
-    snprintf(vn, sizeof vn, "libjit_%s_vnni_%s", node_kind_name(nk), elem_name(i->ops[0]->type.elem));
+    snprintf(vn, sizeof vn, "libjit_%s_%s_%s", node_kind_name(nk), dot,
+             elem_name(i->ops[0]->type.elem));
     LLVMValueRef k = LLVMGetNamedFunction(g->mod, vn);
     if (k)
         snprintf(name, size, "%s", vn);

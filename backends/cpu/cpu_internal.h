@@ -81,6 +81,12 @@ void cpu_finish_module(CpuModule *m);
 /* The target has AVX-512 VNNI (its features list +avx512vnni, +evex512):
  * code generation may call the libjit_*_vnni_* kernels. */
 bool cpu_has_vnni(const CpuModule *m);
+/* The target is AArch64 with the dot product extension (+dotprod, or a CPU
+ * that has it): code generation may call the libjit_*_sdot_* kernels. */
+bool cpu_has_dotprod(const CpuModule *m);
+/* The infix of the dot-product kernels this target may call ("vnni",
+ * "sdot"), or NULL. */
+const char *cpu_dot_kernels(const CpuModule *m);
 void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
                         bool (*keep)(const CpuModule *, const char *));
 /* The precompiled engine (engine.c): whether o's output links it, the

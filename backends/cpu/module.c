@@ -500,26 +500,48 @@ static void set_target_attributes(const CpuModule *m, LLVMContextRef ctx, LLVMVa
                                                       (unsigned)strlen(m->features)));
 }
 
-/* Whether the module's features (the host's, then --target-features) turn
- * feature f ("avx512vnni") on: the last of "+f" and "-f" in "+a,+f,-b,-f"
- * decides, as for LLVM. A CPU named by --target-cpu alone brings its
- * features to LLVM but not to this list, and is given the kernels every
- * CPU of the target runs. */
-static bool has_feature(const CpuModule *m, const char *f) {
+/* What the module's features (the host's, then --target-features) say of
+ * feature f ("avx512vnni"): 1 on, -1 off, 0 nothing; the last of "+f" and
+ * "-f" in "+a,+f,-b,-f" decides, as for LLVM. */
+static int feature_sign(const CpuModule *m, const char *f) {
     size_t n = strlen(f);
-    bool on = false;
+    int sign = 0;
     for (const char *p = m->features; p && *p;) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         if (len == n + 1 && (*p == '+' || *p == '-') && !strncmp(p + 1, f, n))
-            on = *p == '+';
+            sign = *p == '+' ? 1 : -1;
         p = end ? end + 1 : NULL;
     }
-    return on;
+    return sign;
+}
+
+/* Whether the features turn f on. A CPU named by --target-cpu alone brings
+ * its features to LLVM but not to this list, and is given the kernels every
+ * CPU of the target runs (but for dotprod: cpu_has_dotprod). */
+static bool has_feature(const CpuModule *m, const char *f) {
+    return feature_sign(m, f) > 0;
 }
 
 bool cpu_has_vnni(const CpuModule *m) {
     return has_feature(m, "avx512vnni") && has_feature(m, "evex512");
+}
+
+/* AArch64's dot product instructions (sdot): named by --target-features, or
+ * brought by the --target-cpu (target_names.h lists the CPUs whose features
+ * clang-19 expands to +dotprod), unless -dotprod takes them away. */
+bool cpu_has_dotprod(const CpuModule *m) {
+    if (strcmp(m->target->arch, "aarch64"))
+        return false;
+    int sign = feature_sign(m, "dotprod");
+    if (sign)
+        return sign > 0;
+    static const char *const cpus[] = {TARGET_DOTPROD_CPUS_aarch64};
+    return in_list(m->cpu, strlen(m->cpu), cpus, COUNT(cpus));
+}
+
+const char *cpu_dot_kernels(const CpuModule *m) {
+    return cpu_has_vnni(m) ? "vnni" : cpu_has_dotprod(m) ? "sdot" : NULL;
 }
 
 void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
@@ -527,8 +549,8 @@ void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
     /* The VNNI kernels (libjit_*_vnni_*) are for targets that have it:
      * elsewhere they are never called, and their 512-bit dot products do
      * not even select (LLVM aborts), so they are made internal here and
-     * dropped as unused before code generation. */
-    bool vnni = cpu_has_vnni(m);
+     * dropped as unused before code generation; the sdot ones likewise. */
+    bool vnni = cpu_has_vnni(m), sdot = cpu_has_dotprod(m);
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMSetTarget(mod, m->triple);
     LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m->tm);
@@ -540,7 +562,7 @@ void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
         set_target_attributes(m, ctx, fn);
         size_t len;
         const char *name = LLVMGetValueName2(fn, &len);
-        if (!keep(m, name) || (!vnni && strstr(name, "_vnni")))
+        if (!keep(m, name) || (!vnni && strstr(name, "_vnni")) || (!sdot && strstr(name, "_sdot")))
             LLVMSetLinkage(fn, LLVMInternalLinkage);
     }
     for (LLVMValueRef gv = LLVMGetFirstGlobal(mod); gv; gv = LLVMGetNextGlobal(gv)) {

@@ -11,11 +11,17 @@ output's largest magnitude. Then the README's bundle example
 (tests/bundle/example.c) is cross-built against an aarch64 bundle of the
 digits model and must name the same digit as `glowc run` on every sample,
 and an operator without a libjit kernel must run on the interpreter's
-kernels cross-compiled into the executable (--fallback=interp).
+kernels cross-compiled into the executable (--fallback=interp); and the int8
+conv kernel cases of qconv_cases.py must give the interpreter's bytes on
+aarch64, with and without dotprod.
 The int8 cases (digits-int8, mobilenet_v2-int8) are profiled on the host
 (`glowc profile`), compiled with --quantize for both targets, and run on the
 interpreter too (`glowc run --backend=interp`): all three outputs must be
-the same bytes.
+the same bytes. They are also compiled for aarch64 with the dot product
+extension (DOTPROD: sdot kernels) and run under `qemu-aarch64 -cpu max`:
+the same bytes again; the disassembly must hold sdot (and the plain
+build's none), and the executable must die of an illegal instruction on a
+CPU without dotprod (cortex-a72), so sdot is not only present but run.
 One line per model, the figures at the end; exit 1 on any failure.
 
 Usage: python3 tests/aarch64/run.py GLOWC [--models NAME...] [--jobs N] [--break-pass PASS]
@@ -24,7 +30,9 @@ import argparse
 import concurrent.futures
 import functools
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +41,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "fixtures", "models"))
 import export_models  # noqa: E402  (torch is imported lazily inside)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qconv_cases  # noqa: E402
 
 TRIPLE = "aarch64-linux-gnu"
 QEMU = "qemu-aarch64"
@@ -66,6 +76,13 @@ SAMPLES = os.path.join(ROOT, "fixtures", "models", "digits_samples")
 # depthwise kernel's 49-of-56-lanes case) besides 56, 28, 14 and 4.
 INT8 = ["digits-int8", "mobilenet_v2-int8"]
 INT8_SIDE = 112
+# The dot product build of each int8 case: the feature named, or brought by
+# a CPU that has it (module.c's cpu_has_dotprod; both ways are tested).
+DOTPROD = {"digits-int8": ["--target-features=+dotprod"],
+           "mobilenet_v2-int8": ["--target-cpu=neoverse-n1"]}
+QEMU_DOTPROD = [QEMU, "-cpu", "max"]
+QEMU_NO_DOTPROD = [QEMU, "-cpu", "cortex-a72"]
+OBJDUMP = "/usr/lib/llvm-19/bin/llvm-objdump"
 
 
 def run(cmd, timeout=900):
@@ -102,19 +119,21 @@ def check_model(glowc, name, onnx, inputs, work, broken=None, profile=None):
     res = {"name": name}
     try:
         quant = ["--quantize=" + profile] if profile else []
+        targets = [("host", [], []), ("aarch64", ["--target=" + TRIPLE], [QEMU])]
+        if profile:
+            targets.append(("dotprod", ["--target=" + TRIPLE] + DOTPROD[name], QEMU_DOTPROD))
         exe = {}
-        for target in ("host", "aarch64"):
+        for target, cross, _ in targets:
             exe[target] = os.path.join(work, "%s.%s" % (name, target))
-            cross = ["--target=" + TRIPLE] if target == "aarch64" else []
-            if target == "aarch64" and broken:
-                cross.append("--break-pass=" + broken)
+            if target != "host" and broken:
+                cross = cross + ["--break-pass=" + broken]
             run([glowc, "compile", onnx, "-o", exe[target]] + quant + cross)
             res["size_" + target] = os.path.getsize(exe[target])
         args = ["--threads", "1"]
         for spec in inputs:
             args += ["--input", spec]
         got = {}
-        for target, prefix in (("host", []), ("aarch64", [QEMU])):
+        for target, _, prefix in targets:
             out = os.path.join(work, "%s.%s.out" % (name, target))
             os.makedirs(out)
             t1 = time.perf_counter()
@@ -138,7 +157,7 @@ def check_model(glowc, name, onnx, inputs, work, broken=None, profile=None):
             os.makedirs(interp)
             run([glowc, "run", onnx, "--backend=interp", "--output-dir", interp] + quant + args)
             got["interp"] = outputs(interp)
-            res["error"] = differing_bytes(got)
+            res["error"] = differing_bytes(got) or check_sdot(exe, args)
             if not res["error"]:
                 del res["error"]
         elif worst > REL_TOL:
@@ -153,7 +172,7 @@ def differing_bytes(got):
     """None when every run's outputs are the host's to the byte, else what
     differs: the output, which run, how many elements and by how much."""
     for key, want in got["host"].items():
-        for run_name in ("aarch64", "interp"):
+        for run_name in sorted(set(got) - {"host"}):
             have = got[run_name].get(key)
             if have is None or have.shape != want.shape or have.dtype != want.dtype:
                 return "output %s: %s has %s, the host %s %s" % (
@@ -164,6 +183,31 @@ def differing_bytes(got):
                        "(relative error %.3e); int8 must be byte-identical" % (
                            key, run_name, int((have != want).sum()), want.size,
                            rel_error(have, want))
+    return None
+
+
+def sdot_count(path):
+    """How many sdot instructions the executable's code holds."""
+    text = run([OBJDUMP, "-d", "--no-show-raw-insn", path])
+    return sum(1 for line in text.splitlines() if line.split("\t")[1:2] == ["sdot"])
+
+
+def check_sdot(exe, args):
+    """None when the dot product build holds and runs sdot and the plain
+    aarch64 one holds none, else what is wrong."""
+    plain, dot = sdot_count(exe["aarch64"]), sdot_count(exe["dotprod"])
+    if plain or not dot:
+        return "sdot instructions: %d in the plain aarch64 build (want 0), %d in the " \
+               "dotprod build (want some)" % (plain, dot)
+    out = exe["dotprod"] + ".no-dotprod"
+    os.makedirs(out)
+    # No core file from the expected crash (qemu writes one into its cwd).
+    proc = subprocess.run(QEMU_NO_DOTPROD + [exe["dotprod"]] + args + ["--output-dir", out],
+                          capture_output=True, text=True, timeout=900, cwd=out,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+    if proc.returncode != -signal.SIGILL and "Illegal instruction" not in proc.stderr:
+        return "the dotprod build ran to exit %d on %s, a CPU without dotprod: its %d " \
+               "sdot are not on the path taken" % (proc.returncode, QEMU_NO_DOTPROD[2], dot)
     return None
 
 
@@ -243,6 +287,38 @@ def check_bundle(glowc, work):
         return None if samples else "no samples in %s" % SAMPLES
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         return str(e)
+
+
+def check_qconv_cases(glowc, work):
+    """The int8 conv kernel cases (qconv_cases.py: the packed kernel's shape
+    classes and fully connected rows) compiled for aarch64 with and without
+    dotprod, run under qemu: the interpreter's bytes, as the host's. None,
+    or what failed."""
+    d = os.path.join(work, "qconv_cases")
+    os.makedirs(d)
+    try:
+        hl, specs, names = qconv_cases.write(d)
+        args = [a for spec in specs for a in ("--input", spec)]
+        got = {}
+        for run_name, backend in (("host", "interp"), ("cpu", "cpu")):
+            out = os.path.join(d, run_name)
+            run([glowc, "run", hl, "--backend=" + backend, "--output-dir", out] + args)
+            got[run_name] = outputs(out)
+        for run_name, flags, qemu in (("aarch64", [], [QEMU]),
+                                      ("dotprod", ["--target-features=+dotprod"], QEMU_DOTPROD)):
+            exe, out = os.path.join(d, run_name), os.path.join(d, run_name + ".out")
+            run([glowc, "compile", hl, "--target=" + TRIPLE, "-o", exe] + flags)
+            os.makedirs(out)
+            run(qemu + [exe, "--output-dir", out] + args)
+            got[run_name] = outputs(out)
+        if sorted(got["host"]) != sorted(names):
+            return "qconv cases: the interpreter wrote %s" % sorted(got["host"])
+        if not sdot_count(os.path.join(d, "dotprod")):
+            return "qconv cases: no sdot in the dotprod build"
+        diff = differing_bytes(got)
+        return "qconv cases (the host column is the interpreter): " + diff if diff else None
+    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+        return "qconv cases: " + str(e)
 
 
 def check_fallback(glowc, work):
@@ -328,19 +404,23 @@ def main():
                 sys.stdout.flush()
         bundle_error = check_bundle(glowc, work)
         fallback_error = check_fallback(glowc, work)
+        cases_error = check_qconv_cases(glowc, work)
     print(("FAIL bundle: %s" % bundle_error) if bundle_error else
           "ok   bundle: the README example, cross-built, agrees with glowc run on every sample")
     print(("FAIL fallback: %s" % fallback_error) if fallback_error else
           "ok   fallback: Hardmax on the interpreter's kernels, cross-compiled, as glowc run")
+    print(("FAIL %s" % cases_error) if cases_error else
+          "ok   qconv cases: %d int8 convs, aarch64 with and without dotprod, the interpreter's "
+          "bytes" % len(qconv_cases.cases(None)))
     failed = [r["name"] for r in results if "error" in r] + (["bundle"] if bundle_error else []) \
-        + (["fallback"] if fallback_error else [])
+        + (["fallback"] if fallback_error else []) + (["qconv cases"] if cases_error else [])
     print("%d models and the bundle in %.0f s" % (len(results), time.perf_counter() - t0))
     if failed:
         print("%d failed: %s" % (len(failed), " ".join(failed)))
         return 1
     exact = sum(1 for r in results if r.get("exact"))
     print("all %d float models within %.0e of the host, the %d int8 ones byte for byte (and "
-          "the interpreter); the bundle and the fallback agree"
+          "the interpreter); the bundle, the fallback and the qconv cases agree"
           % (len(results) - exact, REL_TOL, exact))
     return 0
 

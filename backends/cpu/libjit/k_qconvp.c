@@ -374,6 +374,95 @@ PVNNI ptile_vnni_3(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 3) PTILE_END(3) }
 PVNNI ptile_vnni_4(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 4) PTILE_END(4) }
 #endif
 
+#if defined(__aarch64__)
+/* AArch64's dot product extension (dotprod: Armv8.2-A and later, every
+ * Neoverse): sdot adds four s8 x s8 products to each i32 lane, sixteen in
+ * a q register, and its by-element form takes the weight word from a lane
+ * of another register -- one 16-byte read is a block's four row words.
+ * sdot's activations are signed: pconv flips the band's shift (sh ^ 128,
+ * so the band holds x + sh - 128 as s8), and psdot_bias puts the 128 *
+ * (row's weight sum) that takes away back into each row's bias; the i32
+ * sums wrap exactly as vpdpbusd's, so they end where the plain path's do.
+ * Called with the module's features only when they have dotprod
+ * (libjit_*_sdot_*, codegen.c); not always-inline for the reason PVNNI's
+ * are not. */
+#include <arm_neon.h>
+#define PSDOT static __attribute__((target("dotprod")))
+
+/* Each row's weight sum times 128, added to its bias (wrapping: the sums
+ * that start from it wrap back). */
+PSDOT void psdot_bias(const PConv *p, PBlock *blocks) {
+    const int8_t *w = (const int8_t *)p->g.w;
+    int64_t n = p->taps * p->c4;
+    for (int64_t mb = 0; mb < p->m4; mb++) {
+        int32x4_t s = vdupq_n_s32(0);
+        for (int64_t k = 0; k < n; k++)
+            s = vdotq_s32(s, vld1q_s8(w + (mb * n + k) * 16), vdupq_n_s8(1));
+        int32_t sum[PMR];
+        vst1q_s32(sum, s);
+        for (int r = 0; r < PMR; r++)
+            blocks[mb].bias[r] = (int32_t)((uint32_t)blocks[mb].bias[r] + 128u * (uint32_t)sum[r]);
+    }
+}
+
+/* pq_requant's one f32 fma on four lanes, then saturated to 16 bits. */
+PSDOT int16x4_t psdot_requant(int32x4_t a, float mult, int32_t zadj) {
+    a = vminq_s32(vmaxq_s32(a, vdupq_n_s32(-PQ_CLAMP)), vdupq_n_s32(PQ_CLAMP));
+    float32x4_t f = vfmaq_f32(vdupq_n_f32(PQ_MAGIC), vcvtq_f32_s32(a), vdupq_n_f32(mult));
+    return vqmovn_s32(vsubq_s32(vreinterpretq_s32_f32(f), vdupq_n_s32(zadj)));
+}
+
+/* Sixteen positions of one row requantized into q (saturated to y's kind). */
+PSDOT void psdot_bytes(const PDest *d, float mult, int32x4_t s0, int32x4_t s1, int32x4_t s2,
+                       int32x4_t s3, uint8_t *q) {
+    int16x8_t lo = vcombine_s16(psdot_requant(s0, mult, d->zadj), psdot_requant(s1, mult, d->zadj));
+    int16x8_t hi = vcombine_s16(psdot_requant(s2, mult, d->zadj), psdot_requant(s3, mult, d->zadj));
+    if (d->i8)
+        vst1q_s8((int8_t *)q, vcombine_s8(vqmovn_s16(lo), vqmovn_s16(hi)));
+    else
+        vst1q_u8(q, vcombine_u8(vqmovun_s16(lo), vqmovun_s16(hi)));
+}
+
+/* A tile sixteen positions at a time: 4 rows x 4 q registers of sums, the
+ * positions' 4 and the block's weights beside them (21 of 32 registers;
+ * the x86 tile's 64 positions would spill here). The weights are read again
+ * for every sixteen positions, one load per 16 sdot. Sums go to acc, or
+ * (dst) are requantized into q and each run of the tile copied out. */
+#define SD_DECL(r) a##r##0 = vdupq_n_s32(blk->bias[r]), a##r##1 = a##r##0, a##r##2 = a##r##0, \
+                   a##r##3 = a##r##0
+#define SD_ROW(r)                                                                                 \
+    a##r##0 = vdotq_laneq_s32(a##r##0, x0, w, r), a##r##1 = vdotq_laneq_s32(a##r##1, x1, w, r),   \
+    a##r##2 = vdotq_laneq_s32(a##r##2, x2, w, r), a##r##3 = vdotq_laneq_s32(a##r##3, x3, w, r)
+#define SD_SAVE(r)                                                                                \
+    if (dst)                                                                                      \
+        psdot_bytes(dst, blk->mult[r], a##r##0, a##r##1, a##r##2, a##r##3, q[r] + 16 * v);        \
+    else {                                                                                        \
+        int32_t *o = (int32_t *)&acc[r][v];                                                       \
+        vst1q_s32(o, a##r##0), vst1q_s32(o + 4, a##r##1), vst1q_s32(o + 8, a##r##2),              \
+            vst1q_s32(o + 12, a##r##3);                                                           \
+    }
+PSDOT void ptile_sdot(int nv, PTILE_ARGS) {
+    uint8_t q[PMR][PT];
+    for (int v = 0; v < nv; v++) {
+        int32x4_t SD_DECL(0), SD_DECL(1), SD_DECL(2), SD_DECL(3);
+        for (int64_t t = 0; t < taps; t++) {
+            const int8_t *xt = (const int8_t *)(xb + toff[t] + PV * v);
+            const int8_t *wt = (const int8_t *)(wb + t * c4 * PMR);
+            for (int64_t c = 0; c < c4; c++, xt += 4 * cstride, wt += 4 * PMR) {
+                int8x16_t x0 = vld1q_s8(xt), x1 = vld1q_s8(xt + 16), x2 = vld1q_s8(xt + 32),
+                          x3 = vld1q_s8(xt + 48), w = vld1q_s8(wt);
+                SD_ROW(0), SD_ROW(1), SD_ROW(2), SD_ROW(3);
+            }
+        }
+        SD_SAVE(0) SD_SAVE(1) SD_SAVE(2) SD_SAVE(3)
+    }
+    for (int r = 0; r < PMR && dst; r++)
+        for (int i = 0; i < dst->ru->n; i++)
+            __builtin_memcpy(dst->y[r] + dst->ru->at[i], q[r] + dst->ru->t[i],
+                             (size_t)dst->ru->len[i]);
+}
+#endif
+
 /* One tile of nv vectors of the kind's body; the sums of the lanes beyond
  * are 0. */
 #define PTILE_CALL(KIND)                                                                           \
@@ -392,6 +481,11 @@ LJ_INLINE void ptile(bool vnni, int nv, const uint32_t *xb, const uint32_t *wb, 
 #if defined(__x86_64__)
     if (vnni) {
         PTILE_CALL(vnni)
+        return;
+    }
+#elif defined(__aarch64__)
+    if (vnni) { /* sdot */
+        ptile_sdot(nv, xb, wb, toff, taps, c4, cstride, blk, dst, acc);
         return;
     }
 #endif
@@ -522,6 +616,12 @@ LJ_INLINE void pconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
         }
     PBlock *blocks = (PBlock *)(toff + p.taps);
     pconv_blocks(&p, vnni, blocks);
+#if defined(__aarch64__)
+    if (vnni) { /* sdot: signed activations (psdot_bias says how) */
+        psdot_bias(&p, blocks);
+        p.sh ^= 128;
+    }
+#endif
     for (int64_t u = lo; u < hi; u++)
         pconv_unit(&p, u, vnni, buf, toff, blocks);
     lj_scratch_put(sc, buf);
@@ -548,4 +648,7 @@ PCONV_ENTRIES(u8, , false)
 #if defined(__x86_64__)
 PCONV_ENTRIES(i8, _vnni, true)
 PCONV_ENTRIES(u8, _vnni, true)
+#elif defined(__aarch64__)
+PCONV_ENTRIES(i8, _sdot, true)
+PCONV_ENTRIES(u8, _sdot, true)
 #endif

@@ -283,6 +283,9 @@ LJ_DECLARE_KWS(qlinear_conv_u8)
 #if defined(__x86_64__)
 LJ_DECLARE_KWS(qlinear_conv_vnni_i8)
 LJ_DECLARE_KWS(qlinear_conv_vnni_u8)
+#elif defined(__aarch64__)
+LJ_DECLARE_KWS(qlinear_conv_sdot_i8)
+LJ_DECLARE_KWS(qlinear_conv_sdot_u8)
 #endif
 /* k_qconvp.c: qconv_packed (weights packed by the qconv-pack pass). */
 LJ_DECLARE_KWS(qconv_packed_i8)
@@ -290,6 +293,9 @@ LJ_DECLARE_KWS(qconv_packed_u8)
 #if defined(__x86_64__)
 LJ_DECLARE_KWS(qconv_packed_vnni_i8)
 LJ_DECLARE_KWS(qconv_packed_vnni_u8)
+#elif defined(__aarch64__)
+LJ_DECLARE_KWS(qconv_packed_sdot_i8)
+LJ_DECLARE_KWS(qconv_packed_sdot_u8)
 #endif
 
 #endif
