@@ -1520,6 +1520,99 @@ static void test_recurrent(void **state) {
     assert_true(worst <= 1);
 }
 
+/* ---- resize ------------------------------------------------------------------------ */
+
+/* libjit_resize_f32 against the interpreter, over every coordinate mode
+ * but crop (which, like cubic, antialias, a resized leading axis and rank
+ * 1, it hands to the every-kind rows: a few such cases check that hand-off),
+ * every nearest rounding, and scale classes: integer 2x (the vector
+ * doubling) and 3x, fractional up and down, sizes given without scales,
+ * and widths of a few vectors. Nearest copies elements: exact. Linear sums
+ * at most two taps per axis in f32 where the interpreter sums in double:
+ * the f32 weights (one rounding each), the products and the sum of each
+ * axis's pass each add at most u = 2^-24 of sum w|x| (the weights are at
+ * least 0), the first pass's error carries through the second, so within
+ * 6u of mag (the interpreter on |x|) to first order; 8u covers the second
+ * order terms, and an ulp the reference's own rounding. */
+static void test_resize(void **state) {
+    static const int ctms[] = {CTM_HALF_PIXEL, CTM_ALIGN_CORNERS, CTM_ASYMMETRIC,
+                               CTM_PYTORCH_HALF_PIXEL, CTM_TF_HALF_PIXEL_FOR_NN,
+                               CTM_HALF_PIXEL_SYMMETRIC};
+    static const int nearest[] = {NEAREST_ROUND_PREFER_FLOOR, NEAREST_ROUND_PREFER_CEIL,
+                                  NEAREST_FLOOR, NEAREST_CEIL};
+    /* output / input per axis as (num, den); 0: sizes only, no scales */
+    static const int scales[][2] = {{2, 1}, {3, 1}, {3, 2}, {7, 3}, {1, 2}, {3, 5}, {1, 1}, {0, 0}};
+    uint64_t s = 41;
+    double worst = 0;
+    int cases = 0;
+    for (int i = 0; i < 240; i++) {
+        int mode = i % 2 ? MODE_LINEAR : MODE_NEAREST, ctm = ctms[(i / 2) % 6];
+        int rank = i % 11 == 3 ? 2 : i % 11 == 4 ? 3 : 4;
+        bool fallback = i >= 220; /* cubic, antialias, a resized channel axis, crop */
+        int64_t x[4], y[4];
+        float sc[4];
+        bool given = true;
+        for (int a = 0; a < rank; a++) {
+            x[a] = a + 2 < rank ? rnd(&s, 1, 3) : rnd(&s, 1, i % 5 == 0 ? 70 : 12);
+            y[a] = x[a];
+            sc[a] = 1;
+            if (a + 2 < rank)
+                continue;
+            const int *q = scales[rnd(&s, 0, 7)];
+            if (q[0] == 0) {
+                y[a] = rnd(&s, 1, 2 * x[a] + 3);
+                given = false;
+            } else {
+                sc[a] = (float)q[0] / (float)q[1];
+                y[a] = (int64_t)floor((double)x[a] * sc[a]);
+                y[a] = y[a] < 1 ? 1 : y[a];
+            }
+        }
+        int fb = i % 4;
+        if (fallback && fb == 2 && rank > 2) {
+            y[1] = x[1] + 1;
+            sc[1] = (float)y[1] / (float)x[1];
+        }
+        Case c = {0};
+        desc_begin(&c.d, NK_RESIZE, 1);
+        desc_operand(&c.d, rank, y);
+        desc_operand(&c.d, rank, x);
+        desc_int(&c.d, AK_mode, fallback && fb == 0 ? MODE_CUBIC : mode);
+        desc_int(&c.d, AK_coordinate_transformation_mode,
+                 fallback && fb == 3 ? CTM_TF_CROP_AND_RESIZE : ctm);
+        desc_int(&c.d, AK_nearest_mode, nearest[rnd(&s, 0, 3)]);
+        if (given)
+            desc_floats(&c.d, AK_scales, rank, sc);
+        if (fallback && fb == 1)
+            desc_int(&c.d, AK_antialias, 1);
+        if (fallback && fb == 3) {
+            float roi[8];
+            for (int a = 0; a < rank; a++)
+                roi[a] = 0.1f, roi[rank + a] = 0.8f;
+            desc_floats(&c.d, AK_roi, 2 * rank, roi);
+        }
+        if (i % 13 == 5)
+            desc_int(&c.d, AK_exclude_outside, 1);
+        case_alloc(&c, (uint64_t)i);
+        assert_true(case_reference(&c, true));
+        run_kernel(&c.d, libjit_resize_f32, libjit_resize_f32_work, c.fast);
+        char what[96];
+        snprintf(what, sizeof what, "resize_f32 case %d (mode %d ctm %d, %lldx%lld -> %lldx%lld)", i,
+                 mode, ctm, (long long)x[rank - 2], (long long)x[rank - 1], (long long)y[rank - 2],
+                 (long long)y[rank - 1]);
+        bool exact = mode == MODE_NEAREST && !fallback;
+        double r = case_check(&c, 0, exact ? (Tol){0, 0, 0} : (Tol){8 * ldexp(1, -24), 1, 0}, what);
+        worst = r > worst ? r : worst;
+        check_thread_shares(&c, libjit_resize_f32, libjit_resize_f32_work, what);
+        check_static_scratch(&c, libjit_resize_f32, libjit_resize_f32_work, libjit_resize_f32_scratch,
+                             what);
+        case_free(&c);
+        cases++;
+    }
+    printf("resize_f32: %d cases, worst error %.3f of the bound\n", cases, worst);
+    assert_true(worst <= 1);
+}
+
 /* The f32 vector softmax, log_softmax and layer_norm (k_vnorm.c) against
  * the interpreter's double. Inputs in [-1, 1), so x - max is in (-2, 0]:
  * its f32 rounding moves e^(x - max) by at most 2 * 2^-24 relative, lj_exp
@@ -1633,6 +1726,7 @@ int main(void) {
         cmocka_unit_test(test_conv_transpose),
         cmocka_unit_test(test_conv_weight_grad),
         cmocka_unit_test(test_recurrent),
+        cmocka_unit_test(test_resize),
         cmocka_unit_test(test_norm_vector),
         cmocka_unit_test(test_any_unary),
         cmocka_unit_test(test_any_binary),

@@ -20,6 +20,7 @@
 
 #include "backends/cpu/libjit/elem.h"
 #include "backends/cpu/libjit/kernels.h"
+#include "backends/cpu/libjit/vec.h"
 #include "core/resize.h"
 
 typedef struct Rs {
@@ -210,6 +211,30 @@ LJ_INLINE void rs_row(const Rs *p, const RsAxis *t, const void *x, void *y, int6
     }
 }
 
+/* Builds every axis's tables in buf (rs_words words) into t; false, with
+ * the failure recorded, when the geometry is absurd (the interpreter
+ * reports it too). acc: room for a row of doubles after the tables. */
+LJ_INLINE bool rs_tables(const Rs *p, int64_t *buf, RsAxis *t, double **acc, LjScratch *sc) {
+    int64_t *at = buf, cap = 0;
+    for (int i = 0; i < p->rank; i++) {
+        int64_t o = p->out[i], n = o * p->per[i];
+        t[i].first = at;
+        t[i].outside = at + o + 1;
+        t[i].off = at + 2 * (o + 1);
+        t[i].w = (double *)(void *)(at + 2 * (o + 1) + n);
+        at += axis_words(p, i);
+        cap = 2 * p->per[i] + 8 > cap ? 2 * p->per[i] + 8 : cap;
+    }
+    double *c = (double *)(void *)at;
+    *acc = c + cap;
+    bool ok = true;
+    for (int i = 0; i < p->rank && ok; i++)
+        ok = rs_axis(p, i, &t[i], c, cap);
+    if (!ok)
+        lj_fail_run(sc, "a coordinate far outside the input");
+    return ok;
+}
+
 /* Operands: y, x. */
 LIBJIT_KERNEL libjit_resize_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
                                 LjScratch *sc) {
@@ -229,26 +254,226 @@ LIBJIT_KERNEL libjit_resize_any(const int64_t *d, void *const *ops, int64_t lo, 
         return;
     }
     RsAxis t[DESC_MAX_RANK];
-    int64_t *at = buf, cap = 0;
-    for (int i = 0; i < p.rank; i++) {
-        int64_t o = p.out[i], n = o * p.per[i];
-        t[i].first = at;
-        t[i].outside = at + o + 1;
-        t[i].off = at + 2 * (o + 1);
-        t[i].w = (double *)(void *)(at + 2 * (o + 1) + n);
-        at += axis_words(&p, i);
-        cap = 2 * p.per[i] + 8 > cap ? 2 * p.per[i] + 8 : cap;
-    }
-    double *c = (double *)(void *)at, *acc = c + cap;
-    bool ok = true;
-    for (int i = 0; i < p.rank && ok; i++)
-        ok = rs_axis(&p, i, &t[i], c, cap);
-    if (!ok) { /* the interpreter reports it too */
-        lj_fail_run(sc, "a coordinate far outside the input");
-    } else {
+    double *acc;
+    if (rs_tables(&p, buf, t, &acc, sc)) {
         int64_t nrows = libjit_resize_any_work(d);
         for (int64_t row = lo; row < hi && row < nrows; row++)
             rs_row(&p, t, ops[1], ops[0], row, acc);
+    }
+    lj_scratch_put(sc, buf);
+}
+
+/* libjit_resize_f32: the f32 form for what real models resize, nearest and
+ * linear (without antialias) over the last two axes (H and W of NCHW, every
+ * leading axis kept), any coordinate mode but tf_crop_and_resize. It reads
+ * the same per-axis taps as libjit_resize_any (rs_tables, the
+ * interpreter's rules), then turns H's and W's into compact tables of at
+ * most two source positions and f32 weights per output coordinate, once
+ * per call. A unit is still one output row (plane, oy).
+ *
+ * Nearest copies: a row whose W taps are the identity is one memcpy, one
+ * that doubles W (every integer-2x upsampling) duplicates each input lane
+ * with vector permutes, others gather through the index table; an output
+ * row with the same source row as the one above it copies that one.
+ * Linear is separable: an input row interpolated along W is kept (two such
+ * rows, keyed by plane and source row, are live at a time, so a 2x
+ * upsampling interpolates each input row once), and each output row is a
+ * vector blend of at most two of them. A coordinate with one tap reads
+ * only that tap (0 * inf would be NaN).
+ *
+ * Nearest is exact. Linear sums in f32, not in double as the interpreter
+ * does: weights w0 + w1 = 1 on each axis, so the result differs from the
+ * interpreter's by at most about 8 * 2^-24 * max|x| (tests/kernels holds
+ * it to that). Every other resize (cubic, antialias, crop, another axis
+ * resized, rank 1) runs rows of libjit_resize_any with the tables already
+ * built. */
+typedef struct RsTap {
+    int32_t i0, i1; /* source positions on the axis */
+    float w0, w1;   /* w1 == 0: one tap */
+} RsTap;
+
+/* The last two axes, or false when the tables are not of the f32 form. */
+LJ_INLINE bool rs_fast_axis(const Rs *p, const RsAxis *t, int i, RsTap *tap) {
+    int64_t stride = p->xs[i];
+    for (int64_t o = 0; o < p->out[i]; o++) {
+        int64_t f = t->first[o], n = t->first[o + 1] - f;
+        if (t->outside[o] || n < 1 || n > 2 || (p->f.mode == MODE_NEAREST && (n != 1 || t->w[f] != 1)))
+            return false;
+        tap[o].i0 = (int32_t)(t->off[f] / stride);
+        tap[o].w0 = (float)t->w[f];
+        tap[o].i1 = n == 2 ? (int32_t)(t->off[f + 1] / stride) : tap[o].i0;
+        tap[o].w1 = n == 2 ? (float)t->w[f + 1] : 0;
+    }
+    return true;
+}
+
+LJ_INLINE bool rs_fast_plan(const Rs *p) {
+    if (p->elem != ELEM_F32 || p->rank < 2 || p->f.ctm == CTM_TF_CROP_AND_RESIZE ||
+        !(p->f.mode == MODE_NEAREST || (p->f.mode == MODE_LINEAR && !p->f.antialias)))
+        return false;
+    for (int i = 0; i + 2 < p->rank; i++)
+        if (p->in[i] != p->out[i])
+            return false;
+    return p->in[p->rank - 1] < INT32_MAX && p->in[p->rank - 2] < INT32_MAX;
+}
+
+/* The leading axes' taps must be the identity. */
+LJ_INLINE bool rs_leading_identity(const Rs *p, const RsAxis *t) {
+    for (int i = 0; i + 2 < p->rank; i++)
+        for (int64_t o = 0; o < p->out[i]; o++) {
+            int64_t f = t[i].first[o];
+            if (t[i].outside[o] || t[i].first[o + 1] - f != 1 || t[i].off[f] != o * p->xs[i] ||
+                t[i].w[f] != 1)
+                return false;
+        }
+    return true;
+}
+
+/* Words of the compact tables and the two interpolated rows. */
+LJ_INLINE int64_t rs_fast_words(const Rs *p) {
+    int64_t oh = p->out[p->rank - 2], ow = p->out[p->rank - 1];
+    return 2 * (oh + ow) + ow + 8;
+}
+
+#define RS_DUP_LO(l, _) ((l) / 2)
+#define RS_DUP_HI(l, _) ((LJ_VL + (l)) / 2)
+
+/* y[2i] = y[2i + 1] = x[i] for i < n. */
+LJ_INLINE void rs_double(float *restrict y, const float *restrict x, int64_t n) {
+    int64_t i = 0;
+    for (; i + LJ_VL <= n; i += LJ_VL) {
+        vf32 v = lj_load(x + i);
+        lj_store(y + 2 * i, __builtin_shufflevector(v, v, LJ_LANES(RS_DUP_LO, )));
+        lj_store(y + 2 * i + LJ_VL, __builtin_shufflevector(v, v, LJ_LANES(RS_DUP_HI, )));
+    }
+    for (; i < n; i++)
+        y[2 * i] = y[2 * i + 1] = x[i];
+}
+
+/* Row src of an input plane interpolated along W into h. */
+LJ_INLINE void rs_lerp_w(float *restrict h, const float *restrict src, const RsTap *tw, int64_t ow) {
+    for (int64_t o = 0; o < ow; o++) {
+        float v = tw[o].w0 * src[tw[o].i0];
+        if (tw[o].w1 != 0)
+            v += tw[o].w1 * src[tw[o].i1];
+        h[o] = v;
+    }
+}
+
+/* y = w0 * a + w1 * b, or w0 * a when w1 is 0. */
+LJ_INLINE void rs_blend(float *restrict y, const float *a, const float *b, float w0, float w1,
+                        int64_t n) {
+    vf32 v0 = lj_splat(w0), v1 = lj_splat(w1);
+    int64_t i = 0;
+    if (w1 == 0) {
+        for (; i + LJ_VL <= n; i += LJ_VL)
+            lj_store(y + i, v0 * lj_load(a + i));
+        for (; i < n; i++)
+            y[i] = w0 * a[i];
+        return;
+    }
+    for (; i + LJ_VL <= n; i += LJ_VL)
+        lj_store(y + i, v0 * lj_load(a + i) + v1 * lj_load(b + i));
+    for (; i < n; i++)
+        y[i] = w0 * a[i] + w1 * b[i];
+}
+
+typedef struct RsRows {
+    float *h[2];  /* input rows interpolated along W */
+    int64_t k[2]; /* which: plane * ih + source row; -1 none */
+} RsRows;
+
+/* The interpolated row `key`, made in the slot that does not hold `keep`. */
+LJ_INLINE const float *rs_row_w(RsRows *r, int64_t key, int64_t keep, const float *x, int64_t iw,
+                                const RsTap *tw, int64_t ow) {
+    for (int s = 0; s < 2; s++)
+        if (r->k[s] == key)
+            return r->h[s];
+    int s = r->k[0] == keep ? 1 : 0;
+    rs_lerp_w(r->h[s], x + key * iw, tw, ow);
+    r->k[s] = key;
+    return r->h[s];
+}
+
+LJ_VECTOR_FN static void rs_fast_rows(const Rs *p, const RsTap *th, const RsTap *tw, float *rowbuf,
+                                      const float *x, float *y, int64_t lo, int64_t hi) {
+    int r = p->rank;
+    int64_t ih = p->in[r - 2], iw = p->in[r - 1], oh = p->out[r - 2], ow = p->out[r - 1];
+    if (p->f.mode == MODE_NEAREST) {
+        bool same = ow == iw, dbl = ow == 2 * iw;
+        for (int64_t o = 0; o < ow; o++) {
+            same &= tw[o].i0 == o;
+            dbl &= tw[o].i0 == o / 2;
+        }
+        for (int64_t row = lo; row < hi; row++) {
+            int64_t plane = row / oh, oy = row % oh;
+            float *dst = y + row * ow;
+            if (row > lo && oy > 0 && th[oy].i0 == th[oy - 1].i0) {
+                memcpy(dst, dst - ow, (size_t)ow * sizeof(float));
+                continue;
+            }
+            const float *src = x + (plane * ih + th[oy].i0) * iw;
+            if (same)
+                memcpy(dst, src, (size_t)ow * sizeof(float));
+            else if (dbl)
+                rs_double(dst, src, iw);
+            else
+                for (int64_t o = 0; o < ow; o++)
+                    dst[o] = src[tw[o].i0];
+        }
+        return;
+    }
+    RsRows rr = {{rowbuf, rowbuf + ow}, {-1, -1}};
+    for (int64_t row = lo; row < hi; row++) {
+        int64_t plane = row / oh, oy = row % oh;
+        int64_t k0 = plane * ih + th[oy].i0, k1 = plane * ih + th[oy].i1;
+        const float *a = rs_row_w(&rr, k0, th[oy].w1 != 0 ? k1 : k0, x, iw, tw, ow);
+        const float *b = th[oy].w1 != 0 ? rs_row_w(&rr, k1, k0, x, iw, tw, ow) : a;
+        rs_blend(y + row * ow, a, b, th[oy].w0, th[oy].w1, ow);
+    }
+}
+
+LIBJIT_WORK libjit_resize_f32_work(const int64_t *d) {
+    return libjit_resize_any_work(d);
+}
+
+LIBJIT_SCRATCH libjit_resize_f32_scratch(const int64_t *d, int slot) {
+    Rs p = rs_plan(d);
+    int64_t fast = rs_fast_plan(&p) ? rs_fast_words(&p) : 0;
+    return slot == LJ_SCRATCH_PLANES ? (rs_words(&p) + fast) * 8 : 0;
+}
+
+/* Operands: y, x. */
+LIBJIT_KERNEL libjit_resize_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                LjScratch *sc) {
+    Rs p = rs_plan(d);
+    if (!rs_fast_plan(&p)) {
+        libjit_resize_any(d, ops, lo, hi, sc);
+        return;
+    }
+    int64_t nrows = libjit_resize_any_work(d);
+    hi = hi < nrows ? hi : nrows;
+    for (int i = 0; i < p.rank; i++)
+        if (p.out[i] == 0)
+            return;
+    int64_t words = rs_words(&p);
+    int64_t *buf = lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)(words + rs_fast_words(&p)) * 8);
+    if (!buf) {
+        lj_fail_run(sc, LJ_NO_SCRATCH);
+        return;
+    }
+    RsAxis t[DESC_MAX_RANK];
+    double *acc;
+    if (rs_tables(&p, buf, t, &acc, sc)) {
+        int r = p.rank;
+        RsTap *th = (RsTap *)(void *)(buf + words), *tw = th + p.out[r - 2];
+        float *rowbuf = (float *)(void *)(tw + p.out[r - 1]);
+        if (rs_leading_identity(&p, t) && rs_fast_axis(&p, &t[r - 2], r - 2, th) &&
+            rs_fast_axis(&p, &t[r - 1], r - 1, tw))
+            rs_fast_rows(&p, th, tw, rowbuf, ops[1], ops[0], lo, hi);
+        else
+            for (int64_t row = lo; row < hi; row++)
+                rs_row(&p, t, ops[1], ops[0], row, acc);
     }
     lj_scratch_put(sc, buf);
 }
