@@ -124,15 +124,16 @@ bool node_is_view(const Node *n) {
 }
 
 /* What libjit_resize_f32 runs itself (backends/cpu/libjit/k_resize.c): f32
- * nearest, and linear without antialias, of the last two axes only. Its
- * two taps per coordinate beat the matmul by a dense interpolation matrix
- * (in_d multiply-adds per output) at every size; cubic (four taps, whose
- * kernel would be the every-kind loop) and antialias keep the matmul. */
+ * nearest, linear and cubic without antialias, of the last two axes only.
+ * Its one to four taps per coordinate beat the matmul by a dense
+ * interpolation matrix (in_d multiply-adds per output) at every size.
+ * Antialias (taps that grow with the downscaling), other kinds and resized
+ * leading axes keep the matmul, which beats the every-kind loop. */
 static bool resize_has_kernel(const Node *n) {
     const Type *x = &n->ops[0]->type, *y = &n->res[0].type;
     int mode = node_attr_enum(n, AK_mode, MODE_NEAREST);
     if (x->elem != ELEM_F32 || x->rank < 2 || x->rank != y->rank ||
-        !(mode == MODE_NEAREST || (mode == MODE_LINEAR && !node_attr_int(n, AK_antialias, 0))))
+        (mode != MODE_NEAREST && node_attr_int(n, AK_antialias, 0)))
         return false;
     for (int i = 0; i + 2 < x->rank; i++)
         if (x->dims[i] != y->dims[i])

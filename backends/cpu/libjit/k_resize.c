@@ -263,33 +263,34 @@ LIBJIT_KERNEL libjit_resize_any(const int64_t *d, void *const *ops, int64_t lo, 
     lj_scratch_put(sc, buf);
 }
 
-/* libjit_resize_f32: the f32 form for what real models resize, nearest and
- * linear (without antialias) over the last two axes (H and W of NCHW, every
- * leading axis kept), any coordinate mode but tf_crop_and_resize. It reads
- * the same per-axis taps as libjit_resize_any (rs_tables, the
- * interpreter's rules), then turns H's and W's into compact tables of at
- * most two source positions and f32 weights per output coordinate, once
- * per call. A unit is still one output row (plane, oy).
+/* libjit_resize_f32: the f32 form for what real models resize: nearest,
+ * linear and cubic (without antialias) over the last two axes (H and W of
+ * NCHW, every leading axis kept), any coordinate mode but
+ * tf_crop_and_resize. It reads the same per-axis taps as
+ * libjit_resize_any (rs_tables, the interpreter's rules), then turns H's
+ * and W's into compact tables of at most RS_TAPS source positions and f32
+ * weights per output coordinate, once per call. A unit is still one output
+ * row (plane, oy).
  *
  * Nearest copies: a row whose W taps are the identity is one memcpy, one
  * that doubles W (every integer-2x upsampling) duplicates each input lane
  * with vector permutes, others gather through the index table; an output
  * row with the same source row as the one above it copies that one.
- * Linear is separable: an input row interpolated along W is kept (two such
- * rows, keyed by plane and source row, are live at a time, so a 2x
- * upsampling interpolates each input row once), and each output row is a
- * vector blend of at most two of them. A coordinate with one tap reads
- * only that tap (0 * inf would be NaN).
+ * Linear and cubic are separable: an input row interpolated along W is
+ * kept (RS_TAPS such rows, keyed by plane and source row, are live at a
+ * time, so an upsampling interpolates each input row once), and each
+ * output row is a vector sum of its H taps' rows times their weights. Only
+ * a coordinate's own taps are read (no zero weight meets an inf).
  *
- * Nearest is exact. Linear sums in f32, not in double as the interpreter
- * does: weights w0 + w1 = 1 on each axis, so the result differs from the
- * interpreter's by at most about 8 * 2^-24 * max|x| (tests/kernels holds
- * it to that). Every other resize (cubic, antialias, crop, another axis
- * resized, rank 1) runs rows of libjit_resize_any with the tables already
- * built. */
+ * Nearest is exact. Linear and cubic sum in f32, not in double as the
+ * interpreter does (tests/kernels, test_resize, bounds the difference).
+ * Every other resize (antialias, crop, another axis resized, rank 1) runs
+ * rows of libjit_resize_any with the tables already built. */
+enum { RS_TAPS = 4 };
+
 typedef struct RsTap {
-    int32_t i0, i1; /* source positions on the axis */
-    float w0, w1;   /* w1 == 0: one tap */
+    int32_t n, i[RS_TAPS]; /* source positions on the axis */
+    float w[RS_TAPS];
 } RsTap;
 
 /* The last two axes, or false when the tables are not of the f32 form. */
@@ -297,19 +298,20 @@ LJ_INLINE bool rs_fast_axis(const Rs *p, const RsAxis *t, int i, RsTap *tap) {
     int64_t stride = p->xs[i];
     for (int64_t o = 0; o < p->out[i]; o++) {
         int64_t f = t->first[o], n = t->first[o + 1] - f;
-        if (t->outside[o] || n < 1 || n > 2 || (p->f.mode == MODE_NEAREST && (n != 1 || t->w[f] != 1)))
+        if (t->outside[o] || n < 1 || n > RS_TAPS || (p->f.mode == MODE_NEAREST && (n != 1 || t->w[f] != 1)))
             return false;
-        tap[o].i0 = (int32_t)(t->off[f] / stride);
-        tap[o].w0 = (float)t->w[f];
-        tap[o].i1 = n == 2 ? (int32_t)(t->off[f + 1] / stride) : tap[o].i0;
-        tap[o].w1 = n == 2 ? (float)t->w[f + 1] : 0;
+        tap[o].n = (int32_t)n;
+        for (int64_t k = 0; k < n; k++) {
+            tap[o].i[k] = (int32_t)(t->off[f + k] / stride);
+            tap[o].w[k] = (float)t->w[f + k];
+        }
     }
     return true;
 }
 
 LJ_INLINE bool rs_fast_plan(const Rs *p) {
     if (p->elem != ELEM_F32 || p->rank < 2 || p->f.ctm == CTM_TF_CROP_AND_RESIZE ||
-        !(p->f.mode == MODE_NEAREST || (p->f.mode == MODE_LINEAR && !p->f.antialias)))
+        (p->f.mode != MODE_NEAREST && p->f.antialias))
         return false;
     for (int i = 0; i + 2 < p->rank; i++)
         if (p->in[i] != p->out[i])
@@ -329,10 +331,11 @@ LJ_INLINE bool rs_leading_identity(const Rs *p, const RsAxis *t) {
     return true;
 }
 
-/* Words of the compact tables and the two interpolated rows. */
+/* Words of the compact tables and the RS_TAPS interpolated rows. */
 LJ_INLINE int64_t rs_fast_words(const Rs *p) {
     int64_t oh = p->out[p->rank - 2], ow = p->out[p->rank - 1];
-    return 2 * (oh + ow) + ow + 8;
+    int64_t tap = (int64_t)(sizeof(RsTap) + 7) / 8;
+    return tap * (oh + ow) + (RS_TAPS * ow + 1) / 2 + 8;
 }
 
 #define RS_DUP_LO(l, _) ((l) / 2)
@@ -353,46 +356,84 @@ LJ_INLINE void rs_double(float *restrict y, const float *restrict x, int64_t n) 
 /* Row src of an input plane interpolated along W into h. */
 LJ_INLINE void rs_lerp_w(float *restrict h, const float *restrict src, const RsTap *tw, int64_t ow) {
     for (int64_t o = 0; o < ow; o++) {
-        float v = tw[o].w0 * src[tw[o].i0];
-        if (tw[o].w1 != 0)
-            v += tw[o].w1 * src[tw[o].i1];
+        const RsTap *t = &tw[o];
+        float v = t->w[0] * src[t->i[0]];
+        if (t->n == 2) {
+            v += t->w[1] * src[t->i[1]];
+        } else {
+            for (int k = 1; k < t->n; k++)
+                v += t->w[k] * src[t->i[k]];
+        }
         h[o] = v;
     }
 }
 
-/* y = w0 * a + w1 * b, or w0 * a when w1 is 0. */
-LJ_INLINE void rs_blend(float *restrict y, const float *a, const float *b, float w0, float w1,
-                        int64_t n) {
-    vf32 v0 = lj_splat(w0), v1 = lj_splat(w1);
+/* y = sum of w[k] * rows[k] for k < n, in order. */
+LJ_INLINE void rs_blend(float *restrict y, const float *const *rows, const float *w, int n,
+                        int64_t len) {
+    vf32 v0 = lj_splat(w[0]);
+    const float *a = rows[0];
     int64_t i = 0;
-    if (w1 == 0) {
-        for (; i + LJ_VL <= n; i += LJ_VL)
+    if (n == 1) {
+        for (; i + LJ_VL <= len; i += LJ_VL)
             lj_store(y + i, v0 * lj_load(a + i));
-        for (; i < n; i++)
-            y[i] = w0 * a[i];
+        for (; i < len; i++)
+            y[i] = w[0] * a[i];
         return;
     }
-    for (; i + LJ_VL <= n; i += LJ_VL)
-        lj_store(y + i, v0 * lj_load(a + i) + v1 * lj_load(b + i));
-    for (; i < n; i++)
-        y[i] = w0 * a[i] + w1 * b[i];
+    const float *b = rows[1];
+    vf32 v1 = lj_splat(w[1]);
+    if (n == 2) {
+        for (; i + LJ_VL <= len; i += LJ_VL)
+            lj_store(y + i, v0 * lj_load(a + i) + v1 * lj_load(b + i));
+        for (; i < len; i++)
+            y[i] = w[0] * a[i] + w[1] * b[i];
+        return;
+    }
+    for (; i + LJ_VL <= len; i += LJ_VL) {
+        vf32 acc = v0 * lj_load(a + i) + v1 * lj_load(b + i);
+        for (int k = 2; k < n; k++)
+            acc += lj_splat(w[k]) * lj_load(rows[k] + i);
+        lj_store(y + i, acc);
+    }
+    for (; i < len; i++) {
+        float acc = w[0] * a[i] + w[1] * b[i];
+        for (int k = 2; k < n; k++)
+            acc += w[k] * rows[k][i];
+        y[i] = acc;
+    }
 }
 
 typedef struct RsRows {
-    float *h[2];  /* input rows interpolated along W */
-    int64_t k[2]; /* which: plane * ih + source row; -1 none */
+    float *h[RS_TAPS];  /* input rows interpolated along W */
+    int64_t k[RS_TAPS]; /* which: plane * ih + source row; -1 none */
 } RsRows;
 
-/* The interpolated row `key`, made in the slot that does not hold `keep`. */
-LJ_INLINE const float *rs_row_w(RsRows *r, int64_t key, int64_t keep, const float *x, int64_t iw,
-                                const RsTap *tw, int64_t ow) {
-    for (int s = 0; s < 2; s++)
-        if (r->k[s] == key)
-            return r->h[s];
-    int s = r->k[0] == keep ? 1 : 0;
-    rs_lerp_w(r->h[s], x + key * iw, tw, ow);
-    r->k[s] = key;
-    return r->h[s];
+/* The interpolated rows of keys[0 .. n), each made (in a slot that holds
+ * none of them) unless it is kept already. */
+LJ_INLINE void rs_rows_w(RsRows *r, const int64_t *keys, int n, const float **rows, const float *x,
+                         int64_t iw, const RsTap *tw, int64_t ow) {
+    for (int j = 0; j < n; j++) {
+        rows[j] = NULL;
+        for (int s = 0; s < RS_TAPS; s++)
+            if (r->k[s] == keys[j])
+                rows[j] = r->h[s];
+    }
+    for (int j = 0; j < n; j++) {
+        if (rows[j])
+            continue;
+        int s = 0;
+        for (; s < RS_TAPS; s++) {
+            bool wanted = false;
+            for (int q = 0; q < n; q++)
+                wanted |= r->k[s] == keys[q];
+            if (!wanted)
+                break;
+        }
+        rs_lerp_w(r->h[s], x + keys[j] * iw, tw, ow);
+        r->k[s] = keys[j];
+        rows[j] = r->h[s];
+    }
 }
 
 LJ_VECTOR_FN static void rs_fast_rows(const Rs *p, const RsTap *th, const RsTap *tw, float *rowbuf,
@@ -402,34 +443,40 @@ LJ_VECTOR_FN static void rs_fast_rows(const Rs *p, const RsTap *th, const RsTap 
     if (p->f.mode == MODE_NEAREST) {
         bool same = ow == iw, dbl = ow == 2 * iw;
         for (int64_t o = 0; o < ow; o++) {
-            same &= tw[o].i0 == o;
-            dbl &= tw[o].i0 == o / 2;
+            same &= tw[o].i[0] == o;
+            dbl &= tw[o].i[0] == o / 2;
         }
         for (int64_t row = lo; row < hi; row++) {
             int64_t plane = row / oh, oy = row % oh;
             float *dst = y + row * ow;
-            if (row > lo && oy > 0 && th[oy].i0 == th[oy - 1].i0) {
+            if (row > lo && oy > 0 && th[oy].i[0] == th[oy - 1].i[0]) {
                 memcpy(dst, dst - ow, (size_t)ow * sizeof(float));
                 continue;
             }
-            const float *src = x + (plane * ih + th[oy].i0) * iw;
+            const float *src = x + (plane * ih + th[oy].i[0]) * iw;
             if (same)
                 memcpy(dst, src, (size_t)ow * sizeof(float));
             else if (dbl)
                 rs_double(dst, src, iw);
             else
                 for (int64_t o = 0; o < ow; o++)
-                    dst[o] = src[tw[o].i0];
+                    dst[o] = src[tw[o].i[0]];
         }
         return;
     }
-    RsRows rr = {{rowbuf, rowbuf + ow}, {-1, -1}};
+    RsRows rr;
+    for (int s = 0; s < RS_TAPS; s++) {
+        rr.h[s] = rowbuf + s * ow;
+        rr.k[s] = -1;
+    }
     for (int64_t row = lo; row < hi; row++) {
-        int64_t plane = row / oh, oy = row % oh;
-        int64_t k0 = plane * ih + th[oy].i0, k1 = plane * ih + th[oy].i1;
-        const float *a = rs_row_w(&rr, k0, th[oy].w1 != 0 ? k1 : k0, x, iw, tw, ow);
-        const float *b = th[oy].w1 != 0 ? rs_row_w(&rr, k1, k0, x, iw, tw, ow) : a;
-        rs_blend(y + row * ow, a, b, th[oy].w0, th[oy].w1, ow);
+        int64_t plane = row / oh, oy = row % oh, keys[RS_TAPS];
+        const float *rows[RS_TAPS];
+        int n = th[oy].n;
+        for (int j = 0; j < n; j++)
+            keys[j] = plane * ih + th[oy].i[j];
+        rs_rows_w(&rr, keys, n, rows, x, iw, tw, ow);
+        rs_blend(y + row * ow, rows, th[oy].w, n, ow);
     }
 }
 
@@ -466,8 +513,9 @@ LIBJIT_KERNEL libjit_resize_f32(const int64_t *d, void *const *ops, int64_t lo, 
     double *acc;
     if (rs_tables(&p, buf, t, &acc, sc)) {
         int r = p.rank;
+        int64_t tap = (int64_t)(sizeof(RsTap) + 7) / 8;
         RsTap *th = (RsTap *)(void *)(buf + words), *tw = th + p.out[r - 2];
-        float *rowbuf = (float *)(void *)(tw + p.out[r - 1]);
+        float *rowbuf = (float *)(void *)(buf + words + tap * (p.out[r - 2] + p.out[r - 1]));
         if (rs_leading_identity(&p, t) && rs_fast_axis(&p, &t[r - 2], r - 2, th) &&
             rs_fast_axis(&p, &t[r - 1], r - 1, tw))
             rs_fast_rows(&p, th, tw, rowbuf, ops[1], ops[0], lo, hi);
