@@ -123,9 +123,28 @@ bool node_is_view(const Node *n) {
     return node_kind_has(n->kind, NF_VIEW) && n->nres == 1;
 }
 
+/* What libjit_resize_f32 runs itself (backends/cpu/libjit/k_resize.c): f32
+ * nearest, linear and cubic without antialias, of the last two axes only.
+ * Its one to four taps per coordinate beat the matmul by a dense
+ * interpolation matrix (in_d multiply-adds per output) at every size.
+ * Antialias (taps that grow with the downscaling), other kinds and resized
+ * leading axes keep the matmul, which beats the every-kind loop. */
+static bool resize_has_kernel(const Node *n) {
+    const Type *x = &n->ops[0]->type, *y = &n->res[0].type;
+    int mode = node_attr_enum(n, AK_mode, MODE_NEAREST);
+    if (x->elem != ELEM_F32 || x->rank < 2 || x->rank != y->rank ||
+        (mode != MODE_NEAREST && node_attr_int(n, AK_antialias, 0)))
+        return false;
+    for (int i = 0; i + 2 < x->rank; i++)
+        if (x->dims[i] != y->dims[i])
+            return false;
+    return true;
+}
+
 /* The conditions of lower.c's rules that depend on more than the kind:
  * layer_norm's statistics outputs, edge and reflect padding, crop-and-resize
- * and 1-D or integer resizes have no rule, and keep their kernels. */
+ * and 1-D or integer resizes have no rule, and keep their kernels; nor have
+ * the resizes libjit_resize_f32 runs faster (resize_has_kernel). */
 bool node_lowers(const Node *n) {
     if (!node_kind_has(n->kind, NF_LOWERS))
         return false;
@@ -135,7 +154,8 @@ bool node_lowers(const Node *n) {
     case NK_RESIZE:
         return n->ops[0]->type.rank >= 2 && elem_is_float(n->ops[0]->type.elem) &&
                node_attr_enum(n, AK_coordinate_transformation_mode, CTM_HALF_PIXEL) !=
-                   CTM_TF_CROP_AND_RESIZE;
+                   CTM_TF_CROP_AND_RESIZE &&
+               !resize_has_kernel(n);
     default: return true;
     }
 }

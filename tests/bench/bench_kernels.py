@@ -3,8 +3,8 @@
 Runtime's.
 
 For each operator whose libjit kernel replaced a reference loop
-(ConvTranspose, LSTM, GRU, LayerNormalization, Softmax, Resize nearest and
-linear), writes a one-node ONNX model at the size a real model runs it at
+(ConvTranspose, LSTM, GRU, LayerNormalization, Softmax, Resize nearest,
+linear and cubic), writes a one-node ONNX model at the size a real model runs it at
 (models() names which; weights as initializers, one float32 input, fixed
 seed) with the onnx package, then times
 `glowc bench --backend=cpu` (the JIT-compiled program) and ONNX Runtime
@@ -85,7 +85,7 @@ def models():
            "transformer: 128 tokens x 512")
     yield ("softmax", model("softmax", "Softmax", [1, 8, 128, 128], [1, 8, 128, 128], [], {"axis": -1}),
            "attention scores, 8 heads x 128 x 128")
-    for mode in ("nearest", "linear"):
+    for mode in ("nearest", "linear", "cubic"):
         yield ("resize_" + mode, model("resize_" + mode, "Resize", [1, 64, 80, 80], [1, 64, 160, 160],
                                        [("roi", np.zeros(0, np.float32)),
                                         ("scales", np.array([1, 1, 2, 2], np.float32))],

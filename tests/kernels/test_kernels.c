@@ -1442,13 +1442,22 @@ static void test_recurrent(void **state) {
                                             "HardSigmoid,Tanh,ThresholdedRelu,Sigmoid,Elu,Tanh"}};
     uint64_t s = 91;
     double worst = 0;
-    for (int i = 0; i < 60; i++) {
+    for (int i = 0; i < 72; i++) {
         int kind_i = i % 3;
         NodeKind kind = kinds[kind_i];
         int gates = kind == NK_RNN ? 1 : kind == NK_GRU ? 3 : 4, nact = kind_i + 1;
         int dir = (int)rnd(&s, 0, 2); /* forward, reverse, bidirectional */
         int64_t D = dir == 2 ? 2 : 1, S = rnd(&s, 1, 5), B = rnd(&s, 1, 4), I = rnd(&s, 1, 7);
         int64_t H = rnd(&s, 1, i < 6 ? 40 : 9), GH = gates * H;
+        if (i >= 60) { /* batch 1 or 2 over many steps, R read in place (dot_state): a keyword
+                          spotter's GRU (49 x 154), whole vectors of units and a partial last one */
+            static const int64_t hs[] = {154, 16, 17, 33, 48, 154};
+            S = i < 66 ? 49 : rnd(&s, 3, 12);
+            B = rnd(&s, 1, 2);
+            H = hs[i % 6];
+            I = 10;
+            GH = gates * H;
+        }
         bool bf = rnd(&s, 0, 1), i64 = rnd(&s, 0, 1);
         int nres = (int)rnd(&s, 1, kind == NK_LSTM ? 3 : 2);
         int64_t y[4] = {S, D, B, H}, ybf[4] = {B, S, D, H}, st[3] = {D, B, H}, stbf[3] = {B, D, H};
@@ -1517,6 +1526,109 @@ static void test_recurrent(void **state) {
         case_free(&c);
     }
     printf("rnn, gru, lstm: worst error %.3f of the bound\n", worst);
+    assert_true(worst <= 1);
+}
+
+/* ---- resize ------------------------------------------------------------------------ */
+
+/* libjit_resize_f32 against the interpreter, over nearest, linear and
+ * cubic, every coordinate mode but crop (which, like antialias, a resized
+ * leading axis and rank 1, it hands to the every-kind rows: a few such
+ * cases check that hand-off), every nearest rounding, and scale classes:
+ * integer 2x (the vector doubling) and 3x, fractional up and down, sizes
+ * given without scales, and widths of a few vectors. Nearest copies
+ * elements: exact. Linear sums at most two taps per axis in f32 where the
+ * interpreter sums in double: the f32 weights (one rounding each), the
+ * products and the sum of each axis's pass each add at most u = 2^-24 of
+ * sum w|x| (the weights are at least 0), the first pass's error carries
+ * through the second, so within 6u of mag (the interpreter on |x|) to
+ * first order; 8u covers the second order terms, and an ulp the
+ * reference's own rounding. Cubic's weights change sign, so mag bounds
+ * nothing: each pass of four taps adds at most (1 + 1 + 3)u of
+ * sum |w||x| <= W max|x|, W = sum |w| <= 1.375 for a = -0.75 (at ratio
+ * 1/2; with exclude_outside renormalised, at most 2), and the first
+ * pass's error is scaled by the second's W: 5u (W + W^2) max|x| <= 30u
+ * for inputs in [-1, 1); 32u. */
+static void test_resize(void **state) {
+    static const int ctms[] = {CTM_HALF_PIXEL, CTM_ALIGN_CORNERS, CTM_ASYMMETRIC,
+                               CTM_PYTORCH_HALF_PIXEL, CTM_TF_HALF_PIXEL_FOR_NN,
+                               CTM_HALF_PIXEL_SYMMETRIC};
+    static const int nearest[] = {NEAREST_ROUND_PREFER_FLOOR, NEAREST_ROUND_PREFER_CEIL,
+                                  NEAREST_FLOOR, NEAREST_CEIL};
+    /* output / input per axis as (num, den); 0: sizes only, no scales */
+    static const int scales[][2] = {{2, 1}, {3, 1}, {3, 2}, {7, 3}, {1, 2}, {3, 5}, {1, 1}, {0, 0}};
+    uint64_t s = 41;
+    double worst = 0;
+    int cases = 0;
+    for (int i = 0; i < 240; i++) {
+        int mode = i % 3 == 1 ? MODE_LINEAR : i % 3 == 2 ? MODE_CUBIC : MODE_NEAREST;
+        int ctm = ctms[(i / 3) % 6];
+        int rank = i % 11 == 3 ? 2 : i % 11 == 4 ? 3 : 4;
+        bool fallback = i >= 220; /* antialias, a resized channel axis, crop */
+        int64_t x[4], y[4];
+        float sc[4];
+        bool given = true;
+        for (int a = 0; a < rank; a++) {
+            x[a] = a + 2 < rank ? rnd(&s, 1, 3) : rnd(&s, 1, i % 5 == 0 ? 70 : 12);
+            y[a] = x[a];
+            sc[a] = 1;
+            if (a + 2 < rank)
+                continue;
+            const int *q = scales[rnd(&s, 0, 7)];
+            if (q[0] == 0) {
+                y[a] = rnd(&s, 1, 2 * x[a] + 3);
+                given = false;
+            } else {
+                sc[a] = (float)q[0] / (float)q[1];
+                y[a] = (int64_t)floor((double)x[a] * sc[a]);
+                y[a] = y[a] < 1 ? 1 : y[a];
+            }
+        }
+        int fb = i % 4;
+        if (fallback && fb == 2 && rank > 2) {
+            y[1] = x[1] + 1;
+            sc[1] = (float)y[1] / (float)x[1];
+        }
+        Case c = {0};
+        desc_begin(&c.d, NK_RESIZE, 1);
+        desc_operand(&c.d, rank, y);
+        desc_operand(&c.d, rank, x);
+        desc_int(&c.d, AK_mode, mode);
+        desc_int(&c.d, AK_coordinate_transformation_mode,
+                 fallback && fb == 3 ? CTM_TF_CROP_AND_RESIZE : ctm);
+        desc_int(&c.d, AK_nearest_mode, nearest[rnd(&s, 0, 3)]);
+        if (given)
+            desc_floats(&c.d, AK_scales, rank, sc);
+        if (fallback && fb <= 1)
+            desc_int(&c.d, AK_antialias, 1);
+        if (fallback && fb == 3) {
+            float roi[8];
+            for (int a = 0; a < rank; a++)
+                roi[a] = 0.1f, roi[rank + a] = 0.8f;
+            desc_floats(&c.d, AK_roi, 2 * rank, roi);
+        }
+        if (i % 13 == 5)
+            desc_int(&c.d, AK_exclude_outside, 1);
+        case_alloc(&c, (uint64_t)i);
+        assert_true(case_reference(&c, true));
+        run_kernel(&c.d, libjit_resize_f32, libjit_resize_f32_work, c.fast);
+        char what[96];
+        snprintf(what, sizeof what, "resize_f32 case %d (mode %d ctm %d, %lldx%lld -> %lldx%lld)", i,
+                 mode, ctm, (long long)x[rank - 2], (long long)x[rank - 1], (long long)y[rank - 2],
+                 (long long)y[rank - 1]);
+        bool exact = mode == MODE_NEAREST && !fallback;
+        Tol tol = exact               ? (Tol){0, 0, 0}
+                  : mode == MODE_CUBIC ? (Tol){0, 1, 32 * ldexp(1, -24)}
+                                       : (Tol){8 * ldexp(1, -24), 1, 0};
+        double r = case_check(&c, 0, tol, what);
+        worst = r > worst ? r : worst;
+        check_thread_shares(&c, libjit_resize_f32, libjit_resize_f32_work, what);
+        check_static_scratch(&c, libjit_resize_f32, libjit_resize_f32_work, libjit_resize_f32_scratch,
+                             what);
+        case_free(&c);
+        cases++;
+    }
+    printf("resize_f32: %d cases, worst error %.3f of the bound\n", cases, worst);
     assert_true(worst <= 1);
 }
 
@@ -1633,6 +1745,7 @@ int main(void) {
         cmocka_unit_test(test_conv_transpose),
         cmocka_unit_test(test_conv_weight_grad),
         cmocka_unit_test(test_recurrent),
+        cmocka_unit_test(test_resize),
         cmocka_unit_test(test_norm_vector),
         cmocka_unit_test(test_any_unary),
         cmocka_unit_test(test_any_binary),

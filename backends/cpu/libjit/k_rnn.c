@@ -233,6 +233,17 @@ LJ_INLINE bool few_rows(const Rnn *r) {
     return r->seq * r->batch <= DOT_ROWS;
 }
 
+/* The state product of a batch of at most DOT_ROWS entries reads R in
+ * place as well, whatever the number of steps (state_dots): it is a
+ * matrix-vector product per entry, which streams R once per step either
+ * way, and R' would cost a transpose of gh x hidden floats per call (a
+ * 49-step GRU of 154 units spent half its time there). It needs whole
+ * vectors of the hidden units (hidden >= LJ_VL), for its last, overlapping
+ * one. */
+LJ_INLINE bool dot_state(const Rnn *r) {
+    return few_rows(r) || (r->batch <= DOT_ROWS && r->hidden >= LJ_VL);
+}
+
 LJ_INLINE float lanes_sum(vf32 v) {
     float sum = 0;
     for (int l = 0; l < LJ_VL; l++)
@@ -304,7 +315,7 @@ LJ_VECTOR_FN static void dir_setup(Dir *s, const int64_t *d, void *const *ops) {
     for (int64_t g = 0; g < gh && !few_rows(r); g++)
         for (int64_t k = 0; k < in; k++)
             s->wt[k * gh + g] = w[g * in + k];
-    for (int64_t g = 0; g < gh && !few_rows(r); g++)
+    for (int64_t g = 0; g < gh && !dot_state(r); g++)
         for (int64_t k = 0; k < hid; k++)
             s->rt[k * gh + g] = rw[g * hid + k];
     bool split = r->kind == NK_GRU;
@@ -322,9 +333,83 @@ LJ_VECTOR_FN static void dir_setup(Dir *s, const int64_t *d, void *const *ops) {
         }
 }
 
+/* The sum of v's lanes, halving: log2(LJ_VL) vector adds, not LJ_VL
+ * dependent scalar ones. */
+#if LJ_VL == 16
+typedef float lj_v8 __attribute__((vector_size(32)));
+typedef float lj_v4 __attribute__((vector_size(16)));
+LJ_INLINE float lanes_tree(vf32 v) {
+    lj_v8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+              __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+    lj_v4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
+    return (b[0] + b[2]) + (b[1] + b[3]);
+}
+#else
+LJ_INLINE float lanes_tree(vf32 v) {
+    float sum = 0;
+    for (int l = 0; l < LJ_VL; l++)
+        sum += v[l];
+    return sum;
+}
+#endif
+
+/* hr[i][j] = h[i] . R[j] for the batch's rows i and j in [j0, j1), R
+ * ([gh][hidden]) read in place, four rows of R at a time. The last vector
+ * of a row overlaps the one before it (hidden >= LJ_VL: dot_state), its
+ * lanes already counted masked out after the product, so that nothing
+ * past a row is read and a non-finite R never meets a padding zero. */
+LJ_VECTOR_FN static void state_dots(const float *h, int64_t m, int64_t hid, const float *rw,
+                                    int64_t j0, int64_t j1, float *c, int64_t ldc) {
+    int64_t full = hid / LJ_VL * LJ_VL, t0 = hid - LJ_VL, over = full - t0;
+    vi32 keep;
+    for (int l = 0; l < LJ_VL; l++)
+        keep[l] = l >= over ? -1 : 0;
+    vf32 zero = lj_splat(0);
+    for (int64_t i = 0; i < m; i++) {
+        const float *hi = h + i * hid;
+        float *ci = c + i * ldc;
+        vf32 ht = lj_load(hi + t0);
+        int64_t j = j0;
+        for (; j + 4 <= j1; j += 4) {
+            const float *w0 = rw + j * hid, *w1 = w0 + hid, *w2 = w1 + hid, *w3 = w2 + hid;
+            vf32 a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+            for (int64_t t = 0; t < full; t += LJ_VL) {
+                vf32 hv = lj_load(hi + t);
+                a0 += hv * lj_load(w0 + t);
+                a1 += hv * lj_load(w1 + t);
+                a2 += hv * lj_load(w2 + t);
+                a3 += hv * lj_load(w3 + t);
+            }
+            if (over < LJ_VL) {
+                a0 += lj_select(keep, ht * lj_load(w0 + t0), zero);
+                a1 += lj_select(keep, ht * lj_load(w1 + t0), zero);
+                a2 += lj_select(keep, ht * lj_load(w2 + t0), zero);
+                a3 += lj_select(keep, ht * lj_load(w3 + t0), zero);
+            }
+            ci[j] = lanes_tree(a0);
+            ci[j + 1] = lanes_tree(a1);
+            ci[j + 2] = lanes_tree(a2);
+            ci[j + 3] = lanes_tree(a3);
+        }
+        for (; j < j1; j++) {
+            const float *w0 = rw + j * hid;
+            vf32 a0 = zero;
+            for (int64_t t = 0; t < full; t += LJ_VL)
+                a0 += lj_load(hi + t) * lj_load(w0 + t);
+            if (over < LJ_VL)
+                a0 += lj_select(keep, ht * lj_load(w0 + t0), zero);
+            ci[j] = lanes_tree(a0);
+        }
+    }
+}
+
 /* hr[:, 0 .. n) = h . R'[:, col .. col + n) */
 LJ_INLINE void state_product(const Dir *s, const float *h, int64_t col, int64_t n, LjScratch *sc) {
     const Rnn *r = s->r;
+    if (!few_rows(r) && dot_state(r)) {
+        state_dots(h, r->batch, r->hidden, s->rw, col, col + n, s->hr, r->gh);
+        return;
+    }
     if (few_rows(r)) {
         rows_dot(h, r->hidden, r->batch, s->rw, r->hidden, col, col + n, NULL, s->hr, r->gh);
         return;
@@ -407,6 +492,25 @@ LJ_VECTOR_FN static void gru_update(const Dir *s, const float *xw, int64_t b) {
     }
 }
 
+/* With linear_before_reset nothing waits for r . h between the gates: the
+ * reset and update of gru_reset and gru_update in one pass, each value
+ * computed as there. */
+LJ_VECTOR_FN static void gru_fused(const Dir *s, const float *xw, int64_t b) {
+    const Rnn *r = s->r;
+    int64_t hid = r->hidden;
+    const float *hr = s->hr + b * r->gh;
+    float *h = s->h + b * hid;
+    LjRnnAct f = r->act[s->d][0], g = r->act[s->d][1];
+    for (int64_t j = 0; j < hid; j += LJ_VL) {
+        int64_t n = hid - j < LJ_VL ? hid - j : LJ_VL;
+        vf32 zv = v_act(LD(xw, j) + LD(hr, j), f, r->clip);
+        vf32 rr = v_act(LD(xw, hid + j) + LD(hr, hid + j), f, r->clip);
+        vf32 pre = LD(xw, 2 * hid + j) + rr * (LD(hr, 2 * hid + j) + LD(s->rbh, j));
+        vf32 cand = v_act(pre, g, r->clip);
+        ST(h, j, (1.0f - zv) * cand + zv * LD(h, j));
+    }
+}
+
 #undef LD
 #undef ST
 
@@ -435,6 +539,8 @@ LJ_INLINE void run_direction(Dir *s, const int64_t *d, void *const *ops, LjScrat
                 rnn_gates(s, xw, b);
             else if (r->kind == NK_LSTM)
                 lstm_gates(s, xw, b);
+            else if (r->lbr)
+                gru_fused(s, xw, b);
             else
                 gru_reset(s, xw, b);
         }
@@ -442,7 +548,7 @@ LJ_INLINE void run_direction(Dir *s, const int64_t *d, void *const *ops, LjScrat
             state_product(s, s->rh, 2 * hid, hid, sc);
         for (int64_t b = 0; b < r->batch; b++) {
             int64_t t = time_of(s, b, step);
-            if (t >= 0 && r->kind == NK_GRU)
+            if (t >= 0 && gru_split)
                 gru_update(s, s->xw + x_row(r, t, b) * gh, b);
             float *yt = y + y_at(r, t < 0 ? step : t, s->d, b);
             for (int64_t j = 0; j < hid; j++)
