@@ -250,6 +250,44 @@ static void pack_rows(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int w
     }
 }
 
+/* Panel[k][0 .. w) = B[k0 + k][j0 .. j0 + cols) of a dense B by row
+ * offsets (gemm.h), zero beyond cols. The panel's columns are runs of at
+ * most ow output positions, each one run of the planes at the same place
+ * for every k: found once, then copied per row a vector at a time, a run's
+ * last vector overlapping the one before (a run under a vector, a 7- or
+ * 8-wide map, float by float). Reads stay inside the runs. */
+static void pack_dense(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int64_t cols, int w,
+                       float *panel) {
+    int64_t dst[NR], src[NR], len[NR];
+    int runs = 0;
+    for (int64_t j = 0; j < cols; runs++) {
+        int64_t p = g->n0 + j0 + j, ox = p % g->ow;
+        int64_t run = g->ow - ox < cols - j ? g->ow - ox : cols - j;
+        dst[runs] = j, src[runs] = p / g->ow * g->wq + ox, len[runs] = run;
+        j += run;
+    }
+    for (int64_t k = 0; k < kc; k++) {
+        const float *row = g->b + g->koff[k0 + k]; /* koff alone may be negative */
+        float *out = panel + k * w;
+        for (int r = 0; r < runs; r++) {
+            const float *s = row + src[r];
+            float *d = out + dst[r];
+            int64_t n = len[r], i = 0;
+            if (n < LJ_VL) {
+                for (; i < n; i++)
+                    d[i] = s[i];
+                continue;
+            }
+            for (; i + LJ_VL <= n; i += LJ_VL)
+                lj_store(d + i, lj_load(s + i));
+            if (i < n)
+                lj_store(d + n - LJ_VL, lj_load(s + n - LJ_VL));
+        }
+        for (int64_t j = cols; j < w; j++)
+            out[j] = 0;
+    }
+}
+
 LJ_INLINE int64_t pick_nc(const LjGemm *g) {
     return g->n < NC ? (g->n + NR - 1) / NR * NR : NC;
 }
@@ -302,7 +340,9 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
             for (int64_t jr = 0; jr < nc; jr += NR) {
                 int64_t cols = nc - jr < NR ? nc - jr : NR;
                 int w = (int)((cols + LJ_VL - 1) / LJ_VL) * LJ_VL;
-                if (g->koff)
+                if (g->koff && g->dense)
+                    pack_dense(g, k0, kc, j0 + jr, cols, w, block + jr * kc);
+                else if (g->koff)
                     pack_rows(g, k0, kc, j0 + jr, w, block + jr * kc);
                 else if (packed || cols < NR)
                     pack_plain(g, k0, kc, j0 + jr, cols, w, block + jr * kc);
@@ -320,7 +360,7 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
                               .ldc = g->ldc, .ncols = cols, .flags = flags, .act = g->act};
                     if (!packed && cols == NR)
                         t.b = g->b + k0 * g->ldb + j0 + jr, t.bs = g->ldb;
-                    if (g->koff) /* C through the column map */
+                    if (g->koff && !g->dense) /* C through the column map */
                         t.c = g->c + i0 * g->ldc, t.col0 = g->n0 + j0 + jr, t.wq = g->wq, t.ow = g->ow;
                     if (g->bias && g->bias_rows)
                         t.bias_row = g->bias + i0;

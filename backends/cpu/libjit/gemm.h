@@ -32,6 +32,13 @@ typedef struct LjGemm {
     const int64_t *koff;
     int64_t wq, ow;
     int64_t n0; /* with koff: product column 0 is column n0 of the full map */
+    /* With koff, dense: the product's columns are the output positions
+     * themselves, B[k][n] = b[koff[k] + (p / ow) * wq + p % ow] for
+     * p = n0 + n, and C is plain (c at column n0, ldc apart): no column is
+     * computed to be dropped, which the planes' wider rows cost a 1x7
+     * window on a 17x17 map (23 columns a row for 17). B's panels are
+     * packed run by run (pack_dense). */
+    bool dense;
     float *c;
     int64_t ldc;
     const float *bias; /* NULL, or one value per row (bias_rows) or per column */
