@@ -252,18 +252,22 @@ static void pack_rows(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int w
 
 /* Panel[k][0 .. w) = B[k0 + k][j0 .. j0 + cols) of a dense B by row
  * offsets (gemm.h), zero beyond cols. The panel's columns are runs of at
- * most ow output positions, each one run of the planes at the same place
- * for every k: found once, then copied per row a vector at a time, a run's
+ * most ow output positions (whole rows in one when the planes are no wider
+ * than the output, a 7x1 window), each one run of the planes at the same
+ * place for every k: found once, then copied per row a vector at a time, a run's
  * last vector overlapping the one before (a run under a vector, a 7- or
  * 8-wide map, float by float). Reads stay inside the runs. */
 static void pack_dense(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int64_t cols, int w,
                        float *panel) {
     int64_t dst[NR], src[NR], len[NR];
     int runs = 0;
-    for (int64_t j = 0; j < cols; runs++) {
-        int64_t p = g->n0 + j0 + j, ox = p % g->ow;
+    for (int64_t j = 0; j < cols;) {
+        int64_t p = g->n0 + j0 + j, ox = p % g->ow, at = p / g->ow * g->wq + ox;
         int64_t run = g->ow - ox < cols - j ? g->ow - ox : cols - j;
-        dst[runs] = j, src[runs] = p / g->ow * g->wq + ox, len[runs] = run;
+        if (runs && src[runs - 1] + len[runs - 1] == at) /* wq == ow: one run */
+            len[runs - 1] += run;
+        else
+            dst[runs] = j, src[runs] = at, len[runs] = run, runs++;
         j += run;
     }
     for (int64_t k = 0; k < kc; k++) {
@@ -292,9 +296,7 @@ LJ_INLINE int64_t pick_nc(const LjGemm *g) {
     return g->n < NC ? (g->n + NR - 1) / NR * NR : NC;
 }
 
-/* The deep B block's bytes, asked of the scratch; 0 when the stack's
- * block does. One function for lj_sgemm and the kernels' _scratch. */
-size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets) {
+static size_t block_bytes(int64_t m, int64_t n, int64_t k, bool by_offsets) {
     LjGemm g = {.m = m, .n = n, .k = k};
     if (m <= 0 || n <= 0)
         return 0;
@@ -302,6 +304,16 @@ size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets) {
     int64_t kc_max = pick_kc(&g, packed), nc_max = pick_nc(&g);
     return packed && kc_max * nc_max > KC_MAX * NC ? (size_t)(kc_max * nc_max) * sizeof(float)
                                                    : 0;
+}
+
+/* The deep B block's bytes, asked of the scratch; 0 when the stack's
+ * block does. One function for lj_sgemm and the kernels' _scratch. The
+ * product without its last n % LJ_VL columns too (tail_dots does those
+ * apart): narrower, its block can be deeper. */
+size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets) {
+    size_t all = block_bytes(m, n, k, by_offsets);
+    size_t rest = block_bytes(m, n - n % LJ_VL, k, by_offsets);
+    return all > rest ? all : rest;
 }
 
 LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
@@ -321,7 +333,7 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
     bool packed = g->koff || packs_b(g);
     int64_t kc_max = pick_kc(g, packed);
     float *block = stack_block, *heap = NULL;
-    size_t deep = lj_sgemm_scratch(g->m, g->n, g->k, g->koff != NULL);
+    size_t deep = block_bytes(g->m, g->n, g->k, g->koff != NULL);
     if (deep) {
         heap = lj_scratch_get(g->sc, LJ_SCRATCH_PACK, deep);
         if (heap)

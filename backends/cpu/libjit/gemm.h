@@ -45,7 +45,7 @@ typedef struct LjGemm {
     bool bias_rows;
     LjAct act;
     LjScratch *sc; /* the deep packing block's buffer; NULL: malloc per call */
-    /* A plain B's last n % LJ_VL columns as dot products along A's rows
+    /* A plain or dense B's last n % LJ_VL columns as dot products along A's rows
      * where that is cheaper than a vector of B per row (gemv.c): only for
      * callers whose every share of a product starts at a multiple of
      * LJ_VL columns, so the same columns are the tail whatever the split. */

@@ -19,7 +19,9 @@
  *    columns, three vectors and one column): the tiles gave the one column
  *    a vector of its own, 16 lanes of multiply-adds for one of use, a
  *    quarter of the product; as dot products along A's rows, against the
- *    tail columns gathered once, it costs k/16 multiply-adds a row. */
+ *    tail columns gathered once, it costs k/16 multiply-adds a row. The
+ *    same for a convolution's dense product over its phase planes (3x3
+ *    stride 2 onto 7x7, inception's 17x17 maps: 289 = 18 vectors and one). */
 #include "backends/cpu/libjit/gemm.h"
 
 enum {
@@ -119,7 +121,7 @@ enum { TAIL_MAX = 8, TAIL_FLOATS = 8192 };
 LJ_INLINE bool tail_pays(const LjGemm *g, int64_t t) {
     /* dot products: t (k/VL multiply-adds + a horizontal sum of ~8 steps)
      * a row; the tiles: k a row for the tail's vector. At most half. */
-    return t > 0 && t <= TAIL_MAX && t * g->k <= TAIL_FLOATS && !g->koff &&
+    return t > 0 && t <= TAIL_MAX && t * g->k <= TAIL_FLOATS && (!g->koff || g->dense) &&
            2 * t * (g->k / VL + 8) < g->k;
 }
 
@@ -152,8 +154,14 @@ LJ_VECTOR_FN int64_t lj_sgemm_dot_tail(const LjGemm *g) {
     float bt[TAIL_FLOATS + TAIL_MAX * VL] __attribute__((aligned(64)));
     int64_t kp = (g->k + VL - 1) / VL * VL, j0 = g->n - t;
     for (int64_t c = 0; c < t; c++) {
-        for (int64_t k = 0; k < g->k; k++)
-            bt[c * kp + k] = g->b[k * g->ldb + j0 + c];
+        if (g->koff) { /* dense: column p's run of every row of B (gemm.h) */
+            int64_t p = g->n0 + j0 + c, at = p / g->ow * g->wq + p % g->ow;
+            for (int64_t k = 0; k < g->k; k++)
+                bt[c * kp + k] = g->b[g->koff[k] + at];
+        } else {
+            for (int64_t k = 0; k < g->k; k++)
+                bt[c * kp + k] = g->b[k * g->ldb + j0 + c];
+        }
         for (int64_t k = g->k; k < kp; k++)
             bt[c * kp + k] = 0;
     }

@@ -473,6 +473,7 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
             .ow = s->ow,
             .n0 = p.c0,
             .dense = true,
+            .tail_dots = true, /* shares start at multiples of VL columns */
             .c = y + (p.img * s->m + m0) * s->oh * s->ow + p.c0,
             .ldc = s->oh * s->ow,
             .bias = bias ? bias + m0 : NULL,
