@@ -316,20 +316,29 @@ size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets) {
     return all > rest ? all : rest;
 }
 
+/* The blocked product of g; with tail (> 0), full's last `tail` columns
+ * as dot products (bt gathered), each row tile's after its last tiles. */
+static void blocked(const LjGemm *g, const LjGemm *full, const float *bt, int64_t tail);
+
 LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
-    float stack_block[KC_MAX * NC] __attribute__((aligned(64)));
+    float bt[LJ_SGEMM_TAIL_FLOATS] __attribute__((aligned(64)));
     if (g->m <= 0 || g->n <= 0)
         return;
-    int64_t tail = lj_sgemm_dot_tail(g);
-    if (tail) {
-        LjGemm rest = *g;
-        rest.n -= tail;
-        rest.tail_dots = false;
-        lj_sgemm(&rest);
+    int64_t tail = lj_sgemm_tail_gather(g, bt);
+    LjGemm rest = *g;
+    rest.n -= tail;
+    rest.tail_dots = false;
+    if (rest.n <= 0 || lj_sgemv(&rest)) {
+        if (tail)
+            lj_sgemm_tail_rows(g, bt, tail, 0, g->m);
         return;
     }
-    if (lj_sgemv(g))
-        return;
+    blocked(&rest, g, bt, tail);
+}
+
+LJ_VECTOR_FN static void blocked(const LjGemm *g, const LjGemm *full, const float *bt,
+                                 int64_t tail) {
+    float stack_block[KC_MAX * NC] __attribute__((aligned(64)));
     bool packed = g->koff || packs_b(g);
     int64_t kc_max = pick_kc(g, packed);
     float *block = stack_block, *heap = NULL;
@@ -380,6 +389,8 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
                         t.bias_col = g->bias + j0 + jr;
                     tile_kernel((int)mr, nv, kc, &t);
                 }
+                if (tail && (flags & LAST) && j0 + NC >= g->n)
+                    lj_sgemm_tail_rows(full, bt, tail, i0, i0 + mr);
             }
             k0 += kc;
         } while (k0 < g->k);

@@ -59,9 +59,16 @@ void lj_sgemm(const LjGemm *g);
  * operand once; false (nothing done) for other shapes. lj_sgemm tries it
  * first. */
 bool lj_sgemv(const LjGemm *g);
-/* With tail_dots: the columns of C computed as dot products (0 when none
- * are), those of g->n - tail .. g->n - 1 done; lj_sgemm does the rest. */
-int64_t lj_sgemm_dot_tail(const LjGemm *g);
+/* With tail_dots: how many of C's last columns are dot products (0 when
+ * none are), their columns of B gathered into bt (LJ_SGEMM_TAIL_FLOATS);
+ * then rows [i0, i1) of them. lj_sgemm runs each row tile's dot products
+ * right after the tile, while its rows of A are still in cache: a pass of
+ * its own read all of A again from memory (a 512-channel 3x3 conv's 9 MB,
+ * 22% of its time). */
+enum { LJ_SGEMM_TAIL_MAX = 8, LJ_SGEMM_TAIL_K = 8192 };
+enum { LJ_SGEMM_TAIL_FLOATS = LJ_SGEMM_TAIL_K + LJ_SGEMM_TAIL_MAX * LJ_VL };
+int64_t lj_sgemm_tail_gather(const LjGemm *g, float *bt);
+void lj_sgemm_tail_rows(const LjGemm *g, const float *bt, int64_t t, int64_t i0, int64_t i1);
 /* The scratch lj_sgemm asks for an m x n x k product (by_offsets: B's
  * rows by koff), in bytes. */
 size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets);

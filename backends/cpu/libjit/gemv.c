@@ -115,8 +115,9 @@ static void gemv_col(const LjGemm *g) {
     }
 }
 
-/* The tail's columns, at most TAIL_MAX of them, gathered k floats each. */
-enum { TAIL_MAX = 8, TAIL_FLOATS = 8192 };
+/* The tail's columns, at most TAIL_MAX of them, gathered k floats each
+ * (LJ_SGEMM_TAIL_FLOATS with their rounding up to vectors). */
+enum { TAIL_MAX = LJ_SGEMM_TAIL_MAX, TAIL_FLOATS = LJ_SGEMM_TAIL_K };
 
 LJ_INLINE bool tail_pays(const LjGemm *g, int64_t t) {
     /* dot products: t (k/VL multiply-adds + a horizontal sum of ~8 steps)
@@ -147,11 +148,10 @@ LJ_INLINE void dot_tail_row(int T, const LjGemm *g, const float *bt, int64_t kp,
         out[c] = hsum(acc[c]);
 }
 
-LJ_VECTOR_FN int64_t lj_sgemm_dot_tail(const LjGemm *g) {
+LJ_VECTOR_FN int64_t lj_sgemm_tail_gather(const LjGemm *g, float *bt) {
     int64_t t = g->n % VL;
     if (!g->tail_dots || g->m <= 0 || !tail_pays(g, t))
         return 0;
-    float bt[TAIL_FLOATS + TAIL_MAX * VL] __attribute__((aligned(64)));
     int64_t kp = (g->k + VL - 1) / VL * VL, j0 = g->n - t;
     for (int64_t c = 0; c < t; c++) {
         if (g->koff) { /* dense: column p's run of every row of B (gemm.h) */
@@ -165,7 +165,13 @@ LJ_VECTOR_FN int64_t lj_sgemm_dot_tail(const LjGemm *g) {
         for (int64_t k = g->k; k < kp; k++)
             bt[c * kp + k] = 0;
     }
-    for (int64_t i = 0; i < g->m; i++) {
+    return t;
+}
+
+LJ_VECTOR_FN void lj_sgemm_tail_rows(const LjGemm *g, const float *bt, int64_t t, int64_t i0,
+                                     int64_t i1) {
+    int64_t kp = (g->k + VL - 1) / VL * VL, j0 = g->n - t;
+    for (int64_t i = i0; i < i1; i++) {
         float out[TAIL_MAX];
         dot_tail_row((int)t, g, bt, kp, i, out);
         float *c = g->c + i * g->ldc + j0;
@@ -174,7 +180,6 @@ LJ_VECTOR_FN int64_t lj_sgemm_dot_tail(const LjGemm *g) {
             c[j] = lj_act(lj_splat(out[j] + b), g->act)[0];
         }
     }
-    return t;
 }
 
 /* One row: the order of gemm.c's tiles (the bias, then k in order, one
