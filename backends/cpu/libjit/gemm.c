@@ -320,28 +320,48 @@ size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets) {
  * as dot products (bt gathered), each row tile's after its last tiles. */
 static void blocked(const LjGemm *g, const LjGemm *full, const float *bt, int64_t tail);
 
-LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
-    float bt[LJ_SGEMM_TAIL_FLOATS] __attribute__((aligned(64)));
-    if (g->m <= 0 || g->n <= 0)
-        return;
-    int64_t tail = lj_sgemm_tail_gather(g, bt);
+/* g without its last `tail` columns (plain: those done, or none). */
+LJ_INLINE LjGemm without_tail(const LjGemm *g, int64_t tail) {
     LjGemm rest = *g;
     rest.n -= tail;
     rest.tail_dots = false;
-    /* A plain B's tail apart, first, as before: its rows after each tile
-     * measured 3% faster on one thread (ResNet-50's 1x1 convs on 7x7 maps)
-     * but were not shown to help on two (+3 to +9% in one set of runs
-     * under load); a dense B's after each tile. */
-    if (tail && (!g->koff || rest.n <= 0)) {
+    return rest;
+}
+
+/* A plain B's tail as one pass before the tiles, on a frame of its own
+ * (the tiles' stack block then starts where it did before the dense
+ * products had tails: moving it 33 KB down made ResNet-50's 1x1 convs on
+ * 7x7 maps 13-20% slower, bench_conv). Interleaving it as the dense
+ * products do was not shown to help at 2 threads. */
+LJ_VECTOR_FN static int64_t plain_tail(const LjGemm *g) {
+    float bt[LJ_SGEMM_TAIL_FLOATS] __attribute__((aligned(64)));
+    int64_t tail = lj_sgemm_tail_gather(g, bt);
+    if (tail)
         lj_sgemm_tail_rows(g, bt, tail, 0, g->m);
-        tail = 0;
-    }
-    if (rest.n <= 0 || lj_sgemv(&rest)) {
-        if (tail)
-            lj_sgemm_tail_rows(g, bt, tail, 0, g->m);
+    return tail;
+}
+
+LJ_VECTOR_FN static void dense_with_tail(const LjGemm *g) {
+    float bt[LJ_SGEMM_TAIL_FLOATS] __attribute__((aligned(64)));
+    int64_t tail = lj_sgemm_tail_gather(g, bt);
+    LjGemm rest = without_tail(g, tail);
+    if (rest.n <= 0)
+        lj_sgemm_tail_rows(g, bt, tail, 0, g->m);
+    else
+        blocked(&rest, g, bt, tail);
+}
+
+LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
+    if (g->m <= 0 || g->n <= 0)
+        return;
+    if (g->koff && g->tail_dots) {
+        dense_with_tail(g);
         return;
     }
-    blocked(&rest, g, bt, tail);
+    LjGemm rest = without_tail(g, plain_tail(g));
+    if (rest.n <= 0 || lj_sgemv(&rest))
+        return;
+    blocked(&rest, NULL, NULL, 0);
 }
 
 LJ_VECTOR_FN static void blocked(const LjGemm *g, const LjGemm *full, const float *bt,
