@@ -301,6 +301,14 @@ static void test_conv_shapes(void **state) {
          * four, and a stride-2 1x1's 7x7 (one), k past one vector with a tail */
         {2, 1, 203, 14, 14, 40, 1, 1, 1, 1, 1, 1, 1, {0}, "clip", 0, 6, true},
         {2, 2, 99, 14, 14, 21, 1, 1, 2, 2, 1, 1, 1, {0}, "silu", 0, 0, true},
+        /* dense columns (gemm.h): a panel's runs of output rows -- inception's
+         * 1x7 and 7x1 on 17x17, 1x3 on 8x8 (runs under a vector), 3x3 stride 2
+         * onto 7x7, 5x5 on 35x35 (runs of two vectors and an overlap) */
+        {2, 2, 40, 17, 17, 72, 1, 7, 1, 1, 1, 1, 1, {0, 3, 0, 3}, "relu", 0, 0, true},
+        {2, 1, 40, 17, 17, 36, 7, 1, 1, 1, 1, 1, 1, {3, 0, 3, 0}, NULL, 0, 0, true},
+        {2, 1, 300, 8, 8, 40, 1, 3, 1, 1, 1, 1, 1, {0, 1, 0, 1}, "relu", 0, 0, true},
+        {2, 2, 64, 14, 14, 48, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true},
+        {2, 1, 24, 35, 35, 40, 5, 5, 1, 1, 1, 1, 1, {2, 2, 2, 2}, NULL, 0, 0, false},
     };
     double worst = 0;
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {

@@ -250,13 +250,53 @@ static void pack_rows(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int w
     }
 }
 
+/* Panel[k][0 .. w) = B[k0 + k][j0 .. j0 + cols) of a dense B by row
+ * offsets (gemm.h), zero beyond cols. The panel's columns are runs of at
+ * most ow output positions (whole rows in one when the planes are no wider
+ * than the output, a 7x1 window), each one run of the planes at the same
+ * place for every k: found once, then copied per row a vector at a time, a run's
+ * last vector overlapping the one before (a run under a vector, a 7- or
+ * 8-wide map, float by float). Reads stay inside the runs. */
+static void pack_dense(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int64_t cols, int w,
+                       float *panel) {
+    int64_t dst[NR], src[NR], len[NR];
+    int runs = 0;
+    for (int64_t j = 0; j < cols;) {
+        int64_t p = g->n0 + j0 + j, ox = p % g->ow, at = p / g->ow * g->wq + ox;
+        int64_t run = g->ow - ox < cols - j ? g->ow - ox : cols - j;
+        if (runs && src[runs - 1] + len[runs - 1] == at) /* wq == ow: one run */
+            len[runs - 1] += run;
+        else
+            dst[runs] = j, src[runs] = at, len[runs] = run, runs++;
+        j += run;
+    }
+    for (int64_t k = 0; k < kc; k++) {
+        const float *row = g->b + g->koff[k0 + k]; /* koff alone may be negative */
+        float *out = panel + k * w;
+        for (int r = 0; r < runs; r++) {
+            const float *s = row + src[r];
+            float *d = out + dst[r];
+            int64_t n = len[r], i = 0;
+            if (n < LJ_VL) {
+                for (; i < n; i++)
+                    d[i] = s[i];
+                continue;
+            }
+            for (; i + LJ_VL <= n; i += LJ_VL)
+                lj_store(d + i, lj_load(s + i));
+            if (i < n)
+                lj_store(d + n - LJ_VL, lj_load(s + n - LJ_VL));
+        }
+        for (int64_t j = cols; j < w; j++)
+            out[j] = 0;
+    }
+}
+
 LJ_INLINE int64_t pick_nc(const LjGemm *g) {
     return g->n < NC ? (g->n + NR - 1) / NR * NR : NC;
 }
 
-/* The deep B block's bytes, asked of the scratch; 0 when the stack's
- * block does. One function for lj_sgemm and the kernels' _scratch. */
-size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets) {
+static size_t block_bytes(int64_t m, int64_t n, int64_t k, bool by_offsets) {
     LjGemm g = {.m = m, .n = n, .k = k};
     if (m <= 0 || n <= 0)
         return 0;
@@ -266,24 +306,71 @@ size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets) {
                                                    : 0;
 }
 
+/* The deep B block's bytes, asked of the scratch; 0 when the stack's
+ * block does. One function for lj_sgemm and the kernels' _scratch. The
+ * product without its last n % LJ_VL columns too (tail_dots does those
+ * apart): narrower, its block can be deeper. */
+size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets) {
+    size_t all = block_bytes(m, n, k, by_offsets);
+    size_t rest = block_bytes(m, n - n % LJ_VL, k, by_offsets);
+    return all > rest ? all : rest;
+}
+
+/* The blocked product of g; with tail (> 0), full's last `tail` columns
+ * as dot products (bt gathered), each row tile's after its last tiles. */
+static void blocked(const LjGemm *g, const LjGemm *full, const float *bt, int64_t tail);
+
+/* g without its last `tail` columns (plain: those done, or none). */
+LJ_INLINE LjGemm without_tail(const LjGemm *g, int64_t tail) {
+    LjGemm rest = *g;
+    rest.n -= tail;
+    rest.tail_dots = false;
+    return rest;
+}
+
+/* A plain B's tail as one pass before the tiles, on a frame of its own
+ * (the tiles' stack block then starts where it did before the dense
+ * products had tails: moving it 33 KB down made ResNet-50's 1x1 convs on
+ * 7x7 maps 13-20% slower, bench_conv). Interleaving it as the dense
+ * products do was not shown to help at 2 threads. */
+LJ_VECTOR_FN static int64_t plain_tail(const LjGemm *g) {
+    float bt[LJ_SGEMM_TAIL_FLOATS] __attribute__((aligned(64)));
+    int64_t tail = lj_sgemm_tail_gather(g, bt);
+    if (tail)
+        lj_sgemm_tail_rows(g, bt, tail, 0, g->m);
+    return tail;
+}
+
+LJ_VECTOR_FN static void dense_with_tail(const LjGemm *g) {
+    float bt[LJ_SGEMM_TAIL_FLOATS] __attribute__((aligned(64)));
+    int64_t tail = lj_sgemm_tail_gather(g, bt);
+    LjGemm rest = without_tail(g, tail);
+    if (rest.n <= 0)
+        lj_sgemm_tail_rows(g, bt, tail, 0, g->m);
+    else
+        blocked(&rest, g, bt, tail);
+}
+
 LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
-    float stack_block[KC_MAX * NC] __attribute__((aligned(64)));
     if (g->m <= 0 || g->n <= 0)
         return;
-    int64_t tail = lj_sgemm_dot_tail(g);
-    if (tail) {
-        LjGemm rest = *g;
-        rest.n -= tail;
-        rest.tail_dots = false;
-        lj_sgemm(&rest);
+    if (g->koff && g->tail_dots) {
+        dense_with_tail(g);
         return;
     }
-    if (lj_sgemv(g))
+    LjGemm rest = without_tail(g, plain_tail(g));
+    if (rest.n <= 0 || lj_sgemv(&rest))
         return;
+    blocked(&rest, NULL, NULL, 0);
+}
+
+LJ_VECTOR_FN static void blocked(const LjGemm *g, const LjGemm *full, const float *bt,
+                                 int64_t tail) {
+    float stack_block[KC_MAX * NC] __attribute__((aligned(64)));
     bool packed = g->koff || packs_b(g);
     int64_t kc_max = pick_kc(g, packed);
     float *block = stack_block, *heap = NULL;
-    size_t deep = lj_sgemm_scratch(g->m, g->n, g->k, g->koff != NULL);
+    size_t deep = block_bytes(g->m, g->n, g->k, g->koff != NULL);
     if (deep) {
         heap = lj_scratch_get(g->sc, LJ_SCRATCH_PACK, deep);
         if (heap)
@@ -302,7 +389,9 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
             for (int64_t jr = 0; jr < nc; jr += NR) {
                 int64_t cols = nc - jr < NR ? nc - jr : NR;
                 int w = (int)((cols + LJ_VL - 1) / LJ_VL) * LJ_VL;
-                if (g->koff)
+                if (g->koff && g->dense)
+                    pack_dense(g, k0, kc, j0 + jr, cols, w, block + jr * kc);
+                else if (g->koff)
                     pack_rows(g, k0, kc, j0 + jr, w, block + jr * kc);
                 else if (packed || cols < NR)
                     pack_plain(g, k0, kc, j0 + jr, cols, w, block + jr * kc);
@@ -320,7 +409,7 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
                               .ldc = g->ldc, .ncols = cols, .flags = flags, .act = g->act};
                     if (!packed && cols == NR)
                         t.b = g->b + k0 * g->ldb + j0 + jr, t.bs = g->ldb;
-                    if (g->koff) /* C through the column map */
+                    if (g->koff && !g->dense) /* C through the column map */
                         t.c = g->c + i0 * g->ldc, t.col0 = g->n0 + j0 + jr, t.wq = g->wq, t.ow = g->ow;
                     if (g->bias && g->bias_rows)
                         t.bias_row = g->bias + i0;
@@ -328,6 +417,8 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
                         t.bias_col = g->bias + j0 + jr;
                     tile_kernel((int)mr, nv, kc, &t);
                 }
+                if (tail && (flags & LAST) && j0 + NC >= g->n)
+                    lj_sgemm_tail_rows(full, bt, tail, i0, i0 + mr);
             }
             k0 += kc;
         } while (k0 < g->k);

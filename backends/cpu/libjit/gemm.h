@@ -32,13 +32,20 @@ typedef struct LjGemm {
     const int64_t *koff;
     int64_t wq, ow;
     int64_t n0; /* with koff: product column 0 is column n0 of the full map */
+    /* With koff, dense: the product's columns are the output positions
+     * themselves, B[k][n] = b[koff[k] + (p / ow) * wq + p % ow] for
+     * p = n0 + n, and C is plain (c at column n0, ldc apart): no column is
+     * computed to be dropped, which the planes' wider rows cost a 1x7
+     * window on a 17x17 map (23 columns a row for 17). B's panels are
+     * packed run by run (pack_dense). */
+    bool dense;
     float *c;
     int64_t ldc;
     const float *bias; /* NULL, or one value per row (bias_rows) or per column */
     bool bias_rows;
     LjAct act;
     LjScratch *sc; /* the deep packing block's buffer; NULL: malloc per call */
-    /* A plain B's last n % LJ_VL columns as dot products along A's rows
+    /* A plain or dense B's last n % LJ_VL columns as dot products along A's rows
      * where that is cheaper than a vector of B per row (gemv.c): only for
      * callers whose every share of a product starts at a multiple of
      * LJ_VL columns, so the same columns are the tail whatever the split. */
@@ -52,9 +59,17 @@ void lj_sgemm(const LjGemm *g);
  * operand once; false (nothing done) for other shapes. lj_sgemm tries it
  * first. */
 bool lj_sgemv(const LjGemm *g);
-/* With tail_dots: the columns of C computed as dot products (0 when none
- * are), those of g->n - tail .. g->n - 1 done; lj_sgemm does the rest. */
-int64_t lj_sgemm_dot_tail(const LjGemm *g);
+/* With tail_dots: how many of C's last columns are dot products (0 when
+ * none are), their columns of B gathered into bt (LJ_SGEMM_TAIL_FLOATS);
+ * then rows [i0, i1) of them. For a dense B (a convolution over its phase
+ * planes), lj_sgemm runs each row tile's dot products right after the
+ * tile, while its rows of A are still in cache: a pass of its own read all
+ * of A again from memory (a 512-channel 3x3 conv's 9 MB, 22% of its
+ * time); a plain B's tail is still one pass before the tiles. */
+enum { LJ_SGEMM_TAIL_MAX = 8, LJ_SGEMM_TAIL_K = 8192 };
+enum { LJ_SGEMM_TAIL_FLOATS = LJ_SGEMM_TAIL_K + LJ_SGEMM_TAIL_MAX * LJ_VL };
+int64_t lj_sgemm_tail_gather(const LjGemm *g, float *bt);
+void lj_sgemm_tail_rows(const LjGemm *g, const float *bt, int64_t t, int64_t i0, int64_t i1);
 /* The scratch lj_sgemm asks for an m x n x k product (by_offsets: B's
  * rows by koff), in bytes. */
 size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets);

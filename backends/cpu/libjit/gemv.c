@@ -19,7 +19,9 @@
  *    columns, three vectors and one column): the tiles gave the one column
  *    a vector of its own, 16 lanes of multiply-adds for one of use, a
  *    quarter of the product; as dot products along A's rows, against the
- *    tail columns gathered once, it costs k/16 multiply-adds a row. */
+ *    tail columns gathered once, it costs k/16 multiply-adds a row. The
+ *    same for a convolution's dense product over its phase planes (3x3
+ *    stride 2 onto 7x7, inception's 17x17 maps: 289 = 18 vectors and one). */
 #include "backends/cpu/libjit/gemm.h"
 
 enum {
@@ -113,13 +115,14 @@ static void gemv_col(const LjGemm *g) {
     }
 }
 
-/* The tail's columns, at most TAIL_MAX of them, gathered k floats each. */
-enum { TAIL_MAX = 8, TAIL_FLOATS = 8192 };
+/* The tail's columns, at most TAIL_MAX of them, gathered k floats each
+ * (LJ_SGEMM_TAIL_FLOATS with their rounding up to vectors). */
+enum { TAIL_MAX = LJ_SGEMM_TAIL_MAX, TAIL_FLOATS = LJ_SGEMM_TAIL_K };
 
 LJ_INLINE bool tail_pays(const LjGemm *g, int64_t t) {
     /* dot products: t (k/VL multiply-adds + a horizontal sum of ~8 steps)
      * a row; the tiles: k a row for the tail's vector. At most half. */
-    return t > 0 && t <= TAIL_MAX && t * g->k <= TAIL_FLOATS && !g->koff &&
+    return t > 0 && t <= TAIL_MAX && t * g->k <= TAIL_FLOATS && (!g->koff || g->dense) &&
            2 * t * (g->k / VL + 8) < g->k;
 }
 
@@ -145,28 +148,47 @@ LJ_INLINE void dot_tail_row(int T, const LjGemm *g, const float *bt, int64_t kp,
         out[c] = hsum(acc[c]);
 }
 
-LJ_VECTOR_FN int64_t lj_sgemm_dot_tail(const LjGemm *g) {
+LJ_VECTOR_FN int64_t lj_sgemm_tail_gather(const LjGemm *g, float *bt) {
     int64_t t = g->n % VL;
     if (!g->tail_dots || g->m <= 0 || !tail_pays(g, t))
         return 0;
-    float bt[TAIL_FLOATS + TAIL_MAX * VL] __attribute__((aligned(64)));
     int64_t kp = (g->k + VL - 1) / VL * VL, j0 = g->n - t;
     for (int64_t c = 0; c < t; c++) {
-        for (int64_t k = 0; k < g->k; k++)
-            bt[c * kp + k] = g->b[k * g->ldb + j0 + c];
+        if (g->koff) { /* dense: column p's run of every row of B (gemm.h) */
+            int64_t p = g->n0 + j0 + c, at = p / g->ow * g->wq + p % g->ow;
+            for (int64_t k = 0; k < g->k; k++)
+                bt[c * kp + k] = g->b[g->koff[k] + at];
+        } else {
+            for (int64_t k = 0; k < g->k; k++)
+                bt[c * kp + k] = g->b[k * g->ldb + j0 + c];
+        }
         for (int64_t k = g->k; k < kp; k++)
             bt[c * kp + k] = 0;
     }
-    for (int64_t i = 0; i < g->m; i++) {
+    return t;
+}
+
+LJ_VECTOR_FN void lj_sgemm_tail_rows(const LjGemm *g, const float *bt, int64_t t, int64_t i0,
+                                     int64_t i1) {
+    int64_t kp = (g->k + VL - 1) / VL * VL, j0 = g->n - t;
+    for (int64_t i = i0; i < i1; i++) {
         float out[TAIL_MAX];
-        dot_tail_row((int)t, g, bt, kp, i, out);
+        /* A constant T keeps the accumulators in registers: with T known
+         * only at run time they went through the stack on every step (a
+         * store-forwarding chain, 13-20% of a 1x1 conv on a 7x7 map). One
+         * column (7x7, 17x17 maps) and four (14x14) are the common tails. */
+        if (t == 1)
+            dot_tail_row(1, g, bt, kp, i, out);
+        else if (t == 4)
+            dot_tail_row(4, g, bt, kp, i, out);
+        else
+            dot_tail_row((int)t, g, bt, kp, i, out);
         float *c = g->c + i * g->ldc + j0;
         for (int64_t j = 0; j < t; j++) {
             float b = !g->bias ? 0.0f : g->bias_rows ? g->bias[i] : g->bias[j0 + j];
             c[j] = lj_act(lj_splat(out[j] + b), g->act)[0];
         }
     }
-    return t;
 }
 
 /* One row: the order of gemm.c's tiles (the bias, then k in order, one
