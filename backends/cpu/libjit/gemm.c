@@ -31,11 +31,10 @@
  * 8 MB stacks), a deep one on the heap.
  *
  * A B given by row offsets (a convolution's input, gemm.h) is blocked the
- * same way: its panel rows are runs of the phase planes, so packing a panel
- * is NR-float copies -- where im2col's index arithmetic and edge tests
- * cost a third of a 3x3 convolution's time. Its C goes through the column
- * map (the extra columns of the phase planes' width dropped), on store and
- * on reload between k blocks. */
+ * same way: its panel rows are runs of the phase planes, one run per
+ * output row, so packing a panel is vector copies -- where im2col's index
+ * arithmetic and edge tests cost a third of a 3x3 convolution's time --
+ * and the product's columns are the output positions, C plain. */
 #include "backends/cpu/libjit/gemm.h"
 
 #include <stdlib.h>
@@ -61,7 +60,6 @@ typedef struct Tile {
     float *c;
     int64_t ldc;
     int64_t ncols; /* valid columns in the tile (<= nv*LJ_VL) */
-    int64_t col0, wq, ow; /* with wq: the tile's column j is the product's col0 + j, mapped */
     unsigned flags;
     const float *bias_row, *bias_col; /* at the tile's first row / column */
     LjAct act;
@@ -71,40 +69,16 @@ typedef struct Tile {
 #define TILE_LOOP_R _Pragma("clang loop unroll(full)") for (int r = 0; r < mr; r++)
 #define TILE_LOOP_V _Pragma("clang loop unroll(full)") for (int v = 0; v < nv; v++)
 
-/* Row r of a tile between C and row[], through the column map: the tile's
- * columns past ow in each output row (the phase planes' extra width) are
- * dropped on store and read as 0. */
-LJ_INLINE void move_mapped(const Tile *t, int r, float *row, bool store) {
-    float *c = t->c + r * t->ldc;
-    for (int64_t j = 0; j < t->ncols;) {
-        int64_t col = t->col0 + j, oy = col / t->wq, ox = col % t->wq;
-        int64_t run = t->wq - ox < t->ncols - j ? t->wq - ox : t->ncols - j;
-        for (int64_t i = 0; i < run; i++) {
-            if (store && ox + i < t->ow)
-                c[oy * t->ow + ox + i] = row[j + i];
-            else if (!store)
-                row[j + i] = ox + i < t->ow ? c[oy * t->ow + ox + i] : 0;
-        }
-        j += run;
-    }
-}
-
-/* The microkernel for an mr x nv tile; mr, nv and mapped (C through the
- * column map) are constants in every specialisation (tile_kernel's
- * switch), so the loops unroll and acc lives in registers. */
-LJ_INLINE void tile_body(const int mr, const int nv, const bool mapped, int64_t kc,
-                         const Tile *t) {
+/* The microkernel for an mr x nv tile; mr and nv are constants in every
+ * specialisation (tile_kernel's switch), so the loops unroll and acc
+ * lives in registers. */
+LJ_INLINE void tile_body(const int mr, const int nv, int64_t kc, const Tile *t) {
     vf32 acc[MR][NV];
     const bool whole = t->ncols == nv * LJ_VL;
-    float row[NR];
     TILE_LOOP_R {
-        if (mapped && !(t->flags & FIRST))
-            move_mapped(t, r, row, false);
         TILE_LOOP_V {
             int64_t valid = t->ncols - v * LJ_VL;
-            if (!(t->flags & FIRST) && mapped)
-                acc[r][v] = lj_load(row + v * LJ_VL);
-            else if (!(t->flags & FIRST))
+            if (!(t->flags & FIRST))
                 acc[r][v] = whole ? lj_load(t->c + r * t->ldc + v * LJ_VL)
                                   : lj_load_n(t->c + r * t->ldc + v * LJ_VL, valid);
             else if (t->bias_row)
@@ -138,36 +112,24 @@ LJ_INLINE void tile_body(const int mr, const int nv, const bool mapped, int64_t 
             if ((t->flags & LAST) && !late_act)
                 x = lj_act(x, t->act);
             float *p = t->c + r * t->ldc + v * LJ_VL;
-            if (mapped)
-                lj_store(row + v * LJ_VL, x);
-            else if (whole)
+            if (whole)
                 lj_store(p, x);
             else
                 lj_store_n(p, x, t->ncols - v * LJ_VL);
         }
-        if (mapped && late_act)
-            lj_act_span(row, t->ncols, t->act);
-        if (mapped)
-            move_mapped(t, r, row, true);
-        else if (late_act)
+        if (late_act)
             lj_act_span(t->c + r * t->ldc, t->ncols, t->act);
     }
 }
 
-#define TILE_NV(R, OFFS)                                                                        \
-    if (nv == 3)                                                                                \
-        tile_body(R, 3, OFFS, kc, t);                                                           \
-    else if (nv == 2)                                                                           \
-        tile_body(R, 2, OFFS, kc, t);                                                           \
-    else                                                                                        \
-        tile_body(R, 1, OFFS, kc, t);
 #define TILE_CASE(R)                                                                            \
     case R:                                                                                     \
-        if (t->wq) {                                                                            \
-            TILE_NV(R, true)                                                                    \
-        } else {                                                                                \
-            TILE_NV(R, false)                                                                   \
-        }                                                                                       \
+        if (nv == 3)                                                                            \
+            tile_body(R, 3, kc, t);                                                             \
+        else if (nv == 2)                                                                       \
+            tile_body(R, 2, kc, t);                                                             \
+        else                                                                                    \
+            tile_body(R, 1, kc, t);                                                             \
         return;
 
 LJ_VECTOR_FN static void tile_kernel(int mr, int nv, int64_t kc, const Tile *t) {
@@ -238,20 +200,8 @@ static bool packs_b(const LjGemm *g) {
     return g->m > 4 * MR;
 }
 
-/* Panel[k][0 .. w) = B[k0 + k][j0 .. j0 + w) of a B by row offsets: one
- * copy per row (the planes are readable that far, gemm.h). */
-static void pack_rows(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int w, float *panel) {
-    for (int64_t k = 0; k < kc; k++) {
-        /* one offset, then the pointer: koff[k] alone may be negative
-         * (k_conv.c's band of phase planes starts at row r0, not 0) */
-        const float *src = g->b + (g->koff[k0 + k] + g->n0 + j0);
-        for (int v = 0; v < w; v += LJ_VL)
-            lj_store(panel + k * w + v, lj_load(src + v));
-    }
-}
-
-/* Panel[k][0 .. w) = B[k0 + k][j0 .. j0 + cols) of a dense B by row
- * offsets (gemm.h), zero beyond cols. The panel's columns are runs of at
+/* Panel[k][0 .. w) = B[k0 + k][j0 .. j0 + cols) of a B by row offsets
+ * (gemm.h), zero beyond cols. The panel's columns are runs of at
  * most ow output positions (whole rows in one when the planes are no wider
  * than the output, a 7x1 window), each one run of the planes at the same
  * place for every k: found once, then copied per row a vector at a time, a run's
@@ -389,10 +339,8 @@ LJ_VECTOR_FN static void blocked(const LjGemm *g, const LjGemm *full, const floa
             for (int64_t jr = 0; jr < nc; jr += NR) {
                 int64_t cols = nc - jr < NR ? nc - jr : NR;
                 int w = (int)((cols + LJ_VL - 1) / LJ_VL) * LJ_VL;
-                if (g->koff && g->dense)
+                if (g->koff)
                     pack_dense(g, k0, kc, j0 + jr, cols, w, block + jr * kc);
-                else if (g->koff)
-                    pack_rows(g, k0, kc, j0 + jr, w, block + jr * kc);
                 else if (packed || cols < NR)
                     pack_plain(g, k0, kc, j0 + jr, cols, w, block + jr * kc);
             }
@@ -409,8 +357,6 @@ LJ_VECTOR_FN static void blocked(const LjGemm *g, const LjGemm *full, const floa
                               .ldc = g->ldc, .ncols = cols, .flags = flags, .act = g->act};
                     if (!packed && cols == NR)
                         t.b = g->b + k0 * g->ldb + j0 + jr, t.bs = g->ldb;
-                    if (g->koff && !g->dense) /* C through the column map */
-                        t.c = g->c + i0 * g->ldc, t.col0 = g->n0 + j0 + jr, t.wq = g->wq, t.ow = g->ow;
                     if (g->bias && g->bias_rows)
                         t.bias_row = g->bias + i0;
                     else if (g->bias)

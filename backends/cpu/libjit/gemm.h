@@ -25,27 +25,24 @@ typedef struct LjGemm {
     int64_t lda;
     const float *b; /* B[k][n] = b[k*ldb + n] */
     int64_t ldb;
-    /* Or B[k][n] = b[koff[k] + n0 + n] (koff[k] may be negative, the sum
-     * not), read in place (readable for n rounded up
-     * to LJ_GEMM_NR), and column n of the product is C's column (n / wq)*ow + n % wq,
-     * dropped when n % wq >= ow. Bias per row. */
+    /* Or B by row offsets (a convolution's phase planes, k_conv.c): the
+     * product's columns are output positions p = n0 + n of a map ow wide
+     * whose planes are wq wide, B[k][n] = b[koff[k] + (p / ow) * wq + p % ow]
+     * (koff[k] may be negative, the sum not), and C is plain (c at column
+     * n0, ldc apart). No column is computed to be dropped, which the planes'
+     * wider rows would cost (a 1x7 window on a 17x17 map: 23 columns a row
+     * for 17). B's panels are packed run by run (pack_dense). Bias per
+     * row. */
     const int64_t *koff;
     int64_t wq, ow;
-    int64_t n0; /* with koff: product column 0 is column n0 of the full map */
-    /* With koff, dense: the product's columns are the output positions
-     * themselves, B[k][n] = b[koff[k] + (p / ow) * wq + p % ow] for
-     * p = n0 + n, and C is plain (c at column n0, ldc apart): no column is
-     * computed to be dropped, which the planes' wider rows cost a 1x7
-     * window on a 17x17 map (23 columns a row for 17). B's panels are
-     * packed run by run (pack_dense). */
-    bool dense;
+    int64_t n0;
     float *c;
     int64_t ldc;
     const float *bias; /* NULL, or one value per row (bias_rows) or per column */
     bool bias_rows;
     LjAct act;
     LjScratch *sc; /* the deep packing block's buffer; NULL: malloc per call */
-    /* A plain or dense B's last n % LJ_VL columns as dot products along A's rows
+    /* A B's last n % LJ_VL columns as dot products along A's rows
      * where that is cheaper than a vector of B per row (gemv.c): only for
      * callers whose every share of a product starts at a multiple of
      * LJ_VL columns, so the same columns are the tail whatever the split. */
@@ -61,8 +58,8 @@ void lj_sgemm(const LjGemm *g);
 bool lj_sgemv(const LjGemm *g);
 /* With tail_dots: how many of C's last columns are dot products (0 when
  * none are), their columns of B gathered into bt (LJ_SGEMM_TAIL_FLOATS);
- * then rows [i0, i1) of them. For a dense B (a convolution over its phase
- * planes), lj_sgemm runs each row tile's dot products right after the
+ * then rows [i0, i1) of them. For a B by row offsets (a convolution over its
+ * phase planes), lj_sgemm runs each row tile's dot products right after the
  * tile, while its rows of A are still in cache: a pass of its own read all
  * of A again from memory (a 512-channel 3x3 conv's 9 MB, 22% of its
  * time); a plain B's tail is still one pass before the tiles. */

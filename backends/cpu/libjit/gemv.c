@@ -122,7 +122,7 @@ enum { TAIL_MAX = LJ_SGEMM_TAIL_MAX, TAIL_FLOATS = LJ_SGEMM_TAIL_K };
 LJ_INLINE bool tail_pays(const LjGemm *g, int64_t t) {
     /* dot products: t (k/VL multiply-adds + a horizontal sum of ~8 steps)
      * a row; the tiles: k a row for the tail's vector. At most half. */
-    return t > 0 && t <= TAIL_MAX && t * g->k <= TAIL_FLOATS && (!g->koff || g->dense) &&
+    return t > 0 && t <= TAIL_MAX && t * g->k <= TAIL_FLOATS &&
            2 * t * (g->k / VL + 8) < g->k;
 }
 
@@ -154,7 +154,7 @@ LJ_VECTOR_FN int64_t lj_sgemm_tail_gather(const LjGemm *g, float *bt) {
         return 0;
     int64_t kp = (g->k + VL - 1) / VL * VL, j0 = g->n - t;
     for (int64_t c = 0; c < t; c++) {
-        if (g->koff) { /* dense: column p's run of every row of B (gemm.h) */
+        if (g->koff) { /* by offsets: column p's run of every row of B (gemm.h) */
             int64_t p = g->n0 + j0 + c, at = p / g->ow * g->wq + p % g->ow;
             for (int64_t k = 0; k < g->k; k++)
                 bt[c * kp + k] = g->b[g->koff[k] + at];

@@ -119,7 +119,7 @@ LJ_INLINE bool is_subsampled(const Conv *s) {
 }
 
 /* Columns of one (image, group)'s product: the output positions. Read
- * from the phase planes, the product packs B run by run (LjGemm's dense):
+ * from the phase planes, the product packs B run by run (LjGemm's koff):
  * over the planes' wider rows it computed wq - ow columns per output row
  * to drop them -- 35% more work for a 1x7 window on a 17x17 map, 25% for
  * 3x3 on 8x8, 14% for 3x3 stride 2 onto 7x7 -- where the runs cost a few
@@ -445,7 +445,6 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
             .wq = q.wq,
             .ow = s->ow,
             .n0 = p.c0,
-            .dense = true,
             .tail_dots = true, /* shares start at multiples of VL columns */
             .c = y + (p.img * s->m + m0) * s->oh * s->ow + p.c0,
             .ldc = s->oh * s->ow,
