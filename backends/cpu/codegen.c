@@ -750,11 +750,7 @@ static void dyn_rule(DynRule *u, const LirInstr *i, const Node *n) {
     case NK_NONZERO: *rule = LJ_DYN_NONZERO; break;
     case NK_COMPRESS: *rule = LJ_DYN_COMPRESS; break;
     case NK_NMS: *rule = LJ_DYN_NMS; break;
-    case NK_UNIQUE:
-        *rule = LJ_DYN_UNIQUE;
-        if (x && x->elem == ELEM_STR)
-            u->why = "strings";
-        break;
+    case NK_UNIQUE: *rule = LJ_DYN_UNIQUE; break;
     case NK_SLICE: *rule = LJ_DYN_SLICE; break; /* run-time ends too (operand 2) */
     case NK_EXPAND:
         if (i->nops > nres + 1) { /* to a run-time shape: its values */
