@@ -803,9 +803,9 @@ static LLVMValueRef make_dyn_worker(CG *g, LLVMValueRef kernel, int index) {
 }
 
 /* The kernel an instruction over bounded-dynamic buffers runs: the one
- * for every kind first (it takes every shape in one loop; an f32 form may
- * hand a shape it has no fast path for to it on one thread), then its
- * element kind's. */
+ * for every kind first (it takes every shape in one loop; an f32 form
+ * hands a shape it has no fast path for to it anyway), then its element
+ * kind's. */
 static LLVMValueRef dyn_kernel(CG *g, const LirInstr *i, char *name, size_t size) {
     const char *kind = node_kind_name(NODE_OF_IK(i->kind));
     snprintf(name, size, "libjit_%s_any", kind);

@@ -2301,6 +2301,146 @@ int any_select_cases(uint64_t seed) {
     return ok ? ran : -1;
 }
 
+/* ---- every-kind work split over threads --------------------------------- */
+
+/* Units [0, work) as runtime.c hands them to T threads: equal ranges (the
+ * last shorter), a call each, last share first, one scratch throughout. */
+static void run_shares(const Desc *d, KernelFn fn, WorkFn work, void *const *ops, int threads) {
+    int64_t n = work(d->w), per = (n + threads - 1) / threads;
+    LjScratch sc = {0};
+    for (int k = threads - 1; k >= 0; k--) {
+        int64_t lo = per * k, hi = lo + per < n ? lo + per : n;
+        if (lo < hi)
+            fn(d->w, ops, lo, hi, &sc);
+    }
+    lj_scratch_release(&sc);
+}
+
+/* The kernel at 1, 2 and 3 threads against the interpreter, exact, on a
+ * case large enough for more than 3 units (else it proves nothing about
+ * the split); inputs restored before each run (scatter may work in place
+ * on its own output only, so the inputs do not change). */
+static bool thread_run(AnyCase *c, const char *what, KernelFn fn, WorkFn work, int *ran) {
+    if (work(c->d.w) <= 3) {
+        fprintf(stderr, "FAIL %s: %lld units, too few to split\n", what, (long long)work(c->d.w));
+        return false;
+    }
+    if (libjit_generic(c->d.w, c->ref)) {
+        fprintf(stderr, "FAIL %s: the interpreter refused the case\n", what);
+        return false;
+    }
+    for (int t = 1; t <= 3; t++) {
+        for (int k = 0; k < lj_nres(c->d.w); k++)
+            memset(c->fast[k], 0xA5 + t, bytes_of(c, k));
+        run_shares(&c->d, fn, work, c->fast, t);
+        ++*ran;
+        for (int k = 0; k < lj_nres(c->d.w); k++) {
+            ElemKind e = (ElemKind)lj_elem(c->d.w, k);
+            for (int64_t i = 0; i < desc_numel(&c->d, k); i++) {
+                if (same_elem(e, c->fast[k], c->ref[k], i))
+                    continue;
+                fprintf(stderr, "FAIL %s at %d threads: output %d element %lld: kernel %.17g "
+                        "interpreter %.17g\n", what, t, k, (long long)i,
+                        elem_load_f64(e, c->fast[k], i), elem_load_f64(e, c->ref[k], i));
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* scatter_elements split by lines (frcnn's box_roi_pool scatters
+ * 150x256x7x7 floats along axis 0), every reduction, duplicate and
+ * negative indices; along a middle axis too. */
+static bool thread_scatter(uint64_t *s, ElemKind e, int i, int *ran) {
+    int64_t x[4] = {6, 256, 7, 7}, idx[4] = {6, 256, 7, 7};
+    int rank = 4, axis = 0;
+    if (i % 2) { /* [3, len, 4000] along axis 1 */
+        rank = 3, axis = 1;
+        x[0] = idx[0] = 3, x[1] = 5, idx[1] = 4, x[2] = idx[2] = 4000;
+    }
+    AnyCase c = {0};
+    desc_begin(&c.d, NK_SCATTER_ELEMENTS, 1);
+    desc_operand_elem(&c.d, e, rank, x);
+    desc_operand_elem(&c.d, e, rank, x);
+    desc_operand_elem(&c.d, i % 3 ? ELEM_I64 : ELEM_I32, rank, idx);
+    desc_operand_elem(&c.d, e, rank, idx);
+    desc_int(&c.d, AK_axis, i % 4 == 3 ? axis - rank : axis);
+    static const int64_t reds[] = {RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN};
+    if (e != ELEM_BOOL)
+        desc_int(&c.d, AK_reduction, reds[i % 5]);
+    c.plain = true;
+    any_alloc(&c, *s + (uint64_t)i);
+    ElemKind ei = (ElemKind)lj_elem(c.d.w, 2);
+    for (int64_t j = 0; j < desc_numel(&c.d, 2); j++)
+        elem_store_i64(ei, c.fast[2], j, rnd(s, -x[axis], x[axis] - 1));
+    memcpy(c.ref[2], c.fast[2], bytes_of(&c, 2));
+    char what[64];
+    snprintf(what, sizeof what, "scatter_elements on %s, case %d", elem_name(e), i);
+    bool ok = thread_run(&c, what, libjit_scatter_elements_any, libjit_scatter_elements_any_work, ran);
+    any_free(&c);
+    return ok;
+}
+
+/* The f32 kernels' hand-offs to the kernel for every kind, now over its
+ * units: pow with an integer exponent, a reduction of three blocks of
+ * axes (red_shape's two do not cover it), gather by i16 indices. */
+static bool thread_handoffs(uint64_t *s, int i, int *ran) {
+    AnyCase c = {.plain = true};
+    char what[64];
+    bool ok;
+    if (i == 0) {
+        int64_t y[2] = {300, 400}, b[1] = {400};
+        desc_begin(&c.d, NK_POW, 1);
+        desc_operand_elem(&c.d, ELEM_F32, 2, y);
+        desc_operand_elem(&c.d, ELEM_F32, 2, y);
+        desc_operand_elem(&c.d, ELEM_I64, 1, b);
+        any_alloc(&c, *s);
+        for (int64_t j = 0; j < 400; j++)
+            ((int64_t *)c.fast[2])[j] = ((int64_t *)c.ref[2])[j] = rnd(s, -3, 3);
+        snprintf(what, sizeof what, "pow_f32 of an i64 exponent");
+        ok = thread_run(&c, what, libjit_pow_f32, libjit_pow_f32_work, ran);
+    } else if (i == 1) {
+        int64_t x[5] = {8, 40, 4, 40, 8}, y[2] = {40, 40}, axes[3] = {0, 2, 4};
+        desc_begin(&c.d, NK_REDUCE_SUM, 1);
+        desc_operand_elem(&c.d, ELEM_F32, 2, y);
+        desc_operand_elem(&c.d, ELEM_F32, 5, x);
+        desc_ints(&c.d, AK_axes, 3, axes);
+        desc_int(&c.d, AK_keepdims, 0);
+        any_alloc(&c, *s);
+        snprintf(what, sizeof what, "reduce_sum_f32 over three blocks of axes");
+        ok = thread_run(&c, what, libjit_reduce_sum_f32, libjit_reduce_sum_f32_work, ran);
+    } else {
+        int64_t x[2] = {50, 300}, ix[2] = {40, 30}, y[3] = {40, 30, 300};
+        desc_begin(&c.d, NK_GATHER, 1);
+        desc_operand_elem(&c.d, ELEM_F32, 3, y);
+        desc_operand_elem(&c.d, ELEM_F32, 2, x);
+        desc_operand_elem(&c.d, ELEM_I16, 2, ix);
+        desc_int(&c.d, AK_axis, 0);
+        any_alloc(&c, *s);
+        for (int64_t j = 0; j < 1200; j++)
+            ((int16_t *)c.fast[2])[j] = ((int16_t *)c.ref[2])[j] = (int16_t)rnd(s, -50, 49);
+        snprintf(what, sizeof what, "gather_f32 by i16 indices");
+        ok = thread_run(&c, what, libjit_gather_f32, libjit_gather_f32_work, ran);
+    }
+    any_free(&c);
+    return ok;
+}
+
+/* Kernels for every kind whose work real models make large, split over
+ * threads: the same bytes as the interpreter at 1, 2 and 3 threads. */
+int any_threads_cases(uint64_t seed) {
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (int e = 0; e < ELEM_COUNT && ok; e++)
+        for (int i = 0; i < 2 && ok && takes(NK_SCATTER_ELEMENTS, (ElemKind)e); i++)
+            ok = thread_scatter(&s, (ElemKind)e, i + 2 * e, &ran);
+    for (int i = 0; i < 3 && ok; i++)
+        ok = thread_handoffs(&s, i, &ran);
+    return ok ? ran : -1;
+}
+
 /* ---- strings ------------------------------------------------------------ */
 
 /* Strings the cases draw from: numbers in every spelling ONNX's Cast reads,
