@@ -8,7 +8,7 @@
  * positional for 1e-4 <= |v| < 1e16 (with ".0" when integral), else
  * "1.5e-05"; NaN and infinities print as "NaN", "INF", "-INF", the spellings
  * ONNX parses ("INF", "+INF", "-INF", "NaN", any case, and "1e5"-style
- * numbers read with strtod). Bool prints "True"/"False".
+ * numbers read with strtod). Bool prints "True"/"False". Order: str_cmp.
  *
  * Case change is ONNX's en_US: simple one-to-one mappings of ASCII, Latin-1,
  * Latin Extended-A, Greek and Cyrillic, each of which keeps a character's
@@ -253,6 +253,18 @@ static inline int64_t str_len(const char *s) {
     while (s[n])
         n++;
     return n;
+}
+
+/* <0, 0, >0 as a sorts before, with or after b: by their bytes as unsigned
+ * (strcmp's order; for UTF-8, code point order, as numpy sorts strings).
+ * Comparisons of strings and Unique's order, in the interpreter and libjit. */
+static inline int str_cmp(const char *a, const char *b) {
+    const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
+    while (*x && *x == *y) {
+        x++;
+        y++;
+    }
+    return (*x > *y) - (*x < *y);
 }
 
 /* a == b, or equal once both are lowered (case_sensitive false). */

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "core/str_ops.h"
 #include "core/unique_sort.h"
 
 static int64_t slice_at(const UniqueSlices *s, int64_t slice, int64_t e) {
@@ -13,6 +14,8 @@ static int64_t slice_at(const UniqueSlices *s, int64_t slice, int64_t e) {
 }
 
 static int value_cmp(const Tensor *x, int64_t a, int64_t b) {
+    if (x->type.elem == ELEM_STR)
+        return str_cmp(tensor_get_str(x, a), tensor_get_str(x, b));
     if (elem_is_float(x->type.elem))
         return unique_cmp_f64(tensor_get_f64(x, a), tensor_get_f64(x, b));
     return unique_cmp_i64(tensor_get_i64(x, a), tensor_get_i64(x, b),

@@ -753,11 +753,7 @@ static void dyn_rule(DynRule *u, const LirInstr *i, const Node *n) {
     case NK_NONZERO: *rule = LJ_DYN_NONZERO; break;
     case NK_COMPRESS: *rule = LJ_DYN_COMPRESS; break;
     case NK_NMS: *rule = LJ_DYN_NMS; break;
-    case NK_UNIQUE:
-        *rule = LJ_DYN_UNIQUE;
-        if (x && x->elem == ELEM_STR)
-            u->why = "strings";
-        break;
+    case NK_UNIQUE: *rule = LJ_DYN_UNIQUE; break;
     case NK_SLICE: *rule = LJ_DYN_SLICE; break; /* run-time ends too (operand 2) */
     case NK_EXPAND:
         if (i->nops > nres + 1) { /* to a run-time shape: its values */
@@ -810,9 +806,9 @@ static LLVMValueRef make_dyn_worker(CG *g, LLVMValueRef kernel, int index) {
 }
 
 /* The kernel an instruction over bounded-dynamic buffers runs: the one
- * for every kind first (it takes every shape in one loop; an f32 form may
- * hand a shape it has no fast path for to it on one thread), then its
- * element kind's. */
+ * for every kind first (it takes every shape in one loop; an f32 form
+ * hands a shape it has no fast path for to it anyway), then its element
+ * kind's. */
 static LLVMValueRef dyn_kernel(CG *g, const LirInstr *i, char *name, size_t size) {
     const char *kind = node_kind_name(NODE_OF_IK(i->kind));
     snprintf(name, size, "libjit_%s_any", kind);

@@ -478,7 +478,7 @@ LOGIC(xor, x != y)
         bool flt = elem_is_float(A->type.elem), str = A->type.elem == ELEM_STR;              \
         for (int64_t i = 0; i < n; i++, bcast_next(&bc)) {                                   \
             if (str)                                                                         \
-                Z[i] = strcmp(tensor_get_str(A, bc.off[0]), tensor_get_str(B, bc.off[1])) OP 0; \
+                Z[i] = str_cmp(tensor_get_str(A, bc.off[0]), tensor_get_str(B, bc.off[1])) OP 0; \
             else if (flt)                                                                    \
                 Z[i] = tensor_get_f64(A, bc.off[0]) OP tensor_get_f64(B, bc.off[1]);         \
             else                                                                             \

@@ -61,6 +61,32 @@ static int64_t rnd(uint64_t *s, int64_t lo, int64_t hi) {
     return lo + (int64_t)(rng_next(s) % (uint64_t)(hi - lo + 1));
 }
 
+/* Case i of operator k on kind e, drawing from s; counts the cases run
+ * (and, for those at run-time sizes, the ones both sides refuse). */
+typedef bool (*KindCaseFn)(NodeKind k, ElemKind e, uint64_t *s, int i, int *ran, int *refused);
+
+/* A driver's table: `count` cases of each operator for every kind it takes
+ * (but f32 when its f32 kernel has tests of its own). */
+typedef struct KindCases {
+    NodeKind kind;
+    KindCaseFn fn;
+    int count;
+    bool skip_f32;
+} KindCases;
+
+/* Kind by kind, each row's cases in table order (the order that draws
+ * from s, so a case is the same wherever the table grows). */
+static bool kind_cases(const KindCases *t, size_t n, uint64_t *s, int *ran, int *refused) {
+    bool ok = true;
+    for (int e = 0; e < ELEM_COUNT && ok; e++)
+        for (size_t r = 0; r < n && ok; r++)
+            for (int i = 0; i < t[r].count && ok && takes(t[r].kind, (ElemKind)e) &&
+                            !(t[r].skip_f32 && e == ELEM_F32);
+                 i++)
+                ok = t[r].fn(t[r].kind, (ElemKind)e, s, i, ran, refused);
+    return ok;
+}
+
 /* Random values of kind e: small ones mostly, the kind's edges and the
  * float specials now and then (not when plain). */
 static void fill(ElemKind e, void *p, int64_t n, uint64_t *s, bool plain) {
@@ -1741,7 +1767,7 @@ static bool rt_run(RtCase *r, int64_t rule, const char *what, KernelFn fn, WorkF
  * Elsewhere starts, steps and ends anywhere. Run-time ends from before the
  * axis to past it, now and then beyond the end the result's bound was
  * taken at (both must refuse). */
-static bool rt_slice(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
+static bool rt_slice(NodeKind kind, ElemKind e, uint64_t *s, int i, int *ran, int *refused) {
     int64_t x[8], xr[8], y[8], st[8], en[8], sp[8], axes[8], ends[8];
     int rank = (int)rnd(s, 1, 3), na = 0;
     uint8_t xdyn = 0, ydyn = 0;
@@ -1790,7 +1816,7 @@ static bool rt_slice(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
 /* Expand to a run-time shape (operand 2) of an x bounded-dynamic along some
  * axes: each value of the shape 1, x's run-time size, or anything up to
  * past the bound (sizes that do not broadcast or fit: both must refuse). */
-static bool rt_expand(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
+static bool rt_expand(NodeKind kind, ElemKind e, uint64_t *s, int i, int *ran, int *refused) {
     int64_t y[8], x[8], xr[8], shape[8];
     int rank = (int)rnd(s, 1, 3), rx = (int)rnd(s, 0, rank), ns = rnd(s, 0, 1) ? rank : (int)rnd(s, 0, rank);
     if (rx < rank && ns < rank)
@@ -1842,8 +1868,9 @@ static bool rt_expand(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
 
 /* Unique along a random axis (sorted or in order of occurrence) of an x
  * bounded-dynamic along some axes, its values from a few (and NaN and -0
- * among the floats) so that slices repeat. */
-static bool rt_unique(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
+ * among the floats; for strings, the empty one, a prefix, cases and bytes
+ * past 0x7f, which order by their bytes) so that slices repeat. */
+static bool rt_unique(NodeKind kind, ElemKind e, uint64_t *s, int i, int *ran, int *refused) {
     int64_t x[8], xr[8], len[DESC_MAX_RANK] = {0}; /* rt_slot reads a whole slot */
     int rank = (int)rnd(s, 1, 3), axis = (int)rnd(s, 0, rank - 1);
     uint8_t xdyn = 0;
@@ -1866,9 +1893,12 @@ static bool rt_unique(uint64_t *s, ElemKind e, int i, int *ran, int *refused) {
     desc_int(&r.c.d, AK_sorted, i % 2);
     any_alloc(&r.c, *s + (uint64_t)i);
     static const double odd[] = {NAN, -0.0, 0.0};
+    static const char *const words[] = {"", "a", "ab", "B", "é", "Łódź", "b"};
     for (int64_t j = 0; j < desc_numel(&r.c.d, 4); j++) {
         int64_t v = rnd(s, 0, 7);
-        if (elem_is_float(e) && v > 4)
+        if (e == ELEM_STR)
+            ((uint64_t *)r.c.fast[4])[j] = (uint64_t)(uintptr_t)words[v % 7];
+        else if (elem_is_float(e) && v > 4)
             elem_store_f64(e, r.c.fast[4], j, odd[v - 5]);
         else
             elem_store_i64(e, r.c.fast[4], j, v % 3);
@@ -1926,15 +1956,10 @@ static bool rt_nms(uint64_t *s, int i, int *ran, int *refused) {
 int any_run_time_cases(uint64_t seed) {
     uint64_t s = seed;
     int ran = 0, refused = 0;
-    bool ok = true;
-    for (int e = 0; e < ELEM_COUNT && ok; e++) {
-        for (int i = 0; i < 12 && ok && takes(NK_SLICE, (ElemKind)e); i++)
-            ok = rt_slice(&s, (ElemKind)e, i, &ran, &refused);
-        for (int i = 0; i < 12 && ok && takes(NK_EXPAND, (ElemKind)e); i++)
-            ok = rt_expand(&s, (ElemKind)e, i, &ran, &refused);
-        for (int i = 0; i < 12 && ok && takes(NK_UNIQUE, (ElemKind)e); i++)
-            ok = rt_unique(&s, (ElemKind)e, i, &ran, &refused);
-    }
+    static const KindCases table[] = {{NK_SLICE, rt_slice, 12, false},
+                                      {NK_EXPAND, rt_expand, 12, false},
+                                      {NK_UNIQUE, rt_unique, 12, false}};
+    bool ok = kind_cases(table, sizeof table / sizeof *table, &s, &ran, &refused);
     for (int i = 0; i < 40 && ok; i++)
         ok = rt_nms(&s, i, &ran, &refused);
     printf("at run-time sizes: %d of %d cases refused by both\n", refused, ran);
@@ -2276,6 +2301,146 @@ int any_select_cases(uint64_t seed) {
     return ok ? ran : -1;
 }
 
+/* ---- every-kind work split over threads --------------------------------- */
+
+/* Units [0, work) as runtime.c hands them to T threads: equal ranges (the
+ * last shorter), a call each, last share first, one scratch throughout. */
+static void run_shares(const Desc *d, KernelFn fn, WorkFn work, void *const *ops, int threads) {
+    int64_t n = work(d->w), per = (n + threads - 1) / threads;
+    LjScratch sc = {0};
+    for (int k = threads - 1; k >= 0; k--) {
+        int64_t lo = per * k, hi = lo + per < n ? lo + per : n;
+        if (lo < hi)
+            fn(d->w, ops, lo, hi, &sc);
+    }
+    lj_scratch_release(&sc);
+}
+
+/* The kernel at 1, 2 and 3 threads against the interpreter, exact, on a
+ * case large enough for more than 3 units (else it proves nothing about
+ * the split); inputs restored before each run (scatter may work in place
+ * on its own output only, so the inputs do not change). */
+static bool thread_run(AnyCase *c, const char *what, KernelFn fn, WorkFn work, int *ran) {
+    if (work(c->d.w) <= 3) {
+        fprintf(stderr, "FAIL %s: %lld units, too few to split\n", what, (long long)work(c->d.w));
+        return false;
+    }
+    if (libjit_generic(c->d.w, c->ref)) {
+        fprintf(stderr, "FAIL %s: the interpreter refused the case\n", what);
+        return false;
+    }
+    for (int t = 1; t <= 3; t++) {
+        for (int k = 0; k < lj_nres(c->d.w); k++)
+            memset(c->fast[k], 0xA5 + t, bytes_of(c, k));
+        run_shares(&c->d, fn, work, c->fast, t);
+        ++*ran;
+        for (int k = 0; k < lj_nres(c->d.w); k++) {
+            ElemKind e = (ElemKind)lj_elem(c->d.w, k);
+            for (int64_t i = 0; i < desc_numel(&c->d, k); i++) {
+                if (same_elem(e, c->fast[k], c->ref[k], i))
+                    continue;
+                fprintf(stderr, "FAIL %s at %d threads: output %d element %lld: kernel %.17g "
+                        "interpreter %.17g\n", what, t, k, (long long)i,
+                        elem_load_f64(e, c->fast[k], i), elem_load_f64(e, c->ref[k], i));
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* scatter_elements split by lines (frcnn's box_roi_pool scatters
+ * 150x256x7x7 floats along axis 0), every reduction, duplicate and
+ * negative indices; along a middle axis too. */
+static bool thread_scatter(uint64_t *s, ElemKind e, int i, int *ran) {
+    int64_t x[4] = {6, 256, 7, 7}, idx[4] = {6, 256, 7, 7};
+    int rank = 4, axis = 0;
+    if (i % 2) { /* [3, len, 4000] along axis 1 */
+        rank = 3, axis = 1;
+        x[0] = idx[0] = 3, x[1] = 5, idx[1] = 4, x[2] = idx[2] = 4000;
+    }
+    AnyCase c = {0};
+    desc_begin(&c.d, NK_SCATTER_ELEMENTS, 1);
+    desc_operand_elem(&c.d, e, rank, x);
+    desc_operand_elem(&c.d, e, rank, x);
+    desc_operand_elem(&c.d, i % 3 ? ELEM_I64 : ELEM_I32, rank, idx);
+    desc_operand_elem(&c.d, e, rank, idx);
+    desc_int(&c.d, AK_axis, i % 4 == 3 ? axis - rank : axis);
+    static const int64_t reds[] = {RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN};
+    if (e != ELEM_BOOL)
+        desc_int(&c.d, AK_reduction, reds[i % 5]);
+    c.plain = true;
+    any_alloc(&c, *s + (uint64_t)i);
+    ElemKind ei = (ElemKind)lj_elem(c.d.w, 2);
+    for (int64_t j = 0; j < desc_numel(&c.d, 2); j++)
+        elem_store_i64(ei, c.fast[2], j, rnd(s, -x[axis], x[axis] - 1));
+    memcpy(c.ref[2], c.fast[2], bytes_of(&c, 2));
+    char what[64];
+    snprintf(what, sizeof what, "scatter_elements on %s, case %d", elem_name(e), i);
+    bool ok = thread_run(&c, what, libjit_scatter_elements_any, libjit_scatter_elements_any_work, ran);
+    any_free(&c);
+    return ok;
+}
+
+/* The f32 kernels' hand-offs to the kernel for every kind, now over its
+ * units: pow with an integer exponent, a reduction of three blocks of
+ * axes (red_shape's two do not cover it), gather by i16 indices. */
+static bool thread_handoffs(uint64_t *s, int i, int *ran) {
+    AnyCase c = {.plain = true};
+    char what[64];
+    bool ok;
+    if (i == 0) {
+        int64_t y[2] = {300, 400}, b[1] = {400};
+        desc_begin(&c.d, NK_POW, 1);
+        desc_operand_elem(&c.d, ELEM_F32, 2, y);
+        desc_operand_elem(&c.d, ELEM_F32, 2, y);
+        desc_operand_elem(&c.d, ELEM_I64, 1, b);
+        any_alloc(&c, *s);
+        for (int64_t j = 0; j < 400; j++)
+            ((int64_t *)c.fast[2])[j] = ((int64_t *)c.ref[2])[j] = rnd(s, -3, 3);
+        snprintf(what, sizeof what, "pow_f32 of an i64 exponent");
+        ok = thread_run(&c, what, libjit_pow_f32, libjit_pow_f32_work, ran);
+    } else if (i == 1) {
+        int64_t x[5] = {8, 40, 4, 40, 8}, y[2] = {40, 40}, axes[3] = {0, 2, 4};
+        desc_begin(&c.d, NK_REDUCE_SUM, 1);
+        desc_operand_elem(&c.d, ELEM_F32, 2, y);
+        desc_operand_elem(&c.d, ELEM_F32, 5, x);
+        desc_ints(&c.d, AK_axes, 3, axes);
+        desc_int(&c.d, AK_keepdims, 0);
+        any_alloc(&c, *s);
+        snprintf(what, sizeof what, "reduce_sum_f32 over three blocks of axes");
+        ok = thread_run(&c, what, libjit_reduce_sum_f32, libjit_reduce_sum_f32_work, ran);
+    } else {
+        int64_t x[2] = {50, 300}, ix[2] = {40, 30}, y[3] = {40, 30, 300};
+        desc_begin(&c.d, NK_GATHER, 1);
+        desc_operand_elem(&c.d, ELEM_F32, 3, y);
+        desc_operand_elem(&c.d, ELEM_F32, 2, x);
+        desc_operand_elem(&c.d, ELEM_I16, 2, ix);
+        desc_int(&c.d, AK_axis, 0);
+        any_alloc(&c, *s);
+        for (int64_t j = 0; j < 1200; j++)
+            ((int16_t *)c.fast[2])[j] = ((int16_t *)c.ref[2])[j] = (int16_t)rnd(s, -50, 49);
+        snprintf(what, sizeof what, "gather_f32 by i16 indices");
+        ok = thread_run(&c, what, libjit_gather_f32, libjit_gather_f32_work, ran);
+    }
+    any_free(&c);
+    return ok;
+}
+
+/* Kernels for every kind whose work real models make large, split over
+ * threads: the same bytes as the interpreter at 1, 2 and 3 threads. */
+int any_threads_cases(uint64_t seed) {
+    uint64_t s = seed;
+    int ran = 0;
+    bool ok = true;
+    for (int e = 0; e < ELEM_COUNT && ok; e++)
+        for (int i = 0; i < 2 && ok && takes(NK_SCATTER_ELEMENTS, (ElemKind)e); i++)
+            ok = thread_scatter(&s, (ElemKind)e, i + 2 * e, &ran);
+    for (int i = 0; i < 3 && ok; i++)
+        ok = thread_handoffs(&s, i, &ran);
+    return ok ? ran : -1;
+}
+
 /* ---- strings ------------------------------------------------------------ */
 
 /* Strings the cases draw from: numbers in every spelling ONNX's Cast reads,
@@ -2348,8 +2513,10 @@ static void string_alloc(AnyCase *c, uint64_t seed, int numbers) {
 }
 
 /* Cast to and from str for every other kind, equal on strings under
- * broadcasting, string_normalizer for every case change and sensitivity.
- * Exact: both sides print and parse with core/str_ops.h, and compare bytes. */
+ * broadcasting, string_normalizer for every case change and sensitivity,
+ * unique at run-time sizes (rt_unique; sorted and not, along an axis).
+ * Exact: both sides print, parse and order with core/str_ops.h, and
+ * compare bytes (unique's results: the same slots of x). */
 int any_string_cases(uint64_t seed) {
     uint64_t s = seed;
     int ran = 0;
@@ -2418,7 +2585,10 @@ int any_string_cases(uint64_t seed) {
             any_free(&c);
         }
     }
-    return ok ? ran : -1;
+    int refused = 0; /* unique refuses no size of its own bound */
+    for (int i = 0; i < 24 && ok; i++)
+        ok = rt_unique(NK_UNIQUE, ELEM_STR, &s, i, &ran, &refused);
+    return ok && !refused ? ran : -1;
 }
 
 /* ---- scatter_nd, reshape, shape, nms; pools and matmul of every kind ---------------- */
@@ -2496,7 +2666,8 @@ static bool dyn_run(AnyCase *c, const char *what, KernelFn fn, WorkFn work, cons
 
 /* scatter_nd: x of rank 1-3, indices [rows..., last] in range (negative
  * ones too, duplicates likely), every reduction (none for bool). */
-static bool scatter_nd_case(ElemKind e, uint64_t *s, int i, int *ran) {
+static bool scatter_nd_case(NodeKind kind, ElemKind e, uint64_t *s, int i, int *ran,
+                            int *refused) {
     int64_t x[8], ix[8], u[8];
     int rx = (int)rnd(s, 1, 3), ri = (int)rnd(s, 1, 3);
     for (int j = 0; j < rx; j++)
@@ -2534,7 +2705,7 @@ static bool scatter_nd_case(ElemKind e, uint64_t *s, int i, int *ran) {
 /* reshape: static (x to [numel / k, k]), and from x [b, 2, 3] with b
  * bounded to [y0, 3] with y0 dynamic (LJ_DYN_RESHAPE), b from 0 to its
  * bound. */
-static bool reshape_cases(ElemKind e, uint64_t *s, int i, int *ran) {
+static bool reshape_cases(NodeKind kind, ElemKind e, uint64_t *s, int i, int *ran, int *refused) {
     int64_t x[8], y[2];
     int rank = random_shape(s, x, 4, 6);
     int64_t n = 1;
@@ -2569,7 +2740,7 @@ static bool reshape_cases(ElemKind e, uint64_t *s, int i, int *ran) {
 
 /* shape: of a static x, and of an x dynamic along a random mask of its
  * axes (LJ_DYN_MAP with no sources: the result is static). */
-static bool shape_cases(ElemKind e, uint64_t *s, int i, int *ran) {
+static bool shape_cases(NodeKind kind, ElemKind e, uint64_t *s, int i, int *ran, int *refused) {
     int64_t x[8], y[1];
     int rank = random_shape(s, x, 4, 6);
     y[0] = rank;
@@ -2638,16 +2809,11 @@ static bool nms_case(uint64_t *s, int i, int *ran) {
  * kind; against the interpreter, exact (data movement and counts). */
 int any_shape_cases(uint64_t seed) {
     uint64_t s = seed;
-    int ran = 0;
-    bool ok = true;
-    for (int e = 0; e < ELEM_COUNT && ok; e++) {
-        for (int i = 0; i < 6 && ok && takes(NK_SCATTER_ND, (ElemKind)e); i++)
-            ok = scatter_nd_case((ElemKind)e, &s, i, &ran);
-        for (int i = 0; i < 4 && ok && takes(NK_RESHAPE, (ElemKind)e); i++)
-            ok = reshape_cases((ElemKind)e, &s, i, &ran);
-        for (int i = 0; i < 4 && ok && takes(NK_SHAPE, (ElemKind)e); i++)
-            ok = shape_cases((ElemKind)e, &s, i, &ran);
-    }
+    int ran = 0, refused = 0;
+    static const KindCases table[] = {{NK_SCATTER_ND, scatter_nd_case, 6, false},
+                                      {NK_RESHAPE, reshape_cases, 4, false},
+                                      {NK_SHAPE, shape_cases, 4, false}};
+    bool ok = kind_cases(table, sizeof table / sizeof *table, &s, &ran, &refused);
     for (int i = 0; i < 40 && ok; i++)
         ok = nms_case(&s, i, &ran);
     return ok ? ran : -1;
@@ -2657,7 +2823,7 @@ int any_shape_cases(uint64_t seed) {
  * (count_include_pad or not) of 1 to 3 spatial axes, with strides, pads
  * and dilations, for every kind each takes: max_pool_any and avg_pool_any,
  * the interpreter's loop, exact. */
-static bool pool_case(NodeKind kind, ElemKind e, uint64_t *s, int i, int *ran) {
+static bool pool_case(NodeKind kind, ElemKind e, uint64_t *s, int i, int *ran, int *refused) {
     int ns = (int)rnd(s, 1, 3);
     int64_t x[8] = {rnd(s, 1, 2), rnd(s, 1, 3)}, y[8] = {x[0], x[1]};
     int64_t k[3], st[3], dil[3], pads[6];
@@ -2697,7 +2863,7 @@ static bool pool_case(NodeKind kind, ElemKind e, uint64_t *s, int i, int *ran) {
 }
 
 /* matmul: batch axes broadcast (one side 1 or absent), 1-D operands. */
-static bool matmul_case(ElemKind e, uint64_t *s, int i, int *ran) {
+static bool matmul_case(NodeKind kind, ElemKind e, uint64_t *s, int i, int *ran, int *refused) {
     int64_t m = rnd(s, 1, 5), k = rnd(s, 0, 6), n = rnd(s, 1, 5), b = rnd(s, 1, 3);
     int64_t a[4], bb[4], y[4];
     int ra = 0, rb = 0, ry = 0;
@@ -2732,17 +2898,12 @@ static bool matmul_case(ElemKind e, uint64_t *s, int i, int *ran) {
 
 int any_pool_matmul_cases(uint64_t seed) {
     uint64_t s = seed;
-    int ran = 0;
-    bool ok = true;
-    for (int e = 0; e < ELEM_COUNT && ok; e++) {
-        for (int i = 0; i < 8 && ok && takes(NK_MAX_POOL, (ElemKind)e); i++)
-            ok = pool_case(NK_MAX_POOL, (ElemKind)e, &s, i, &ran);
-        for (int i = 0; i < 8 && ok && takes(NK_AVG_POOL, (ElemKind)e); i++)
-            ok = pool_case(NK_AVG_POOL, (ElemKind)e, &s, i, &ran);
-        /* f32 runs libjit_matmul_f32 (test_matmul); the interpreter sums
-         * f32 products in f32, matmul_any in double as for the other kinds */
-        for (int i = 0; i < 8 && ok && e != ELEM_F32 && takes(NK_MATMUL, (ElemKind)e); i++)
-            ok = matmul_case((ElemKind)e, &s, i, &ran);
-    }
+    int ran = 0, refused = 0;
+    /* f32 runs libjit_matmul_f32 (test_matmul); the interpreter sums f32
+     * products in f32, matmul_any in double as for the other kinds */
+    static const KindCases table[] = {{NK_MAX_POOL, pool_case, 8, false},
+                                      {NK_AVG_POOL, pool_case, 8, false},
+                                      {NK_MATMUL, matmul_case, 8, true}};
+    bool ok = kind_cases(table, sizeof table / sizeof *table, &s, &ran, &refused);
     return ok ? ran : -1;
 }

@@ -32,5 +32,8 @@ int any_string_cases(uint64_t seed);
 int any_shape_cases(uint64_t seed);
 /* max_pool and avg_pool of 1-3 spatial axes, matmul. */
 int any_pool_matmul_cases(uint64_t seed);
+/* Work split over threads: scatter_elements by lines, the f32 kernels'
+ * hand-offs to the kernels for every kind; at 1, 2 and 3 threads. */
+int any_threads_cases(uint64_t seed);
 
 #endif

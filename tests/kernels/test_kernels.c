@@ -1730,6 +1730,7 @@ ANY_TEST(gather_nd)
 ANY_TEST(string)
 ANY_TEST(shape)
 ANY_TEST(pool_matmul)
+ANY_TEST(threads)
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -1770,6 +1771,7 @@ int main(void) {
         cmocka_unit_test(test_any_string),
         cmocka_unit_test(test_any_shape),
         cmocka_unit_test(test_any_pool_matmul),
+        cmocka_unit_test(test_any_threads),
     };
     /* KERNELS_FILTER=test_any_qint: one test while working on its kernels */
     if (getenv("KERNELS_FILTER"))

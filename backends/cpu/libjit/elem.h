@@ -179,16 +179,6 @@ LJ_INLINE const char *lj_str_at(const void *p, int64_t i) {
     return s ? s : "";
 }
 
-/* strcmp's order (bytes as unsigned), without a call into libc. */
-LJ_INLINE int lj_strcmp(const char *a, const char *b) {
-    const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
-    while (*x && *x == *y) {
-        x++;
-        y++;
-    }
-    return (int)*x - (int)*y;
-}
-
 LJ_INLINE void lj_move(size_t size, void *q, int64_t j, const void *p, int64_t i) {
     switch (size) {
     case 1: ((uint8_t *)q)[j] = ((const uint8_t *)p)[i]; return;

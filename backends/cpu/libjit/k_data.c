@@ -351,23 +351,85 @@ LJ_INLINE void scatter_elements(const int64_t *d, void *const *ops, int red, int
     }
 }
 
+/* x seen as [outer][len][inner] about the axis. When the indices have x's
+ * dims but along the axis (torchvision's, and ONNX's usual form), an
+ * update at (o, k, i) lands at (o, index, i): the same line (o, i), which
+ * no other line's updates touch. Units are then blocks of lines, each
+ * copying its lines and applying their updates in order along the axis --
+ * the order one pass over the indices gives them -- so the result is the
+ * same for any split. Otherwise one unit does all. */
+typedef struct ScLines {
+    int axis;
+    int64_t outer, len, inner, ilen, block, blocks; /* block: lines (of inner) per unit */
+} ScLines;
+
+LJ_INLINE bool sc_lines(const int64_t *d, ScLines *p) {
+    int rank = lj_rank(d, 1);
+    int64_t axis = lj_attr_int(d, AK_axis, 0);
+    axis = axis < 0 ? axis + rank : axis;
+    *p = (ScLines){.axis = (int)axis, .outer = 1, .inner = 1};
+    for (int i = 0; i < rank; i++) {
+        if (i != axis && lj_dim(d, 2, i) != lj_dim(d, 1, i))
+            return false;
+        if (i != axis)
+            *(i < axis ? &p->outer : &p->inner) *= lj_dim(d, 1, i);
+    }
+    p->len = lj_dim(d, 1, (int)axis);
+    p->ilen = lj_dim(d, 2, (int)axis);
+    int64_t per_line = p->len + p->ilen > 0 ? p->len + p->ilen : 1;
+    p->block = CHUNK / per_line > 0 ? CHUNK / per_line : 1;
+    p->block = p->block < p->inner ? p->block : p->inner;
+    p->blocks = p->block > 0 ? (p->inner + p->block - 1) / p->block : 0;
+    return true;
+}
+
+/* Units [lo, hi) of lines: (o, a block of i). */
+LJ_INLINE void scatter_lines(const int64_t *d, void *const *ops, const ScLines *p, int red, int ei,
+                             int64_t lo, int64_t hi) {
+    size_t es = lj_elem_size(lj_elem(d, 0));
+    for (int64_t u = lo; u < hi && u < p->outer * p->blocks; u++) {
+        int64_t o = u / p->blocks, i0 = u % p->blocks * p->block;
+        int64_t i1 = i0 + p->block < p->inner ? i0 + p->block : p->inner;
+        if (ops[0] != ops[1])
+            for (int64_t k = 0; k < p->len; k++) {
+                size_t at = (size_t)((o * p->len + k) * p->inner + i0) * es;
+                memmove((char *)ops[0] + at, (const char *)ops[1] + at, (size_t)(i1 - i0) * es);
+            }
+        for (int64_t k = 0; k < p->ilen; k++)
+            for (int64_t i = i0; i < i1; i++) {
+                int64_t src = (o * p->ilen + k) * p->inner + i;
+                int64_t to = wrap_index(lj_ld_i64(ei, ops[2], src), p->len);
+                combine(d, ops[0], (o * p->len + to) * p->inner + i, ops[3], src, red);
+            }
+    }
+}
+
 /* Updates apply in order (with duplicate indices the last wins, or all
- * combine): one unit of work. y may be x (the copy is then a no-op). */
+ * combine), by lines as above, else in one unit of work. y may be x (the
+ * copy is then a no-op). */
 LIBJIT_KERNEL libjit_scatter_elements_any(const int64_t *d, void *const *ops, int64_t lo,
                                           int64_t hi, LjScratch *sc) {
     int rank = lj_rank(d, 1), ei = lj_elem(d, 2), red = (int)lj_attr_int(d, AK_reduction, RED_NONE);
-    int64_t axis = lj_attr_int(d, AK_axis, 0);
-    axis = axis < 0 ? axis + rank : axis;
+    ScLines p;
+    if (sc_lines(d, &p)) {
+        if (red == RED_NONE && ei == ELEM_I64 && lj_elem(d, 0) == ELEM_F32)
+            scatter_lines(d, ops, &p, RED_NONE, ELEM_I64, lo, hi); /* torchvision's */
+        else
+            scatter_lines(d, ops, &p, red, ei, lo, hi);
+        return;
+    }
+    if (lo != 0)
+        return;
     if (ops[0] != ops[1])
         memmove(ops[0], ops[1], (size_t)lj_numel(d, 1) * lj_elem_size(lj_elem(d, 0)));
-    if (red == RED_NONE && ei == ELEM_I64 && lj_elem(d, 0) == ELEM_F32)
-        scatter_elements(d, ops, RED_NONE, ELEM_I64, rank, (int)axis); /* torchvision's */
-    else
-        scatter_elements(d, ops, red, ei, rank, (int)axis);
+    scatter_elements(d, ops, red, ei, rank, p.axis);
 }
 
 LIBJIT_WORK libjit_scatter_elements_any_work(const int64_t *d) {
-    return 1;
+    ScLines p;
+    if (!sc_lines(d, &p))
+        return 1;
+    return p.outer * p.blocks > 0 ? p.outer * p.blocks : 1;
 }
 
 LIBJIT_KERNEL libjit_scatter_nd_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,

@@ -12,6 +12,7 @@
 #include "backends/cpu/libjit/kernels.h"
 #include "core/nms.h"
 #include "core/range.h"
+#include "core/str_ops.h"
 #include "core/unique_sort.h"
 
 LJ_INLINE int64_t *dyn_dims(int64_t *rd, int k) {
@@ -128,13 +129,14 @@ typedef struct DynSlices {
 } DynSlices;
 
 /* Lexicographic over the slices' elements, by core/unique_sort.h's order
- * of values (the interpreter's). */
+ * of values (the interpreter's; strings by their bytes). */
 static int dyn_slice_cmp(const void *ctx, int64_t a, int64_t b) {
     const DynSlices *s = ctx;
     bool flt = lj_is_float(s->elem), uns = lj_is_uint(s->elem);
     for (int64_t e = 0; e < s->size; e++) {
         int64_t i = unique_at(s->count, s->inner, a, e), j = unique_at(s->count, s->inner, b, e);
-        int c = flt ? unique_cmp_f64(lj_ld_f64(s->elem, s->x, i), lj_ld_f64(s->elem, s->x, j))
+        int c = s->elem == ELEM_STR ? str_cmp(lj_str_at(s->x, i), lj_str_at(s->x, j))
+                : flt ? unique_cmp_f64(lj_ld_f64(s->elem, s->x, i), lj_ld_f64(s->elem, s->x, j))
                     : unique_cmp_i64(lj_ld_i64(s->elem, s->x, i), lj_ld_i64(s->elem, s->x, j), uns);
         if (c)
             return c;
@@ -143,7 +145,8 @@ static int dyn_slice_cmp(const void *ctx, int64_t a, int64_t b) {
 }
 
 /* Unique (operands: y, indices, inverse, counts, x) along the axis, the
- * whole of it made here -- a sort and a grouping, one thread's work: the
+ * whole of it made here -- a sort and a grouping, one thread's work (y's
+ * strings are x's slots: their characters are x's, as a copy's are): the
  * groups' count is the run-time size of y's axis and of indices and
  * counts. False when out of memory. */
 static bool dyn_unique(int64_t *rd, void *const *ops) {

@@ -240,17 +240,22 @@ LJ_INLINE void binary_run(NodeKind k, const int64_t *d, void *const *ops, int64_
     }
 }
 
+/* Operands of other kinds (pow's integer exponent): the kernel for every
+ * kind, over its own units (kernels.h). */
+LJ_INLINE bool binary_f32(const int64_t *d) {
+    return lj_elem(d, 1) == ELEM_F32 && lj_elem(d, 2) == ELEM_F32;
+}
+
 #define BINARY_KERNEL(name, KIND)                                                             \
     LIBJIT_WORK libjit_##name##_f32_work(const int64_t *d) {                                  \
-        return chunks(lj_numel(d, 0));                                                        \
+        return binary_f32(d) ? chunks(lj_numel(d, 0)) : libjit_##name##_any_work(d);         \
     }                                                                                         \
     LIBJIT_KERNEL libjit_##name##_f32(const int64_t *d, void *const *ops, int64_t lo,         \
                                       int64_t hi, LjScratch *sc) {                            \
-        if (lj_elem(d, 1) != ELEM_F32 || lj_elem(d, 2) != ELEM_F32) {                         \
-            LJ_RUN_ANY(name, d, ops, lo, sc);                                                 \
-            return;                                                                           \
-        }                                                                                     \
-        binary_run(KIND, d, ops, lo, hi);                                                     \
+        if (binary_f32(d))                                                                    \
+            binary_run(KIND, d, ops, lo, hi);                                                 \
+        else                                                                                  \
+            libjit_##name##_any(d, ops, lo, hi, sc);                                          \
     }
 
 LJ_BINARY_KERNELS(BINARY_KERNEL)

@@ -101,14 +101,21 @@ LJ_INLINE MatmulShape matmul_shape(const int64_t *d) {
     return s;
 }
 
+/* Operands of other kinds: matmul_any, over its own units (kernels.h). */
+LJ_INLINE bool matmul_f32(const int64_t *d) {
+    return lj_elem(d, 1) == ELEM_F32 && lj_elem(d, 2) == ELEM_F32;
+}
+
 LIBJIT_WORK libjit_matmul_f32_work(const int64_t *d) {
+    if (!matmul_f32(d))
+        return libjit_matmul_any_work(d);
     MatmulShape s = matmul_shape(d);
     return s.nbatch * col_units(s.n);
 }
 
 /* One call over all units is one product of all the columns per batch. */
 LIBJIT_SCRATCH libjit_matmul_f32_scratch(const int64_t *d, int slot) {
-    if (slot != LJ_SCRATCH_PACK || lj_elem(d, 1) != ELEM_F32 || lj_elem(d, 2) != ELEM_F32)
+    if (slot != LJ_SCRATCH_PACK || !matmul_f32(d))
         return 0;
     MatmulShape s = matmul_shape(d);
     return (int64_t)lj_sgemm_scratch(s.m, s.n, s.k, false);
@@ -157,8 +164,8 @@ LIBJIT_KERNEL libjit_matmul_any(const int64_t *d, void *const *ops, int64_t lo, 
 
 LIBJIT_KERNEL libjit_matmul_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
                                 LjScratch *sc) {
-    if (lj_elem(d, 1) != ELEM_F32 || lj_elem(d, 2) != ELEM_F32) {
-        LJ_RUN_ANY(matmul, d, ops, lo, sc);
+    if (!matmul_f32(d)) {
+        libjit_matmul_any(d, ops, lo, hi, sc);
         return;
     }
     MatmulShape s = matmul_shape(d);

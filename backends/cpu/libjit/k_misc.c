@@ -202,14 +202,14 @@ LJ_INLINE void red_run(Red r, const int64_t *d, void *const *ops, int64_t lo, in
 
 #define REDUCE_KERNEL(name, RED)                                                              \
     LIBJIT_WORK libjit_##name##_f32_work(const int64_t *d) {                                  \
-        return red_work(d);                                                                   \
+        return red_covers(d) ? red_work(d) : libjit_##name##_any_work(d);                     \
     }                                                                                         \
     LIBJIT_KERNEL libjit_##name##_f32(const int64_t *d, void *const *ops, int64_t lo,         \
                                       int64_t hi, LjScratch *sc) {                            \
         if (red_covers(d))                                                                    \
             red_run(RED, d, ops, lo, hi);                                                     \
         else                                                                                  \
-            LJ_RUN_ANY(name, d, ops, lo, sc);                                                 \
+            libjit_##name##_any(d, ops, lo, hi, sc);                                          \
     }
 
 REDUCE_KERNEL(reduce_sum, RK_SUM)
@@ -371,15 +371,20 @@ LJ_INLINE void gather_shape(const int64_t *d, int64_t *outer, int64_t *len, int6
     *len = lj_dim(d, 1, (int)axis);
 }
 
+/* Indices of other kinds: gather_any, over its own units (kernels.h). */
+LJ_INLINE bool gather_index_ok(const int64_t *d) {
+    return lj_elem(d, 2) == ELEM_I64 || lj_elem(d, 2) == ELEM_I32;
+}
+
 LIBJIT_WORK libjit_gather_f32_work(const int64_t *d) {
-    return chunks(lj_numel(d, 0));
+    return gather_index_ok(d) ? chunks(lj_numel(d, 0)) : libjit_gather_any_work(d);
 }
 
 LIBJIT_KERNEL libjit_gather_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
                                 LjScratch *sc) {
     int ie = lj_elem(d, 2);
-    if (ie != ELEM_I64 && ie != ELEM_I32) {
-        LJ_RUN_ANY(gather, d, ops, lo, sc);
+    if (!gather_index_ok(d)) {
+        libjit_gather_any(d, ops, lo, hi, sc);
         return;
     }
     int64_t outer, len, inner, nidx = lj_numel(d, 2), n = lj_numel(d, 0);

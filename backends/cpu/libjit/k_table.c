@@ -18,6 +18,7 @@
 
 #include "backends/cpu/libjit/elem.h"
 #include "backends/cpu/libjit/kernels.h"
+#include "core/str_ops.h"
 
 enum { CHUNK = 1 << 15 }; /* output elements per work unit */
 
@@ -270,7 +271,7 @@ LJ_ANY_BINARY(BINARY_ANY)
         elementwise_range(d, lo, hi, &e0, &e1);                                                   \
         Bc p = bc_plan(d, 2);                                                                     \
         if (ea == ELEM_STR)                                                                       \
-            BC_FOR(p, e0, e1, y[i] = lj_strcmp(lj_str_at(ops[1], o0), lj_str_at(ops[2], o1)) OP 0); \
+            BC_FOR(p, e0, e1, y[i] = str_cmp(lj_str_at(ops[1], o0), lj_str_at(ops[2], o1)) OP 0); \
         else if (lj_is_float(ea))                                                                 \
             BC_FOR(p, e0, e1, y[i] = lj_ld_f64(ea, ops[1], o0) OP lj_ld_f64(eb, ops[2], o1));     \
         else                                                                                      \

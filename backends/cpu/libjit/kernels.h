@@ -175,14 +175,11 @@ LJ_ANY_LOGIC(LJ_DECLARE_ANY3)
 LJ_ANY_REDUCE(LJ_DECLARE_ANY2)
 LJ_ANY_OTHER(LJ_DECLARE_ANY1)
 /* A fast f32 kernel's input it does not cover (another element kind, a
- * layout of axes it has no loop for), run by the kernel for every kind of
- * the same operator over that kernel's own units, on the thread that has
- * unit 0 (the two split work differently; these inputs are rare). */
-#define LJ_RUN_ANY(name, d, ops, lo, sc)                                                      \
-    do {                                                                                      \
-        if ((lo) == 0)                                                                        \
-            libjit_##name##_any(d, ops, 0, libjit_##name##_any_work(d), sc);                  \
-    } while (0)
+ * layout of axes it has no loop for) is run by the kernel for every kind
+ * of the same operator: the f32 kernel's work function then gives that
+ * kernel's units and the f32 kernel hands it its [lo, hi), so those inputs
+ * split over the threads as the kernel for every kind splits them (the
+ * same bytes for any thread count). */
 /* k_dynamic.c: the producers of bounded-dynamic sizes, and the run-time
  * descriptor of an instruction over such buffers */
 LJ_DECLARE_KERNEL(nonzero_any)
