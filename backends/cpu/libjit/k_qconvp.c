@@ -19,7 +19,14 @@
  * every (tap, channel group), used by four rows' broadcast weights (16
  * vpdpbusd). Positions c >= OW of the flattened rows are computed and not
  * stored. Then each row's 64 sums are requantized (lj_qrequant_row, the
- * interpreter's rounding) and the valid runs copied out. */
+ * interpreter's rounding) and the valid runs copied out.
+ *
+ * On small maps (core/qpack.h's qpack_by_lanes: 3x3 convs on 14x14 and
+ * 7x7) those tiles would leave lanes idle, so the pass packs rows in
+ * groups of 16 or 64 and the VNNI kernel turns the tile around
+ * (mconv_unit): output channels in the lanes, each position's word
+ * broadcast, every lane an output. The plain kernel reads either packing
+ * with position tiles. */
 #include "backends/cpu/libjit/k_qint.h"
 #include "backends/cpu/libjit/vec.h"
 #include "core/qpack.h"
@@ -67,7 +74,7 @@ LJ_INLINE PConv pconv_of(const int64_t *d, void *const *ops) {
     int64_t ow = g->odims[1], oh = g->odims[0];
     p.wq = ow + (p.kw - 1) * p.dx / p.sx;
     const LjQWin *w = &g->win;
-    p.ml = p.wg >= QPACK_ROWS_VEC; /* core/qpack.h chose output channels in the lanes */
+    p.ml = p.wg >= QPACK_ROWS_VEC; /* the pass packed for output channels in the lanes */
     p.pw = p.taps == 1 && p.sy == 1 && p.sx == 1 && !w->pad_begin[0] && !w->pad_begin[1] &&
            !w->pad_end[0] && !w->pad_end[1];
     /* Units: bands of rows (pointwise: of tiles, no halo), shared out evenly
@@ -398,6 +405,10 @@ typedef struct MRows {
     int64_t m0, nmv; /* first row, groups used */
 } MRows;
 
+/* The block's sums requantized as pq_requant does, with a multiplier per
+ * lane (or through lj_qconv_store when a row may not), each lane's byte
+ * stored in its row's plane: the output is NCHW, so the 16 rows of a
+ * vector are 16 planes apart. */
 PX86 void mstore(const PConv *p, const MRows *mr, int64_t nb, int64_t pos0, int64_t np,
                  v16i a[MP][MV]) {
     const LjQConv *g = &p->g;
