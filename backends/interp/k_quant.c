@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backends/interp/kernels.h"
+#include "core/qpack.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -294,6 +295,8 @@ bool k_qconv_packed(const KernelArgs *a) {
     const Type *wt = &WP->type;
     int64_t M = wt->dims[0], Cp = wt->dims[1], T = wt->dims[2] * wt->dims[3];
     int64_t C = X->type.dims[1]; /* Cp: C rounded up to a multiple of 4, zero weights beyond */
+    const Type *yt = &a->out[0]->type;
+    int64_t G = qpack_rows(M, T, yt->dims[2] * yt->dims[3], Cp);
     Arena *ar = arena_new();
     Type ut = *wt;
     ut.quant = QUANT_NONE;
@@ -312,8 +315,7 @@ bool k_qconv_packed(const KernelArgs *a) {
     for (int64_t m = 0; m < M; m++)
         for (int64_t c = 0; c < C; c++)
             for (int64_t t = 0; t < T; t++) {
-                int64_t at = (((m / 4 * T + t) * (Cp / 4) + c / 4) * 4 + m % 4) * 4 + c % 4;
-                int64_t v = tensor_get_i64(WP, at);
+                int64_t v = tensor_get_i64(WP, qpack_at(G, Cp, T, m, c, t));
                 tensor_set_i64(W, (m * C + c) * T + t, v);
                 sw[m] += v;
             }

@@ -3,7 +3,7 @@
  * out once, here, as the CPU int8 kernel reads them (k_qconvp.c), and the
  * weight row sums folded into the bias:
  *   qlinear_conv(x, xs, xz, w, ws, 0, ys, yz, b)
- *     -> qconv_packed(x, xs, xz, w' [M/4][kh][kw][C'/4][4][4], ws, 0, ys, yz,
+ *     -> qconv_packed(x, xs, xz, w' (core/qpack.h), ws, 0, ys, yz,
  *                     b - (xz + sh) * sum_k w[m][k])
  * so that no call packs weights or sums them. For backends that say it pays
  * (Backend.qconv_pack). Output channels must be a multiple of 4 (a block
@@ -13,13 +13,14 @@
  * quantized graph (quantize or fold-qdq); invalidates nothing. */
 #include <string.h>
 
+#include "core/qpack.h"
 #include "passes/pass.h"
 
-enum { PACK_ROWS = 4, PACK_CHANNELS = 4, MAX_STRIDE = 4, MIN_POSITIONS = 16 };
+enum { MAX_STRIDE = 4, MIN_POSITIONS = 16 };
 
 /* Channels rounded up to whole words (the extra weights are zero). */
 static int64_t padded(int64_t c) {
-    return (c + PACK_CHANNELS - 1) / PACK_CHANNELS * PACK_CHANNELS;
+    return (c + QPACK_CHANNELS - 1) / QPACK_CHANNELS * QPACK_CHANNELS;
 }
 
 static bool attr_ok(const Node *n, AttrKey key, int64_t lo, int64_t hi) {
@@ -48,7 +49,7 @@ static bool fits(const Node *n) {
         return false;
     if (x->rank != 4 || (x->elem != ELEM_I8 && x->elem != ELEM_U8) || w->elem != ELEM_I8)
         return false;
-    if (w->dims[0] % PACK_ROWS)
+    if (w->dims[0] % QPACK_ROWS_MIN)
         return false;
     if (!attr_ok(n, AK_strides, 1, MAX_STRIDE) || !attr_ok(n, AK_dilations, 1, INT32_MAX))
         return false;
@@ -68,6 +69,8 @@ static bool pack(Function *f, const Node *n, Value **wv, Value **bv) {
     int64_t sh = n->ops[0]->type.elem == ELEM_I8 ? 128 : 0;
     Type pt = w->type;
     pt.dims[1] = padded(C);
+    const Type *yt = &n->res[0].type;
+    int64_t g = qpack_rows(M, T, yt->dims[2] * yt->dims[3], pt.dims[1]);
     Tensor *wp = tensor_new_big(f->module->arena, &pt); /* zeroed: the padding channels */
     Tensor *bp = tensor_new(f->module->arena, &b->type);
     if (!wp || !bp)
@@ -80,8 +83,7 @@ static bool pack(Function *f, const Node *n, Value **wv, Value **bv) {
         for (int64_t c = 0; c < C; c++)
             for (int64_t t = 0; t < T; t++) {
                 int8_t v = src[(m * C + c) * T + t];
-                dst[(((m / PACK_ROWS * T + t) * (pt.dims[1] / PACK_CHANNELS) + c / PACK_CHANNELS) *
-                         PACK_ROWS + m % PACK_ROWS) * PACK_CHANNELS + c % PACK_CHANNELS] = v;
+                dst[qpack_at(g, pt.dims[1], T, m, c, t)] = v;
                 sum += v;
             }
         int64_t folded = tensor_get_i64(b, m) - (xz + sh) * sum;

@@ -29,6 +29,7 @@
 #include "backends/cpu/cpu.h"
 #include "backends/cpu/libjit/kernels.h"
 #include "core/arena.h"
+#include "core/qpack.h"
 #include "core/str_ops.h"
 #include "core/tensor.h"
 
@@ -1283,18 +1284,27 @@ static const int64_t qpacked_shapes[][10] = {
     {1, 4, 6, 32, 4, 3, 3, 2, 1, 1},     /* stride 2, phase rows of 16 words */
     {1, 4, 6, 16, 4, 3, 3, 2, 1, 1},     /* stride 2, phase rows of 8 words */
     {1, 4, 5, 25, 4, 3, 3, 2, 0, 1},     /* stride 2, 12 words: two overlapping 8s */
+    /* small maps, rows in groups of 16, sums of 1024 or more: output
+     * channels in the lanes (k_qconvp.c's mconv_unit) */
+    {1, 128, 7, 7, 32, 3, 3, 1, 1, 1},   /* 7x7: a last block of one position, one group a half */
+    {1, 128, 8, 8, 16, 3, 3, 2, 1, 1},   /* 3x3 stride 2 to 4x4, one group: a half with none */
+    {1, 128, 9, 9, 80, 3, 3, 2, 1, 1},   /* stride 2 to 5x5, five groups: halves of 2 and 3 */
+    {2, 114, 6, 6, 64, 3, 3, 1, 1, 1},   /* two images, channels padded, halves inside a 64 */
+    {1, 64, 14, 14, 144, 5, 5, 1, 2, 1}, /* 14x14, nine groups: a block of four and one of one */
+    {1, 128, 7, 7, 128, 3, 3, 1, 1, 1},  /* rows packed in 64s: one per half */
 };
 
 /* The pass's layout, written here from its definition in core/nodes.def:
  * w [M][C][T] -> [M/4][T][Cp/4][4 rows][4 channels], Cp = C rounded up to
  * a multiple of 4, the weights of the channels beyond C zero. */
-static void pack_weights(const int8_t *w, int64_t M, int64_t C, int64_t Cp, int64_t T, int8_t *out) {
+static void pack_weights(const int8_t *w, int64_t M, int64_t C, int64_t Cp, int64_t T,
+                         int64_t positions, int8_t *out) {
+    int64_t g = qpack_rows(M, T, positions, Cp);
     memset(out, 0, (size_t)(M * Cp * T));
     for (int64_t m = 0; m < M; m++)
         for (int64_t c = 0; c < C; c++)
             for (int64_t t = 0; t < T; t++)
-                out[(((m / 4 * T + t) * (Cp / 4) + c / 4) * 4 + m % 4) * 4 + c % 4] =
-                    w[(m * C + c) * T + t];
+                out[qpack_at(g, Cp, T, m, c, t)] = w[(m * C + c) * T + t];
 }
 
 /* Variants 6 and 7: the edges of the VNNI kernel's fused requantization
@@ -1405,7 +1415,7 @@ static bool qconvs_packed(uint64_t *s, int *ran) {
                         memcpy(c[1].fast[k], c[0].ref[k], bytes_of(&c[1], k));
                         memcpy(c[1].ref[k], c[0].ref[k], bytes_of(&c[1], k));
                     }
-                pack_weights(c[0].ref[4], M, C, cp, T, c[1].fast[4]);
+                pack_weights(c[0].ref[4], M, C, cp, T, y[2] * y[3], c[1].fast[4]);
                 memcpy(c[1].ref[4], c[1].fast[4], bytes_of(&c[1], 4));
                 for (int64_t m = 0; m < M; m++) {
                     int64_t sum = 0;

@@ -19,9 +19,17 @@
  * every (tap, channel group), used by four rows' broadcast weights (16
  * vpdpbusd). Positions c >= OW of the flattened rows are computed and not
  * stored. Then each row's 64 sums are requantized (lj_qrequant_row, the
- * interpreter's rounding) and the valid runs copied out. */
+ * interpreter's rounding) and the valid runs copied out.
+ *
+ * On small maps (core/qpack.h's qpack_by_lanes: 3x3 convs on 14x14 and
+ * 7x7) those tiles would leave lanes idle, so the pass packs rows in
+ * groups of 16 or 64 and the VNNI kernel turns the tile around
+ * (mconv_unit): output channels in the lanes, each position's word
+ * broadcast, every lane an output. The plain kernel reads either packing
+ * with position tiles. */
 #include "backends/cpu/libjit/k_qint.h"
 #include "backends/cpu/libjit/vec.h"
+#include "core/qpack.h"
 
 #pragma STDC FP_CONTRACT OFF
 /* 64-byte vectors cross only into always-inline helpers (vec.h says why). */
@@ -43,6 +51,8 @@ typedef struct PConv {
     int64_t xstride;  /* words between a tile's channel groups (pointwise: PT) */
     int npy, npx, phy[MAX_STRIDE], phx[MAX_STRIDE]; /* used phases, their index */
     int64_t sh;
+    int64_t wg;       /* rows per group of the packed weights (core/qpack.h) */
+    bool ml;          /* small map: output channels in the lanes (mconv_unit) */
 } PConv;
 
 
@@ -59,17 +69,19 @@ LJ_INLINE PConv pconv_of(const int64_t *d, void *const *ops) {
     p.c4 = lj_dim(d, 4, 1) / 4; /* x's channels rounded up: the extra weights are zero */
     p.taps = p.kh * p.kw;
     p.m4 = g->cout / PMR;
+    p.wg = qpack_rows(g->cout, p.taps, g->out_size, p.c4 * 4);
     p.sh = g->ex == ELEM_I8 ? 128 : 0;
     int64_t ow = g->odims[1], oh = g->odims[0];
     p.wq = ow + (p.kw - 1) * p.dx / p.sx;
     const LjQWin *w = &g->win;
+    p.ml = p.wg >= QPACK_ROWS_VEC; /* the pass packed for output channels in the lanes */
     p.pw = p.taps == 1 && p.sy == 1 && p.sx == 1 && !w->pad_begin[0] && !w->pad_begin[1] &&
            !w->pad_end[0] && !w->pad_end[1];
     /* Units: bands of rows (pointwise: of tiles, no halo), shared out evenly
      * and an even count where there are enough, so that two threads get
      * the same work. */
     p.tiles = (g->out_size + PT - 1) / PT;
-    int64_t bands = p.pw ? (p.tiles + 3) / 4 : (oh * p.wq + BAND_POS - 1) / BAND_POS;
+    int64_t bands = p.pw ? (p.tiles + 3) / 4 : p.ml ? 1 : (oh * p.wq + BAND_POS - 1) / BAND_POS;
     int64_t most = p.pw ? p.tiles : oh;
     bands += bands > 1 && bands % 2 && bands < most;
     p.bands = bands < 1 ? 1 : bands > most ? most : bands;
@@ -257,8 +269,8 @@ typedef struct PDest {
     v16i PV_DECL_##N(0), PV_DECL_##N(1), PV_DECL_##N(2), PV_DECL_##N(3);                           \
     for (int64_t t = 0; t < taps; t++) {                                                           \
         const uint32_t *xt = xb + toff[t];                                                         \
-        const uint32_t *wt = wb + t * c4 * PMR;                                                    \
-        for (int64_t c = 0; c < c4; c++, xt += cstride, wt += PMR) {                               \
+        const uint32_t *wt = wb + t * c4 * wg;                                                     \
+        for (int64_t c = 0; c < c4; c++, xt += cstride, wt += wg) {                                \
             v16i PV_X_##N;                                                                         \
             PV_LOAD_##N;                                                                           \
             v16i w0 = (v16i){0} + (int32_t)wt[0], w1 = (v16i){0} + (int32_t)wt[1];                 \
@@ -282,8 +294,8 @@ LJ_INLINE v16i pdot4_plain(v16i acc, v16i x, v16i w) {
 }
 
 #define PTILE_ARGS                                                                                 \
-    const uint32_t *xb, const uint32_t *wb, const int64_t *toff, int64_t taps, int64_t c4,         \
-        int64_t cstride, const PBlock *blk, const PDest *dst, v16i acc[PMR][PNV]
+    const uint32_t *xb, const uint32_t *wb, int64_t wg, const int64_t *toff, int64_t taps,         \
+        int64_t c4, int64_t cstride, const PBlock *blk, const PDest *dst, v16i acc[PMR][PNV]
 LJ_INLINE void ptile_plain_1(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 1) PTILE_SAVE(1) }
 LJ_INLINE void ptile_plain_2(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 2) PTILE_SAVE(2) }
 LJ_INLINE void ptile_plain_3(PTILE_ARGS) { PTILE_BODY(pdot4_plain, 3) PTILE_SAVE(3) }
@@ -372,6 +384,130 @@ PVNNI ptile_vnni_1(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 1) PTILE_END(1) }
 PVNNI ptile_vnni_2(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 2) PTILE_END(2) }
 PVNNI ptile_vnni_3(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 3) PTILE_END(3) }
 PVNNI ptile_vnni_4(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 4) PTILE_END(4) }
+
+/* ---- small maps: output channels in the lanes (VNNI) ------------------------------------ */
+
+/* A block of MP output positions by MV vectors of 16 rows (one packed
+ * group each): per (tap, channel group) MV row vectors are loaded and
+ * each position's word broadcast, MP x MV vpdpbusd. Every lane is an
+ * output (no columns past a row's end); positions past the block's np and
+ * groups past its nmv repeat the last ones and are not stored. */
+enum { MP = 6, MV = 4 };
+
+/* What a block of rows shares: its groups' weights, and per lane the bias
+ * the sums start from, the multiplier and whether all its rows requantize
+ * in registers (else the bias is 0 and lj_qconv_store adds it). */
+typedef struct MRows {
+    const uint32_t *w[MV];
+    v16i bias[MV];
+    v16f mult[MV];
+    bool fused;
+    int64_t m0, nmv; /* first row, groups used */
+} MRows;
+
+/* The block's sums requantized as pq_requant does, with a multiplier per
+ * lane (or through lj_qconv_store when a row may not), each lane's byte
+ * stored in its row's plane: the output is NCHW, so the 16 rows of a
+ * vector are 16 planes apart. */
+PX86 void mstore(const PConv *p, const MRows *mr, int64_t nb, int64_t pos0, int64_t np,
+                 v16i a[MP][MV]) {
+    const LjQConv *g = &p->g;
+    int32_t zadj = PQ_MAGIC_BITS - (int32_t)g->yz;
+    int32_t lo = g->ey == ELEM_I8 ? -128 : 0, hi = g->ey == ELEM_I8 ? 127 : 255;
+    for (int64_t v = 0; v < mr->nmv; v++)
+        for (int64_t j = 0; j < np; j++) {
+            int32_t q[16];
+            v16i r = a[j][v];
+            if (mr->fused) {
+                r = __builtin_elementwise_min(
+                    __builtin_elementwise_max(r, (v16i){0} - PQ_CLAMP), (v16i){0} + PQ_CLAMP);
+                v16f f = __builtin_elementwise_fma(__builtin_convertvector(r, v16f), mr->mult[v],
+                                                   (v16f){0} + PQ_MAGIC);
+                r = __builtin_elementwise_min(
+                    __builtin_elementwise_max((v16i)f - zadj, (v16i){0} + lo), (v16i){0} + hi);
+            }
+            __builtin_memcpy(q, &r, sizeof q);
+            int64_t m = mr->m0 + QPACK_ROWS_VEC * v, yo = (nb * g->cout + m) * g->out_size + pos0 + j;
+            for (int i = 0; i < 16; i++, yo += g->out_size) {
+                if (!mr->fused)
+                    lj_qconv_store(g, yo, m + i, q[i]);
+                else if (g->ey == ELEM_I8)
+                    ((int8_t *)g->y)[yo] = (int8_t)q[i];
+                else
+                    ((uint8_t *)g->y)[yo] = (uint8_t)q[i];
+            }
+        }
+}
+
+PVNNI mtile(const PConv *p, const MRows *mr, const uint32_t *buf, const int64_t *toff,
+            const int64_t *off, int64_t nb, int64_t pos0, int64_t np) {
+    v16i a[MP][MV];
+#pragma clang loop unroll(full)
+    for (int j = 0; j < MP; j++)
+#pragma clang loop unroll(full)
+        for (int v = 0; v < MV; v++)
+            a[j][v] = mr->bias[v];
+    int64_t c4 = p->c4, cs = p->cstride;
+    for (int64_t t = 0; t < p->taps; t++) {
+        const uint32_t *x[MP], *w[MV];
+#pragma clang loop unroll(full)
+        for (int j = 0; j < MP; j++)
+            x[j] = buf + toff[t] + off[j];
+#pragma clang loop unroll(full)
+        for (int v = 0; v < MV; v++)
+            w[v] = mr->w[v] + t * c4 * p->wg;
+        for (int64_t c = 0; c < c4; c++) {
+            v16i wv[MV];
+#pragma clang loop unroll(full)
+            for (int v = 0; v < MV; v++)
+                __builtin_memcpy(&wv[v], w[v] + c * p->wg, 64);
+#pragma clang loop unroll(full)
+            for (int j = 0; j < MP; j++) {
+                v16i xj = (v16i){0} + (int32_t)x[j][c * cs];
+#pragma clang loop unroll(full)
+                for (int v = 0; v < MV; v++)
+                    a[j][v] = PDOT4_VNNI(a[j][v], xj, wv[v]);
+            }
+        }
+    }
+    mstore(p, mr, nb, pos0, np, a);
+}
+
+/* Rows [r0, r1) (whole groups) of image nb at every position of the map,
+ * whose words fill_band has laid out (one band). */
+LJ_INLINE void mconv_unit(const PConv *p, int64_t nb, int64_t r0, int64_t r1, const uint32_t *buf,
+                          const int64_t *toff, const PBlock *blocks) {
+    const LjQConv *g = &p->g;
+    int64_t ow = g->odims[1], n = g->out_size;
+    for (int64_t m0 = r0; m0 < r1; m0 += MV * QPACK_ROWS_VEC) {
+        MRows mr = {.m0 = m0, .fused = true};
+        mr.nmv = (r1 - m0) / QPACK_ROWS_VEC < MV ? (r1 - m0) / QPACK_ROWS_VEC : MV;
+        for (int64_t v = 0; v < MV; v++) {
+            int64_t mv = v < mr.nmv ? m0 + v * QPACK_ROWS_VEC : m0; /* its first row */
+            mr.w[v] = (const uint32_t *)g->w + mv / p->wg * p->wg * p->taps * p->c4 + mv % p->wg;
+            int32_t bias[16];
+            float mult[16];
+            for (int i = 0; i < 16; i++) {
+                const PBlock *b = &blocks[(mv + i) / PMR];
+                bias[i] = b->bias[i % PMR];
+                mult[i] = b->mult[i % PMR];
+                mr.fused &= b->fused || v >= mr.nmv;
+            }
+            __builtin_memcpy(&mr.bias[v], bias, sizeof bias);
+            __builtin_memcpy(&mr.mult[v], mult, sizeof mult);
+        }
+        for (int64_t v = 0; v < MV && !mr.fused; v++) /* a fused block's rows keep theirs */
+            mr.bias[v] = (v16i){0};
+        for (int64_t pos0 = 0; pos0 < n; pos0 += MP) {
+            int64_t np = n - pos0 < MP ? n - pos0 : MP, off[MP];
+            for (int64_t j = 0; j < MP; j++) {
+                int64_t i = pos0 + (j < np ? j : np - 1);
+                off[j] = i / ow * p->wq + i % ow;
+            }
+            mtile(p, &mr, buf, toff, off, nb, pos0, np);
+        }
+    }
+}
 #endif
 
 #if defined(__aarch64__)
@@ -467,12 +603,12 @@ PSDOT void ptile_sdot(int nv, PTILE_ARGS) {
  * are 0. */
 #define PTILE_CALL(KIND)                                                                           \
     switch (nv) {                                                                                  \
-    case 4: ptile_##KIND##_4(xb, wb, toff, taps, c4, cstride, blk, dst, acc); break;               \
-    case 3: ptile_##KIND##_3(xb, wb, toff, taps, c4, cstride, blk, dst, acc); break;               \
-    case 2: ptile_##KIND##_2(xb, wb, toff, taps, c4, cstride, blk, dst, acc); break;               \
-    default: ptile_##KIND##_1(xb, wb, toff, taps, c4, cstride, blk, dst, acc); break;              \
+    case 4: ptile_##KIND##_4(xb, wb, wg, toff, taps, c4, cstride, blk, dst, acc); break;             \
+    case 3: ptile_##KIND##_3(xb, wb, wg, toff, taps, c4, cstride, blk, dst, acc); break;             \
+    case 2: ptile_##KIND##_2(xb, wb, wg, toff, taps, c4, cstride, blk, dst, acc); break;             \
+    default: ptile_##KIND##_1(xb, wb, wg, toff, taps, c4, cstride, blk, dst, acc); break;             \
     }
-LJ_INLINE void ptile(bool vnni, int nv, const uint32_t *xb, const uint32_t *wb, const int64_t *toff,
+LJ_INLINE void ptile(bool vnni, int nv, const uint32_t *xb, const uint32_t *wb, int64_t wg, const int64_t *toff,
                      int64_t taps, int64_t c4, int64_t cstride, const PBlock *blk, const PDest *dst,
                      v16i acc[PMR][PNV]) {
     for (int r = 0; r < PMR && !dst; r++)
@@ -550,6 +686,14 @@ LJ_INLINE void pconv_unit(const PConv *p, int64_t u, bool vnni, uint32_t *buf, c
         np = np < g->out_size ? np : g->out_size;
     } else
         fill_band(p, nb, oh0, 0, buf);
+#if defined(__x86_64__)
+    if (p->ml && vnni) { /* the same halves of the rows, in whole groups */
+        int64_t ng = g->cout / QPACK_ROWS_VEC, glo = half * (ng / p->msplit);
+        int64_t ghi = half + 1 == p->msplit ? ng : glo + ng / p->msplit;
+        mconv_unit(p, nb, glo * QPACK_ROWS_VEC, ghi * QPACK_ROWS_VEC, buf, toff, blocks);
+        return;
+    }
+#endif
     const uint32_t *w = (const uint32_t *)g->w;
     for (int64_t p0 = lo; p0 < np; p0 += PT) {
         Runs ru;
@@ -560,12 +704,13 @@ LJ_INLINE void pconv_unit(const PConv *p, int64_t u, bool vnni, uint32_t *buf, c
         int nv = np - p0 >= PT ? PNV : (int)((np - p0 + PV - 1) / PV);
         PDest dst = {.ru = &ru, .zadj = PQ_MAGIC_BITS - (int32_t)g->yz, .i8 = g->ey == ELEM_I8};
         for (int64_t mb = blo; mb < bhi; mb++) {
-            const uint32_t *wb = w + mb * p->taps * p->c4 * PMR;
+            /* block mb's four rows inside their group of wg (core/qpack.h) */
+            const uint32_t *wb = w + mb * PMR / p->wg * p->wg * p->taps * p->c4 + mb * PMR % p->wg;
             const PBlock *blk = &blocks[mb];
             for (int r = 0; r < PMR; r++)
                 dst.y[r] = (uint8_t *)g->y + (nb * g->cout + mb * PMR + r) * g->out_size;
             v16i acc[PMR][PNV];
-            ptile(vnni, nv, xb, wb, toff, p->taps, p->c4, p->xstride, blk, blk->fused ? &dst : NULL,
+            ptile(vnni, nv, xb, wb, p->wg, toff, p->taps, p->c4, p->xstride, blk, blk->fused ? &dst : NULL,
                   acc);
             for (int r = 0; r < PMR && !blk->fused; r++)
                 pstore_row(p, nb, mb * PMR + r, &ru, (const int32_t *)acc[r]);
