@@ -2,7 +2,8 @@
 """Kernel cases for the int8 convolutions on aarch64: one .hl function of
 qlinear_conv nodes over the shape classes of k_qconvp.c's packed kernel and
 k_qconv.c's fully connected rows (strides 1-3, dilation, padding on each
-side, pointwise, 1-3 input channels past a multiple of four, maps whose
+side, pointwise, 1-3 input channels past a multiple of four, weights
+packed 4, 16 and 64 rows a group, maps whose
 flattened rows end a tile with 1-4 vectors, batch 2, u8 and i8 activations
 and results, multipliers and biases that the sdot tile requantizes itself
 and ones it leaves to the row store, 1x1 maps that are one dot product per
@@ -39,6 +40,11 @@ def cases(rng):
         (1, 6, 4, 20, 6, 1, 3, 1, 1, (0, 1, 0, 1)),     # 1x3
         (1, 64, 12, 16, 16, 1, 1, 2, 1, (0, 0, 0, 0)),  # pointwise stride 2
         (1, 9, 4, 24, 24, 3, 3, 1, 1, (1, 1, 1, 1)),    # several bands
+        # weights packed 16 and 64 rows a group (core/qpack.h: small maps,
+        # M a multiple of 16, K = C' taps >= 1024), which the sdot tile
+        # steps through by the group's rows
+        (1, 116, 16, 7, 7, 3, 3, 1, 1, (1, 1, 1, 1)),   # G 16 on 7x7
+        (1, 116, 64, 10, 10, 3, 3, 2, 1, (1, 1, 1, 1)),  # G 64, stride 2 onto 5x5
     ]
     for i, (n, c, m, h, w, kh, kw, s, d, pads) in enumerate(shapes):
         out.append(("conv%d" % i, dict(n=n, c=c, m=m, h=h, w=w, kh=kh, kw=kw, s=s, d=d, pads=pads,

@@ -526,14 +526,16 @@ LJ_INLINE void mconv_unit(const PConv *p, int64_t nb, int64_t r0, int64_t r1, co
 #define PSDOT static __attribute__((target("dotprod")))
 
 /* Each row's weight sum times 128, added to its bias (wrapping: the sums
- * that start from it wrap back). */
+ * that start from it wrap back). Block mb's four rows inside their group
+ * of wg (core/qpack.h), as pconv_unit finds them. */
 PSDOT void psdot_bias(const PConv *p, PBlock *blocks) {
-    const int8_t *w = (const int8_t *)p->g.w;
+    const uint32_t *w = (const uint32_t *)p->g.w;
     int64_t n = p->taps * p->c4;
     for (int64_t mb = 0; mb < p->m4; mb++) {
+        const uint32_t *wb = w + mb * PMR / p->wg * p->wg * n + mb * PMR % p->wg;
         int32x4_t s = vdupq_n_s32(0);
         for (int64_t k = 0; k < n; k++)
-            s = vdotq_s32(s, vld1q_s8(w + (mb * n + k) * 16), vdupq_n_s8(1));
+            s = vdotq_s32(s, vld1q_s8((const int8_t *)(wb + k * p->wg)), vdupq_n_s8(1));
         int32_t sum[PMR];
         vst1q_s32(sum, s);
         for (int r = 0; r < PMR; r++)
@@ -583,8 +585,8 @@ PSDOT void ptile_sdot(int nv, PTILE_ARGS) {
         int32x4_t SD_DECL(0), SD_DECL(1), SD_DECL(2), SD_DECL(3);
         for (int64_t t = 0; t < taps; t++) {
             const int8_t *xt = (const int8_t *)(xb + toff[t] + PV * v);
-            const int8_t *wt = (const int8_t *)(wb + t * c4 * PMR);
-            for (int64_t c = 0; c < c4; c++, xt += 4 * cstride, wt += 4 * PMR) {
+            const int8_t *wt = (const int8_t *)(wb + t * c4 * wg);
+            for (int64_t c = 0; c < c4; c++, xt += 4 * cstride, wt += 4 * wg) {
                 int8x16_t x0 = vld1q_s8(xt), x1 = vld1q_s8(xt + 16), x2 = vld1q_s8(xt + 32),
                           x3 = vld1q_s8(xt + 48), w = vld1q_s8(wt);
                 SD_ROW(0), SD_ROW(1), SD_ROW(2), SD_ROW(3);
@@ -621,7 +623,7 @@ LJ_INLINE void ptile(bool vnni, int nv, const uint32_t *xb, const uint32_t *wb, 
     }
 #elif defined(__aarch64__)
     if (vnni) { /* sdot */
-        ptile_sdot(nv, xb, wb, toff, taps, c4, cstride, blk, dst, acc);
+        ptile_sdot(nv, xb, wb, wg, toff, taps, c4, cstride, blk, dst, acc);
         return;
     }
 #endif
