@@ -230,13 +230,16 @@ $(BUILD)/knative/%.o: %.c $(GEN)/onnx/onnx.pb-c.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(NATIVE) -c $< -o $@
 
-$(BUILD)/tests/test_kernels: tests/kernels/test_kernels.c $(KBASE_OBJS) $(BUILD)/libglowc.a
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< $(KBASE_OBJS) $(KLIBS) -lcmocka -o $@
+# The kernel tests also run libjit's thread runtime (its pieces).
+KRUNTIME := backends/cpu/libjit/runtime.c
 
-$(BUILD)/tests/test_kernels_native: tests/kernels/test_kernels.c $(KNATIVE_OBJS) $(BUILD)/libglowc.a
+$(BUILD)/tests/test_kernels: tests/kernels/test_kernels.c $(KBASE_OBJS) $(KRUNTIME:%.c=$(BUILD)/kbase/%.o) $(BUILD)/libglowc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(NATIVE) $< $(KNATIVE_OBJS) $(KLIBS) -lcmocka -o $@
+	$(CC) $(CFLAGS) $< $(KBASE_OBJS) $(KRUNTIME:%.c=$(BUILD)/kbase/%.o) $(KLIBS) -lcmocka -o $@
+
+$(BUILD)/tests/test_kernels_native: tests/kernels/test_kernels.c $(KNATIVE_OBJS) $(KRUNTIME:%.c=$(BUILD)/knative/%.o) $(BUILD)/libglowc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(NATIVE) $< $(KNATIVE_OBJS) $(KRUNTIME:%.c=$(BUILD)/knative/%.o) $(KLIBS) -lcmocka -o $@
 
 $(BUILD)/tests/bench_conv: tests/kernels/bench_conv.c $(KNATIVE_OBJS) $(BUILD)/libglowc.a
 	@mkdir -p $(dir $@)

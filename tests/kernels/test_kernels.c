@@ -18,15 +18,18 @@
  * that absolute error. Kernels that do not sum (max, relu, add, mul, copies)
  * must match exactly. */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
+#include "backends/cpu/exe/model_info.h"
 #include "backends/cpu/libjit/kernels.h"
 #include "core/winograd.h"
 #include "tests/kernels/any.h"
@@ -71,9 +74,10 @@ static void check_static_scratch(Case *c, KernelFn fn, WorkFn work, ScratchFn sc
     free(want);
 }
 
-/* The units split as runtime.c hands them to T threads (equal ranges, the
- * last shorter), each share a call of its own -- for T = 2, 3 and 5, last
- * share first, one scratch kept from share to share so that a share that
+/* The units split as runtime.c hands them to T threads (lj_piece_bounds:
+ * equal ranges, the last shorter, each cut into LJ_PIECES pieces, which any
+ * thread may run), each piece a call of its own -- for T = 2, 3 and 5, last
+ * piece first, one scratch kept from share to share so that a share that
  * reads what it did not build reads another's, and one shared buffer
  * (LjShared, reset once per T as libjit_parallel does) so that the first
  * share builds all of what the threads share and the others only read it
@@ -89,12 +93,12 @@ static void check_thread_shares(Case *c, KernelFn fn, WorkFn work, const char *w
     static const int threads[] = {2, 3, 5};
     for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
         memset(c->fast[0], 0xff, bytes);
-        int64_t per = (n + threads[t] - 1) / threads[t];
         LjShared shared = {0};
         LjScratch sc = {.shared = &shared};
         lj_shared_reset(&shared);
-        for (int k = threads[t] - 1; k >= 0; k--) {
-            int64_t lo = per * k, hi = lo + per < n ? lo + per : n;
+        for (int k = threads[t] * LJ_PIECES - 1; k >= 0; k--) {
+            int64_t lo, hi;
+            lj_piece_bounds(n, threads[t], k, &lo, &hi);
             if (lo < hi)
                 fn(c->d.w, c->fast, lo, hi, &sc);
         }
@@ -1732,6 +1736,66 @@ ANY_TEST(shape)
 ANY_TEST(pool_matmul)
 ANY_TEST(threads)
 
+/* ---- the runtime's pieces (runtime.c) ------------------------------------------ */
+
+/* A job whose worker thread, once in its first piece, waits for its second
+ * piece to have run: only a runtime that lets the caller take a piece its
+ * thread has not begun finishes it (within the 10 s the wait allows). Every
+ * unit must run once per job, over many jobs, whichever thread runs it. */
+typedef struct PieceJob {
+    pthread_t caller;
+    int64_t n, k1, second; /* thread 1's pieces: [k1, second), [second, n) */
+    _Atomic int second_ran, timed_out;
+    _Atomic int runs[64];
+    bool second_on_caller;
+} PieceJob;
+
+static double mono_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void piece_worker(void *const *ops, int64_t lo, int64_t hi, LjScratch *sc) {
+    PieceJob *j = ops[0];
+    bool on_caller = pthread_equal(pthread_self(), j->caller);
+    if (lo == j->k1 && !on_caller)
+        for (double end = mono_s() + 10; !atomic_load(&j->second_ran);)
+            if (mono_s() > end) {
+                atomic_store(&j->timed_out, 1);
+                break;
+            }
+    for (int64_t u = lo; u < hi; u++)
+        atomic_fetch_add(&j->runs[u], 1);
+    if (lo == j->second) {
+        j->second_on_caller = on_caller;
+        atomic_store(&j->second_ran, 1);
+    }
+}
+
+static void test_runtime_pieces(void **state) {
+    LibjitRuntime *rt = libjit_runtime_new(2);
+    assert_non_null(rt);
+    for (int64_t n = 4; n <= 64; n += 3) {
+        PieceJob *j = calloc(1, sizeof *j);
+        j->caller = pthread_self();
+        j->n = n;
+        int64_t hi;
+        lj_piece_bounds(n, 2, LJ_PIECES, &j->k1, &hi);
+        lj_piece_bounds(n, 2, LJ_PIECES + 1, &j->second, &hi);
+        void *ops[1] = {j};
+        libjit_parallel(rt, n, piece_worker, ops);
+        assert_false(atomic_load(&j->timed_out));
+        assert_true(j->second_on_caller);
+        for (int64_t u = 0; u < n; u++)
+            if (atomic_load(&j->runs[u]) != 1)
+                fail_msg("n %lld: unit %lld ran %d times", (long long)n, (long long)u,
+                         atomic_load(&j->runs[u]));
+        free(j);
+    }
+    libjit_runtime_free(rt);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_shapes),
@@ -1772,6 +1836,7 @@ int main(void) {
         cmocka_unit_test(test_any_shape),
         cmocka_unit_test(test_any_pool_matmul),
         cmocka_unit_test(test_any_threads),
+        cmocka_unit_test(test_runtime_pieces),
     };
     /* KERNELS_FILTER=test_any_qint: one test while working on its kernels */
     if (getenv("KERNELS_FILTER"))

@@ -440,6 +440,21 @@ LJ_INLINE void lj_shared_wait(LjScratch *sc, int64_t n) {
             sched_yield();
 }
 
+/* libjit_parallel cuts [0, n) into one contiguous range per thread (equal,
+ * the last shorter), and each range into LJ_PIECES pieces (equal, the last
+ * shorter), which any thread may run (runtime.c says why). Piece k covers
+ * units [*lo, *hi), maybe none. Kernels give the same bits for any such
+ * cut (tests/kernels: check_thread_shares). */
+enum { LJ_PIECES = 2 };
+
+LJ_INLINE void lj_piece_bounds(int64_t n, int nthreads, int k, int64_t *lo, int64_t *hi) {
+    int64_t per = (n + nthreads - 1) / nthreads, t = k / LJ_PIECES;
+    int64_t r0 = per * t < n ? per * t : n, r1 = r0 + per < n ? r0 + per : n;
+    int64_t pp = (r1 - r0 + LJ_PIECES - 1) / LJ_PIECES;
+    *lo = r0 + pp * (k % LJ_PIECES) < r1 ? r0 + pp * (k % LJ_PIECES) : r1;
+    *hi = *lo + pp < r1 ? *lo + pp : r1;
+}
+
 /* Runs worker over [0, n) on the runtime's threads (inline when rt is NULL
  * or has one thread). */
 void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *const *ops);

@@ -1,6 +1,7 @@
 /* The runtime a generated program calls for threads: a small pool of
  * pthreads that split a kernel's outer loop into contiguous ranges, one per
- * thread, the caller taking the first. Compiled into every program (JIT,
+ * thread, the caller taking the first, each range claimed in pieces that
+ * an idle thread may take over (LJ_PIECES). Compiled into every program (JIT,
  * executable, bundle), so the generated code needs only libc and pthreads.
  *
  * A model is a sequence of a few hundred kernel calls of 5-500 us each, one
@@ -17,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/cpu/exe/model_info.h" /* the runtime's interface to executables */
 #include "backends/cpu/libjit/libjit.h"
 
 enum { MAX_THREADS = 64 };
@@ -28,6 +30,18 @@ enum { MAX_THREADS = 64 };
 /* Spins (about 10 us) before a waiting thread also yields its core. */
 #define YIELD_AFTER 2000
 
+/* Each thread's range of a job is cut into LJ_PIECES pieces (libjit.h),
+ * and a piece is claimed, not assigned: a thread runs the pieces of its own
+ * range front to back, then takes from the back of the others' ranges
+ * every piece no thread has begun. When another process holds a thread's
+ * core (a loaded machine), the running threads do its pieces, instead of
+ * every call waiting out the other process's time slice; with the cores
+ * free, each thread runs its own range, in LJ_PIECES calls of the kernel.
+ * Two, because finer pieces repeat set-up work: bench_conv --split 8
+ * against 4 (four and two pieces for each of 2 threads) repeats +3%
+ * against -2% of ResNet-50's conv work. Pieces are ranges of whole units,
+ * the same ones whoever runs them, so the results are the same bits. */
+
 struct LibjitRuntime {
     int nthreads;
     pthread_t threads[MAX_THREADS];
@@ -36,7 +50,10 @@ struct LibjitRuntime {
     void *const *ops;
     int64_t n;
     _Atomic long generation;
-    _Atomic int busy;   /* workers still running the current job */
+    /* Piece k of thread i's range: piece[i * LJ_PIECES + k] (run_piece). The
+     * job's fields are read only by a thread that has claimed a piece, and
+     * rewritten only when no piece is RUNNING. */
+    _Atomic long piece[MAX_THREADS * LJ_PIECES];
     _Atomic int asleep; /* workers blocked on `wake` */
     _Atomic bool stop;
     pthread_mutex_t mutex;
@@ -62,11 +79,38 @@ static long now_ns(void) {
     return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
-static void run_range(LibjitRuntime *rt, int index) {
-    int64_t per = (rt->n + rt->nthreads - 1) / rt->nthreads;
-    int64_t lo = per * index, hi = lo + per < rt->n ? lo + per : rt->n;
-    if (lo < hi)
-        rt->worker(rt->ops, lo, hi, &rt->scratch[index]);
+/* A piece is PENDING until one thread claims it (-> RUNNING -> DONE);
+ * its state word is the job's generation g times PIECE_STATES plus that. */
+typedef enum PieceState { PENDING, RUNNING, DONE, PIECE_STATES } PieceState;
+
+/* Claims piece `piece` of job g and runs it with scratch sc; false if
+ * another thread claimed it first, or the job is no longer g (then the
+ * job's fields may already be the next job's: they are read only after
+ * the claim). */
+static bool run_piece(LibjitRuntime *rt, int piece, long g, LjScratch *sc) {
+    long want = g * PIECE_STATES + PENDING;
+    if (!atomic_compare_exchange_strong_explicit(&rt->piece[piece], &want,
+                                                 g * PIECE_STATES + RUNNING,
+                                                 memory_order_acquire, memory_order_relaxed))
+        return false;
+    int64_t lo, hi;
+    lj_piece_bounds(rt->n, rt->nthreads, piece, &lo, &hi);
+    rt->worker(rt->ops, lo, hi, sc);
+    atomic_store_explicit(&rt->piece[piece], g * PIECE_STATES + DONE, memory_order_release);
+    return true;
+}
+
+/* Thread `index`'s share of job g: its own pieces, then the others' not
+ * begun, each range from its back. */
+static void run_share(LibjitRuntime *rt, int index, long g) {
+    LjScratch *sc = &rt->scratch[index];
+    for (int k = 0; k < LJ_PIECES; k++)
+        run_piece(rt, index * LJ_PIECES + k, g, sc);
+    for (int t = 1; t < rt->nthreads; t++) {
+        int other = (index + t) % rt->nthreads;
+        for (int k = LJ_PIECES - 1; k >= 0; k--)
+            run_piece(rt, other * LJ_PIECES + k, g, sc);
+    }
 }
 
 /* Waits for a generation other than `seen` (or stop): spinning, then
@@ -110,8 +154,7 @@ static void *thread_main(void *p) {
         seen = wait_for_job(rt, seen);
         if (atomic_load(&rt->stop))
             break;
-        run_range(rt, index);
-        atomic_fetch_sub_explicit(&rt->busy, 1, memory_order_release);
+        run_share(rt, index, seen);
     }
     return NULL;
 }
@@ -177,24 +220,36 @@ void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *co
         worker(ops, 0, n > 0 ? n : 0, rt ? &rt->scratch[0] : NULL);
         return;
     }
+    /* No piece of the last job is RUNNING (the caller waited), so no
+     * thread reads these fields now. */
     rt->worker = worker;
     rt->ops = ops;
     rt->n = n;
-    atomic_store_explicit(&rt->busy, rt->nthreads - 1, memory_order_relaxed);
-    atomic_fetch_add(&rt->generation, 1); /* seq_cst: ordered before `asleep` is read */
+    long g = atomic_load_explicit(&rt->generation, memory_order_relaxed) + 1;
+    for (int k = 0; k < rt->nthreads * LJ_PIECES; k++) {
+        int64_t lo, hi;
+        lj_piece_bounds(n, rt->nthreads, k, &lo, &hi);
+        atomic_store_explicit(&rt->piece[k], g * PIECE_STATES + (lo < hi ? PENDING : DONE),
+                              memory_order_release);
+    }
+    atomic_store(&rt->generation, g); /* seq_cst: ordered before `asleep` is read */
     if (atomic_load(&rt->asleep)) {
         pthread_mutex_lock(&rt->mutex);
         pthread_cond_broadcast(&rt->wake);
         pthread_mutex_unlock(&rt->mutex);
     }
-    run_range(rt, 0);
-    /* A worker that lost its core to another process (a loaded machine)
-     * is waited for by yielding, so that it can get it back. */
-    for (int spins = 0; atomic_load_explicit(&rt->busy, memory_order_acquire); spins++) {
-        cpu_relax();
-        if (spins > YIELD_AFTER)
-            sched_yield();
-    }
+    run_share(rt, 0, g);
+    /* Every piece is claimed now; a thread that lost its core mid-piece
+     * (a loaded machine) is waited for by yielding, so that it can get it
+     * back. */
+    for (int k = 0; k < rt->nthreads * LJ_PIECES; k++)
+        for (int spins = 0; atomic_load_explicit(&rt->piece[k], memory_order_acquire) ==
+                            g * PIECE_STATES + RUNNING;
+             spins++) {
+            cpu_relax();
+            if (spins > YIELD_AFTER)
+                sched_yield();
+        }
 }
 
 /* ---- the machine's FMA peak (glowc bench --per-node) --------------------------- */
