@@ -167,6 +167,7 @@ LJ_INLINE void dw_tile(int64_t R, int64_t C, int64_t T, const DwPlan *p, const f
     case ACT_NONE: dw_store(R, C, p, acc, (LjAct){ACT_NONE, 0, 0}, y, oy, cv); break;
     case ACT_RELU: dw_store(R, C, p, acc, (LjAct){ACT_RELU, 0, 0}, y, oy, cv); break;
     case ACT_CLIP: dw_store(R, C, p, acc, (LjAct){ACT_CLIP, act.alpha, act.beta}, y, oy, cv); break;
+    case ACT_SILU: dw_store(R, C, p, acc, (LjAct){ACT_SILU, 0, 0}, y, oy, cv); break;
     default: dw_store(R, C, p, acc, act, y, oy, cv); break;
     }
 }
