@@ -295,16 +295,16 @@ bool lj_dwconv_lanes_fits(const LjWindow *g) {
 
 /* t[p][l] = x[l * n + p], as to_lanes, but the rows of a block are
  * contiguous (row l + 1 follows row l), so a vector read past the end of
- * one row stays in the block: only the last row is read by parts. */
+ * one row is whole while it stays in the block, else read by parts. */
 LJ_INLINE void dl_rows_to_lanes(float *t, const float *x, int cn, int64_t n) {
     for (int64_t p0 = 0; p0 < n; p0 += LJ_VL) {
         int64_t len = n - p0 < LJ_VL ? n - p0 : LJ_VL;
         vf32 v[LJ_VL];
         for (int l = 0; l < LJ_VL; l++) {
             const float *src = x + l * n + p0;
-            v[l] = l >= cn                      ? lj_splat(0)
-                   : len == LJ_VL || l + 1 < cn ? lj_load(src)
-                                                : lj_load_part(src, len);
+            v[l] = l >= cn                                   ? lj_splat(0)
+                   : (l * n + p0 + LJ_VL <= cn * n) ? lj_load(src)
+                                                    : lj_load_part(src, len);
         }
         transpose_lanes(v);
         for (int64_t j = 0; j < len; j++)
@@ -314,8 +314,8 @@ LJ_INLINE void dl_rows_to_lanes(float *t, const float *x, int cn, int64_t n) {
 
 /* The cn channel planes at x (plane size h*w) into the inside of the padded
  * buffer, position by position; lanes past cn get 0. A vector read past a
- * plane's end lands in the next plane of the block (its lanes are not
- * stored), except for the block's last plane, read by parts. */
+ * plane's end lands in the following planes of the block (its lanes are
+ * not stored); one that would pass the block's end is read by parts. */
 LJ_INLINE void dl_fill(const DlPlan *p, const float *x, int cn, float *xt) {
     const LjWindow *g = &p->g;
     int64_t n = g->h * g->w, r = 0, col = 0;
@@ -324,9 +324,9 @@ LJ_INLINE void dl_fill(const DlPlan *p, const float *x, int cn, float *xt) {
         vf32 v[LJ_VL];
         for (int l = 0; l < LJ_VL; l++) {
             const float *src = x + l * n + p0;
-            v[l] = l >= cn              ? lj_splat(0)
-                   : len == LJ_VL || l + 1 < cn ? lj_load(src)
-                                        : lj_load_part(src, len);
+            v[l] = l >= cn                                   ? lj_splat(0)
+                   : (l * n + p0 + LJ_VL <= cn * n) ? lj_load(src)
+                                                    : lj_load_part(src, len);
         }
         transpose_lanes(v);
         for (int64_t j = 0; j < len; j++) {
