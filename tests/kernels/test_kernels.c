@@ -286,6 +286,12 @@ static void test_conv_shapes(void **state) {
         {2, 2, 19, 14, 14, 19, 5, 5, 1, 1, 1, 1, 19, {2, 2, 2, 2}, NULL, 0, 0, true},
         {2, 2, 9, 28, 28, 9, 5, 5, 1, 1, 1, 1, 9, {2, 2, 2, 2}, "relu", 0, 0, true},
         {2, 2, 17, 28, 28, 17, 5, 5, 2, 2, 1, 1, 17, {2, 2, 2, 2}, "silu", 0, 0, false},
+        /* depthwise.c's padded channel blocks (outputs 7 wide or less): the
+         * generic window (dilation, uneven pads and strides, 49 taps), and
+         * blocks that end at an image's last channel */
+        {2, 2, 37, 9, 6, 37, 3, 5, 2, 1, 2, 1, 37, {1, 2, 0, 3}, "silu", 0, 0, true},
+        {2, 1, 33, 7, 7, 33, 7, 7, 1, 1, 1, 1, 33, {3, 3, 3, 3}, "relu", 0, 0, false},
+        {2, 2, 5, 12, 12, 5, 3, 3, 3, 2, 1, 1, 5, {0, 1, 2, 1}, "tanh", 0, 0, true},
         /* near misses that take the generic path: end pad only, odd input */
         {2, 2, 17, 14, 14, 17, 3, 3, 2, 2, 1, 1, 17, {0, 0, 1, 1}, NULL, 0, 0, true},
         {2, 1, 17, 13, 13, 17, 3, 3, 2, 2, 1, 1, 17, {1, 1, 1, 1}, NULL, 0, 0, true},

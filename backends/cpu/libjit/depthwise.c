@@ -244,3 +244,220 @@ LJ_VECTOR_FN bool lj_pool_lanes(const LjWindow *g, LjPool kind, bool count_inclu
     lj_scratch_put(sc, xt);
     return true;
 }
+
+/* ---- depthwise convolution over a padded block of LJ_VL channels --------
+ *
+ * dwconv.c's vectors run along an output row, so a 7-wide row fills 7 of
+ * 16 lanes and a stride-2 row is first copied into phase rows (more than
+ * half of such a layer's time). Here LJ_VL channels are transposed into a
+ * zero-padded buffer [hp][wp][LJ_VL] once per block, and every output
+ * position is one vector: all lanes are useful whatever the map's width,
+ * and a stride is only a step between loads. The taps are the same, in
+ * the same order (bias, then row-major, padding's zeros included), as
+ * dwconv.c's, so each output is bit for bit what that kernel gives. The
+ * transposes cost about a shuffle per input float, so this pays where the
+ * rows are short or strided (lj_dwconv_lanes_fits). */
+
+enum { DL_N = 8 }; /* outputs of a row in flight: a window's taps are a chain */
+
+typedef struct DlPlan {
+    LjWindow g;
+    int64_t hp, wp; /* the padded buffer: every row and column a tap reads */
+    int64_t n;      /* outputs per chunk of a row (at most DL_N) */
+} DlPlan;
+
+LJ_INLINE DlPlan dl_plan(const LjWindow *g) {
+    DlPlan p;
+    p.g = *g;
+    int64_t rows = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
+    int64_t cols = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+    p.hp = rows > g->ph + g->h ? rows : g->ph + g->h;
+    p.wp = cols > g->pw + g->w ? cols : g->pw + g->w;
+    int64_t chunks = (g->ow + DL_N - 1) / DL_N;
+    p.n = (g->ow + chunks - 1) / chunks; /* 7 and 7 for 14, not 8 and 6 */
+    return p;
+}
+
+size_t lj_dwconv_lanes_scratch(const LjWindow *g) {
+    DlPlan p = dl_plan(g);
+    return (size_t)(p.hp * p.wp + g->oh * g->ow + g->kh * g->kw) * LJ_VL * sizeof(float);
+}
+
+/* Maps of 7 outputs wide or less, where dwconv.c's rows fill under half
+ * of their lanes. bench_conv, 1 thread: EfficientNet-B0's 7x7 5x5 16.6 ->
+ * 27.7 GF/s, 7x7 3x3 9.0 -> 12.0, 14x14 5x5 stride 2 11.2 -> 18.9;
+ * MobileNet-V2's 14x14 stride 2 7.0 -> 9.6, 7x7 16.2 -> 16.4. On 14-wide
+ * and wider maps dwconv.c's rows were faster (its stride-2 phase copies
+ * included): the transposes then cost more than the lanes gain. */
+bool lj_dwconv_lanes_fits(const LjWindow *g) {
+    return g->ow <= 7;
+}
+
+/* t[p][l] = x[l * n + p], as to_lanes, but the rows of a block are
+ * contiguous (row l + 1 follows row l), so a vector read past the end of
+ * one row is whole while it stays in the block, else read by parts. */
+LJ_INLINE void dl_rows_to_lanes(float *t, const float *x, int cn, int64_t n) {
+    for (int64_t p0 = 0; p0 < n; p0 += LJ_VL) {
+        int64_t len = n - p0 < LJ_VL ? n - p0 : LJ_VL;
+        vf32 v[LJ_VL];
+        for (int l = 0; l < LJ_VL; l++) {
+            const float *src = x + l * n + p0;
+            v[l] = l >= cn                                   ? lj_splat(0)
+                   : (l * n + p0 + LJ_VL <= cn * n) ? lj_load(src)
+                                                    : lj_load_part(src, len);
+        }
+        transpose_lanes(v);
+        for (int64_t j = 0; j < len; j++)
+            lj_store(t + (p0 + j) * LJ_VL, v[j]);
+    }
+}
+
+/* The cn channel planes at x (plane size h*w) into the inside of the padded
+ * buffer, position by position; lanes past cn get 0. A vector read past a
+ * plane's end lands in the following planes of the block (its lanes are
+ * not stored); one that would pass the block's end is read by parts. */
+LJ_INLINE void dl_fill(const DlPlan *p, const float *x, int cn, float *xt) {
+    const LjWindow *g = &p->g;
+    int64_t n = g->h * g->w, r = 0, col = 0;
+    for (int64_t p0 = 0; p0 < n; p0 += LJ_VL) {
+        int64_t len = n - p0 < LJ_VL ? n - p0 : LJ_VL;
+        vf32 v[LJ_VL];
+        for (int l = 0; l < LJ_VL; l++) {
+            const float *src = x + l * n + p0;
+            v[l] = l >= cn                                   ? lj_splat(0)
+                   : (l * n + p0 + LJ_VL <= cn * n) ? lj_load(src)
+                                                    : lj_load_part(src, len);
+        }
+        transpose_lanes(v);
+        for (int64_t j = 0; j < len; j++) {
+            lj_store(xt + ((r + g->ph) * p->wp + col + g->pw) * LJ_VL, v[j]);
+            if (++col == g->w) {
+                col = 0;
+                r++;
+            }
+        }
+    }
+}
+
+#pragma clang diagnostic ignored "-Wpass-failed" /* not unrolled where N is not a constant */
+#define DL_LOOP_U _Pragma("clang loop unroll(full)") for (int64_t u = 0; u < N; u++)
+
+LJ_INLINE void dl_store(int64_t N, vf32 *acc, LjAct act, float *ot) {
+    DL_LOOP_U { lj_store(ot + u * LJ_VL, lj_act(acc[u], act)); }
+}
+
+/* Outputs (oy, ox .. ox+N-1) of the block: N accumulators, each tap's
+ * weights loaded once for them. */
+LJ_INLINE void dl_chunk(int64_t N, const DlPlan *p, const float *xt, const float *wt, vf32 bias,
+                        LjAct act, float *ot, int64_t oy, int64_t ox) {
+    const LjWindow *g = &p->g;
+    vf32 acc[DL_N];
+    DL_LOOP_U { acc[u] = bias; }
+    for (int64_t i = 0; i < g->kh; i++) {
+        const float *row = xt + ((oy * g->sh + i * g->dh) * p->wp + ox * g->sw) * LJ_VL;
+        for (int64_t j = 0; j < g->kw; j++) {
+            vf32 wv = lj_load(wt + (i * g->kw + j) * LJ_VL);
+            const float *src = row + j * g->dw * LJ_VL;
+            DL_LOOP_U { acc[u] += wv * lj_load(src + u * g->sw * LJ_VL); }
+        }
+    }
+    float *dst = ot + (oy * g->ow + ox) * LJ_VL;
+    /* The common activations' kinds made constants, as in dwconv.c. */
+    switch (act.kind) {
+    case ACT_NONE: dl_store(N, acc, (LjAct){ACT_NONE, 0, 0}, dst); break;
+    case ACT_RELU: dl_store(N, acc, (LjAct){ACT_RELU, 0, 0}, dst); break;
+    case ACT_CLIP: dl_store(N, acc, (LjAct){ACT_CLIP, act.alpha, act.beta}, dst); break;
+    case ACT_SILU: dl_store(N, acc, (LjAct){ACT_SILU, 0, 0}, dst); break;
+    default: dl_store(N, acc, act, dst); break;
+    }
+}
+
+/* A chunk of n <= DL_N outputs, n made a constant. */
+LJ_INLINE void dl_chunk_any(int64_t n, const DlPlan *p, const float *xt, const float *wt,
+                            vf32 bias, LjAct act, float *ot, int64_t oy, int64_t ox) {
+    switch (n) {
+#define DL_CASE(k)                                                                              \
+    case k: dl_chunk(k, p, xt, wt, bias, act, ot, oy, ox); return;
+        DL_CASE(1) DL_CASE(2) DL_CASE(3) DL_CASE(4) DL_CASE(5) DL_CASE(6) DL_CASE(7) DL_CASE(8)
+#undef DL_CASE
+    default: break;
+    }
+}
+_Static_assert(DL_N == 8, "dl_chunk_any has a case for each chunk width up to DL_N");
+
+/* Planes [lo, hi) in blocks of up to LJ_VL channels of one image: fill,
+ * every output row in chunks of p.n, back to planes. buf is zeroed and
+ * lj_dwconv_lanes_scratch bytes long. */
+LJ_INLINE void dl_planes(const LjWindow *gin, int64_t c, const float *x, const float *w,
+                         const float *bias, float *y, LjAct act, int64_t lo, int64_t hi,
+                         float *buf) {
+    DlPlan p = dl_plan(gin);
+    const LjWindow *g = &p.g;
+    int64_t in = g->h * g->w, out = g->oh * g->ow, taps = g->kh * g->kw;
+    float *xt = buf, *ot = xt + p.hp * p.wp * LJ_VL, *wt = ot + out * LJ_VL;
+    for (int64_t pl = lo; pl < hi;) {
+        int64_t ch = pl % c, cn = hi - pl;
+        cn = cn < c - ch ? cn : c - ch;
+        cn = cn < LJ_VL ? cn : LJ_VL;
+        dl_rows_to_lanes(wt, w + ch * taps, (int)cn, taps);
+        float b[LJ_VL] = {0};
+        for (int64_t l = 0; l < cn && bias; l++)
+            b[l] = bias[ch + l];
+        vf32 bv = lj_load(b);
+        dl_fill(&p, x + pl * in, (int)cn, xt);
+        for (int64_t oy = 0; oy < g->oh; oy++) {
+            int64_t ox = 0;
+            for (; ox + p.n <= g->ow; ox += p.n)
+                dl_chunk_any(p.n, &p, xt, wt, bv, act, ot, oy, ox);
+            if (ox < g->ow)
+                dl_chunk_any(g->ow - ox, &p, xt, wt, bv, act, ot, oy, ox);
+        }
+        from_lanes(y + pl * out, ot, out, (int)cn, out);
+        pl += cn;
+    }
+}
+
+/* The windows of MobileNet and EfficientNet (k x k, stride s, dilation 1)
+ * compiled with those constants, so that the tap loops unroll; the map's
+ * sizes and pads stay variables (the padded buffer makes them matter only
+ * to the fill). */
+#define DL_FIXED(X) X(3, 1) X(3, 2) X(5, 1) X(5, 2)
+
+#define DL_FIXED_FN(k, s)                                                                       \
+    LJ_VECTOR_FN static void dl_fixed_##k##_##s(const LjWindow *g0, int64_t c, const float *x,  \
+                                                const float *w, const float *bias, float *y,    \
+                                                LjAct act, int64_t lo, int64_t hi, float *buf) { \
+        LjWindow g = *g0;                                                                       \
+        g.kh = g.kw = (k);                                                                      \
+        g.sh = g.sw = (s);                                                                      \
+        g.dh = g.dw = 1;                                                                        \
+        dl_planes(&g, c, x, w, bias, y, act, lo, hi, buf);                                      \
+    }
+DL_FIXED(DL_FIXED_FN)
+#undef DL_FIXED_FN
+
+LJ_VECTOR_FN static void dl_generic(const LjWindow *g, int64_t c, const float *x, const float *w,
+                                    const float *bias, float *y, LjAct act, int64_t lo,
+                                    int64_t hi, float *buf) {
+    dl_planes(g, c, x, w, bias, y, act, lo, hi, buf);
+}
+
+LJ_VECTOR_FN bool lj_dwconv_lanes(const LjWindow *g, int64_t c, const float *x, const float *w,
+                                  const float *bias, float *y, LjAct act, int64_t lo, int64_t hi,
+                                  LjScratch *sc) {
+    size_t bytes = lj_dwconv_lanes_scratch(g);
+    float *buf = lj_scratch_get(sc, LJ_SCRATCH_PLANES, bytes);
+    if (!buf)
+        return false;
+    __builtin_memset(buf, 0, bytes);
+    bool square = g->kh == g->kw && g->sh == g->sw && g->dh == 1 && g->dw == 1;
+#define DL_FIXED_CASE(k, s)                                                                     \
+    if (square && g->kh == (k) && g->sh == (s))                                                 \
+        dl_fixed_##k##_##s(g, c, x, w, bias, y, act, lo, hi, buf);                              \
+    else
+    DL_FIXED(DL_FIXED_CASE)
+#undef DL_FIXED_CASE
+    dl_generic(g, c, x, w, bias, y, act, lo, hi, buf);
+    lj_scratch_put(sc, buf);
+    return true;
+}

@@ -167,6 +167,7 @@ LJ_INLINE void dw_tile(int64_t R, int64_t C, int64_t T, const DwPlan *p, const f
     case ACT_NONE: dw_store(R, C, p, acc, (LjAct){ACT_NONE, 0, 0}, y, oy, cv); break;
     case ACT_RELU: dw_store(R, C, p, acc, (LjAct){ACT_RELU, 0, 0}, y, oy, cv); break;
     case ACT_CLIP: dw_store(R, C, p, acc, (LjAct){ACT_CLIP, act.alpha, act.beta}, y, oy, cv); break;
+    case ACT_SILU: dw_store(R, C, p, acc, (LjAct){ACT_SILU, 0, 0}, y, oy, cv); break;
     default: dw_store(R, C, p, acc, act, y, oy, cv); break;
     }
 }
@@ -314,6 +315,8 @@ LJ_INLINE bool dw_fixed(const LjWindow *g, int64_t c, const float *x, const floa
 }
 
 size_t lj_dwconv_scratch(const LjWindow *g) {
+    if (lj_dwconv_lanes_fits(g))
+        return lj_dwconv_lanes_scratch(g);
     DwPlan p = dw_plan(g);
     return (size_t)(p.rows * g->sw * p.pwidth) * sizeof(float);
 }
@@ -326,6 +329,8 @@ LJ_VECTOR_FN bool lj_dwconv(const LjWindow *g, int64_t c, const float *x, const 
                             LjScratch *sc) {
     if (g->kh * g->kw > DW_MAX_TAPS)
         return false;
+    if (lj_dwconv_lanes_fits(g))
+        return lj_dwconv_lanes(g, c, x, w, bias, y, act, lo, hi, sc);
     size_t bytes = lj_dwconv_scratch(g);
     float *buf = lj_scratch_get(sc, LJ_SCRATCH_PLANES, bytes);
     if (!buf)

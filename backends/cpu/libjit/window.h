@@ -59,6 +59,16 @@ bool lj_depthwise_lanes(const LjWindow *g, int64_t c, const float *x, const floa
                         const float *bias, float *y, LjAct act, int64_t lo, int64_t hi,
                         LjScratch *sc);
 
+/* depthwise.c: the same over a zero-padded block of LJ_VL channels, one
+ * output position per vector (planes [lo, hi) as lj_depthwise's), for the
+ * maps lj_dwconv_lanes_fits accepts; bit for bit lj_dwconv's outputs.
+ * False if its buffer (lj_dwconv_lanes_scratch bytes) cannot be had. */
+bool lj_dwconv_lanes_fits(const LjWindow *g);
+size_t lj_dwconv_lanes_scratch(const LjWindow *g);
+bool lj_dwconv_lanes(const LjWindow *g, int64_t c, const float *x, const float *w,
+                     const float *bias, float *y, LjAct act, int64_t lo, int64_t hi,
+                     LjScratch *sc);
+
 /* dwconv.c: the same, vectors along the output rows of each plane over its
  * phase rows; planes [lo, hi) as lj_depthwise's. False if its buffer (the
  * size of one padded plane, lj_dwconv_scratch) cannot be allocated, or the
