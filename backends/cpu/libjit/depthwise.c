@@ -293,20 +293,28 @@ bool lj_dwconv_lanes_fits(const LjWindow *g) {
     return g->ow <= 7;
 }
 
-/* t[p][l] = x[l * n + p], as to_lanes, but the rows of a block are
+/* v[j][l] = x[l * n + p0 + j] for the len (<= LJ_VL) positions from p0 of
+ * the cn rows of n floats at x (lanes past cn 0): the rows of a block are
  * contiguous (row l + 1 follows row l), so a vector read past the end of
  * one row is whole while it stays in the block, else read by parts. */
+LJ_INLINE void dl_block_lanes(vf32 v[LJ_VL], const float *x, int cn, int64_t n, int64_t p0,
+                              int64_t len) {
+    for (int l = 0; l < LJ_VL; l++) {
+        const float *src = x + l * n + p0;
+        v[l] = l >= cn                          ? lj_splat(0)
+               : (l * n + p0 + LJ_VL <= cn * n) ? lj_load(src)
+                                                : lj_load_part(src, len);
+    }
+    transpose_lanes(v);
+}
+
+/* t[p][l] = x[l * n + p], as to_lanes, one block of positions at a time
+ * (dl_block_lanes). */
 LJ_INLINE void dl_rows_to_lanes(float *t, const float *x, int cn, int64_t n) {
     for (int64_t p0 = 0; p0 < n; p0 += LJ_VL) {
         int64_t len = n - p0 < LJ_VL ? n - p0 : LJ_VL;
         vf32 v[LJ_VL];
-        for (int l = 0; l < LJ_VL; l++) {
-            const float *src = x + l * n + p0;
-            v[l] = l >= cn                                   ? lj_splat(0)
-                   : (l * n + p0 + LJ_VL <= cn * n) ? lj_load(src)
-                                                    : lj_load_part(src, len);
-        }
-        transpose_lanes(v);
+        dl_block_lanes(v, x, cn, n, p0, len);
         for (int64_t j = 0; j < len; j++)
             lj_store(t + (p0 + j) * LJ_VL, v[j]);
     }
@@ -322,13 +330,7 @@ LJ_INLINE void dl_fill(const DlPlan *p, const float *x, int cn, float *xt) {
     for (int64_t p0 = 0; p0 < n; p0 += LJ_VL) {
         int64_t len = n - p0 < LJ_VL ? n - p0 : LJ_VL;
         vf32 v[LJ_VL];
-        for (int l = 0; l < LJ_VL; l++) {
-            const float *src = x + l * n + p0;
-            v[l] = l >= cn                                   ? lj_splat(0)
-                   : (l * n + p0 + LJ_VL <= cn * n) ? lj_load(src)
-                                                    : lj_load_part(src, len);
-        }
-        transpose_lanes(v);
+        dl_block_lanes(v, x, cn, n, p0, len);
         for (int64_t j = 0; j < len; j++) {
             lj_store(xt + ((r + g->ph) * p->wp + col + g->pw) * LJ_VL, v[j]);
             if (++col == g->w) {

@@ -108,6 +108,24 @@ LJ_INLINE vf32 lj_min(vf32 a, vf32 b) {
     return lj_select(a < b, a, b);
 }
 
+/* e^z = 2^fn e^r: fn = round(z / ln 2) (returned), r = z - fn ln 2 with
+ * ln 2 in two parts so that r is exact enough, and e^r by Cephes' expf
+ * polynomial. The caller clamps z and scales by 2^fn; lj_exp and
+ * lj_sigmoid share it, so their e^x agree bit for bit. */
+LJ_INLINE vf32 lj_exp_reduced(vf32 z, vf32 *fn_out) {
+    vf32 fn = __builtin_elementwise_floor(z * 1.44269504088896341f + 0.5f);
+    vf32 r = z - fn * 0.693359375f;
+    r = r - fn * -2.12194440e-4f;
+    vf32 p = lj_splat(1.9875691500e-4f);
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    *fn_out = fn;
+    return p * (r * r) + r + 1.0f;
+}
+
 /* e^x, Cephes' expf: x = n ln2 + r with |r| <= ln2/2, e^r by a degree-6
  * polynomial (about 1 ulp on [-ln2/2, ln2/2]), then 2^n built in the
  * exponent bits. 2^n is applied as two factors 2^(n/2) 2^(n - n/2) so that
@@ -117,16 +135,8 @@ LJ_INLINE vf32 lj_min(vf32 a, vf32 b) {
 LJ_INLINE vf32 lj_exp(vf32 x) {
     vf32 xc = lj_select(x < 88.8f, x, lj_splat(88.8f)); /* NaN takes the bound here ... */
     xc = lj_select(xc > -104.0f, xc, lj_splat(-104.0f));
-    vf32 fn = __builtin_elementwise_floor(xc * 1.44269504088896341f + 0.5f);
-    vf32 r = xc - fn * 0.693359375f;
-    r = r - fn * -2.12194440e-4f;
-    vf32 p = lj_splat(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    vf32 y = p * (r * r) + r + 1.0f;
+    vf32 fn;
+    vf32 y = lj_exp_reduced(xc, &fn);
     vi32 n = __builtin_convertvector(fn, vi32);
     vi32 h = n >> 1;
     vf32 s1 = (vf32)((h + 127) << 23), s2 = (vf32)((n - h + 127) << 23);
@@ -150,16 +160,8 @@ LJ_INLINE vf32 lj_sigmoid(vf32 x) {
     vf32 z = -x;
     z = lj_select(z > 88.8f, lj_splat(88.8f), z);
     z = lj_select(z < -86.0f, lj_splat(-86.0f), z);
-    vf32 fn = __builtin_elementwise_floor(z * 1.44269504088896341f + 0.5f);
-    vf32 r = z - fn * 0.693359375f;
-    r = r - fn * -2.12194440e-4f;
-    vf32 p = lj_splat(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    vf32 e = p * (r * r) + r + 1.0f;
+    vf32 fn;
+    vf32 e = lj_exp_reduced(z, &fn);
     vi32 n = __builtin_convertvector(fn, vi32);
     e = e * (vf32)((n + 126) << 23);
     e = e * 2.0f;
