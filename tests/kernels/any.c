@@ -154,6 +154,26 @@ static bool same_elem(ElemKind e, const void *a, const void *b, int64_t i) {
     return fabs(x - y) <= 1e-12 * scale;
 }
 
+/* The kernel's outputs against the interpreter's; false and a message on
+ * the first element that differs (`threads` named when not 0). */
+static bool same_outputs(const AnyCase *c, const char *what, int threads) {
+    for (int k = 0; k < lj_nres(c->d.w); k++) {
+        ElemKind e = (ElemKind)lj_elem(c->d.w, k);
+        for (int64_t i = 0; i < desc_numel(&c->d, k); i++) {
+            if (same_elem(e, c->fast[k], c->ref[k], i))
+                continue;
+            char at[32] = "";
+            if (threads)
+                snprintf(at, sizeof at, " at %d threads", threads);
+            fprintf(stderr, "FAIL %s%s: output %d element %lld: kernel %.17g interpreter %.17g\n",
+                    what, at, k, (long long)i, elem_load_f64(e, c->fast[k], i),
+                    elem_load_f64(e, c->ref[k], i));
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Runs the kernel (in scrambled work units) and the interpreter; false and
  * a message on the first output element that differs. A case the
  * interpreter refuses (an index out of range) is skipped. */
@@ -162,17 +182,7 @@ static bool any_run(AnyCase *c, const char *what, KernelFn fn, WorkFn work, int 
         return true;
     run_kernel(&c->d, fn, work, c->fast);
     ++*ran;
-    for (int k = 0; k < lj_nres(c->d.w); k++) {
-        ElemKind e = (ElemKind)lj_elem(c->d.w, k);
-        for (int64_t i = 0; i < desc_numel(&c->d, k); i++) {
-            if (same_elem(e, c->fast[k], c->ref[k], i))
-                continue;
-            fprintf(stderr, "FAIL %s: output %d element %lld: kernel %.17g interpreter %.17g\n", what,
-                    k, (long long)i, elem_load_f64(e, c->fast[k], i), elem_load_f64(e, c->ref[k], i));
-            return false;
-        }
-    }
-    return true;
+    return same_outputs(c, what, 0);
 }
 
 /* Axes of 1 to 6, but the last up to max_last (a long row). */
@@ -2344,17 +2354,8 @@ static bool thread_run(AnyCase *c, const char *what, KernelFn fn, WorkFn work, i
             memset(c->fast[k], 0xA5 + t, bytes_of(c, k));
         run_shares(&c->d, fn, work, c->fast, t);
         ++*ran;
-        for (int k = 0; k < lj_nres(c->d.w); k++) {
-            ElemKind e = (ElemKind)lj_elem(c->d.w, k);
-            for (int64_t i = 0; i < desc_numel(&c->d, k); i++) {
-                if (same_elem(e, c->fast[k], c->ref[k], i))
-                    continue;
-                fprintf(stderr, "FAIL %s at %d threads: output %d element %lld: kernel %.17g "
-                        "interpreter %.17g\n", what, t, k, (long long)i,
-                        elem_load_f64(e, c->fast[k], i), elem_load_f64(e, c->ref[k], i));
-                return false;
-            }
-        }
+        if (!same_outputs(c, what, t))
+            return false;
     }
     return true;
 }

@@ -235,6 +235,23 @@ LJ_INLINE bool rs_tables(const Rs *p, int64_t *buf, RsAxis *t, double **acc, LjS
     return ok;
 }
 
+/* The scratch of a call: the per-axis tap tables (rs_tables) then `extra`
+ * words for the caller; NULL, with the run failed, when the scratch cannot
+ * be had or a coordinate falls far outside the input. The caller puts back
+ * what it got. */
+static int64_t *rs_prepare(const Rs *p, int64_t extra, RsAxis *t, double **acc, LjScratch *sc) {
+    int64_t *buf = lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)(rs_words(p) + extra) * 8);
+    if (!buf) {
+        lj_fail_run(sc, LJ_NO_SCRATCH);
+        return NULL;
+    }
+    if (!rs_tables(p, buf, t, acc, sc)) {
+        lj_scratch_put(sc, buf);
+        return NULL;
+    }
+    return buf;
+}
+
 /* Operands: y, x. */
 LIBJIT_KERNEL libjit_resize_any(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
                                 LjScratch *sc) {
@@ -248,18 +265,14 @@ LIBJIT_KERNEL libjit_resize_any(const int64_t *d, void *const *ops, int64_t lo, 
         memcpy(ops[0], ops[1], lj_elem_size(p.elem));
         return;
     }
-    int64_t *buf = lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)rs_words(&p) * 8);
-    if (!buf) {
-        lj_fail_run(sc, LJ_NO_SCRATCH);
-        return;
-    }
     RsAxis t[DESC_MAX_RANK];
     double *acc;
-    if (rs_tables(&p, buf, t, &acc, sc)) {
-        int64_t nrows = libjit_resize_any_work(d);
-        for (int64_t row = lo; row < hi && row < nrows; row++)
-            rs_row(&p, t, ops[1], ops[0], row, acc);
-    }
+    int64_t *buf = rs_prepare(&p, 0, t, &acc, sc);
+    if (!buf)
+        return;
+    int64_t nrows = libjit_resize_any_work(d);
+    for (int64_t row = lo; row < hi && row < nrows; row++)
+        rs_row(&p, t, ops[1], ops[0], row, acc);
     lj_scratch_put(sc, buf);
 }
 
@@ -504,24 +517,20 @@ LIBJIT_KERNEL libjit_resize_f32(const int64_t *d, void *const *ops, int64_t lo, 
         if (p.out[i] == 0)
             return;
     int64_t words = rs_words(&p);
-    int64_t *buf = lj_scratch_get(sc, LJ_SCRATCH_PLANES, (size_t)(words + rs_fast_words(&p)) * 8);
-    if (!buf) {
-        lj_fail_run(sc, LJ_NO_SCRATCH);
-        return;
-    }
     RsAxis t[DESC_MAX_RANK];
     double *acc;
-    if (rs_tables(&p, buf, t, &acc, sc)) {
-        int r = p.rank;
-        int64_t tap = (int64_t)(sizeof(RsTap) + 7) / 8;
-        RsTap *th = (RsTap *)(void *)(buf + words), *tw = th + p.out[r - 2];
-        float *rowbuf = (float *)(void *)(buf + words + tap * (p.out[r - 2] + p.out[r - 1]));
-        if (rs_leading_identity(&p, t) && rs_fast_axis(&p, &t[r - 2], r - 2, th) &&
-            rs_fast_axis(&p, &t[r - 1], r - 1, tw))
-            rs_fast_rows(&p, th, tw, rowbuf, ops[1], ops[0], lo, hi);
-        else
-            for (int64_t row = lo; row < hi; row++)
-                rs_row(&p, t, ops[1], ops[0], row, acc);
-    }
+    int64_t *buf = rs_prepare(&p, rs_fast_words(&p), t, &acc, sc);
+    if (!buf)
+        return;
+    int r = p.rank;
+    int64_t tap = (int64_t)(sizeof(RsTap) + 7) / 8;
+    RsTap *th = (RsTap *)(void *)(buf + words), *tw = th + p.out[r - 2];
+    float *rowbuf = (float *)(void *)(buf + words + tap * (p.out[r - 2] + p.out[r - 1]));
+    if (rs_leading_identity(&p, t) && rs_fast_axis(&p, &t[r - 2], r - 2, th) &&
+        rs_fast_axis(&p, &t[r - 1], r - 1, tw))
+        rs_fast_rows(&p, th, tw, rowbuf, ops[1], ops[0], lo, hi);
+    else
+        for (int64_t row = lo; row < hi; row++)
+            rs_row(&p, t, ops[1], ops[0], row, acc);
     lj_scratch_put(sc, buf);
 }
