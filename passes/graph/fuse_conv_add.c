@@ -18,15 +18,16 @@
 #include "passes/pass.h"
 
 /* The conv kinds and shapes whose every kernel adds the summand: f32,
- * with a bias (r is operand 3, after it), and not depthwise (one channel
- * per group), whose CPU kernels (dwconv.c, depthwise.c) have no summand;
- * no model's residual add follows one. */
+ * with a bias (r is operand 3, after it), and not depthwise -- one input
+ * and one output channel per group, which k_conv.c's is_depthwise sends
+ * to dwconv.c or depthwise.c, kernels with no summand (a 1-channel conv of
+ * one group too); no model's residual add follows one. */
 static bool conv_takes_summand(const Node *c) {
     if (c->kind != NK_CONV || c->nops != 3 || c->res[0].type.elem != ELEM_F32 ||
         node_has_attr(c, AK_act))
         return false;
     int64_t group = node_attr_int(c, AK_group, 1);
-    return !(group > 1 && group == c->ops[0]->type.dims[1] && group == c->res[0].type.dims[1]);
+    return !(group == c->ops[0]->type.dims[1] && group == c->res[0].type.dims[1]);
 }
 
 /* The activations fused after the sum: the cheap ones, which every
