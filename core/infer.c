@@ -589,10 +589,22 @@ static bool need_bias(Node *n, DiagList *d, int op, ElemKind k, int64_t m) {
     return false;
 }
 
+/* A fused residual summand (operand 3 of a conv or winograd_conv) is read
+ * at the positions the result is written: the result's type exactly, no
+ * broadcast. */
+static bool need_summand(Node *n, DiagList *d) {
+    if (n->nops < 4 || type_equal(op_type(n, 3), &n->res[0].type))
+        return true;
+    char buf[TYPE_STR_MAX];
+    node_error(d, n, "the summand must have the result's type %s", type_str(&n->res[0].type, buf));
+    return false;
+}
+
 static bool infer_conv(Node *n, DiagList *d) {
     if (!same_elem(n, d, 0, 1) || !conv_shape(n, d, 0, 1, &n->res[0].type))
         return false;
-    return n->nops < 3 || need_bias(n, d, 2, op_type(n, 0)->elem, n->res[0].type.dims[1]);
+    return (n->nops < 3 || need_bias(n, d, 2, op_type(n, 0)->elem, n->res[0].type.dims[1])) &&
+           need_summand(n, d);
 }
 
 /* x [N,C,H,W] with u [alpha^2,M,C] (alpha^2 16 or 36): [N,M,H+pads-2,W+pads-2]. */
@@ -621,7 +633,7 @@ static bool infer_winograd_conv(Node *n, DiagList *d) {
         r.dims[2 + i] = size;
     }
     n->res[0].type = r;
-    return n->nops < 3 || need_bias(n, d, 2, x->elem, r.dims[1]);
+    return (n->nops < 3 || need_bias(n, d, 2, x->elem, r.dims[1])) && need_summand(n, d);
 }
 
 /* x [N, C, in...] and dy [N, M, out...], out the conv's output sizes over

@@ -32,7 +32,8 @@ static const char *const pipeline_o1[] = {
 static const char *const pipeline_o2[] = {
     "dce",         "cse",          "constfold",       "noop-elim",      "merge-reshapes",
     "fold-batchnorm", "sink-transpose", "concat-slice", "fold-pad",     "fuse-matmul-add",
-    "fuse-activation", "winograd", "qconv-pack", "constfold", "cse",             "noop-elim",      "dce",
+    "fuse-activation", "fuse-conv-add", "winograd", "qconv-pack", "constfold", "cse", "noop-elim",
+    "dce",
     "lower",       "constfold",    "cse",             "noop-elim",      "merge-reshapes",
     "dce",         "schedule",     "irgen",           "copy-elim",      "share-buffers",
     "dead-alloc",  "shorten-lifetimes", "peephole",   "allocate",       NULL,

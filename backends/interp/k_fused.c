@@ -29,6 +29,26 @@ void kernel_apply_act(const Node *n, Tensor *t) {
         tensor_set_f64(t, i, act_scalar(act, tensor_get_f64(t, i), alpha, beta));
 }
 
+/* A fused residual add (conv's operand 3, fuse-conv-add): the result plus
+ * the summand, rounded to the result's kind as the add node would, before
+ * the activation. */
+void kernel_apply_summand(const KernelArgs *a, int op) {
+    if (a->n->nops <= op)
+        return;
+    const Tensor *r = a->in[op];
+    Tensor *t = a->out[0];
+    int64_t count = tensor_numel(t);
+    if (t->type.elem == ELEM_F32) {
+        float *p = t->data;
+        const float *q = r->data;
+        for (int64_t i = 0; i < count; i++)
+            p[i] += q[i];
+        return;
+    }
+    for (int64_t i = 0; i < count; i++)
+        tensor_set_f64(t, i, tensor_get_f64(t, i) + tensor_get_f64(r, i));
+}
+
 /* y[m][n] = sum_k x[m][k] w[k][n] + b[n], accumulated in double. */
 bool k_fully_connected(const KernelArgs *a) {
     const Tensor *X = a->in[0], *W = a->in[1], *B = a->in[2];
@@ -143,6 +163,7 @@ bool k_winograd_conv(const KernelArgs *a) {
                 }
             }
     free(acc);
+    kernel_apply_summand(a, 3);
     kernel_apply_act(a->n, Y);
     return true;
 }

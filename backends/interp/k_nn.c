@@ -274,7 +274,7 @@ static bool pointwise(const ConvGeom *g) {
 
 static bool conv_f32(const KernelArgs *a, const ConvGeom *g) {
     const float *x = a->in[0]->data, *w = a->in[1]->data;
-    const float *bias = a->n->nops == 3 ? a->in[2]->data : NULL;
+    const float *bias = a->n->nops >= 3 ? a->in[2]->data : NULL;
     float *y = a->out[0]->data;
     bool direct = pointwise(g);
     float *col = NULL;
@@ -307,7 +307,7 @@ static bool conv_f32(const KernelArgs *a, const ConvGeom *g) {
 
 /* Any float kind: direct loops in double. */
 static bool conv_generic(const KernelArgs *a, const ConvGeom *g) {
-    const Tensor *X = a->in[0], *W = a->in[1], *B = a->n->nops == 3 ? a->in[2] : NULL;
+    const Tensor *X = a->in[0], *W = a->in[1], *B = a->n->nops >= 3 ? a->in[2] : NULL;
     Tensor *Y = a->out[0];
     int64_t oidx[MAX_RANK], kidx[MAX_RANK];
     for (int64_t b = 0; b < g->n; b++)
@@ -354,8 +354,10 @@ bool k_conv(const KernelArgs *a) {
     ConvGeom g;
     conv_geom(a, &g);
     bool ok = a->in[0]->type.elem == ELEM_F32 ? conv_f32(a, &g) : conv_generic(a, &g);
-    if (ok)
+    if (ok) {
+        kernel_apply_summand(a, 3);
         kernel_apply_act(a->n, a->out[0]);
+    }
     return ok;
 }
 
@@ -398,7 +400,7 @@ static int64_t *convt_targets(const ConvGeom *g) {
  * front), then col2im scatters each column entry to its output position. */
 static bool conv_transpose_f32(const KernelArgs *a, const ConvGeom *g, const int64_t *tgt) {
     const float *x = a->in[0]->data, *w = a->in[1]->data;
-    const float *bias = a->n->nops == 3 ? a->in[2]->data : NULL;
+    const float *bias = a->n->nops >= 3 ? a->in[2]->data : NULL;
     float *y = a->out[0]->data;
     int64_t rows = g->mg * g->ksize; /* of col: (m, kernel tap) */
     float *wt = malloc((size_t)(g->c * rows + 1) * sizeof(float));
@@ -441,7 +443,7 @@ static bool conv_transpose_f32(const KernelArgs *a, const ConvGeom *g, const int
 
 /* Any float kind: scatter in double into one accumulator per output plane. */
 static bool conv_transpose_generic(const KernelArgs *a, const ConvGeom *g, const int64_t *tgt) {
-    const Tensor *X = a->in[0], *W = a->in[1], *B = a->n->nops == 3 ? a->in[2] : NULL;
+    const Tensor *X = a->in[0], *W = a->in[1], *B = a->n->nops >= 3 ? a->in[2] : NULL;
     Tensor *Y = a->out[0];
     double *acc = malloc((size_t)(g->out_size + 1) * sizeof(double));
     if (!acc)

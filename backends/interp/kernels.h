@@ -28,6 +28,7 @@ bool kernel_set_str(const KernelArgs *a, Tensor *t, int64_t i, const char *s, si
 
 /* Applies a node's fused activation (attribute act) to t in place. */
 void kernel_apply_act(const Node *n, Tensor *t);
+void kernel_apply_summand(const KernelArgs *a, int op);
 
 /* Walks the elements of an output shape while tracking each operand's offset
  * under numpy broadcasting (stride 0 along broadcast axes). */

@@ -141,6 +141,7 @@ typedef struct ConvSpec {
     const char *act;
     float alpha, beta;
     bool bias;
+    bool summand; /* a fused residual add's operand (fuse-conv-add); implies a bias */
 } ConvSpec;
 
 static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
@@ -161,8 +162,12 @@ static void build_conv(Desc *d, const ConvSpec *k, bool with_act) {
         desc_operand(d, 3, (int64_t[]){k->n, k->c, k->w});
         desc_operand(d, 3, (int64_t[]){k->m, k->c / k->group, k->kw});
     }
-    if (k->bias)
+    if (k->bias || k->summand)
         desc_operand(d, 1, (int64_t[]){k->m});
+    if (k->summand && k->ns == 2)
+        desc_operand(d, 4, (int64_t[]){k->n, k->m, oh, ow});
+    else if (k->summand)
+        desc_operand(d, 3, (int64_t[]){k->n, k->m, ow});
     if (k->ns == 2) {
         desc_ints(d, AK_kernel, 2, (int64_t[]){k->kh, k->kw});
         desc_ints(d, AK_strides, 2, (int64_t[]){k->sh, k->sw});
@@ -208,13 +213,15 @@ static double check_conv(const ConvSpec *k, uint64_t seed) {
     char what[200];
     snprintf(what, sizeof what,
              "conv n%lld c%lld %lldx%lld -> m%lld k%lldx%lld s%lld,%lld d%lld,%lld "
-             "p%lld,%lld,%lld,%lld g%lld %s%s",
+             "p%lld,%lld,%lld,%lld g%lld %s%s%s",
              (long long)k->n, (long long)k->c, (long long)k->h, (long long)k->w,
              (long long)k->m, (long long)k->kh, (long long)k->kw, (long long)k->sh,
              (long long)k->sw, (long long)k->dh, (long long)k->dw, (long long)k->pads[0],
              (long long)k->pads[1], (long long)k->pads[2], (long long)k->pads[3],
-             (long long)k->group, k->act ? k->act : "-", k->bias ? " bias" : "");
-    Tol tol = sum_tol(k->c / k->group * k->kh * k->kw + 1, k->act);
+             (long long)k->group, k->act ? k->act : "-", k->bias ? " bias" : "",
+             k->summand ? " summand" : "");
+    /* The summand is one more term of the sum (its magnitude is in mag). */
+    Tol tol = sum_tol(k->c / k->group * k->kh * k->kw + 1 + k->summand, k->act);
     bool depthwise = k->group > 1 && k->group == k->c && k->group == k->m;
     double worst = check_conv_case(&c, tol, what, depthwise);
     check_static_scratch(&c, libjit_conv_f32, libjit_conv_f32_work, libjit_conv_f32_scratch, what);
@@ -266,59 +273,59 @@ static void test_conv_shapes(void **state) {
      * heap (small N, large K), and the shapes of the models at reduced
      * size. */
     static const ConvSpec fixed[] = {
-        {2, 1, 64, 30, 30, 72, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true},
-        {2, 1, 300, 7, 7, 130, 1, 1, 1, 1, 1, 1, 1, {0}, NULL, 0, 0, true},
-        {2, 1, 520, 5, 9, 17, 1, 1, 1, 1, 1, 1, 1, {0}, "clip", 0, 6, false},
-        {2, 1, 1500, 12, 12, 24, 1, 1, 1, 1, 1, 1, 1, {0}, "relu", 0, 0, true},
-        {2, 1, 200, 9, 9, 20, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL, 0, 0, true},
-        {2, 1, 3, 45, 45, 16, 7, 7, 2, 2, 1, 1, 1, {3, 3, 3, 3}, "relu", 0, 0, true},
-        {2, 1, 32, 28, 28, 32, 3, 3, 1, 1, 1, 1, 32, {1, 1, 1, 1}, "clip", 0, 6, true},
-        {2, 1, 48, 29, 29, 48, 3, 3, 2, 2, 1, 1, 48, {1, 1, 1, 1}, "clip", 0, 6, true},
-        {2, 1, 24, 14, 14, 24, 5, 5, 2, 2, 1, 1, 24, {2, 2, 2, 2}, NULL, 0, 0, true},
+        {2, 1, 64, 30, 30, 72, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true, false},
+        {2, 1, 300, 7, 7, 130, 1, 1, 1, 1, 1, 1, 1, {0}, NULL, 0, 0, true, false},
+        {2, 1, 520, 5, 9, 17, 1, 1, 1, 1, 1, 1, 1, {0}, "clip", 0, 6, false, false},
+        {2, 1, 1500, 12, 12, 24, 1, 1, 1, 1, 1, 1, 1, {0}, "relu", 0, 0, true, false},
+        {2, 1, 200, 9, 9, 20, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL, 0, 0, true, false},
+        {2, 1, 3, 45, 45, 16, 7, 7, 2, 2, 1, 1, 1, {3, 3, 3, 3}, "relu", 0, 0, true, false},
+        {2, 1, 32, 28, 28, 32, 3, 3, 1, 1, 1, 1, 32, {1, 1, 1, 1}, "clip", 0, 6, true, false},
+        {2, 1, 48, 29, 29, 48, 3, 3, 2, 2, 1, 1, 48, {1, 1, 1, 1}, "clip", 0, 6, true, false},
+        {2, 1, 24, 14, 14, 24, 5, 5, 2, 2, 1, 1, 24, {2, 2, 2, 2}, NULL, 0, 0, true, false},
         /* every fixed-window depthwise copy of dwconv.c (DW_FIXED), two images */
-        {2, 2, 19, 7, 7, 19, 3, 3, 1, 1, 1, 1, 19, {1, 1, 1, 1}, "silu", 0, 0, true},
-        {2, 2, 19, 14, 14, 19, 3, 3, 1, 1, 1, 1, 19, {1, 1, 1, 1}, "relu", 0, 0, true},
-        {2, 2, 9, 28, 28, 9, 3, 3, 1, 1, 1, 1, 9, {1, 1, 1, 1}, NULL, 0, 0, false},
-        {2, 2, 17, 14, 14, 17, 3, 3, 2, 2, 1, 1, 17, {1, 1, 1, 1}, "clip", 0, 6, true},
-        {2, 2, 17, 28, 28, 17, 3, 3, 2, 2, 1, 1, 17, {1, 1, 1, 1}, "silu", 0, 0, true},
-        {2, 2, 9, 56, 56, 9, 3, 3, 2, 2, 1, 1, 9, {1, 1, 1, 1}, NULL, 0, 0, true},
-        {2, 2, 19, 7, 7, 19, 5, 5, 1, 1, 1, 1, 19, {2, 2, 2, 2}, "silu", 0, 0, true},
-        {2, 2, 19, 14, 14, 19, 5, 5, 1, 1, 1, 1, 19, {2, 2, 2, 2}, NULL, 0, 0, true},
-        {2, 2, 9, 28, 28, 9, 5, 5, 1, 1, 1, 1, 9, {2, 2, 2, 2}, "relu", 0, 0, true},
-        {2, 2, 17, 28, 28, 17, 5, 5, 2, 2, 1, 1, 17, {2, 2, 2, 2}, "silu", 0, 0, false},
+        {2, 2, 19, 7, 7, 19, 3, 3, 1, 1, 1, 1, 19, {1, 1, 1, 1}, "silu", 0, 0, true, false},
+        {2, 2, 19, 14, 14, 19, 3, 3, 1, 1, 1, 1, 19, {1, 1, 1, 1}, "relu", 0, 0, true, false},
+        {2, 2, 9, 28, 28, 9, 3, 3, 1, 1, 1, 1, 9, {1, 1, 1, 1}, NULL, 0, 0, false, false},
+        {2, 2, 17, 14, 14, 17, 3, 3, 2, 2, 1, 1, 17, {1, 1, 1, 1}, "clip", 0, 6, true, false},
+        {2, 2, 17, 28, 28, 17, 3, 3, 2, 2, 1, 1, 17, {1, 1, 1, 1}, "silu", 0, 0, true, false},
+        {2, 2, 9, 56, 56, 9, 3, 3, 2, 2, 1, 1, 9, {1, 1, 1, 1}, NULL, 0, 0, true, false},
+        {2, 2, 19, 7, 7, 19, 5, 5, 1, 1, 1, 1, 19, {2, 2, 2, 2}, "silu", 0, 0, true, false},
+        {2, 2, 19, 14, 14, 19, 5, 5, 1, 1, 1, 1, 19, {2, 2, 2, 2}, NULL, 0, 0, true, false},
+        {2, 2, 9, 28, 28, 9, 5, 5, 1, 1, 1, 1, 9, {2, 2, 2, 2}, "relu", 0, 0, true, false},
+        {2, 2, 17, 28, 28, 17, 5, 5, 2, 2, 1, 1, 17, {2, 2, 2, 2}, "silu", 0, 0, false, false},
         /* depthwise.c's padded channel blocks (outputs 7 wide or less): the
          * generic window (dilation, uneven pads and strides, 49 taps), and
          * blocks that end at an image's last channel */
-        {2, 2, 37, 9, 6, 37, 3, 5, 2, 1, 2, 1, 37, {1, 2, 0, 3}, "silu", 0, 0, true},
-        {2, 1, 33, 7, 7, 33, 7, 7, 1, 1, 1, 1, 33, {3, 3, 3, 3}, "relu", 0, 0, false},
-        {2, 2, 5, 12, 12, 5, 3, 3, 3, 2, 1, 1, 5, {0, 1, 2, 1}, "tanh", 0, 0, true},
+        {2, 2, 37, 9, 6, 37, 3, 5, 2, 1, 2, 1, 37, {1, 2, 0, 3}, "silu", 0, 0, true, false},
+        {2, 1, 33, 7, 7, 33, 7, 7, 1, 1, 1, 1, 33, {3, 3, 3, 3}, "relu", 0, 0, false, false},
+        {2, 2, 5, 12, 12, 5, 3, 3, 3, 2, 1, 1, 5, {0, 1, 2, 1}, "tanh", 0, 0, true, false},
         /* near misses that take the generic path: end pad only, odd input */
-        {2, 2, 17, 14, 14, 17, 3, 3, 2, 2, 1, 1, 17, {0, 0, 1, 1}, NULL, 0, 0, true},
-        {2, 1, 17, 13, 13, 17, 3, 3, 2, 2, 1, 1, 17, {1, 1, 1, 1}, NULL, 0, 0, true},
-        {2, 1, 40, 16, 16, 80, 1, 1, 2, 2, 1, 1, 1, {0}, NULL, 0, 0, true},
-        {2, 1, 24, 17, 15, 40, 1, 1, 3, 2, 1, 1, 1, {0}, "relu", 0, 0, true},
-        {2, 2, 12, 11, 13, 18, 1, 1, 2, 2, 1, 1, 3, {0}, NULL, 0, 0, false},
-        {1, 1, 20, 1, 31, 70, 1, 1, 1, 2, 1, 1, 1, {0}, "tanh", 0, 0, true},
-        {2, 1, 16, 112, 112, 8, 3, 3, 1, 1, 1, 1, 8, {1, 1, 1, 1}, "sigmoid", 0, 0, true},
-        {2, 2, 8, 9, 9, 8, 3, 3, 1, 1, 2, 2, 8, {2, 2, 2, 2}, "tanh", 0, 0, false},
+        {2, 2, 17, 14, 14, 17, 3, 3, 2, 2, 1, 1, 17, {0, 0, 1, 1}, NULL, 0, 0, true, false},
+        {2, 1, 17, 13, 13, 17, 3, 3, 2, 2, 1, 1, 17, {1, 1, 1, 1}, NULL, 0, 0, true, false},
+        {2, 1, 40, 16, 16, 80, 1, 1, 2, 2, 1, 1, 1, {0}, NULL, 0, 0, true, false},
+        {2, 1, 24, 17, 15, 40, 1, 1, 3, 2, 1, 1, 1, {0}, "relu", 0, 0, true, false},
+        {2, 2, 12, 11, 13, 18, 1, 1, 2, 2, 1, 1, 3, {0}, NULL, 0, 0, false, false},
+        {1, 1, 20, 1, 31, 70, 1, 1, 1, 2, 1, 1, 1, {0}, "tanh", 0, 0, true, false},
+        {2, 1, 16, 112, 112, 8, 3, 3, 1, 1, 1, 1, 8, {1, 1, 1, 1}, "sigmoid", 0, 0, true, false},
+        {2, 2, 8, 9, 9, 8, 3, 3, 1, 1, 2, 2, 8, {2, 2, 2, 2}, "tanh", 0, 0, false, false},
         /* depthwise, 81 taps (past dwconv.c's 64) on a plane whose phase
          * planes pass the stack's: conv_direct */
-        {2, 1, 3, 200, 190, 3, 9, 9, 1, 1, 1, 1, 3, {4, 4, 4, 4}, "relu", 0, 0, true},
+        {2, 1, 3, 200, 190, 3, 9, 9, 1, 1, 1, 1, 3, {4, 4, 4, 4}, "relu", 0, 0, true, false},
         /* squeeze-excite's 1x1 convs on 1x1 maps: one column (gemv.c), a k tail */
-        {2, 2, 483, 1, 1, 21, 1, 1, 1, 1, 1, 1, 1, {0}, "silu", 0, 0, true},
-        {2, 1, 21, 1, 1, 483, 1, 1, 1, 1, 1, 1, 1, {0}, "sigmoid", 0, 0, true},
+        {2, 2, 483, 1, 1, 21, 1, 1, 1, 1, 1, 1, 1, {0}, "silu", 0, 0, true, false},
+        {2, 1, 21, 1, 1, 483, 1, 1, 1, 1, 1, 1, 1, {0}, "sigmoid", 0, 0, true, false},
         /* the last n % 16 columns as dot products (gemv.c's tail_dots): 14x14's
          * four, and a stride-2 1x1's 7x7 (one), k past one vector with a tail */
-        {2, 1, 203, 14, 14, 40, 1, 1, 1, 1, 1, 1, 1, {0}, "clip", 0, 6, true},
-        {2, 2, 99, 14, 14, 21, 1, 1, 2, 2, 1, 1, 1, {0}, "silu", 0, 0, true},
+        {2, 1, 203, 14, 14, 40, 1, 1, 1, 1, 1, 1, 1, {0}, "clip", 0, 6, true, false},
+        {2, 2, 99, 14, 14, 21, 1, 1, 2, 2, 1, 1, 1, {0}, "silu", 0, 0, true, false},
         /* dense columns (gemm.h): a panel's runs of output rows -- inception's
          * 1x7 and 7x1 on 17x17, 1x3 on 8x8 (runs under a vector), 3x3 stride 2
          * onto 7x7, 5x5 on 35x35 (runs of two vectors and an overlap) */
-        {2, 2, 40, 17, 17, 72, 1, 7, 1, 1, 1, 1, 1, {0, 3, 0, 3}, "relu", 0, 0, true},
-        {2, 1, 40, 17, 17, 36, 7, 1, 1, 1, 1, 1, 1, {3, 0, 3, 0}, NULL, 0, 0, true},
-        {2, 1, 300, 8, 8, 40, 1, 3, 1, 1, 1, 1, 1, {0, 1, 0, 1}, "relu", 0, 0, true},
-        {2, 2, 64, 14, 14, 48, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true},
-        {2, 1, 24, 35, 35, 40, 5, 5, 1, 1, 1, 1, 1, {2, 2, 2, 2}, NULL, 0, 0, false},
+        {2, 2, 40, 17, 17, 72, 1, 7, 1, 1, 1, 1, 1, {0, 3, 0, 3}, "relu", 0, 0, true, false},
+        {2, 1, 40, 17, 17, 36, 7, 1, 1, 1, 1, 1, 1, {3, 0, 3, 0}, NULL, 0, 0, true, false},
+        {2, 1, 300, 8, 8, 40, 1, 3, 1, 1, 1, 1, 1, {0, 1, 0, 1}, "relu", 0, 0, true, false},
+        {2, 2, 64, 14, 14, 48, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true, false},
+        {2, 1, 24, 35, 35, 40, 5, 5, 1, 1, 1, 1, 1, {2, 2, 2, 2}, NULL, 0, 0, false, false},
     };
     double worst = 0;
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
@@ -329,12 +336,44 @@ static void test_conv_shapes(void **state) {
     assert_true(worst <= 1);
 }
 
+/* A fused residual add's summand (fuse-conv-add) on every product path of
+ * libjit_conv_f32: the tiles over several k blocks and column blocks, row
+ * tails, one output channel (gemv.c's row), a 1x1 map (gemv.c's column),
+ * the tail's dot products, the subsampled and phase-plane forms, groups,
+ * one spatial axis, and the activations after the sum. */
+static void test_conv_summand(void **state) {
+    static const ConvSpec fixed[] = {
+        {2, 1, 64, 14, 14, 256, 1, 1, 1, 1, 1, 1, 1, {0}, "relu", 0, 0, true, true},
+        {2, 1, 300, 30, 30, 37, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true, true},
+        {2, 1, 40, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1, {0}, NULL, 0, 0, true, true},
+        {2, 2, 483, 1, 1, 21, 1, 1, 1, 1, 1, 1, 1, {0}, "clip", 0, 6, true, true},
+        {2, 1, 203, 14, 14, 40, 1, 1, 1, 1, 1, 1, 1, {0}, "clip", 0, 6, true, true},
+        {2, 2, 99, 14, 14, 21, 1, 1, 2, 2, 1, 1, 1, {0}, "leaky_relu", 0.1f, 0, true, true},
+        {2, 1, 64, 28, 28, 128, 1, 1, 2, 2, 1, 1, 1, {0}, NULL, 0, 0, true, true},
+        {2, 2, 64, 14, 14, 48, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true, true},
+        {2, 2, 12, 11, 13, 18, 3, 3, 1, 1, 1, 1, 3, {1, 1, 1, 1}, "relu", 0, 0, true, true},
+        {1, 1, 20, 1, 31, 70, 1, 3, 1, 1, 1, 1, 1, {0, 1, 0, 1}, "relu", 0, 0, true, true},
+        {2, 1, 24, 56, 56, 24, 1, 1, 1, 1, 1, 1, 1, {0}, NULL, 0, 0, true, true},
+    };
+    double worst = 0;
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
+        double r = check_conv(&fixed[i], 900 + i);
+        worst = r > worst ? r : worst;
+    }
+    printf("conv with a summand, fixed shapes: worst error %.3f of the bound\n", worst);
+    assert_true(worst <= 1);
+}
+
 static void test_conv_random(void **state) {
     uint64_t s = 12345;
     double worst = 0;
     int ran = 0;
     for (int i = 0; i < 400; i++) {
         ConvSpec k = random_conv(&s);
+        /* Every third dense or grouped one with a summand (none with one
+         * channel in and out per group: fuse-conv-add does not give those
+         * one, as the depthwise kernels take none). */
+        k.summand = i % 3 == 0 && !(k.group == k.c && k.group == k.m);
         if (out_size(k.h, k.kh, k.sh, k.dh, k.pads[0], k.pads[2]) < 1 ||
             out_size(k.w, k.kw, k.sw, k.dw, k.pads[1], k.pads[3]) < 1)
             continue;
@@ -433,6 +472,7 @@ typedef struct WinoSpec {
     int64_t n, c, h, w, m;
     int64_t pads[4];
     bool relu, bias;
+    bool summand; /* fuse-conv-add's operand, added before the relu; implies a bias */
 } WinoSpec;
 
 /* The worst error over the bound; *rel: the worst error over max|y|. */
@@ -445,16 +485,19 @@ static double check_winograd(const WinoTransform *t, const WinoSpec *k, uint64_t
     desc_operand(&c.d, 4, (int64_t[]){k->n, k->m, oh, ow});
     desc_operand(&c.d, 4, (int64_t[]){k->n, k->c, k->h, k->w});
     desc_operand(&c.d, 3, (int64_t[]){a2, k->m, k->c});
-    if (k->bias)
+    if (k->bias || k->summand)
         desc_operand(&c.d, 1, (int64_t[]){k->m});
+    if (k->summand)
+        desc_operand(&c.d, 4, (int64_t[]){k->n, k->m, oh, ow});
     desc_ints(&c.d, AK_pads, 4, k->pads);
     if (k->relu)
         desc_act(&c.d, "relu");
     case_alloc(&c, seed);
-    float *x = c.fast[1], *u = c.fast[2], *b = k->bias ? c.fast[3] : NULL;
+    float *x = c.fast[1], *u = c.fast[2], *b = k->bias || k->summand ? c.fast[3] : NULL;
+    const float *sum = k->summand ? c.fast[4] : NULL;
     float *w = malloc((size_t)(k->m * k->c * 9) * sizeof(float));
     uint64_t r = seed * 7919 + 1;
-    double maxw = 0, maxx = 0, maxb = 0, maxy = 0, worst = 0;
+    double maxw = 0, maxx = 0, maxb = 0, maxy = 0, maxr = 0, worst = 0;
     for (int64_t i = 0; i < k->m * k->c * 9; i++) {
         w[i] = (float)((double)(rng_next(&r) >> 11) * 0x1p-53 * 2 - 1);
         maxw = fmax(maxw, fabs(w[i]));
@@ -464,11 +507,14 @@ static double check_winograd(const WinoTransform *t, const WinoSpec *k, uint64_t
         maxx = fmax(maxx, fabs(x[i]));
     for (int64_t i = 0; b && i < k->m; i++)
         maxb = fmax(maxb, fabs(b[i]));
+    for (int64_t i = 0; sum && i < k->n * k->m * oh * ow; i++)
+        maxr = fmax(maxr, fabs(sum[i]));
     run_kernel(&c.d, libjit_winograd_conv_f32, libjit_winograd_conv_f32_work, c.fast);
     assert_true(case_reference(&c, false)); /* the interpreter's winograd_conv, in c.ref */
     const float *y = c.fast[0], *yi = c.ref[0];
-    double bound = gamma_f32(k->c + 4 * t->alpha + 3) *
-                   (winograd_amplification(t) * (double)k->c * maxw * maxx + maxb);
+    /* The summand: one more rounding step and its magnitude. */
+    double bound = gamma_f32(k->c + 4 * t->alpha + 3 + k->summand) *
+                   (winograd_amplification(t) * (double)k->c * maxw * maxx + maxb + maxr);
     for (int64_t img = 0; img < k->n; img++)
         for (int64_t m = 0; m < k->m; m++)
             for (int64_t oy = 0; oy < oh; oy++)
@@ -482,9 +528,11 @@ static double check_winograd(const WinoTransform *t, const WinoSpec *k, uint64_t
                                     s += (double)w[((m * k->c + ch) * 3 + i) * 3 + j] *
                                          x[((img * k->c + ch) * k->h + yy) * k->w + xx];
                             }
+                    int64_t at = ((img * k->m + m) * oh + oy) * ow + ox;
+                    if (sum)
+                        s += sum[at];
                     if (k->relu)
                         s = s > 0 ? s : 0;
-                    int64_t at = ((img * k->m + m) * oh + oy) * ow + ox;
                     double got = y[at], ref = yi[at];
                     double e = isnan(got) ? INFINITY : fabs(got - s);
                     e = fmax(e, isnan(ref) ? INFINITY : fabs(ref - s));
@@ -509,11 +557,14 @@ static double check_winograd(const WinoTransform *t, const WinoSpec *k, uint64_t
 
 static void test_winograd(void **state) {
     static const WinoSpec fixed[] = {
-        {1, 64, 56, 56, 64, {1, 1, 1, 1}, true, true},
-        {1, 256, 14, 14, 256, {1, 1, 1, 1}, false, true},
-        {1, 16, 55, 55, 64, {1, 1, 1, 1}, true, true},
-        {2, 3, 9, 7, 5, {0, 2, 1, 0}, false, false},
-        {8, 1300, 12, 12, 64, {1, 1, 1, 1}, true, true}, /* the products' deep block */
+        {1, 64, 56, 56, 64, {1, 1, 1, 1}, true, true, false},
+        {1, 256, 14, 14, 256, {1, 1, 1, 1}, false, true, false},
+        {1, 16, 55, 55, 64, {1, 1, 1, 1}, true, true, false},
+        {2, 3, 9, 7, 5, {0, 2, 1, 0}, false, false, false},
+        {8, 1300, 12, 12, 64, {1, 1, 1, 1}, true, true, false}, /* the products' deep block */
+        /* with a summand (fuse-conv-add): ResNet's, a partial last tile */
+        {1, 64, 56, 56, 64, {1, 1, 1, 1}, true, true, true},
+        {2, 24, 13, 11, 40, {1, 0, 2, 1}, false, true, true},
     };
     const WinoTransform *ts[2] = {&wino_f2, &wino_f4};
     for (int f = 0; f < 2; f++) {
@@ -522,7 +573,8 @@ static void test_winograd(void **state) {
         int ran = 0;
         for (int i = 0; i < 60; i++) {
             WinoSpec k = {rnd(&s, 1, 2), rnd(&s, 1, 40), rnd(&s, 1, 30), rnd(&s, 1, 30),
-                          rnd(&s, 1, 40), {0}, rnd(&s, 0, 1) != 0, rnd(&s, 0, 3) != 0};
+                          rnd(&s, 1, 40), {0}, rnd(&s, 0, 1) != 0, rnd(&s, 0, 3) != 0,
+                          i % 4 == 0};
             int nfixed = (int)(sizeof fixed / sizeof *fixed);
             if (i < nfixed)
                 k = fixed[i];
@@ -1805,6 +1857,7 @@ static void test_runtime_pieces(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_shapes),
+        cmocka_unit_test(test_conv_summand),
         cmocka_unit_test(test_conv_random),
         cmocka_unit_test(test_conv_3d),
         cmocka_unit_test(test_winograd),

@@ -62,6 +62,7 @@ typedef struct Tile {
     int64_t ncols; /* valid columns in the tile (<= nv*LJ_VL) */
     unsigned flags;
     const float *bias_row, *bias_col; /* at the tile's first row / column */
+    const float *sum; /* the summand at the tile's first element (ldc apart), or NULL */
     LjAct act;
 } Tile;
 
@@ -109,6 +110,9 @@ LJ_INLINE void tile_body(const int mr, const int nv, int64_t kc, const Tile *t) 
     TILE_LOOP_R {
         TILE_LOOP_V {
             vf32 x = acc[r][v];
+            if ((t->flags & LAST) && t->sum)
+                x += whole ? lj_load(t->sum + r * t->ldc + v * LJ_VL)
+                           : lj_load_n(t->sum + r * t->ldc + v * LJ_VL, t->ncols - v * LJ_VL);
             if ((t->flags & LAST) && !late_act)
                 x = lj_act(x, t->act);
             float *p = t->c + r * t->ldc + v * LJ_VL;
@@ -357,6 +361,8 @@ LJ_VECTOR_FN static void blocked(const LjGemm *g, const LjGemm *full, const floa
                               .ldc = g->ldc, .ncols = cols, .flags = flags, .act = g->act};
                     if (!packed && cols == NR)
                         t.b = g->b + k0 * g->ldb + j0 + jr, t.bs = g->ldb;
+                    if (g->sum)
+                        t.sum = g->sum + i0 * g->ldc + j0 + jr;
                     if (g->bias && g->bias_rows)
                         t.bias_row = g->bias + i0;
                     else if (g->bias)

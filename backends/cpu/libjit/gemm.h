@@ -1,6 +1,8 @@
 /* The f32 matrix product behind conv, fully_connected and matmul:
  *
- *     C[m][n] = act(sum_k A[m][k] * B[k][n] + bias)
+ *     C[m][n] = act(sum_k A[m][k] * B[k][n] + bias + S[m][n])
+ *
+ * (S, a fused residual add's summand, optional, laid out as C.)
  *
  * A is read in place (row-major, any leading dimension): its entries are
  * broadcast, so it needs no packing -- which matters because A is usually a
@@ -40,6 +42,11 @@ typedef struct LjGemm {
     int64_t ldc;
     const float *bias; /* NULL, or one value per row (bias_rows) or per column */
     bool bias_rows;
+    /* NULL, or the summand: S[m][n] = sum[m*ldc + n], added after the
+     * product and the bias, before act. Read at the positions C is written,
+     * and only by the last k block's epilogue, so it must not be C itself:
+     * earlier k blocks store partial sums in C. */
+    const float *sum;
     LjAct act;
     LjScratch *sc; /* the deep packing block's buffer; NULL: malloc per call */
     /* A B's last n % LJ_VL columns as dot products along A's rows

@@ -67,8 +67,12 @@ static void gemv_row(const LjGemm *g) {
         for (; k < g->k; k++)
             row_axpy(1, acc, g->a + k, b + k * g->ldb, g->ldb, nc);
         float *c = g->c + j0;
-        for (int64_t j = 0; j < nc; j += VL)
-            lj_store_n(c + j, lj_act(lj_load_n(acc + j, nc - j), g->act), nc - j);
+        for (int64_t j = 0; j < nc; j += VL) {
+            vf32 x = lj_load_n(acc + j, nc - j);
+            if (g->sum)
+                x += lj_load_n(g->sum + j0 + j, nc - j);
+            lj_store_n(c + j, lj_act(x, g->act), nc - j);
+        }
     }
 }
 
@@ -110,6 +114,8 @@ static void gemv_col(const LjGemm *g) {
                 dot_rows(1, g, g->b, i + r, out + r);
         for (int r = 0; r < R; r++) {
             float v = out[r] + (!g->bias ? 0.0f : g->bias_rows ? g->bias[i + r] : g->bias[0]);
+            if (g->sum)
+                v += g->sum[(i + r) * g->ldc];
             g->c[(i + r) * g->ldc] = lj_act(lj_splat(v), g->act)[0];
         }
     }
@@ -186,7 +192,10 @@ LJ_VECTOR_FN void lj_sgemm_tail_rows(const LjGemm *g, const float *bt, int64_t t
         float *c = g->c + i * g->ldc + j0;
         for (int64_t j = 0; j < t; j++) {
             float b = !g->bias ? 0.0f : g->bias_rows ? g->bias[i] : g->bias[j0 + j];
-            c[j] = lj_act(lj_splat(out[j] + b), g->act)[0];
+            float v = out[j] + b;
+            if (g->sum)
+                v += g->sum[i * g->ldc + j0 + j];
+            c[j] = lj_act(lj_splat(v), g->act)[0];
         }
     }
 }

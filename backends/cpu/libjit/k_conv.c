@@ -14,8 +14,11 @@
  *    product reads it in place through a table of row offsets, computing
  *    wq >= ow columns per output row and dropping the extra ones. Weights
  *    are the broadcast operand and need no packing.
- * The fused activation and the bias are applied in the product's epilogue,
- * while the tile is in registers.
+ * The bias, a fused residual add's summand (operand 4, fuse-conv-add: read
+ * at the positions written, so never the output's own buffer) and the
+ * fused activation are applied in the product's epilogue, while the tile
+ * is in registers. Depthwise convolutions take no summand (the pass does
+ * not fuse one).
  *
  * Threads split images, groups, and the product's rows or columns in units
  * of equal cost (grid_of).
@@ -59,7 +62,7 @@ typedef struct Conv {
     bool fast; /* 1 or 2 spatial axes */
 } Conv;
 
-/* Operands: 0 y, 1 x, 2 w, 3 bias (optional). One spatial axis is two with
+/* Operands: 0 y, 1 x, 2 w, 3 bias (optional), 4 summand (optional). One spatial axis is two with
  * a height of 1. */
 LJ_INLINE Conv conv_of(const int64_t *d) {
     Conv s = {0};
@@ -165,11 +168,13 @@ LJ_INLINE int64_t conv_direct_planes(const int64_t *d) {
 static void conv_direct(const int64_t *d, void *const *ops, int64_t p0, int64_t p1) {
     LjConvGeom g = lj_conv_geom(d, 1, 0, 2);
     const float *x = ops[1], *w = ops[2], *bias = lj_nops(d) > 3 ? ops[3] : NULL;
+    const float *sum = lj_nops(d) > 4 ? ops[4] : NULL;
     float *y = ops[0];
     LjAct act = lj_act_of(d);
     for (int64_t pl = p0; pl < p1 && pl < conv_direct_planes(d); pl++) {
         int64_t img = pl / g.m, m = pl % g.m, c0 = m / g.mg * g.cg;
         float *yp = y + pl * g.out_size;
+        const float *sp = sum ? sum + pl * g.out_size : NULL;
         int64_t oidx[DESC_MAX_RANK] = {0};
         for (int64_t o = 0; o < g.out_size; o++) {
             float acc = 0;
@@ -190,6 +195,8 @@ static void conv_direct(const int64_t *d, void *const *ops, int64_t p0, int64_t 
                 }
             }
             yp[o] = acc + (bias ? bias[m] : 0.0f);
+            if (sp)
+                yp[o] += sp[o];
             for (int i = g.ns - 1; i >= 0 && ++oidx[i] == g.out[i]; i--)
                 oidx[i] = 0;
         }
@@ -284,8 +291,8 @@ LJ_INLINE void range_cols(const Grid *gr, int64_t u, int64_t hi, int64_t *c0, in
 
 /* 1x1, stride 1, no pad: B is the input itself, row-major. */
 LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const float *w,
-                                        const float *bias, float *y, LjAct act, int64_t lo,
-                                        int64_t hi, LjScratch *sc) {
+                                        const float *bias, const float *sum, float *y, LjAct act,
+                                        int64_t lo, int64_t hi, LjScratch *sc) {
     int64_t plane = s->h * s->w;
     Grid gr = grid_of(s);
     ConvPart p;
@@ -303,6 +310,7 @@ LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const flo
             .ldc = plane,
             .bias = bias ? bias + m0 : NULL,
             .bias_rows = true,
+            .sum = sum ? sum + (p.img * s->m + m0) * plane + p.c0 : NULL,
             .act = act,
             .sc = sc,
             .tail_dots = true, /* shares start at multiples of VL columns */
@@ -343,8 +351,8 @@ LJ_INLINE void subsample(const Conv *s, const float *xg, float *sub, int64_t p0,
  * range reads), built once per (image, group). False if the buffer cannot
  * be had. */
 LJ_VECTOR_FN static bool conv_subsampled(const Conv *s, const float *x, const float *w,
-                                         const float *bias, float *y, LjAct act, int64_t lo,
-                                         int64_t hi, LjScratch *sc) {
+                                         const float *bias, const float *sum, float *y,
+                                         LjAct act, int64_t lo, int64_t hi, LjScratch *sc) {
     int64_t plane = s->oh * s->ow;
     float *sub = lj_scratch_get(sc, LJ_SCRATCH_PLANES, subsampled_bytes(s));
     if (!sub)
@@ -373,6 +381,7 @@ LJ_VECTOR_FN static bool conv_subsampled(const Conv *s, const float *x, const fl
             .ldc = plane,
             .bias = bias ? bias + m0 : NULL,
             .bias_rows = true,
+            .sum = sum ? sum + (p.img * s->m + m0) * plane + p.c0 : NULL,
             .act = act,
             .sc = sc,
             .tail_dots = true,
@@ -398,8 +407,8 @@ LJ_INLINE void band_of(const Conv *s, const LjPhases *q, int64_t c0, int64_t c1,
  * group) -- through a table of row offsets. False if the buffers cannot
  * be had. */
 LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float *w,
-                                     const float *bias, float *y, LjAct act, int64_t lo,
-                                     int64_t hi, LjScratch *sc) {
+                                     const float *bias, const float *sum, float *y, LjAct act,
+                                     int64_t lo, int64_t hi, LjScratch *sc) {
     LjWindow win = window_of(s);
     LjPhases q = lj_phases(&win, PANEL);
     int64_t kdim = s->cg * s->kh * s->kw;
@@ -450,6 +459,7 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
             .ldc = s->oh * s->ow,
             .bias = bias ? bias + m0 : NULL,
             .bias_rows = true,
+            .sum = sum ? sum + (p.img * s->m + m0) * s->oh * s->ow + p.c0 : NULL,
             .act = act,
             .sc = sc,
         };
@@ -466,18 +476,21 @@ LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, in
         conv_direct(d, ops, lo, hi);
         return;
     }
-    const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
+    const float *bias = lj_nops(d) > 3 ? ops[3] : NULL, *sum = lj_nops(d) > 4 ? ops[4] : NULL;
     LjAct act = lj_act_of(d);
     if (is_depthwise(&s)) {
-        conv_depthwise(d, &s, ops, bias, act, lo, hi, sc);
+        if (sum) /* the pass does not fuse a summand into a depthwise conv */
+            lj_fail_run(sc, "a depthwise convolution with a summand");
+        else
+            conv_depthwise(d, &s, ops, bias, act, lo, hi, sc);
         return;
     }
     if (is_pointwise(&s))
-        conv_pointwise(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc);
+        conv_pointwise(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc);
     else if (is_subsampled(&s)) {
-        if (!conv_subsampled(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc))
+        if (!conv_subsampled(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc))
             lj_fail_run(sc, LJ_NO_SCRATCH);
-    } else if (!conv_planes(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc))
+    } else if (!conv_planes(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc))
         lj_fail_run(sc, LJ_NO_SCRATCH);
 }
 
@@ -519,6 +532,10 @@ LIBJIT_KERNEL libjit_conv_dw_f32(const int64_t *d, void *const *ops, int64_t lo,
     Conv s = conv_of(d);
     if (!s.fast || !is_depthwise(&s)) {
         libjit_conv_f32(d, ops, lo, hi, sc);
+        return;
+    }
+    if (lj_nops(d) > 4) { /* a summand: not fused into depthwise convs */
+        lj_fail_run(sc, "a depthwise convolution with a summand");
         return;
     }
     const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;

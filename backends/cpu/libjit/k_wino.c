@@ -12,8 +12,9 @@
  *     channel, once for all threads, in a buffer they share: shared_v);
  *  2. alpha^2 products Mo[xi] = U[xi] (mb x C) . V[xi] (C x tiles) on the
  *     packed microkernel;
- *  3. output transform A^T Mo A per channel and tile, with the bias and the
- *     fused activation, stored clipped to the output.
+ *  3. output transform A^T Mo A per channel and tile, with the bias, a
+ *     fused residual add's summand and the fused activation, stored
+ *     clipped to the output.
  * The transforms run over vectors of LJ_VL tiles of one tile row: an input
  * tile row is first copied into a zero-padded row and split by column
  * residue (dk), so that every (i, k) entry of LJ_VL tiles is one vector.
@@ -45,6 +46,7 @@ typedef struct Wino {
     int64_t mb, nmb;   /* output channels per block, channel blocks */
     int64_t ldt;       /* a block's tiles, padded: the rows of V, Mo, dk and ot */
     int64_t roww;      /* the padded input row */
+    bool summed;       /* operand 4, a fused residual add's summand, is there */
 } Wino;
 
 LJ_INLINE int64_t up(int64_t x, int64_t to) {
@@ -98,6 +100,7 @@ LJ_INLINE Wino wino_of(const int64_t *d) {
     s.nmb = (s.m + s.mb - 1) / s.mb;
     s.ldt = up(s.rpb * s.ntx + 1, LJ_VL) + LJ_VL;
     s.roww = (s.ntx + 1) * mt + 2;
+    s.summed = lj_nops(d) > 4;
     return s;
 }
 
@@ -206,10 +209,26 @@ LJ_INLINE void input_block(const WinoTransform *t, const int al, const int mt, c
 /* Output transform of one output channel's products mo (entry xi of tile
  * t at mo[xi * mstride + t]) over the block's tiles, bias and activation,
  * into ot[p][q][t]; then interleaved into y's rows: whole tiles in one body
- * per row (an interleaved store group), a last partial tile alone. */
+ * per row (an interleaved store group), a last partial tile alone. With a
+ * summand r (the channel's plane, laid out as y; fuse-conv-add), ot holds
+ * the sums before the activation, and the interleave adds r and applies
+ * the activation as it writes y: r is in y's order, not the tiles'. */
+LJ_INLINE void sum_row(float *dst, const float *src, int64_t ldt, const float *r, int mt,
+                       int64_t whole, int64_t ow, LjAct act) {
+    for (int64_t tx = 0; tx < whole; tx++)
+        LOOP_FULL for (int q = 0; q < mt; q++) {
+            int64_t o = tx * mt + q;
+            dst[o] = lj_act(lj_splat(src[q * ldt + tx] + r[o]), act)[0];
+        }
+    for (int q = 0; whole * mt + q < ow; q++)
+        dst[whole * mt + q] =
+            lj_act(lj_splat(src[q * ldt + whole] + r[whole * mt + q]), act)[0];
+}
+
 LJ_INLINE void output_block(const WinoTransform *t, const int al, const int mt, const Wino *s,
-                            const float *mo, int64_t mstride, float bias, LjAct act, int64_t ty0,
-                            int64_t ty1, float *ot, float *y) {
+                            const float *mo, int64_t mstride, float bias, const float *r,
+                            LjAct act, int64_t ty0, int64_t ty1, float *ot, float *y) {
+    LjAct tile_act = r ? (LjAct){.kind = ACT_NONE} : act;
     const int64_t ldt = s->ldt, ntx = s->ntx, ntiles = (ty1 - ty0) * ntx;
     for (int64_t tt = 0; tt < ntiles; tt += LJ_VL) {
         vf32 am[WINO_MAX_M][WINO_MAX_ALPHA];
@@ -228,7 +247,7 @@ LJ_INLINE void output_block(const WinoTransform *t, const int al, const int mt, 
             vf32 acc = lj_splat(bias);
             LOOP_FULL for (int j = 0; j < al; j++) if (t->at[q][j] != 0)
                 acc += (float)t->at[q][j] * am[p][j];
-            lj_store(ot + (int64_t)(p * mt + q) * ldt + tt, lj_act(acc, act));
+            lj_store(ot + (int64_t)(p * mt + q) * ldt + tt, lj_act(acc, tile_act));
         }
     }
     int64_t whole = s->ow / mt;
@@ -236,6 +255,10 @@ LJ_INLINE void output_block(const WinoTransform *t, const int al, const int mt, 
         for (int p = 0; p < mt && ty * mt + p < s->oh; p++) {
             float *dst = y + (ty * mt + p) * s->ow;
             const float *src = ot + (int64_t)p * mt * ldt + (ty - ty0) * ntx;
+            if (r) {
+                sum_row(dst, src, ldt, r + (ty * mt + p) * s->ow, mt, whole, s->ow, act);
+                continue;
+            }
             for (int64_t tx = 0; tx < whole; tx++)
                 LOOP_FULL for (int q = 0; q < mt; q++) dst[tx * mt + q] = src[q * ldt + tx];
             for (int q = 0; whole * mt + q < s->ow; q++)
@@ -263,7 +286,7 @@ LJ_INLINE void shared_input(const WinoTransform *t, const int al, const int mt, 
 LJ_INLINE void wino_units(const WinoTransform *t, const int al, const int mt, const Wino *s, void *const *ops,
                           const float *bias, LjAct act, int64_t lo, int64_t hi, float *buf,
                           float *shared_v, LjScratch *sc) {
-    const float *x = ops[1], *u = ops[2];
+    const float *x = ops[1], *u = ops[2], *sum = s->summed ? ops[4] : NULL;
     float *y = ops[0];
     int64_t a2 = al * al;
     float *v = shared_v ? shared_v : buf, *mo = shared_v ? buf : v + v_floats(s);
@@ -303,9 +326,9 @@ LJ_INLINE void wino_units(const WinoTransform *t, const int al, const int mt, co
         }
         for (int64_t r = 0; r < rows; r++) {
             int64_t m = m0 + r;
-            float *ym = y + (img * s->m + m) * s->oh * s->ow;
+            int64_t plane = (img * s->m + m) * s->oh * s->ow;
             output_block(t, al, mt, s, mo + r * s->ldt, s->mb * s->ldt, bias ? bias[m] : 0.0f,
-                         act, ty0, ty1, ot, ym);
+                         sum ? sum + plane : NULL, act, ty0, ty1, ot, y + plane);
         }
     }
 }
