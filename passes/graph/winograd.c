@@ -22,15 +22,22 @@
  *    transforms cost per channel what the products cost per channel pair):
  *    64 -> 64 at 56x56 1.9x, 128 -> 128 at 28x28 2.2x, 128 -> 32 at 28x28
  *    1.15x, 16 -> 64 at 55x55 1.3x; 32 -> 32 at 28x28 0.94x.
- *  - F(2x2) on smaller maps with at least 16 2x2 tiles, 192 output and 48
- *    input channels: 256 -> 256 at 14x14 1.3x (F(4x4): 1.07x), 512 -> 512
- *    at 7x7 1.2x (F(4x4), 4 tiles: 0.05x), 48 -> 192 at 13x13 1.07x;
- *    128 -> 32 at 14x14 0.92x. */
+ *  - F(2x2) on smaller maps with at least 25 2x2 tiles, 192 output and 48
+ *    input channels: 256 -> 256 at 14x14 1.3x (F(4x4): 1.07x), 48 -> 192
+ *    at 13x13 1.07x; 128 -> 32 at 14x14 0.92x.
+ * On a core with twice the FMA rate (Zen 5: 236 GFLOP/s a thread, against
+ * 117 where the figures above were taken), 512 -> 512 at 7x7 (16 tiles)
+ * is 0.86x (bench_wino --cold --f2: 1.73 ms, direct 1.49 ms; in ResNet-50,
+ * 1.9 against 1.6 ms): the products' 16 columns are one vector, so each
+ * broadcast of U feeds one multiply-add and the loads, not the FMAs, set
+ * the pace, and U is 16/9 the filter's bytes, read from memory once per
+ * image. Hence at least 25 tiles, which takes 7x7 and 8x8 maps to direct
+ * convolution. */
 enum {
     MIN_CHANNELS = 16,
     F4_MIN_TILES = 49,
     F4_MIN_C_PLUS_M = 80,
-    F2_MIN_TILES = 16,
+    F2_MIN_TILES = 25,
     F2_MIN_M = 192,
     F2_MIN_C = 48,
 };

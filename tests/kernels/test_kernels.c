@@ -325,6 +325,9 @@ static void test_conv_shapes(void **state) {
         {2, 1, 40, 17, 17, 36, 7, 1, 1, 1, 1, 1, 1, {3, 0, 3, 0}, NULL, 0, 0, true, false},
         {2, 1, 300, 8, 8, 40, 1, 3, 1, 1, 1, 1, 1, {0, 1, 0, 1}, "relu", 0, 0, true, false},
         {2, 2, 64, 14, 14, 48, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true, false},
+        /* 3x3 stride 2 onto 14x14 (runs of 14, each vector spilling into
+         * the next run), k past one block (whose last rows are exact) */
+        {2, 1, 40, 28, 28, 24, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, NULL, 0, 0, true, false},
         {2, 1, 24, 35, 35, 40, 5, 5, 1, 1, 1, 1, 1, {2, 2, 2, 2}, NULL, 0, 0, false, false},
     };
     double worst = 0;

@@ -34,7 +34,8 @@ typedef struct LjGemm {
      * n0, ldc apart). No column is computed to be dropped, which the planes'
      * wider rows would cost (a 1x7 window on a 17x17 map: 23 columns a row
      * for 17). B's panels are packed run by run (pack_dense). Bias per
-     * row. */
+     * row. B must be readable LJ_VL - 1 floats past every run (the
+     * packing copies whole vectors; k_conv.c pads its planes). */
     const int64_t *koff;
     int64_t wq, ow;
     int64_t n0;

@@ -329,7 +329,9 @@ LJ_INLINE size_t planes_bytes(const Conv *s) {
     LjWindow win = window_of(s);
     LjPhases q = lj_phases(&win, PANEL);
     int64_t kdim = s->cg * s->kh * s->kw, per_c = s->sh * s->sw * q.size;
-    return (size_t)kdim * sizeof(int64_t) + (size_t)(s->cg * per_c) * sizeof(float);
+    /* A vector more: the product's packing reads up to LJ_VL - 1 floats
+     * past a run of the planes (gemm.h). */
+    return (size_t)kdim * sizeof(int64_t) + (size_t)(s->cg * per_c + VL) * sizeof(float);
 }
 
 /* sub[c][p] = x[c][oy*sh][ox*sw] for output positions p = oy*ow + ox in
