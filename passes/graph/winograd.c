@@ -14,32 +14,36 @@
 #include "core/winograd.h"
 #include "passes/pass.h"
 
-/* Where it pays, measured with `build/tests/bench_wino --cold` (single
- * thread, against libjit_conv_f32, weights evicted from the cache between
- * runs as in a model, under load): the transformed filter is 4x (F(4x4))
- * or 16/9 (F(2x2)) the direct one's bytes, read once per image.
+/* Where it pays, measured with `build/tests/bench_wino --cold --split 2`
+ * (against libjit_conv_f32, weights evicted from the cache between runs as
+ * in a model; one thread, and the largest of two threads' shares; under
+ * load, 3-4 runs each) on an AVX-512 machine (236 GFLOP/s per thread): the
+ * transformed filter is 4x (F(4x4)) or 16/9 (F(2x2)) the direct one's
+ * bytes, read once per block of tiles, and the direct conv is the better
+ * product where the products are small.
  *  - F(4x4) on maps of at least 7x7 4x4 tiles, with C + M >= 80 (the
- *    transforms cost per channel what the products cost per channel pair):
- *    64 -> 64 at 56x56 1.9x, 128 -> 128 at 28x28 2.2x, 128 -> 32 at 28x28
- *    1.15x, 16 -> 64 at 55x55 1.3x; 32 -> 32 at 28x28 0.94x.
- *  - F(2x2) on smaller maps with at least 25 2x2 tiles, 192 output and 48
- *    input channels: 256 -> 256 at 14x14 1.3x (F(4x4): 1.07x), 48 -> 192
- *    at 13x13 1.07x; 128 -> 32 at 14x14 0.92x.
- * On a core with twice the FMA rate (Zen 5: 236 GFLOP/s a thread, against
- * 117 where the figures above were taken), 512 -> 512 at 7x7 (16 tiles)
- * is 0.86x (bench_wino --cold --f2: 1.73 ms, direct 1.49 ms; in ResNet-50,
- * 1.9 against 1.6 ms): the products' 16 columns are one vector, so each
- * broadcast of U feeds one multiply-add and the loads, not the FMAs, set
- * the pace, and U is 16/9 the filter's bytes, read from memory once per
- * image. Hence at least 25 tiles, which takes 7x7 and 8x8 maps to direct
- * convolution. */
+ *    transforms cost per channel what the products cost per channel pair)
+ *    and tiles x min(C, M) >= 4096 (the products' smaller side times their
+ *    columns; below it they are too small to win back the transforms):
+ *    1 and 2 threads, 64 -> 64 at 56x56 1.3x and 1.2-1.4x, 128 -> 128 at
+ *    28x28 1.2-1.4x and 1.2-1.4x, 128 -> 32 at 56x56 1.1-1.3x and 1.1-1.2x,
+ *    32 -> 64 at 147x147 1.3-1.5x and 1.05-1.3x, 96 -> 96 at 35x35 1.3x and
+ *    1.2-1.3x; declined: 128 -> 32 at 28x28 0.9-1.1x and 0.8-0.85x (1568),
+ *    32 -> 128 at 27x27 0.8-1.1x and 0.8-0.9x (1568), 16 -> 64 at 55x55
+ *    0.75-0.9x and 0.7-0.9x (3136).
+ *  - F(2x2) on maps of at least 13x13 (7x7 2x2 tiles), with 192 output and
+ *    128 input channels: 256 -> 256 at 14x14 1.1-1.2x and 1.0-1.15x (F(4x4),
+ *    4x4 tiles: 1.0x); declined: 512 -> 512 at 7x7 (16 tiles) 0.75-0.9x and
+ *    0.8-0.9x, 448 -> 384 at 8x8 0.93x and 1.0x, 64 -> 256 at 13x13
+ *    0.75-0.9x and 0.8-1.0x, 48 -> 192 at 13x13 0.7-0.8x and 0.7-1.0x. */
 enum {
     MIN_CHANNELS = 16,
     F4_MIN_TILES = 49,
     F4_MIN_C_PLUS_M = 80,
-    F2_MIN_TILES = 25,
+    F4_MIN_TILE_CHANNELS = 4096,
+    F2_MIN_TILES = 49,
     F2_MIN_M = 192,
-    F2_MIN_C = 48,
+    F2_MIN_C = 128,
 };
 
 static bool fits(const Node *n) {
@@ -72,7 +76,8 @@ static const WinoTransform *transform_for(const Node *n) {
     int64_t m = w->dims[0], c = w->dims[1];
     int64_t t4 = (y->dims[2] + 3) / 4 * ((y->dims[3] + 3) / 4);
     int64_t t2 = (y->dims[2] + 1) / 2 * ((y->dims[3] + 1) / 2);
-    if (t4 >= F4_MIN_TILES && c + m >= F4_MIN_C_PLUS_M)
+    if (t4 >= F4_MIN_TILES && c + m >= F4_MIN_C_PLUS_M &&
+        t4 * (c < m ? c : m) >= F4_MIN_TILE_CHANNELS)
         return &wino_f4;
     if (t2 >= F2_MIN_TILES && m >= F2_MIN_M && c >= F2_MIN_C)
         return &wino_f2;
@@ -88,8 +93,7 @@ static Node *rewrite(Function *f, Node *conv, const WinoTransform *t) {
         return NULL;
     winograd_filter(t, w->data, M, C, u->data);
     Node *cu = graph_add_constant(f, conv->ops[1]->def->name, u);
-    Value *ops[4] = {conv->ops[0], &cu->res[0], conv->nops > 2 ? conv->ops[2] : NULL,
-                     conv->nops > 3 ? conv->ops[3] : NULL}; /* the summand (fuse-conv-add) */
+    Value *ops[3] = {conv->ops[0], &cu->res[0], conv->nops > 2 ? conv->ops[2] : NULL};
     Node *n = graph_insert_before(f, conv, NK_WINOGRAD_CONV, conv->nops, ops, 1);
     n->name = conv->name;
     n->res[0].type = conv->res[0].type;

@@ -1,5 +1,5 @@
 /* Micro-benchmark of libjit_winograd_conv_f32 against libjit_conv_f32 on the
- * 3x3 stride-1 convolutions of ResNet-18/50, DenseNet-121 and SqueezeNet (batch 1,
+ * 3x3 stride-1 convolutions of ResNet-18/50, DenseNet-121, SqueezeNet and Inception-V3 (batch 1,
  * relu fused), single-threaded: minimum time over repeated runs, and the
  * direct convolution's GFLOP/s (2 flops per multiply-add) for both, so the
  * winograd column is the effective rate.
@@ -14,6 +14,10 @@
  * timed twice -- building the transform alone, and reading one already
  * built -- and counted as the second plus 1/T of the difference: the part
  * of the transform that T threads claiming its channels each build.
+ *
+ * With --split, the last two columns are the direct conv's largest share
+ * and its time over the winograd kernel's: the speedup at T threads, as
+ * "speedup" is at one.
  *
  * usage: bench_wino [--f2] [--cold] [--reps N] [--only I] (the I-th shape alone) [--split T] */
 #include <stdio.h>
@@ -33,6 +37,8 @@ static const Shape shapes[] = {
     {64, 56, 64}, {128, 28, 128}, {256, 14, 256}, {512, 7, 512}, {128, 56, 32},
     {128, 28, 32}, {128, 14, 32}, {128, 7, 32}, {32, 28, 32}, {16, 28, 16},
     {16, 55, 64}, {32, 27, 128}, {48, 13, 192}, {64, 13, 256},
+    /* Inception-V3's */
+    {32, 147, 64}, {64, 35, 96}, {96, 35, 96}, {448, 8, 384},
 };
 
 static double now(void) {
@@ -82,6 +88,21 @@ static double time_min(KernelFn fn, WorkFn work, const Desc *d, void *const *ops
     return time_range(fn, work, d, ops, reps, evict, 0, -1, SHARE_NONE);
 }
 
+/* The direct conv's largest share of `threads` (the units a thread runs
+ * with the cores free), to set the winograd kernel's beside. */
+static double direct_share(const Desc *d, void *const *ops, int reps, char *evict, int threads) {
+    int64_t n = libjit_conv_f32_work(d->w), per = (n + threads - 1) / threads;
+    double most = 0;
+    for (int t = 0; t < threads; t++) {
+        int64_t lo = per * t, hi = lo + per < n ? lo + per : n;
+        double share = lo < hi ? time_range(libjit_conv_f32, libjit_conv_f32_work, d, ops, reps,
+                                            evict, lo, hi, SHARE_NONE)
+                               : 0;
+        most = share > most ? share : most;
+    }
+    return most;
+}
+
 /* The winograd kernel's largest share of `threads` and the shares' sum;
  * own[]: the same if each share built all it reads (no shared buffer). */
 static void time_shares(const Desc *d, void *const *ops, int reps, char *evict, int threads,
@@ -123,8 +144,8 @@ int main(int argc, char **argv) {
     }
     printf("%-22s %10s %10s %8s", "c x h x h -> m", "direct ms", "wino ms", "speedup");
     if (split)
-        printf(" %8s %7s %7s | unshared: %7s %7s", "share ms", "bound", "repeat", "bound",
-               "repeat");
+        printf(" %8s %7s %7s | unshared: %7s %7s | %9s %9s", "share ms", "bound", "repeat",
+               "bound", "repeat", "direct sh", "speedup");
     printf("\n");
     for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
         const Shape *s = &shapes[k];
@@ -169,8 +190,10 @@ int main(int argc, char **argv) {
         if (split) {
             double most, sum, own[2];
             time_shares(&dw, ow, reps, evict, split, &most, &sum, own);
-            printf(" %8.3f %6.2fx %+6.1f%% | %16.2fx %+6.1f%%", most * 1e3, tw / most,
-                   100 * (sum - tw) / tw, tw / own[0], 100 * (own[1] - tw) / tw);
+            double ds = direct_share(&dc, oc, reps, evict, split);
+            printf(" %8.3f %6.2fx %+6.1f%% | %16.2fx %+6.1f%% | %9.3f %9.2f", most * 1e3,
+                   tw / most, 100 * (sum - tw) / tw, tw / own[0], 100 * (own[1] - tw) / tw,
+                   ds * 1e3, ds / most);
         }
         printf("\n");
         free(y), free(x), free(w), free(u), free(b);
