@@ -25,14 +25,27 @@
  *  - F(2x2) on smaller maps with at least 16 2x2 tiles, 192 output and 48
  *    input channels: 256 -> 256 at 14x14 1.3x (F(4x4): 1.07x), 512 -> 512
  *    at 7x7 1.2x (F(4x4), 4 tiles: 0.05x), 48 -> 192 at 13x13 1.07x;
- *    128 -> 32 at 14x14 0.92x. */
+ *    128 -> 32 at 14x14 0.92x.
+ * On a core with twice the FMA rate (Zen 5: 236 GFLOP/s a thread, against
+ * 117 where the figures above were taken) the direct products gained on the
+ * transforms, and F(4x4) pays where c*m / (c+m), the products' saving per
+ * the transforms' cost, is at least 32 -- or 20 on maps of 196 tiles and
+ * more, whose direct product outgrows L2 (bench_wino --cold, min of 60,
+ * under load): 64 -> 64 at 56x56 1.2-1.3x, 96 -> 96 at 35x35 1.1-1.4x,
+ * 128 -> 32 at 56x56 1.1-1.2x, 32 -> 64 at 147x147 1.05-2.1x kept;
+ * 16 -> 64 at 55x55 0.8-0.9x, 32 -> 128 at 27x27 0.84-1.0x, 128 -> 32 at
+ * 28x28 0.87-0.96x declined. F(2x2) needs 128 input channels: 48 -> 192 and
+ * 64 -> 256 at 13x13 were 0.7-0.88x (SqueezeNet's expand3x3; in the model,
+ * CPU time under load, the 4 convs 1.83 -> 1.21 ms). */
 enum {
     MIN_CHANNELS = 16,
     F4_MIN_TILES = 49,
-    F4_MIN_C_PLUS_M = 80,
+    F4_MIN_GAIN = 32,
+    F4_MIN_GAIN_LARGE = 20,
+    F4_LARGE_TILES = 196,
     F2_MIN_TILES = 16,
     F2_MIN_M = 192,
-    F2_MIN_C = 48,
+    F2_MIN_C = 128,
 };
 
 static bool fits(const Node *n) {
@@ -65,7 +78,9 @@ static const WinoTransform *transform_for(const Node *n) {
     int64_t m = w->dims[0], c = w->dims[1];
     int64_t t4 = (y->dims[2] + 3) / 4 * ((y->dims[3] + 3) / 4);
     int64_t t2 = (y->dims[2] + 1) / 2 * ((y->dims[3] + 1) / 2);
-    if (t4 >= F4_MIN_TILES && c + m >= F4_MIN_C_PLUS_M)
+    bool f4_pays = c * m >= F4_MIN_GAIN * (c + m) ||
+                   (c * m >= F4_MIN_GAIN_LARGE * (c + m) && t4 >= F4_LARGE_TILES);
+    if (t4 >= F4_MIN_TILES && f4_pays)
         return &wino_f4;
     if (t2 >= F2_MIN_TILES && m >= F2_MIN_M && c >= F2_MIN_C)
         return &wino_f2;

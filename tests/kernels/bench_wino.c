@@ -1,5 +1,6 @@
 /* Micro-benchmark of libjit_winograd_conv_f32 against libjit_conv_f32 on the
- * 3x3 stride-1 convolutions of ResNet-18/50, DenseNet-121 and SqueezeNet (batch 1,
+ * 3x3 stride-1 convolutions of ResNet-18/50, DenseNet-121, SqueezeNet and
+ * Inception-v3 (batch 1,
  * relu fused), single-threaded: minimum time over repeated runs, and the
  * direct convolution's GFLOP/s (2 flops per multiply-add) for both, so the
  * winograd column is the effective rate.
@@ -33,6 +34,8 @@ static const Shape shapes[] = {
     {64, 56, 64}, {128, 28, 128}, {256, 14, 256}, {512, 7, 512}, {128, 56, 32},
     {128, 28, 32}, {128, 14, 32}, {128, 7, 32}, {32, 28, 32}, {16, 28, 16},
     {16, 55, 64}, {32, 27, 128}, {48, 13, 192}, {64, 13, 256},
+    /* Inception-v3 (its 80 -> 192 at 71x71 has no padding; timed padded). */
+    {32, 147, 64}, {64, 35, 96}, {96, 35, 96}, {448, 8, 384},
 };
 
 static double now(void) {
