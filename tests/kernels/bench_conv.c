@@ -3,7 +3,7 @@
  * them: batch norms folded, activations fused), single-threaded. Reports the
  * minimum time over repeated runs, as GFLOP/s (2 flops per multiply-add).
  *
- * usage: bench_conv [resnet50|resnet18|mobilenet_v2|efficientnet_b0|all] [--no-interp] [--reps N]
+ * usage: bench_conv [resnet50|resnet18|mobilenet_v2|efficientnet_b0|densenet121|inception_v3|all] [--no-interp] [--reps N]
  *                   [--only I] (the I-th shape of the table alone, for a profiler)
  *                   [--split T] (each thread's share alone, see split_row)
  *
@@ -108,6 +108,13 @@ static const Shape shapes[] = {
     {"efficientnet_b0", 1, 672, 14, 672, 5, 2, 2, 672, "silu"},
     {"efficientnet_b0", 3, 1152, 7, 1152, 5, 1, 2, 1152, "silu"},
     {"efficientnet_b0", 1, 1152, 7, 1152, 3, 1, 1, 1152, "silu"},
+    /* DenseNet-121's 3x3 growth convs (56x56 runs Winograd), Inception-v3's
+     * 32-channel stem: 32 output channels, k_conv.c's lanes path */
+    {"densenet121", 12, 128, 28, 32, 3, 1, 1, 1, "relu"},
+    {"densenet121", 24, 128, 14, 32, 3, 1, 1, 1, "relu"},
+    {"densenet121", 16, 128, 7, 32, 3, 1, 1, 1, "relu"},
+    {"inception_v3", 1, 3, 299, 32, 3, 2, 0, 1, "relu"},
+    {"inception_v3", 1, 32, 149, 32, 3, 1, 0, 1, "relu"},
 };
 
 static double now(void) {

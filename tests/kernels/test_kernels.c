@@ -329,6 +329,18 @@ static void test_conv_shapes(void **state) {
          * the next run), k past one block (whose last rows are exact) */
         {2, 1, 40, 28, 28, 24, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, NULL, 0, 0, true, false},
         {2, 1, 24, 35, 35, 40, 5, 5, 1, 1, 1, 1, 1, {2, 2, 2, 2}, NULL, 0, 0, false, false},
+        /* output channels in the lanes (k_conv.c's conv_lanes: 16, 32, 48
+         * of them, k from 128): DenseNet's 3x3 on 14x14, a stride, a
+         * dilation, uneven pads, two images, a 1-D window, a map whose grid
+         * ends mid-tile; and 7x7, too sparse a grid for it (the product) */
+        {2, 2, 128, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true, false},
+        {2, 1, 20, 47, 23, 16, 3, 3, 2, 1, 1, 2, 1, {0, 2, 1, 1}, "silu", 0, 0, true, false},
+        {2, 2, 9, 30, 40, 48, 5, 5, 1, 2, 2, 1, 1, {2, 1, 3, 0}, "clip", 0, 6, true, false},
+        {1, 1, 40, 1, 200, 16, 1, 5, 1, 1, 1, 1, 1, {0, 2, 0, 2}, "tanh", 0, 0, true, false},
+        {2, 1, 64, 11, 13, 32, 3, 3, 1, 1, 1, 1, 1, {0}, "leaky_relu", 0, 0, true, false},
+        {2, 1, 130, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL, 0, 0, false, false},
+        /* a lanes shape with a fused summand: takes the planes path */
+        {2, 2, 128, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true, true},
     };
     double worst = 0;
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {

@@ -155,6 +155,51 @@ LJ_INLINE Grid grid_of(const Conv *s) {
     return g;
 }
 
+/* ---- output channels in the lanes ------------------------------------------ */
+
+/* A product of few rows (up to LANES_NV vectors of output channels: DenseNet's
+ * 128 -> 32 3x3 convolutions, Inception's 32-channel stems) has little to
+ * amortise B's packing over: each packed column of the phase planes feeds
+ * 2-4 row tiles, and the packing cost as much as the multiply-adds
+ * (DenseNet's 3x3 on 14x14 ran at 65 GFLOP/s, ORT's NCHWc kernel at 165).
+ * So the roles turn: the weights, transposed once per call into
+ * wt[k][mg], are the vector operand, and the input is broadcast straight
+ * from the phase planes -- a register tile of lanes_pt(nv) output positions,
+ * consecutive over the flattened oh x wq grid (columns past ow computed and
+ * dropped), by nv vectors of channels: 24 accumulators, nv loads and
+ * lanes_pt broadcasts per step of k. Each output is its bias plus the
+ * k-ordered multiply-adds, as on the product's path. Only from LANES_MIN_K
+ * deep: the outputs are scattered from a tile buffer, a store per output
+ * that a shallow k does not amortise (bench_conv, 1 thread: 128 -> 32 3x3 at
+ * 28x28 124 -> 162 GFLOP/s, 14x14 80 -> 112, Inception's
+ * 32 -> 32 at 149x149 122 -> 140; its 3 -> 32 stride-2 stem, k = 27, 95 ->
+ * 67). */
+enum { LANES_NV = 3, LANES_ACC = 24, LANES_MIN_K = 128 };
+
+LJ_INLINE int64_t lanes_pt(int64_t nv) {
+    return LANES_ACC / nv;
+}
+
+/* Tiles of lanes_pt positions over the flattened grid, per image. */
+LJ_INLINE int64_t lanes_tiles(const Conv *s) {
+    LjWindow win = window_of(s);
+    LjPhases q = lj_phases(&win, 1);
+    return cdiv(s->oh * q.wq, lanes_pt(s->mg / VL));
+}
+
+/* Whether at least 4/5 of the positions the tiles compute are outputs:
+ * not on a 7x7 map, whose 9-wide grid rounds up to 72 positions for 49
+ * (1.0 -> 1.26 ms over DenseNet's sixteen 128 -> 32 3x3 at 7x7). */
+LJ_INLINE bool lanes_dense_enough(const Conv *s) {
+    return 5 * s->oh * s->ow >= 4 * lanes_tiles(s) * lanes_pt(s->mg / VL);
+}
+
+LJ_INLINE bool is_lanes(const Conv *s) {
+    return s->group == 1 && s->mg % VL == 0 && s->mg / VL <= LANES_NV &&
+           s->cg * s->kh * s->kw >= LANES_MIN_K && !is_depthwise(s) && !is_pointwise(s) &&
+           !is_subsampled(s) && lanes_dense_enough(s);
+}
+
 /* ---- conv_direct: any number of spatial axes ------------------------------------ */
 
 LJ_INLINE int64_t conv_direct_planes(const int64_t *d) {
@@ -213,6 +258,8 @@ LIBJIT_WORK libjit_conv_f32_work(const int64_t *d) {
         return conv_direct_planes(d) > 0 ? conv_direct_planes(d) : 1;
     if (is_depthwise(&s))
         return s.n * s.c;
+    if (is_lanes(&s))
+        return s.n * lanes_tiles(&s);
     Grid g = grid_of(&s);
     return s.n * s.group * g.outer * g.inner;
 }
@@ -471,6 +518,110 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
     return true;
 }
 
+/* Reads past a band's last plane by positions past the output (a tile's
+ * tail): at most a tile and a window's width. */
+LJ_INLINE int64_t lanes_slack(const Conv *s) {
+    return lanes_pt(1) + s->kw * s->dw + VL;
+}
+
+LJ_INLINE size_t lanes_bytes(const Conv *s) {
+    LjWindow win = window_of(s);
+    LjPhases q = lj_phases(&win, lanes_pt(s->mg / VL));
+    int64_t kdim = s->cg * s->kh * s->kw;
+    return (size_t)kdim * sizeof(int64_t) +
+           (size_t)(kdim * s->mg + s->cg * s->sh * s->sw * q.size + lanes_slack(s)) *
+               sizeof(float);
+}
+
+/* One tile: positions src[koff[k] + r], r < pt, by the nv vectors of
+ * wt[k]; bias and activation; into tmp[r][nv * VL]. */
+LJ_INLINE void lanes_tile(const int pt, const int nv, const float *src, const int64_t *koff,
+                          int64_t kdim, const float *wt, const float *bias, LjAct act,
+                          float *tmp) {
+    vf32 acc[LANES_ACC][LANES_NV];
+    _Pragma("clang loop unroll(full)") for (int r = 0; r < pt; r++)
+        _Pragma("clang loop unroll(full)") for (int v = 0; v < nv; v++)
+            acc[r][v] = bias ? lj_load(bias + v * VL) : lj_splat(0);
+    _Pragma("clang loop unroll(disable)") for (int64_t k = 0; k < kdim; k++) {
+        const float *x = src + koff[k];
+        vf32 bv[LANES_NV];
+        _Pragma("clang loop unroll(full)") for (int v = 0; v < nv; v++)
+            bv[v] = lj_load(wt + k * nv * VL + v * VL);
+        _Pragma("clang loop unroll(full)") for (int r = 0; r < pt; r++) {
+            float av = x[r];
+            _Pragma("clang loop unroll(full)") for (int v = 0; v < nv; v++)
+                acc[r][v] += av * bv[v];
+        }
+    }
+    _Pragma("clang loop unroll(full)") for (int r = 0; r < pt; r++)
+        _Pragma("clang loop unroll(full)") for (int v = 0; v < nv; v++)
+            lj_store(tmp + (r * nv + v) * VL, lj_act(acc[r][v], act));
+}
+
+LJ_VECTOR_FN static void lanes_tile_nv(int nv, const float *src, const int64_t *koff,
+                                       int64_t kdim, const float *wt, const float *bias,
+                                       LjAct act, float *tmp) {
+    if (nv == 1)
+        lanes_tile(LANES_ACC, 1, src, koff, kdim, wt, bias, act, tmp);
+    else if (nv == 2)
+        lanes_tile(LANES_ACC / 2, 2, src, koff, kdim, wt, bias, act, tmp);
+    else
+        lanes_tile(LANES_ACC / 3, 3, src, koff, kdim, wt, bias, act, tmp);
+}
+
+/* Units: (image, tile of positions). False if the buffers cannot be had. */
+static bool conv_lanes(const Conv *s, const float *x, const float *w, const float *bias,
+                       float *y, LjAct act, int64_t lo, int64_t hi, LjScratch *sc) {
+    const int64_t nv = s->mg / VL, pt = lanes_pt(nv), tiles = lanes_tiles(s);
+    const int64_t kdim = s->cg * s->kh * s->kw, plane = s->oh * s->ow, mg = s->mg;
+    LjWindow win = window_of(s);
+    LjPhases q = lj_phases(&win, pt);
+    int64_t *koff = lj_scratch_get(sc, LJ_SCRATCH_PLANES, lanes_bytes(s));
+    if (!koff)
+        return false;
+    float *wt = (float *)(koff + kdim), *planes = wt + kdim * mg;
+    for (int64_t m = 0; m < mg; m++)
+        for (int64_t k = 0; k < kdim; k++)
+            wt[k * mg + m] = w[m * kdim + k];
+    float tmp[LANES_ACC * LJ_VL] __attribute__((aligned(64)));
+    for (int64_t u = lo; u < hi;) {
+        int64_t img = u / tiles, t0 = u % tiles, t1 = min64(tiles, t0 + hi - u);
+        /* The band of phase rows tiles [t0, t1) read (band_of). */
+        int64_t p0 = t0 * pt, p1 = min64(t1 * pt, q.npos);
+        int64_t reach = (s->kh - 1) * s->dh / s->sh, rows = q.size / q.wq;
+        int64_t r0 = p0 / q.wq, r1 = min64((p1 - 1) / q.wq + reach + 1, rows);
+        LjPhases band = q;
+        band.size = (r1 - r0) * q.wq;
+        int64_t per_c = s->sh * s->sw * band.size;
+        for (int64_t c = 0; c < s->cg; c++)
+            for (int64_t i = 0; i < s->kh; i++)
+                for (int64_t j = 0; j < s->kw; j++)
+                    koff[(c * s->kh + i) * s->kw + j] =
+                        c * per_c + lj_tap_offset(&win, &band, i, j) - r0 * q.wq;
+        const float *xi = x + img * s->c * s->h * s->w;
+        for (int64_t c = 0; c < s->cg; c++)
+            lj_build_phase_rows(&win, &q, xi + c * s->h * s->w, 0.0f, planes + c * per_c, r0,
+                                r1);
+        for (int64_t e = 0; e < lanes_slack(s); e++)
+            planes[s->cg * per_c + e] = 0;
+        float *yi = y + img * s->m * plane;
+        for (int64_t t = t0; t < t1; t++) {
+            lanes_tile_nv((int)nv, planes + t * pt, koff, kdim, wt, bias, act, tmp);
+            for (int64_t r = 0; r < pt; r++) {
+                int64_t p = t * pt + r, oy = p / q.wq, ox = p % q.wq;
+                if (oy >= s->oh || ox >= s->ow)
+                    continue;
+                float *yp = yi + oy * s->ow + ox;
+                for (int64_t m = 0; m < mg; m++)
+                    yp[m * plane] = tmp[r * mg + m];
+            }
+        }
+        u += t1 - t0;
+    }
+    lj_scratch_put(sc, koff);
+    return true;
+}
+
 LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
                               LjScratch *sc) {
     Conv s = conv_of(d);
@@ -487,7 +638,11 @@ LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, in
             conv_depthwise(d, &s, ops, bias, act, lo, hi, sc);
         return;
     }
-    if (is_pointwise(&s))
+    /* conv_lanes takes no summand: a fused residual add goes the other ways */
+    if (is_lanes(&s) && !sum) {
+        if (!conv_lanes(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc))
+            lj_fail_run(sc, LJ_NO_SCRATCH);
+    } else if (is_pointwise(&s))
         conv_pointwise(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc);
     else if (is_subsampled(&s)) {
         if (!conv_subsampled(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc))
@@ -511,6 +666,8 @@ LIBJIT_SCRATCH libjit_conv_f32_scratch(const int64_t *d, int slot) {
         LjWindow g = window_of(&s);
         return slot == LJ_SCRATCH_PLANES ? (int64_t)lj_dwconv_scratch(&g) : 0;
     }
+    if (is_lanes(&s))
+        return slot == LJ_SCRATCH_PLANES ? (int64_t)lanes_bytes(&s) : 0;
     bool pointwise = is_pointwise(&s), subsampled = !pointwise && is_subsampled(&s);
     if (slot == LJ_SCRATCH_PACK)
         return conv_pack_bytes(&s, !pointwise && !subsampled);
