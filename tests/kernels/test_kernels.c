@@ -307,6 +307,9 @@ static void test_conv_shapes(void **state) {
         /* squeeze-excite's 1x1 convs on 1x1 maps: one column (gemv.c), a k tail */
         {2, 2, 483, 1, 1, 21, 1, 1, 1, 1, 1, 1, 1, {0}, "silu", 0, 0, true},
         {2, 1, 21, 1, 1, 483, 1, 1, 1, 1, 1, 1, 1, {0}, "sigmoid", 0, 0, true},
+        /* k under the tail's break-even: gemv_col's blocks of 16 rows, the
+         * last one partial (37 rows) */
+        {2, 2, 7, 1, 1, 37, 1, 1, 1, 1, 1, 1, 1, {0}, "relu", 0, 0, true},
         /* the last n % 16 columns as dot products (gemv.c's tail_dots): 14x14's
          * four, and a stride-2 1x1's 7x7 (one), k past one vector with a tail */
         {2, 1, 203, 14, 14, 40, 1, 1, 1, 1, 1, 1, 1, {0}, "clip", 0, 6, true},
