@@ -286,6 +286,12 @@ static void test_conv_shapes(void **state) {
         {2, 2, 19, 14, 14, 19, 5, 5, 1, 1, 1, 1, 19, {2, 2, 2, 2}, NULL, 0, 0, true},
         {2, 2, 9, 28, 28, 9, 5, 5, 1, 1, 1, 1, 9, {2, 2, 2, 2}, "relu", 0, 0, true},
         {2, 2, 17, 28, 28, 17, 5, 5, 2, 2, 1, 1, 17, {2, 2, 2, 2}, "silu", 0, 0, false},
+        /* dwconv.c's bands (phase rows past 16 KB a plane): MobileNet's 112x112
+         * stride 2; a dilated window reading the bottom pad, uneven pads; a
+         * 5x5 stride 2 on an odd map (bands of 8 rows, the last of 6) */
+        {2, 1, 5, 112, 112, 5, 3, 3, 2, 2, 1, 1, 5, {1, 1, 1, 1}, "clip", 0, 6, true},
+        {2, 2, 3, 100, 90, 3, 3, 3, 1, 1, 2, 2, 3, {2, 1, 2, 3}, "relu", 0, 0, true},
+        {2, 1, 4, 75, 61, 4, 5, 5, 2, 2, 1, 1, 4, {2, 2, 2, 2}, "silu", 0, 0, false},
         /* depthwise.c's padded channel blocks (outputs 7 wide or less): the
          * generic window (dilation, uneven pads and strides, 49 taps), and
          * blocks that end at an image's last channel */
