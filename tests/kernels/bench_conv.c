@@ -108,6 +108,12 @@ static const Shape shapes[] = {
     {"efficientnet_b0", 1, 672, 14, 672, 5, 2, 2, 672, "silu"},
     {"efficientnet_b0", 3, 1152, 7, 1152, 5, 1, 2, 1152, "silu"},
     {"efficientnet_b0", 1, 1152, 7, 1152, 3, 1, 1, 1152, "silu"},
+    /* its squeeze-excite convs (1x1 on 1x1 maps: one dot product an output)
+     * and a 1x1 on 7x7 (49 columns: one a dot product) */
+    {"efficientnet_b0", 3, 672, 1, 28, 1, 1, 0, 1, "silu"},
+    {"efficientnet_b0", 3, 28, 1, 672, 1, 1, 0, 1, "sigmoid"},
+    {"efficientnet_b0", 4, 48, 1, 1152, 1, 1, 0, 1, "sigmoid"},
+    {"efficientnet_b0", 4, 192, 7, 1152, 1, 1, 0, 1, "silu"},
     /* DenseNet-121's 3x3 growth convs (56x56 runs Winograd), Inception-v3's
      * 32-channel stem: 32 output channels, k_conv.c's lanes path */
     {"densenet121", 12, 128, 28, 32, 3, 1, 1, 1, "relu"},

@@ -293,6 +293,12 @@ static void test_conv_shapes(void **state) {
         {2, 2, 19, 14, 14, 19, 5, 5, 1, 1, 1, 1, 19, {2, 2, 2, 2}, NULL, 0, 0, true, false},
         {2, 2, 9, 28, 28, 9, 5, 5, 1, 1, 1, 1, 9, {2, 2, 2, 2}, "relu", 0, 0, true, false},
         {2, 2, 17, 28, 28, 17, 5, 5, 2, 2, 1, 1, 17, {2, 2, 2, 2}, "silu", 0, 0, false, false},
+        /* dwconv.c's bands (phase rows past 16 KB a plane): MobileNet's 112x112
+         * stride 2; a dilated window reading the bottom pad, uneven pads; a
+         * 5x5 stride 2 on an odd map (bands of 8 rows, the last of 6) */
+        {2, 1, 5, 112, 112, 5, 3, 3, 2, 2, 1, 1, 5, {1, 1, 1, 1}, "clip", 0, 6, true, false},
+        {2, 2, 3, 100, 90, 3, 3, 3, 1, 1, 2, 2, 3, {2, 1, 2, 3}, "relu", 0, 0, true, false},
+        {2, 1, 4, 75, 61, 4, 5, 5, 2, 2, 1, 1, 4, {2, 2, 2, 2}, "silu", 0, 0, false, false},
         /* depthwise.c's padded channel blocks (outputs 7 wide or less): the
          * generic window (dilation, uneven pads and strides, 49 taps), and
          * blocks that end at an image's last channel */
@@ -314,9 +320,14 @@ static void test_conv_shapes(void **state) {
         /* squeeze-excite's 1x1 convs on 1x1 maps: one column (gemv.c), a k tail */
         {2, 2, 483, 1, 1, 21, 1, 1, 1, 1, 1, 1, 1, {0}, "silu", 0, 0, true, false},
         {2, 1, 21, 1, 1, 483, 1, 1, 1, 1, 1, 1, 1, {0}, "sigmoid", 0, 0, true, false},
+        /* k under the tail's break-even: gemv_col's blocks of 16 rows, the
+         * last one partial (37 rows) */
+        {2, 2, 7, 1, 1, 37, 1, 1, 1, 1, 1, 1, 1, {0}, "relu", 0, 0, true, false},
+        {2, 2, 7, 1, 1, 37, 1, 1, 1, 1, 1, 1, 1, {0}, "relu", 0, 0, true, true},
         /* the last n % 16 columns as dot products (gemv.c's tail_dots): 14x14's
          * four, and a stride-2 1x1's 7x7 (one), k past one vector with a tail */
         {2, 1, 203, 14, 14, 40, 1, 1, 1, 1, 1, 1, 1, {0}, "clip", 0, 6, true, false},
+        {2, 1, 203, 14, 14, 40, 1, 1, 1, 1, 1, 1, 1, {0}, "clip", 0, 6, true, true},
         {2, 2, 99, 14, 14, 21, 1, 1, 2, 2, 1, 1, 1, {0}, "silu", 0, 0, true, false},
         /* dense columns (gemm.h): a panel's runs of output rows -- inception's
          * 1x7 and 7x1 on 17x17, 1x3 on 8x8 (runs under a vector), 3x3 stride 2
