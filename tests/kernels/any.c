@@ -1146,6 +1146,7 @@ static const int64_t qconv_shapes[][11] = {
     {2, 5, 8, 8, 5, 7, 7, 1, 3, 1, 5},    /* depthwise 7x7, two images */
     {1, 13, 20, 20, 11, 3, 3, 1, 1, 1, 1},/* several tiles, odd channel counts */
     {1, 300, 1, 1, 37, 1, 1, 1, 0, 1, 1}, /* fully connected, K and M odd */
+    {1, 200, 1, 1, 12, 1, 1, 1, 0, 1, 1}, /* fully connected, K = 128 + 72: two 64-byte tails */
     {1, 64, 3, 3, 70, 1, 1, 1, 0, 1, 1},  /* pointwise on 9 positions */
     /* depthwise on two-row words (k_qconv.c's dw_unit): */
     {1, 4, 14, 14, 4, 3, 3, 2, 1, 1, 4},  /* stride 2 on an even map: two column phases */
@@ -1357,6 +1358,8 @@ static void qconv_edges(AnyCase *c, int v, int64_t cp, int64_t zx, int64_t shift
     }
 }
 
+static void run_shares(const Desc *d, KernelFn fn, WorkFn work, void *const *ops, int threads);
+
 /* Each case twice: as qlinear_conv with zero weight zero points, whose
  * interpreter result is the reference; and packed, the weights laid out
  * and the row sums folded into the bias here, run by the packed kernels
@@ -1446,6 +1449,19 @@ static bool qconvs_packed(uint64_t *s, int *ran) {
                                 elem_load_f64(ey, c[0].ref[0], i));
                         ok = false;
                     }
+                /* ... and in the shares of 1 to 3 threads, whose calls hold several
+                 * units (every row part of a band at once: its words filled once) */
+                for (int t = 1; t <= 3 && ok; t++) {
+                    memset(c[1].fast[0], 0xA5 + t, bytes_of(&c[1], 0));
+                    run_shares(&c[1].d, fns[f], wks[f], c[1].fast, t);
+                    for (int64_t i = 0; ok && i < desc_numel(&c[1].d, 0); i++)
+                        if (!same_elem(ey, c[1].fast[0], c[0].ref[0], i)) {
+                            fprintf(stderr, "FAIL %s at %d threads: element %lld: %g, qlinear_conv's %g\n",
+                                    what, t, (long long)i, elem_load_f64(ey, c[1].fast[0], i),
+                                    elem_load_f64(ey, c[0].ref[0], i));
+                            ok = false;
+                        }
+                }
                 any_free(&c[1]);
             }
             any_free(&c[0]);
