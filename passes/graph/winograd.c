@@ -93,7 +93,8 @@ static Node *rewrite(Function *f, Node *conv, const WinoTransform *t) {
         return NULL;
     winograd_filter(t, w->data, M, C, u->data);
     Node *cu = graph_add_constant(f, conv->ops[1]->def->name, u);
-    Value *ops[3] = {conv->ops[0], &cu->res[0], conv->nops > 2 ? conv->ops[2] : NULL};
+    Value *ops[4] = {conv->ops[0], &cu->res[0], conv->nops > 2 ? conv->ops[2] : NULL,
+                     conv->nops > 3 ? conv->ops[3] : NULL}; /* the summand (fuse-conv-add) */
     Node *n = graph_insert_before(f, conv, NK_WINOGRAD_CONV, conv->nops, ops, 1);
     n->name = conv->name;
     n->res[0].type = conv->res[0].type;
