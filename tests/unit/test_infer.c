@@ -182,7 +182,7 @@ static void test_conv_rejections(void **state) {
     Value *w16 = IN(ELEM_F16, 8, 3, 3, 3);
     infer_rejects(node(NK_CONV, 2, x, w16, NULL, 1), "operand 0 is f32 but operand 1 is f16");
 
-    infer_rejects(node(NK_CONV, 1, x, NULL, NULL, 1), "has 1 operands, expected 2 to 3");
+    infer_rejects(node(NK_CONV, 1, x, NULL, NULL, 1), "has 1 operands, expected 2 to 4");
 }
 
 /* ---- pooling ---------------------------------------------------------------- */

@@ -59,7 +59,8 @@ enum { MR = LJ_GEMM_MR, VL = LJ_VL, PANEL = LJ_GEMM_NR };
 typedef struct Conv {
     int64_t n, c, h, w, m, oh, ow, group, cg, mg;
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-    bool fast; /* 1 or 2 spatial axes */
+    bool fast;    /* 1 or 2 spatial axes */
+    bool summand; /* fuse-conv-add's operand 4: conv_lanes takes none */
 } Conv;
 
 /* Operands: 0 y, 1 x, 2 w, 3 bias (optional), 4 summand (optional). One spatial axis is two with
@@ -68,6 +69,7 @@ LJ_INLINE Conv conv_of(const int64_t *d) {
     Conv s = {0};
     int ns = lj_rank(d, 1) - 2;
     s.fast = ns == 1 || ns == 2;
+    s.summand = lj_nops(d) > 4;
     if (!s.fast)
         return s;
     int x = ns - 1; /* index of the last spatial axis */
@@ -195,7 +197,7 @@ LJ_INLINE bool lanes_dense_enough(const Conv *s) {
 }
 
 LJ_INLINE bool is_lanes(const Conv *s) {
-    return s->group == 1 && s->mg % VL == 0 && s->mg / VL <= LANES_NV &&
+    return !s->summand && s->group == 1 && s->mg % VL == 0 && s->mg / VL <= LANES_NV &&
            s->cg * s->kh * s->kw >= LANES_MIN_K && !is_depthwise(s) && !is_pointwise(s) &&
            !is_subsampled(s) && lanes_dense_enough(s);
 }
@@ -451,6 +453,25 @@ LJ_INLINE void band_of(const Conv *s, const LjPhases *q, int64_t c0, int64_t c1,
     *r1 = min64((c1 - 1) / s->ow + reach + 1, rows);
 }
 
+/* The phase planes of rows [r0, r1) of a group's channels xg (each
+ * channel's planes (r1 - r0) rows, row r0 first), and koff shifted back by
+ * r0 rows so that column n still reads at koff[k] + n. Returns the floats
+ * a channel's planes take. */
+LJ_INLINE int64_t build_band(const Conv *s, const LjWindow *win, const LjPhases *q, const float *xg,
+                          float *planes, int64_t *koff, int64_t r0, int64_t r1) {
+    LjPhases band = *q;
+    band.size = (r1 - r0) * q->wq;
+    int64_t per_c = s->sh * s->sw * band.size;
+    for (int64_t c = 0; c < s->cg; c++)
+        for (int64_t i = 0; i < s->kh; i++)
+            for (int64_t j = 0; j < s->kw; j++)
+                koff[(c * s->kh + i) * s->kw + j] =
+                    c * per_c + lj_tap_offset(win, &band, i, j) - r0 * q->wq;
+    for (int64_t c = 0; c < s->cg; c++)
+        lj_build_phase_rows(win, q, xg + c * s->h * s->w, 0.0f, planes + c * per_c, r0, r1);
+    return per_c;
+}
+
 /* The rest: B's rows are runs of the phase planes of the group's input
  * channels -- the band of rows the range reads, built once per (image,
  * group) -- through a table of row offsets. False if the buffers cannot
@@ -474,21 +495,8 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
             int64_t c0, c1, r0, r1;
             range_cols(&gr, first, hi, &c0, &c1);
             band_of(s, &q, c0, c1, &r0, &r1);
-            /* The band's planes: (r1 - r0) rows each, row r0 first; koff is
-             * shifted back by r0 rows so that column n still reads at
-             * koff[k] + n. */
-            LjPhases band = q;
-            band.size = (r1 - r0) * q.wq;
-            int64_t per_c = s->sh * s->sw * band.size;
-            for (int64_t c = 0; c < s->cg; c++)
-                for (int64_t i = 0; i < s->kh; i++)
-                    for (int64_t j = 0; j < s->kw; j++)
-                        koff[(c * s->kh + i) * s->kw + j] =
-                            c * per_c + lj_tap_offset(&win, &band, i, j) - r0 * q.wq;
-            const float *xg = x + (p.img * s->c + p.g * s->cg) * s->h * s->w;
-            for (int64_t c = 0; c < s->cg; c++)
-                lj_build_phase_rows(&win, &q, xg + c * s->h * s->w, 0.0f, planes + c * per_c, r0,
-                                    r1);
+            build_band(s, &win, &q, x + (p.img * s->c + p.g * s->cg) * s->h * s->w, planes, koff,
+                       r0, r1);
             built = ig;
         }
         int64_t m0 = p.g * s->mg + p.r0;
@@ -590,18 +598,7 @@ static bool conv_lanes(const Conv *s, const float *x, const float *w, const floa
         int64_t p0 = t0 * pt, p1 = min64(t1 * pt, q.npos);
         int64_t reach = (s->kh - 1) * s->dh / s->sh, rows = q.size / q.wq;
         int64_t r0 = p0 / q.wq, r1 = min64((p1 - 1) / q.wq + reach + 1, rows);
-        LjPhases band = q;
-        band.size = (r1 - r0) * q.wq;
-        int64_t per_c = s->sh * s->sw * band.size;
-        for (int64_t c = 0; c < s->cg; c++)
-            for (int64_t i = 0; i < s->kh; i++)
-                for (int64_t j = 0; j < s->kw; j++)
-                    koff[(c * s->kh + i) * s->kw + j] =
-                        c * per_c + lj_tap_offset(&win, &band, i, j) - r0 * q.wq;
-        const float *xi = x + img * s->c * s->h * s->w;
-        for (int64_t c = 0; c < s->cg; c++)
-            lj_build_phase_rows(&win, &q, xi + c * s->h * s->w, 0.0f, planes + c * per_c, r0,
-                                r1);
+        int64_t per_c = build_band(s, &win, &q, x + img * s->c * s->h * s->w, planes, koff, r0, r1);
         for (int64_t e = 0; e < lanes_slack(s); e++)
             planes[s->cg * per_c + e] = 0;
         float *yi = y + img * s->m * plane;
@@ -638,8 +635,7 @@ LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, in
             conv_depthwise(d, &s, ops, bias, act, lo, hi, sc);
         return;
     }
-    /* conv_lanes takes no summand: a fused residual add goes the other ways */
-    if (is_lanes(&s) && !sum) {
+    if (is_lanes(&s)) {
         if (!conv_lanes(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc))
             lj_fail_run(sc, LJ_NO_SCRATCH);
     } else if (is_pointwise(&s))
