@@ -19,9 +19,13 @@ and with both cores, on the same input, and prints, into out/bench.md too:
   and of `glowc compile -o EXE` plus the executable's first run;
 - the per-node profile's top rows for resnet50, single-threaded.
 Medians over ITERS runs after a warm-up; both sides see the same machine at
-the same time.
+the same time. Single-threaded runs of both engines are pinned to the same
+CPU (--cpu, default the last one): on a virtual machine the cores need not
+be equal (on one of the team's, glowc's resnet50 took 46 ms on cpu 1 and
+61 ms on cpu 0, ORT 43 and 48 ms), and a run the scheduler moves between
+them measures neither.
 
-Usage: bench.py GLOWC [--models m1,m2] [--iters N]
+Usage: bench.py GLOWC [--models m1,m2] [--iters N] [--cpu N]
 """
 import argparse
 import glob
@@ -58,10 +62,11 @@ def ensure_ort():
                     "onnxruntime-node@1"], check=True, env=env, stdout=subprocess.DEVNULL)
 
 
-def timing(cmd, env=None):
-    """(median ms, stdout) of a `glowc bench` or ort_bench.js run, or
-    (None, its last error line)."""
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+def timing(cmd, env=None, cpu=None):
+    """(median ms, stdout) of a `glowc bench` or ort_bench.js run (on CPU
+    cpu alone if given), or (None, its last error line)."""
+    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=pin)
     m = TIMING.search(r.stdout)
     if r.returncode or not m:
         return None, (r.stderr.strip().splitlines() or ["?"])[-1]
@@ -115,7 +120,12 @@ def main():
     ap.add_argument("glowc")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)),
+                    help="the CPU single-threaded runs are pinned to")
     a = ap.parse_args()
+    if a.cpu not in os.sched_getaffinity(0):
+        sys.exit("bench: --cpu %d: not one of this process's CPUs %s"
+                 % (a.cpu, sorted(os.sched_getaffinity(0))))
     models = a.models.split(",")
     mdir = os.path.join(ROOT, "build", "models")
     subprocess.run([sys.executable, os.path.join(ROOT, "fixtures", "models", "export_models.py"),
@@ -131,7 +141,8 @@ def main():
            "input=" + os.path.join(mdir, "resnet50.input.npy")]
     for threads in (1, 2):
         _, out = timing([a.glowc, "bench", "--backend=cpu", "--per-node", "--threads",
-                         str(threads), "--iters", str(a.iters)] + r50)
+                         str(threads), "--iters", str(a.iters)] + r50,
+                        cpu=a.cpu if threads == 1 else None)
         peak[threads] = found(PEAK, out)
         if threads == 1 and out and peak[1]:
             lines = out.splitlines()
@@ -148,9 +159,12 @@ def main():
         notes = []
         ort_first = None
         for threads in (1, 2):
+            pin = a.cpu if threads == 1 else None
             g, gout = timing([a.glowc, "bench", onnx, "--backend=cpu", "--flops", "--threads",
-                              str(threads), "--iters", str(a.iters), "--input", "input=" + inp])
-            o, oout = timing(["node", js, onnx, str(threads), str(a.iters), inp], env=node_env)
+                              str(threads), "--iters", str(a.iters), "--input", "input=" + inp],
+                             cpu=pin)
+            o, oout = timing(["node", js, onnx, str(threads), str(a.iters), inp], env=node_env,
+                             cpu=pin)
             row += [g, o, (g / o) if g and o else None]
             notes += [e for e, ok in ((gout, g), (oout, o)) if not ok]
             gflop = found(FLOPS, gout) if g else None
@@ -182,8 +196,9 @@ def main():
     for f in firsts:
         ftable.append("| " + " | ".join(cell(x) for x in f) + " |")
     text = ("# glowc vs ONNX Runtime\n\nBatch 1 (resnet50_b8: 8), median of %d runs after a "
-            "warm-up, on %s (%d cores). ORT: onnxruntime-node, graph optimisations on.\n\n"
-            % (a.iters, cpu_name, os.cpu_count()) + "\n".join(table) + "\n")
+            "warm-up, on %s (%d cores; single-threaded runs of both engines on cpu %d). "
+            "ORT: onnxruntime-node, graph optimisations on.\n\n"
+            % (a.iters, cpu_name, os.cpu_count(), a.cpu) + "\n".join(table) + "\n")
     text += ("\n## Arithmetic\n\nGFLOP per run counted from glowc's program (conv, gemm, "
              "matmul: multiply-adds x2), for both engines. FMA peak (glowc bench --per-node's "
              "vector-FMA loop): %s GFLOP/s with 1 thread, %s with 2.\n\n"

@@ -38,7 +38,6 @@ import bench  # noqa: E402  (its ensure_ort and timing)
 
 MODELS = ["resnet18", "resnet50", "mobilenet_v2"]
 WORK = os.path.join(ROOT, "build", "quant-bench")
-TIMING = re.compile(r"median ([0-9.]+) ms")
 
 
 def run(cmd, env=None):
@@ -48,13 +47,10 @@ def run(cmd, env=None):
     return r.stdout
 
 
-def timing(cmd, env=None):
-    """Median ms, or (None, the last line of the error)."""
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    m = TIMING.search(r.stdout)
-    if r.returncode or not m:
-        return None, (r.stderr.strip().splitlines() or ["?"])[-1]
-    return float(m.group(1)), None
+def timing(cmd, env=None, cpu=None):
+    """Median ms, or (None, the last line of the error): bench.timing's."""
+    ms, out = bench.timing(cmd, env, cpu)
+    return (ms, None) if ms is not None else (None, out)
 
 
 def output_scale(qdq):
@@ -68,7 +64,7 @@ def output_scale(qdq):
     return float(numpy_helper.to_array(init[last[0].input[1]])) if last else None
 
 
-def model_row(glowc, m, iters, node_env):
+def model_row(glowc, m, iters, node_env, cpu):
     mdir = os.path.join(ROOT, "build", "models")
     onnx_path, inp = os.path.join(mdir, m + ".onnx"), os.path.join(mdir, m + ".input.npy")
     work = os.path.join(WORK, m)
@@ -89,10 +85,14 @@ def model_row(glowc, m, iters, node_env):
     for t in (1, 2):
         common = ["--backend=cpu", "--threads", str(t), "--iters", str(iters),
                   "--input", "input=" + inp]
-        times["gf", t], e1 = timing([glowc, "bench", onnx_path] + common)
-        times["gq", t], e2 = timing([glowc, "bench", onnx_path, "--quantize=" + prof] + same + common)
-        times["of", t], e3 = timing(["node", js, onnx_path, str(t), str(iters), inp], env=node_env)
-        times["oq", t], e4 = timing(["node", js, qdq, str(t), str(iters), inp], env=node_env)
+        pin = cpu if t == 1 else None  # as make bench pins them
+        times["gf", t], e1 = timing([glowc, "bench", onnx_path] + common, cpu=pin)
+        times["gq", t], e2 = timing([glowc, "bench", onnx_path, "--quantize=" + prof] + same + common,
+                                    cpu=pin)
+        times["of", t], e3 = timing(["node", js, onnx_path, str(t), str(iters), inp], env=node_env,
+                                    cpu=pin)
+        times["oq", t], e4 = timing(["node", js, qdq, str(t), str(iters), inp], env=node_env,
+                                    cpu=pin)
         notes += [e for e in (e1, e3, e4) if e]
         if e2 and t == 1:
             notes.append("glowc int8 on --backend=cpu: " + e2 +
@@ -133,7 +133,12 @@ def main():
     ap.add_argument("glowc")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)),
+                    help="the CPU single-threaded runs are pinned to (see bench.py)")
     a = ap.parse_args()
+    if a.cpu not in os.sched_getaffinity(0):
+        sys.exit("bench-quant: --cpu %d: not one of this process's CPUs %s"
+                 % (a.cpu, sorted(os.sched_getaffinity(0))))
     if not shutil.which("node") or not (shutil.which("npm") or os.path.isdir(
             os.path.join(bench.ORT_DIR, "node_modules", "onnxruntime-node"))):
         sys.exit("bench-quant: needs node and npm (Debian: apt-get install nodejs npm) for "
@@ -147,7 +152,7 @@ def main():
     node_env = dict(os.environ, NODE_PATH=os.path.join(bench.ORT_DIR, "node_modules"))
     rows, all_notes = [], []
     for m in models:
-        times, acc, notes = model_row(glowc, m, a.iters, node_env)
+        times, acc, notes = model_row(glowc, m, a.iters, node_env, a.cpu)
         rows.append((m, times, acc))
         all_notes += ["%s: %s" % (m, n) for n in notes]
         print(m, json.dumps({"%s%d" % k: v for k, v in times.items()}), json.dumps(acc),
@@ -171,8 +176,9 @@ def main():
     cpu = open("/proc/cpuinfo").read()
     cpu_name = (re.search(r"model name\s*:\s*(.*)", cpu) or [None, "?"])[1]
     text = ("# int8: glowc against ONNX Runtime on glowc's QDQ models\n\nBatch 1, median of %d "
-            "runs after a warm-up, on %s (%d cores); profile: the model's input and 7 random "
-            "images; default quantization.\n\n" % (a.iters, cpu_name, os.cpu_count()) +
+            "runs after a warm-up, on %s (%d cores; single-threaded runs on cpu %d); profile: the "
+            "model's input and 7 random images; default quantization.\n\n"
+            % (a.iters, cpu_name, os.cpu_count(), a.cpu) +
             "\n".join(t) + "\n\nOutputs on the model's input, against glowc float32:\n\n" +
             "\n".join(q) + "\n")
     if all_notes:
