@@ -5,22 +5,13 @@
 // "median X ms, min Y ms" like glowc bench.
 // Usage: node ort_bench.js MODEL.onnx THREADS ITERS [INPUT.npy]
 const ort = require('onnxruntime-node');
-const {readNpy} = require('../difftest/npy.js');
+const {createSession, benchFeeds, median} = require('./ort_session.js');
 
 async function main() {
   const [model, threads, iters, input] = [process.argv[2], +process.argv[3], +process.argv[4], process.argv[5]];
   const t0 = process.hrtime.bigint();
-  const s = await ort.InferenceSession.create(model, {
-    intraOpNumThreads: threads, interOpNumThreads: 1,
-    graphOptimizationLevel: 'all', executionMode: 'sequential',
-  });
-  const meta = s.inputMetadata ? s.inputMetadata[0] : null;
-  const feeds = {};
-  for (const name of s.inputNames) {
-    const dims = meta && meta.shape ? meta.shape.map(d => (typeof d === 'number' ? d : 1)) : null;
-    feeds[name] = input ? readNpy(input)
-                        : new ort.Tensor('float32', new Float32Array(dims.reduce((a, b) => a * b, 1)).fill(0.5), dims);
-  }
+  const s = await createSession(ort, model, threads);
+  const feeds = benchFeeds(ort, s, input);
   await s.run(feeds);
   console.log(`first ${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(1)} ms`);
   for (let i = 0; i < 2; i++) await s.run(feeds);
@@ -30,9 +21,7 @@ async function main() {
     await s.run(feeds);
     t.push(Number(process.hrtime.bigint() - a) / 1e6);
   }
-  t.sort((a, b) => a - b);
-  const n = t.length;
-  const median = n % 2 ? t[n >> 1] : (t[n / 2 - 1] + t[n / 2]) / 2;
-  console.log(`median ${median.toFixed(3)} ms, min ${t[0].toFixed(3)} ms`);
+  const med = median(t);
+  console.log(`median ${med.toFixed(3)} ms, min ${t[0].toFixed(3)} ms`);
 }
 main().catch(e => { console.error(e.message); process.exit(1); });

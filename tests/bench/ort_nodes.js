@@ -8,23 +8,14 @@ const ort = require('onnxruntime-node');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const {readNpy} = require('../difftest/npy.js');
+const {createSession, benchFeeds, median} = require('./ort_session.js');
 
 async function main() {
   const [model, threads, iters, input] = [process.argv[2], +process.argv[3], +process.argv[4], process.argv[5]];
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ort-nodes-'));
-  const s = await ort.InferenceSession.create(model, {
-    intraOpNumThreads: threads, interOpNumThreads: 1,
-    graphOptimizationLevel: 'all', executionMode: 'sequential',
-    enableProfiling: true, profileFilePrefix: path.join(dir, 'p'),
-  });
-  const meta = s.inputMetadata ? s.inputMetadata[0] : null;
-  const feeds = {};
-  for (const name of s.inputNames) {
-    const dims = meta && meta.shape ? meta.shape.map(d => (typeof d === 'number' ? d : 1)) : null;
-    feeds[name] = input ? readNpy(input)
-                        : new ort.Tensor('float32', new Float32Array(dims.reduce((a, b) => a * b, 1)).fill(0.5), dims);
-  }
+  const s = await createSession(ort, model, threads,
+                                {enableProfiling: true, profileFilePrefix: path.join(dir, 'p')});
+  const feeds = benchFeeds(ort, s, input);
   for (let i = 0; i < 3; i++) await s.run(feeds);
   for (let i = 0; i < iters; i++) await s.run(feeds);
   s.endProfiling();
@@ -44,9 +35,7 @@ async function main() {
   const rows = [];
   let total = 0;
   for (const [name, v] of per) {
-    const t = v.t.slice(-iters).sort((a, b) => a - b);
-    const n = t.length;
-    const med = n % 2 ? t[n >> 1] : (t[n / 2 - 1] + t[n / 2]) / 2;
+    const med = median(v.t.slice(-iters));
     rows.push([med, v.op, name]);
     total += med;
   }
