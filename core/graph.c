@@ -641,6 +641,16 @@ void node_set_enum(Node *n, AttrKey key, int value) {
 }
 void node_set_act(Node *n, AttrKey key, ActKind act) { node_set_enum(n, key, act); }
 
+void node_fuse_act(Node *to, const Node *act) {
+    node_set_act(to, AK_act, act_of_kind(act->kind));
+    if (act->kind == NK_CLIP) {
+        node_set_float(to, AK_act_alpha, node_attr_float(act, AK_min, -INFINITY));
+        node_set_float(to, AK_act_beta, node_attr_float(act, AK_max, INFINITY));
+    } else if (act->kind == NK_LEAKY_RELU) {
+        node_set_float(to, AK_act_alpha, node_attr_float(act, AK_alpha, 0.01f));
+    }
+}
+
 void node_set_str(Node *n, AttrKey key, const char *s) {
     assert(attr_key_type(key) == AT_STR);
     attr_slot(n, key)->s = arena_strdup(n->func->module->arena, s);

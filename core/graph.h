@@ -213,6 +213,10 @@ void node_set_str(Node *n, AttrKey key, const char *s);
 void node_set_elem(Node *n, AttrKey key, ElemKind e);
 void node_set_enum(Node *n, AttrKey key, int value);
 void node_set_act(Node *n, AttrKey key, ActKind act);
+/* Gives `to` the fused activation (act, act_alpha, act_beta) that the
+ * activation node `act` computes (act_of_kind(act->kind) != ACT_NONE; a
+ * clip's bounds are its attributes). */
+void node_fuse_act(Node *to, const Node *act);
 void node_set_ints(Node *n, AttrKey key, int count, const int64_t *v);
 void node_set_floats(Node *n, AttrKey key, int count, const float *v);
 void node_remove_attr(Node *n, AttrKey key);

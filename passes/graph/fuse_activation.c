@@ -5,7 +5,6 @@
  * nodes (EfficientNet has one after nearly every convolution): fused, it
  * saves two passes over the tensor and a buffer of its size.
  * Requires nothing; invalidates nothing. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -17,13 +16,7 @@ static bool fuse(Function *f, Node *act, Node *producer) {
         node_has_attr(producer, AK_act) ||
         !type_equal(&act->res[0].type, &producer->res[0].type))
         return false;
-    node_set_act(producer, AK_act, kind);
-    if (act->kind == NK_CLIP) {
-        node_set_float(producer, AK_act_alpha, node_attr_float(act, AK_min, -INFINITY));
-        node_set_float(producer, AK_act_beta, node_attr_float(act, AK_max, INFINITY));
-    } else if (act->kind == NK_LEAKY_RELU) {
-        node_set_float(producer, AK_act_alpha, node_attr_float(act, AK_alpha, 0.01f));
-    }
+    node_fuse_act(producer, act);
     graph_replace_uses(f, &act->res[0], &producer->res[0]);
     graph_remove_node(f, act);
     return true;

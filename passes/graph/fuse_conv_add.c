@@ -10,7 +10,6 @@
  * kernels all apply the summand (conv_takes_summand).
  * Requires fuse-activation first (its act on a conv refuses the fusion);
  * invalidates nothing. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,13 +70,7 @@ static Node *fuse(Function *f, Node *add, int ci, Node *act) {
     n->res[0].type = add->res[0].type;
     copy_attrs(f->module->arena, n, c);
     if (act) {
-        node_set_act(n, AK_act, act_of_kind(act->kind));
-        if (act->kind == NK_CLIP) {
-            node_set_float(n, AK_act_alpha, node_attr_float(act, AK_min, -INFINITY));
-            node_set_float(n, AK_act_beta, node_attr_float(act, AK_max, INFINITY));
-        } else if (act->kind == NK_LEAKY_RELU) {
-            node_set_float(n, AK_act_alpha, node_attr_float(act, AK_alpha, 0.01f));
-        }
+        node_fuse_act(n, act);
         graph_replace_uses(f, &act->res[0], &n->res[0]);
         graph_remove_node(f, act);
     }
