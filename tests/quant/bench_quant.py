@@ -38,6 +38,7 @@ import bench  # noqa: E402  (its ensure_ort and timing)
 
 MODELS = ["resnet18", "resnet50", "mobilenet_v2"]
 WORK = os.path.join(ROOT, "build", "quant-bench")
+WEIGHTS = re.compile(r"^weights ([0-9]+) bytes", re.M)
 
 
 def run(cmd, env=None):
@@ -121,6 +122,14 @@ def model_row(glowc, m, iters, node_env, cpu):
         "float_range": float(np.abs(f).max()),
         "ort_vs_glowc_steps": float(np.abs(o - g).max() / step) if step else None,
     }
+    # Size: the weights glowc's memory plan holds (`glowc mem`), and the
+    # executables `compile -o` writes, float32 and int8.
+    for key, extra in (("f", []), ("q", ["--quantize=" + prof] + same)):
+        m_ = WEIGHTS.search(run([glowc, "mem", onnx_path] + extra))
+        acc["weights_" + key] = int(m_.group(1)) if m_ else None
+        exe = os.path.join(work, "model_%s.exe" % key)
+        run([glowc, "compile", onnx_path, "-o", exe] + extra)
+        acc["exe_" + key] = os.path.getsize(exe)
     return times, acc, notes
 
 
@@ -173,6 +182,13 @@ def main():
             m, "yes" if ac["ort_top1"] else "no", cell(ac["ort_err"], "%.4g"),
             "yes" if ac["glowc_top1"] else "no", cell(ac["glowc_err"], "%.4g"),
             cell(ac["float_range"], "%.4g"), cell(ac["ort_vs_glowc_steps"], "%.0f")))
+    z = ["| model | weights f32 bytes | weights int8 bytes | int8/f32 | executable f32 bytes | "
+         "executable int8 bytes | int8/f32 |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for m, _, ac in rows:
+        wf, wq, ef, eq = ac["weights_f"], ac["weights_q"], ac["exe_f"], ac["exe_q"]
+        z.append("| %s | %s | %s | %s | %d | %d | %.3f |" % (
+            m, cell(wf, "%d"), cell(wq, "%d"), cell(wq / wf if wf and wq else None, "%.3f"),
+            ef, eq, eq / ef))
     cpu = open("/proc/cpuinfo").read()
     cpu_name = (re.search(r"model name\s*:\s*(.*)", cpu) or [None, "?"])[1]
     text = ("# int8: glowc against ONNX Runtime on glowc's QDQ models\n\nBatch 1, median of %d "
@@ -180,7 +196,9 @@ def main():
             "model's input and 7 random images; default quantization.\n\n"
             % (a.iters, cpu_name, os.cpu_count(), a.cpu) +
             "\n".join(t) + "\n\nOutputs on the model's input, against glowc float32:\n\n" +
-            "\n".join(q) + "\n")
+            "\n".join(q) + "\n\nSize: the weights of glowc's memory plan (`glowc mem`) and the "
+            "executables `glowc compile -o` writes (weights, code and runtime):\n\n" +
+            "\n".join(z) + "\n")
     if all_notes:
         text += "\n" + "\n".join("- " + n for n in all_notes) + "\n"
     os.makedirs(os.path.join(ROOT, "out"), exist_ok=True)
