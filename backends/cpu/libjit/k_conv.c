@@ -577,6 +577,38 @@ LJ_VECTOR_FN static void lanes_tile_nv(int nv, const float *src, const int64_t *
         lanes_tile(LANES_ACC / 3, 3, src, koff, kdim, wt, bias, act, tmp);
 }
 
+/* The weights with k outer, m inner (wt[k * mg + m]), which the tiles
+ * read a vector of output channels at a time: built once per call, in the
+ * buffer the call's threads share when there is one (each of a thread's
+ * pieces built them again before: four times DenseNet's 147 KB per conv at
+ * two threads), else in the caller's own `own`. Claimed LANES_WT_K values
+ * of k at a time, each item's block of wt small enough to stay in L1 while
+ * its rows of w stream through. */
+enum { LANES_WT_K = 16 };
+
+LJ_INLINE void lanes_wt_rows(const float *w, int64_t kdim, int64_t mg, int64_t k0, int64_t k1,
+                             float *wt) {
+    for (int64_t m = 0; m < mg; m++)
+        for (int64_t k = k0; k < k1; k++)
+            wt[k * mg + m] = w[m * kdim + k];
+}
+
+static float *lanes_weights(const float *w, int64_t kdim, int64_t mg, float *own, LjScratch *sc) {
+    float *wt = lj_shared_get(sc, (size_t)(kdim * mg) * sizeof(float));
+    int64_t items = cdiv(kdim, LANES_WT_K);
+    if (!wt) {
+        for (int64_t it = 0; it < items; it++)
+            lanes_wt_rows(w, kdim, mg, it * LANES_WT_K, min64(kdim, (it + 1) * LANES_WT_K), own);
+        return own;
+    }
+    for (int64_t it; (it = lj_shared_claim(sc, items)) >= 0;) {
+        lanes_wt_rows(w, kdim, mg, it * LANES_WT_K, min64(kdim, (it + 1) * LANES_WT_K), wt);
+        lj_shared_done(sc);
+    }
+    lj_shared_wait(sc, items);
+    return wt;
+}
+
 /* Units: (image, tile of positions). False if the buffers cannot be had. */
 static bool conv_lanes(const Conv *s, const float *x, const float *w, const float *bias,
                        float *y, LjAct act, int64_t lo, int64_t hi, LjScratch *sc) {
@@ -587,10 +619,8 @@ static bool conv_lanes(const Conv *s, const float *x, const float *w, const floa
     int64_t *koff = lj_scratch_get(sc, LJ_SCRATCH_PLANES, lanes_bytes(s));
     if (!koff)
         return false;
-    float *wt = (float *)(koff + kdim), *planes = wt + kdim * mg;
-    for (int64_t m = 0; m < mg; m++)
-        for (int64_t k = 0; k < kdim; k++)
-            wt[k * mg + m] = w[m * kdim + k];
+    float *own_wt = (float *)(koff + kdim), *planes = own_wt + kdim * mg;
+    float *wt = lanes_weights(w, kdim, mg, own_wt, sc);
     float tmp[LANES_ACC * LJ_VL] __attribute__((aligned(64)));
     for (int64_t u = lo; u < hi;) {
         int64_t img = u / tiles, t0 = u % tiles, t1 = min64(tiles, t0 + hi - u);
