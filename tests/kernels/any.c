@@ -1063,7 +1063,9 @@ static bool qpools(uint64_t *s, int *ran) {
                 if (kind < 2 && e == 2)
                     continue;
                 int ns = kind == 3 ? 1 : 2;
-                int64_t x[4] = {rnd(s, 1, 2), rnd(s, 1, 3), rnd(s, 1, 9), rnd(s, 1, 9)}, y[4];
+                /* global average pools: up to 40 planes of 1 to 81 (whole vectors of
+                 * the integer sums and tails) */
+                int64_t x[4] = {rnd(s, 1, 2), rnd(s, 1, kind == 1 ? 40 : 3), rnd(s, 1, 9), rnd(s, 1, 9)}, y[4];
                 int64_t k[2], st[2], pads[4], dil[2];
                 bool ok_shape = true;
                 for (int a = 0; a < ns; a++) {

@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "backends/cpu/libjit/k_qint.h"
+#include "backends/cpu/libjit/vec.h"
 
 /* Contraction would fuse a real's product into a sum the interpreter
  * rounds twice. */
@@ -242,9 +243,52 @@ LIBJIT_WORK libjit_qglobal_avg_pool_any_work(const int64_t *d) {
     return planes(d);
 }
 
+/* A global average pool of bytes whose scale is an f32 (a Type's scale
+ * is one; the descriptor carries it as a double) and positive, over fewer than 2^21
+ * positions: each real scale * (x - zx) is a multiple of the scale's last
+ * bit below 2^33 of them (24 significant bits times 9), and so is every
+ * partial sum, below 2^53 of them, so the interpreter's chain of double
+ * adds is exact: the sum is scale * S, S the integer sum of x - zx, which
+ * one product gives exactly too. Summing the bytes as integers took
+ * resnet50's pool (2048 planes of 49) from 0.09 ms to 0.03 (the double
+ * chain waits on each add, and eight chains side by side did no better:
+ * the loads and conversions cost as much; ONNX Runtime: 0.02). */
+LJ_INLINE bool qgap_exact(int e, double scale, int64_t size) {
+    return (e == ELEM_U8 || e == ELEM_I8) && scale > 0 && (double)(float)scale == scale &&
+           size < (1 << 21);
+}
+
+/* The sum of n bytes (signed or not), LJ_VL at a time. */
+LJ_INLINE int64_t qgap_bytes(bool sign, const uint8_t *p, int64_t n) {
+    vi32 acc = (vi32){0};
+    int64_t i = 0;
+    for (; i + LJ_VL <= n; i += LJ_VL) {
+        uint8_t __attribute__((vector_size(LJ_VL))) b;
+        __builtin_memcpy(&b, p + i, sizeof b);
+        acc += sign ? __builtin_convertvector((int8_t __attribute__((vector_size(LJ_VL))))b, vi32)
+                    : __builtin_convertvector(b, vi32);
+    }
+    int64_t t = 0;
+    for (int l = 0; l < LJ_VL; l++)
+        t += acc[l];
+    for (; i < n; i++)
+        t += sign ? (int8_t)p[i] : p[i];
+    return t;
+}
+
 LIBJIT_KERNEL libjit_qglobal_avg_pool_any(const int64_t *d, void *const *ops, int64_t lo,
                                           int64_t hi, LjScratch *sc) {
     int64_t size = spatial(d, 1);
+    double scale = lj_qscale(d, 1);
+    if (qgap_exact(lj_elem(d, 1), scale, size)) {
+        bool sign = lj_elem(d, 1) == ELEM_I8;
+        for (int64_t pl = lo; pl < hi; pl++) {
+            int64_t s = qgap_bytes(sign, (const uint8_t *)ops[1] + pl * size, size) -
+                        size * lj_qoffset(d, 1);
+            store_real(d, ops[0], pl, scale * (double)s / (double)(size ? size : 1));
+        }
+        return;
+    }
     for (int64_t pl = lo; pl < hi; pl++) {
         double acc = 0;
         for (int64_t i = 0; i < size; i++) {
