@@ -74,7 +74,8 @@ struct LibjitRuntime {
  * pieces: 1 - busy / (threads x span) is what the split and the hand-offs
  * lose. A thread writes only its own line. */
 typedef struct RtThreadStats {
-    _Alignas(64) long busy_ns, pieces, taken; /* taken: pieces of another's range */
+    /* taken: pieces of another's range; sleeps: waits for a job that outlasted SPIN_NS */
+    _Alignas(64) long busy_ns, pieces, taken, sleeps;
 } RtThreadStats;
 
 struct RtStats {
@@ -144,7 +145,7 @@ static void run_share(LibjitRuntime *rt, int index, long g) {
 
 /* Waits for a generation other than `seen` (or stop): spinning, then
  * asleep. Returns the new generation. */
-static long wait_for_job(LibjitRuntime *rt, long seen) {
+static long wait_for_job(LibjitRuntime *rt, int index, long seen) {
     long g;
     long deadline = 0;
     for (int spins = 0;; spins++) {
@@ -162,6 +163,8 @@ static long wait_for_job(LibjitRuntime *rt, long seen) {
         else if (t > deadline)
             break;
     }
+    if (rt->stats)
+        rt->stats->thread[index].sleeps++;
     pthread_mutex_lock(&rt->mutex);
     atomic_fetch_add(&rt->asleep, 1);
     /* The caller bumps the generation, then looks at `asleep` under the
@@ -180,7 +183,7 @@ static void *thread_main(void *p) {
     free(arg);
     long seen = 0;
     for (;;) {
-        seen = wait_for_job(rt, seen);
+        seen = wait_for_job(rt, index, seen);
         if (atomic_load(&rt->stop))
             break;
         run_share(rt, index, seen);
@@ -242,8 +245,10 @@ static void print_stats(const LibjitRuntime *rt) {
             (double)st->wait_ns / 1e3 / (double)st->calls);
     for (int i = 0; i < rt->nthreads; i++)
         fprintf(stderr,
-                "  thread %d: in pieces %.1f%% of the calls' time, %ld pieces, %ld of another's\n", i, 100 * (double)st->thread[i].busy_ns / span, st->thread[i].pieces,
-                st->thread[i].taken);
+                "  thread %d: in pieces %.1f%% of the calls' time, %ld pieces, %ld of another's, "
+                "slept %ld times\n",
+                i, 100 * (double)st->thread[i].busy_ns / span, st->thread[i].pieces,
+                st->thread[i].taken, st->thread[i].sleeps);
 }
 
 void libjit_runtime_free(LibjitRuntime *rt) {
