@@ -7,8 +7,9 @@
  *                   [--only I] (the I-th shape of the table alone, for a profiler)
  *                   [--split T] (each thread's share alone, see split_row)
  *
- * --split T times, one after the other on this thread, the unit ranges the
- * runtime would hand T threads (runtime.c's run_range): the largest share's
+ * --split T times, one after the other on this thread, the pieces the
+ * runtime would hand T threads (lj_piece_bounds), a thread's share the sum
+ * of its range's pieces, each a call of its own: the largest share's
  * time bounds the T-thread time from below, whatever else runs on the
  * machine, and the shares' sum over the whole call's time is the work the
  * split repeats (packing or phase planes built by several threads). So the
@@ -185,11 +186,15 @@ static double time_min(const Case *c, bool interp, int reps) {
  * bound on the T-thread speedup (whole / largest share) and the repeated
  * work ((sum of shares - whole) / whole). */
 static void split_row(const Case *c, const Shape *s, int threads, int reps, double *sums) {
-    int64_t n = libjit_conv_f32_work(c->d.w), per = (n + threads - 1) / threads;
+    int64_t n = libjit_conv_f32_work(c->d.w);
     double whole = time_range(c, false, reps, 0, n), most = 0, sum = 0;
     for (int t = 0; t < threads; t++) {
-        int64_t lo = per * t, hi = lo + per < n ? lo + per : n;
-        double share = lo < hi ? time_range(c, false, reps, lo, hi) : 0;
+        double share = 0;
+        for (int k = t * LJ_PIECES; k < (t + 1) * LJ_PIECES; k++) {
+            int64_t lo, hi;
+            lj_piece_bounds(n, threads, k, &lo, &hi);
+            share += lo < hi ? time_range(c, false, reps, lo, hi) : 0;
+        }
         most = share > most ? share : most;
         sum += share;
     }

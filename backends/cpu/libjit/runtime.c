@@ -14,7 +14,9 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,6 +62,25 @@ struct LibjitRuntime {
     pthread_cond_t wake;
     LjScratch scratch[MAX_THREADS]; /* thread i's, touched by thread i alone */
     LjShared shared;                /* every thread's, within one call */
+    /* GLOWC_RUNTIME_STATS set: where the threads' time goes (RtStats),
+     * printed to stderr by libjit_runtime_free; NULL otherwise, so that
+     * the release path pays one test of it per call and per piece. */
+    struct RtStats *stats;
+};
+
+/* Wall time of the parallel calls (the caller's, from handing out a job
+ * to its return), the part of it the caller spent waiting at the end for
+ * a piece another thread was running, and each thread's time inside
+ * pieces: 1 - busy / (threads x span) is what the split and the hand-offs
+ * lose. A thread writes only its own line. */
+typedef struct RtThreadStats {
+    /* taken: pieces of another's range; sleeps: waits for a job that outlasted SPIN_NS */
+    _Alignas(64) long busy_ns, pieces, taken, sleeps;
+} RtThreadStats;
+
+struct RtStats {
+    long calls, span_ns, wait_ns, waits; /* waits: calls where the caller waited over 1 us */
+    RtThreadStats thread[MAX_THREADS];
 };
 
 typedef struct WorkerArg {
@@ -95,7 +116,16 @@ static bool run_piece(LibjitRuntime *rt, int piece, long g, LjScratch *sc) {
         return false;
     int64_t lo, hi;
     lj_piece_bounds(rt->n, rt->nthreads, piece, &lo, &hi);
-    rt->worker(rt->ops, lo, hi, sc);
+    if (rt->stats) {
+        long t0 = now_ns();
+        rt->worker(rt->ops, lo, hi, sc);
+        RtThreadStats *ts = &rt->stats->thread[sc - rt->scratch];
+        ts->busy_ns += now_ns() - t0;
+        ts->pieces++;
+        ts->taken += piece / LJ_PIECES != sc - rt->scratch;
+    } else {
+        rt->worker(rt->ops, lo, hi, sc);
+    }
     atomic_store_explicit(&rt->piece[piece], g * PIECE_STATES + DONE, memory_order_release);
     return true;
 }
@@ -115,7 +145,7 @@ static void run_share(LibjitRuntime *rt, int index, long g) {
 
 /* Waits for a generation other than `seen` (or stop): spinning, then
  * asleep. Returns the new generation. */
-static long wait_for_job(LibjitRuntime *rt, long seen) {
+static long wait_for_job(LibjitRuntime *rt, int index, long seen) {
     long g;
     long deadline = 0;
     for (int spins = 0;; spins++) {
@@ -133,6 +163,8 @@ static long wait_for_job(LibjitRuntime *rt, long seen) {
         else if (t > deadline)
             break;
     }
+    if (rt->stats)
+        rt->stats->thread[index].sleeps++;
     pthread_mutex_lock(&rt->mutex);
     atomic_fetch_add(&rt->asleep, 1);
     /* The caller bumps the generation, then looks at `asleep` under the
@@ -151,7 +183,7 @@ static void *thread_main(void *p) {
     free(arg);
     long seen = 0;
     for (;;) {
-        seen = wait_for_job(rt, seen);
+        seen = wait_for_job(rt, index, seen);
         if (atomic_load(&rt->stop))
             break;
         run_share(rt, index, seen);
@@ -188,18 +220,49 @@ LibjitRuntime *libjit_runtime_new(int nthreads) {
      * (the ones a --no-threads bundle takes). */
     for (int i = 0; rt->nthreads > 1 && i < rt->nthreads; i++)
         rt->scratch[i].shared = &rt->shared;
+    const char *stats = getenv("GLOWC_RUNTIME_STATS");
+    if (stats && stats[0] && strcmp(stats, "0") && rt->nthreads > 1) {
+        /* aligned: the compiler may assume RtThreadStats' _Alignas */
+        rt->stats = aligned_alloc(64, sizeof *rt->stats);
+        if (rt->stats)
+            memset(rt->stats, 0, sizeof *rt->stats);
+    }
     return rt;
+}
+
+static void print_stats(const LibjitRuntime *rt) {
+    const struct RtStats *st = rt->stats;
+    if (!st->calls)
+        return;
+    double span = (double)st->span_ns, busy = 0;
+    for (int i = 0; i < rt->nthreads; i++)
+        busy += (double)st->thread[i].busy_ns;
+    fprintf(stderr,
+            "glowc runtime: %d threads, %ld parallel calls, %.1f us each; threads in pieces "
+            "%.1f%% of it; caller waited at the end in %ld calls, %.2f us per call\n",
+            rt->nthreads, st->calls, span / 1e3 / (double)st->calls,
+            100 * busy / (span * rt->nthreads), st->waits,
+            (double)st->wait_ns / 1e3 / (double)st->calls);
+    for (int i = 0; i < rt->nthreads; i++)
+        fprintf(stderr,
+                "  thread %d: in pieces %.1f%% of the calls' time, %ld pieces, %ld of another's, "
+                "slept %ld times\n",
+                i, 100 * (double)st->thread[i].busy_ns / span, st->thread[i].pieces,
+                st->thread[i].taken, st->thread[i].sleeps);
 }
 
 void libjit_runtime_free(LibjitRuntime *rt) {
     if (!rt)
         return;
+    if (rt->stats)
+        print_stats(rt);
     pthread_mutex_lock(&rt->mutex);
     atomic_store(&rt->stop, true);
     pthread_cond_broadcast(&rt->wake);
     pthread_mutex_unlock(&rt->mutex);
     for (int i = 1; i < rt->nthreads; i++)
         pthread_join(rt->threads[i], NULL);
+    free(rt->stats);
     pthread_mutex_destroy(&rt->mutex);
     pthread_cond_destroy(&rt->wake);
     for (int i = 0; i < rt->nthreads; i++)
@@ -222,6 +285,7 @@ void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *co
     }
     /* No piece of the last job is RUNNING (the caller waited), so no
      * thread reads these fields now. */
+    long t0 = rt->stats ? now_ns() : 0;
     rt->worker = worker;
     rt->ops = ops;
     rt->n = n;
@@ -239,6 +303,7 @@ void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *co
         pthread_mutex_unlock(&rt->mutex);
     }
     run_share(rt, 0, g);
+    long t1 = rt->stats ? now_ns() : 0;
     /* Every piece is claimed now; a thread that lost its core mid-piece
      * (a loaded machine) is waited for by yielding, so that it can get it
      * back. */
@@ -250,6 +315,13 @@ void libjit_parallel(LibjitRuntime *rt, int64_t n, LibjitWorker worker, void *co
             if (spins > YIELD_AFTER)
                 sched_yield();
         }
+    if (rt->stats) {
+        long t2 = now_ns();
+        rt->stats->calls++;
+        rt->stats->span_ns += t2 - t0;
+        rt->stats->wait_ns += t2 - t1;
+        rt->stats->waits += t2 - t1 > 1000;
+    }
 }
 
 /* ---- the machine's FMA peak (glowc bench --per-node) --------------------------- */
