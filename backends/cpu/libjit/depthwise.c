@@ -278,7 +278,7 @@ LJ_INLINE DlPlan dl_plan(const LjWindow *g) {
     return p;
 }
 
-size_t lj_dwconv_lanes_scratch(const LjWindow *g) {
+LJ_FOLDED size_t lj_dwconv_lanes_scratch(const LjWindow *g) {
     DlPlan p = dl_plan(g);
     return (size_t)(p.hp * p.wp + g->oh * g->ow + g->kh * g->kw) * LJ_VL * sizeof(float);
 }
@@ -289,7 +289,7 @@ size_t lj_dwconv_lanes_scratch(const LjWindow *g) {
  * MobileNet-V2's 14x14 stride 2 7.0 -> 9.6, 7x7 16.2 -> 16.4. On 14-wide
  * and wider maps dwconv.c's rows were faster (its stride-2 phase copies
  * included): the transposes then cost more than the lanes gain. */
-bool lj_dwconv_lanes_fits(const LjWindow *g) {
+LJ_FOLDED bool lj_dwconv_lanes_fits(const LjWindow *g) {
     return g->ow <= 7;
 }
 

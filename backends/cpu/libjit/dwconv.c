@@ -275,6 +275,88 @@ LJ_INLINE void dw_planes(bool fixed, const LjWindow *g, int64_t c, const float *
     }
 }
 
+/* ---- bands: large maps ----------------------------------------------------
+ *
+ * On MobileNet's 112x112 maps a plane's phase rows pass L1 (72 KB at stride
+ * 2), so the copy into them went out to L2 and the taps read them back from
+ * there: the copy was three times the taps' time. Here a band of output
+ * rows at a time has its phase rows filled into a buffer of about
+ * DW_BAND_BYTES, just before its tiles read them: the band is a plane of its
+ * own, a window over the input rows it reads (its pads those of the plane's
+ * that it reaches), so the fill, the tiles and their taps are dw_planes'
+ * own and each output is bit for bit what the whole plane gives. The
+ * input rows two bands share (a 3x3 window's one) are copied twice. */
+enum { DW_BAND_BYTES = 8 * 1024, DW_BAND_MIN = 16 * 1024 };
+
+/* The phase rows that n output rows read, in bytes: a band's (dw_band
+ * gives it the plane's widths, and the rows are n's alone) or, n = oh, the
+ * whole plane's. A closed form of the window: lj_dwconv_scratch must fold
+ * to a constant in a --no-threads bundle. */
+LJ_INLINE size_t dw_rows_bytes(const DwPlan *p, int64_t n) {
+    const LjWindow *g = &p->g;
+    int64_t rows = (n - 1) * g->sh + (g->kh - 1) * g->dh + 1;
+    return (size_t)(rows * g->sw * p->pwidth) * sizeof(float);
+}
+
+/* Output rows per band: a multiple of the tiles' rows; 0 where the whole
+ * plane's phase rows are small enough. */
+LJ_INLINE int64_t dw_band_rows(const DwPlan *p) {
+    const LjWindow *g = &p->g;
+    if (dw_rows_bytes(p, g->oh) <= DW_BAND_MIN)
+        return 0;
+    int64_t in = DW_BAND_BYTES / (int64_t)(g->sw * p->pwidth * sizeof(float));
+    int64_t out = (in - (g->kh - 1) * g->dh - 1) / g->sh + 1;
+    out = out / p->r * p->r;
+    out = out > p->r ? out : p->r;
+    return out < g->oh ? out : 0;
+}
+
+/* The window of output rows [oy0, oy0 + n) over the input rows they read;
+ * *x0 its first input row. */
+LJ_INLINE LjWindow dw_band(const LjWindow *g, int64_t oy0, int64_t n, int64_t *x0) {
+    LjWindow b = *g;
+    int64_t top = oy0 * g->sh - g->ph, rows = (n - 1) * g->sh + (g->kh - 1) * g->dh + 1;
+    b.ph = top < 0 ? -top : 0;
+    *x0 = top < 0 ? 0 : top;
+    b.h = g->h - *x0 < rows - b.ph ? g->h - *x0 : rows - b.ph;
+    b.h = b.h > 0 ? b.h : 0;
+    b.oh = n;
+    return b;
+}
+
+/* Planes [lo, hi) a band at a time (bands rows each); buf, zeroed, holds
+ * one band's phase rows. The rows that fall in the padding are zeroed per
+ * band (another band's input rows were there); the columns in the padding
+ * are never written, the same for every row. */
+LJ_INLINE void dw_planes_banded(const LjWindow *g, int64_t bands, int64_t c, const float *x,
+                                const float *w, const float *bias, float *y, LjAct act,
+                                int64_t lo, int64_t hi, float *buf) {
+    DwPlan whole = dw_plan(g);
+    int64_t off[DW_MAX_TAPS];
+    dw_offsets(&whole, off);
+    int64_t taps = g->kh * g->kw, row = g->sw * whole.pwidth;
+    for (int64_t pl = lo, ch = lo % c; pl < hi; pl++, ch = ch + 1 == c ? 0 : ch + 1) {
+        for (int64_t oy0 = 0; oy0 < g->oh; oy0 += bands) {
+            int64_t n = g->oh - oy0 < bands ? g->oh - oy0 : bands, x0;
+            LjWindow b = dw_band(g, oy0, n, &x0);
+            DwPlan p = dw_plan(&b);
+            __builtin_memset(buf, 0, (size_t)(b.ph * row) * sizeof(float));
+            if (b.ph + b.h < p.rows)
+                __builtin_memset(buf + (b.ph + b.h) * row, 0,
+                                 (size_t)((p.rows - b.ph - b.h) * row) * sizeof(float));
+            dw_fill(&p, x + (pl * g->h + x0) * g->w, buf);
+            dw_plane(false, &p, buf, off, w + ch * taps, bias ? bias[ch] : 0.0f, act,
+                     y + pl * g->oh * g->ow + oy0 * g->ow);
+        }
+    }
+}
+
+LJ_VECTOR_FN static void dw_banded(const LjWindow *g, int64_t bands, int64_t c, const float *x,
+                                   const float *w, const float *bias, float *y, LjAct act,
+                                   int64_t lo, int64_t hi, float *buf) {
+    dw_planes_banded(g, bands, c, x, w, bias, y, act, lo, hi, buf);
+}
+
 /* The windows of MobileNet, EfficientNet and ShuffleNet on their small maps
  * (k x k, stride s, pads k/2, dilation 1, o x o outputs of a square input
  * o*s wide), each compiled with every size a constant. On 7x7 to 28x28
@@ -297,12 +379,25 @@ LJ_INLINE void dw_planes(bool fixed, const LjWindow *g, int64_t c, const float *
 DW_FIXED(DW_FIXED_FN)
 #undef DW_FIXED_FN
 
+LJ_INLINE bool dw_fixed_form(const LjWindow *g) {
+    return g->h == g->w && g->oh == g->ow && g->kh == g->kw && g->sh == g->sw &&
+           g->ph == g->pw && g->dh == 1 && g->dw == 1 && g->ph == g->kh / 2 &&
+           g->h == g->oh * g->sh;
+}
+
+/* Whether window g has a fixed copy: those run on whole planes, never in
+ * bands (the buffer is sized for the one that runs). */
+LJ_INLINE bool dw_has_fixed(const LjWindow *g) {
+#define DW_HAS_CASE(k, s, o) || (g->kh == (k) && g->sh == (s) && g->oh == (o))
+    return dw_fixed_form(g) && (false DW_FIXED(DW_HAS_CASE));
+#undef DW_HAS_CASE
+}
+
 /* The fixed copy for window g, if there is one. */
 LJ_INLINE bool dw_fixed(const LjWindow *g, int64_t c, const float *x, const float *w,
                         const float *bias, float *y, LjAct act, int64_t lo, int64_t hi,
                         float *buf) {
-    if (g->h != g->w || g->oh != g->ow || g->kh != g->kw || g->sh != g->sw || g->ph != g->pw ||
-        g->dh != 1 || g->dw != 1 || g->ph != g->kh / 2 || g->h != g->oh * g->sh)
+    if (!dw_fixed_form(g))
         return false;
 #define DW_FIXED_CASE(k, s, o)                                                                  \
     if (g->kh == (k) && g->sh == (s) && g->oh == (o)) {                                         \
@@ -314,11 +409,14 @@ LJ_INLINE bool dw_fixed(const LjWindow *g, int64_t c, const float *x, const floa
     return false;
 }
 
-size_t lj_dwconv_scratch(const LjWindow *g) {
+/* One band's phase rows (every band but the last has `bands` rows), else
+ * one plane's. */
+LJ_FOLDED size_t lj_dwconv_scratch(const LjWindow *g) {
     if (lj_dwconv_lanes_fits(g))
         return lj_dwconv_lanes_scratch(g);
     DwPlan p = dw_plan(g);
-    return (size_t)(p.rows * g->sw * p.pwidth) * sizeof(float);
+    int64_t bands = dw_has_fixed(g) ? 0 : dw_band_rows(&p);
+    return dw_rows_bytes(&p, bands ? bands : g->oh);
 }
 
 /* The phase rows of each plane, then its tiles. False if the buffer cannot
@@ -336,7 +434,13 @@ LJ_VECTOR_FN bool lj_dwconv(const LjWindow *g, int64_t c, const float *x, const 
     if (!buf)
         return false;
     __builtin_memset(buf, 0, bytes);
-    if (!dw_fixed(g, c, x, w, bias, y, act, lo, hi, buf))
+    DwPlan p = dw_plan(g);
+    int64_t bands = dw_has_fixed(g) ? 0 : dw_band_rows(&p);
+    if (dw_fixed(g, c, x, w, bias, y, act, lo, hi, buf))
+        ;
+    else if (bands)
+        dw_banded(g, bands, c, x, w, bias, y, act, lo, hi, buf);
+    else
         dw_planes(false, g, c, x, w, bias, y, act, lo, hi, buf);
     lj_scratch_put(sc, buf);
     return true;

@@ -25,6 +25,10 @@
  * scratch for (lj_scratch_get) in one call over all its units [0, work);
  * 0 when it asks none. A kernel without one asks for no scratch. */
 #define LIBJIT_SCRATCH __attribute__((always_inline)) int64_t
+/* A size that some libjit_K_scratch returns, inlined into it whatever the
+ * inliner's budget: a --no-threads bundle needs those sizes folded to
+ * constants (aot.c), and dwconv.c's, grown past the budget, was left a call. */
+#define LJ_FOLDED __attribute__((always_inline))
 
 LJ_INLINE int lj_nres(const int64_t *d) {
     return (int)d[DESC_NRES];
