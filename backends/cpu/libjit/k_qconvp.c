@@ -356,13 +356,17 @@ typedef float v16f __attribute__((vector_size(64)));
 typedef short v32s __attribute__((vector_size(64)));
 typedef char v64c __attribute__((vector_size(64)));
 
-/* One vector of sums (bias included) to y_zp + the rounded product, i32. */
-PX86 v16i pq_requant(v16i a, float mult, int32_t zadj) {
+/* One vector of sums (bias included) to y_zp + the rounded product, i32,
+ * with a multiplier per lane; pq_requant, one for all lanes. */
+PX86 v16i pq_requant_lanes(v16i a, v16f mult, int32_t zadj) {
     a = __builtin_elementwise_min(__builtin_elementwise_max(a, (v16i){0} - PQ_CLAMP),
                                   (v16i){0} + PQ_CLAMP);
-    v16f f = __builtin_elementwise_fma(__builtin_convertvector(a, v16f), (v16f){0} + mult,
-                                       (v16f){0} + PQ_MAGIC);
+    v16f f = __builtin_elementwise_fma(__builtin_convertvector(a, v16f), mult, (v16f){0} + PQ_MAGIC);
     return (v16i)f - zadj;
+}
+
+PX86 v16i pq_requant(v16i a, float mult, int32_t zadj) {
+    return pq_requant_lanes(a, (v16f){0} + mult, zadj);
 }
 
 /* A row's four vectors saturated to bytes (two packs, which interleave
@@ -454,15 +458,13 @@ PX86 void mstore_fused(const PConv *p, const MRows *mr, int64_t nb, int64_t pos0
     int32_t lo = g->ey == ELEM_I8 ? -128 : 0, hi = g->ey == ELEM_I8 ? 127 : 255;
     for (int64_t v = 0; v < mr->nmv; v++) {
         v16b b[MP];
-        for (int j = 0; j < MP; j++) {
-            v16i r = __builtin_elementwise_min(
-                __builtin_elementwise_max(a[j][v], (v16i){0} - PQ_CLAMP), (v16i){0} + PQ_CLAMP);
-            v16f f = __builtin_elementwise_fma(__builtin_convertvector(r, v16f), mr->mult[v],
-                                               (v16f){0} + PQ_MAGIC);
-            r = __builtin_elementwise_min(__builtin_elementwise_max((v16i)f - zadj, (v16i){0} + lo),
-                                          (v16i){0} + hi);
-            b[j] = __builtin_convertvector(r, v16b); /* i8: the same bits, modulo 256 */
-        }
+        for (int j = 0; j < MP; j++) /* i8: the same bits, modulo 256 */
+            b[j] = __builtin_convertvector(
+                __builtin_elementwise_min(
+                    __builtin_elementwise_max(pq_requant_lanes(a[j][v], mr->mult[v], zadj),
+                                              (v16i){0} + lo),
+                    (v16i){0} + hi),
+                v16b);
         v32b b01 = __builtin_shufflevector(b[0], b[1], 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
                                            13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
                                            27, 28, 29, 30, 31);
@@ -494,14 +496,12 @@ PX86 void mstore_fused(const PConv *p, const MRows *mr, int64_t nb, int64_t pos0
 }
 
 /* The block's sums requantized as pq_requant does, with a multiplier per
- * lane (or through lj_qconv_store when a row may not), each lane's byte
+ * lane (mstore_fused), or through lj_qconv_store when a row may not, each lane's byte
  * stored in its row's plane: the output is NCHW, so the 16 rows of a
  * vector are 16 planes apart. */
 PX86 void mstore(const PConv *p, const MRows *mr, int64_t nb, int64_t pos0, int64_t np,
                  v16i a[MP][MV]) {
     const LjQConv *g = &p->g;
-    int32_t zadj = PQ_MAGIC_BITS - (int32_t)g->yz;
-    int32_t lo = g->ey == ELEM_I8 ? -128 : 0, hi = g->ey == ELEM_I8 ? 127 : 255;
     if (mr->fused) {
         mstore_fused(p, mr, nb, pos0, np, a);
         return;
@@ -509,25 +509,10 @@ PX86 void mstore(const PConv *p, const MRows *mr, int64_t nb, int64_t pos0, int6
     for (int64_t v = 0; v < mr->nmv; v++)
         for (int64_t j = 0; j < np; j++) {
             int32_t q[16];
-            v16i r = a[j][v];
-            if (mr->fused) {
-                r = __builtin_elementwise_min(
-                    __builtin_elementwise_max(r, (v16i){0} - PQ_CLAMP), (v16i){0} + PQ_CLAMP);
-                v16f f = __builtin_elementwise_fma(__builtin_convertvector(r, v16f), mr->mult[v],
-                                                   (v16f){0} + PQ_MAGIC);
-                r = __builtin_elementwise_min(
-                    __builtin_elementwise_max((v16i)f - zadj, (v16i){0} + lo), (v16i){0} + hi);
-            }
-            __builtin_memcpy(q, &r, sizeof q);
+            __builtin_memcpy(q, &a[j][v], sizeof q);
             int64_t m = mr->m0 + QPACK_ROWS_VEC * v, yo = (nb * g->cout + m) * g->out_size + pos0 + j;
-            for (int i = 0; i < 16; i++, yo += g->out_size) {
-                if (!mr->fused)
-                    lj_qconv_store(g, yo, m + i, q[i]);
-                else if (g->ey == ELEM_I8)
-                    ((int8_t *)g->y)[yo] = (int8_t)q[i];
-                else
-                    ((uint8_t *)g->y)[yo] = (uint8_t)q[i];
-            }
+            for (int i = 0; i < 16; i++, yo += g->out_size)
+                lj_qconv_store(g, yo, m + i, q[i]);
         }
 }
 
