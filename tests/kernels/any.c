@@ -1297,6 +1297,8 @@ static const int64_t qpacked_shapes[][10] = {
     {1, 4, 6, 32, 4, 3, 3, 2, 1, 1},     /* stride 2, phase rows of 16 words */
     {1, 4, 6, 16, 4, 3, 3, 2, 1, 1},     /* stride 2, phase rows of 8 words */
     {1, 4, 5, 25, 4, 3, 3, 2, 0, 1},     /* stride 2, 12 words: two overlapping 8s */
+    {1, 4, 5, 150, 4, 3, 3, 2, 1, 1},    /* stride 2, phase rows of 76 words: two passes */
+    {1, 8, 40, 7, 8, 1, 1, 2, 0, 1},     /* 1x1 stride 2, rows of 4 words, 20 rows (3 groups) */
     /* small maps, rows in groups of 16, sums of 1024 or more: output
      * channels in the lanes (k_qconvp.c's mconv_unit) */
     {1, 128, 7, 7, 32, 3, 3, 1, 1, 1},   /* 7x7: a last block of one position, one group a half */

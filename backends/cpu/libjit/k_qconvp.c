@@ -185,6 +185,93 @@ LJ_INLINE int64_t channel(const PConv *p, int64_t c, int j) {
     return 4 * c + j < p->g.cin ? 4 * c + j : p->g.cin - 1;
 }
 
+/* Stride 2: both column phases of PAIR_R rows at a time from one
+ * conversion of each row's columns (PAIR_T outputs a pass). Converting at
+ * step 2 took two loads and a byte permute per channel row of 8 or 16
+ * words, once per phase (and words one by one under 8: 14x14 maps' phase
+ * rows of 7), 20% of a 3x3 stride-2 conv on 28x28 (perf, bench_qconv); a
+ * step-1 conversion is plain loads, and the phases are then the even and
+ * odd words, one permute a vector. The rows are all converted before any
+ * is taken apart: read back at once, the vectors straddle the stores that
+ * wrote them, which the store buffer cannot forward (that version was
+ * 10% slower than step 2). */
+enum { PAIR_T = 64, PAIR_R = 8 };
+typedef uint32_t vp16 __attribute__((vector_size(64)));
+typedef uint32_t vp8 __attribute__((vector_size(32)));
+#define PAIR_EVEN_16 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
+#define PAIR_EVEN_8 0, 2, 4, 6, 8, 10, 12, 14
+
+/* n words every second one of src (src[0], src[2], ...): 16 or 8 at a
+ * time (the last vector overlapping the one before), one by one under 8. */
+LJ_INLINE void pair_take(const uint32_t *src, int64_t n, uint32_t *out) {
+    int64_t w = n < 8 ? 0 : n < 16 ? 8 : 16;
+    for (int64_t t = 0; w && t < n; t += w) {
+        t = t + w <= n ? t : n - w;
+        if (w == 16) {
+            vp16 a, b;
+            __builtin_memcpy(&a, src + 2 * t, sizeof a);
+            __builtin_memcpy(&b, src + 2 * t + 16, sizeof b);
+            vp16 v = __builtin_shufflevector(a, b, PAIR_EVEN_16);
+            __builtin_memcpy(out + t, &v, sizeof v);
+        } else {
+            vp8 a, b;
+            __builtin_memcpy(&a, src + 2 * t, sizeof a);
+            __builtin_memcpy(&b, src + 2 * t + 8, sizeof b);
+            vp8 v = __builtin_shufflevector(a, b, PAIR_EVEN_8);
+            __builtin_memcpy(out + t, &v, sizeof v);
+        }
+    }
+    for (int64_t t = 0; !w && t < n; t++)
+        out[t] = src[2 * t];
+}
+
+/* Input row y's columns a + k, k < k1, as words into tmp (pad outside). */
+LJ_INLINE void pair_convert(const PConv *p, const uint8_t *plane, int64_t c, int64_t y, int64_t a,
+                            int64_t k1, uint32_t pad, uint32_t *tmp) {
+    const LjQConv *g = &p->g;
+    int64_t iw = g->idims[1];
+    int64_t lo = a < 0 ? -a : 0, hi = iw - a < k1 ? iw - a : k1; /* inside: [lo, hi) */
+    lo = lo < k1 ? lo : k1;
+    hi = hi > lo ? hi : lo;
+    if (y < 0 || y >= g->idims[0])
+        lo = hi = k1;
+    const uint8_t *r[4];
+    for (int j = 0; j < 4; j++)
+        r[j] = plane + channel(p, c, j) * g->in_size + y * iw;
+    for (int64_t k = 0; k < lo; k++)
+        tmp[k] = pad;
+    words_of(r, a + lo, 1, hi - lo, (uint8_t)p->sh, tmp + lo);
+    for (int64_t k = hi; k < k1; k++)
+        tmp[k] = pad;
+}
+
+/* Row phase ry of channel group c (sx = 2): every row of the band, both
+ * column phases (those used). */
+LJ_INLINE void fill_rows_pair(const PConv *p, const uint8_t *plane, int64_t c, int64_t ry,
+                              int64_t oh0, uint32_t pad, uint32_t *buf) {
+    int64_t pt = p->g.win.pad_begin[0], pl = p->g.win.pad_begin[1];
+    /* outputs [t0, t0 + n) read columns a + k, k < 2n + 1 (the odd
+     * phase's vectors read one word past its last) */
+    uint32_t tmp[PAIR_R][2 * PAIR_T + 1];
+    for (int64_t t0 = 0; t0 < p->wq; t0 += PAIR_T) {
+        int64_t n = p->wq - t0 < PAIR_T ? p->wq - t0 : PAIR_T, a = 2 * t0 - pl;
+        for (int64_t y0 = 0; y0 < p->hq; y0 += PAIR_R) {
+            int64_t ny = p->hq - y0 < PAIR_R ? p->hq - y0 : PAIR_R;
+            for (int64_t i = 0; i < ny; i++)
+                pair_convert(p, plane, c, (oh0 + y0 + i) * p->sy + ry - pt, a, 2 * n + 1, pad,
+                             tmp[i]);
+            for (int rx = 0; rx < 2; rx++) {
+                if (p->phx[rx] < 0)
+                    continue;
+                uint32_t *out = buf + c * p->cstride + (p->phy[ry] * p->npx + p->phx[rx]) * p->plane +
+                                y0 * p->wq + t0;
+                for (int64_t i = 0; i < ny; i++)
+                    pair_take(tmp[i] + rx, n, out + i * p->wq);
+            }
+        }
+    }
+}
+
 /* The words of band b of image nb: every channel group, used phase and
  * row of the band's window (pointwise: of its tile at p0 only). */
 LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, uint32_t *buf) {
@@ -208,6 +295,10 @@ LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, ui
         for (int64_t ry = 0; ry < p->sy; ry++) {
             if (p->phy[ry] < 0)
                 continue;
+            if (p->sx == 2) {
+                fill_rows_pair(p, plane, c, ry, oh0, pad, buf);
+                continue;
+            }
             for (int64_t yq = 0; yq < p->hq; yq++) {
                 int64_t y = (oh0 + yq) * p->sy + ry - pt;
                 for (int64_t rx = 0; rx < p->sx; rx++) {
