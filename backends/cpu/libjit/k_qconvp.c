@@ -235,12 +235,14 @@ LJ_INLINE void pair_convert(const PConv *p, const uint8_t *plane, int64_t c, int
     hi = hi > lo ? hi : lo;
     if (y < 0 || y >= g->idims[0])
         lo = hi = k1;
-    const uint8_t *r[4];
-    for (int j = 0; j < 4; j++)
-        r[j] = plane + channel(p, c, j) * g->in_size + y * iw;
     for (int64_t k = 0; k < lo; k++)
         tmp[k] = pad;
-    words_of(r, a + lo, 1, hi - lo, (uint8_t)p->sh, tmp + lo);
+    if (hi > lo) {
+        const uint8_t *r[4];
+        for (int j = 0; j < 4; j++)
+            r[j] = plane + channel(p, c, j) * g->in_size + y * iw;
+        words_of(r, a + lo, 1, hi - lo, (uint8_t)p->sh, tmp + lo);
+    }
     for (int64_t k = hi; k < k1; k++)
         tmp[k] = pad;
 }
