@@ -343,16 +343,13 @@ static void test_conv_shapes(void **state) {
         /* output channels in the lanes (k_conv.c's conv_lanes: 16, 32, 48
          * of them, k from 128): DenseNet's 3x3 on 14x14, a stride, a
          * dilation, uneven pads, two images, a 1-D window, a map whose grid
-         * ends mid-tile; 7x7 in tiles of two rows (the last one's second
-         * dropped); and 7x7 with 16 channels, too sparse a grid for it (the
-         * product) */
+         * ends mid-tile; and 7x7, too sparse a grid for it (the product) */
         {2, 2, 128, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true, false},
         {2, 1, 20, 47, 23, 16, 3, 3, 2, 1, 1, 2, 1, {0, 2, 1, 1}, "silu", 0, 0, true, false},
         {2, 2, 9, 30, 40, 48, 5, 5, 1, 2, 2, 1, 1, {2, 1, 3, 0}, "clip", 0, 6, true, false},
         {1, 1, 40, 1, 200, 16, 1, 5, 1, 1, 1, 1, 1, {0, 2, 0, 2}, "tanh", 0, 0, true, false},
         {2, 1, 64, 11, 13, 32, 3, 3, 1, 1, 1, 1, 1, {0}, "leaky_relu", 0, 0, true, false},
-        {2, 2, 130, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL, 0, 0, false, false},
-        {2, 1, 130, 7, 7, 16, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true, false},
+        {2, 1, 130, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL, 0, 0, false, false},
         /* conv_lanes' tiles of a row's 14 positions (32 channels, where they
          * compute fewer positions than the flattened grid): two a row at
          * 28x28; 26 wide, the second 12 of 14; a stride; a dilation */

@@ -180,7 +180,7 @@ enum {
     LANES_NV = 3,
     LANES_ACC = 24,
     LANES_MIN_K = 128,
-    LANES_ROW_PT = 14, /* rows' tiles: 2 vectors by 14 positions, of 1 or 2 rows */
+    LANES_ROW_PT = 14, /* rows' tiles: 2 vectors by 14 positions */
     LANES_MAX_PT = 24, /* positions of any tile */
     LANES_MAX_ACC = 28 /* accumulators of any tile */
 };
@@ -190,54 +190,40 @@ LJ_INLINE int64_t lanes_pt(int64_t nv) {
 }
 
 /* How the tiles cover one image's outputs: tiles of pt consecutive
- * positions over the flattened oh x wq grid, or (`rows`) tiles of rpt
- * output rows by seg columns (pt = rpt * seg), per_row of them across a
- * row from column 0, columns past ow and rows past oh computed and
- * dropped. 14 positions by 2 vectors (28 accumulators) fit a 14-wide map
- * exactly, where the flattened grid's 16-wide rows in tiles of 12 computed
- * 228 positions for 196 (DenseNet's 128 -> 32 3x3 on 14x14; 28x28 is two
- * such tiles a row, 784 for 840; 7x7 is two rows of 7 a tile, 56 for 49,
- * where the flattened grid computed 72 and left it to the product). */
+ * positions over the flattened oh x wq grid, or (`rows`) per output row,
+ * tiles of pt columns from column 0, per_row of them, the last one's
+ * columns past ow computed and dropped. Rows of 14 positions by 2 vectors
+ * (28 accumulators) fit a 14-wide map exactly, where the flattened grid's
+ * 16-wide rows in tiles of 12 computed 228 positions for 196 (DenseNet's
+ * 128 -> 32 3x3 on 14x14; 28x28 is two such tiles a row, 784 for 840). */
 typedef struct LanesPlan {
-    int64_t pt, seg, rpt, tiles, per_row, wq;
+    int64_t pt, tiles, per_row, wq;
     bool rows;
 } LanesPlan;
-
-/* Rows' tiles of rpt rows by LANES_ROW_PT / rpt columns. */
-LJ_INLINE LanesPlan lanes_rows_plan(const Conv *s, int64_t wq, int64_t rpt) {
-    int64_t seg = LANES_ROW_PT / rpt, per_row = cdiv(s->ow, seg);
-    return (LanesPlan){LANES_ROW_PT, seg, rpt, cdiv(s->oh, rpt) * per_row, per_row, wq, true};
-}
 
 LJ_INLINE LanesPlan lanes_plan(const Conv *s) {
     LjWindow win = window_of(s);
     LjPhases q = lj_phases(&win, 1);
     int64_t nv = s->mg / VL, pt = lanes_pt(nv);
-    LanesPlan p = {pt, pt, 1, cdiv(s->oh * q.wq, pt), 0, q.wq, false};
-    for (int64_t rpt = 1; rpt <= 2 && nv == 2; rpt++) {
-        LanesPlan r = lanes_rows_plan(s, q.wq, rpt);
-        if (r.tiles * r.pt < p.tiles * p.pt)
-            p = r;
+    LanesPlan p = {pt, cdiv(s->oh * q.wq, pt), 0, q.wq, false};
+    if (nv == 2) {
+        int64_t per_row = cdiv(s->ow, LANES_ROW_PT);
+        if (s->oh * per_row * LANES_ROW_PT < p.tiles * p.pt)
+            p = (LanesPlan){LANES_ROW_PT, s->oh * per_row, per_row, q.wq, true};
     }
     return p;
 }
 
-/* Where tile t's positions start on the flattened grid; *oy, *ox, its
- * first output's row and column. */
-LJ_INLINE int64_t lanes_tile_at(const LanesPlan *p, int64_t t, int64_t *oy, int64_t *ox) {
+/* Where tile t's positions start on the flattened grid, and how many of
+ * them are outputs; *ox is the first one's column in its output row. */
+LJ_INLINE int64_t lanes_tile_at(const LanesPlan *p, int64_t t, int64_t *ox) {
     if (p->rows) {
-        *oy = t / p->per_row * p->rpt;
-        *ox = t % p->per_row * p->seg;
-    } else {
-        *oy = t * p->pt / p->wq;
-        *ox = t * p->pt % p->wq;
+        int64_t oy = t / p->per_row;
+        *ox = t % p->per_row * p->pt;
+        return oy * p->wq + *ox;
     }
-    return *oy * p->wq + *ox;
-}
-
-/* Where position r of a tile is, from its first, on the flattened grid. */
-LJ_INLINE int64_t lanes_pos(const LanesPlan *p, int64_t r) {
-    return r / p->seg * p->wq + r % p->seg;
+    *ox = t * p->pt % p->wq;
+    return t * p->pt;
 }
 
 /* Tiles per image. */
@@ -598,12 +584,11 @@ LJ_INLINE size_t lanes_bytes(const Conv *s) {
                sizeof(float);
 }
 
-/* One tile: positions src[koff[k] + lanes_pos(r)], r < pt in rows of seg
- * wq apart, by the nv vectors of wt[k]; bias and activation; into
- * tmp[r][nv * VL]. */
-LJ_INLINE void lanes_tile(const int pt, const int nv, const int seg, int64_t wq, const float *src,
-                          const int64_t *koff, int64_t kdim, const float *wt, const float *bias,
-                          LjAct act, float *tmp) {
+/* One tile: positions src[koff[k] + r], r < pt, by the nv vectors of
+ * wt[k]; bias and activation; into tmp[r][nv * VL]. */
+LJ_INLINE void lanes_tile(const int pt, const int nv, const float *src, const int64_t *koff,
+                          int64_t kdim, const float *wt, const float *bias, LjAct act,
+                          float *tmp) {
     vf32 acc[LANES_MAX_PT][LANES_NV];
     _Pragma("clang loop unroll(full)") for (int r = 0; r < pt; r++)
         _Pragma("clang loop unroll(full)") for (int v = 0; v < nv; v++)
@@ -614,7 +599,7 @@ LJ_INLINE void lanes_tile(const int pt, const int nv, const int seg, int64_t wq,
         _Pragma("clang loop unroll(full)") for (int v = 0; v < nv; v++)
             bv[v] = lj_load(wt + k * nv * VL + v * VL);
         _Pragma("clang loop unroll(full)") for (int r = 0; r < pt; r++) {
-            float av = x[r / seg * wq + r % seg];
+            float av = x[r];
             _Pragma("clang loop unroll(full)") for (int v = 0; v < nv; v++)
                 acc[r][v] += av * bv[v];
         }
@@ -624,20 +609,17 @@ LJ_INLINE void lanes_tile(const int pt, const int nv, const int seg, int64_t wq,
             lj_store(tmp + (r * nv + v) * VL, lj_act(acc[r][v], act));
 }
 
-LJ_VECTOR_FN static void lanes_tile_nv(const LanesPlan *p, int nv, const float *src,
-                                       const int64_t *koff, int64_t kdim, const float *wt,
-                                       const float *bias, LjAct act, float *tmp) {
-    enum { R = LANES_ROW_PT };
-    if (p->rows && p->rpt == 1)
-        lanes_tile(R, 2, R, p->wq, src, koff, kdim, wt, bias, act, tmp);
-    else if (p->rows)
-        lanes_tile(R, 2, R / 2, p->wq, src, koff, kdim, wt, bias, act, tmp);
+LJ_VECTOR_FN static void lanes_tile_nv(int nv, int pt, const float *src, const int64_t *koff,
+                                       int64_t kdim, const float *wt, const float *bias,
+                                       LjAct act, float *tmp) {
+    if (pt == LANES_ROW_PT)
+        lanes_tile(LANES_ROW_PT, 2, src, koff, kdim, wt, bias, act, tmp);
     else if (nv == 1)
-        lanes_tile(LANES_ACC, 1, LANES_ACC, 0, src, koff, kdim, wt, bias, act, tmp);
+        lanes_tile(LANES_ACC, 1, src, koff, kdim, wt, bias, act, tmp);
     else if (nv == 2)
-        lanes_tile(LANES_ACC / 2, 2, LANES_ACC / 2, 0, src, koff, kdim, wt, bias, act, tmp);
+        lanes_tile(LANES_ACC / 2, 2, src, koff, kdim, wt, bias, act, tmp);
     else
-        lanes_tile(LANES_ACC / 3, 3, LANES_ACC / 3, 0, src, koff, kdim, wt, bias, act, tmp);
+        lanes_tile(LANES_ACC / 3, 3, src, koff, kdim, wt, bias, act, tmp);
 }
 
 /* The weights with k outer, m inner (wt[k * mg + m]), which the tiles
@@ -730,10 +712,9 @@ static bool conv_lanes(const Conv *s, const float *x, const float *w, const floa
         /* The band of phase rows tiles [t0, t1) read (band_of); past
          * it, the slack or the next channel's band, read only for
          * positions that are dropped. */
-        int64_t oy, ox;
-        int64_t p0 = lanes_tile_at(&plan, t0, &oy, &ox);
-        int64_t p1 = lanes_tile_at(&plan, t1 - 1, &oy, &ox) + lanes_pos(&plan, pt - 1) + 1;
-        p1 = plan.rows ? p1 : min64(p1, q.npos);
+        int64_t ox;
+        int64_t p0 = lanes_tile_at(&plan, t0, &ox);
+        int64_t p1 = min64(lanes_tile_at(&plan, t1 - 1, &ox) + pt, q.npos);
         int64_t reach = (s->kh - 1) * s->dh / s->sh, rows = q.size / q.wq;
         int64_t r0 = p0 / q.wq, r1 = min64((p1 - 1) / q.wq + reach + 1, rows);
         int64_t per_c = build_band(s, &win, &q, x + img * s->c * s->h * s->w, planes, koff, r0, r1);
@@ -741,15 +722,13 @@ static bool conv_lanes(const Conv *s, const float *x, const float *w, const floa
             planes[s->cg * per_c + e] = 0;
         float *yi = y + img * s->m * plane;
         for (int64_t t = t0; t < t1; t++) {
-            int64_t start = lanes_tile_at(&plan, t, &oy, &ox);
-            lanes_tile_nv(&plan, (int)nv, planes + start, koff, kdim, wt, bias, act, tmp);
+            int64_t start = lanes_tile_at(&plan, t, &ox);
+            lanes_tile_nv((int)nv, (int)pt, planes + start, koff, kdim, wt, bias, act, tmp);
             for (int64_t r = 0; r < pt; r++) {
-                int64_t p = start + lanes_pos(&plan, r), row = p / q.wq, col = p % q.wq;
-                if (plan.rows)
-                    row = oy + r / plan.seg, col = ox + r % plan.seg;
-                if (row >= s->oh || col >= s->ow)
+                int64_t p = start + r, oy = p / q.wq, col = plan.rows ? ox + r : p % q.wq;
+                if (oy >= s->oh || col >= s->ow)
                     continue;
-                float *yp = yi + row * s->ow + col;
+                float *yp = yi + oy * s->ow + col;
                 for (int64_t m = 0; m < mg; m++)
                     yp[m * plane] = tmp[r * mg + m];
             }
