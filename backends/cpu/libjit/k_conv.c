@@ -657,8 +657,8 @@ LJ_INLINE void transpose_block(vf32 r[LJ_VL]) {
 }
 
 /* wt[k][m] for k in [k0, k1): blocks of LJ_VL x LJ_VL transposed in
- * registers (a sixth of a 14x14 conv's time went to this as scalar
- * copies), a scalar tail past the last whole block of k. */
+ * registers (as scalar copies, DenseNet's 128 -> 32 3x3 on 14x14 ran at
+ * 144 GFLOP/s, 150 this way), a scalar tail past the last whole block of k. */
 LJ_INLINE void lanes_wt_rows(const float *w, int64_t kdim, int64_t mg, int64_t k0, int64_t k1,
                              float *wt) {
     int64_t kv = k0 + (k1 - k0) / VL * VL;
