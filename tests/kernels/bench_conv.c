@@ -120,6 +120,10 @@ static const Shape shapes[] = {
     {"densenet121", 12, 128, 28, 32, 3, 1, 1, 1, "relu"},
     {"densenet121", 24, 128, 14, 32, 3, 1, 1, 1, "relu"},
     {"densenet121", 16, 128, 7, 32, 3, 1, 1, 1, "relu"},
+    /* its 1x1 bottlenecks at 14x14 and 28x28 (inputs 256..992 and 128..480
+     * channels: the middle one of each block) */
+    {"densenet121", 24, 640, 14, 128, 1, 1, 0, 1, "relu"},
+    {"densenet121", 12, 320, 28, 128, 1, 1, 0, 1, "relu"},
     {"inception_v3", 1, 3, 299, 32, 3, 2, 0, 1, "relu"},
     {"inception_v3", 1, 32, 149, 32, 3, 1, 0, 1, "relu"},
 };

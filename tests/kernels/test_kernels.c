@@ -350,6 +350,13 @@ static void test_conv_shapes(void **state) {
         {1, 1, 40, 1, 200, 16, 1, 5, 1, 1, 1, 1, 1, {0, 2, 0, 2}, "tanh", 0, 0, true, false},
         {2, 1, 64, 11, 13, 32, 3, 3, 1, 1, 1, 1, 1, {0}, "leaky_relu", 0, 0, true, false},
         {2, 1, 130, 7, 7, 32, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL, 0, 0, false, false},
+        /* conv_lanes' tiles of a row's 14 positions (32 channels, where they
+         * compute fewer positions than the flattened grid): two a row at
+         * 28x28; 26 wide, the second 12 of 14; a stride; a dilation */
+        {2, 1, 64, 28, 28, 32, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true, false},
+        {2, 2, 16, 26, 26, 32, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL, 0, 0, true, false},
+        {2, 1, 20, 27, 27, 32, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, "silu", 0, 0, true, false},
+        {2, 1, 20, 14, 14, 32, 3, 3, 1, 1, 2, 2, 1, {2, 2, 2, 2}, "relu", 0, 0, false, false},
         /* a lanes shape with a fused summand: takes the planes path */
         {2, 2, 128, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true, true},
     };

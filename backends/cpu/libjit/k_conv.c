@@ -176,24 +176,67 @@ LJ_INLINE Grid grid_of(const Conv *s) {
  * 28x28 124 -> 162 GFLOP/s, 14x14 80 -> 112, Inception's
  * 32 -> 32 at 149x149 122 -> 140; its 3 -> 32 stride-2 stem, k = 27, 95 ->
  * 67). */
-enum { LANES_NV = 3, LANES_ACC = 24, LANES_MIN_K = 128 };
+enum {
+    LANES_NV = 3,
+    LANES_ACC = 24,
+    LANES_MIN_K = 128,
+    LANES_ROW_PT = 14, /* rows' tiles: 2 vectors by 14 positions */
+    LANES_MAX_PT = 24, /* positions of any tile */
+    LANES_MAX_ACC = 28 /* accumulators of any tile */
+};
 
 LJ_INLINE int64_t lanes_pt(int64_t nv) {
     return LANES_ACC / nv;
 }
 
-/* Tiles of lanes_pt positions over the flattened grid, per image. */
-LJ_INLINE int64_t lanes_tiles(const Conv *s) {
+/* How the tiles cover one image's outputs: tiles of pt consecutive
+ * positions over the flattened oh x wq grid, or (`rows`) per output row,
+ * tiles of pt columns from column 0, per_row of them, the last one's
+ * columns past ow computed and dropped. Rows of 14 positions by 2 vectors
+ * (28 accumulators) fit a 14-wide map exactly, where the flattened grid's
+ * 16-wide rows in tiles of 12 computed 228 positions for 196 (DenseNet's
+ * 128 -> 32 3x3 on 14x14; 28x28 is two such tiles a row, 784 for 840). */
+typedef struct LanesPlan {
+    int64_t pt, tiles, per_row, wq;
+    bool rows;
+} LanesPlan;
+
+LJ_INLINE LanesPlan lanes_plan(const Conv *s) {
     LjWindow win = window_of(s);
     LjPhases q = lj_phases(&win, 1);
-    return cdiv(s->oh * q.wq, lanes_pt(s->mg / VL));
+    int64_t nv = s->mg / VL, pt = lanes_pt(nv);
+    LanesPlan p = {pt, cdiv(s->oh * q.wq, pt), 0, q.wq, false};
+    if (nv == 2) {
+        int64_t per_row = cdiv(s->ow, LANES_ROW_PT);
+        if (s->oh * per_row * LANES_ROW_PT < p.tiles * p.pt)
+            p = (LanesPlan){LANES_ROW_PT, s->oh * per_row, per_row, q.wq, true};
+    }
+    return p;
+}
+
+/* Where tile t's positions start on the flattened grid, and how many of
+ * them are outputs; *ox is the first one's column in its output row. */
+LJ_INLINE int64_t lanes_tile_at(const LanesPlan *p, int64_t t, int64_t *ox) {
+    if (p->rows) {
+        int64_t oy = t / p->per_row;
+        *ox = t % p->per_row * p->pt;
+        return oy * p->wq + *ox;
+    }
+    *ox = t * p->pt % p->wq;
+    return t * p->pt;
+}
+
+/* Tiles per image. */
+LJ_INLINE int64_t lanes_tiles(const Conv *s) {
+    return lanes_plan(s).tiles;
 }
 
 /* Whether at least 4/5 of the positions the tiles compute are outputs:
  * not on a 7x7 map, whose 9-wide grid rounds up to 72 positions for 49
  * (1.0 -> 1.26 ms over DenseNet's sixteen 128 -> 32 3x3 at 7x7). */
 LJ_INLINE bool lanes_dense_enough(const Conv *s) {
-    return 5 * s->oh * s->ow >= 4 * lanes_tiles(s) * lanes_pt(s->mg / VL);
+    LanesPlan p = lanes_plan(s);
+    return 5 * s->oh * s->ow >= 4 * p.tiles * p.pt;
 }
 
 LJ_INLINE bool is_lanes(const Conv *s) {
@@ -529,12 +572,12 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
 /* Reads past a band's last plane by positions past the output (a tile's
  * tail): at most a tile and a window's width. */
 LJ_INLINE int64_t lanes_slack(const Conv *s) {
-    return lanes_pt(1) + s->kw * s->dw + VL;
+    return LANES_MAX_PT + s->kw * s->dw + VL;
 }
 
 LJ_INLINE size_t lanes_bytes(const Conv *s) {
     LjWindow win = window_of(s);
-    LjPhases q = lj_phases(&win, lanes_pt(s->mg / VL));
+    LjPhases q = lj_phases(&win, lanes_plan(s).pt);
     int64_t kdim = s->cg * s->kh * s->kw;
     return (size_t)kdim * sizeof(int64_t) +
            (size_t)(kdim * s->mg + s->cg * s->sh * s->sw * q.size + lanes_slack(s)) *
@@ -546,7 +589,7 @@ LJ_INLINE size_t lanes_bytes(const Conv *s) {
 LJ_INLINE void lanes_tile(const int pt, const int nv, const float *src, const int64_t *koff,
                           int64_t kdim, const float *wt, const float *bias, LjAct act,
                           float *tmp) {
-    vf32 acc[LANES_ACC][LANES_NV];
+    vf32 acc[LANES_MAX_PT][LANES_NV];
     _Pragma("clang loop unroll(full)") for (int r = 0; r < pt; r++)
         _Pragma("clang loop unroll(full)") for (int v = 0; v < nv; v++)
             acc[r][v] = bias ? lj_load(bias + v * VL) : lj_splat(0);
@@ -566,10 +609,12 @@ LJ_INLINE void lanes_tile(const int pt, const int nv, const float *src, const in
             lj_store(tmp + (r * nv + v) * VL, lj_act(acc[r][v], act));
 }
 
-LJ_VECTOR_FN static void lanes_tile_nv(int nv, const float *src, const int64_t *koff,
+LJ_VECTOR_FN static void lanes_tile_nv(int nv, int pt, const float *src, const int64_t *koff,
                                        int64_t kdim, const float *wt, const float *bias,
                                        LjAct act, float *tmp) {
-    if (nv == 1)
+    if (pt == LANES_ROW_PT)
+        lanes_tile(LANES_ROW_PT, 2, src, koff, kdim, wt, bias, act, tmp);
+    else if (nv == 1)
         lanes_tile(LANES_ACC, 1, src, koff, kdim, wt, bias, act, tmp);
     else if (nv == 2)
         lanes_tile(LANES_ACC / 2, 2, src, koff, kdim, wt, bias, act, tmp);
@@ -586,14 +631,53 @@ LJ_VECTOR_FN static void lanes_tile_nv(int nv, const float *src, const int64_t *
  * its rows of w stream through. */
 enum { LANES_WT_K = 16 };
 
+/* Stage b of an LJ_VL x LJ_VL transpose in registers: within each 2b x 2b
+ * block, the top-right and bottom-left b x b blocks trade places (one
+ * two-source shuffle per row); the stages for b = LJ_VL/2, ..., 1 together
+ * transpose. */
+#define TR_LO(l, b) (((l) & (b)) ? LJ_VL + (l) - (b) : (l))
+#define TR_HI(l, b) (((l) & (b)) ? LJ_VL + (l) : (l) + (b))
+#define TR_STAGE(r, b)                                                                      \
+    for (int i = 0; i < LJ_VL; i++)                                                         \
+        if (!(i & (b))) {                                                                   \
+            vf32 lo = __builtin_shufflevector(r[i], r[i + (b)], LJ_LANES(TR_LO, b));        \
+            r[i + (b)] = __builtin_shufflevector(r[i], r[i + (b)], LJ_LANES(TR_HI, b));     \
+            r[i] = lo;                                                                      \
+        }
+
+LJ_INLINE void transpose_block(vf32 r[LJ_VL]) {
+#if LJ_VL > 8
+    TR_STAGE(r, 8)
+#endif
+#if LJ_VL > 4
+    TR_STAGE(r, 4)
+#endif
+    TR_STAGE(r, 2)
+    TR_STAGE(r, 1)
+}
+
+/* wt[k][m] for k in [k0, k1): blocks of LJ_VL x LJ_VL transposed in
+ * registers (as scalar copies, DenseNet's 128 -> 32 3x3 on 14x14 ran at
+ * 144 GFLOP/s, 150 this way), a scalar tail past the last whole block of k. */
 LJ_INLINE void lanes_wt_rows(const float *w, int64_t kdim, int64_t mg, int64_t k0, int64_t k1,
                              float *wt) {
+    int64_t kv = k0 + (k1 - k0) / VL * VL;
+    for (int64_t m0 = 0; m0 < mg; m0 += VL)
+        for (int64_t k = k0; k < kv; k += VL) {
+            vf32 r[LJ_VL];
+            for (int i = 0; i < VL; i++)
+                r[i] = lj_load(w + (m0 + i) * kdim + k);
+            transpose_block(r);
+            for (int i = 0; i < VL; i++)
+                lj_store(wt + (k + i) * mg + m0, r[i]);
+        }
     for (int64_t m = 0; m < mg; m++)
-        for (int64_t k = k0; k < k1; k++)
+        for (int64_t k = kv; k < k1; k++)
             wt[k * mg + m] = w[m * kdim + k];
 }
 
-static float *lanes_weights(const float *w, int64_t kdim, int64_t mg, float *own, LjScratch *sc) {
+LJ_VECTOR_FN static float *lanes_weights(const float *w, int64_t kdim, int64_t mg, float *own,
+                                         LjScratch *sc) {
     float *wt = lj_shared_get(sc, (size_t)(kdim * mg) * sizeof(float));
     int64_t items = cdiv(kdim, LANES_WT_K);
     if (!wt) {
@@ -612,7 +696,8 @@ static float *lanes_weights(const float *w, int64_t kdim, int64_t mg, float *own
 /* Units: (image, tile of positions). False if the buffers cannot be had. */
 static bool conv_lanes(const Conv *s, const float *x, const float *w, const float *bias,
                        float *y, LjAct act, int64_t lo, int64_t hi, LjScratch *sc) {
-    const int64_t nv = s->mg / VL, pt = lanes_pt(nv), tiles = lanes_tiles(s);
+    const LanesPlan plan = lanes_plan(s);
+    const int64_t nv = s->mg / VL, pt = plan.pt, tiles = plan.tiles;
     const int64_t kdim = s->cg * s->kh * s->kw, plane = s->oh * s->ow, mg = s->mg;
     LjWindow win = window_of(s);
     LjPhases q = lj_phases(&win, pt);
@@ -621,11 +706,15 @@ static bool conv_lanes(const Conv *s, const float *x, const float *w, const floa
         return false;
     float *own_wt = (float *)(koff + kdim), *planes = own_wt + kdim * mg;
     float *wt = lanes_weights(w, kdim, mg, own_wt, sc);
-    float tmp[LANES_ACC * LJ_VL] __attribute__((aligned(64)));
+    float tmp[LANES_MAX_ACC * LJ_VL] __attribute__((aligned(64)));
     for (int64_t u = lo; u < hi;) {
         int64_t img = u / tiles, t0 = u % tiles, t1 = min64(tiles, t0 + hi - u);
-        /* The band of phase rows tiles [t0, t1) read (band_of). */
-        int64_t p0 = t0 * pt, p1 = min64(t1 * pt, q.npos);
+        /* The band of phase rows tiles [t0, t1) read (band_of); past
+         * it, the slack or the next channel's band, read only for
+         * positions that are dropped. */
+        int64_t ox;
+        int64_t p0 = lanes_tile_at(&plan, t0, &ox);
+        int64_t p1 = min64(lanes_tile_at(&plan, t1 - 1, &ox) + pt, q.npos);
         int64_t reach = (s->kh - 1) * s->dh / s->sh, rows = q.size / q.wq;
         int64_t r0 = p0 / q.wq, r1 = min64((p1 - 1) / q.wq + reach + 1, rows);
         int64_t per_c = build_band(s, &win, &q, x + img * s->c * s->h * s->w, planes, koff, r0, r1);
@@ -633,12 +722,13 @@ static bool conv_lanes(const Conv *s, const float *x, const float *w, const floa
             planes[s->cg * per_c + e] = 0;
         float *yi = y + img * s->m * plane;
         for (int64_t t = t0; t < t1; t++) {
-            lanes_tile_nv((int)nv, planes + t * pt, koff, kdim, wt, bias, act, tmp);
+            int64_t start = lanes_tile_at(&plan, t, &ox);
+            lanes_tile_nv((int)nv, (int)pt, planes + start, koff, kdim, wt, bias, act, tmp);
             for (int64_t r = 0; r < pt; r++) {
-                int64_t p = t * pt + r, oy = p / q.wq, ox = p % q.wq;
-                if (oy >= s->oh || ox >= s->ow)
+                int64_t p = start + r, oy = p / q.wq, col = plan.rows ? ox + r : p % q.wq;
+                if (oy >= s->oh || col >= s->ow)
                     continue;
-                float *yp = yi + oy * s->ow + ox;
+                float *yp = yi + oy * s->ow + col;
                 for (int64_t m = 0; m < mg; m++)
                     yp[m * plane] = tmp[r * mg + m];
             }
