@@ -9,7 +9,8 @@
  *
  * --split T times, one after the other on this thread, the pieces the
  * runtime would hand T threads (lj_piece_bounds), a thread's share the sum
- * of its range's pieces, each a call of its own: the largest share's
+ * of its range's pieces, each a call of its own (what the threads share
+ * built once per call: time_pieces): the largest share's
  * time bounds the T-thread time from below, whatever else runs on the
  * machine, and the shares' sum over the whole call's time is the work the
  * split repeats (packing or phase planes built by several threads). So the
@@ -186,19 +187,48 @@ static double time_min(const Case *c, bool interp, int reps) {
     return time_range(c, interp, reps, 0, -1);
 }
 
-/* --split T: the whole call, then each of the T shares alone; prints the
- * bound on the T-thread speedup (whole / largest share) and the repeated
- * work ((sum of shares - whole) / whole). */
+/* Each of the pieces libjit_parallel hands T threads (lj_piece_bounds),
+ * the minimum seconds of repeated runs of them all in turn, as the one
+ * call they make: one buffer shared by the pieces (LjShared, reset per
+ * run as libjit_parallel does per call), so that what the threads share
+ * (k_conv.c's shared B) is built once, by the pieces that claim it --
+ * here the first -- and read by the others. */
+static void time_pieces(const Case *c, int threads, int reps, double *piece) {
+    int64_t n = libjit_conv_f32_work(c->d.w);
+    LjShared shared = {0};
+    LjScratch sc = {.shared = &shared};
+    for (int k = 0; k < threads * LJ_PIECES; k++)
+        piece[k] = 1e30;
+    double start = now();
+    for (int r = 0; r < 2000 && (r < reps || now() - start < 0.2); r++) {
+        lj_shared_reset(&shared);
+        for (int k = 0; k < threads * LJ_PIECES; k++) {
+            int64_t lo, hi;
+            lj_piece_bounds(n, threads, k, &lo, &hi);
+            double t0 = now();
+            if (lo < hi)
+                libjit_conv_f32(c->d.w, c->fast, lo, hi, &sc);
+            double t = lo < hi ? now() - t0 : 0;
+            piece[k] = t < piece[k] ? t : piece[k];
+        }
+    }
+    lj_scratch_release(&sc);
+    lj_shared_free(&shared);
+}
+
+/* --split T: the whole call, then each of the T shares alone (the sum of
+ * its pieces, time_pieces); prints the bound on the T-thread speedup
+ * (whole / largest share) and the repeated work ((sum of shares - whole) /
+ * whole). */
 static void split_row(const Case *c, const Shape *s, int threads, int reps, double *sums) {
     int64_t n = libjit_conv_f32_work(c->d.w);
     double whole = time_range(c, false, reps, 0, n), most = 0, sum = 0;
+    double piece[64 * LJ_PIECES];
+    time_pieces(c, threads, reps, piece);
     for (int t = 0; t < threads; t++) {
         double share = 0;
-        for (int k = t * LJ_PIECES; k < (t + 1) * LJ_PIECES; k++) {
-            int64_t lo, hi;
-            lj_piece_bounds(n, threads, k, &lo, &hi);
-            share += lo < hi ? time_range(c, false, reps, lo, hi) : 0;
-        }
+        for (int k = t * LJ_PIECES; k < (t + 1) * LJ_PIECES; k++)
+            share += piece[k];
         most = share > most ? share : most;
         sum += share;
     }
@@ -256,6 +286,8 @@ int main(int argc, char **argv) {
         else
             model = argv[i];
     }
+    if (split > 64)
+        split = 64; /* time_pieces' array */
     if (split > 0)
         return split_table(model, only, split, reps);
     printf("%-13s %5s %4s %5s %2s %1s %4s %-5s %10s %9s %9s %7s\n", "model", "cin", "hw", "cout", "k",

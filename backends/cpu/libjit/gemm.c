@@ -262,6 +262,39 @@ static void pack_dense(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int6
     }
 }
 
+/* ---- B packed whole, shared ---------------------------------------------- *
+ *
+ * Panel j / NR (columns [j, j + NR)) of B at packed + j * k, its row kk
+ * at + kk * w (w: the panel's width in whole vectors): a k block of it is
+ * then the kc x w panel the tiles read, whatever kc. Packed in items of a
+ * panel's PACK_ROWS rows, each one pack_dense or pack_plain call (whose
+ * last row spills nowhere), so the items are independent. */
+enum { PACK_ROWS = KC_MAX };
+
+LJ_INLINE int64_t tiled_cols(const LjGemm *g) {
+    return g->n - lj_sgemm_tail_cols(g);
+}
+
+int64_t lj_sgemm_packed_floats(const LjGemm *g) {
+    return (tiled_cols(g) + NR - 1) / NR * NR * g->k;
+}
+
+int64_t lj_sgemm_pack_items(const LjGemm *g) {
+    return (tiled_cols(g) + NR - 1) / NR * ((g->k + PACK_ROWS - 1) / PACK_ROWS);
+}
+
+LJ_VECTOR_FN void lj_sgemm_pack(const LjGemm *g, float *packed, int64_t item) {
+    int64_t chunks = (g->k + PACK_ROWS - 1) / PACK_ROWS, n = tiled_cols(g);
+    int64_t j = item / chunks * NR, k0 = item % chunks * PACK_ROWS;
+    int64_t cols = n - j < NR ? n - j : NR, kc = g->k - k0 < PACK_ROWS ? g->k - k0 : PACK_ROWS;
+    int w = (int)((cols + LJ_VL - 1) / LJ_VL) * LJ_VL;
+    float *dst = packed + j * g->k + k0 * w;
+    if (g->koff)
+        pack_dense(g, k0, kc, j, cols, w, dst);
+    else
+        pack_plain(g, k0, kc, j, cols, w, dst);
+}
+
 LJ_INLINE int64_t pick_nc(const LjGemm *g) {
     return g->n < NC ? (g->n + NR - 1) / NR * NR : NC;
 }
@@ -337,10 +370,10 @@ LJ_VECTOR_FN void lj_sgemm(const LjGemm *g) {
 LJ_VECTOR_FN static void blocked(const LjGemm *g, const LjGemm *full, const float *bt,
                                  int64_t tail) {
     float stack_block[KC_MAX * NC] __attribute__((aligned(64)));
-    bool packed = g->koff || packs_b(g);
+    bool packed = g->packed || g->koff || packs_b(g);
     int64_t kc_max = pick_kc(g, packed);
     float *block = stack_block, *heap = NULL;
-    size_t deep = block_bytes(g->m, g->n, g->k, g->koff != NULL);
+    size_t deep = g->packed ? 0 : block_bytes(g->m, g->n, g->k, g->koff != NULL);
     if (deep) {
         heap = lj_scratch_get(g->sc, LJ_SCRATCH_PACK, deep);
         if (heap)
@@ -359,6 +392,8 @@ LJ_VECTOR_FN static void blocked(const LjGemm *g, const LjGemm *full, const floa
             for (int64_t jr = 0; jr < nc; jr += NR) {
                 int64_t cols = nc - jr < NR ? nc - jr : NR;
                 int w = (int)((cols + LJ_VL - 1) / LJ_VL) * LJ_VL;
+                if (g->packed)
+                    break;
                 if (g->koff)
                     pack_dense(g, k0, kc, j0 + jr, cols, w, block + jr * kc);
                 else if (packed || cols < NR)
@@ -375,7 +410,9 @@ LJ_VECTOR_FN static void blocked(const LjGemm *g, const LjGemm *full, const floa
                     Tile t = {.a = g->a + i0 * g->lda + k0, .lda = g->lda, .b = block + jr * kc,
                               .bs = nv * LJ_VL, .c = g->c + i0 * g->ldc + j0 + jr,
                               .ldc = g->ldc, .ncols = cols, .flags = flags, .act = g->act};
-                    if (!packed && cols == NR)
+                    if (g->packed)
+                        t.b = g->packed + (j0 + jr) * g->k + k0 * t.bs;
+                    else if (!packed && cols == NR)
                         t.b = g->b + k0 * g->ldb + j0 + jr, t.bs = g->ldb;
                     if (g->sum)
                         t.sum = g->sum + i0 * g->ldc + j0 + jr;

@@ -50,6 +50,9 @@ typedef struct LjGemm {
     const float *sum;
     LjAct act;
     LjScratch *sc; /* the deep packing block's buffer; NULL: malloc per call */
+    /* NULL, or B already packed whole by lj_sgemm_pack for a product of
+     * the same B (any rows of A): the tiles read it and nothing is packed. */
+    const float *packed;
     /* A B's last n % LJ_VL columns as dot products along A's rows
      * where that is cheaper than a vector of B per row (gemv.c): only for
      * callers whose every share of a product starts at a multiple of
@@ -75,6 +78,15 @@ enum { LJ_SGEMM_TAIL_MAX = 8, LJ_SGEMM_TAIL_K = 8192 };
 enum { LJ_SGEMM_TAIL_FLOATS = LJ_SGEMM_TAIL_K + LJ_SGEMM_TAIL_MAX * LJ_VL };
 int64_t lj_sgemm_tail_gather(const LjGemm *g, float *bt);
 void lj_sgemm_tail_rows(const LjGemm *g, const float *bt, int64_t t, int64_t i0, int64_t i1);
+/* How many of C's last columns tail_dots makes dot products (0: none). */
+int64_t lj_sgemm_tail_cols(const LjGemm *g);
+/* B packed whole (every column but tail_dots' ones, all of k), for
+ * products over the same B that the threads of a call run by rows of A
+ * (k_conv.c): the floats it takes, in how many items it is packed, and
+ * item i into `packed` (items independent: any thread may pack any). */
+int64_t lj_sgemm_packed_floats(const LjGemm *g);
+int64_t lj_sgemm_pack_items(const LjGemm *g);
+void lj_sgemm_pack(const LjGemm *g, float *packed, int64_t item);
 /* The scratch lj_sgemm asks for an m x n x k product (by_offsets: B's
  * rows by koff), in bytes. */
 size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets);

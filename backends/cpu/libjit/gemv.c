@@ -198,9 +198,14 @@ LJ_INLINE void dot_tail_row(int T, const LjGemm *g, const float *bt, int64_t kp,
         v[c][r] = acc[c];
 }
 
-LJ_VECTOR_FN int64_t lj_sgemm_tail_gather(const LjGemm *g, float *bt) {
+int64_t lj_sgemm_tail_cols(const LjGemm *g) {
     int64_t t = g->n % VL;
-    if (!g->tail_dots || g->m <= 0 || !tail_pays(g, t))
+    return g->tail_dots && g->m > 0 && tail_pays(g, t) ? t : 0;
+}
+
+LJ_VECTOR_FN int64_t lj_sgemm_tail_gather(const LjGemm *g, float *bt) {
+    int64_t t = lj_sgemm_tail_cols(g);
+    if (!t)
         return 0;
     int64_t kp = (g->k + VL - 1) / VL * VL, j0 = g->n - t;
     for (int64_t c = 0; c < t; c++) {

@@ -381,12 +381,148 @@ LJ_INLINE void range_cols(const Grid *gr, int64_t u, int64_t hi, int64_t *c0, in
     *c1 = min64(cdiv(in1, gr->inner) * VL, gr->n);
 }
 
+/* The buffers conv_subsampled and conv_planes ask for (one function for
+ * them and for libjit_conv_f32_scratch). */
+LJ_INLINE size_t subsampled_bytes(const Conv *s) {
+    return (size_t)(s->cg * s->oh * s->ow) * sizeof(float);
+}
+
+LJ_INLINE size_t planes_bytes(const Conv *s) {
+    LjWindow win = window_of(s);
+    LjPhases q = lj_phases(&win, PANEL);
+    int64_t kdim = s->cg * s->kh * s->kw, per_c = s->sh * s->sw * q.size;
+    /* A vector more: the product's packing reads up to LJ_VL - 1 floats
+     * past a run of the planes (gemm.h). */
+    return (size_t)kdim * sizeof(int64_t) + (size_t)(s->cg * per_c + VL) * sizeof(float);
+}
+
+/* sub[c][p] = x[c][oy*sh][ox*sw] for channels [ch0, ch1) and output
+ * positions p = oy*ow + ox in [p0, p1). */
+LJ_INLINE void subsample(const Conv *s, const float *xg, float *sub, int64_t ch0, int64_t ch1,
+                         int64_t p0, int64_t p1) {
+    int64_t plane = s->oh * s->ow;
+    for (int64_t c = ch0; c < ch1; c++)
+        for (int64_t pos = p0; pos < p1;) {
+            int64_t oy = pos / s->ow, ox = pos % s->ow, end = min64(p1 - pos, s->ow - ox);
+            const float *src = xg + (c * s->h + oy * s->sh) * s->w;
+            float *dst = sub + c * plane + pos - ox;
+            for (int64_t e = ox; e < ox + end; e++)
+                dst[e] = src[e * s->sw];
+            pos += end;
+        }
+}
+
+/* ---- B built once per call, shared by the threads ---------------------------
+ *
+ * Split by rows, every unit of an (image, group) reads all of its B (the
+ * phase planes or the subsampled input, and B packed from them or from
+ * the input): each piece of each thread built and packed all of it again,
+ * 4 times per call at 2 threads -- ResNet-50's 512-channel 3x3 stride 2 on
+ * 14x14 repeated +33% of its work, its 3x3 on 7x7 +16% (bench_conv --split
+ * 2), finer pieces more. When the call is one (image, group) (batch 1, no
+ * groups: every model's late layers), its B goes to the buffer the call's
+ * threads share (libjit.h: LjShared), built and then packed whole (gemm.h:
+ * lj_sgemm_pack) by whichever threads claim the items, and every piece's
+ * tiles read it. The same values whoever builds them: the same result bit
+ * for bit. Otherwise (several images or groups, whose ranges the pieces
+ * mostly follow; no runtime; a --no-threads bundle) each piece builds and
+ * packs its own, as before. */
+enum { SHARE_FLOATS = 8192 };
+
+LJ_INLINE bool shares_b(const Conv *s, const Grid *gr) {
+    return gr->by_rows && s->n * s->group == 1;
+}
+
+/* The items of a shared B's channels, per_c floats each: per_item
+ * channels an item. */
+typedef struct Claims {
+    int64_t per_item, items;
+} Claims;
+
+LJ_INLINE Claims claims_of(const Conv *s, int64_t per_c) {
+    Claims cl = {SHARE_FLOATS / per_c > 1 ? SHARE_FLOATS / per_c : 1, 0};
+    cl.items = cdiv(s->cg, cl.per_item);
+    return cl;
+}
+
+/* The channels [*c0, *c1) of item it. */
+LJ_INLINE void item_channels(const Claims *cl, const Conv *s, int64_t it, int64_t *c0,
+                             int64_t *c1) {
+    *c0 = it * cl->per_item;
+    *c1 = min64(s->cg, *c0 + cl->per_item);
+}
+
+/* Item it of a shared B: items [0, cl->items) are the caller's to build
+ * (true); the others pack `whole` into `packed` once all of those are
+ * built -- items are claimed in order, and no pack item is done before
+ * every built one is, so done >= cl->items is all of them. The caller
+ * calls lj_shared_done either way. */
+LJ_INLINE bool shared_item(const Claims *cl, const LjGemm *whole, float *packed, int64_t it,
+                           LjScratch *sc) {
+    if (it < cl->items)
+        return true;
+    lj_shared_wait(sc, cl->items);
+    lj_sgemm_pack(whole, packed, it - cl->items);
+    return false;
+}
+
+/* A plain B (rows ldb apart) of the call's one (image, group), m rows of
+ * A by n columns by k. */
+LJ_INLINE LjGemm plain_gemm(const float *b, int64_t ldb, int64_t m, int64_t n, int64_t k) {
+    LjGemm g = {.m = m, .n = n, .k = k, .b = b, .ldb = ldb, .tail_dots = true};
+    return g;
+}
+
+/* The 1x1 stride-1 conv's B (the input itself) packed whole, shared;
+ * NULL where shares_b says no or the buffer cannot be had. */
+static float *shared_pointwise(const Conv *s, const Grid *gr, const float *x, LjScratch *sc) {
+    if (!shares_b(s, gr))
+        return NULL;
+    LjGemm whole = plain_gemm(x, s->h * s->w, s->mg, gr->n, s->cg);
+    float *packed = lj_shared_get(sc, (size_t)lj_sgemm_packed_floats(&whole) * sizeof(float));
+    if (!packed)
+        return NULL;
+    int64_t items = lj_sgemm_pack_items(&whole);
+    for (int64_t it; (it = lj_shared_claim(sc, items)) >= 0; lj_shared_done(sc))
+        lj_sgemm_pack(&whole, packed, it);
+    lj_shared_wait(sc, items);
+    return packed;
+}
+
+/* The subsampled input of the call's one (image, group), then B packed
+ * whole from it (*packed), shared; NULL where shares_b says no or the
+ * buffer cannot be had. */
+static float *shared_subsample(const Conv *s, const Grid *gr, const float *x, float **packed,
+                               LjScratch *sc) {
+    if (!shares_b(s, gr))
+        return NULL;
+    int64_t plane = s->oh * s->ow, sub_floats = cdiv(s->cg * plane, VL) * VL;
+    LjGemm whole = plain_gemm(NULL, plane, s->mg, gr->n, s->cg);
+    float *sub = lj_shared_get(
+        sc, (size_t)(sub_floats + lj_sgemm_packed_floats(&whole)) * sizeof(float));
+    if (!sub)
+        return NULL;
+    whole.b = sub;
+    *packed = sub + sub_floats;
+    Claims cl = claims_of(s, plane);
+    int64_t items = cl.items + lj_sgemm_pack_items(&whole);
+    for (int64_t it, c0, c1; (it = lj_shared_claim(sc, items)) >= 0; lj_shared_done(sc)) {
+        if (!shared_item(&cl, &whole, *packed, it, sc))
+            continue;
+        item_channels(&cl, s, it, &c0, &c1);
+        subsample(s, x, sub, c0, c1, 0, plane);
+    }
+    lj_shared_wait(sc, items);
+    return sub;
+}
+
 /* 1x1, stride 1, no pad: B is the input itself, row-major. */
 LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const float *w,
                                         const float *bias, const float *sum, float *y, LjAct act,
                                         int64_t lo, int64_t hi, LjScratch *sc) {
     int64_t plane = s->h * s->w;
     Grid gr = grid_of(s);
+    const float *packed = shared_pointwise(s, &gr, x, sc);
     ConvPart p;
     for (int64_t u = lo; conv_parts(s, &gr, hi, &p, &u);) {
         int64_t m0 = p.g * s->mg + p.r0;
@@ -406,39 +542,10 @@ LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const flo
             .act = act,
             .sc = sc,
             .tail_dots = true, /* shares start at multiples of VL columns */
+            .packed = packed,
         };
         lj_sgemm(&g);
     }
-}
-
-/* The buffers conv_subsampled and conv_planes ask for (one function for
- * them and for libjit_conv_f32_scratch). */
-LJ_INLINE size_t subsampled_bytes(const Conv *s) {
-    return (size_t)(s->cg * s->oh * s->ow) * sizeof(float);
-}
-
-LJ_INLINE size_t planes_bytes(const Conv *s) {
-    LjWindow win = window_of(s);
-    LjPhases q = lj_phases(&win, PANEL);
-    int64_t kdim = s->cg * s->kh * s->kw, per_c = s->sh * s->sw * q.size;
-    /* A vector more: the product's packing reads up to LJ_VL - 1 floats
-     * past a run of the planes (gemm.h). */
-    return (size_t)kdim * sizeof(int64_t) + (size_t)(s->cg * per_c + VL) * sizeof(float);
-}
-
-/* sub[c][p] = x[c][oy*sh][ox*sw] for output positions p = oy*ow + ox in
- * [p0, p1). */
-LJ_INLINE void subsample(const Conv *s, const float *xg, float *sub, int64_t p0, int64_t p1) {
-    int64_t plane = s->oh * s->ow;
-    for (int64_t c = 0; c < s->cg; c++)
-        for (int64_t pos = p0; pos < p1;) {
-            int64_t oy = pos / s->ow, ox = pos % s->ow, end = min64(p1 - pos, s->ow - ox);
-            const float *src = xg + (c * s->h + oy * s->sh) * s->w;
-            float *dst = sub + c * plane + pos - ox;
-            for (int64_t e = ox; e < ox + end; e++)
-                dst[e] = src[e * s->sw];
-            pos += end;
-        }
 }
 
 /* Strided 1x1: B is the group's input channels subsampled (the columns the
@@ -448,18 +555,20 @@ LJ_VECTOR_FN static bool conv_subsampled(const Conv *s, const float *x, const fl
                                          const float *bias, const float *sum, float *y,
                                          LjAct act, int64_t lo, int64_t hi, LjScratch *sc) {
     int64_t plane = s->oh * s->ow;
-    float *sub = lj_scratch_get(sc, LJ_SCRATCH_PLANES, subsampled_bytes(s));
+    Grid gr = grid_of(s);
+    float *packed = NULL;
+    float *shared = shared_subsample(s, &gr, x, &packed, sc);
+    float *sub = shared ? shared : lj_scratch_get(sc, LJ_SCRATCH_PLANES, subsampled_bytes(s));
     if (!sub)
         return false;
-    Grid gr = grid_of(s);
-    int64_t built = -1; /* the (image, group) in sub */
+    int64_t built = shared ? 0 : -1; /* the (image, group) in sub */
     ConvPart p;
     for (int64_t u = lo, first = lo; conv_parts(s, &gr, hi, &p, &u); first = u) {
         int64_t ig = p.img * s->group + p.g;
         if (ig != built) {
             int64_t c0, c1;
             range_cols(&gr, first, hi, &c0, &c1);
-            subsample(s, x + (p.img * s->c + p.g * s->cg) * s->h * s->w, sub, c0, c1);
+            subsample(s, x + (p.img * s->c + p.g * s->cg) * s->h * s->w, sub, 0, s->cg, c0, c1);
             built = ig;
         }
         int64_t m0 = p.g * s->mg + p.r0;
@@ -479,12 +588,15 @@ LJ_VECTOR_FN static bool conv_subsampled(const Conv *s, const float *x, const fl
             .act = act,
             .sc = sc,
             .tail_dots = true,
+            .packed = packed,
         };
         lj_sgemm(&g);
     }
-    lj_scratch_put(sc, sub);
+    if (!shared)
+        lj_scratch_put(sc, sub);
     return true;
 }
+
 
 /* The phase rows [*r0, *r1) that output positions [c0, c1) read: from
  * the first one's row to the last one's plus the window's reach below
@@ -496,12 +608,12 @@ LJ_INLINE void band_of(const Conv *s, const LjPhases *q, int64_t c0, int64_t c1,
     *r1 = min64((c1 - 1) / s->ow + reach + 1, rows);
 }
 
-/* The phase planes of rows [r0, r1) of a group's channels xg (each
- * channel's planes (r1 - r0) rows, row r0 first), and koff shifted back by
- * r0 rows so that column n still reads at koff[k] + n. Returns the floats
- * a channel's planes take. */
-LJ_INLINE int64_t build_band(const Conv *s, const LjWindow *win, const LjPhases *q, const float *xg,
-                          float *planes, int64_t *koff, int64_t r0, int64_t r1) {
+/* The table of row offsets into the phase planes of rows [r0, r1) of a
+ * group's channels (each channel's planes (r1 - r0) rows, row r0 first),
+ * shifted back by r0 rows so that column n still reads at koff[k] + n.
+ * Returns the floats a channel's planes take. */
+LJ_INLINE int64_t band_offsets(const Conv *s, const LjWindow *win, const LjPhases *q,
+                               int64_t *koff, int64_t r0, int64_t r1) {
     LjPhases band = *q;
     band.size = (r1 - r0) * q->wq;
     int64_t per_c = s->sh * s->sw * band.size;
@@ -510,9 +622,69 @@ LJ_INLINE int64_t build_band(const Conv *s, const LjWindow *win, const LjPhases 
             for (int64_t j = 0; j < s->kw; j++)
                 koff[(c * s->kh + i) * s->kw + j] =
                     c * per_c + lj_tap_offset(win, &band, i, j) - r0 * q->wq;
-    for (int64_t c = 0; c < s->cg; c++)
-        lj_build_phase_rows(win, q, xg + c * s->h * s->w, 0.0f, planes + c * per_c, r0, r1);
     return per_c;
+}
+
+/* Channels [c0, c1) of those planes, from the group's channels xg. */
+LJ_INLINE void band_planes(const Conv *s, const LjWindow *win, const LjPhases *q, const float *xg,
+                           float *planes, int64_t per_c, int64_t c0, int64_t c1, int64_t r0,
+                           int64_t r1) {
+    for (int64_t c = c0; c < c1; c++)
+        lj_build_phase_rows(win, q, xg + c * s->h * s->w, 0.0f, planes + c * per_c, r0, r1);
+}
+
+/* The offsets and the planes of all the group's channels. */
+LJ_INLINE int64_t build_band(const Conv *s, const LjWindow *win, const LjPhases *q, const float *xg,
+                             float *planes, int64_t *koff, int64_t r0, int64_t r1) {
+    int64_t per_c = band_offsets(s, win, q, koff, r0, r1);
+    band_planes(s, win, q, xg, planes, per_c, 0, s->cg, r0, r1);
+    return per_c;
+}
+
+/* The product's B over the phase planes (koff from band_offsets), rows
+ * of A from m0 on, the columns of units [c0, c1) of one (image, group). */
+LJ_INLINE LjGemm planes_gemm(const Conv *s, const LjPhases *q, const float *planes,
+                             const int64_t *koff, int64_t m, int64_t c0, int64_t c1) {
+    LjGemm g = {
+        .m = m,
+        .n = c1 - c0,
+        .k = s->cg * s->kh * s->kw,
+        .b = planes,
+        .koff = koff,
+        .wq = q->wq,
+        .ow = s->ow,
+        .n0 = c0,
+        .tail_dots = true, /* shares start at multiples of VL columns */
+    };
+    return g;
+}
+
+/* Floats of the call's one (image, group)'s phase planes, rows [r0, r1),
+ * with the vector more that planes_bytes has (the packing reads past a
+ * run), rounded to whole vectors: the packed B follows them. */
+LJ_INLINE int64_t shared_planes_floats(const Conv *s, const LjPhases *q, int64_t r0, int64_t r1) {
+    return cdiv(s->cg * s->sh * s->sw * (r1 - r0) * q->wq + VL, VL) * VL;
+}
+
+/* The shared B of conv_planes (shares_b): the phase planes, rows [r0,
+ * r1) -- items of channels -- then B packed whole from them (gemm.h:
+ * lj_sgemm_pack) -- items of panel rows, each begun once every plane is
+ * built -- by whichever threads claim them; returns once all are done. */
+static void build_shared_b(const Conv *s, const LjWindow *win, const LjPhases *q, const float *x,
+                           float *planes, const int64_t *koff, int64_t r0, int64_t r1, int64_t n,
+                           LjScratch *sc) {
+    int64_t per_c = s->sh * s->sw * (r1 - r0) * q->wq;
+    Claims cl = claims_of(s, per_c);
+    LjGemm whole = planes_gemm(s, q, planes, koff, s->mg, 0, n);
+    float *packed = planes + shared_planes_floats(s, q, r0, r1);
+    int64_t items = cl.items + lj_sgemm_pack_items(&whole);
+    for (int64_t it, c0, c1; (it = lj_shared_claim(sc, items)) >= 0; lj_shared_done(sc)) {
+        if (!shared_item(&cl, &whole, packed, it, sc))
+            continue;
+        item_channels(&cl, s, it, &c0, &c1);
+        band_planes(s, win, q, x, planes, per_c, c0, c1, r0, r1);
+    }
+    lj_shared_wait(sc, items);
 }
 
 /* The rest: B's rows are runs of the phase planes of the group's input
@@ -525,12 +697,27 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
     LjWindow win = window_of(s);
     LjPhases q = lj_phases(&win, PANEL);
     int64_t kdim = s->cg * s->kh * s->kw;
-    int64_t *koff = lj_scratch_get(sc, LJ_SCRATCH_PLANES, planes_bytes(s));
+    Grid gr = grid_of(s);
+    int64_t sr0, sr1; /* a shared B: all the rows (by rows, every column) */
+    band_of(s, &q, 0, gr.n, &sr0, &sr1);
+    float *shared = NULL;
+    if (shares_b(s, &gr)) {
+        LjGemm whole = planes_gemm(s, &q, NULL, NULL, s->mg, 0, gr.n);
+        int64_t floats = shared_planes_floats(s, &q, sr0, sr1) + lj_sgemm_packed_floats(&whole);
+        shared = lj_shared_get(sc, (size_t)floats * sizeof(float));
+    }
+    int64_t *koff = lj_scratch_get(sc, LJ_SCRATCH_PLANES,
+                                   shared ? (size_t)kdim * sizeof(int64_t) : planes_bytes(s));
     if (!koff)
         return false;
-    float *planes = (float *)(koff + kdim);
-    Grid gr = grid_of(s);
+    float *planes = shared ? shared : (float *)(koff + kdim), *packed = NULL;
     int64_t built = -1; /* the (image, group) in the planes */
+    if (shared) {
+        band_offsets(s, &win, &q, koff, sr0, sr1);
+        build_shared_b(s, &win, &q, x, planes, koff, sr0, sr1, gr.n, sc);
+        packed = planes + shared_planes_floats(s, &q, sr0, sr1);
+        built = 0;
+    }
     ConvPart p;
     for (int64_t u = lo, first = lo; conv_parts(s, &gr, hi, &p, &u); first = u) {
         int64_t ig = p.img * s->group + p.g;
@@ -543,26 +730,17 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
             built = ig;
         }
         int64_t m0 = p.g * s->mg + p.r0;
-        LjGemm g = {
-            .m = p.r1 - p.r0,
-            .n = p.c1 - p.c0,
-            .k = kdim,
-            .a = w + m0 * kdim,
-            .lda = kdim,
-            .b = planes,
-            .koff = koff,
-            .wq = q.wq,
-            .ow = s->ow,
-            .n0 = p.c0,
-            .tail_dots = true, /* shares start at multiples of VL columns */
-            .c = y + (p.img * s->m + m0) * s->oh * s->ow + p.c0,
-            .ldc = s->oh * s->ow,
-            .bias = bias ? bias + m0 : NULL,
-            .bias_rows = true,
-            .sum = sum ? sum + (p.img * s->m + m0) * s->oh * s->ow + p.c0 : NULL,
-            .act = act,
-            .sc = sc,
-        };
+        LjGemm g = planes_gemm(s, &q, planes, koff, p.r1 - p.r0, p.c0, p.c1);
+        g.a = w + m0 * kdim;
+        g.lda = kdim;
+        g.c = y + (p.img * s->m + m0) * s->oh * s->ow + p.c0;
+        g.ldc = s->oh * s->ow;
+        g.bias = bias ? bias + m0 : NULL;
+        g.bias_rows = true;
+        g.sum = sum ? sum + (p.img * s->m + m0) * s->oh * s->ow + p.c0 : NULL;
+        g.act = act;
+        g.sc = sc;
+        g.packed = packed;
         lj_sgemm(&g);
     }
     lj_scratch_put(sc, koff);
