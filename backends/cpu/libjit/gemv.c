@@ -76,40 +76,6 @@ static void gemv_row(const LjGemm *g) {
     }
 }
 
-/* The sums of VL rows' lanes as one vector, lane r row r's (v[r], the
- * other vectors of v clobbered): each step halves the partial sums of
- * every row -- a row's upper half added to its lower half -- two rows'
- * halves packed into one vector, so VL rows cost log2 VL steps of two
- * shuffles and an add per pair. Summing the lanes one at a time was a chain
- * of VL dependent adds per output, and the activation a vector's work for
- * one float: EfficientNet's squeeze-excite convs, one dot product per
- * output, ran at 0.6 GFLOP/s. A row's tree of adds is the same in every
- * position of the block (lane l with lane l + h/2 of its own h partial
- * sums), so an output does not depend on which rows share its block: a
- * thread's share may begin anywhere. */
-#define SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
-/* Lane L of a step over blocks of h partial sums (VL / h rows a vector):
- * the lower halves of a's rows, then b's; HALF_HI the upper halves. */
-#define HALF_LO(L, h)                                                                           \
-    ((L) / ((h) / 2) < VL / (h) ? (L) / ((h) / 2) * (h) + (L) % ((h) / 2)                       \
-                                : VL + ((L) / ((h) / 2) - VL / (h)) * (h) + (L) % ((h) / 2))
-#define HALF_HI(L, h) (HALF_LO(L, h) + (h) / 2)
-/* h / 2 pairs of vectors into h / 2 vectors. */
-#define HALVE(h)                                                                                \
-    for (int i = 0; i < (h) / 2; i++)                                                           \
-        v[i] = SHUF(v[2 * i], v[2 * i + 1], LJ_LANES(HALF_LO, h)) +                             \
-               SHUF(v[2 * i], v[2 * i + 1], LJ_LANES(HALF_HI, h));
-
-LJ_INLINE vf32 sum_rows(vf32 *v) {
-#if LJ_VL == 16
-    HALVE(16) HALVE(8)
-#elif LJ_VL != 4
-#error "sum_rows halves 16 or 4 lanes"
-#endif
-    HALVE(4) HALVE(2)
-    return v[0];
-}
-
 /* Rows [i0, i0 + R) of column j of C from their sums s (lanes past R
  * unused): the bias, the activation on all of them at once. */
 LJ_INLINE void store_rows(const LjGemm *g, vf32 s, int64_t i0, int64_t R, int64_t j) {
@@ -149,7 +115,7 @@ LJ_INLINE void dot_rows(int R, const LjGemm *g, const float *x, int64_t i, vf32 
 }
 
 /* One column of B, contiguous: C[i][0] = act(bias + A[i] . B[.][0]), VL
- * rows a block (sum_rows). */
+ * rows a block (lj_sum_rows). */
 static void gemv_col(const LjGemm *g) {
     for (int64_t i0 = 0; i0 < g->m; i0 += VL) {
         int64_t R = g->m - i0 < VL ? g->m - i0 : VL, r = 0;
@@ -160,7 +126,7 @@ static void gemv_col(const LjGemm *g) {
             dot_rows(1, g, g->b, i0 + r, v + r);
         for (; r < VL; r++)
             v[r] = lj_splat(0);
-        store_rows(g, sum_rows(v), i0, R, 0);
+        store_rows(g, lj_sum_rows(v), i0, R, 0);
     }
 }
 
@@ -239,7 +205,7 @@ LJ_VECTOR_FN void lj_sgemm_tail_rows(const LjGemm *g, const float *bt, int64_t t
         for (int64_t c = 0; c < t; c++) {
             for (int64_t z = R; z < VL; z++)
                 v[c][z] = lj_splat(0);
-            store_rows(g, sum_rows(v[c]), b0, R, j0 + c);
+            store_rows(g, lj_sum_rows(v[c]), b0, R, j0 + c);
         }
     }
 }
