@@ -6,6 +6,7 @@
  * usage: bench_conv [resnet50|resnet18|mobilenet_v2|efficientnet_b0|densenet121|inception_v3|all] [--no-interp] [--reps N]
  *                   [--only I] (the I-th shape of the table alone, for a profiler)
  *                   [--split T] (each thread's share alone, see split_row)
+ *                   [--cold] (the weights flushed from the caches before every run)
  *
  * --split T times, one after the other on this thread, the pieces the
  * runtime would hand T threads (lj_piece_bounds), a thread's share the sum
@@ -163,14 +164,35 @@ static double flops(const Shape *s) {
     return 2.0 * (double)(s->m * o * o) * (double)(s->c / s->group * s->k * s->k);
 }
 
+/* --cold: every run starts with the weights out of the caches, as in a
+ * model, where each layer's weights are read once per inference and the
+ * layers between evict them (the activations are the previous layer's
+ * output, so they stay). Alone and hot, a kernel hides what its reads of
+ * the weights cost: ResNet-50's and MobileNet-V2's 1x1 convolutions on
+ * 14x14 and 7x7 maps run at 85% of the FMA peak here and at 55-70% in
+ * the models (glowc bench --per-node). */
+static void flush_weights(const Case *c) {
+#if defined(__x86_64__)
+    const char *w = c->fast[2];
+    size_t bytes = (size_t)desc_numel(&c->d, 2) * sizeof(float);
+    for (size_t i = 0; i < bytes; i += 64)
+        __builtin_ia32_clflush(w + i);
+    __builtin_ia32_mfence();
+#else
+    (void)c;
+#endif
+}
+
 /* Minimum seconds of `reps` runs (at least 0.2 s of them, at most 2000) of
  * units [lo, hi) (hi < 0: all of them). */
-static double time_range(const Case *c, bool interp, int reps, int64_t lo, int64_t hi) {
+static double time_range(const Case *c, bool interp, bool cold, int reps, int64_t lo, int64_t hi) {
     LjScratch sc = {0};
     double best = 1e30, start = now();
     if (hi < 0)
         hi = libjit_conv_f32_work(c->d.w);
     for (int r = 0; r < 2000 && (r < reps || now() - start < 0.2); r++) {
+        if (cold)
+            flush_weights(c);
         double t0 = now();
         if (interp)
             libjit_generic(c->d.w, c->ref);
@@ -183,8 +205,8 @@ static double time_range(const Case *c, bool interp, int reps, int64_t lo, int64
     return best;
 }
 
-static double time_min(const Case *c, bool interp, int reps) {
-    return time_range(c, interp, reps, 0, -1);
+static double time_min(const Case *c, bool interp, bool cold, int reps) {
+    return time_range(c, interp, cold, reps, 0, -1);
 }
 
 /* Each of the pieces libjit_parallel hands T threads (lj_piece_bounds),
@@ -193,7 +215,7 @@ static double time_min(const Case *c, bool interp, int reps) {
  * run as libjit_parallel does per call), so that what the threads share
  * (k_conv.c's shared B) is built once, by the pieces that claim it --
  * here the first -- and read by the others. */
-static void time_pieces(const Case *c, int threads, int reps, double *piece) {
+static void time_pieces(const Case *c, int threads, bool cold, int reps, double *piece) {
     int64_t n = libjit_conv_f32_work(c->d.w);
     LjShared shared = {0};
     LjScratch sc = {.shared = &shared};
@@ -202,6 +224,8 @@ static void time_pieces(const Case *c, int threads, int reps, double *piece) {
     double start = now();
     for (int r = 0; r < 2000 && (r < reps || now() - start < 0.2); r++) {
         lj_shared_reset(&shared);
+        if (cold)
+            flush_weights(c);
         for (int k = 0; k < threads * LJ_PIECES; k++) {
             int64_t lo, hi;
             lj_piece_bounds(n, threads, k, &lo, &hi);
@@ -220,11 +244,12 @@ static void time_pieces(const Case *c, int threads, int reps, double *piece) {
  * its pieces, time_pieces); prints the bound on the T-thread speedup
  * (whole / largest share) and the repeated work ((sum of shares - whole) /
  * whole). */
-static void split_row(const Case *c, const Shape *s, int threads, int reps, double *sums) {
+static void split_row(const Case *c, const Shape *s, int threads, bool cold, int reps,
+                      double *sums) {
     int64_t n = libjit_conv_f32_work(c->d.w);
-    double whole = time_range(c, false, reps, 0, n), most = 0, sum = 0;
+    double whole = time_range(c, false, cold, reps, 0, n), most = 0, sum = 0;
     double piece[64 * LJ_PIECES];
-    time_pieces(c, threads, reps, piece);
+    time_pieces(c, threads, cold, reps, piece);
     for (int t = 0; t < threads; t++) {
         double share = 0;
         for (int k = t * LJ_PIECES; k < (t + 1) * LJ_PIECES; k++)
@@ -256,13 +281,13 @@ static bool next_case(const char *model, int only, size_t *i, Case *c) {
     return false;
 }
 
-static int split_table(const char *model, int only, int threads, int reps) {
+static int split_table(const char *model, int only, int threads, bool cold, int reps) {
     printf("%-13s %5s %4s %5s %2s %1s %4s %6s %8s %8s %7s %7s\n", "model", "cin", "hw", "cout",
            "k", "s", "grp", "units", "1T ms", "share ms", "bound", "repeat");
     double sums[3] = {0};
     Case c;
     for (size_t i = 0; next_case(model, only, &i, &c); i++) {
-        split_row(&c, &shapes[i], threads, reps, sums);
+        split_row(&c, &shapes[i], threads, cold, reps, sums);
         case_free(&c);
     }
     printf("weighted by count: %.2f ms whole, %.2f ms largest shares (bound %.2fx), repeated %+.1f%%\n",
@@ -272,7 +297,7 @@ static int split_table(const char *model, int only, int threads, int reps) {
 
 int main(int argc, char **argv) {
     const char *model = "resnet50";
-    bool interp = true;
+    bool interp = true, cold = false;
     int reps = 20, only = -1, split = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-interp"))
@@ -281,6 +306,8 @@ int main(int argc, char **argv) {
             only = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--split") && i + 1 < argc)
             split = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cold"))
+            cold = true;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else
@@ -289,15 +316,15 @@ int main(int argc, char **argv) {
     if (split > 64)
         split = 64; /* time_pieces' array */
     if (split > 0)
-        return split_table(model, only, split, reps);
+        return split_table(model, only, split, cold, reps);
     printf("%-13s %5s %4s %5s %2s %1s %4s %-5s %10s %9s %9s %7s\n", "model", "cin", "hw", "cout", "k",
            "s", "grp", "act", "MFLOP", "fast GF/s", "interp", "speedup");
     double total_flops = 0, total_fast = 0, total_interp = 0;
     Case c;
     for (size_t i = 0; next_case(model, only, &i, &c); i++) {
         const Shape *s = &shapes[i];
-        double tf = time_min(&c, false, reps);
-        double ti = interp ? time_min(&c, true, 2) : 0;
+        double tf = time_min(&c, false, cold, reps);
+        double ti = interp ? time_min(&c, true, cold, 2) : 0;
         double f = flops(s);
         total_flops += f * s->count;
         total_fast += tf * s->count;

@@ -236,4 +236,39 @@ LJ_INLINE bool lj_act_is_costly(LjAct a) {
 /* p[0 .. n) = act(p[0 .. n)), out of line (gemm.c). */
 void lj_act_span(float *p, int64_t n, LjAct a);
 
+/* The sums of LJ_VL rows' lanes as one vector (gemv.c's dot products,
+ * k_pool.c's global average), lane r row r's (v[r], the
+ * other vectors of v clobbered): each step halves the partial sums of
+ * every row -- a row's upper half added to its lower half -- two rows'
+ * halves packed into one vector, so LJ_VL rows cost log2 LJ_VL steps of two
+ * shuffles and an add per pair. Summing the lanes one at a time was a chain
+ * of LJ_VL dependent adds per output, and the activation a vector's work for
+ * one float: EfficientNet's squeeze-excite convs, one dot product per
+ * output, ran at 0.6 GFLOP/s. A row's tree of adds is the same in every
+ * position of the block (lane l with lane l + h/2 of its own h partial
+ * sums), so an output does not depend on which rows share its block: a
+ * thread's share may begin anywhere. */
+#define LJ_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+/* Lane L of a step over blocks of h partial sums (LJ_VL / h rows a vector):
+ * the lower halves of a's rows, then b's; LJ_HALF_HI the upper halves. */
+#define LJ_HALF_LO(L, h)                                                                           \
+    ((L) / ((h) / 2) < LJ_VL / (h) ? (L) / ((h) / 2) * (h) + (L) % ((h) / 2)                       \
+                                : LJ_VL + ((L) / ((h) / 2) - LJ_VL / (h)) * (h) + (L) % ((h) / 2))
+#define LJ_HALF_HI(L, h) (LJ_HALF_LO(L, h) + (h) / 2)
+/* h / 2 pairs of vectors into h / 2 vectors. */
+#define LJ_HALVE(h)                                                                                \
+    for (int i = 0; i < (h) / 2; i++)                                                              \
+        v[i] = LJ_SHUF(v[2 * i], v[2 * i + 1], LJ_LANES(LJ_HALF_LO, h)) +                          \
+               LJ_SHUF(v[2 * i], v[2 * i + 1], LJ_LANES(LJ_HALF_HI, h));
+
+LJ_INLINE vf32 lj_sum_rows(vf32 *v) {
+#if LJ_VL == 16
+    LJ_HALVE(16) LJ_HALVE(8)
+#elif LJ_VL != 4
+#error "lj_sum_rows halves 16 or 4 lanes"
+#endif
+    LJ_HALVE(4) LJ_HALVE(2)
+    return v[0];
+}
+
 #endif
