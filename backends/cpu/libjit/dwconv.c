@@ -55,16 +55,11 @@ LJ_INLINE float *phase_row(const DwPlan *p, float *buf, int64_t r, int64_t ph) {
     return buf + (r * p->g.sw + ph) * p->pwidth;
 }
 
-/* The first n lanes of v, the others 0. The end of a short row is copied
- * a vector at a time with this: the lanes past the row read the next row
- * (still inside the plane) and become the right padding's zeros, which they
- * overwrite in the phase row. One float at a time, the copy of 14- and
- * 28-wide rows cost stride-2 layers more than their taps. */
-#define DW_IOTA(l, _) (l)
-LJ_INLINE vf32 dw_first(vf32 v, int64_t n) {
-    vi32 lane = {LJ_LANES(DW_IOTA, )};
-    return lj_select(lane < (int32_t)n, v, lj_splat(0));
-}
+/* The end of a short row is copied a vector at a time (lj_first): the
+ * lanes past the row read the next row (still inside the plane) and become
+ * the right padding's zeros, which they overwrite in the phase row. One
+ * float at a time, the copy of 14- and 28-wide rows cost stride-2 layers
+ * more than their taps. */
 
 /* The inside of plane x into the phase rows (the rest stays 0), phase ph
  * of every row: its columns [m0, m1) are inside the input. Phase by phase,
@@ -89,7 +84,7 @@ LJ_INLINE void dw_fill_phase(const DwPlan *p, const float *x, float *buf, int64_
             for (; m + LJ_VL <= m1; m += LJ_VL)
                 lj_store(dst + m, lj_load(src + m - g->pw));
             for (; m < m1 && m - g->pw + LJ_VL <= left && m + LJ_VL <= p->pwidth; m += LJ_VL)
-                lj_store(dst + m, dw_first(lj_load(src + m - g->pw), m1 - m));
+                lj_store(dst + m, lj_first(lj_load(src + m - g->pw), m1 - m));
         } else if (g->sw == 2) {
             /* even or odd lanes of 32 inputs, while all 32 are in the row */
             for (; m + LJ_VL <= m1 && 2 * m + ph - g->pw + 2 * LJ_VL <= g->w; m += LJ_VL) {
@@ -99,7 +94,7 @@ LJ_INLINE void dw_fill_phase(const DwPlan *p, const float *x, float *buf, int64_
             for (; m < m1 && 2 * m + ph - g->pw + 2 * LJ_VL <= left && m + LJ_VL <= p->pwidth;
                  m += LJ_VL) {
                 const float *s = src + 2 * m + ph - g->pw;
-                lj_store(dst + m, dw_first(lj_even(lj_load(s), lj_load(s + LJ_VL)), m1 - m));
+                lj_store(dst + m, lj_first(lj_even(lj_load(s), lj_load(s + LJ_VL)), m1 - m));
             }
         }
         for (; m < m1; m++)

@@ -70,8 +70,8 @@ typedef struct Tile {
 #define TILE_LOOP_R _Pragma("clang loop unroll(full)") for (int r = 0; r < mr; r++)
 #define TILE_LOOP_V _Pragma("clang loop unroll(full)") for (int v = 0; v < nv; v++)
 
-/* Rows [0, rows) of n floats, ldc apart, through a costly activation,
- * kind K a constant (act_rows' cases), so that lj_act's switch folds. */
+/* Rows [0, rows) of n floats, ldc apart, through activation a of kind K
+ * (a constant in act_rows' costly cases, so that lj_act's switch folds). */
 LJ_INLINE void act_rows_k(ActKind K, float *c, int64_t ldc, int64_t rows, int64_t n, LjAct a) {
     a.kind = K;
     for (int64_t r = 0; r < rows; r++) {
@@ -86,17 +86,15 @@ LJ_INLINE void act_rows_k(ActKind K, float *c, int64_t ldc, int64_t rows, int64_
 
 /* A tile's costly activation (sigmoid, tanh, silu), after its store: one
  * call per tile with the kind's switch outside the loops. Called per row
- * (3 vectors of a 48-column tile), lj_act_span's call and switch cost
- * nearly as much as the silu itself: EfficientNet's 16->96 expansion on a
- * 112x112 map took twice MobileNet's (clip) time. */
+ * (3 vectors of a 48-column tile), the call and the switch cost nearly as
+ * much as the silu itself: EfficientNet's 16->96 expansion on a 112x112
+ * map took twice MobileNet's (clip) time. */
 LJ_VECTOR_FN static void act_rows(float *c, int64_t ldc, int64_t rows, int64_t n, LjAct a) {
     switch (a.kind) {
     case ACT_SILU: act_rows_k(ACT_SILU, c, ldc, rows, n, a); return;
     case ACT_SIGMOID: act_rows_k(ACT_SIGMOID, c, ldc, rows, n, a); return;
     case ACT_TANH: act_rows_k(ACT_TANH, c, ldc, rows, n, a); return;
-    default:
-        for (int64_t r = 0; r < rows; r++)
-            lj_act_span(c + r * ldc, n, a);
+    default: act_rows_k(a.kind, c, ldc, rows, n, a);
     }
 }
 
@@ -176,11 +174,7 @@ LJ_VECTOR_FN static void tile_kernel(int mr, int nv, int64_t kc, const Tile *t) 
 }
 
 LJ_VECTOR_FN void lj_act_span(float *p, int64_t n, LjAct a) {
-    int64_t i = 0;
-    for (; i + LJ_VL <= n; i += LJ_VL)
-        lj_store(p + i, lj_act(lj_load(p + i), a));
-    if (i < n)
-        lj_store_part(p + i, lj_act(lj_load_part(p + i, n - i), a), n - i);
+    act_rows(p, n, 1, n, a);
 }
 
 /* ---- packing B ----------------------------------------------------------- */

@@ -42,7 +42,6 @@ enum {
  * one -- its lanes zeroed -- where that stays before `end`, the matrix's
  * last element; else copied a float at a time. The copies were five
  * scalar loops a call (1000 = 62 vectors and 8 floats). */
-#define GEMV_IOTA(l, _) (l)
 LJ_INLINE void row_axpy(int R, float *acc, const float *x, const float *b, int64_t ldb,
                         int64_t n, const float *end) {
     vf32 xs[B_ROWS];
@@ -54,12 +53,10 @@ LJ_INLINE void row_axpy(int R, float *acc, const float *x, const float *b, int64
         lj_store(acc + j, s);
     }
     if (j < n) {
-        vi32 lane = {LJ_LANES(GEMV_IOTA, )};
         vf32 s = lj_load(acc + j);
         LOOP_R {
             const float *p = b + r * ldb + j;
-            s += xs[r] * (p + VL <= end ? lj_select(lane < (int32_t)(n - j), lj_load(p), lj_splat(0))
-                                        : lj_load_part(p, n - j));
+            s += xs[r] * (p + VL <= end ? lj_first(lj_load(p), n - j) : lj_load_part(p, n - j));
         }
         lj_store(acc + j, s);
     }

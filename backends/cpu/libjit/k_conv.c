@@ -597,7 +597,6 @@ LJ_VECTOR_FN static bool conv_subsampled(const Conv *s, const float *x, const fl
     return true;
 }
 
-
 /* The phase rows [*r0, *r1) that output positions [c0, c1) read: from
  * the first one's row to the last one's plus the window's reach below
  * (the dense product reads no position outside its columns' runs). */

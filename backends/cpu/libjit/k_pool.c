@@ -308,7 +308,6 @@ LIBJIT_KERNEL libjit_avg_pool_f32(const int64_t *d, void *const *ops, int64_t lo
  * add latency), the last partial vector one load whose lanes past the
  * plane are zeroed -- they read the next planes -- or, where fewer than a
  * vector of the tensor is left (`left` floats from x on), copied. */
-#define POOL_IOTA(l, _) (l)
 LJ_INLINE vf32 plane_partial(const float *x, int64_t n, int64_t left) {
     vf32 acc[4] = {{0}, {0}, {0}, {0}};
     int64_t i = 0;
@@ -317,12 +316,8 @@ LJ_INLINE vf32 plane_partial(const float *x, int64_t n, int64_t left) {
             acc[u] += lj_load(x + i + u * LJ_VL);
     for (int u = 0; i + LJ_VL <= n; i += LJ_VL, u++)
         acc[u] += lj_load(x + i);
-    if (i < n) {
-        vi32 lane = {LJ_LANES(POOL_IOTA, )};
-        acc[3] += i + LJ_VL > left
-                      ? lj_load_part(x + i, n - i)
-                      : lj_select(lane < (int32_t)(n - i), lj_load(x + i), lj_splat(0));
-    }
+    if (i < n)
+        acc[3] += i + LJ_VL > left ? lj_load_part(x + i, n - i) : lj_first(lj_load(x + i), n - i);
     return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 

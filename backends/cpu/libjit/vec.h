@@ -100,6 +100,15 @@ LJ_INLINE vf32 lj_select(vi32 m, vf32 a, vf32 b) {
     return (vf32)(((vi32)a & m) | ((vi32)b & ~m));
 }
 
+/* The first n lanes of v, the others 0: the end of a row read a whole
+ * vector at a time where the lanes past it are still inside the buffer
+ * (dwconv.c's phase rows, k_pool.c's planes, gemv.c's rows of B). */
+#define LJ_IOTA(l, _) (l)
+LJ_INLINE vf32 lj_first(vf32 v, int64_t n) {
+    vi32 lane = {LJ_LANES(LJ_IOTA, )};
+    return lj_select(lane < (int32_t)n, v, lj_splat(0));
+}
+
 LJ_INLINE vf32 lj_max(vf32 a, vf32 b) {
     return lj_select(a > b, a, b);
 }
