@@ -2344,16 +2344,24 @@ int any_select_cases(uint64_t seed) {
 /* ---- every-kind work split over threads --------------------------------- */
 
 /* Units [0, work) as runtime.c hands them to T threads: equal ranges (the
- * last shorter), a call each, last share first, one scratch throughout. */
+ * last shorter), each cut into LJ_PIECES pieces (lj_piece_bounds), a call
+ * each, last piece first, one scratch throughout and one shared buffer
+ * reset once, as libjit_parallel does per call: what a piece finds in the
+ * scratch from an earlier piece of the same call (lj_scratch_built) must
+ * be what it would have built. */
 static void run_shares(const Desc *d, KernelFn fn, WorkFn work, void *const *ops, int threads) {
-    int64_t n = work(d->w), per = (n + threads - 1) / threads;
-    LjScratch sc = {0};
-    for (int k = threads - 1; k >= 0; k--) {
-        int64_t lo = per * k, hi = lo + per < n ? lo + per : n;
+    int64_t n = work(d->w);
+    LjShared shared = {0};
+    LjScratch sc = {.shared = &shared};
+    lj_shared_reset(&shared);
+    for (int k = threads * LJ_PIECES - 1; k >= 0; k--) {
+        int64_t lo, hi;
+        lj_piece_bounds(n, threads, k, &lo, &hi);
         if (lo < hi)
             fn(d->w, ops, lo, hi, &sc);
     }
     lj_scratch_release(&sc);
+    lj_shared_free(&shared);
 }
 
 /* The kernel at 1, 2 and 3 threads against the interpreter, exact, on a

@@ -860,7 +860,7 @@ LJ_INLINE int64_t pconv_part(const PConv *p, int64_t n, int64_t h) {
  * or every part of the band when one call holds all its units, so that
  * the band's words are filled once for all its rows, not once a part. */
 LJ_INLINE void pconv_unit(const PConv *p, int64_t nb, int64_t b, int64_t h0, int64_t h1, bool vnni,
-                          uint32_t *buf, const int64_t *toff, const PBlock *blocks) {
+                          uint32_t *buf, const int64_t *toff, const PBlock *blocks, LjScratch *sc) {
     const LjQConv *g = &p->g;
     int64_t blo = pconv_part(p, p->m4, h0), bhi = pconv_part(p, p->m4, h1);
     /* rows [oh0, oh1) as flattened positions [lo, np) of the band's words;
@@ -872,8 +872,8 @@ LJ_INLINE void pconv_unit(const PConv *p, int64_t nb, int64_t b, int64_t h0, int
         lo = b * p->tiles / p->bands * PT;
         np = (b + 1) * p->tiles / p->bands * PT;
         np = np < g->out_size ? np : g->out_size;
-    } else
-        fill_band(p, nb, oh0, 0, buf);
+    } else if (!lj_scratch_built(sc, nb * p->bands + b))
+        fill_band(p, nb, oh0, 0, buf); /* once for both halves' pieces (two threads) */
 #if defined(__x86_64__)
     if (p->ml && vnni) { /* the same halves of the rows, in whole groups */
         int64_t ng = g->cout / QPACK_ROWS_VEC, glo = pconv_part(p, ng, h0);
@@ -957,7 +957,7 @@ LJ_INLINE void pconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
 #endif
     for (int64_t u = lo; u < hi;) {
         int64_t h = u % p.msplit, band = u / p.msplit, n = h == 0 && hi - u >= p.msplit ? p.msplit : 1;
-        pconv_unit(&p, band / p.bands, band % p.bands, h, h + n, vnni, buf, toff, blocks);
+        pconv_unit(&p, band / p.bands, band % p.bands, h, h + n, vnni, buf, toff, blocks, sc);
         u += n;
     }
     lj_scratch_put(sc, buf);

@@ -253,6 +253,7 @@ typedef struct LjShared {
     _Atomic int64_t next, done;
     void *buf;
     size_t cap;
+    int64_t call; /* counts the calls (lj_shared_reset): this one's number */
 } LjShared;
 
 struct LjScratch {
@@ -277,6 +278,9 @@ struct LjScratch {
     /* A kernel that could not run at all (its scratch could not be had)
      * says why here; checked the same way (libjit_failed). */
     const char *fail_why;
+    /* What this thread last built into its scratch (lj_scratch_built):
+     * the call's number and the kernel's key for the contents. */
+    int64_t built_call, built_key;
 };
 
 struct LjStrChunk {
@@ -383,6 +387,7 @@ LJ_INLINE void lj_scratch_put(LjScratch *sc, void *p) {
 }
 
 LJ_INLINE void lj_shared_reset(LjShared *sh) {
+    sh->call++;
     atomic_store_explicit(&sh->state, 0, memory_order_relaxed);
     atomic_store_explicit(&sh->next, 0, memory_order_relaxed);
     atomic_store_explicit(&sh->done, 0, memory_order_relaxed);
@@ -430,6 +435,24 @@ LJ_INLINE void *lj_shared_get(LjScratch *sc, size_t bytes) {
 LJ_INLINE int64_t lj_shared_claim(LjScratch *sc, int64_t n) {
     int64_t i = atomic_fetch_add_explicit(&sc->shared->next, 1, memory_order_relaxed);
     return i < n ? i : -1;
+}
+
+/* Whether this thread's scratch already holds what `key` names, built by
+ * an earlier piece of this same call on this thread (the runtime runs a
+ * thread's range as LJ_PIECES calls of the kernel: at two threads, pieces
+ * that each hold part of one block's units); if not, it is to be built
+ * now and is recorded as such. Only within one call (its number, from
+ * lj_shared_reset): a later call's input differs, and other kernels use
+ * the scratch between calls. Without a runtime, never. */
+LJ_INLINE bool lj_scratch_built(LjScratch *sc, int64_t key) {
+    if (libjit_static_scratch || !sc || !sc->shared)
+        return false;
+    int64_t call = sc->shared->call;
+    if (sc->built_call == call && sc->built_key == key)
+        return true;
+    sc->built_call = call;
+    sc->built_key = key;
+    return false;
 }
 
 /* Item written: its stores are seen by whoever waits for it. */
