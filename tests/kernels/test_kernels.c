@@ -595,6 +595,10 @@ static void test_winograd(void **state) {
         {1, 16, 55, 55, 64, {1, 1, 1, 1}, true, true, false},
         {2, 3, 9, 7, 5, {0, 2, 1, 0}, false, false, false},
         {8, 1300, 12, 12, 64, {1, 1, 1, 1}, true, true, false}, /* the products' deep block */
+        /* rows of more tiles than a vector has lanes (the column split's
+         * and merge's several steps): 70 wide, 18 tiles of 4 */
+        {1, 8, 10, 70, 16, {1, 1, 1, 1}, true, true, false},
+        {1, 8, 9, 93, 16, {1, 0, 1, 2}, true, true, true},
         /* with a summand (fuse-conv-add): ResNet's, a partial last tile */
         {1, 64, 56, 56, 64, {1, 1, 1, 1}, true, true, true},
         {2, 24, 13, 11, 40, {1, 0, 2, 1}, false, true, true},
