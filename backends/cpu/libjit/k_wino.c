@@ -45,7 +45,8 @@ typedef struct Wino {
     int64_t rpb, nrb;  /* tile rows per block, row blocks */
     int64_t mb, nmb;   /* output channels per block, channel blocks */
     int64_t ldt;       /* a block's tiles, padded: the rows of V, Mo, dk and ot */
-    int64_t roww;      /* the padded input row */
+    int64_t roww;      /* a padded input row */
+    int64_t prows;     /* the input rows of a block's tiles (input_block's plane) */
     bool summed;       /* operand 4, a fused residual add's summand, is there */
 } Wino;
 
@@ -99,7 +100,9 @@ LJ_INLINE Wino wino_of(const int64_t *d) {
     s.mb = up((s.m + s.nmb - 1) / s.nmb, LJ_GEMM_MR);
     s.nmb = (s.m + s.mb - 1) / s.mb;
     s.ldt = up(s.rpb * s.ntx + 1, LJ_VL) + LJ_VL;
-    s.roww = (s.ntx + 1) * mt + 2;
+    /* whole vectors, and zeros past the row for split6's last step */
+    s.roww = up((s.ntx + 1) * mt + 2, mt * LJ_VL) + mt * LJ_VL;
+    s.prows = s.rpb * mt + (s.t ? s.t->alpha - mt : 2);
     s.summed = lj_nops(d) > 4;
     return s;
 }
@@ -113,7 +116,7 @@ LJ_INLINE int64_t v_floats(const Wino *s) {
 
 LJ_INLINE int64_t scratch_floats(const Wino *s) {
     int64_t a2 = (int64_t)(s->t->alpha * s->t->alpha), mt = s->t->m;
-    return v_floats(s) + a2 * s->mb * s->ldt + a2 * s->ldt + mt * mt * s->ldt + s->roww;
+    return v_floats(s) + a2 * s->mb * s->ldt + a2 * s->ldt + mt * mt * s->ldt + s->prows * s->roww;
 }
 
 LIBJIT_WORK libjit_winograd_conv_f32_work(const int64_t *d) {
@@ -146,6 +149,40 @@ LIBJIT_SCRATCH libjit_winograd_conv_f32_scratch(const int64_t *d, int slot) {
  * are constants and the zero ones drop out. */
 #define LOOP_FULL _Pragma("clang loop unroll(full)")
 
+/* The odd lanes of a then b (lj_even's other half). */
+#define W_ODD_LANE(l, _) (2 * (l) + 1)
+LJ_INLINE vf32 w_odd(vf32 a, vf32 b) {
+    return __builtin_shufflevector(a, b, LJ_LANES(W_ODD_LANE, ));
+}
+
+/* F(4x4, 3x3)'s column split of one padded input row: d[k][tx] = row[4 tx
+ * + k] for k < 6 (columns 4 and 5 of a tile are 0 and 1 of the next),
+ * LJ_VL tiles a step, each from four vectors by two rounds of even and odd
+ * lanes (and four more, a tile on, for k = 4, 5). Lanes past the row's
+ * tiles read its zero padding, and store zeros past the tile row: into the
+ * next tile row's place, written after, or dk's zero columns. The rows
+ * were all written before (input_block's plane), so these loads do not
+ * wait on the stores that wrote them, as loads straddling a row just
+ * written would (store forwarding takes only a load inside one store). The
+ * scalar loop this replaces was a third of a 28x28 Winograd conv (perf of
+ * the compiled kernel, which LLVM did not vectorise). */
+LJ_INLINE void split6(const float *row, int64_t ntx, int64_t ldt, float *d) {
+    for (int64_t tx = 0; tx <= ntx; tx += LJ_VL) {
+        const float *r = row + 4 * tx;
+        vf32 a0 = lj_load(r), a1 = lj_load(r + LJ_VL), a2 = lj_load(r + 2 * LJ_VL);
+        vf32 a3 = lj_load(r + 3 * LJ_VL);
+        vf32 e01 = lj_even(a0, a1), o01 = w_odd(a0, a1), e23 = lj_even(a2, a3), o23 = w_odd(a2, a3);
+        lj_store(d + tx, lj_even(e01, e23));
+        lj_store(d + ldt + tx, lj_even(o01, o23));
+        lj_store(d + 2 * ldt + tx, w_odd(e01, e23));
+        lj_store(d + 3 * ldt + tx, w_odd(o01, o23));
+        vf32 b0 = lj_load(r + 4), b1 = lj_load(r + 4 + LJ_VL), b2 = lj_load(r + 4 + 2 * LJ_VL);
+        vf32 b3 = lj_load(r + 4 + 3 * LJ_VL);
+        lj_store(d + 4 * ldt + tx, lj_even(lj_even(b0, b1), lj_even(b2, b3)));
+        lj_store(d + 5 * ldt + tx, lj_even(w_odd(b0, b1), w_odd(b2, b3)));
+    }
+}
+
 /* Input transform of channel plane x over a block's tile rows [ty0, ty1)
  * into V (tile index (ty - ty0) * ntx + tx), vectors running over the
  * block's tiles, across tile rows.
@@ -156,28 +193,36 @@ LIBJIT_SCRATCH libjit_winograd_conv_f32_scratch(const int64_t *d, int slot) {
 LJ_INLINE void input_block(const WinoTransform *t, const int al, const int mt, const Wino *s,
                            const float *x, int64_t ty0, int64_t ty1, float *dk, float *row,
                            float *v) {
-    const int64_t ldt = s->ldt, ntx = s->ntx;
+    const int64_t ldt = s->ldt, ntx = s->ntx, roww = s->roww;
+    /* the block's input rows, zero-padded (rows outside the image all zeros) */
+    int64_t nrows = (ty1 - ty0) * mt + al - mt;
+    for (int64_t r = 0; r < nrows; r++) {
+        float *pr = row + r * roww;
+        int64_t yy = ty0 * mt - s->pt + r, xx = 0;
+        if (yy >= 0 && yy < s->h) {
+            const float *src = x + yy * s->w;
+            int64_t end = s->pl + s->w < roww ? s->pl + s->w : roww;
+            for (; xx < s->pl; xx++)
+                pr[xx] = 0;
+            for (; xx + LJ_VL <= end; xx += LJ_VL)
+                lj_store(pr + xx, lj_load(src + xx - s->pl));
+            for (; xx < end; xx++)
+                pr[xx] = src[xx - s->pl];
+        }
+        for (; xx < roww; xx++)
+            pr[xx] = 0;
+    }
     for (int64_t ty = ty0; ty < ty1; ty++) {
         int64_t base = (ty - ty0) * ntx;
         for (int i = 0; i < al; i++) {
-            int64_t yy = ty * mt - s->pt + i;
             float *d = dk + (int64_t)i * al * ldt + base;
-            if (yy < 0 || yy >= s->h) {
-                for (int k = 0; k < al; k++)
-                    for (int64_t tx = 0; tx <= ntx; tx++)
-                        d[k * ldt + tx] = 0;
+            const float *pr = row + ((ty - ty0) * mt + i) * roww;
+            if (mt == 4 && al == 6) {
+                split6(pr, ntx, ldt, d);
                 continue;
             }
-            const float *src = x + yy * s->w;
-            int64_t end = s->pl + s->w < s->roww ? s->pl + s->w : s->roww;
-            for (int64_t xx = 0; xx < s->pl; xx++)
-                row[xx] = 0;
-            for (int64_t xx = s->pl; xx < end; xx++)
-                row[xx] = src[xx - s->pl];
-            for (int64_t xx = end; xx < s->roww; xx++)
-                row[xx] = 0;
             for (int64_t tx = 0; tx <= ntx; tx++)
-                LOOP_FULL for (int k = 0; k < mt; k++) d[k * ldt + tx] = row[tx * mt + k];
+                LOOP_FULL for (int k = 0; k < mt; k++) d[k * ldt + tx] = pr[tx * mt + k];
             for (int k = mt; k < al; k++)
                 for (int64_t tx = 0; tx < ntx; tx++)
                     d[k * ldt + tx] = d[(k - mt) * ldt + tx + 1];
