@@ -149,12 +149,6 @@ LIBJIT_SCRATCH libjit_winograd_conv_f32_scratch(const int64_t *d, int slot) {
  * are constants and the zero ones drop out. */
 #define LOOP_FULL _Pragma("clang loop unroll(full)")
 
-/* The odd lanes of a then b (lj_even's other half). */
-#define W_ODD_LANE(l, _) (2 * (l) + 1)
-LJ_INLINE vf32 w_odd(vf32 a, vf32 b) {
-    return __builtin_shufflevector(a, b, LJ_LANES(W_ODD_LANE, ));
-}
-
 /* F(4x4, 3x3)'s column split of one padded input row: d[k][tx] = row[4 tx
  * + k] for k < 6 (columns 4 and 5 of a tile are 0 and 1 of the next),
  * LJ_VL tiles a step, each from four vectors by two rounds of even and odd
@@ -171,25 +165,28 @@ LJ_INLINE void split6(const float *row, int64_t ntx, int64_t ldt, float *d) {
         const float *r = row + 4 * tx;
         vf32 a0 = lj_load(r), a1 = lj_load(r + LJ_VL), a2 = lj_load(r + 2 * LJ_VL);
         vf32 a3 = lj_load(r + 3 * LJ_VL);
-        vf32 e01 = lj_even(a0, a1), o01 = w_odd(a0, a1), e23 = lj_even(a2, a3), o23 = w_odd(a2, a3);
+        vf32 e01 = lj_even(a0, a1), o01 = lj_odd(a0, a1);
+        vf32 e23 = lj_even(a2, a3), o23 = lj_odd(a2, a3);
         lj_store(d + tx, lj_even(e01, e23));
         lj_store(d + ldt + tx, lj_even(o01, o23));
-        lj_store(d + 2 * ldt + tx, w_odd(e01, e23));
-        lj_store(d + 3 * ldt + tx, w_odd(o01, o23));
+        lj_store(d + 2 * ldt + tx, lj_odd(e01, e23));
+        lj_store(d + 3 * ldt + tx, lj_odd(o01, o23));
         vf32 b0 = lj_load(r + 4), b1 = lj_load(r + 4 + LJ_VL), b2 = lj_load(r + 4 + 2 * LJ_VL);
         vf32 b3 = lj_load(r + 4 + 3 * LJ_VL);
         lj_store(d + 4 * ldt + tx, lj_even(lj_even(b0, b1), lj_even(b2, b3)));
-        lj_store(d + 5 * ldt + tx, lj_even(w_odd(b0, b1), w_odd(b2, b3)));
+        lj_store(d + 5 * ldt + tx, lj_even(lj_odd(b0, b1), lj_odd(b2, b3)));
     }
 }
 
 /* Input transform of channel plane x over a block's tile rows [ty0, ty1)
  * into V (tile index (ty - ty0) * ntx + tx), vectors running over the
  * block's tiles, across tile rows.
- * dk[i][k][t] is entry (i, k) of tile t: each input row is copied into a
- * zero-padded row and split by column residue mod mt in one interleaved
- * group of mt members (which the vectoriser turns into shuffles); columns
- * mt .. al-1 of a tile are columns 0 .. of the next, copied over. */
+ * dk[i][k][t] is entry (i, k) of tile t: the block's input rows are first
+ * copied once into a zero-padded plane (`row`, prows rows), then each
+ * tile row's al rows split by column residue mod mt: F(4x4)'s by split6's
+ * shuffles, F(2x2)'s one by one (LLVM does not vectorise that loop in the
+ * compiled kernel); columns mt .. al-1 of a tile are columns 0 .. of the
+ * next. */
 LJ_INLINE void input_block(const WinoTransform *t, const int al, const int mt, const Wino *s,
                            const float *x, int64_t ty0, int64_t ty1, float *dk, float *row,
                            float *v) {

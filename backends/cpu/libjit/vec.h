@@ -68,6 +68,12 @@ LJ_INLINE vf32 lj_even(vf32 a, vf32 b) {
     return __builtin_shufflevector(a, b, LJ_LANES(LJ_EVEN_LANE, ));
 }
 
+/* The odd lanes of a then b. */
+#define LJ_ODD_LANE(l, _) (2 * (l) + 1)
+LJ_INLINE vf32 lj_odd(vf32 a, vf32 b) {
+    return __builtin_shufflevector(a, b, LJ_LANES(LJ_ODD_LANE, ));
+}
+
 /* The first n < LJ_VL lanes; the others read as 0 (no access past p + n). */
 LJ_INLINE vf32 lj_load_part(const float *p, int64_t n) {
     float t[LJ_VL] = {0};
