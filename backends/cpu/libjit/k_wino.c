@@ -178,15 +178,30 @@ LJ_INLINE void split6(const float *row, int64_t ntx, int64_t ldt, float *d) {
     }
 }
 
+/* F(2x2, 3x3)'s: d[k][tx] = row[2 tx + k] for k < 4, the even and odd
+ * lanes of two vectors, and of two more a tile on for k = 2, 3; as split6
+ * (its notes hold here: the roww padding covers the last step's reads). */
+LJ_INLINE void split4(const float *row, int64_t ntx, int64_t ldt, float *d) {
+    for (int64_t tx = 0; tx <= ntx; tx += LJ_VL) {
+        const float *r = row + 2 * tx;
+        vf32 a0 = lj_load(r), a1 = lj_load(r + LJ_VL), b0 = lj_load(r + 2);
+        vf32 b1 = lj_load(r + 2 + LJ_VL);
+        lj_store(d + tx, lj_even(a0, a1));
+        lj_store(d + ldt + tx, lj_odd(a0, a1));
+        lj_store(d + 2 * ldt + tx, lj_even(b0, b1));
+        lj_store(d + 3 * ldt + tx, lj_odd(b0, b1));
+    }
+}
+
 /* Input transform of channel plane x over a block's tile rows [ty0, ty1)
  * into V (tile index (ty - ty0) * ntx + tx), vectors running over the
  * block's tiles, across tile rows.
  * dk[i][k][t] is entry (i, k) of tile t: the block's input rows are first
  * copied once into a zero-padded plane (`row`, prows rows), then each
  * tile row's al rows split by column residue mod mt: F(4x4)'s by split6's
- * shuffles, F(2x2)'s one by one (LLVM does not vectorise that loop in the
- * compiled kernel); columns mt .. al-1 of a tile are columns 0 .. of the
- * next. */
+ * shuffles, F(2x2)'s by split4's (others one by one: LLVM does not
+ * vectorise that loop in the compiled kernel); columns mt .. al-1 of a
+ * tile are columns 0 .. of the next. */
 LJ_INLINE void input_block(const WinoTransform *t, const int al, const int mt, const Wino *s,
                            const float *x, int64_t ty0, int64_t ty1, float *dk, float *row,
                            float *v) {
@@ -216,6 +231,10 @@ LJ_INLINE void input_block(const WinoTransform *t, const int al, const int mt, c
             const float *pr = row + ((ty - ty0) * mt + i) * roww;
             if (mt == 4 && al == 6) {
                 split6(pr, ntx, ldt, d);
+                continue;
+            }
+            if (mt == 2 && al == 4) {
+                split4(pr, ntx, ldt, d);
                 continue;
             }
             for (int64_t tx = 0; tx <= ntx; tx++)
