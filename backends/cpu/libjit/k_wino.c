@@ -198,10 +198,9 @@ LJ_INLINE void split4(const float *row, int64_t ntx, int64_t ldt, float *d) {
  * block's tiles, across tile rows.
  * dk[i][k][t] is entry (i, k) of tile t: the block's input rows are first
  * copied once into a zero-padded plane (`row`, prows rows), then each
- * tile row's al rows split by column residue mod mt: F(4x4)'s by split6's
- * shuffles, F(2x2)'s by split4's (others one by one: LLVM does not
- * vectorise that loop in the compiled kernel); columns mt .. al-1 of a
- * tile are columns 0 .. of the next. */
+ * tile row's al rows split by column residue mod mt by vector shuffles
+ * (split6, split4: LLVM does not vectorise a plain loop in the compiled
+ * kernel); columns mt .. al-1 of a tile are columns 0 .. of the next. */
 LJ_INLINE void input_block(const WinoTransform *t, const int al, const int mt, const Wino *s,
                            const float *x, int64_t ty0, int64_t ty1, float *dk, float *row,
                            float *v) {
@@ -229,19 +228,10 @@ LJ_INLINE void input_block(const WinoTransform *t, const int al, const int mt, c
         for (int i = 0; i < al; i++) {
             float *d = dk + (int64_t)i * al * ldt + base;
             const float *pr = row + ((ty - ty0) * mt + i) * roww;
-            if (mt == 4 && al == 6) {
+            if (mt == 4) /* F(4x4); else F(2x2), the only others (wino_of_rows) */
                 split6(pr, ntx, ldt, d);
-                continue;
-            }
-            if (mt == 2 && al == 4) {
+            else
                 split4(pr, ntx, ldt, d);
-                continue;
-            }
-            for (int64_t tx = 0; tx <= ntx; tx++)
-                LOOP_FULL for (int k = 0; k < mt; k++) d[k * ldt + tx] = pr[tx * mt + k];
-            for (int k = mt; k < al; k++)
-                for (int64_t tx = 0; tx < ntx; tx++)
-                    d[k * ldt + tx] = d[(k - mt) * ldt + tx + 1];
         }
     }
     int64_t ntiles = (ty1 - ty0) * ntx;
