@@ -26,13 +26,16 @@ enum {
 
 /* Output channels in the lanes: maps of at most 14x14 positions, where
  * position tiles leave lanes idle (49 of 64 on 7x7; a 3x3's rows of 14
- * positions in 16 lanes), M a multiple of 16, and windows of several taps
- * whose sums (K = C' taps) are long enough to pay for the scattered byte
- * stores. 1x1 convs measured slower this way (bench_qconv, 2048 to 512 on
- * 7x7: 0.30 -> 0.42 ms), so they keep position tiles. */
+ * positions in 16 lanes), M a multiple of 16, and sums (K = C' taps) long
+ * enough to pay for the transposed stores. 1x1 convs only on maps of at
+ * most 49 positions: there a 64-position tile wastes a quarter of its
+ * lanes (bench_qconv, 2048 to 512 on 7x7: 0.153-0.159 -> 0.141-0.146 ms,
+ * alternated; 1024 to 2048 at stride 2, 0.31-0.33 either way); 512 to
+ * 2048 (K = 512) measured 0.16 -> 0.17, so short sums keep position tiles
+ * too. */
 static inline bool qpack_by_lanes(int64_t m, int64_t taps, int64_t positions, int64_t cp) {
-    return m % QPACK_ROWS_VEC == 0 && taps > 1 && positions <= QPACK_LANES_MAX_POS &&
-           cp * taps >= QPACK_LANES_MIN_K;
+    return m % QPACK_ROWS_VEC == 0 && positions <= QPACK_LANES_MAX_POS &&
+           cp * taps >= QPACK_LANES_MIN_K && (taps > 1 || positions <= 49);
 }
 
 /* G for M output rows (a multiple of 4, as the pass requires), taps, the

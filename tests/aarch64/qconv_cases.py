@@ -3,7 +3,7 @@
 qlinear_conv nodes over the shape classes of k_qconvp.c's packed kernel and
 k_qconv.c's fully connected rows (strides 1-3, dilation, padding on each
 side, pointwise, 1-3 input channels past a multiple of four, weights
-packed 4, 16 and 64 rows a group, maps whose
+packed 4, 16 and 64 rows a group (1x1 convs too), maps whose
 flattened rows end a tile with 1-4 vectors, batch 2, u8 and i8 activations
 and results, multipliers and biases that the sdot tile requantizes itself
 and ones it leaves to the row store, 1x1 maps that are one dot product per
@@ -45,6 +45,11 @@ def cases(rng):
         # steps through by the group's rows
         (1, 116, 16, 7, 7, 3, 3, 1, 1, (1, 1, 1, 1)),   # G 16 on 7x7
         (1, 116, 64, 10, 10, 3, 3, 2, 1, (1, 1, 1, 1)),  # G 64, stride 2 onto 5x5
+        # 1x1 packed 16 rows a group (49 positions or fewer, K >= 1024),
+        # and stride 1 without padding over several bands: the band's
+        # words one run of the plane (k_qconvp.c's fill_band)
+        (1, 1024, 16, 7, 7, 1, 1, 1, 1, (0, 0, 0, 0)),  # 1x1 G 16 on 7x7
+        (1, 4, 4, 40, 30, 3, 3, 1, 1, (0, 0, 0, 0)),    # 3x3 unpadded, three bands
     ]
     for i, (n, c, m, h, w, kh, kw, s, d, pads) in enumerate(shapes):
         out.append(("conv%d" % i, dict(n=n, c=c, m=m, h=h, w=w, kh=kh, kw=kw, s=s, d=d, pads=pads,

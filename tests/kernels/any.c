@@ -1307,6 +1307,13 @@ static const int64_t qpacked_shapes[][10] = {
     {2, 114, 6, 6, 64, 3, 3, 1, 1, 1},   /* two images, channels padded, halves inside a 64 */
     {1, 64, 14, 14, 144, 5, 5, 1, 2, 1}, /* 14x14, nine groups: a block of four and one of one */
     {1, 128, 7, 7, 128, 3, 3, 1, 1, 1},  /* rows packed in 64s: one per half */
+    /* 1x1 by lanes (49 positions or fewer, K >= 1024): the band's words one
+     * run of the plane (fill_band); stride 2 through the phase fill */
+    {1, 1024, 7, 7, 32, 1, 1, 1, 0, 1},  /* 7x7, two groups */
+    {2, 1030, 5, 5, 64, 1, 1, 1, 0, 1},  /* two images, 25 positions, channels padded */
+    {1, 1024, 14, 14, 48, 1, 1, 2, 0, 1}, /* stride 2 to 7x7 */
+    /* stride 1 without padding (whole rows): the plane's run for bands too */
+    {1, 4, 40, 30, 4, 3, 3, 1, 0, 1},    /* three bands */
 };
 
 /* The pass's layout, written here from its definition in core/nodes.def:

@@ -75,7 +75,7 @@ LJ_INLINE PConv pconv_of(const int64_t *d, void *const *ops) {
     p.wq = ow + (p.kw - 1) * p.dx / p.sx;
     const LjQWin *w = &g->win;
     p.ml = p.wg >= QPACK_ROWS_VEC; /* the pass packed for output channels in the lanes */
-    p.pw = p.taps == 1 && p.sy == 1 && p.sx == 1 && !w->pad_begin[0] && !w->pad_begin[1] &&
+    p.pw = !p.ml && p.taps == 1 && p.sy == 1 && p.sx == 1 && !w->pad_begin[0] && !w->pad_begin[1] &&
            !w->pad_end[0] && !w->pad_end[1];
     /* Units: bands of rows (pointwise: of tiles, no halo), shared out evenly
      * and an even count where there are enough, so that two threads get
@@ -290,6 +290,21 @@ LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, ui
             for (int64_t t = n; t < PT; t++)
                 buf[c * PT + t] = pad;
         }
+        return;
+    }
+    /* stride 1, whole rows, no padding (1x1 convs on small maps, by lanes):
+     * the band's rows are consecutive in x, one run of words a channel group */
+    int64_t iw = g->idims[1];
+    if (p->sy == 1 && p->sx == 1 && p->wq == iw && pt == 0 && g->win.pad_begin[1] == 0 &&
+        oh0 + p->hq <= ih) {
+        for (int64_t c = 0; c < p->c4; c++) {
+            const uint8_t *r[4];
+            for (int j = 0; j < 4; j++)
+                r[j] = (const uint8_t *)g->x + (nb * g->cin + channel(p, c, j)) * g->in_size + oh0 * iw;
+            words_of(r, 0, 1, p->plane, (uint8_t)p->sh, buf + c * p->cstride);
+        }
+        for (int64_t t = 0; t < PT; t++)
+            buf[p->c4 * p->cstride + t] = 0;
         return;
     }
     for (int64_t c = 0; c < p->c4; c++) {
