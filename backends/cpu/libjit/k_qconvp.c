@@ -195,7 +195,7 @@ LJ_INLINE int64_t channel(const PConv *p, int64_t c, int j) {
  * is taken apart: read back at once, the vectors straddle the stores that
  * wrote them, which the store buffer cannot forward (that version was
  * 10% slower than step 2). */
-enum { PAIR_T = 64, PAIR_R = 8 };
+enum { PAIR_T = 64, PAIR_R = 8, SHORT_WORDS = 256 };
 typedef uint32_t vp16 __attribute__((vector_size(64)));
 typedef uint32_t vp8 __attribute__((vector_size(32)));
 #define PAIR_EVEN_16 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
@@ -302,6 +302,44 @@ LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, ui
             for (int j = 0; j < 4; j++)
                 r[j] = (const uint8_t *)g->x + (nb * g->cin + channel(p, c, j)) * g->in_size + oh0 * iw;
             words_of(r, 0, 1, p->plane, (uint8_t)p->sh, buf + c * p->cstride);
+        }
+        for (int64_t t = 0; t < PT; t++)
+            buf[p->c4 * p->cstride + t] = 0;
+        return;
+    }
+    /* stride 1, rows of under 8 words (maps of 7x7 and less), which
+     * words_of would take a word at a time: the rows inside the image are
+     * one run of x, taken 16 words at a time into tmp, then each row's
+     * words moved to its padded row as one vector of 8 (the words past the
+     * row's land on its right padding or on the next row, both written
+     * after it; the last row's on the tail or the next group's plane). */
+    int64_t pl = g->win.pad_begin[1];
+    if (p->sy == 1 && p->sx == 1 && iw < 8 && pl + iw <= p->wq && p->hq * iw <= SHORT_WORDS) {
+        int64_t ya = pt > oh0 ? pt - oh0 : 0, yb = ih + pt - oh0; /* rows yq inside */
+        yb = yb < p->hq ? yb : p->hq;
+        yb = yb > ya ? yb : ya;
+        uint32_t tmp[SHORT_WORDS + 8];
+        for (int64_t t = (yb - ya) * iw; t < (yb - ya) * iw + 8; t++)
+            tmp[t] = pad;
+        for (int64_t c = 0; c < p->c4; c++) {
+            const uint8_t *r[4];
+            for (int j = 0; j < 4; j++)
+                r[j] = (const uint8_t *)g->x + (nb * g->cin + channel(p, c, j)) * g->in_size +
+                       (oh0 + ya - pt) * iw;
+            words_of(r, 0, 1, (yb - ya) * iw, (uint8_t)p->sh, tmp);
+            for (int64_t yq = 0; yq < p->hq; yq++) {
+                uint32_t *row = buf + c * p->cstride + yq * p->wq;
+                bool in = yq >= ya && yq < yb;
+                for (int64_t t = 0; t < (in ? pl : p->wq); t++)
+                    row[t] = pad;
+                if (!in)
+                    continue;
+                vp8 v;
+                __builtin_memcpy(&v, tmp + (yq - ya) * iw, sizeof v);
+                __builtin_memcpy(row + pl, &v, sizeof v);
+                for (int64_t t = pl + iw; t < p->wq; t++)
+                    row[t] = pad;
+            }
         }
         for (int64_t t = 0; t < PT; t++)
             buf[p->c4 * p->cstride + t] = 0;
