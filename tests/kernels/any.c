@@ -1307,6 +1307,10 @@ static const int64_t qpacked_shapes[][10] = {
     {2, 114, 6, 6, 64, 3, 3, 1, 1, 1},   /* two images, channels padded, halves inside a 64 */
     {1, 64, 14, 14, 144, 5, 5, 1, 2, 1}, /* 14x14, nine groups: a block of four and one of one */
     {1, 128, 7, 7, 128, 3, 3, 1, 1, 1},  /* rows packed in 64s: one per half */
+    /* blocks of 6 positions by 4 groups (12 positions, 4 groups: fewer
+     * unused lanes than 7 by 3; the halves of two groups take 7 by 3) */
+    {1, 128, 6, 2, 64, 3, 3, 1, 1, 1},
+    {1, 128, 14, 14, 64, 3, 3, 1, 1, 1}, /* 196 positions: 6 by 4 whole and in halves */
     /* 1x1 by lanes (49 positions or fewer, K >= 1024): the band's words one
      * run of the plane (fill_band); stride 2 through the phase fill */
     {1, 1024, 7, 7, 32, 1, 1, 1, 0, 1},  /* 7x7, two groups */

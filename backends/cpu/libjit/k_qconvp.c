@@ -558,20 +558,23 @@ PVNNI ptile_vnni_4(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 4) PTILE_END(4) }
 
 /* ---- small maps: output channels in the lanes (VNNI) ------------------------------------ */
 
-/* A block of MP output positions by MV vectors of 16 rows (one packed
- * group each): per (tap, channel group) MV row vectors are loaded and
- * each position's word broadcast, MP x MV vpdpbusd. Every lane is an
+/* A block of mp output positions by mv vectors of 16 rows (one packed
+ * group each): per (tap, channel group) mv row vectors are loaded and
+ * each position's word broadcast, mp x mv vpdpbusd. Every lane is an
  * output (no columns past a row's end); positions past the block's np and
- * groups past its nmv repeat the last ones and are not stored. */
-enum { MP = 6, MV = 4 };
+ * groups past its nmv repeat the last ones and are not stored. Two
+ * shapes, (mp, mv) = (6, 4) or (7, 3), whichever computes fewer unused
+ * lanes for the map and the rows (mconv_shape): 49 positions are 9 blocks
+ * of 6 (10% unused) but 7 of 7. */
+enum { MP_MAX = 7, MV_MAX = 4 };
 
 /* What a block of rows shares: its groups' weights, and per lane the bias
  * the sums start from, the multiplier and whether all its rows requantize
  * in registers (else the bias is 0 and lj_qconv_store adds it). */
 typedef struct MRows {
-    const uint32_t *w[MV];
-    v16i bias[MV];
-    v16f mult[MV];
+    const uint32_t *w[MV_MAX];
+    v16i bias[MV_MAX];
+    v16f mult[MV_MAX];
     bool fused;
     int64_t m0, nmv; /* first row, groups used */
 } MRows;
@@ -582,52 +585,52 @@ typedef uint8_t v64b __attribute__((vector_size(64)));
 typedef uint64_t v8q __attribute__((vector_size(64)));
 
 /* A fused block's bytes, transposed: each of a vector's 16 rows gets its
- * MP positions' bytes as one 8-byte word (the last position repeated in
- * the two spare bytes), from the six 16-byte vectors [position][row] by
- * two byte shuffles. Storing a byte per lane and position was 96 scalar
- * stores per vector (and as many extractions) against 24 vpdpbusd per
- * (tap, channel group): 5-10% of a 3x3 conv on 14x14. */
-#define MT_ROW(i) i, 16 + i, 32 + i, 48 + i, 64 + i, 80 + i, 80 + i, 80 + i
+ * positions' bytes as one 8-byte word (the last position repeated in the
+ * spare bytes), from the 16-byte vectors [position][row] (seven: with six
+ * positions the sixth twice) by two byte shuffles. Storing a byte per
+ * lane and position was 96 scalar stores per vector (and as many
+ * extractions) against 24 vpdpbusd per (tap, channel group): 5-10% of a
+ * 3x3 conv on 14x14. */
+#define MT_ROW(i) i, 16 + i, 32 + i, 48 + i, 64 + i, 80 + i, 96 + i, 96 + i
 #define MT_HALF(h)                                                                                 \
     MT_ROW(8 * h), MT_ROW(8 * h + 1), MT_ROW(8 * h + 2), MT_ROW(8 * h + 3), MT_ROW(8 * h + 4),     \
         MT_ROW(8 * h + 5), MT_ROW(8 * h + 6), MT_ROW(8 * h + 7)
-_Static_assert(MP == 6, "MT_ROW takes six positions");
+#define MT_CAT32                                                                                   \
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,  \
+        26, 27, 28, 29, 30, 31
+#define MT_CAT64                                                                                   \
+    MT_CAT32, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52,  \
+        53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63
 
-/* The requantized rows of the block, stored: where the two bytes past the
+/* The requantized rows of the block, stored: where the bytes past the
  * block's positions are still the row's (pos0 + 8 <= n), each row is one
- * 8-byte store (those two bytes are the next block's, which this unit
- * writes after); else np bytes a row. */
-PX86 void mstore_fused(const PConv *p, const MRows *mr, int64_t nb, int64_t pos0, int64_t np,
-                       v16i a[MP][MV]) {
+ * 8-byte store (those bytes are the next block's, which this unit writes
+ * after); else np bytes a row. */
+PX86 void mstore_fused(const PConv *p, const MRows *mr, const int mp, int64_t nb, int64_t pos0,
+                       int64_t np, v16i a[MP_MAX][MV_MAX]) {
     const LjQConv *g = &p->g;
     int32_t zadj = PQ_MAGIC_BITS - (int32_t)g->yz;
     int32_t lo = g->ey == ELEM_I8 ? -128 : 0, hi = g->ey == ELEM_I8 ? 127 : 255;
     for (int64_t v = 0; v < mr->nmv; v++) {
-        v16b b[MP];
-        for (int j = 0; j < MP; j++) /* i8: the same bits, modulo 256 */
+        v16b b[MP_MAX];
+#pragma clang loop unroll(full)
+        for (int j = 0; j < mp; j++) /* i8: the same bits, modulo 256 */
             b[j] = __builtin_convertvector(
                 __builtin_elementwise_min(
                     __builtin_elementwise_max(pq_requant_lanes(a[j][v], mr->mult[v], zadj),
                                               (v16i){0} + lo),
                     (v16i){0} + hi),
                 v16b);
-        v32b b01 = __builtin_shufflevector(b[0], b[1], 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
-                                           13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
-                                           27, 28, 29, 30, 31);
-        v32b b23 = __builtin_shufflevector(b[2], b[3], 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
-                                           13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
-                                           27, 28, 29, 30, 31);
-        v32b b45 = __builtin_shufflevector(b[4], b[5], 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
-                                           13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
-                                           27, 28, 29, 30, 31);
-#define MT_CAT                                                                                     \
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,  \
-        26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,    \
-        48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63
-        v64b lo4 = __builtin_shufflevector(b01, b23, MT_CAT), hi2 = __builtin_shufflevector(b45, b45, MT_CAT);
-#undef MT_CAT
-        v8q t[2] = {(v8q)__builtin_shufflevector(lo4, hi2, MT_HALF(0)),
-                    (v8q)__builtin_shufflevector(lo4, hi2, MT_HALF(1))};
+        if (mp == 6)
+            b[6] = b[5];
+        v32b b01 = __builtin_shufflevector(b[0], b[1], MT_CAT32);
+        v32b b23 = __builtin_shufflevector(b[2], b[3], MT_CAT32);
+        v32b b45 = __builtin_shufflevector(b[4], b[5], MT_CAT32);
+        v32b b66 = __builtin_shufflevector(b[6], b[6], MT_CAT32);
+        v64b lo4 = __builtin_shufflevector(b01, b23, MT_CAT64);
+        v64b hi4 = __builtin_shufflevector(b45, b66, MT_CAT64);
+        v8q t[2] = {(v8q)__builtin_shufflevector(lo4, hi4, MT_HALF(0)),
+                    (v8q)__builtin_shufflevector(lo4, hi4, MT_HALF(1))};
         uint8_t *y = (uint8_t *)g->y + (nb * g->cout + mr->m0 + QPACK_ROWS_VEC * v) * g->out_size + pos0;
         bool whole = pos0 + 8 <= g->out_size;
         for (int i = 0; i < 16; i++, y += g->out_size) {
@@ -645,11 +648,11 @@ PX86 void mstore_fused(const PConv *p, const MRows *mr, int64_t nb, int64_t pos0
  * lane (mstore_fused), or through lj_qconv_store when a row may not, each lane's byte
  * stored in its row's plane: the output is NCHW, so the 16 rows of a
  * vector are 16 planes apart. */
-PX86 void mstore(const PConv *p, const MRows *mr, int64_t nb, int64_t pos0, int64_t np,
-                 v16i a[MP][MV]) {
+PX86 void mstore(const PConv *p, const MRows *mr, const int mp, int64_t nb, int64_t pos0,
+                 int64_t np, v16i a[MP_MAX][MV_MAX]) {
     const LjQConv *g = &p->g;
     if (mr->fused) {
-        mstore_fused(p, mr, nb, pos0, np, a);
+        mstore_fused(p, mr, mp, nb, pos0, np, a);
         return;
     }
     for (int64_t v = 0; v < mr->nmv; v++)
@@ -662,38 +665,54 @@ PX86 void mstore(const PConv *p, const MRows *mr, int64_t nb, int64_t pos0, int6
         }
 }
 
-PVNNI mtile(const PConv *p, const MRows *mr, const uint32_t *buf, const int64_t *toff,
-            const int64_t *off, int64_t nb, int64_t pos0, int64_t np) {
-    v16i a[MP][MV];
+PX86 void mtile_body(const PConv *p, const MRows *mr, const int mp, const int mv,
+                     const uint32_t *buf, const int64_t *toff, const int64_t *off, int64_t nb,
+                     int64_t pos0, int64_t np) {
+    v16i a[MP_MAX][MV_MAX];
 #pragma clang loop unroll(full)
-    for (int j = 0; j < MP; j++)
+    for (int j = 0; j < mp; j++)
 #pragma clang loop unroll(full)
-        for (int v = 0; v < MV; v++)
+        for (int v = 0; v < mv; v++)
             a[j][v] = mr->bias[v];
     int64_t c4 = p->c4, cs = p->cstride;
     for (int64_t t = 0; t < p->taps; t++) {
-        const uint32_t *x[MP], *w[MV];
+        const uint32_t *x[MP_MAX], *w[MV_MAX];
 #pragma clang loop unroll(full)
-        for (int j = 0; j < MP; j++)
+        for (int j = 0; j < mp; j++)
             x[j] = buf + toff[t] + off[j];
 #pragma clang loop unroll(full)
-        for (int v = 0; v < MV; v++)
+        for (int v = 0; v < mv; v++)
             w[v] = mr->w[v] + t * c4 * p->wg;
         for (int64_t c = 0; c < c4; c++) {
-            v16i wv[MV];
+            v16i wv[MV_MAX];
 #pragma clang loop unroll(full)
-            for (int v = 0; v < MV; v++)
+            for (int v = 0; v < mv; v++)
                 __builtin_memcpy(&wv[v], w[v] + c * p->wg, 64);
 #pragma clang loop unroll(full)
-            for (int j = 0; j < MP; j++) {
+            for (int j = 0; j < mp; j++) {
                 v16i xj = (v16i){0} + (int32_t)x[j][c * cs];
 #pragma clang loop unroll(full)
-                for (int v = 0; v < MV; v++)
+                for (int v = 0; v < mv; v++)
                     a[j][v] = PDOT4_VNNI(a[j][v], xj, wv[v]);
             }
         }
     }
-    mstore(p, mr, nb, pos0, np, a);
+    mstore(p, mr, mp, nb, pos0, np, a);
+}
+
+#define MTILE_ARGS                                                                                 \
+    const PConv *p, const MRows *mr, const uint32_t *buf, const int64_t *toff, const int64_t *off, \
+        int64_t nb, int64_t pos0, int64_t np
+PVNNI mtile_6x4(MTILE_ARGS) { mtile_body(p, mr, 6, 4, buf, toff, off, nb, pos0, np); }
+PVNNI mtile_7x3(MTILE_ARGS) { mtile_body(p, mr, 7, 3, buf, toff, off, nb, pos0, np); }
+
+/* The block shape for n positions and rows [r0, r1): 7 x 3 where its
+ * blocks leave fewer lanes unused than 6 x 4's (computed lanes per
+ * position block: mp x mv vectors). */
+LJ_INLINE bool mconv_7x3(int64_t n, int64_t r0, int64_t r1) {
+    int64_t groups = (r1 - r0) / QPACK_ROWS_VEC;
+    int64_t c6 = (n + 5) / 6 * 6 * ((groups + 3) / 4 * 4), c7 = (n + 6) / 7 * 7 * ((groups + 2) / 3 * 3);
+    return c7 < c6;
 }
 
 /* Rows [r0, r1) (whole groups) of image nb at every position of the map,
@@ -702,16 +721,18 @@ LJ_INLINE void mconv_unit(const PConv *p, int64_t nb, int64_t r0, int64_t r1, co
                           const int64_t *toff, const PBlock *blocks) {
     const LjQConv *g = &p->g;
     int64_t ow = g->odims[1], n = g->out_size;
-    for (int64_t m0 = r0; m0 < r1; m0 += MV * QPACK_ROWS_VEC) {
+    bool m7 = mconv_7x3(n, r0, r1);
+    int64_t mp = m7 ? 7 : 6, mv = m7 ? 3 : 4;
+    for (int64_t m0 = r0; m0 < r1; m0 += mv * QPACK_ROWS_VEC) {
         MRows mr = {.m0 = m0, .fused = true};
-        mr.nmv = (r1 - m0) / QPACK_ROWS_VEC < MV ? (r1 - m0) / QPACK_ROWS_VEC : MV;
-        for (int64_t v = 0; v < MV; v++) {
-            int64_t mv = v < mr.nmv ? m0 + v * QPACK_ROWS_VEC : m0; /* its first row */
-            mr.w[v] = (const uint32_t *)g->w + mv / p->wg * p->wg * p->taps * p->c4 + mv % p->wg;
+        mr.nmv = (r1 - m0) / QPACK_ROWS_VEC < mv ? (r1 - m0) / QPACK_ROWS_VEC : mv;
+        for (int64_t v = 0; v < mv; v++) {
+            int64_t m1 = v < mr.nmv ? m0 + v * QPACK_ROWS_VEC : m0; /* its first row */
+            mr.w[v] = (const uint32_t *)g->w + m1 / p->wg * p->wg * p->taps * p->c4 + m1 % p->wg;
             int32_t bias[16];
             float mult[16];
             for (int i = 0; i < 16; i++) {
-                const PBlock *b = &blocks[(mv + i) / PMR];
+                const PBlock *b = &blocks[(m1 + i) / PMR];
                 bias[i] = b->bias[i % PMR];
                 mult[i] = b->mult[i % PMR];
                 mr.fused &= b->fused || v >= mr.nmv;
@@ -719,15 +740,18 @@ LJ_INLINE void mconv_unit(const PConv *p, int64_t nb, int64_t r0, int64_t r1, co
             __builtin_memcpy(&mr.bias[v], bias, sizeof bias);
             __builtin_memcpy(&mr.mult[v], mult, sizeof mult);
         }
-        for (int64_t v = 0; v < MV && !mr.fused; v++) /* a fused block's rows keep theirs */
+        for (int64_t v = 0; v < mv && !mr.fused; v++) /* a fused block's rows keep theirs */
             mr.bias[v] = (v16i){0};
-        for (int64_t pos0 = 0; pos0 < n; pos0 += MP) {
-            int64_t np = n - pos0 < MP ? n - pos0 : MP, off[MP];
-            for (int64_t j = 0; j < MP; j++) {
+        for (int64_t pos0 = 0; pos0 < n; pos0 += mp) {
+            int64_t np = n - pos0 < mp ? n - pos0 : mp, off[MP_MAX];
+            for (int64_t j = 0; j < mp; j++) {
                 int64_t i = pos0 + (j < np ? j : np - 1);
                 off[j] = i / ow * p->wq + i % ow;
             }
-            mtile(p, &mr, buf, toff, off, nb, pos0, np);
+            if (m7)
+                mtile_7x3(p, &mr, buf, toff, off, nb, pos0, np);
+            else
+                mtile_6x4(p, &mr, buf, toff, off, nb, pos0, np);
         }
     }
 }
