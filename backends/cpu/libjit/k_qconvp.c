@@ -195,7 +195,7 @@ LJ_INLINE int64_t channel(const PConv *p, int64_t c, int j) {
  * is taken apart: read back at once, the vectors straddle the stores that
  * wrote them, which the store buffer cannot forward (that version was
  * 10% slower than step 2). */
-enum { PAIR_T = 64, PAIR_R = 8, SHORT_WORDS = 256 };
+enum { PAIR_T = 64, PAIR_R = 8 };
 typedef uint32_t vp16 __attribute__((vector_size(64)));
 typedef uint32_t vp8 __attribute__((vector_size(32)));
 #define PAIR_EVEN_16 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
@@ -274,77 +274,66 @@ LJ_INLINE void fill_rows_pair(const PConv *p, const uint8_t *plane, int64_t c, i
     }
 }
 
-/* The words of band b of image nb: every channel group, used phase and
- * row of the band's window (pointwise: of its tile at p0 only). */
-LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, uint32_t *buf) {
+/* Channel group c's rows r[0..3] at input row y of image nb. */
+LJ_INLINE void group_rows(const PConv *p, int64_t nb, int64_t c, int64_t y, const uint8_t **r) {
+    const LjQConv *g = &p->g;
+    for (int j = 0; j < 4; j++)
+        r[j] = (const uint8_t *)g->x + (nb * g->cin + channel(p, c, j)) * g->in_size + y * g->idims[1];
+}
+
+/* The most words of a band's rows that fill_rows_run takes through its buffer. */
+enum { SHORT_WORDS = 256 };
+
+/* Stride 1, every input column read (pl + iw <= wq): the band's rows
+ * inside the image are one run of x, converted 16 words a vector. Where
+ * the plane's rows are the input's (wq = iw: no column padding) and all
+ * inside, the run is the plane; rows of under 8 words (maps of 7x7 and
+ * less, which words_of would take a word at a time) go through tmp, each
+ * then moved to its padded row as one vector of 8 (the words past the
+ * row's land on its right padding or on the next row, both written after
+ * it; the last row's on the tail or the next group's plane). Other shapes:
+ * false, nothing written. */
+LJ_INLINE bool fill_rows_run(const PConv *p, int64_t nb, int64_t oh0, uint32_t pad, uint32_t *buf) {
+    const LjQConv *g = &p->g;
+    int64_t ih = g->idims[0], iw = g->idims[1], pt = g->win.pad_begin[0], pl = g->win.pad_begin[1];
+    bool direct = p->wq == iw;
+    if (p->sy != 1 || p->sx != 1 || pl + iw > p->wq ||
+        (!direct && (iw >= 8 || p->hq * iw > SHORT_WORDS)))
+        return false;
+    int64_t ya = pt > oh0 ? pt - oh0 : 0, yb = ih + pt - oh0; /* rows yq inside */
+    yb = yb < p->hq ? yb : p->hq;
+    yb = yb > ya ? yb : ya;
+    if (direct && (ya > 0 || yb < p->hq))
+        return false;
+    uint32_t tmp[SHORT_WORDS + 8];
+    for (int64_t t = (yb - ya) * iw; !direct && t < (yb - ya) * iw + 8; t++)
+        tmp[t] = pad;
+    for (int64_t c = 0; c < p->c4; c++) {
+        const uint8_t *r[4];
+        group_rows(p, nb, c, oh0 + ya - pt, r);
+        uint32_t *plane = buf + c * p->cstride;
+        words_of(r, 0, 1, (yb - ya) * iw, (uint8_t)p->sh, direct ? plane : tmp);
+        for (int64_t yq = 0; yq < p->hq && !direct; yq++) {
+            uint32_t *row = plane + yq * p->wq;
+            bool in = yq >= ya && yq < yb;
+            for (int64_t t = 0; t < (in ? pl : p->wq); t++)
+                row[t] = pad;
+            if (!in)
+                continue;
+            vp8 v;
+            __builtin_memcpy(&v, tmp + (yq - ya) * iw, sizeof v);
+            __builtin_memcpy(row + pl, &v, sizeof v);
+            for (int64_t t = pl + iw; t < p->wq; t++)
+                row[t] = pad;
+        }
+    }
+    return true;
+}
+
+/* Every channel group, used phase and row of the band's window. */
+LJ_INLINE void fill_phases(const PConv *p, int64_t nb, int64_t oh0, uint32_t pad, uint32_t *buf) {
     const LjQConv *g = &p->g;
     int64_t ih = g->idims[0], pt = g->win.pad_begin[0];
-    uint32_t pad = (uint8_t)(g->zx + p->sh) * 0x01010101u;
-    if (p->pw) { /* positions [p0, p0 + PT) of the map, one run of each channel */
-        int64_t n = g->out_size - p0 < PT ? g->out_size - p0 : PT;
-        for (int64_t c = 0; c < p->c4; c++) {
-            const uint8_t *r[4];
-            for (int j = 0; j < 4; j++)
-                r[j] = (const uint8_t *)g->x + (nb * g->cin + channel(p, c, j)) * g->in_size + p0;
-            words_of(r, 0, 1, n, (uint8_t)p->sh, buf + c * PT);
-            for (int64_t t = n; t < PT; t++)
-                buf[c * PT + t] = pad;
-        }
-        return;
-    }
-    /* stride 1, whole rows, no padding (1x1 convs on small maps, by lanes):
-     * the band's rows are consecutive in x, one run of words a channel group */
-    int64_t iw = g->idims[1];
-    if (p->sy == 1 && p->sx == 1 && p->wq == iw && pt == 0 && g->win.pad_begin[1] == 0 &&
-        oh0 + p->hq <= ih) {
-        for (int64_t c = 0; c < p->c4; c++) {
-            const uint8_t *r[4];
-            for (int j = 0; j < 4; j++)
-                r[j] = (const uint8_t *)g->x + (nb * g->cin + channel(p, c, j)) * g->in_size + oh0 * iw;
-            words_of(r, 0, 1, p->plane, (uint8_t)p->sh, buf + c * p->cstride);
-        }
-        for (int64_t t = 0; t < PT; t++)
-            buf[p->c4 * p->cstride + t] = 0;
-        return;
-    }
-    /* stride 1, rows of under 8 words (maps of 7x7 and less), which
-     * words_of would take a word at a time: the rows inside the image are
-     * one run of x, taken 16 words at a time into tmp, then each row's
-     * words moved to its padded row as one vector of 8 (the words past the
-     * row's land on its right padding or on the next row, both written
-     * after it; the last row's on the tail or the next group's plane). */
-    int64_t pl = g->win.pad_begin[1];
-    if (p->sy == 1 && p->sx == 1 && iw < 8 && pl + iw <= p->wq && p->hq * iw <= SHORT_WORDS) {
-        int64_t ya = pt > oh0 ? pt - oh0 : 0, yb = ih + pt - oh0; /* rows yq inside */
-        yb = yb < p->hq ? yb : p->hq;
-        yb = yb > ya ? yb : ya;
-        uint32_t tmp[SHORT_WORDS + 8];
-        for (int64_t t = (yb - ya) * iw; t < (yb - ya) * iw + 8; t++)
-            tmp[t] = pad;
-        for (int64_t c = 0; c < p->c4; c++) {
-            const uint8_t *r[4];
-            for (int j = 0; j < 4; j++)
-                r[j] = (const uint8_t *)g->x + (nb * g->cin + channel(p, c, j)) * g->in_size +
-                       (oh0 + ya - pt) * iw;
-            words_of(r, 0, 1, (yb - ya) * iw, (uint8_t)p->sh, tmp);
-            for (int64_t yq = 0; yq < p->hq; yq++) {
-                uint32_t *row = buf + c * p->cstride + yq * p->wq;
-                bool in = yq >= ya && yq < yb;
-                for (int64_t t = 0; t < (in ? pl : p->wq); t++)
-                    row[t] = pad;
-                if (!in)
-                    continue;
-                vp8 v;
-                __builtin_memcpy(&v, tmp + (yq - ya) * iw, sizeof v);
-                __builtin_memcpy(row + pl, &v, sizeof v);
-                for (int64_t t = pl + iw; t < p->wq; t++)
-                    row[t] = pad;
-            }
-        }
-        for (int64_t t = 0; t < PT; t++)
-            buf[p->c4 * p->cstride + t] = 0;
-        return;
-    }
     for (int64_t c = 0; c < p->c4; c++) {
         const uint8_t *plane = (const uint8_t *)g->x + nb * g->cin * g->in_size;
         for (int64_t ry = 0; ry < p->sy; ry++) {
@@ -367,13 +356,32 @@ LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, ui
                         continue;
                     }
                     const uint8_t *r[4];
-                    for (int j = 0; j < 4; j++)
-                        r[j] = plane + channel(p, c, j) * g->in_size + y * g->idims[1];
+                    group_rows(p, nb, c, y, r);
                     fill_phase_row(p, r, rx, pad, out);
                 }
             }
         }
     }
+}
+
+/* The words of band b of image nb: every channel group, used phase and
+ * row of the band's window (pointwise: of its tile at p0 only). */
+LJ_INLINE void fill_band(const PConv *p, int64_t nb, int64_t oh0, int64_t p0, uint32_t *buf) {
+    const LjQConv *g = &p->g;
+    uint32_t pad = (uint8_t)(g->zx + p->sh) * 0x01010101u;
+    if (p->pw) { /* positions [p0, p0 + PT) of the map, one run of each channel */
+        int64_t n = g->out_size - p0 < PT ? g->out_size - p0 : PT;
+        for (int64_t c = 0; c < p->c4; c++) {
+            const uint8_t *r[4];
+            group_rows(p, nb, c, 0, r);
+            words_of(r, p0, 1, n, (uint8_t)p->sh, buf + c * PT);
+            for (int64_t t = n; t < PT; t++)
+                buf[c * PT + t] = pad;
+        }
+        return;
+    }
+    if (!fill_rows_run(p, nb, oh0, pad, buf))
+        fill_phases(p, nb, oh0, pad, buf);
     for (int64_t t = 0; t < PT; t++) /* read by the last tile's unused lanes */
         buf[p->c4 * p->cstride + t] = 0;
 }
@@ -564,7 +572,7 @@ PVNNI ptile_vnni_4(PTILE_ARGS) { PTILE_BODY(PDOT4_VNNI, 4) PTILE_END(4) }
  * output (no columns past a row's end); positions past the block's np and
  * groups past its nmv repeat the last ones and are not stored. Two
  * shapes, (mp, mv) = (6, 4) or (7, 3), whichever computes fewer unused
- * lanes for the map and the rows (mconv_shape): 49 positions are 9 blocks
+ * lanes for the map and the rows (mconv_7x3): 49 positions are 9 blocks
  * of 6 (10% unused) but 7 of 7. */
 enum { MP_MAX = 7, MV_MAX = 4 };
 
