@@ -22,7 +22,11 @@ struct Profile {
     const LirInstr **instr; /* by program index */
     int n;
     double *begin, *total;  /* per instruction: this run's start, the sum over runs */
-    bool *ran;
+    /* Per instruction: its time in the current run, and the least over the
+     * runs it ran in (the column to set beside a microbenchmark's minimum:
+     * the means stray with every run the host slowed). */
+    double *run_t, *best;
+    bool *ran, *ran_now;
     int runs;
     double run_start;
     double wall;            /* the runs' summed wall time, seconds */
@@ -94,7 +98,8 @@ static void probe(void *ctx, int instr, int event) {
         return;
     case PROBE_END:
         p->total[instr] += t - p->begin[instr];
-        p->ran[instr] = true;
+        p->run_t[instr] += t - p->begin[instr];
+        p->ran[instr] = p->ran_now[instr] = true;
         if (p->tracing) {
             pthread_mutex_lock(&p->mu);
             add_event(p, instr, lane_of_self(p), p->begin[instr], t);
@@ -128,6 +133,11 @@ static Profile *profile_new(const Backend *be, BackendExec *e) {
     p->begin = calloc((size_t)p->n + 1, sizeof *p->begin);
     p->total = calloc((size_t)p->n + 1, sizeof *p->total);
     p->ran = calloc((size_t)p->n + 1, sizeof *p->ran);
+    p->run_t = calloc((size_t)p->n + 1, sizeof *p->run_t);
+    p->best = calloc((size_t)p->n + 1, sizeof *p->best);
+    p->ran_now = calloc((size_t)p->n + 1, sizeof *p->ran_now);
+    for (int k = 0; p->best && k <= p->n; k++)
+        p->best[k] = -1; /* ran in no run yet */
     int k = 0;
     for (const LirInstr *i = p->prog->first; i; i = i->next)
         p->instr[k++] = i;
@@ -148,6 +158,9 @@ void profile_free(Profile *p) {
     free(p->begin);
     free(p->total);
     free(p->ran);
+    free(p->run_t);
+    free(p->best);
+    free(p->ran_now);
     free(p->ev);
     free(p->lane_cpu);
     free(p);
@@ -181,6 +194,12 @@ Profile *profile_run(const Backend *be, BackendExec *e, Tensor *const *inputs, i
         p->run_start = now_s();
         ok = run_once(be, e, inputs, d);
         p->wall += now_s() - p->run_start;
+        for (int i = 0; i < p->n; i++) {
+            if (p->ran_now[i] && (p->best[i] < 0 || p->run_t[i] < p->best[i]))
+                p->best[i] = p->run_t[i];
+            p->run_t[i] = 0;
+            p->ran_now[i] = false;
+        }
     }
     p->runs = runs;
     be->set_probe(e, NULL, NULL);
@@ -257,7 +276,7 @@ void profile_print(const Profile *p, double peak_gflops, double end_to_end_ms, S
         if (p->ran[k])
             rows[nrows++] = (Row){k, p->total[k]};
     qsort(rows, (size_t)nrows, sizeof *rows, by_time);
-    sb_printf(out, "%4s %9s %6s %8s %6s  ", "#", "ms", "%", "GFLOP/s", "%peak");
+    sb_printf(out, "%4s %9s %9s %6s %8s %6s  ", "#", "ms", "min", "%", "GFLOP/s", "%peak");
     if (p->cpu)
         sb_printf(out, "%9s %9s  ", "cpu ms", "share ms");
     sb_printf(out, "%-18s %-16s %s\n", "kind", "shape", "node");
@@ -273,8 +292,8 @@ void profile_print(const Profile *p, double peak_gflops, double end_to_end_ms, S
             if (peak_gflops > 0)
                 snprintf(pk, sizeof pk, "%.1f", 100 * g / peak_gflops);
         }
-        sb_printf(out, "%4d %9.3f %6.2f %8s %6s  ", rows[r].instr, ms,
-                  sum_ms > 0 ? 100 * ms / sum_ms : 0, gf, pk);
+        sb_printf(out, "%4d %9.3f %9.3f %6.2f %8s %6s  ", rows[r].instr, ms,
+                  p->best[rows[r].instr] * 1e3, sum_ms > 0 ? 100 * ms / sum_ms : 0, gf, pk);
         if (p->cpu) {
             /* every thread's CPU time, and the largest share's */
             double cpu = 0, share = 0;

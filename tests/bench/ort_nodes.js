@@ -2,8 +2,11 @@
 // for setting glowc's per-node rows (glowc bench --per-node) beside ORT's:
 // runs a warm-up, then ITERS profiled runs, and prints one line per node
 // "KERNEL_US OP NAME" with the median over the runs of that node's
-// kernel time in microseconds, largest first, then "total X us".
-// Usage: node ort_nodes.js MODEL.onnx THREADS ITERS [INPUT.npy]
+// kernel time in microseconds, largest first, then "total X us"; with
+// --min, the least of the runs instead (the statistic of glowc bench
+// --per-node's "min" column and of bench_conv/bench_qconv: set medians
+// beside medians and minima beside minima, never one beside the other).
+// Usage: node ort_nodes.js MODEL.onnx THREADS ITERS [INPUT.npy] [--min]
 const ort = require('onnxruntime-node');
 const fs = require('fs');
 const os = require('os');
@@ -11,7 +14,9 @@ const path = require('path');
 const {createSession, benchFeeds, median} = require('./ort_session.js');
 
 async function main() {
-  const [model, threads, iters, input] = [process.argv[2], +process.argv[3], +process.argv[4], process.argv[5]];
+  const args = process.argv.slice(2).filter(a => a !== '--min');
+  const least = args.length !== process.argv.length - 2;
+  const [model, threads, iters, input] = [args[0], +args[1], +args[2], args[3]];
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ort-nodes-'));
   const s = await createSession(ort, model, threads,
                                 {enableProfiling: true, profileFilePrefix: path.join(dir, 'p')});
@@ -35,7 +40,8 @@ async function main() {
   const rows = [];
   let total = 0;
   for (const [name, v] of per) {
-    const med = median(v.t.slice(-iters));
+    const runs = v.t.slice(-iters);
+    const med = least ? Math.min(...runs) : median(runs);
     rows.push([med, v.op, name]);
     total += med;
   }
