@@ -219,13 +219,17 @@ static int64_t pick_kc(const LjGemm *g, bool packed) {
 }
 
 /* A plain B that feeds few rows of A (fully_connected at batch 1: one; a
- * transformer's 32 tokens; a convolution to 16-32 channels) is read in
- * place: packing would copy each element to use it at most 4 times, and
- * the copy cost more than the strided reads it saves (measured: 15-20%
- * on the 32-row products of the transformer encoder). The last, partial
+ * transformer's 32 tokens; a 1x1 convolution to at most 128 channels) is
+ * read in place: packing would copy each element to use it at most 16
+ * times, and the copy cost more than the strided reads it saves (measured:
+ * 15-20% on the 32-row products of the transformer encoder; ResNet-50's
+ * 1x1 convs to 64 and 128 channels, bench_conv, 3 alternated runs: 256 to
+ * 64 on 56x56 183-186 -> 210 GFLOP/s, 64 to 64 156-167 -> 171-187, 256 to
+ * 128 188-190 -> 197-202, 512 to 128 on 28x28 191-201 -> 198-211; to 256
+ * channels neither way wins, so those keep packing). The last, partial
  * panel is still packed, so that no load runs past a row. */
 static bool packs_b(const LjGemm *g) {
-    return g->m > 4 * MR;
+    return g->m > 16 * MR;
 }
 
 /* Panel[k][0 .. w) = B[k0 + k][j0 .. j0 + cols) of a B by row offsets
