@@ -6,21 +6,27 @@ For each model (build/models, exported by fixtures/models/export_models.py:
 random weights, batch 1): profile it (`glowc profile` on its input and 7
 random N(0,1) images, fixed seed), write the QDQ model (`glowc quantize`,
 default quantization: asymmetric, minmax, per-channel weights), then time at
-1 and 2 threads, medians of ITERS runs after a warm-up:
+1 and 2 threads, medians of ITERS runs after a warm-up, in ROUNDS rounds:
   - glowc float32 (`glowc bench --backend=cpu`)
   - glowc int8    (`glowc bench --quantize=P --backend=cpu`); while the CPU
     backend has no int8 kernels this says so and shows n/a: the interpreter
     is a reference, not a fair speed comparison
   - ORT float32 and ORT on the QDQ model (onnxruntime-node, optimisations on:
     it fuses the QDQ groups into QLinearConv, QLinearAdd, QGemm...)
-and on the model's input compares outputs: ORT QDQ and glowc int8 (the
+Each round times the four in turn, every other round in the reverse order
+(run in a row, the later of two like runs is the faster: 2-4% on resnet50
+int8, enough to decide its comparison), and a cell is the median of its
+rounds; the int8 ratio glowc/ORT QDQ is taken within each round (the host's
+speed drifts from minute to minute; both engines drift with it) and shown as
+the rounds' median and range.
+On the model's input it compares outputs: ORT QDQ and glowc int8 (the
 interpreter, `glowc run --quantize`) against glowc float32 (top-1 class the
 same? largest error), and ORT QDQ against glowc int8 in steps of the output
 scale. Writes the table to out/bench-quant.md too.
 
 Needs node and npm (onnxruntime-node is installed into build/ort as `make
 bench` does); says so and exits 1 when they are missing.
-Usage: bench_quant.py GLOWC [--models m1,m2] [--iters N]
+Usage: bench_quant.py GLOWC [--models m1,m2] [--iters N] [--rounds R]
 """
 import argparse
 import json
@@ -65,7 +71,7 @@ def output_scale(qdq):
     return float(numpy_helper.to_array(init[last[0].input[1]])) if last else None
 
 
-def model_row(glowc, m, iters, node_env, cpu):
+def model_row(glowc, m, iters, rounds, node_env, cpu):
     mdir = os.path.join(ROOT, "build", "models")
     onnx_path, inp = os.path.join(mdir, m + ".onnx"), os.path.join(mdir, m + ".input.npy")
     work = os.path.join(WORK, m)
@@ -87,13 +93,23 @@ def model_row(glowc, m, iters, node_env, cpu):
         common = ["--backend=cpu", "--threads", str(t), "--iters", str(iters),
                   "--input", "input=" + inp]
         pin = cpu if t == 1 else None  # as make bench pins them
-        times["gf", t], e1 = timing([glowc, "bench", onnx_path] + common, cpu=pin)
-        times["gq", t], e2 = timing([glowc, "bench", onnx_path, "--quantize=" + prof] + same + common,
-                                    cpu=pin)
-        times["of", t], e3 = timing(["node", js, onnx_path, str(t), str(iters), inp], env=node_env,
-                                    cpu=pin)
-        times["oq", t], e4 = timing(["node", js, qdq, str(t), str(iters), inp], env=node_env,
-                                    cpu=pin)
+        cmds = [("gf", [glowc, "bench", onnx_path] + common, None),
+                ("gq", [glowc, "bench", onnx_path, "--quantize=" + prof] + same + common, None),
+                ("of", ["node", js, onnx_path, str(t), str(iters), inp], node_env),
+                ("oq", ["node", js, qdq, str(t), str(iters), inp], node_env)]
+        got, errs, ratios = {k: [] for k, _, _ in cmds}, {}, []
+        for r in range(rounds):
+            for key, cmd, env in (cmds if r % 2 == 0 else cmds[::-1]):
+                ms, err = timing(cmd, env=env, cpu=pin)
+                if ms is not None:
+                    got[key].append(ms)
+                errs[key] = errs.get(key) or err
+            if len(got["gq"]) == r + 1 and len(got["oq"]) == r + 1:
+                ratios.append(got["gq"][r] / got["oq"][r])
+        for key in got:
+            times[key, t] = float(np.median(got[key])) if got[key] else None
+        times["ratio", t] = (float(np.median(ratios)), min(ratios), max(ratios)) if ratios else None
+        e1, e2, e3, e4 = errs["gf"], errs["gq"], errs["of"], errs["oq"]
         notes += [e for e in (e1, e3, e4) if e]
         if e2 and t == 1:
             notes.append("glowc int8 on --backend=cpu: " + e2 +
@@ -142,9 +158,13 @@ def main():
     ap.add_argument("glowc")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="times each engine this many times, alternating the order")
     ap.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)),
                     help="the CPU single-threaded runs are pinned to (see bench.py)")
     a = ap.parse_args()
+    if a.rounds < 1:
+        sys.exit("bench-quant: --rounds %d: at least 1" % a.rounds)
     if a.cpu not in os.sched_getaffinity(0):
         sys.exit("bench-quant: --cpu %d: not one of this process's CPUs %s"
                  % (a.cpu, sorted(os.sched_getaffinity(0))))
@@ -161,19 +181,21 @@ def main():
     node_env = dict(os.environ, NODE_PATH=os.path.join(bench.ORT_DIR, "node_modules"))
     rows, all_notes = [], []
     for m in models:
-        times, acc, notes = model_row(glowc, m, a.iters, node_env, a.cpu)
+        times, acc, notes = model_row(glowc, m, a.iters, a.rounds, node_env, a.cpu)
         rows.append((m, times, acc))
         all_notes += ["%s: %s" % (m, n) for n in notes]
         print(m, json.dumps({"%s%d" % k: v for k, v in times.items()}), json.dumps(acc),
               flush=True)
     t = ["| model | threads | glowc f32 ms | glowc int8 ms | ORT f32 ms | ORT QDQ ms | "
-         "ORT f32/QDQ |", "|---|---:|---:|---:|---:|---:|---:|"]
+         "ORT f32/QDQ | int8 glowc/ORT QDQ (rounds' range) |",
+         "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for m, tm, _ in rows:
         for th in (1, 2):
-            of, oq = tm["of", th], tm["oq", th]
-            t.append("| %s | %d | %s | %s | %s | %s | %s |" % (
+            of, oq, ra = tm["of", th], tm["oq", th], tm["ratio", th]
+            t.append("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
                 m, th, cell(tm["gf", th]), cell(tm["gq", th]), cell(of), cell(oq),
-                cell(of / oq if of and oq else None)))
+                cell(of / oq if of and oq else None),
+                "%.3f (%.3f-%.3f)" % ra if ra else "n/a"))
     q = ["| model | ORT QDQ top-1 = float | ORT QDQ max err | glowc int8 top-1 = float | "
          "glowc int8 max err | max |output| float | ORT QDQ vs glowc int8 (output steps) |",
          "|---|---|---:|---:|---:|---:|---:|"]
@@ -192,9 +214,10 @@ def main():
     cpu = open("/proc/cpuinfo").read()
     cpu_name = (re.search(r"model name\s*:\s*(.*)", cpu) or [None, "?"])[1]
     text = ("# int8: glowc against ONNX Runtime on glowc's QDQ models\n\nBatch 1, median of %d "
-            "runs after a warm-up, on %s (%d cores; single-threaded runs on cpu %d); profile: the "
-            "model's input and 7 random images; default quantization.\n\n"
-            % (a.iters, cpu_name, os.cpu_count(), a.cpu) +
+            "runs after a warm-up, the median of %d rounds in alternating order, on %s (%d cores; "
+            "single-threaded runs on cpu %d); profile: the model's input and 7 random images; "
+            "default quantization.\n\n"
+            % (a.iters, a.rounds, cpu_name, os.cpu_count(), a.cpu) +
             "\n".join(t) + "\n\nOutputs on the model's input, against glowc float32:\n\n" +
             "\n".join(q) + "\n\nSize: the weights of glowc's memory plan (`glowc mem`) and the "
             "executables `glowc compile -o` writes (weights, code and runtime):\n\n" +
