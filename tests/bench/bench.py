@@ -18,20 +18,26 @@ and with both cores, on the same input, and prints, into out/bench.md too:
   cache empty and full (the kernel engine cached, as after any first use),
   and of `glowc compile -o EXE` plus the executable's first run;
 - the per-node profile's top rows for resnet50, single-threaded.
-Medians over ITERS runs after a warm-up; both sides see the same machine at
+Medians over ITERS runs after a warm-up, in ROUNDS rounds per model and
+thread count, the two engines in turn and every other round in the reverse
+order (of two like runs in a row the later is the faster, by a few percent);
+a time is the median of its rounds, the ratio glowc/ORT the median of the
+rounds' own ratios (the host's speed drifts from minute to minute, and both
+engines with it), shown with their range. Both sides see the same machine at
 the same time. Single-threaded runs of both engines are pinned to the same
 CPU (--cpu, default the last one): on a virtual machine the cores need not
 be equal (on one of the team's, glowc's resnet50 took 46 ms on cpu 1 and
 61 ms on cpu 0, ORT 43 and 48 ms), and a run the scheduler moves between
 them measures neither.
 
-Usage: bench.py GLOWC [--models m1,m2] [--iters N] [--cpu N]
+Usage: bench.py GLOWC [--models m1,m2] [--iters N] [--rounds R] [--cpu N]
 """
 import argparse
 import glob
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -120,9 +126,13 @@ def main():
     ap.add_argument("glowc")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="times each engine this many times, alternating the order")
     ap.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)),
                     help="the CPU single-threaded runs are pinned to")
     a = ap.parse_args()
+    if a.rounds < 1:
+        sys.exit("bench: --rounds %d: at least 1" % a.rounds)
     if a.cpu not in os.sched_getaffinity(0):
         sys.exit("bench: --cpu %d: not one of this process's CPUs %s"
                  % (a.cpu, sorted(os.sched_getaffinity(0))))
@@ -160,12 +170,27 @@ def main():
         ort_first = None
         for threads in (1, 2):
             pin = a.cpu if threads == 1 else None
-            g, gout = timing([a.glowc, "bench", onnx, "--backend=cpu", "--flops", "--threads",
-                              str(threads), "--iters", str(a.iters), "--input", "input=" + inp],
-                             cpu=pin)
-            o, oout = timing(["node", js, onnx, str(threads), str(a.iters), inp], env=node_env,
-                             cpu=pin)
-            row += [g, o, (g / o) if g and o else None]
+            gcmd = ([a.glowc, "bench", onnx, "--backend=cpu", "--flops", "--threads",
+                     str(threads), "--iters", str(a.iters), "--input", "input=" + inp], None)
+            ocmd = (["node", js, onnx, str(threads), str(a.iters), inp], node_env)
+            got = {"g": [], "o": []}
+            outs, ratios = {}, []
+            for r in range(a.rounds):
+                for key, (cmd, env) in ((("g", gcmd), ("o", ocmd)) if r % 2 == 0
+                                        else (("o", ocmd), ("g", gcmd))):
+                    ms, out = timing(cmd, env=env, cpu=pin)
+                    if ms is not None:
+                        got[key].append(ms)
+                    if ms is not None or key not in outs:
+                        outs[key] = out
+                if len(got["g"]) == r + 1 and len(got["o"]) == r + 1:
+                    ratios.append(got["g"][r] / got["o"][r])
+            g = statistics.median(got["g"]) if got["g"] else None
+            o = statistics.median(got["o"]) if got["o"] else None
+            gout, oout = outs.get("g", ""), outs.get("o", "")
+            ratio = ("%.2f (%.2f-%.2f)" % (statistics.median(ratios), min(ratios), max(ratios))
+                     if len(ratios) > 1 else cell(ratios[0]) if ratios else None)
+            row += [g, o, ratio]
             notes += [e for e, ok in ((gout, g), (oout, o)) if not ok]
             gflop = found(FLOPS, gout) if g else None
             crow[1] = crow[1] or gflop
@@ -196,9 +221,10 @@ def main():
     for f in firsts:
         ftable.append("| " + " | ".join(cell(x) for x in f) + " |")
     text = ("# glowc vs ONNX Runtime\n\nBatch 1 (resnet50_b8: 8), median of %d runs after a "
-            "warm-up, on %s (%d cores; single-threaded runs of both engines on cpu %d). "
+            "warm-up, in %d rounds of alternating order (the ratio: the median of the rounds' "
+            "ratios, and their range), on %s (%d cores; single-threaded runs of both engines on cpu %d). "
             "ORT: onnxruntime-node, graph optimisations on.\n\n"
-            % (a.iters, cpu_name, os.cpu_count(), a.cpu) + "\n".join(table) + "\n")
+            % (a.iters, a.rounds, cpu_name, os.cpu_count(), a.cpu) + "\n".join(table) + "\n")
     text += ("\n## Arithmetic\n\nGFLOP per run counted from glowc's program (conv, gemm, "
              "matmul: multiply-adds x2), for both engines. FMA peak (glowc bench --per-node's "
              "vector-FMA loop): %s GFLOP/s with 1 thread, %s with 2.\n\n"
