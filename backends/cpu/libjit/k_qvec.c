@@ -350,6 +350,21 @@ enum { QV_ROW = 512, QV_V = 16, QV_WIDE = 64 };
  * columns -- vectors of sixteen outputs for strides 1 and 2 (the even
  * bytes of two loads), the last one overlapping.
  * Only the value matters, so which of equal values is first does not. */
+/* col[c] = the largest of rows[r][c0 + c] over the nr rows, c < n (at
+ * least W), in vectors of W bytes, the last one overlapping. */
+#define QV_COL_MAX(T, W, rows, nr, c0, n, col)                                                     \
+    for (int64_t c = 0; c < (n); c += (W)) {                                                        \
+        typedef T VW __attribute__((vector_size(W)));                                               \
+        c = c + (W) <= (n) ? c : (n) - (W);                                                         \
+        VW m;                                                                                       \
+        __builtin_memcpy(&m, (rows)[0] + (c0) + c, (W));                                            \
+        for (int r = 1; r < (nr); r++) {                                                            \
+            VW v;                                                                                   \
+            __builtin_memcpy(&v, (rows)[r] + (c0) + c, (W));                                        \
+            m = __builtin_elementwise_max(m, v);                                                    \
+        }                                                                                           \
+        __builtin_memcpy((col) + c, &m, (W));                                                       \
+    }
 #define QV_MAX_POOL(T, VT, LEAST)                                                                   \
     LJ_VECTOR_FN static void qv_max_row_##T(const LjQWin *w, const T *plane, int64_t ih,            \
                                             int64_t iw, int64_t oy, T *out, int64_t x0,             \
@@ -372,28 +387,10 @@ enum { QV_ROW = 512, QV_V = 16, QV_WIDE = 64 };
         for (int64_t i = c0 - b0 + n; i < len + 2 * QV_V; i++)                                      \
             tmp[i] = LEAST;                                                                         \
         T *col = tmp + (c0 - b0);                                                                   \
-        for (int64_t c = 0; n >= QV_WIDE && c < n; c += QV_WIDE) {                                  \
-            typedef T V64 __attribute__((vector_size(QV_WIDE)));                                    \
-            c = c + QV_WIDE <= n ? c : n - QV_WIDE;                                                 \
-            V64 m;                                                                                  \
-            __builtin_memcpy(&m, rows[0] + c0 + c, QV_WIDE);                                        \
-            for (int r = 1; r < nr; r++) {                                                          \
-                V64 v;                                                                              \
-                __builtin_memcpy(&v, rows[r] + c0 + c, QV_WIDE);                                    \
-                m = __builtin_elementwise_max(m, v);                                                \
-            }                                                                                       \
-            __builtin_memcpy(col + c, &m, QV_WIDE);                                                 \
-        }                                                                                           \
-        for (int64_t c = 0; n < QV_WIDE && n >= QV_V && c < n; c += QV_V) {                         \
-            c = c + QV_V <= n ? c : n - QV_V;                                                       \
-            V16 m;                                                                                  \
-            __builtin_memcpy(&m, rows[0] + c0 + c, QV_V);                                           \
-            for (int r = 1; r < nr; r++) {                                                          \
-                V16 v;                                                                              \
-                __builtin_memcpy(&v, rows[r] + c0 + c, QV_V);                                       \
-                m = __builtin_elementwise_max(m, v);                                                \
-            }                                                                                       \
-            __builtin_memcpy(col + c, &m, QV_V);                                                    \
+        if (n >= QV_WIDE) {                                                                         \
+            QV_COL_MAX(T, QV_WIDE, rows, nr, c0, n, col)                                            \
+        } else if (n >= QV_V) {                                                                     \
+            QV_COL_MAX(T, QV_V, rows, nr, c0, n, col)                                               \
         }                                                                                           \
         for (int64_t c = 0; n < QV_V && c < n; c++) {                                               \
             T m = rows[0][c0 + c];                                                                  \
