@@ -79,6 +79,32 @@ def timing(cmd, env=None, cpu=None):
     return float(m.group(1)), r.stdout
 
 
+def timed_rounds(cmds, rounds, cpu=None):
+    """cmds: (key, argv, env) triples, each a timing() command. Runs them in
+    turn, `rounds` times, every other round in reverse order (of two like
+    runs in a row the later is the faster, by a few percent). Returns, per
+    key, the times of the rounds it succeeded in (None where it failed) and
+    its output: that of a successful run, else its last error line."""
+    times, outs = {k: [] for k, _, _ in cmds}, {}
+    for r in range(rounds):
+        for key, cmd, env in (cmds if r % 2 == 0 else cmds[::-1]):
+            ms, out = timing(cmd, env, cpu)
+            times[key].append(ms)
+            if ms is not None or key not in outs:
+                outs[key] = out
+    return times, outs
+
+
+def round_ratios(num, den):
+    """The per-round ratios num / den where both runs succeeded."""
+    return [a / b for a, b in zip(num, den) if a is not None and b]
+
+
+def median_of(times):
+    ok = [t for t in times if t is not None]
+    return statistics.median(ok) if ok else None
+
+
 def found(pattern, text):
     m = pattern.search(text or "")
     return float(m.group(1)) if m else None
@@ -170,24 +196,14 @@ def main():
         ort_first = None
         for threads in (1, 2):
             pin = a.cpu if threads == 1 else None
-            gcmd = ([a.glowc, "bench", onnx, "--backend=cpu", "--flops", "--threads",
-                     str(threads), "--iters", str(a.iters), "--input", "input=" + inp], None)
-            ocmd = (["node", js, onnx, str(threads), str(a.iters), inp], node_env)
-            got = {"g": [], "o": []}
-            outs, ratios = {}, []
-            for r in range(a.rounds):
-                for key, (cmd, env) in ((("g", gcmd), ("o", ocmd)) if r % 2 == 0
-                                        else (("o", ocmd), ("g", gcmd))):
-                    ms, out = timing(cmd, env=env, cpu=pin)
-                    if ms is not None:
-                        got[key].append(ms)
-                    if ms is not None or key not in outs:
-                        outs[key] = out
-                if len(got["g"]) == r + 1 and len(got["o"]) == r + 1:
-                    ratios.append(got["g"][r] / got["o"][r])
-            g = statistics.median(got["g"]) if got["g"] else None
-            o = statistics.median(got["o"]) if got["o"] else None
-            gout, oout = outs.get("g", ""), outs.get("o", "")
+            got, outs = timed_rounds(
+                [("g", [a.glowc, "bench", onnx, "--backend=cpu", "--flops", "--threads",
+                        str(threads), "--iters", str(a.iters), "--input", "input=" + inp], None),
+                 ("o", ["node", js, onnx, str(threads), str(a.iters), inp], node_env)],
+                a.rounds, pin)
+            g, o = median_of(got["g"]), median_of(got["o"])
+            gout, oout = outs["g"], outs["o"]
+            ratios = round_ratios(got["g"], got["o"])
             ratio = ("%.2f (%.2f-%.2f)" % (statistics.median(ratios), min(ratios), max(ratios))
                      if len(ratios) > 1 else cell(ratios[0]) if ratios else None)
             row += [g, o, ratio]

@@ -40,7 +40,7 @@ import numpy as np
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
-import bench  # noqa: E402  (its ensure_ort and timing)
+import bench  # noqa: E402  (its ensure_ort and timed_rounds)
 
 MODELS = ["resnet18", "resnet50", "mobilenet_v2"]
 WORK = os.path.join(ROOT, "build", "quant-bench")
@@ -52,12 +52,6 @@ def run(cmd, env=None):
     if r.returncode:
         sys.exit("bench-quant: %s failed:\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
     return r.stdout
-
-
-def timing(cmd, env=None, cpu=None):
-    """Median ms, or (None, the last line of the error): bench.timing's."""
-    ms, out = bench.timing(cmd, env, cpu)
-    return (ms, None) if ms is not None else (None, out)
 
 
 def output_scale(qdq):
@@ -93,21 +87,15 @@ def model_row(glowc, m, iters, rounds, node_env, cpu):
         common = ["--backend=cpu", "--threads", str(t), "--iters", str(iters),
                   "--input", "input=" + inp]
         pin = cpu if t == 1 else None  # as make bench pins them
-        cmds = [("gf", [glowc, "bench", onnx_path] + common, None),
-                ("gq", [glowc, "bench", onnx_path, "--quantize=" + prof] + same + common, None),
-                ("of", ["node", js, onnx_path, str(t), str(iters), inp], node_env),
-                ("oq", ["node", js, qdq, str(t), str(iters), inp], node_env)]
-        got, errs, ratios = {k: [] for k, _, _ in cmds}, {}, []
-        for r in range(rounds):
-            for key, cmd, env in (cmds if r % 2 == 0 else cmds[::-1]):
-                ms, err = timing(cmd, env=env, cpu=pin)
-                if ms is not None:
-                    got[key].append(ms)
-                errs[key] = errs.get(key) or err
-            if len(got["gq"]) == r + 1 and len(got["oq"]) == r + 1:
-                ratios.append(got["gq"][r] / got["oq"][r])
+        got, outs = bench.timed_rounds(
+            [("gf", [glowc, "bench", onnx_path] + common, None),
+             ("gq", [glowc, "bench", onnx_path, "--quantize=" + prof] + same + common, None),
+             ("of", ["node", js, onnx_path, str(t), str(iters), inp], node_env),
+             ("oq", ["node", js, qdq, str(t), str(iters), inp], node_env)], rounds, pin)
+        errs = {k: None if bench.median_of(v) is not None else outs[k] for k, v in got.items()}
         for key in got:
-            times[key, t] = float(np.median(got[key])) if got[key] else None
+            times[key, t] = bench.median_of(got[key])
+        ratios = bench.round_ratios(got["gq"], got["oq"])
         times["ratio", t] = (float(np.median(ratios)), min(ratios), max(ratios)) if ratios else None
         e1, e2, e3, e4 = errs["gf"], errs["gq"], errs["of"], errs["oq"]
         notes += [e for e in (e1, e3, e4) if e]

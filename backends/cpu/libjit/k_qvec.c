@@ -340,16 +340,6 @@ QV_CLIP_KERNEL(u8)
  * horizontal pass); bytes per vector of the vertical one */
 enum { QV_ROW = 512, QV_V = 16, QV_WIDE = 64 };
 
-/* Output row oy of one plane, columns [x0, x1): the largest of the valid
- * rows column by column (vectors of 64 bytes, or 16 under 64 columns),
- * into a row padded with the kind's least value (which never wins: every
- * window has a valid column, lj_qmax_pool_2d checks; only the padding is
- * filled, the bitcode's loops being scalar; with 64-byte vertical vectors,
- * resnet50's int8 stem pool 0.075-0.076 -> 0.066-0.073 ms, per-node minima
- * of alternated runs), then of each window's
- * columns -- vectors of sixteen outputs for strides 1 and 2 (the even
- * bytes of two loads), the last one overlapping.
- * Only the value matters, so which of equal values is first does not. */
 /* col[c] = the largest of rows[r][c0 + c] over the nr rows, c < n (at
  * least W), in vectors of W bytes, the last one overlapping. */
 #define QV_COL_MAX(T, W, rows, nr, c0, n, col)                                                     \
@@ -365,6 +355,17 @@ enum { QV_ROW = 512, QV_V = 16, QV_WIDE = 64 };
         }                                                                                           \
         __builtin_memcpy((col) + c, &m, (W));                                                       \
     }
+
+/* Output row oy of one plane, columns [x0, x1): the largest of the valid
+ * rows column by column (QV_COL_MAX: vectors of 64 bytes, or 16 under 64
+ * columns), into a row padded with the kind's least value (which never
+ * wins: every window has a valid column, lj_qmax_pool_2d checks; only the
+ * padding is filled, the bitcode's loops being scalar -- with the wide
+ * vectors, resnet50's int8 stem pool 0.075-0.076 -> 0.066-0.073 ms, per-node
+ * minima of alternated runs), then of each window's columns -- vectors of
+ * sixteen outputs for strides 1 and 2 (the even bytes of two loads), the
+ * last one overlapping.
+ * Only the value matters, so which of equal values is first does not. */
 #define QV_MAX_POOL(T, VT, LEAST)                                                                   \
     LJ_VECTOR_FN static void qv_max_row_##T(const LjQWin *w, const T *plane, int64_t ih,            \
                                             int64_t iw, int64_t oy, T *out, int64_t x0,             \
