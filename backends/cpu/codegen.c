@@ -445,7 +445,8 @@ static bool is_depthwise_conv(const LirInstr *i) {
     return group > 1 && group == c && group == m;
 }
 
-/* libjit_K_vnni_E: a kernel using AVX-512 VNNI's vpdpbusd (k_qconv.c),
+/* libjit_K_amx_E, Intel AMX's tiles where the module has them, else
+ * libjit_K_vnni_E: a kernel using AVX-512 VNNI's vpdpbusd (k_qconv.c),
  * or libjit_K_sdot_E, AArch64's sdot (k_qconvp.c), which only a target
  * that has it may call. */
 static LLVMValueRef vnni_kernel(CG *g, NodeKind nk, const LirInstr *i, char *name, size_t size) {
@@ -453,6 +454,15 @@ static LLVMValueRef vnni_kernel(CG *g, NodeKind nk, const LirInstr *i, char *nam
     if (!dot)
         return NULL;
     char vn[128];
+    if (cpu_has_amx(g->m)) { /* libjit_K_amx_E where there is one (k_qconvp.c) */
+        snprintf(vn, sizeof vn, "libjit_%s_amx_%s", node_kind_name(nk),
+                 elem_name(i->ops[0]->type.elem));
+        LLVMValueRef k = LLVMGetNamedFunction(g->mod, vn);
+        if (k) {
+            snprintf(name, size, "%s", vn);
+            return k;
+        }
+    }
     snprintf(vn, sizeof vn, "libjit_%s_%s_%s", node_kind_name(nk), dot,
              elem_name(i->ops[0]->type.elem));
     LLVMValueRef k = LLVMGetNamedFunction(g->mod, vn);

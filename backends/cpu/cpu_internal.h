@@ -81,6 +81,7 @@ void cpu_finish_module(CpuModule *m);
 /* The target has AVX-512 VNNI (its features list +avx512vnni, +evex512):
  * code generation may call the libjit_*_vnni_* kernels. */
 bool cpu_has_vnni(const CpuModule *m);
+bool cpu_has_amx(const CpuModule *m);
 /* The target is AArch64 with the dot product extension (+dotprod, or a CPU
  * that has it): code generation may call the libjit_*_sdot_* kernels. */
 bool cpu_has_dotprod(const CpuModule *m);

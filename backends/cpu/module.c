@@ -527,6 +527,13 @@ bool cpu_has_vnni(const CpuModule *m) {
     return has_feature(m, "avx512vnni") && has_feature(m, "evex512");
 }
 
+/* Intel's AMX int8 tiles (libjit_qconv_packed_amx_*): named by the
+ * features, with VNNI (the kernel falls back to it where AMX does not
+ * apply or the OS refuses the tile state). */
+bool cpu_has_amx(const CpuModule *m) {
+    return cpu_has_vnni(m) && has_feature(m, "amx-int8") && has_feature(m, "amx-tile");
+}
+
 /* AArch64's dot product instructions (sdot): named by --target-features, or
  * brought by the --target-cpu (target_names.h lists the CPUs whose features
  * clang-19 expands to +dotprod), unless -dotprod takes them away. */
@@ -546,11 +553,12 @@ const char *cpu_dot_kernels(const CpuModule *m) {
 
 void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
                         bool (*keep)(const CpuModule *, const char *)) {
-    /* The VNNI kernels (libjit_*_vnni_*) are for targets that have it:
+    /* The VNNI kernels (libjit_*_vnni_*) are for targets that have it
+     * (and the AMX ones, libjit_*_amx_*, likewise):
      * elsewhere they are never called, and their 512-bit dot products do
      * not even select (LLVM aborts), so they are made internal here and
      * dropped as unused before code generation; the sdot ones likewise. */
-    bool vnni = cpu_has_vnni(m), sdot = cpu_has_dotprod(m);
+    bool vnni = cpu_has_vnni(m), sdot = cpu_has_dotprod(m), amx = cpu_has_amx(m);
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMSetTarget(mod, m->triple);
     LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m->tm);
@@ -562,7 +570,8 @@ void cpu_prepare_module(const CpuModule *m, LLVMModuleRef mod,
         set_target_attributes(m, ctx, fn);
         size_t len;
         const char *name = LLVMGetValueName2(fn, &len);
-        if (!keep(m, name) || (!vnni && strstr(name, "_vnni")) || (!sdot && strstr(name, "_sdot")))
+        if (!keep(m, name) || (!vnni && strstr(name, "_vnni")) || (!sdot && strstr(name, "_sdot")) ||
+            (!amx && strstr(name, "_amx")))
             LLVMSetLinkage(fn, LLVMInternalLinkage);
     }
     for (LLVMValueRef gv = LLVMGetFirstGlobal(mod); gv; gv = LLVMGetNextGlobal(gv)) {

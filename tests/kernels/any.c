@@ -1424,17 +1424,21 @@ static bool qconvs_packed(uint64_t *s, int *ran) {
             bool ok = !libjit_generic(c[0].d.w, c[0].ref);
             /* the packed operands from the reference's */
             int64_t M = q[4], C = q[1], T = q[5] * q[6];
-            KernelFn fns[3] = {libjit_qconv_packed_i8, libjit_qconv_packed_u8, NULL};
-            WorkFn wks[3] = {libjit_qconv_packed_i8_work, libjit_qconv_packed_u8_work, NULL};
+            KernelFn fns[4] = {libjit_qconv_packed_i8, libjit_qconv_packed_u8, NULL, NULL};
+            WorkFn wks[4] = {libjit_qconv_packed_i8_work, libjit_qconv_packed_u8_work, NULL, NULL};
 #if defined(__x86_64__)
             if (__builtin_cpu_supports("avx512vnni")) {
                 fns[2] = ey == ELEM_I8 ? libjit_qconv_packed_vnni_i8 : libjit_qconv_packed_vnni_u8;
                 wks[2] = ey == ELEM_I8 ? libjit_qconv_packed_vnni_i8_work
                                        : libjit_qconv_packed_vnni_u8_work;
+                /* AMX where the CPU and the kernel allow it, else VNNI again */
+                fns[3] = ey == ELEM_I8 ? libjit_qconv_packed_amx_i8 : libjit_qconv_packed_amx_u8;
+                wks[3] = ey == ELEM_I8 ? libjit_qconv_packed_amx_i8_work
+                                       : libjit_qconv_packed_amx_u8_work;
             }
 #endif
             fns[ey == ELEM_I8 ? 1 : 0] = NULL; /* the kernel of the result's kind */
-            for (int f = 0; f < 3 && ok; f++) {
+            for (int f = 0; f < 4 && ok; f++) {
                 if (!fns[f])
                     continue;
                 any_alloc(&c[1], seed);

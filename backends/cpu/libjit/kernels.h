@@ -293,6 +293,8 @@ LJ_DECLARE_KWS(qconv_packed_u8)
 #if defined(__x86_64__)
 LJ_DECLARE_KWS(qconv_packed_vnni_i8)
 LJ_DECLARE_KWS(qconv_packed_vnni_u8)
+LJ_DECLARE_KWS(qconv_packed_amx_i8) /* AMX where it applies, else the VNNI kernel */
+LJ_DECLARE_KWS(qconv_packed_amx_u8)
 #elif defined(__aarch64__)
 LJ_DECLARE_KWS(qconv_packed_sdot_i8)
 LJ_DECLARE_KWS(qconv_packed_sdot_u8)
