@@ -1247,6 +1247,11 @@ PAMX aconv_rows(const PConv *p, const PBlock *blocks, int64_t nb, int64_t r0, in
         int64_t m1 = m0 + QPACK_ROWS_VEC < r1 ? m0 + QPACK_ROWS_VEC : m0; /* an odd group twice */
         const uint8_t *w0 = (const uint8_t *)g->w + (m0 / p->wg * p->wg * p->taps * p->c4 + m0 % p->wg) * 4;
         const uint8_t *w1 = (const uint8_t *)g->w + (m1 / p->wg * p->wg * p->taps * p->c4 + m1 % p->wg) * 4;
+        /* the next block's weights, fetched during this one's first step */
+        int64_t n0 = m0 + 2 * QPACK_ROWS_VEC < r1 ? m0 + 2 * QPACK_ROWS_VEC : m0;
+        int64_t n1 = n0 + QPACK_ROWS_VEC < r1 ? n0 + QPACK_ROWS_VEC : n0;
+        const uint8_t *f0 = (const uint8_t *)g->w + (n0 / p->wg * p->wg * p->taps * p->c4 + n0 % p->wg) * 4;
+        const uint8_t *f1 = (const uint8_t *)g->w + (n1 / p->wg * p->wg * p->taps * p->c4 + n1 % p->wg) * 4;
         for (int64_t s = 0; s < steps; s++) {
             int64_t q0 = s * AQ;
             __builtin_ia32_tilezero(0);
@@ -1265,6 +1270,11 @@ PAMX aconv_rows(const PConv *p, const PBlock *blocks, int64_t nb, int64_t r0, in
                     __builtin_ia32_tdpbusd(1, 4, 7);
                     __builtin_ia32_tdpbusd(2, 5, 6);
                     __builtin_ia32_tdpbusd(3, 5, 7);
+                    if (s == 0 && n0 != m0)
+                        for (int r = 0; r < 16; r++) {
+                            __builtin_prefetch(f0 + wo + r * wstride);
+                            __builtin_prefetch(f1 + wo + r * wstride);
+                        }
                 }
             }
             __builtin_ia32_tilestored64(0, sums[0], 64);
