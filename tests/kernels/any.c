@@ -1318,6 +1318,10 @@ static const int64_t qpacked_shapes[][10] = {
     {1, 1024, 14, 14, 48, 1, 1, 2, 0, 1}, /* stride 2 to 7x7 */
     /* stride 1 without padding (whole rows): the plane's run for bands too */
     {1, 4, 40, 30, 4, 3, 3, 1, 0, 1},    /* three bands */
+    /* rows in fours, channels in 64s: AMX's path with the weights regrouped
+     * (k_qconvp.c's aconv_regroup) */
+    {1, 64, 30, 30, 32, 3, 3, 1, 1, 1},  /* two bands, each half of the rows one group */
+    {2, 64, 24, 40, 48, 3, 3, 1, 1, 1},  /* two images of two bands, three groups (one odd) */
 };
 
 /* The pass's layout, written here from its definition in core/nodes.def:

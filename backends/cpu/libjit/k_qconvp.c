@@ -1152,17 +1152,38 @@ PCONV_ENTRIES(u8, , false)
 enum { AQ = 32 }; /* positions a step (two A tiles) */
 
 LJ_INLINE bool aconv_fits(const PConv *p) {
-    return p->ml && p->sy == 1 && p->sx == 1 && p->dy == 1 && p->dx == 1 && p->c4 % 16 == 0 &&
-           p->g.cout % QPACK_ROWS_VEC == 0;
+    if (p->sy != 1 || p->sx != 1 || p->dy != 1 || p->dx != 1 || p->c4 % 16 ||
+        p->g.cout % QPACK_ROWS_VEC)
+        return false;
+    /* By rows of four (position tiles): 3x3s and wider (1x1s on large
+     * maps measured slower than the VNNI tiles: their band's transpose and
+     * stores cost more than their few products), each half of the rows
+     * whole groups of 16. */
+    return p->ml || (!p->pw && p->taps > 1 && (p->m4 / p->msplit) % 4 == 0);
 }
 
-/* Flattened output positions computed (rows of wq, whole steps) and the
- * positions xa holds: those plus the largest tap offset. */
-LJ_INLINE int64_t aconv_steps(const PConv *p) {
-    return (p->g.odims[0] * p->wq + AQ - 1) / AQ;
+/* Flattened output positions computed for a band of `rows` rows (rows of
+ * wq, whole steps) and the positions xa holds: those plus the largest tap
+ * offset. */
+LJ_INLINE int64_t aconv_steps(const PConv *p, int64_t rows) {
+    return (rows * p->wq + AQ - 1) / AQ;
 }
 LJ_INLINE int64_t aconv_xa_bytes(const PConv *p) {
-    return (aconv_steps(p) * AQ + (p->kh - 1) * p->wq + p->kw) * p->c4 * 4;
+    return (aconv_steps(p, p->rows) * AQ + (p->kh - 1) * p->wq + p->kw) * p->c4 * 4;
+}
+
+/* The weights of rows in fours (core/qpack.h, G = 4) as groups of 16
+ * (G = 16) for rows [r0, r1): 16-byte blocks of four rows moved to their
+ * place in 64-byte rows, about a microsecond per 64 KB of weights. */
+LJ_INLINE void aconv_regroup(const PConv *p, int64_t r0, int64_t r1, uint8_t *out) {
+    const uint8_t *w = (const uint8_t *)p->g.w;
+    int64_t steps = p->taps * p->c4;
+    for (int64_t m = r0; m < r1; m += QPACK_ROWS_MIN) {
+        const uint8_t *src = w + m / QPACK_ROWS_MIN * steps * 16;
+        uint8_t *dst = out + ((m - r0) / 16 * steps * 16 + (m - r0) % 16) * 4;
+        for (int64_t k = 0; k < steps; k++)
+            __builtin_memcpy(dst + k * 64, src + k * 16, 16);
+    }
 }
 
 /* xa from the band's words (fill_band: [channel group][position]), the
@@ -1180,21 +1201,26 @@ LJ_INLINE void aconv_transpose(const PConv *p, const uint32_t *buf, uint32_t *xa
     }
 }
 
-/* One C tile's sums (16 positions from q0, 16 channels from m) stored:
- * bias, requantization and saturation per lane where the rows' blocks
- * allow it (pq_fused), else lj_qconv_store's double path. */
-PAMX_INLINE void aconv_store(const PConv *p, const PBlock *blocks, int64_t nb, int64_t m,
+/* Where a band's C tiles go: image nb, output rows [oh0, oh0 + rows). */
+typedef struct ABand {
+    int64_t nb, oh0, rows;
+} ABand;
+
+/* One C tile's sums (16 positions from q0 of the band, 16 channels from
+ * m) stored: bias, requantization and saturation per lane where the rows'
+ * blocks allow it (pq_fused), else lj_qconv_store's double path. */
+PAMX_INLINE void aconv_store(const PConv *p, const PBlock *blocks, const ABand *b, int64_t m,
                              int64_t q0, const int32_t *sums) {
     const LjQConv *g = &p->g;
-    int64_t ow = g->odims[1], oh = g->odims[0];
+    int64_t ow = g->odims[1];
     int32_t bias[16];
     float mult[16];
     bool fused = true;
     for (int i = 0; i < 16; i++) {
-        const PBlock *b = &blocks[(m + i) / PMR];
-        bias[i] = b->bias[i % PMR];
-        mult[i] = b->mult[i % PMR];
-        fused &= b->fused;
+        const PBlock *k = &blocks[(m + i) / PMR];
+        bias[i] = k->bias[i % PMR];
+        mult[i] = k->mult[i % PMR];
+        fused &= k->fused;
     }
     v16i vb;
     v16f vm;
@@ -1202,19 +1228,20 @@ PAMX_INLINE void aconv_store(const PConv *p, const PBlock *blocks, int64_t nb, i
     __builtin_memcpy(&vm, mult, sizeof vm);
     int32_t lo = g->ey == ELEM_I8 ? -128 : 0, hi = g->ey == ELEM_I8 ? 127 : 255;
     int32_t zadj = PQ_MAGIC_BITS - (int32_t)g->yz;
-    uint8_t *y = (uint8_t *)g->y + (nb * g->cout + m) * g->out_size;
+    int64_t plane0 = (b->nb * g->cout + m) * g->out_size;
+    uint8_t *y = (uint8_t *)g->y + plane0;
     for (int j = 0; j < 16; j++) {
         int64_t q = q0 + j, r = q / p->wq, c = q % p->wq;
-        if (r >= oh || c >= ow)
+        if (r >= b->rows || c >= ow)
             continue;
-        int64_t at = r * ow + c;
+        int64_t at = (b->oh0 + r) * ow + c;
         v16i a;
         __builtin_memcpy(&a, sums + 16 * j, sizeof a);
         if (!fused) {
             int32_t v[16];
             __builtin_memcpy(v, &a, sizeof v);
             for (int i = 0; i < 16; i++)
-                lj_qconv_store(g, (nb * g->cout + m + i) * g->out_size + at, m + i, v[i]);
+                lj_qconv_store(g, plane0 + i * g->out_size + at, m + i, v[i]);
             continue;
         }
         v16i qv = pq_requant_lanes(a + vb, vm, zadj);
@@ -1232,26 +1259,26 @@ typedef struct ATileCfg {
     uint8_t rows[16];
 } ATileCfg;
 
-/* Output channels [r0, r1) (whole groups of 16) of image nb at every
- * position, from xa. */
-PAMX aconv_rows(const PConv *p, const PBlock *blocks, int64_t nb, int64_t r0, int64_t r1,
-                const uint8_t *xa, const int64_t *toff) {
-    const LjQConv *g = &p->g;
+/* Output channels [r0, r1) (whole groups of 16) at every position of the
+ * band, from xa; row m's weights in groups of wg rows from w, which holds
+ * rows from m_base. */
+PAMX aconv_rows(const PConv *p, const PBlock *blocks, const ABand *b, int64_t r0, int64_t r1,
+                const uint8_t *xa, const int64_t *toff, const uint8_t *w, int64_t wg,
+                int64_t m_base) {
     ATileCfg cfg = {.palette = 1};
     for (int t = 0; t < 8; t++)
         cfg.colsb[t] = 64, cfg.rows[t] = 16;
     __builtin_ia32_tile_loadconfig(&cfg);
-    int64_t cp = p->c4 * 4, kb = p->c4 / 16, wstride = p->wg * 4, steps = aconv_steps(p);
+    int64_t cp = p->c4 * 4, kb = p->c4 / 16, wstride = wg * 4, steps = aconv_steps(p, b->rows);
     int32_t sums[4][256] __attribute__((aligned(64)));
+#define AW(m) (w + (((m) - m_base) / wg * wg * p->taps * p->c4 + ((m) - m_base) % wg) * 4)
     for (int64_t m0 = r0; m0 < r1; m0 += 2 * QPACK_ROWS_VEC) {
         int64_t m1 = m0 + QPACK_ROWS_VEC < r1 ? m0 + QPACK_ROWS_VEC : m0; /* an odd group twice */
-        const uint8_t *w0 = (const uint8_t *)g->w + (m0 / p->wg * p->wg * p->taps * p->c4 + m0 % p->wg) * 4;
-        const uint8_t *w1 = (const uint8_t *)g->w + (m1 / p->wg * p->wg * p->taps * p->c4 + m1 % p->wg) * 4;
+        const uint8_t *w0 = AW(m0), *w1 = AW(m1);
         /* the next block's weights, fetched during this one's first step */
         int64_t n0 = m0 + 2 * QPACK_ROWS_VEC < r1 ? m0 + 2 * QPACK_ROWS_VEC : m0;
         int64_t n1 = n0 + QPACK_ROWS_VEC < r1 ? n0 + QPACK_ROWS_VEC : n0;
-        const uint8_t *f0 = (const uint8_t *)g->w + (n0 / p->wg * p->wg * p->taps * p->c4 + n0 % p->wg) * 4;
-        const uint8_t *f1 = (const uint8_t *)g->w + (n1 / p->wg * p->wg * p->taps * p->c4 + n1 % p->wg) * 4;
+        const uint8_t *f0 = AW(n0), *f1 = AW(n1);
         for (int64_t s = 0; s < steps; s++) {
             int64_t q0 = s * AQ;
             __builtin_ia32_tilezero(0);
@@ -1281,23 +1308,27 @@ PAMX aconv_rows(const PConv *p, const PBlock *blocks, int64_t nb, int64_t r0, in
             __builtin_ia32_tilestored64(1, sums[1], 64);
             __builtin_ia32_tilestored64(2, sums[2], 64);
             __builtin_ia32_tilestored64(3, sums[3], 64);
-            aconv_store(p, blocks, nb, m0, q0, sums[0]);
-            aconv_store(p, blocks, nb, m0, q0 + 16, sums[2]);
+            aconv_store(p, blocks, b, m0, q0, sums[0]);
+            aconv_store(p, blocks, b, m0, q0 + 16, sums[2]);
             if (m1 != m0) {
-                aconv_store(p, blocks, nb, m1, q0, sums[1]);
-                aconv_store(p, blocks, nb, m1, q0 + 16, sums[3]);
+                aconv_store(p, blocks, b, m1, q0, sums[1]);
+                aconv_store(p, blocks, b, m1, q0 + 16, sums[3]);
             }
         }
     }
+#undef AW
     __builtin_ia32_tilerelease();
 }
 
+/* The VNNI kernel's scratch, then xa (64-byte aligned), then (rows in
+ * fours) the weights regrouped. */
 LJ_INLINE int64_t aconv_scratch(const int64_t *d, int slot) {
     int64_t n = pconv_scratch(d, slot);
     PConv p = pconv_of(d, NULL);
     if (slot != LJ_SCRATCH_PACK || !aconv_fits(&p))
         return n;
-    return (n + 63) / 64 * 64 + aconv_xa_bytes(&p);
+    int64_t regroup = p.ml ? 0 : p.g.cout * p.taps * p.c4 * 4;
+    return (n + 63) / 64 * 64 + aconv_xa_bytes(&p) + regroup;
 }
 
 /* Linux gives a process the AMX state only when asked (arch_prctl
@@ -1324,16 +1355,28 @@ LJ_INLINE void aconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
             toff[i * p.kw + j] = i * p.wq + j;
     PBlock *blocks = (PBlock *)(toff + p.taps);
     pconv_blocks(&p, true, blocks);
-    uint8_t *xa = (uint8_t *)buf + (words + 63) / 64 * 64;
-    int64_t ng = p.g.cout / QPACK_ROWS_VEC;
+    uint8_t *xa = (uint8_t *)buf + (words + 63) / 64 * 64, *wr = xa + aconv_xa_bytes(&p);
+    int64_t ng = p.g.cout / QPACK_ROWS_VEC, regrouped = -1, oh = p.g.odims[0];
     for (int64_t u = lo; u < hi; u++) {
-        int64_t nb = u / p.msplit, h = u % p.msplit;
-        if (!lj_scratch_built(sc, nb)) {
-            fill_band(&p, nb, 0, 0, buf);
+        int64_t h = u % p.msplit, band = u / p.msplit, nb = band / p.bands, bi = band % p.bands;
+        ABand b = {.nb = nb, .oh0 = bi * oh / p.bands};
+        b.rows = (bi + 1) * oh / p.bands - b.oh0;
+        if (!lj_scratch_built(sc, band)) {
+            fill_band(&p, nb, b.oh0, 0, buf);
             aconv_transpose(&p, buf, (uint32_t *)xa);
         }
-        aconv_rows(&p, blocks, nb, pconv_part(&p, ng, h) * QPACK_ROWS_VEC,
-                   pconv_part(&p, ng, h + 1) * QPACK_ROWS_VEC, xa, toff);
+        int64_t r0 = pconv_part(&p, ng, h) * QPACK_ROWS_VEC, r1 = pconv_part(&p, ng, h + 1) * QPACK_ROWS_VEC;
+        if (p.ml) {
+            aconv_rows(&p, blocks, &b, r0, r1, xa, toff, (const uint8_t *)p.g.w, p.wg, 0);
+            continue;
+        }
+        /* rows in fours: this part's rows regrouped once a call */
+        r0 = pconv_part(&p, p.m4, h) * PMR, r1 = pconv_part(&p, p.m4, h + 1) * PMR;
+        if (regrouped != h) {
+            aconv_regroup(&p, r0, r1, wr);
+            regrouped = h;
+        }
+        aconv_rows(&p, blocks, &b, r0, r1, xa, toff, wr, QPACK_ROWS_VEC, r0);
     }
     lj_scratch_put(sc, buf);
 }
