@@ -1136,14 +1136,15 @@ PCONV_ENTRIES(u8, , false)
  *
  * The by-lanes packing (core/qpack.h, G = 16 or 64) is already B's layout:
  * a (tap, channel group)'s 16 rows are one 64-byte word row, and 16 groups
- * of a tap are 16 such rows, G * 4 bytes apart. A is the band transposed:
+ * of a tap are 16 such rows, G * 4 bytes apart (rows packed in fours are
+ * regrouped so, per call: aconv_regroup). A is the band transposed:
  * xa[flattened position][channel], so 16 positions by 64 channels at a
  * tap's offset are 16 rows Cp bytes apart. C is then 16 positions by 16
  * output channels, requantized a position (16 channels in the lanes) at a
  * time, as mstore_fused does, and stored transposed into the NCHW output.
  * Four C tiles (two A by two B) per step: 32 positions by 32 channels.
- * Only for what the packing already gives (small maps, by lanes), stride 1,
- * no dilation and channels in whole 64s; the rest keeps the VNNI kernel.
+ * Strides and dilations as the band's phase planes give them (xa holds
+ * every plane's positions; a tap reads its plane at a fixed offset).
  * Results are vpdpbusd's exactly (i32 sums of the same products). */
 #define PAMX_TARGET target("avx512f,avx512bw,avx512vnni,evex512,amx-tile,amx-int8"), min_vector_width(512)
 #define PAMX static __attribute__((PAMX_TARGET)) void
@@ -1152,8 +1153,7 @@ PCONV_ENTRIES(u8, , false)
 enum { AQ = 32 }; /* positions a step (two A tiles) */
 
 LJ_INLINE bool aconv_fits(const PConv *p) {
-    if (p->sy != 1 || p->sx != 1 || p->dy != 1 || p->dx != 1 || p->c4 % 16 ||
-        p->g.cout % QPACK_ROWS_VEC)
+    if (p->c4 % 16 || p->g.cout % QPACK_ROWS_VEC)
         return false;
     /* By rows of four (position tiles): 3x3s and wider (1x1s on large
      * maps measured slower than the VNNI tiles: their band's transpose and
@@ -1163,13 +1163,13 @@ LJ_INLINE bool aconv_fits(const PConv *p) {
 }
 
 /* Flattened output positions computed for a band of `rows` rows (rows of
- * wq, whole steps) and the positions xa holds: those plus the largest tap
- * offset. */
+ * wq, whole steps) and the positions xa holds: every phase plane's (a tap
+ * offset is inside them), then as many as the steps read past one. */
 LJ_INLINE int64_t aconv_steps(const PConv *p, int64_t rows) {
     return (rows * p->wq + AQ - 1) / AQ;
 }
 LJ_INLINE int64_t aconv_xa_bytes(const PConv *p) {
-    return (aconv_steps(p, p->rows) * AQ + (p->kh - 1) * p->wq + p->kw) * p->c4 * 4;
+    return (p->cstride + aconv_steps(p, p->rows) * AQ) * p->c4 * 4;
 }
 
 /* The weights of rows in fours (core/qpack.h, G = 4) as groups of 16
@@ -1189,7 +1189,7 @@ LJ_INLINE void aconv_regroup(const PConv *p, int64_t r0, int64_t r1, uint8_t *ou
 /* xa from the band's words (fill_band: [channel group][position]), the
  * positions past the plane zero (they feed only positions not stored). */
 LJ_INLINE void aconv_transpose(const PConv *p, const uint32_t *buf, uint32_t *xa) {
-    int64_t npos = aconv_xa_bytes(p) / (p->c4 * 4), plane = p->plane;
+    int64_t npos = aconv_xa_bytes(p) / (p->c4 * 4), plane = p->cstride; /* the phase planes */
     for (int64_t q = 0; q < npos; q++) {
         uint32_t *row = xa + q * p->c4;
         if (q >= plane) {
@@ -1350,9 +1350,11 @@ LJ_INLINE void aconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
     if (!buf) /* out of memory: results left as they were */
         return;
     int64_t *toff = (int64_t *)(buf + p.buf_words);
-    for (int64_t i = 0; i < p.kh; i++)
-        for (int64_t j = 0; j < p.kw; j++)
-            toff[i * p.kw + j] = i * p.wq + j;
+    for (int64_t i = 0; i < p.kh; i++) /* as pconv's, xa's positions the band's words' */
+        for (int64_t j = 0; j < p.kw; j++) {
+            int64_t ph = p.phy[i * p.dy % p.sy] * p.npx + p.phx[j * p.dx % p.sx];
+            toff[i * p.kw + j] = ph * p.plane + i * p.dy / p.sy * p.wq + j * p.dx / p.sx;
+        }
     PBlock *blocks = (PBlock *)(toff + p.taps);
     pconv_blocks(&p, true, blocks);
     uint8_t *xa = (uint8_t *)buf + (words + 63) / 64 * 64, *wr = xa + aconv_xa_bytes(&p);
