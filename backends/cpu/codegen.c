@@ -445,30 +445,28 @@ static bool is_depthwise_conv(const LirInstr *i) {
     return group > 1 && group == c && group == m;
 }
 
-/* libjit_K_amx_E, Intel AMX's tiles where the module has them, else
- * libjit_K_vnni_E: a kernel using AVX-512 VNNI's vpdpbusd (k_qconv.c),
+/* libjit_K_VARIANT_E, named into name when the module has it. */
+static LLVMValueRef variant_kernel(CG *g, NodeKind nk, const LirInstr *i, const char *variant,
+                                   char *name, size_t size) {
+    char vn[128];
+    snprintf(vn, sizeof vn, "libjit_%s_%s_%s", node_kind_name(nk), variant,
+             elem_name(i->ops[0]->type.elem));
+    LLVMValueRef k = LLVMGetNamedFunction(g->mod, vn);
+    if (k)
+        snprintf(name, size, "%s", vn);
+    return k;
+}
+
+/* libjit_K_amx_E, Intel AMX's tiles where the module has them (k_qconvp.c),
+ * else libjit_K_vnni_E: a kernel using AVX-512 VNNI's vpdpbusd (k_qconv.c),
  * or libjit_K_sdot_E, AArch64's sdot (k_qconvp.c), which only a target
  * that has it may call. */
 static LLVMValueRef vnni_kernel(CG *g, NodeKind nk, const LirInstr *i, char *name, size_t size) {
     const char *dot = cpu_dot_kernels(g->m);
     if (!dot)
         return NULL;
-    char vn[128];
-    if (cpu_has_amx(g->m)) { /* libjit_K_amx_E where there is one (k_qconvp.c) */
-        snprintf(vn, sizeof vn, "libjit_%s_amx_%s", node_kind_name(nk),
-                 elem_name(i->ops[0]->type.elem));
-        LLVMValueRef k = LLVMGetNamedFunction(g->mod, vn);
-        if (k) {
-            snprintf(name, size, "%s", vn);
-            return k;
-        }
-    }
-    snprintf(vn, sizeof vn, "libjit_%s_%s_%s", node_kind_name(nk), dot,
-             elem_name(i->ops[0]->type.elem));
-    LLVMValueRef k = LLVMGetNamedFunction(g->mod, vn);
-    if (k)
-        snprintf(name, size, "%s", vn);
-    return k;
+    LLVMValueRef k = cpu_has_amx(g->m) ? variant_kernel(g, nk, i, "amx", name, size) : NULL;
+    return k ? k : variant_kernel(g, nk, i, dot, name, size);
 }
 
 static void emit_compute(CG *g, LirInstr *i, int index) {

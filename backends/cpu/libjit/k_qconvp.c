@@ -1078,6 +1078,16 @@ LJ_INLINE void pconv_blocks(const PConv *p, bool vnni, PBlock *blocks) {
     }
 }
 
+/* Each tap's offset into the band's words: its phase plane, then its rows
+ * and columns there. */
+LJ_INLINE void pconv_offsets(const PConv *p, int64_t *toff) {
+    for (int64_t i = 0; i < p->kh; i++)
+        for (int64_t j = 0; j < p->kw; j++) {
+            int64_t ph = p->phy[i * p->dy % p->sy] * p->npx + p->phx[j * p->dx % p->sx];
+            toff[i * p->kw + j] = ph * p->plane + i * p->dy / p->sy * p->wq + j * p->dx / p->sx;
+        }
+}
+
 LJ_INLINE void pconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, LjScratch *sc,
                      bool vnni) {
     PConv p = pconv_of(d, ops);
@@ -1085,12 +1095,8 @@ LJ_INLINE void pconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
     if (!buf) /* out of memory: results left as they were (no other form reads these weights) */
         return;
     int64_t *toff = (int64_t *)(buf + p.buf_words);
-    for (int64_t i = 0; i < p.kh; i++)
-        for (int64_t j = 0; j < p.kw; j++) {
-            int64_t ph = p.phy[i * p.dy % p.sy] * p.npx + p.phx[j * p.dx % p.sx];
-            toff[i * p.kw + j] = ph * p.plane + i * p.dy / p.sy * p.wq + j * p.dx / p.sx;
-        }
     PBlock *blocks = (PBlock *)(toff + p.taps);
+    pconv_offsets(&p, toff);
     pconv_blocks(&p, vnni, blocks);
 #if defined(__aarch64__)
     if (vnni) { /* sdot: signed activations (psdot_bias says how) */
@@ -1111,19 +1117,31 @@ LJ_INLINE int64_t pconv_work(const int64_t *d) {
     return pconv_units(&p) > 0 ? pconv_units(&p) : 1;
 }
 
-#define PCONV_ENTRIES(E, SUFFIX, VNNI)                                                            \
+LJ_INLINE void pconv_plain(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                           LjScratch *sc) {
+    pconv(d, ops, lo, hi, sc, false);
+}
+
+LJ_INLINE void pconv_dot(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                         LjScratch *sc) {
+    pconv(d, ops, lo, hi, sc, true);
+}
+
+/* A form's three entry points: its scratch and its kernel named by SCRATCH
+ * and RUN (the units are the same for all). */
+#define PCONV_ENTRIES(E, SUFFIX, SCRATCH, RUN)                                                    \
     LIBJIT_WORK libjit_qconv_packed##SUFFIX##_##E##_work(const int64_t *d) {                      \
         return pconv_work(d);                                                                     \
     }                                                                                             \
     LIBJIT_SCRATCH libjit_qconv_packed##SUFFIX##_##E##_scratch(const int64_t *d, int slot) {      \
-        return pconv_scratch(d, slot);                                                            \
+        return SCRATCH(d, slot);                                                                  \
     }                                                                                             \
     LIBJIT_KERNEL libjit_qconv_packed##SUFFIX##_##E(const int64_t *d, void *const *ops,           \
                                                    int64_t lo, int64_t hi, LjScratch *sc) {       \
-        pconv(d, ops, lo, hi, sc, VNNI);                                                          \
+        RUN(d, ops, lo, hi, sc);                                                                  \
     }
-PCONV_ENTRIES(i8, , false)
-PCONV_ENTRIES(u8, , false)
+PCONV_ENTRIES(i8, , pconv_scratch, pconv_plain)
+PCONV_ENTRIES(u8, , pconv_scratch, pconv_plain)
 #if defined(__x86_64__)
 /* ---- AMX: output channels by positions, 16 x 16 at a time -------------------------------- *
  *
@@ -1350,12 +1368,8 @@ LJ_INLINE void aconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
     if (!buf) /* out of memory: results left as they were */
         return;
     int64_t *toff = (int64_t *)(buf + p.buf_words);
-    for (int64_t i = 0; i < p.kh; i++) /* as pconv's, xa's positions the band's words' */
-        for (int64_t j = 0; j < p.kw; j++) {
-            int64_t ph = p.phy[i * p.dy % p.sy] * p.npx + p.phx[j * p.dx % p.sx];
-            toff[i * p.kw + j] = ph * p.plane + i * p.dy / p.sy * p.wq + j * p.dx / p.sx;
-        }
     PBlock *blocks = (PBlock *)(toff + p.taps);
+    pconv_offsets(&p, toff); /* xa's positions are the band's words' */
     pconv_blocks(&p, true, blocks);
     uint8_t *xa = (uint8_t *)buf + (words + 63) / 64 * 64, *wr = xa + aconv_xa_bytes(&p);
     int64_t ng = p.g.cout / QPACK_ROWS_VEC, regrouped = -1, oh = p.g.odims[0];
@@ -1383,23 +1397,11 @@ LJ_INLINE void aconv(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
     lj_scratch_put(sc, buf);
 }
 
-#define ACONV_ENTRIES(E)                                                                           \
-    LIBJIT_WORK libjit_qconv_packed_amx_##E##_work(const int64_t *d) {                            \
-        return pconv_work(d);                                                                      \
-    }                                                                                              \
-    LIBJIT_SCRATCH libjit_qconv_packed_amx_##E##_scratch(const int64_t *d, int slot) {            \
-        return aconv_scratch(d, slot);                                                             \
-    }                                                                                              \
-    LIBJIT_KERNEL libjit_qconv_packed_amx_##E(const int64_t *d, void *const *ops, int64_t lo,     \
-                                              int64_t hi, LjScratch *sc) {                        \
-        aconv(d, ops, lo, hi, sc);                                                                 \
-    }
-
-ACONV_ENTRIES(i8)
-ACONV_ENTRIES(u8)
-PCONV_ENTRIES(i8, _vnni, true)
-PCONV_ENTRIES(u8, _vnni, true)
+PCONV_ENTRIES(i8, _amx, aconv_scratch, aconv)
+PCONV_ENTRIES(u8, _amx, aconv_scratch, aconv)
+PCONV_ENTRIES(i8, _vnni, pconv_scratch, pconv_dot)
+PCONV_ENTRIES(u8, _vnni, pconv_scratch, pconv_dot)
 #elif defined(__aarch64__)
-PCONV_ENTRIES(i8, _sdot, true)
-PCONV_ENTRIES(u8, _sdot, true)
+PCONV_ENTRIES(i8, _sdot, pconv_scratch, pconv_dot)
+PCONV_ENTRIES(u8, _sdot, pconv_scratch, pconv_dot)
 #endif
