@@ -69,11 +69,10 @@ void lj_sgemm(const LjGemm *g);
 bool lj_sgemv(const LjGemm *g);
 /* With tail_dots: how many of C's last columns are dot products (0 when
  * none are), their columns of B gathered into bt (LJ_SGEMM_TAIL_FLOATS);
- * then rows [i0, i1) of them. For a B by row offsets (a convolution over its
- * phase planes), lj_sgemm runs each row tile's dot products right after the
- * tile, while its rows of A are still in cache: a pass of its own read all
- * of A again from memory (a 512-channel 3x3 conv's 9 MB, 22% of its
- * time); a plain B's tail is still one pass before the tiles. */
+ * then rows [i0, i1) of them. lj_sgemm runs each row tile's dot products
+ * right after the tile, while its rows of A are still in cache: a pass of
+ * its own read all of A again from memory (a 512-channel 3x3 conv's 9 MB,
+ * 22% of its time). */
 enum { LJ_SGEMM_TAIL_MAX = 8, LJ_SGEMM_TAIL_K = 8192 };
 enum { LJ_SGEMM_TAIL_FLOATS = LJ_SGEMM_TAIL_K + LJ_SGEMM_TAIL_MAX * LJ_VL };
 int64_t lj_sgemm_tail_gather(const LjGemm *g, float *bt);
