@@ -178,6 +178,48 @@ LJ_INLINE void dot_tail_row(int T, const LjGemm *g, const float *bt, int64_t kp,
         v[c][r] = acc[c];
 }
 
+#define LOOP_Q _Pragma("clang loop unroll(full)") for (int q = 0; q < RB; q++)
+#define LOOP_C _Pragma("clang loop unroll(full)") for (int c = 0; c < T; c++)
+/* Rows i .. i + RB of A against T gathered columns, each row's sums in
+ * dot_tail_row's order (so either gives the same bits): a vector of each
+ * row and of each column loaded once a step for RB x T multiply-adds.
+ * One row at a time loaded two vectors for one multiply-add (one column:
+ * 7x7 and 17x17 maps), the load ports' limit at half the FMA rate. */
+LJ_INLINE void dot_tail_rows(int T, int RB, const LjGemm *g, const float *bt, int64_t kp,
+                             int64_t i, vf32 (*v)[VL], int64_t r) {
+    vf32 acc[TAIL_MAX][VL];
+    const float *a[VL];
+    LOOP_Q {
+        a[q] = g->a + (i + q) * g->lda;
+        LOOP_C
+            acc[c][q] = lj_splat(0);
+    }
+    int64_t k = 0;
+    for (; k + VL <= g->k; k += VL) {
+        vf32 av[VL];
+        LOOP_Q
+            av[q] = lj_load(a[q] + k);
+        LOOP_C {
+            vf32 bv = lj_load(bt + c * kp + k);
+            LOOP_Q
+                acc[c][q] += av[q] * bv;
+        }
+    }
+    if (k < g->k) {
+        vf32 av[VL];
+        LOOP_Q
+            av[q] = lj_load_part(a[q] + k, g->k - k);
+        LOOP_C {
+            vf32 bv = lj_load(bt + c * kp + k);
+            LOOP_Q
+                acc[c][q] += av[q] * bv;
+        }
+    }
+    LOOP_C
+        LOOP_Q
+            v[c][r + q] = acc[c][q];
+}
+
 int64_t lj_sgemm_tail_cols(const LjGemm *g) {
     int64_t t = g->n % VL;
     return g->tail_dots && g->m > 0 && tail_pays(g, t) ? t : 0;
@@ -213,6 +255,12 @@ LJ_VECTOR_FN void lj_sgemm_tail_rows(const LjGemm *g, const float *bt, int64_t t
          * only at run time they went through the stack on every step (a
          * store-forwarding chain, 13-20% of a 1x1 conv on a 7x7 map). One
          * column (7x7, 17x17 maps) and four (14x14) are the common tails. */
+        if (t == 1)
+            for (; r + 8 <= R; r += 8)
+                dot_tail_rows(1, 8, g, bt, kp, b0 + r, v, r);
+        if (t == 4)
+            for (; r + 4 <= R; r += 4)
+                dot_tail_rows(4, 4, g, bt, kp, b0 + r, v, r);
         for (; r < R; r++) {
             if (t == 1)
                 dot_tail_row(1, g, bt, kp, b0 + r, v, r);
