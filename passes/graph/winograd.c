@@ -21,8 +21,11 @@
  * transformed filter is 4x (F(4x4)) or 16/9 (F(2x2)) the direct one's
  * bytes, read once per block of tiles, and the direct conv is the better
  * product where the products are small.
- *  - F(4x4) on maps of at least 7x7 4x4 tiles, with C + M >= 80 (the
- *    transforms cost per channel what the products cost per channel pair)
+ *  - F(4x4) on maps of at least 7x7 4x4 tiles, with C + M >= 64 (the
+ *    transforms cost per channel what the products cost per channel pair;
+ *    at 64, Inception-v3's 32 -> 32 at 147x147, in the model, glowc bench
+ *    --per-node medians on a Xeon: 2.88 -> 1.97 ms at 1 thread, ONNX
+ *    Runtime's 1.92; 1.39 -> 1.24 at 2; the limit was 80)
  *    and tiles x min(C, M) >= 4096 (the products' smaller side times their
  *    columns; below it they are too small to win back the transforms):
  *    1 and 2 threads, 64 -> 64 at 56x56 1.3x and 1.2-1.4x, 128 -> 128 at
@@ -39,7 +42,7 @@
 enum {
     MIN_CHANNELS = 16,
     F4_MIN_TILES = 49,
-    F4_MIN_C_PLUS_M = 80,
+    F4_MIN_C_PLUS_M = 64,
     F4_MIN_TILE_CHANNELS = 4096,
     F2_MIN_TILES = 49,
     F2_MIN_M = 192,
