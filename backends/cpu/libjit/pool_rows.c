@@ -35,11 +35,15 @@ LJ_INLINE void column_max(const LjWindow *g, const float *xp, int64_t i0, int64_
                           float *row) {
     float *dst = row + g->pw;
     int64_t x = 0;
-    for (; x + VL <= g->w; x += VL) {
-        vf32 m = lj_load(xp + i0 * g->w + x);
+    /* A row of w >= VL ends with a vector overlapping the one before (the
+     * same maxima, written twice), not floats one by one: 15 of each of
+     * SqueezeNet's 111-wide rows were. */
+    for (; x < g->w && g->w >= VL; x += VL) {
+        int64_t at = x + VL > g->w ? g->w - VL : x;
+        vf32 m = lj_load(xp + i0 * g->w + at);
         for (int64_t i = i0 + 1; i < i1; i++)
-            m = lj_max(m, lj_load(xp + i * g->w + x));
-        lj_store(dst + x, m);
+            m = lj_max(m, lj_load(xp + i * g->w + at));
+        lj_store(dst + at, m);
     }
     for (; x < g->w; x++) {
         float m = xp[i0 * g->w + x];
@@ -52,6 +56,8 @@ LJ_INLINE void column_max(const LjWindow *g, const float *xp, int64_t i0, int64_
 /* y[ox] = max of row[ox*sw + j], j < kw, for one output row. */
 LJ_INLINE void row_max(const LjWindow *g, const float *row, float *y) {
     for (int64_t ox = 0; ox < g->ow; ox += VL) {
+        if (ox + VL > g->ow && g->ow >= VL) /* the last vector overlaps, as above */
+            ox = g->ow - VL;
         const float *r = row + ox * g->sw;
         vf32 m;
         if (g->sw == 1) {
