@@ -52,7 +52,12 @@ enum {
     /* A's rows (the weights) prefetched that many floats ahead, one row a
      * step of k in turn: in a model they come from beyond L2 (ResNet-50's
      * float weights are 100 MB), 8 streams 2-4 KB apart. resnet50 1T (Xeon,
-     * glowc bench medians, four alternated pairs): 58.2-59.9 -> 56.0-57.6 ms. */
+     * glowc bench medians, four alternated pairs): 58.2-59.9 -> 56.0-57.6 ms.
+     * Only in the first tile of a row group in each column block (Tile's
+     * fetch_a): the others find the rows in cache, and there the prefetch
+     * (three instructions a step) cost 4-8% (bench_conv resnet50, hot: 183
+     * -> 190 GFLOP/s without; the executable's minima 45.9-46.4 -> 45.0-45.5
+     * ms, four alternated runs). */
     A_AHEAD = 64,
     /* A B read in place (few rows of A: a transformer's 32 tokens against
      * its weights as B) prefetched that many rows of k ahead: its rows are
@@ -75,6 +80,7 @@ typedef struct Tile {
     int64_t ldc;
     int64_t ncols; /* valid columns in the tile (<= nv*LJ_VL) */
     unsigned flags;
+    bool fetch_a; /* prefetch A's rows: the first tile of its rows in a block */
     const float *bias_row, *bias_col; /* at the tile's first row / column */
     const float *sum; /* the summand at the tile's first element (ldc apart), or NULL */
     LjAct act;
@@ -147,7 +153,8 @@ LJ_INLINE void tile_body(const int mr, const int nv, int64_t kc, const Tile *t) 
     _Pragma("clang loop unroll(disable)") /* 24 multiply-adds a step: enough; unrolled
                                              * 48 tile shapes cost seconds of compile */
     for (int64_t k = 0; k < kc; k++, b += bs) {
-        __builtin_prefetch(ar[k & (mr - 1)] + k + A_AHEAD);
+        if (t->fetch_a)
+            __builtin_prefetch(ar[k & (mr - 1)] + k + A_AHEAD);
         if (bs > NR)
             TILE_LOOP_V { __builtin_prefetch(b + B_AHEAD * bs + v * LJ_VL); }
         vf32 bv[NV];
@@ -489,7 +496,8 @@ LJ_VECTOR_FN static void blocked(const LjGemm *g, const LjGemm *full, const floa
                     Tile t = {.a = g->a + i0 * g->lda + k0, .lda = g->lda,
                               .b = panel_at(block, packed, jr, kc),
                               .bs = nv * LJ_VL, .c = g->c + i0 * g->ldc + j0 + jr,
-                              .ldc = g->ldc, .ncols = cols, .flags = flags, .act = g->act};
+                              .ldc = g->ldc, .ncols = cols, .flags = flags, .act = g->act,
+                              .fetch_a = jr == 0};
                     if (g->packed)
                         t.b = g->packed + (j0 + jr) * g->k + k0 * t.bs;
                     else if (!packed && cols == NR)
