@@ -155,36 +155,15 @@ LJ_INLINE bool tail_pays(const LjGemm *g, int64_t t) {
            2 * t * (g->k / VL + 8) < g->k;
 }
 
-/* Row i of A against T gathered columns bt (k floats each, VL-padded),
- * lane by lane: column c's into v[c][r]. */
-LJ_INLINE void dot_tail_row(int T, const LjGemm *g, const float *bt, int64_t kp, int64_t i,
-                            vf32 (*v)[VL], int64_t r) {
-    vf32 acc[TAIL_MAX];
-    for (int c = 0; c < T; c++)
-        acc[c] = lj_splat(0);
-    const float *a = g->a + i * g->lda;
-    int64_t k = 0;
-    for (; k + VL <= g->k; k += VL) {
-        vf32 av = lj_load(a + k);
-        for (int c = 0; c < T; c++)
-            acc[c] += av * lj_load(bt + c * kp + k);
-    }
-    if (k < g->k) {
-        vf32 av = lj_load_part(a + k, g->k - k);
-        for (int c = 0; c < T; c++)
-            acc[c] += av * lj_load(bt + c * kp + k);
-    }
-    for (int c = 0; c < T; c++)
-        v[c][r] = acc[c];
-}
-
 #define LOOP_Q _Pragma("clang loop unroll(full)") for (int q = 0; q < RB; q++)
 #define LOOP_C _Pragma("clang loop unroll(full)") for (int c = 0; c < T; c++)
-/* Rows i .. i + RB of A against T gathered columns, each row's sums in
- * dot_tail_row's order (so either gives the same bits): a vector of each
- * row and of each column loaded once a step for RB x T multiply-adds.
- * One row at a time loaded two vectors for one multiply-add (one column:
- * 7x7 and 17x17 maps), the load ports' limit at half the FMA rate. */
+/* Rows i .. i + RB of A against T gathered columns bt (k floats each,
+ * VL-padded), lane by lane: column c of row i + q into v[c][r + q]. Each
+ * row's sums in k order, whatever RB, so the bits do not depend on how
+ * rows are grouped. A vector of each row and of each column is loaded
+ * once a step for RB x T multiply-adds: one row at a time loaded two
+ * vectors for one multiply-add (one column: 7x7 and 17x17 maps), the load
+ * ports' limit at half the FMA rate. */
 LJ_INLINE void dot_tail_rows(int T, int RB, const LjGemm *g, const float *bt, int64_t kp,
                              int64_t i, vf32 (*v)[VL], int64_t r) {
     vf32 acc[TAIL_MAX][VL];
@@ -263,11 +242,11 @@ LJ_VECTOR_FN void lj_sgemm_tail_rows(const LjGemm *g, const float *bt, int64_t t
                 dot_tail_rows(4, 4, g, bt, kp, b0 + r, v, r);
         for (; r < R; r++) {
             if (t == 1)
-                dot_tail_row(1, g, bt, kp, b0 + r, v, r);
+                dot_tail_rows(1, 1, g, bt, kp, b0 + r, v, r);
             else if (t == 4)
-                dot_tail_row(4, g, bt, kp, b0 + r, v, r);
+                dot_tail_rows(4, 1, g, bt, kp, b0 + r, v, r);
             else
-                dot_tail_row((int)t, g, bt, kp, b0 + r, v, r);
+                dot_tail_rows((int)t, 1, g, bt, kp, b0 + r, v, r);
         }
         for (int64_t c = 0; c < t; c++) {
             for (int64_t z = R; z < VL; z++)
