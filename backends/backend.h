@@ -27,6 +27,7 @@ typedef struct BackendOptions {
     const char *target_features; /* --target-features: "+a,-b" added to the CPU's */
     const char *entry;           /* the entry point's name; NULL: "glowc_main" */
     bool fallback;               /* run kinds without a native kernel by the interpreter's */
+    bool f32_highest;            /* --f32-precision=highest: float products by f32 FMAs only */
     BackendOutput output;        /* executables link main() and embed the weights */
     bool instrument;             /* JIT only: call a probe around each instruction */
     bool no_threads;             /* bundles: no thread pool, no pthreads, no malloc */
@@ -69,6 +70,10 @@ typedef struct Backend {
     /* Does it run 3x3 convolutions faster as winograd_conv? The winograd pass
      * rewrites them for such a backend only. */
     bool winograd;
+    /* Do float products run on matrix tiles for these options (cpu: AMX's
+     * bf16 tiles, each operand split in two)? Then 3x3 convolutions run
+     * faster direct, and the winograd pass leaves them. NULL: never. */
+    bool (*f32_tiles)(const BackendOptions *o);
     /* Does it run qlinear_conv as qconv_packed, weights packed at compile
      * time (the qconv-pack pass rewrites them for such a backend only)? */
     bool qconv_pack;

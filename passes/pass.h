@@ -37,6 +37,7 @@ typedef struct TrainSpec {
 typedef struct PassContext {
     DiagList *d;
     const Backend *backend; /* what lowering lowers to */
+    const BackendOptions *codegen; /* how it generates code (NULL: nothing said) */
     const TrainSpec *train; /* differentiate: what to make (NULL: nothing to do) */
     /* Statistics of the pass being run (reset by the pass manager). */
     PassStat stats[32];

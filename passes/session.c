@@ -614,7 +614,7 @@ bool session_step(Session *s) {
     const PassInfo *pi = pass_find(s->pipeline[s->next++]);
     s->npipeline_ran = true;
     PassContext ctx = {.d = &s->diags, .backend = s->opt.backend, .quant = s->opt.quant,
-                       .train = s->opt.train};
+                       .train = s->opt.train, .codegen = &s->opt.codegen};
     ctx.break_this_pass = s->opt.break_pass && !s->broken && !strcmp(s->opt.break_pass, pi->name);
     int errors = s->diags.errors;
     double t0 = now();

@@ -127,6 +127,14 @@ bool args_common(CommonArgs *ca, OptionId id, const char *v, bool *bad, DiagList
         break;
     case OPT_NO_CACHE: ca->no_cache = true; break;
     case OPT_NO_WINOGRAD: ca->no_winograd = true; break;
+    case OPT_F32_PRECISION:
+        if (strcmp(v, "high") && strcmp(v, "highest")) {
+            diag_error(d, NULL, "--f32-precision takes 'high' or 'highest', not '%s'", v);
+            *bad = true;
+            break;
+        }
+        ca->f32_highest = !strcmp(v, "highest");
+        break;
     case OPT_TRAIN: ca->training = true; break;
     case OPT_LOSS:
         if (!strcmp(v, "softmax-cross-entropy") || !strcmp(v, "mse")) {
@@ -313,6 +321,7 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
         .backend = ca->backend ? backend_find(ca->backend) : NULL,
         .codegen = {.target = ca->target, .target_cpu = ca->target_cpu,
                     .target_features = ca->target_features, .fallback = ca->fallback,
+                    .f32_highest = ca->f32_highest,
                     .cache_dir = ca->cache_dir_set ? ca->cache_dir : NULL},
         .threads = ca->threads, /* 0: every online CPU (libjit_runtime_new) */
         .max_memory = ca->max_memory ? ca->max_memory : cli_physical_memory(),

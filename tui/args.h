@@ -40,6 +40,7 @@ typedef struct CommonArgs {
     char *keep_auto_list; /* --keep-float=auto: the nodes it chose (args_parse) */
     QProfile profile;
     bool no_winograd;     /* --no-winograd: -O2 leaves 3x3 convolutions direct */
+    bool f32_highest;     /* --f32-precision=highest: no bf16x3 tile products */
     bool no_cache;        /* --no-cache: compile the kernel engine afresh, keep nothing */
     char cache_dir[1024]; /* cli_cache_dir's answer, when cache_dir_set */
     bool cache_dir_set;

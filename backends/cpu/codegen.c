@@ -457,7 +457,24 @@ static LLVMValueRef variant_kernel(CG *g, NodeKind nk, const LirInstr *i, const 
     return k;
 }
 
-/* libjit_K_amx_E, Intel AMX's tiles where the module has them (k_qconvp.c),
+/* Whether a float conv's products are large enough for AMX's tiles (as
+ * gemm_amx.c's lj_sgemm_amx_any decides at run time: at least 16 rows,
+ * columns and k), so that the explorer names the kernel that runs. */
+static bool f32_conv_tiles(const LirInstr *i) {
+    if (i->kind != IK_OF_NODE(NK_CONV) || i->nops < 3)
+        return false;
+    const Type *y = &i->ops[0]->type, *w = &i->ops[2]->type;
+    if (y->rank < 3 || y->rank > 4 || w->rank != y->rank)
+        return false;
+    const Attr *a = instr_attr(i, AK_group);
+    int64_t group = a ? a->i : 1, n = 1, k = w->dims[1];
+    for (int d = 2; d < y->rank; d++)
+        n *= y->dims[d], k *= w->dims[d];
+    return group > 0 && y->dims[1] / group >= 16 && n >= 16 && k >= 16;
+}
+
+/* libjit_K_amx_E, Intel AMX's tiles where the module has them (k_qconvp.c;
+ * a float conv's bf16 tiles, gemm_amx.c, unless --f32-precision=highest),
  * else libjit_K_vnni_E: a kernel using AVX-512 VNNI's vpdpbusd (k_qconv.c),
  * or libjit_K_sdot_E, AArch64's sdot (k_qconvp.c), which only a target
  * that has it may call. */
@@ -465,7 +482,9 @@ static LLVMValueRef vnni_kernel(CG *g, NodeKind nk, const LirInstr *i, char *nam
     const char *dot = cpu_dot_kernels(g->m);
     if (!dot)
         return NULL;
-    LLVMValueRef k = cpu_has_amx(g->m) ? variant_kernel(g, nk, i, "amx", name, size) : NULL;
+    bool f32 = i->ops[0]->type.elem == ELEM_F32;
+    bool tiles = cpu_has_amx(g->m) && (!f32 || (!g->m->opt.f32_highest && f32_conv_tiles(i)));
+    LLVMValueRef k = tiles ? variant_kernel(g, nk, i, "amx", name, size) : NULL;
     return k ? k : variant_kernel(g, nk, i, dot, name, size);
 }
 
@@ -476,7 +495,8 @@ static void emit_compute(CG *g, LirInstr *i, int index) {
              is_depthwise_conv(i) ? "_dw" : "", elem_name(i->ops[0]->type.elem));
     int64_t w[MAX_DESC];
     int nw = build_desc(i, nk, w);
-    LLVMValueRef kernel = nw ? vnni_kernel(g, nk, i, name, sizeof name) : NULL;
+    /* (Depthwise convolutions keep their own kernel: no product to tile.) */
+    LLVMValueRef kernel = nw && !is_depthwise_conv(i) ? vnni_kernel(g, nk, i, name, sizeof name) : NULL;
     if (nw && !kernel)
         kernel = LLVMGetNamedFunction(g->mod, name);
     if (nw && !kernel) { /* the kernel for every element kind (k_table.c) */
@@ -996,6 +1016,9 @@ static void begin_static_scratch(CG *g) {
         LLVMBuildStore(g->b, size, field(g, offsetof(LjScratch, cap) + (size_t)k * sizeof(size_t)));
         off = LLVMBuildAdd(g->b, off, round64(g, size), "");
     }
+    /* The AMX tile state not asked for yet (gemm_amx.c). */
+    LLVMBuildStore(g->b, LLVMConstInt(g->i32, 0, false),
+                   field(g, offsetof(LjScratch, amx_state)));
 }
 
 /* The libjit bitcode's scratch mode, a constant of this module. */

@@ -43,6 +43,10 @@ void cpu_list_targets(StrBuf *out);
  * target is also this machine, whose process is the only one glowc runs
  * native code in. */
 bool cpu_check_target(const BackendOptions *o, bool here, DiagList *d);
+/* Whether code for these options runs float convolutions' products on
+ * AMX's bf16 tiles (libjit_conv_amx_f32): a CPU with AMX, and
+ * --f32-precision not "highest". */
+bool cpu_f32_tiles(const BackendOptions *o);
 void cpu_module_free(CpuModule *m);
 
 /* JIT: compiles the optimised module (which it takes over) and runs it. */

@@ -151,6 +151,7 @@ const Backend cpu_backend = {
     .runs_lir = true,
     .compiles = true,
     .winograd = true,
+    .f32_tiles = cpu_f32_tiles,
     .qconv_pack = true,
     .compile = compile,
     .optimize = optimize,

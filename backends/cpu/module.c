@@ -527,11 +527,14 @@ bool cpu_has_vnni(const CpuModule *m) {
     return has_feature(m, "avx512vnni") && has_feature(m, "evex512");
 }
 
-/* Intel's AMX int8 tiles (libjit_qconv_packed_amx_*): named by the
- * features, with VNNI (the kernel falls back to it where AMX does not
- * apply or the OS refuses the tile state). */
+/* Intel's AMX tiles, int8 (libjit_qconv_packed_amx_*) and bf16
+ * (libjit_conv_amx_f32): named by the features, with VNNI (the int8
+ * kernel falls back to it where AMX does not apply or the OS refuses the
+ * tile state; the f32 one to the FMA product). Every CPU with AMX has
+ * both kinds. */
 bool cpu_has_amx(const CpuModule *m) {
-    return cpu_has_vnni(m) && has_feature(m, "amx-int8") && has_feature(m, "amx-tile");
+    return cpu_has_vnni(m) && has_feature(m, "amx-int8") && has_feature(m, "amx-tile") &&
+           has_feature(m, "amx-bf16") && has_feature(m, "avx512bf16");
 }
 
 /* AArch64's dot product instructions (sdot): named by --target-features, or
@@ -545,6 +548,24 @@ bool cpu_has_dotprod(const CpuModule *m) {
         return sign > 0;
     static const char *const cpus[] = {TARGET_DOTPROD_CPUS_aarch64};
     return in_list(m->cpu, strlen(m->cpu), cpus, COUNT(cpus));
+}
+
+bool cpu_f32_tiles(const BackendOptions *o) {
+    if (o->f32_highest)
+        return false;
+    DiagList quiet;
+    diag_init(&quiet, NULL);
+    CpuModule m = {0};
+    m.target = cpu_target_find(o->target, &quiet);
+    diag_free(&quiet);
+    if (!m.target)
+        return false;
+    m.host = cpu_target_is_host(m.target);
+    pick_cpu(&m, o);
+    bool tiles = cpu_has_amx(&m);
+    free(m.cpu);
+    free(m.features);
+    return tiles;
 }
 
 const char *cpu_dot_kernels(const CpuModule *m) {

@@ -6,7 +6,9 @@
  * For backends that say it pays (Backend.winograd) and for shapes where it
  * does: enough channels that the products, not the transforms, dominate,
  * and feature maps large enough that the tiles are not mostly padding
- * (the thresholds below). Its rounding error is
+ * (the thresholds below), and not where float products run on matrix
+ * tiles (Backend.f32_tiles: AMX, unless --f32-precision=highest). Its
+ * rounding error is
  * bounded in tests/kernels/test_kernels.c. Requires activations fused
  * (fuse-activation) first; invalidates nothing. */
 #include <string.h>
@@ -119,6 +121,15 @@ static Node *rewrite(Function *f, Node *conv, const WinoTransform *t) {
 bool pass_winograd(Function *f, PassContext *ctx) {
     if (!ctx->backend || !ctx->backend->winograd)
         return false;
+    /* Products on matrix tiles (AMX) run every 3x3 faster direct, and
+     * their split operands' rounding would add to the transforms'
+     * (resnet50's 3x3s on 28x28 and 14x14, glowc bench --per-node, Xeon,
+     * one thread: 0.91-0.94 and 1.30-1.48 ms as Winograd, 0.73-0.75 and
+     * 0.80-0.85 direct). */
+    if (ctx->codegen && ctx->backend->f32_tiles && ctx->backend->f32_tiles(ctx->codegen)) {
+        pass_stat(ctx, "left-for-tiles", 1);
+        return false;
+    }
     bool changed = false;
     for (Node *n = f->first, *next; n; n = next) {
         next = n->next;

@@ -28,6 +28,9 @@
 #include <time.h>
 
 #include <cmocka.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "backends/cpu/exe/model_info.h"
 #include "backends/cpu/libjit/kernels.h"
@@ -203,17 +206,37 @@ static double check_conv_case(Case *c, Tol tol, const char *what, bool depthwise
     return worst;
 }
 
-static double check_conv(const ConvSpec *k, uint64_t seed) {
+/* bf16x3's bound on top of sum_tol (gemm_amx.c): each product off by at
+ * most 3 * 2^-16 of its magnitude, and three products summed where f32
+ * sums one; scaled by the activation's Lipschitz constant as sum_tol's. */
+static Tol amx_tol(int64_t n, const char *act) {
+    Tol t = sum_tol(3 * n, act);
+    double lip = act && !strcmp(act, "sigmoid") ? 0.25 : act && !strcmp(act, "silu") ? 1.1 : 1;
+    t.rel_mag += lip * 3 * 0x1p-16;
+    return t;
+}
+
+/* libjit_conv_f32, or (amx) libjit_conv_amx_f32 with amx_tol. */
+static double check_conv_kernel(const ConvSpec *k, uint64_t seed, bool amx) {
+#if defined(__x86_64__)
+#define AMX_CONV(suffix) libjit_conv_amx_f32##suffix
+#else /* never asked for (test_conv_amx) */
+#define AMX_CONV(suffix) libjit_conv_f32##suffix
+#endif
+    KernelFn fn = amx ? AMX_CONV() : libjit_conv_f32;
+    WorkFn work = amx ? AMX_CONV(_work) : libjit_conv_f32_work;
+    ScratchFn scratch = amx ? AMX_CONV(_scratch) : libjit_conv_f32_scratch;
+#undef AMX_CONV
     Case c = {0};
     build_conv(&c.d, k, true);
     build_conv(&c.dmag, k, false);
     case_alloc(&c, seed);
     assert_true(case_reference(&c, true));
-    run_kernel(&c.d, libjit_conv_f32, libjit_conv_f32_work, c.fast);
+    run_kernel(&c.d, fn, work, c.fast);
     char what[200];
     snprintf(what, sizeof what,
-             "conv n%lld c%lld %lldx%lld -> m%lld k%lldx%lld s%lld,%lld d%lld,%lld "
-             "p%lld,%lld,%lld,%lld g%lld %s%s%s",
+             "conv%s n%lld c%lld %lldx%lld -> m%lld k%lldx%lld s%lld,%lld d%lld,%lld "
+             "p%lld,%lld,%lld,%lld g%lld %s%s%s", amx ? " (amx)" : "",
              (long long)k->n, (long long)k->c, (long long)k->h, (long long)k->w,
              (long long)k->m, (long long)k->kh, (long long)k->kw, (long long)k->sh,
              (long long)k->sw, (long long)k->dh, (long long)k->dw, (long long)k->pads[0],
@@ -221,16 +244,21 @@ static double check_conv(const ConvSpec *k, uint64_t seed) {
              (long long)k->group, k->act ? k->act : "-", k->bias ? " bias" : "",
              k->summand ? " summand" : "");
     /* The summand is one more term of the sum (its magnitude is in mag). */
-    Tol tol = sum_tol(k->c / k->group * k->kh * k->kw + 1 + k->summand, k->act);
+    int64_t terms = k->c / k->group * k->kh * k->kw + 1 + k->summand;
+    Tol tol = amx ? amx_tol(terms, k->act) : sum_tol(terms, k->act);
     bool depthwise = k->group > 1 && k->group == k->c && k->group == k->m;
-    double worst = check_conv_case(&c, tol, what, depthwise);
-    check_static_scratch(&c, libjit_conv_f32, libjit_conv_f32_work, libjit_conv_f32_scratch, what);
-    check_thread_shares(&c, libjit_conv_f32, libjit_conv_f32_work, what);
-    if (depthwise)
+    double worst = check_conv_case(&c, tol, what, depthwise && !amx);
+    check_static_scratch(&c, fn, work, scratch, what);
+    check_thread_shares(&c, fn, work, what);
+    if (depthwise && !amx)
         check_static_scratch(&c, libjit_conv_dw_f32, libjit_conv_dw_f32_work,
                              libjit_conv_dw_f32_scratch, what);
     case_free(&c);
     return worst;
+}
+
+static double check_conv(const ConvSpec *k, uint64_t seed) {
+    return check_conv_kernel(k, seed, false);
 }
 
 static const char *const acts[] = {NULL, "relu", "clip", "sigmoid", "tanh", "leaky_relu", "silu"};
@@ -415,6 +443,64 @@ static void test_conv_random(void **state) {
         ran++;
     }
     printf("conv: %d random shapes, worst error %.3f of the bound\n", ran, worst);
+    assert_true(worst <= 1);
+}
+
+/* libjit_conv_amx_f32, the products on AMX's bf16 tiles (gemm_amx.c),
+ * against the interpreter within amx_tol, where the CPU has AMX-BF16 (and
+ * Linux gives the tiles' state; else the kernel runs the FMA product,
+ * which the bound holds too): k blocks of 128 and a partial one, column
+ * blocks of 1024 and a partial one, row blocks of 32 and partial ones (m
+ * 1, 17, 40), B in place (1x1), packed whole and shared (few columns, many
+ * rows), by phase planes (3x3, strides, 7x7) and subsampled; bias,
+ * summand and every activation; then the random shapes of test_conv_random.
+ * One C tile's lo * hi product dropped fails by 15 times the bound. */
+static bool cpu_has_amx_bf16(void) {
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 22 & 1) && (d >> 24 & 1);
+#else
+    return false;
+#endif
+}
+
+static void test_conv_amx(void **state) {
+    if (!cpu_has_amx_bf16()) {
+        printf("conv on AMX tiles: no AMX-BF16 on this CPU, not run\n");
+        return;
+    }
+    static const ConvSpec fixed[] = {
+        {2, 1, 64, 56, 56, 256, 1, 1, 1, 1, 1, 1, 1, {0}, "relu", 0, 0, true, true},
+        {2, 1, 300, 9, 9, 40, 1, 1, 1, 1, 1, 1, 1, {0}, NULL, 0, 0, true, false},
+        {2, 1, 512, 7, 7, 520, 1, 1, 1, 1, 1, 1, 1, {0}, "relu", 0, 0, true, true},
+        {2, 1, 130, 14, 14, 17, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, "silu", 0, 0, true, false},
+        {2, 1, 64, 30, 36, 72, 3, 3, 2, 2, 1, 1, 1, {1, 1, 1, 1}, "clip", 0, 6, true, true},
+        {2, 1, 256, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, "relu", 0, 0, true, false},
+        {2, 1, 3, 45, 45, 64, 7, 7, 2, 2, 1, 1, 1, {3, 3, 3, 3}, "relu", 0, 0, true, false},
+        {2, 1, 96, 28, 28, 48, 1, 1, 2, 2, 1, 1, 1, {0}, "sigmoid", 0, 0, true, true},
+        {2, 2, 40, 11, 13, 33, 3, 3, 1, 1, 2, 2, 1, {2, 2, 2, 2}, "tanh", 0, 0, false, false},
+        {1, 1, 70, 1, 200, 40, 1, 5, 1, 1, 1, 1, 1, {0, 2, 0, 2}, "leaky_relu", 0.1f, 0, true, true},
+        {2, 1, 48, 20, 20, 64, 3, 3, 1, 1, 1, 1, 2, {1, 1, 1, 1}, "relu", 0, 0, true, false},
+    };
+    double worst = 0;
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
+        double r = check_conv_kernel(&fixed[i], 1300 + i, true);
+        worst = r > worst ? r : worst;
+    }
+    uint64_t s = 4242;
+    int ran = 0;
+    for (int i = 0; i < 150; i++) {
+        ConvSpec k = random_conv(&s);
+        k.summand = i % 3 == 0 && !(k.group == k.c && k.group == k.m);
+        if (out_size(k.h, k.kh, k.sh, k.dh, k.pads[0], k.pads[2]) < 1 ||
+            out_size(k.w, k.kw, k.sw, k.dw, k.pads[1], k.pads[3]) < 1)
+            continue;
+        double r = check_conv_kernel(&k, 2000 + (uint64_t)i, true);
+        worst = r > worst ? r : worst;
+        ran++;
+    }
+    printf("conv on AMX tiles (bf16x3): %zu fixed and %d random shapes, worst error %.3f of the "
+           "bound\n", sizeof fixed / sizeof *fixed, ran, worst);
     assert_true(worst <= 1);
 }
 
@@ -1897,6 +1983,7 @@ int main(void) {
         cmocka_unit_test(test_conv_summand),
         cmocka_unit_test(test_conv_random),
         cmocka_unit_test(test_conv_3d),
+        cmocka_unit_test(test_conv_amx),
         cmocka_unit_test(test_winograd),
         cmocka_unit_test(test_fully_connected),
         cmocka_unit_test(test_matmul),

@@ -323,6 +323,45 @@ static void pack_dense(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int6
     }
 }
 
+LJ_VECTOR_FN void lj_sgemm_pack_runs(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0,
+                                     int64_t cols, int w, float *panel) {
+    pack_dense(g, k0, kc, j0, cols, w, panel);
+}
+
+/* lj_sgemm_finish with activation kind K (a constant: lj_act's switch
+ * folds) and, with `whole`, 32 columns. */
+LJ_INLINE void finish_k(ActKind K, bool whole, const LjGemm *g, const float *t, int64_t i0,
+                        int64_t j, int64_t mv, int64_t cols) {
+    LjAct a = g->act;
+    a.kind = K;
+    for (int64_t r = 0; r < mv; r++)
+        for (int v = 0; v < 32 / LJ_VL && cols > LJ_VL * v; v++) {
+            int64_t n = whole ? LJ_VL : cols - LJ_VL * v, at = (i0 + r) * g->ldc + j + LJ_VL * v;
+            vf32 x = lj_load(t + r * 32 + LJ_VL * v);
+            if (g->bias && g->bias_rows)
+                x += g->bias[i0 + r];
+            else if (g->bias)
+                x += lj_load_n(g->bias + j + LJ_VL * v, n);
+            if (g->sum)
+                x += lj_load_n(g->sum + at, n);
+            lj_store_n(g->c + at, lj_act(x, a), n);
+        }
+}
+
+LJ_VECTOR_FN void lj_sgemm_finish(const LjGemm *g, const float *t, int64_t i0, int64_t j,
+                                  int64_t mv, int64_t cols) {
+    bool whole = cols == 32;
+    switch (g->act.kind) {
+    case ACT_NONE: whole ? finish_k(ACT_NONE, true, g, t, i0, j, mv, cols)
+                         : finish_k(ACT_NONE, false, g, t, i0, j, mv, cols); return;
+    case ACT_RELU: whole ? finish_k(ACT_RELU, true, g, t, i0, j, mv, cols)
+                         : finish_k(ACT_RELU, false, g, t, i0, j, mv, cols); return;
+    case ACT_CLIP: whole ? finish_k(ACT_CLIP, true, g, t, i0, j, mv, cols)
+                         : finish_k(ACT_CLIP, false, g, t, i0, j, mv, cols); return;
+    default: finish_k(g->act.kind, false, g, t, i0, j, mv, cols);
+    }
+}
+
 /* ---- B packed whole, shared ---------------------------------------------- *
  *
  * Panel j / NR (columns [j, j + NR)) of B at packed + j * k, its row kk

@@ -89,5 +89,27 @@ void lj_sgemm_pack(const LjGemm *g, float *packed, int64_t item);
 /* The scratch lj_sgemm asks for an m x n x k product (by_offsets: B's
  * rows by koff), in bytes. */
 size_t lj_sgemm_scratch(int64_t m, int64_t n, int64_t k, bool by_offsets);
+/* Rows [k0, k0 + kc) of columns [j0, j0 + cols) of a B by row offsets
+ * into panel[k][0 .. w) (w a multiple of LJ_VL, >= cols), zero beyond
+ * cols: the runs' copy the blocked product packs its panels with. */
+void lj_sgemm_pack_runs(const LjGemm *g, int64_t k0, int64_t kc, int64_t j0, int64_t cols, int w,
+                        float *panel);
+
+/* The whole product on Intel AMX's bf16 tiles, each operand split in two
+ * bf16s (gemm_amx.c: its error bound), in LJ_SGEMM_AMX_BYTES of the
+ * scratch's LJ_SCRATCH_PACK slot; false (nothing done) where the system
+ * refuses the tiles or the scratch cannot be had. Only code for a target
+ * with amx-bf16 may call it (its name marks it: cpu_prepare_module). */
+/* C's rows [i0, i0 + mv) by columns [j, j + cols) (at most 32 of each)
+ * from the sums t[r][32]: the bias, the summand, the activation. */
+void lj_sgemm_finish(const LjGemm *g, const float *t, int64_t i0, int64_t j, int64_t mv,
+                     int64_t cols);
+enum { LJ_SGEMM_AMX_BYTES = 512 << 10 };
+bool lj_sgemm_amx(const LjGemm *g);
+/* lj_sgemm_amx, or lj_sgemm where it says no. Whether a product takes
+ * the tiles must not depend on how threads split it (their shares would
+ * round differently): callers decide by the whole product's shape. */
+void lj_sgemm_amx_any(const LjGemm *g);
+typedef void LjGemmFn(const LjGemm *g);
 
 #endif

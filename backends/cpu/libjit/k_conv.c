@@ -245,6 +245,21 @@ LJ_INLINE bool is_lanes(const Conv *s) {
            !is_subsampled(s) && lanes_dense_enough(s);
 }
 
+/* Whether libjit_conv_amx_f32's products take AMX's tiles: those of at
+ * least 16 rows, columns and k (fewer would be mostly zeros in them); the
+ * same test as code generation's (codegen.c: f32_conv_tiles), on the
+ * whole product, so that every thread's share rounds the same. */
+LJ_INLINE bool conv_tiles(const Conv *s) {
+    return s->fast && s->mg >= 16 && product_cols(s) >= 16 && s->cg * s->kh * s->kw >= 16;
+}
+
+/* Whether the by-lanes tiles run the conv: not where the products take
+ * AMX's tiles (amx: conv_tiles) with 32 or more output channels, which
+ * run them faster (DenseNet's 128 -> 32 3x3s). */
+LJ_INLINE bool uses_lanes(const Conv *s, bool amx) {
+    return is_lanes(s) && !(amx && s->mg >= 32);
+}
+
 /* ---- conv_direct: any number of spatial axes ------------------------------------ */
 
 LJ_INLINE int64_t conv_direct_planes(const int64_t *d) {
@@ -297,16 +312,20 @@ static void conv_direct(const int64_t *d, void *const *ops, int64_t p0, int64_t 
 
 /* Units: channel planes for depthwise and conv_direct, else (image, group,
  * outer, inner). */
-LIBJIT_WORK libjit_conv_f32_work(const int64_t *d) {
+LJ_INLINE int64_t conv_work(const int64_t *d, bool amx) {
     Conv s = conv_of(d);
     if (!s.fast)
         return conv_direct_planes(d) > 0 ? conv_direct_planes(d) : 1;
     if (is_depthwise(&s))
         return s.n * s.c;
-    if (is_lanes(&s))
+    if (uses_lanes(&s, amx))
         return s.n * lanes_tiles(&s);
     Grid g = grid_of(&s);
     return s.n * s.group * g.outer * g.inner;
+}
+
+LIBJIT_WORK libjit_conv_f32_work(const int64_t *d) {
+    return conv_work(d, false);
 }
 
 /* Depthwise planes [lo, hi): over phase rows, or without the memory for
@@ -519,7 +538,7 @@ static float *shared_subsample(const Conv *s, const Grid *gr, const float *x, fl
 /* 1x1, stride 1, no pad: B is the input itself, row-major. */
 LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const float *w,
                                         const float *bias, const float *sum, float *y, LjAct act,
-                                        int64_t lo, int64_t hi, LjScratch *sc) {
+                                        int64_t lo, int64_t hi, LjScratch *sc, LjGemmFn *gemm) {
     int64_t plane = s->h * s->w;
     Grid gr = grid_of(s);
     const float *packed = shared_pointwise(s, &gr, x, sc);
@@ -544,7 +563,7 @@ LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const flo
             .tail_dots = true, /* shares start at multiples of VL columns */
             .packed = packed,
         };
-        lj_sgemm(&g);
+        gemm(&g);
     }
 }
 
@@ -553,7 +572,7 @@ LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const flo
  * be had. */
 LJ_VECTOR_FN static bool conv_subsampled(const Conv *s, const float *x, const float *w,
                                          const float *bias, const float *sum, float *y,
-                                         LjAct act, int64_t lo, int64_t hi, LjScratch *sc) {
+                                         LjAct act, int64_t lo, int64_t hi, LjScratch *sc, LjGemmFn *gemm) {
     int64_t plane = s->oh * s->ow;
     Grid gr = grid_of(s);
     float *packed = NULL;
@@ -590,7 +609,7 @@ LJ_VECTOR_FN static bool conv_subsampled(const Conv *s, const float *x, const fl
             .tail_dots = true,
             .packed = packed,
         };
-        lj_sgemm(&g);
+        gemm(&g);
     }
     if (!shared)
         lj_scratch_put(sc, sub);
@@ -692,7 +711,7 @@ static void build_shared_b(const Conv *s, const LjWindow *win, const LjPhases *q
  * be had. */
 LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float *w,
                                      const float *bias, const float *sum, float *y, LjAct act,
-                                     int64_t lo, int64_t hi, LjScratch *sc) {
+                                     int64_t lo, int64_t hi, LjScratch *sc, LjGemmFn *gemm) {
     LjWindow win = window_of(s);
     LjPhases q = lj_phases(&win, PANEL);
     int64_t kdim = s->cg * s->kh * s->kw;
@@ -740,7 +759,7 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
         g.act = act;
         g.sc = sc;
         g.packed = packed;
-        lj_sgemm(&g);
+        gemm(&g);
     }
     lj_scratch_put(sc, koff);
     return true;
@@ -916,8 +935,8 @@ static bool conv_lanes(const Conv *s, const float *x, const float *w, const floa
     return true;
 }
 
-LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
-                              LjScratch *sc) {
+LJ_INLINE void conv_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, LjScratch *sc,
+                        LjGemmFn *gemm, bool amx) {
     Conv s = conv_of(d);
     if (!s.fast) {
         conv_direct(d, ops, lo, hi);
@@ -932,16 +951,21 @@ LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, in
             conv_depthwise(d, &s, ops, bias, act, lo, hi, sc);
         return;
     }
-    if (is_lanes(&s)) {
+    if (uses_lanes(&s, amx)) {
         if (!conv_lanes(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc))
             lj_fail_run(sc, LJ_NO_SCRATCH);
     } else if (is_pointwise(&s))
-        conv_pointwise(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc);
+        conv_pointwise(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc, gemm);
     else if (is_subsampled(&s)) {
-        if (!conv_subsampled(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc))
+        if (!conv_subsampled(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc, gemm))
             lj_fail_run(sc, LJ_NO_SCRATCH);
-    } else if (!conv_planes(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc))
+    } else if (!conv_planes(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc, gemm))
         lj_fail_run(sc, LJ_NO_SCRATCH);
+}
+
+LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                              LjScratch *sc) {
+    conv_f32(d, ops, lo, hi, sc, lj_sgemm, false);
 }
 
 /* What one call over all units asks (a --no-threads bundle's fixed
@@ -951,7 +975,7 @@ LJ_INLINE int64_t conv_pack_bytes(const Conv *s, bool by_offsets) {
     return (int64_t)lj_sgemm_scratch(s->mg, product_cols(s), s->cg * s->kh * s->kw, by_offsets);
 }
 
-LIBJIT_SCRATCH libjit_conv_f32_scratch(const int64_t *d, int slot) {
+LJ_INLINE int64_t conv_scratch(const int64_t *d, int slot, bool amx) {
     Conv s = conv_of(d);
     if (!s.fast)
         return 0;
@@ -959,14 +983,20 @@ LIBJIT_SCRATCH libjit_conv_f32_scratch(const int64_t *d, int slot) {
         LjWindow g = window_of(&s);
         return slot == LJ_SCRATCH_PLANES ? (int64_t)lj_dwconv_scratch(&g) : 0;
     }
-    if (is_lanes(&s))
+    if (uses_lanes(&s, amx))
         return slot == LJ_SCRATCH_PLANES ? (int64_t)lanes_bytes(&s) : 0;
     bool pointwise = is_pointwise(&s), subsampled = !pointwise && is_subsampled(&s);
-    if (slot == LJ_SCRATCH_PACK)
-        return conv_pack_bytes(&s, !pointwise && !subsampled);
+    if (slot == LJ_SCRATCH_PACK) {
+        int64_t n = conv_pack_bytes(&s, !pointwise && !subsampled);
+        return amx && n < LJ_SGEMM_AMX_BYTES ? LJ_SGEMM_AMX_BYTES : n;
+    }
     if (slot != LJ_SCRATCH_PLANES || pointwise)
         return 0;
     return (int64_t)(subsampled ? subsampled_bytes(&s) : planes_bytes(&s));
+}
+
+LIBJIT_SCRATCH libjit_conv_f32_scratch(const int64_t *d, int slot) {
+    return conv_scratch(d, slot, false);
 }
 
 LIBJIT_SCRATCH libjit_conv_dw_f32_scratch(const int64_t *d, int slot) {
@@ -993,3 +1023,26 @@ LIBJIT_KERNEL libjit_conv_dw_f32(const int64_t *d, void *const *ops, int64_t lo,
     const float *bias = lj_nops(d) > 3 ? ops[3] : NULL;
     conv_depthwise(d, &s, ops, bias, lj_act_of(d), lo, hi, sc);
 }
+
+#if defined(__x86_64__)
+/* The products on AMX's bf16 tiles where the module's CPU has them and
+ * the f32 precision allows (code generation: cpu_has_amx), the same
+ * units otherwise but for uses_lanes; depthwise convolutions keep their
+ * kernels. */
+LIBJIT_WORK libjit_conv_amx_f32_work(const int64_t *d) {
+    Conv s = conv_of(d);
+    return conv_work(d, conv_tiles(&s));
+}
+
+LIBJIT_SCRATCH libjit_conv_amx_f32_scratch(const int64_t *d, int slot) {
+    Conv s = conv_of(d);
+    return conv_scratch(d, slot, conv_tiles(&s));
+}
+
+LIBJIT_KERNEL libjit_conv_amx_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
+                                  LjScratch *sc) {
+    Conv s = conv_of(d);
+    bool tiles = conv_tiles(&s);
+    conv_f32(d, ops, lo, hi, sc, tiles ? lj_sgemm_amx_any : lj_sgemm, tiles);
+}
+#endif

@@ -19,6 +19,9 @@ LJ_DECLARE_SCRATCH(conv_f32)
 LJ_DECLARE_KERNEL(conv_dw_f32)
 LJ_DECLARE_WORK(conv_dw_f32)
 LJ_DECLARE_SCRATCH(conv_dw_f32)
+LJ_DECLARE_KERNEL(conv_amx_f32) /* AMX's bf16 tiles (gemm_amx.c) */
+LJ_DECLARE_WORK(conv_amx_f32)
+LJ_DECLARE_SCRATCH(conv_amx_f32)
 
 /* k_wino.c */
 LJ_DECLARE_KERNEL(winograd_conv_f32)

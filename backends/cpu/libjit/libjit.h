@@ -278,6 +278,9 @@ struct LjScratch {
     /* A kernel that could not run at all (its scratch could not be had)
      * says why here; checked the same way (libjit_failed). */
     const char *fail_why;
+    /* Whether Linux gave the process the AMX tiles' state (gemm_amx.c):
+     * 0 not asked yet, 1 yes, -1 no. */
+    int amx_state;
     /* What this thread last built into its scratch (lj_scratch_built):
      * the call's number and the kernel's key for the contents. */
     int64_t built_call, built_key;
