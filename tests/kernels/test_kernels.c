@@ -425,23 +425,29 @@ static void test_conv_summand(void **state) {
     assert_true(worst <= 1);
 }
 
-static void test_conv_random(void **state) {
-    uint64_t s = 12345;
+/* `count` random shapes from seed s (case seeds from base), through
+ * check_conv_kernel: the worst error over the bound, *ran run. Every third
+ * dense or grouped one has a summand (none with one channel in and out per
+ * group: fuse-conv-add does not give those one, as the depthwise kernels
+ * take none). */
+static double random_convs(uint64_t s, int count, uint64_t base, bool amx, int *ran) {
     double worst = 0;
-    int ran = 0;
-    for (int i = 0; i < 400; i++) {
+    for (int i = 0; i < count; i++) {
         ConvSpec k = random_conv(&s);
-        /* Every third dense or grouped one with a summand (none with one
-         * channel in and out per group: fuse-conv-add does not give those
-         * one, as the depthwise kernels take none). */
         k.summand = i % 3 == 0 && !(k.group == k.c && k.group == k.m);
         if (out_size(k.h, k.kh, k.sh, k.dh, k.pads[0], k.pads[2]) < 1 ||
             out_size(k.w, k.kw, k.sw, k.dw, k.pads[1], k.pads[3]) < 1)
             continue;
-        double r = check_conv(&k, (uint64_t)i);
+        double r = check_conv_kernel(&k, base + (uint64_t)i, amx);
         worst = r > worst ? r : worst;
-        ran++;
+        (*ran)++;
     }
+    return worst;
+}
+
+static void test_conv_random(void **state) {
+    int ran = 0;
+    double worst = random_convs(12345, 400, 0, false, &ran);
     printf("conv: %d random shapes, worst error %.3f of the bound\n", ran, worst);
     assert_true(worst <= 1);
 }
@@ -487,18 +493,9 @@ static void test_conv_amx(void **state) {
         double r = check_conv_kernel(&fixed[i], 1300 + i, true);
         worst = r > worst ? r : worst;
     }
-    uint64_t s = 4242;
     int ran = 0;
-    for (int i = 0; i < 150; i++) {
-        ConvSpec k = random_conv(&s);
-        k.summand = i % 3 == 0 && !(k.group == k.c && k.group == k.m);
-        if (out_size(k.h, k.kh, k.sh, k.dh, k.pads[0], k.pads[2]) < 1 ||
-            out_size(k.w, k.kw, k.sw, k.dw, k.pads[1], k.pads[3]) < 1)
-            continue;
-        double r = check_conv_kernel(&k, 2000 + (uint64_t)i, true);
-        worst = r > worst ? r : worst;
-        ran++;
-    }
+    double r = random_convs(4242, 150, 2000, true, &ran);
+    worst = r > worst ? r : worst;
     printf("conv on AMX tiles (bf16x3): %zu fixed and %d random shapes, worst error %.3f of the "
            "bound\n", sizeof fixed / sizeof *fixed, ran, worst);
     assert_true(worst <= 1);

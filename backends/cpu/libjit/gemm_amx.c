@@ -136,6 +136,13 @@ AMXF_INLINE void split_b(const float *src, int64_t ss, int64_t cv, int64_t kc, i
 /* The 2 x 2 C tiles (0: rows 0-15 by columns 0-15, 1: by 16-31, 2 and
  * 3: rows 16-31) += A (halves a, a + ks tiles' pairs) times B (column
  * tiles b0, b1), ks steps of 32. */
+#define PRODUCTS_2X2()                                                                             \
+    do {                                                                                           \
+        __builtin_ia32_tdpbf16ps(0, 4, 6);                                                         \
+        __builtin_ia32_tdpbf16ps(1, 4, 7);                                                         \
+        __builtin_ia32_tdpbf16ps(2, 5, 6);                                                         \
+        __builtin_ia32_tdpbf16ps(3, 5, 7);                                                         \
+    } while (0)
 AMXF_INLINE void tile_steps(const uint16_t *a, const uint16_t *b0, const uint16_t *b1, int64_t ks) {
     const uint16_t *a1 = a + ks * 2 * TW;
     for (int64_t s = 0; s < ks; s++) {
@@ -144,26 +151,18 @@ AMXF_INLINE void tile_steps(const uint16_t *a, const uint16_t *b0, const uint16_
         __builtin_ia32_tileloadd64(5, a1 + o, 64);
         __builtin_ia32_tileloadd64(6, b0 + o, 64);
         __builtin_ia32_tileloadd64(7, b1 + o, 64);
-        __builtin_ia32_tdpbf16ps(0, 4, 6);
-        __builtin_ia32_tdpbf16ps(1, 4, 7);
-        __builtin_ia32_tdpbf16ps(2, 5, 6);
-        __builtin_ia32_tdpbf16ps(3, 5, 7);
+        PRODUCTS_2X2();
         __builtin_ia32_tileloadd64(6, b0 + o + TW, 64); /* hi * lo */
         __builtin_ia32_tileloadd64(7, b1 + o + TW, 64);
-        __builtin_ia32_tdpbf16ps(0, 4, 6);
-        __builtin_ia32_tdpbf16ps(1, 4, 7);
-        __builtin_ia32_tdpbf16ps(2, 5, 6);
-        __builtin_ia32_tdpbf16ps(3, 5, 7);
+        PRODUCTS_2X2();
         __builtin_ia32_tileloadd64(4, a + o + TW, 64); /* lo * hi */
         __builtin_ia32_tileloadd64(5, a1 + o + TW, 64);
         __builtin_ia32_tileloadd64(6, b0 + o, 64);
         __builtin_ia32_tileloadd64(7, b1 + o, 64);
-        __builtin_ia32_tdpbf16ps(0, 4, 6);
-        __builtin_ia32_tdpbf16ps(1, 4, 7);
-        __builtin_ia32_tdpbf16ps(2, 5, 6);
-        __builtin_ia32_tdpbf16ps(3, 5, 7);
+        PRODUCTS_2X2();
     }
 }
+#undef PRODUCTS_2X2
 
 /* C's 32 x 32 block at c (mv rows, cols columns of it real) into the
  * tiles: in place when whole, else through t (32 x 32, zeros outside). */
