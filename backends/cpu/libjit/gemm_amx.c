@@ -112,14 +112,36 @@ AMXF_INLINE void split_a(const float *a, int64_t lda, int64_t mv, int64_t kc, in
     }
 }
 
-/* One column tile of B: cv <= 16 columns of kc rows src + kk * ss (zeros
- * past them), split into out[s] (hi tile, lo tile), row p of a step
- * holding each column's pair (k = 2p, 2p + 1). */
-AMXF_INLINE void split_b(const float *src, int64_t ss, int64_t cv, int64_t kc, int64_t ks,
-                         uint16_t *out) {
+/* Where a column tile's 16 floats of B's row kk are: row kk at b +
+ * koff[kk] (a B by row offsets) or b + (kk - k_base) * ss, and in it up to RUNS runs,
+ * run i's lanes (mask[i]) at row + off[i] + lane: masked loads, so the
+ * runs of a tile that crosses output rows (gemm.h: koff) are read in place
+ * from the phase planes, with no panel packed first. */
+enum { RUNS = 4 };
+typedef struct BRows {
+    const float *b;
+    const int64_t *koff;
+    int64_t ss, k_base; /* b + (kk - k_base) * ss */
+    int runs;
+    int64_t off[RUNS];
+    uint16_t mask[RUNS];
+} BRows;
+
+AMXF_INLINE vf32 b_row(const BRows *r, int64_t kk) {
+    const float *row = r->koff ? r->b + r->koff[kk] : r->b + (kk - r->k_base) * r->ss;
+    vf32 x = {0};
+    for (int i = 0; i < r->runs; i++)
+        x = __builtin_ia32_loadups512_mask(row + r->off[i], x, r->mask[i]);
+    return x;
+}
+
+/* One column tile of B: rows [k0, k0 + kc) (zeros past them), split into
+ * out[s] (hi tile, lo tile), row p of a step holding each column's pair
+ * (k = 2p, 2p + 1). */
+AMXF_INLINE void split_b(const BRows *r, int64_t k0, int64_t kc, int64_t ks, uint16_t *out) {
     for (int64_t p = 0; p < ks * 16; p++) {
-        vf32 x0 = 2 * p < kc ? ld_n(src + 2 * p * ss, cv) : (vf32){0};
-        vf32 x1 = 2 * p + 1 < kc ? ld_n(src + (2 * p + 1) * ss, cv) : (vf32){0};
+        vf32 x0 = 2 * p < kc ? b_row(r, k0 + 2 * p) : (vf32){0};
+        vf32 x1 = 2 * p + 1 < kc ? b_row(r, k0 + 2 * p + 1) : (vf32){0};
         v32u16 hi, lo;
         split32(x0, x1, &hi, &lo);
 #define PAIRS 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23, 8, 24, 9, 25, 10, 26, 11, 27, \
@@ -226,15 +248,28 @@ AMXF_INLINE bool amx_allowed(LjScratch *sc) {
 AMXF_INLINE void split_col_tile(const LjGemm *g, int64_t j, int64_t cv, int64_t k0, int64_t kc,
                                 int64_t ks, float *panel, uint16_t *out) {
     int64_t tiled = g->n - lj_sgemm_tail_cols(g);
+    BRows r = {.runs = 1, .mask = {lanes(cv)}};
     if (g->packed && j + cv <= tiled) {
         int64_t p0 = j / LJ_GEMM_NR * LJ_GEMM_NR, left = tiled - p0;
-        int64_t w = left < LJ_GEMM_NR ? (left + LJ_VL - 1) / LJ_VL * LJ_VL : LJ_GEMM_NR;
-        split_b(g->packed + p0 * g->k + k0 * w + (j - p0), w, cv, kc, ks, out);
-    } else if (g->koff) {
-        lj_sgemm_pack_runs(g, k0, kc, j, cv, 16, panel);
-        split_b(panel, 16, cv, kc, ks, out);
+        r.ss = left < LJ_GEMM_NR ? (left + LJ_VL - 1) / LJ_VL * LJ_VL : LJ_GEMM_NR;
+        r.b = g->packed + p0 * g->k + (j - p0);
+    } else if (g->koff) { /* the runs of output rows in the tile (as pack_dense finds them) */
+        r.b = g->b, r.koff = g->koff, r.runs = 0;
+        for (int64_t c = 0; c < cv;) {
+            int64_t p = g->n0 + j + c, ox = p % g->ow, at = p / g->ow * g->wq + ox;
+            int64_t run = g->ow - ox < cv - c ? g->ow - ox : cv - c;
+            if (r.runs == RUNS) { /* narrow rows: a panel first */
+                lj_sgemm_pack_runs(g, k0, kc, j, cv, 16, panel);
+                r = (BRows){.b = panel, .ss = 16, .k_base = k0, .runs = 1, .mask = {lanes(cv)}};
+                break;
+            }
+            r.off[r.runs] = at - c;
+            r.mask[r.runs++] = (uint16_t)(lanes(c + run) & ~lanes(c));
+            c += run;
+        }
     } else
-        split_b(g->b + k0 * g->ldb + j, g->ldb, cv, kc, ks, out);
+        r.b = g->b + j, r.ss = g->ldb;
+    split_b(&r, k0, kc, ks, out);
 }
 
 /* The k block: KCA, A's split rows in L1, where B is the larger operand;
