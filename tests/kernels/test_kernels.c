@@ -216,17 +216,19 @@ static Tol amx_tol(int64_t n, const char *act) {
     return t;
 }
 
-/* libjit_conv_f32, or (amx) libjit_conv_amx_f32 with amx_tol. */
-static double check_conv_kernel(const ConvSpec *k, uint64_t seed, bool amx) {
+/* The AMX conv kernel's functions (never asked for but on x86-64:
+ * test_conv_amx). */
 #if defined(__x86_64__)
 #define AMX_CONV(suffix) libjit_conv_amx_f32##suffix
-#else /* never asked for (test_conv_amx) */
+#else
 #define AMX_CONV(suffix) libjit_conv_f32##suffix
 #endif
+
+/* libjit_conv_f32, or (amx) libjit_conv_amx_f32 with amx_tol. */
+static double check_conv_kernel(const ConvSpec *k, uint64_t seed, bool amx) {
     KernelFn fn = amx ? AMX_CONV() : libjit_conv_f32;
     WorkFn work = amx ? AMX_CONV(_work) : libjit_conv_f32_work;
     ScratchFn scratch = amx ? AMX_CONV(_scratch) : libjit_conv_f32_scratch;
-#undef AMX_CONV
     Case c = {0};
     build_conv(&c.d, k, true);
     build_conv(&c.dmag, k, false);
@@ -499,6 +501,26 @@ static void test_conv_amx(void **state) {
     printf("conv on AMX tiles (bf16x3): %zu fixed and %d random shapes, worst error %.3f of the "
            "bound\n", sizeof fixed / sizeof *fixed, ran, worst);
     assert_true(worst <= 1);
+    /* An infinite input: infinite outputs as f32's (the split's lo part
+     * of inf is 0, not inf - inf), NaN where the interpreter's is. */
+    ConvSpec k = {2, 1, 40, 9, 9, 48, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL, 0, 0, true, false};
+    Case c = {0};
+    build_conv(&c.d, &k, true);
+    case_alloc(&c, 77);
+    ((float *)c.fast[1])[4 * 9 + 4] = ((float *)c.ref[1])[4 * 9 + 4] = INFINITY;
+    ((float *)c.fast[1])[81 + 9] = ((float *)c.ref[1])[81 + 9] = -INFINITY;
+    assert_true(case_reference(&c, false));
+    run_kernel(&c.d, AMX_CONV(), AMX_CONV(_work), c.fast);
+    int infinite = 0;
+    for (int64_t i = 0; i < desc_numel(&c.d, 0); i++) {
+        float got = ((float *)c.fast[0])[i], want = ((float *)c.ref[0])[i];
+        infinite += isinf(want) != 0;
+        if (isfinite(want) ? !isfinite(got) : !(got == want || (isnan(got) && isnan(want))))
+            fail_msg("conv (amx) with infinite inputs: element %lld %g, interpreter %g",
+                     (long long)i, (double)got, (double)want);
+    }
+    assert_true(infinite > 0);
+    case_free(&c);
 }
 
 /* Convolutions of 3 spatial axes (conv_direct: a plain loop), dense,

@@ -72,16 +72,31 @@ AMXF_INLINE void st_n(float *p, vf32 v, int64_t n) {
     __builtin_ia32_storeups512_mask(p, v, lanes(n));
 }
 
-/* hi and lo of 32 floats (x0 then x1), as bf16 words in order. */
-AMXF_INLINE void split32(vf32 x0, vf32 x1, v32u16 *hi, v32u16 *lo) {
+/* hi and lo of 32 floats (x0 then x1), as bf16 words in order; lanes of
+ * *bad set where hi is infinite or NaN (the split cannot carry them: inf's
+ * lo is inf - inf, and a lo of 0 times an infinite hi is NaN where f32's
+ * product is infinite). */
+AMXF_INLINE void split32(vf32 x0, vf32 x1, v32u16 *hi, v32u16 *lo, vi32 *bad) {
     v32u16 h = (v32u16)__builtin_ia32_cvtne2ps2bf16_512(x1, x0); /* x0 in the low half */
     v16u16 h0 = __builtin_shufflevector(h, h, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     v16u16 h1 = __builtin_shufflevector(h, h, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                                         29, 30, 31);
     vf32 f0 = (vf32)(__builtin_convertvector(h0, v16u32) << 16);
     vf32 f1 = (vf32)(__builtin_convertvector(h1, v16u32) << 16);
+    /* exponent all ones: inf or NaN */
+    vi32 e = (vi32){0} + 0x7f800000;
+    *bad |= (((vi32)f0 & e) == e) | (((vi32)f1 & e) == e);
     *hi = h;
     *lo = (v32u16)__builtin_ia32_cvtne2ps2bf16_512(x1 - f1, x0 - f0);
+}
+
+AMXF_INLINE bool any_lane(vi32 m) {
+    int32_t v[16];
+    __builtin_memcpy(v, &m, sizeof v);
+    int32_t any = 0;
+    for (int i = 0; i < 16; i++)
+        any |= v[i];
+    return any != 0;
 }
 
 /* Floats [k, kc) of a row, at most 16: zeros past kc. */
@@ -94,7 +109,7 @@ AMXF_INLINE vf32 row_part(const float *row, int64_t k, int64_t kc) {
  * out[h][s] (h the 16-row half, s the 32-step of k) is the hi tile, then
  * the lo tile, each row 32 words of k. */
 AMXF_INLINE void split_a(const float *a, int64_t lda, int64_t mv, int64_t kc, int64_t ks,
-                         int64_t ahead, uint16_t *out) {
+                         int64_t ahead, uint16_t *out, vi32 *bad) {
     for (int64_t r = 0; r < 32; r++) {
         uint16_t *o = out + (r / 16) * ks * 2 * TW + (r % 16) * 32;
         for (int64_t s = 0; s < ks; s++) {
@@ -105,7 +120,7 @@ AMXF_INLINE void split_a(const float *a, int64_t lda, int64_t mv, int64_t kc, in
             v32u16 hi = {0}, lo = {0};
             if (r < mv)
                 split32(row_part(a + r * lda, 32 * s, kc), row_part(a + r * lda, 32 * s + 16, kc),
-                        &hi, &lo);
+                        &hi, &lo, bad);
             __builtin_memcpy(o + s * 2 * TW, &hi, sizeof hi);
             __builtin_memcpy(o + s * 2 * TW + TW, &lo, sizeof lo);
         }
@@ -138,12 +153,13 @@ AMXF_INLINE vf32 b_row(const BRows *r, int64_t kk) {
 /* One column tile of B: rows [k0, k0 + kc) (zeros past them), split into
  * out[s] (hi tile, lo tile), row p of a step holding each column's pair
  * (k = 2p, 2p + 1). */
-AMXF_INLINE void split_b(const BRows *r, int64_t k0, int64_t kc, int64_t ks, uint16_t *out) {
+AMXF_INLINE void split_b(const BRows *r, int64_t k0, int64_t kc, int64_t ks, uint16_t *out,
+                         vi32 *bad) {
     for (int64_t p = 0; p < ks * 16; p++) {
         vf32 x0 = 2 * p < kc ? b_row(r, k0 + 2 * p) : (vf32){0};
         vf32 x1 = 2 * p + 1 < kc ? b_row(r, k0 + 2 * p + 1) : (vf32){0};
         v32u16 hi, lo;
-        split32(x0, x1, &hi, &lo);
+        split32(x0, x1, &hi, &lo, bad);
 #define PAIRS 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23, 8, 24, 9, 25, 10, 26, 11, 27, \
               12, 28, 13, 29, 14, 30, 15, 31
         hi = __builtin_shufflevector(hi, hi, PAIRS);
@@ -246,7 +262,7 @@ AMXF_INLINE bool amx_allowed(LjScratch *sc) {
  * from wherever B is: packed whole (its panels' tiles), runs of phase
  * planes (through `panel`, kc x 16), or in place. */
 AMXF_INLINE void split_col_tile(const LjGemm *g, int64_t j, int64_t cv, int64_t k0, int64_t kc,
-                                int64_t ks, float *panel, uint16_t *out) {
+                                int64_t ks, float *panel, uint16_t *out, vi32 *bad) {
     int64_t tiled = g->n - lj_sgemm_tail_cols(g);
     BRows r = {.runs = 1, .mask = {lanes(cv)}};
     if (g->packed && j + cv <= tiled) {
@@ -269,7 +285,7 @@ AMXF_INLINE void split_col_tile(const LjGemm *g, int64_t j, int64_t cv, int64_t 
         }
     } else
         r.b = g->b + j, r.ss = g->ldb;
-    split_b(&r, k0, kc, ks, out);
+    split_b(&r, k0, kc, ks, out, bad);
 }
 
 /* The k block: KCA, A's split rows in L1, where B is the larger operand;
@@ -286,6 +302,9 @@ AMXF_INLINE int64_t pick_kc_amx(const LjGemm *g, int64_t nc) {
     return kc < KCA ? KCA : kc > KCA_MAX ? KCA_MAX : kc;
 }
 
+/* A non-finite operand (infinite or NaN) stops it: false, and the FMA
+ * product then runs, with f32's infinities (some of C written meanwhile,
+ * which it writes again). */
 __attribute__((noinline, AMXF_TARGET)) bool lj_sgemm_amx(const LjGemm *g) {
     if (g->m <= 0 || g->n <= 0)
         return true;
@@ -297,6 +316,7 @@ __attribute__((noinline, AMXF_TARGET)) bool lj_sgemm_amx(const LjGemm *g) {
     uint16_t ab[2 * (KCA_MAX / 32) * 2 * TW] __attribute__((aligned(64)));
     float panel[KCA_MAX * 16] __attribute__((aligned(64)));
     float t[32 * 32] __attribute__((aligned(64)));
+    vi32 bad = {0};
     AmxCfg cfg = {.palette = 1};
     for (int i = 0; i < 8; i++)
         cfg.colsb[i] = 64, cfg.rows[i] = 16;
@@ -308,14 +328,18 @@ __attribute__((noinline, AMXF_TARGET)) bool lj_sgemm_amx(const LjGemm *g) {
             int64_t kc = g->k - k0 < kc_max ? g->k - k0 : kc_max, ks = kc > 0 ? (kc + 31) / 32 : 1;
             for (int64_t ti = 0; ti < nt; ti++) {
                 int64_t j = j0 + 16 * ti, cv = g->n - j < 16 ? g->n - j : 16;
-                split_col_tile(g, j, cv, k0, kc, ks, panel, bb + ti * ks * 2 * TW);
+                split_col_tile(g, j, cv, k0, kc, ks, panel, bb + ti * ks * 2 * TW, &bad);
             }
             if (nt % 2)
                 __builtin_memset(bb + nt * ks * 2 * TW, 0, (size_t)ks * 2 * TW * 2);
+            if (any_lane(bad))
+                goto done;
             bool first = k0 == 0, last = k0 + kc >= g->k;
             for (int64_t i0 = 0; i0 < g->m; i0 += 32) {
                 int64_t mv = g->m - i0 < 32 ? g->m - i0 : 32;
-                split_a(g->a + i0 * g->lda + k0, g->lda, mv, kc, ks, g->m - i0 - 32, ab);
+                split_a(g->a + i0 * g->lda + k0, g->lda, mv, kc, ks, g->m - i0 - 32, ab, &bad);
+                if (any_lane(bad))
+                    goto done;
                 for (int64_t ti = 0; ti < nt; ti += 2) {
                     int64_t j = j0 + 16 * ti, cols = g->n - j < 32 ? g->n - j : 32;
                     float *c = g->c + i0 * g->ldc + j;
@@ -344,9 +368,10 @@ __attribute__((noinline, AMXF_TARGET)) bool lj_sgemm_amx(const LjGemm *g) {
             k0 += kc;
         } while (k0 < g->k);
     }
+done:
     __builtin_ia32_tilerelease();
     lj_scratch_put(g->sc, bb);
-    return true;
+    return !any_lane(bad); /* else the FMA product writes all of C again */
 }
 
 __attribute__((noinline, AMXF_TARGET)) void lj_sgemm_amx_any(const LjGemm *g) {
