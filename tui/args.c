@@ -321,7 +321,12 @@ SessionOptions args_session_options(const CommonArgs *ca, KnownInput *known) {
         .backend = ca->backend ? backend_find(ca->backend) : NULL,
         .codegen = {.target = ca->target, .target_cpu = ca->target_cpu,
                     .target_features = ca->target_features, .fallback = ca->fallback,
-                    .f32_highest = ca->f32_highest,
+                    /* Training in f32 throughout: gradients are sums
+                     * that cancel (a conv's weight gradient over every
+                     * position), where bf16x3's 3 * 2^-16 a product is
+                     * no bound (resnet18's conv1.weight: 1.8e-2 of its
+                     * largest magnitude against torch). */
+                    .f32_highest = ca->f32_highest || ca->training,
                     .cache_dir = ca->cache_dir_set ? ca->cache_dir : NULL},
         .threads = ca->threads, /* 0: every online CPU (libjit_runtime_new) */
         .max_memory = ca->max_memory ? ca->max_memory : cli_physical_memory(),
