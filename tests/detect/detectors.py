@@ -31,9 +31,15 @@ TIMED = "--no-time" not in sys.argv[3:]
 here = os.path.dirname(os.path.abspath(__file__))
 os.makedirs(work, exist_ok=True)
 RTOL = 1e-4
+# Native code's default on a CPU with AMX: float convolutions' products as
+# bf16x3 (gemm_amx.c, each within 3 * 2^-16 of its magnitude), which the box
+# decoding's exponentials amplify: measured 3e-4 on ssdlite (6e-5 on frcnn).
+# Checked at RTOL_TILES; the f32 build (--f32-precision=highest) at RTOL.
+RTOL_TILES = 1e-3
 NAMES = ["boxes", "scores", "labels"]
 MODELS = ["ssdlite", "frcnn"]
-LEVELS = [["-O0"], ["-O2", "--backend=interp-lir"], ["-O2", "--backend=cpu"]]
+LEVELS = [["-O0"], ["-O2", "--backend=interp-lir"], ["-O2", "--backend=cpu", "--f32-precision=highest"],
+          ["-O2", "--backend=cpu"]]
 EXPECTED_STOP = {}
 ITERS = 10
 
@@ -117,8 +123,9 @@ for model in MODELS:
         got = load(d)
         e_torch = max_rel(got, torch_out)
         e_ort = max_rel(got, ort_out) if ort_out else None
-        good = e_torch is not None and e_torch <= RTOL and (not ort_out or
-                                                             (e_ort is not None and e_ort <= RTOL))
+        tol = RTOL if level != LEVELS[-1] else RTOL_TILES
+        good = e_torch is not None and e_torch <= tol and (not ort_out or
+                                                            (e_ort is not None and e_ort <= tol))
         ok &= good
         ms = float("nan")
         if TIMED:
@@ -134,5 +141,6 @@ for row in rows:
     print(f"{row[0]:8} {row[1]:32} {row[2]:>5} {row[3]:>8} {row[4]:>8} {row[5]:>8}")
 if not have_ort:
     print("ORT: not run (no node or onnxruntime-node; set ORT_NODE_MODULES)")
-print(f"(relative tolerance {RTOL}; times are medians of one-thread runs on a shared machine)")
+print(f"(relative tolerance {RTOL}, {RTOL_TILES} for the last row, AMX's bf16x3 products where the CPU "
+      "has them; times are medians of one-thread runs on a shared machine)")
 sys.exit(0 if ok else 1)
