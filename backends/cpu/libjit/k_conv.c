@@ -61,6 +61,7 @@ typedef struct Conv {
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
     bool fast;    /* 1 or 2 spatial axes */
     bool summand; /* fuse-conv-add's operand 4: conv_lanes takes none */
+    bool tiles;   /* the products on AMX's tiles (libjit_conv_amx_f32: grid_of) */
 } Conv;
 
 /* Operands: 0 y, 1 x, 2 w, 3 bias (optional), 4 summand (optional). One spatial axis is two with
@@ -151,7 +152,12 @@ LJ_INLINE int64_t cdiv(int64_t x, int64_t to) {
 LJ_INLINE Grid grid_of(const Conv *s) {
     Grid g;
     g.n = product_cols(s);
-    g.by_rows = 2 * g.n < s->mg;
+    /* On AMX's tiles each thread splits all of the operand it does not
+     * share into bf16 pairs (gemm_amx.c): A, the weights, when threads
+     * split columns, so rows as soon as A is the larger. resnet50's 256
+     * -> 256 3x3 on 14x14 (n = 196) by columns took longer at 2 threads
+     * than at 1 (0.85 against 0.72 ms). */
+    g.by_rows = s->tiles ? g.n < s->mg : 2 * g.n < s->mg;
     g.outer = g.by_rows ? cdiv(s->mg, MR) : cdiv(g.n, VL);
     g.inner = g.by_rows ? 1 : cdiv(s->mg, MR);
     return g;
@@ -314,6 +320,7 @@ static void conv_direct(const int64_t *d, void *const *ops, int64_t p0, int64_t 
  * outer, inner). */
 LJ_INLINE int64_t conv_work(const int64_t *d, bool amx) {
     Conv s = conv_of(d);
+    s.tiles = amx;
     if (!s.fast)
         return conv_direct_planes(d) > 0 ? conv_direct_planes(d) : 1;
     if (is_depthwise(&s))
@@ -448,8 +455,12 @@ LJ_INLINE void subsample(const Conv *s, const float *xg, float *sub, int64_t ch0
  * packs its own, as before. */
 enum { SHARE_FLOATS = 8192 };
 
+/* Not on AMX's tiles: they split B from the planes (or the input) in
+ * place, so a shared f32 copy of B packed whole is work they do not need,
+ * read from the other core's cache (resnet50's 3x3s on 14x14 took as
+ * long at 2 threads as at 1 with it). */
 LJ_INLINE bool shares_b(const Conv *s, const Grid *gr) {
-    return gr->by_rows && s->n * s->group == 1;
+    return gr->by_rows && s->n * s->group == 1 && !s->tiles;
 }
 
 /* The items of a shared B's channels, per_c floats each: per_item
@@ -938,6 +949,7 @@ static bool conv_lanes(const Conv *s, const float *x, const float *w, const floa
 LJ_INLINE void conv_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, LjScratch *sc,
                         LjGemmFn *gemm, bool amx) {
     Conv s = conv_of(d);
+    s.tiles = amx;
     if (!s.fast) {
         conv_direct(d, ops, lo, hi);
         return;
@@ -977,6 +989,7 @@ LJ_INLINE int64_t conv_pack_bytes(const Conv *s, bool by_offsets) {
 
 LJ_INLINE int64_t conv_scratch(const int64_t *d, int slot, bool amx) {
     Conv s = conv_of(d);
+    s.tiles = amx;
     if (!s.fast)
         return 0;
     if (is_depthwise(&s)) {
