@@ -21,14 +21,17 @@
  * Blocking: column blocks of up to NCA columns by k blocks (pick_kc_amx): B's
  * block split into bf16 pairs (hi, lo: the tile layout) once, in the
  * scratch (512 KB, in L2), from wherever B is (in place, packed whole, or
- * runs of phase planes through pack_dense's panel); then per 32 rows of
- * A (split too, 16 KB: L1) the block's column tiles in pairs, 2 x 2 C
+ * the phase planes' runs, read in place by masked loads: BRows); then per
+ * 32 rows of A (split too: 16 KB, L1; up to 128 KB in a deep k block) the
+ * block's column tiles in pairs, 2 x 2 C
  * tiles (32 x 32 sums) a step: 10 tile loads and 12 products per 32 of k.
  * C goes through memory between k blocks (tiles loaded from and stored to
  * C), the bias, summand and activation after the last. Rows past m, columns
  * past n and k past the block are zeros in the split operands, so every
  * shape takes the same tiles. The result of an element depends on k
- * alone (pick_kc_amx): the same whatever the threads' split. */
+ * alone (pick_kc_amx): the same whatever the threads' split. An infinite
+ * or NaN operand, which the split cannot carry, leaves the product to the
+ * FMA kernel. */
 #include "backends/cpu/libjit/gemm.h"
 
 #if defined(__x86_64__)
@@ -42,7 +45,7 @@
 
 enum {
     KCA = 128,         /* k block: 32 rows of split A = 16 KB */
-    KCA_MAX = 1024,    /* a deep one (pick_kc): 128 KB */
+    KCA_MAX = 1024,    /* a deep one (pick_kc_amx): 128 KB */
     TW = 512,          /* uint16s in a tile (16 rows of 64 bytes) */
     NCA = LJ_SGEMM_AMX_BYTES / (KCA * 4), /* block columns: split B = 512 KB */
 };
@@ -50,7 +53,6 @@ enum {
 typedef uint16_t v32u16 __attribute__((vector_size(64)));
 typedef uint16_t v16u16 __attribute__((vector_size(32)));
 typedef uint32_t v16u32 __attribute__((vector_size(64)));
-typedef __bf16 v32bf __attribute__((vector_size(64)));
 
 typedef struct AmxCfg {
     uint8_t palette, start_row, reserved[14];
