@@ -6,6 +6,7 @@
  * usage: bench_conv [resnet50|resnet18|mobilenet_v2|efficientnet_b0|densenet121|inception_v3|all] [--no-interp] [--reps N]
  *                   [--only I] (the I-th shape of the table alone, for a profiler)
  *                   [--split T] (each thread's share alone, see split_row)
+ *                   [--amx] (libjit_conv_amx_f32: AMX's bf16 tiles, where the CPU has them)
  *                   [--cold] (the weights flushed from the caches before every run)
  *
  * --split T times, one after the other on this thread, the pieces the
@@ -183,13 +184,21 @@ static void flush_weights(const Case *c) {
 #endif
 }
 
+/* The kernel timed: libjit_conv_f32, or (--amx) libjit_conv_amx_f32, the
+ * products on AMX's bf16 tiles where the CPU has them. */
+typedef struct Kern {
+    KernelFn fn;
+    WorkFn work;
+} Kern;
+
 /* Minimum seconds of `reps` runs (at least 0.2 s of them, at most 2000) of
  * units [lo, hi) (hi < 0: all of them). */
-static double time_range(const Case *c, bool interp, bool cold, int reps, int64_t lo, int64_t hi) {
+static double time_range(const Kern *k, const Case *c, bool interp, bool cold, int reps, int64_t lo,
+                         int64_t hi) {
     LjScratch sc = {0};
     double best = 1e30, start = now();
     if (hi < 0)
-        hi = libjit_conv_f32_work(c->d.w);
+        hi = k->work(c->d.w);
     for (int r = 0; r < 2000 && (r < reps || now() - start < 0.2); r++) {
         if (cold)
             flush_weights(c);
@@ -197,7 +206,7 @@ static double time_range(const Case *c, bool interp, bool cold, int reps, int64_
         if (interp)
             libjit_generic(c->d.w, c->ref);
         else
-            libjit_conv_f32(c->d.w, c->fast, lo, hi, &sc);
+            k->fn(c->d.w, c->fast, lo, hi, &sc);
         double t = now() - t0;
         best = t < best ? t : best;
     }
@@ -205,8 +214,8 @@ static double time_range(const Case *c, bool interp, bool cold, int reps, int64_
     return best;
 }
 
-static double time_min(const Case *c, bool interp, bool cold, int reps) {
-    return time_range(c, interp, cold, reps, 0, -1);
+static double time_min(const Kern *k, const Case *c, bool interp, bool cold, int reps) {
+    return time_range(k, c, interp, cold, reps, 0, -1);
 }
 
 /* Each of the pieces libjit_parallel hands T threads (lj_piece_bounds),
@@ -215,8 +224,9 @@ static double time_min(const Case *c, bool interp, bool cold, int reps) {
  * run as libjit_parallel does per call), so that what the threads share
  * (k_conv.c's shared B) is built once, by the pieces that claim it --
  * here the first -- and read by the others. */
-static void time_pieces(const Case *c, int threads, bool cold, int reps, double *piece) {
-    int64_t n = libjit_conv_f32_work(c->d.w);
+static void time_pieces(const Kern *kn, const Case *c, int threads, bool cold, int reps,
+                        double *piece) {
+    int64_t n = kn->work(c->d.w);
     LjShared shared = {0};
     LjScratch sc = {.shared = &shared};
     for (int k = 0; k < threads * LJ_PIECES; k++)
@@ -231,7 +241,7 @@ static void time_pieces(const Case *c, int threads, bool cold, int reps, double 
             lj_piece_bounds(n, threads, k, &lo, &hi);
             double t0 = now();
             if (lo < hi)
-                libjit_conv_f32(c->d.w, c->fast, lo, hi, &sc);
+                kn->fn(c->d.w, c->fast, lo, hi, &sc);
             double t = lo < hi ? now() - t0 : 0;
             piece[k] = t < piece[k] ? t : piece[k];
         }
@@ -244,12 +254,12 @@ static void time_pieces(const Case *c, int threads, bool cold, int reps, double 
  * its pieces, time_pieces); prints the bound on the T-thread speedup
  * (whole / largest share) and the repeated work ((sum of shares - whole) /
  * whole). */
-static void split_row(const Case *c, const Shape *s, int threads, bool cold, int reps,
-                      double *sums) {
-    int64_t n = libjit_conv_f32_work(c->d.w);
-    double whole = time_range(c, false, cold, reps, 0, n), most = 0, sum = 0;
+static void split_row(const Kern *k, const Case *c, const Shape *s, int threads, bool cold,
+                      int reps, double *sums) {
+    int64_t n = k->work(c->d.w);
+    double whole = time_range(k, c, false, cold, reps, 0, n), most = 0, sum = 0;
     double piece[64 * LJ_PIECES];
-    time_pieces(c, threads, cold, reps, piece);
+    time_pieces(k, c, threads, cold, reps, piece);
     for (int t = 0; t < threads; t++) {
         double share = 0;
         for (int k = t * LJ_PIECES; k < (t + 1) * LJ_PIECES; k++)
@@ -281,13 +291,14 @@ static bool next_case(const char *model, int only, size_t *i, Case *c) {
     return false;
 }
 
-static int split_table(const char *model, int only, int threads, bool cold, int reps) {
+static int split_table(const Kern *k, const char *model, int only, int threads, bool cold,
+                       int reps) {
     printf("%-13s %5s %4s %5s %2s %1s %4s %6s %8s %8s %7s %7s\n", "model", "cin", "hw", "cout",
            "k", "s", "grp", "units", "1T ms", "share ms", "bound", "repeat");
     double sums[3] = {0};
     Case c;
     for (size_t i = 0; next_case(model, only, &i, &c); i++) {
-        split_row(&c, &shapes[i], threads, cold, reps, sums);
+        split_row(k, &c, &shapes[i], threads, cold, reps, sums);
         case_free(&c);
     }
     printf("weighted by count: %.2f ms whole, %.2f ms largest shares (bound %.2fx), repeated %+.1f%%\n",
@@ -299,8 +310,16 @@ int main(int argc, char **argv) {
     const char *model = "resnet50";
     bool interp = true, cold = false;
     int reps = 20, only = -1, split = 0;
+    Kern k = {libjit_conv_f32, libjit_conv_f32_work};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--no-interp"))
+        if (!strcmp(argv[i], "--amx")) {
+#if defined(__x86_64__)
+            k = (Kern){libjit_conv_amx_f32, libjit_conv_amx_f32_work};
+#else
+            fprintf(stderr, "bench_conv: --amx is for x86-64\n");
+            return 1;
+#endif
+        } else if (!strcmp(argv[i], "--no-interp"))
             interp = false;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = atoi(argv[++i]);
@@ -316,15 +335,15 @@ int main(int argc, char **argv) {
     if (split > 64)
         split = 64; /* time_pieces' array */
     if (split > 0)
-        return split_table(model, only, split, cold, reps);
+        return split_table(&k, model, only, split, cold, reps);
     printf("%-13s %5s %4s %5s %2s %1s %4s %-5s %10s %9s %9s %7s\n", "model", "cin", "hw", "cout", "k",
            "s", "grp", "act", "MFLOP", "fast GF/s", "interp", "speedup");
     double total_flops = 0, total_fast = 0, total_interp = 0;
     Case c;
     for (size_t i = 0; next_case(model, only, &i, &c); i++) {
         const Shape *s = &shapes[i];
-        double tf = time_min(&c, false, cold, reps);
-        double ti = interp ? time_min(&c, true, cold, 2) : 0;
+        double tf = time_min(&k, &c, false, cold, reps);
+        double ti = interp ? time_min(&k, &c, true, cold, 2) : 0;
         double f = flops(s);
         total_flops += f * s->count;
         total_fast += tf * s->count;
