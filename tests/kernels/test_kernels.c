@@ -501,14 +501,16 @@ static void test_conv_amx(void **state) {
     printf("conv on AMX tiles (bf16x3): %zu fixed and %d random shapes, worst error %.3f of the "
            "bound\n", sizeof fixed / sizeof *fixed, ran, worst);
     assert_true(worst <= 1);
-    /* An infinite input: infinite outputs as f32's (the split's lo part
-     * of inf is 0, not inf - inf), NaN where the interpreter's is. */
-    ConvSpec k = {2, 1, 40, 9, 9, 48, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL, 0, 0, true, false};
+    /* An infinite input: infinite outputs as f32's (the split cannot carry
+     * it: the FMA product runs), NaN where the interpreter's is; the map
+     * small enough (n = 25 < m) that threads split rows and share B's
+     * split, whose flag must send every share to the FMAs. */
+    ConvSpec k = {2, 1, 40, 5, 5, 48, 3, 3, 1, 1, 1, 1, 1, {1, 1, 1, 1}, NULL, 0, 0, true, false};
     Case c = {0};
     build_conv(&c.d, &k, true);
     case_alloc(&c, 77);
-    ((float *)c.fast[1])[4 * 9 + 4] = ((float *)c.ref[1])[4 * 9 + 4] = INFINITY;
-    ((float *)c.fast[1])[81 + 9] = ((float *)c.ref[1])[81 + 9] = -INFINITY;
+    ((float *)c.fast[1])[2 * 5 + 2] = ((float *)c.ref[1])[2 * 5 + 2] = INFINITY;
+    ((float *)c.fast[1])[25 + 5] = ((float *)c.ref[1])[25 + 5] = -INFINITY;
     assert_true(case_reference(&c, false));
     run_kernel(&c.d, AMX_CONV(), AMX_CONV(_work), c.fast);
     int infinite = 0;
@@ -520,6 +522,7 @@ static void test_conv_amx(void **state) {
                      (long long)i, (double)got, (double)want);
     }
     assert_true(infinite > 0);
+    check_thread_shares(&c, AMX_CONV(), AMX_CONV(_work), "conv (amx) with infinite inputs");
     case_free(&c);
 }
 

@@ -53,6 +53,10 @@ typedef struct LjGemm {
     /* NULL, or B already packed whole by lj_sgemm_pack for a product of
      * the same B (any rows of A): the tiles read it and nothing is packed. */
     const float *packed;
+    /* NULL, or (lj_sgemm_amx only) B already split whole for the tiles by
+     * lj_sgemm_amx_split, all of its columns from 0 and all of k: nothing
+     * is split per call, and B itself is not read. */
+    const uint16_t *bsplit;
     /* A B's last n % LJ_VL columns as dot products along A's rows
      * where that is cheaper than a vector of B per row (gemv.c): only for
      * callers whose every share of a product starts at a multiple of
@@ -106,10 +110,32 @@ void lj_sgemm_finish(const LjGemm *g, const float *t, int64_t i0, int64_t j, int
                      int64_t cols);
 enum { LJ_SGEMM_AMX_BYTES = 512 << 10 };
 bool lj_sgemm_amx(const LjGemm *g);
+/* Whether the system gives this thread AMX's tiles (asked once per
+ * thread's scratch). */
+bool lj_sgemm_amx_ready(LjScratch *sc);
+/* B split whole for lj_sgemm_amx (LjGemm.bsplit): its bytes for n columns
+ * by k, and columns [j0, j1) of g's B (j0 a multiple of 16), all of k, into
+ * their place in out, g's column 0 being B's column `at` (a multiple of 16;
+ * `last`: they end B, whose odd last tile gets its pair of zeros); false
+ * where a value is infinite or NaN (the split
+ * cannot carry it). Threads that split a product's rows share one such B,
+ * each splitting some of its columns. */
+size_t lj_sgemm_amx_split_bytes(int64_t n, int64_t k);
+bool lj_sgemm_amx_split(const LjGemm *g, int64_t j0, int64_t j1, bool last, int64_t at,
+                        uint16_t *out);
 /* lj_sgemm_amx, or lj_sgemm where it says no. Whether a product takes
  * the tiles must not depend on how threads split it (their shares would
  * round differently): callers decide by the whole product's shape. */
 void lj_sgemm_amx_any(const LjGemm *g);
 typedef void LjGemmFn(const LjGemm *g);
+/* The AMX entry points a kernel is given (k_conv.c), so that the code it
+ * shares with the FMA kernel names none of them. */
+typedef struct LjAmxOps {
+    LjGemmFn *gemm; /* lj_sgemm_amx_any */
+    bool (*product)(const LjGemm *g); /* lj_sgemm_amx */
+    bool (*ready)(LjScratch *sc);
+    size_t (*split_bytes)(int64_t n, int64_t k);
+    bool (*split)(const LjGemm *g, int64_t j0, int64_t j1, bool last, int64_t at, uint16_t *out);
+} LjAmxOps;
 
 #endif

@@ -312,9 +312,10 @@ __attribute__((noinline, AMXF_TARGET)) bool lj_sgemm_amx(const LjGemm *g) {
         return true;
     if (!amx_allowed(g->sc))
         return false;
-    uint16_t *bb = lj_scratch_get(g->sc, LJ_SCRATCH_PACK, LJ_SGEMM_AMX_BYTES);
-    if (!bb)
+    uint16_t *bb = g->bsplit ? NULL : lj_scratch_get(g->sc, LJ_SCRATCH_PACK, LJ_SGEMM_AMX_BYTES);
+    if (!bb && !g->bsplit)
         return false;
+    int64_t kall = g->k > 0 ? (g->k + 31) / 32 : 1; /* bsplit's steps a tile */
     uint16_t ab[2 * (KCA_MAX / 32) * 2 * TW] __attribute__((aligned(64)));
     float panel[KCA_MAX * 16] __attribute__((aligned(64)));
     float t[32 * 32] __attribute__((aligned(64)));
@@ -328,11 +329,11 @@ __attribute__((noinline, AMXF_TARGET)) bool lj_sgemm_amx(const LjGemm *g) {
         int64_t k0 = 0, kc_max = pick_kc_amx(g, nc);
         do { /* k == 0: one block of zeros, for the bias and activation */
             int64_t kc = g->k - k0 < kc_max ? g->k - k0 : kc_max, ks = kc > 0 ? (kc + 31) / 32 : 1;
-            for (int64_t ti = 0; ti < nt; ti++) {
+            for (int64_t ti = 0; ti < nt && !g->bsplit; ti++) {
                 int64_t j = j0 + 16 * ti, cv = g->n - j < 16 ? g->n - j : 16;
                 split_col_tile(g, j, cv, k0, kc, ks, panel, bb + ti * ks * 2 * TW, &bad);
             }
-            if (nt % 2)
+            if (nt % 2 && !g->bsplit)
                 __builtin_memset(bb + nt * ks * 2 * TW, 0, (size_t)ks * 2 * TW * 2);
             if (any_lane(bad))
                 goto done;
@@ -357,8 +358,11 @@ __attribute__((noinline, AMXF_TARGET)) bool lj_sgemm_amx(const LjGemm *g) {
                             __builtin_prefetch(g->sum + (i0 + r) * g->ldc + j);
                             __builtin_prefetch(g->sum + (i0 + r) * g->ldc + j + 16);
                         }
-                    const uint16_t *b0 = bb + ti * ks * 2 * TW;
-                    tile_steps(ab, b0, b0 + ks * 2 * TW, ks);
+                    const uint16_t *b0 = bb + ti * ks * 2 * TW, *b1 = b0 + ks * 2 * TW;
+                    if (g->bsplit) /* tile (j0 + 16 ti) / 16 of all, from step k0 / 32 */
+                        b0 = g->bsplit + ((j0 / 16 + ti) * kall + k0 / 32) * 2 * TW,
+                        b1 = b0 + kall * 2 * TW;
+                    tile_steps(ab, b0, b1, ks);
                     if (last) {
                         store_tiles(t);
                         lj_sgemm_finish(g, t, i0, j, mv, cols);
@@ -372,8 +376,40 @@ __attribute__((noinline, AMXF_TARGET)) bool lj_sgemm_amx(const LjGemm *g) {
     }
 done:
     __builtin_ia32_tilerelease();
-    lj_scratch_put(g->sc, bb);
+    if (bb)
+        lj_scratch_put(g->sc, bb);
     return !any_lane(bad); /* else the FMA product writes all of C again */
+}
+
+__attribute__((noinline, AMXF_TARGET)) bool lj_sgemm_amx_ready(LjScratch *sc) {
+    return amx_allowed(sc);
+}
+
+/* Tiles (even: the last pair's odd one zeros) by steps of k. */
+__attribute__((noinline, AMXF_TARGET)) size_t lj_sgemm_amx_split_bytes(int64_t n, int64_t k) {
+    int64_t tiles = (n + 31) / 32 * 2, ks = k > 0 ? (k + 31) / 32 : 1;
+    return (size_t)(tiles * ks * 2 * TW) * sizeof(uint16_t);
+}
+
+__attribute__((noinline, AMXF_TARGET)) bool lj_sgemm_amx_split(const LjGemm *g, int64_t j0,
+                                                              int64_t j1, bool last,
+                                                              int64_t at, uint16_t *out) {
+    float panel[KCA_MAX * 16] __attribute__((aligned(64)));
+    int64_t kall = g->k > 0 ? (g->k + 31) / 32 : 1, tiles = (at + j1 + 15) / 16;
+    vi32 bad = {0};
+    for (int64_t j = j0; j < j1; j += 16) {
+        int64_t cv = j1 - j < 16 ? j1 - j : 16;
+        int64_t k0 = 0;
+        do {
+            int64_t kc = g->k - k0 < KCA_MAX ? g->k - k0 : KCA_MAX, ks = kc > 0 ? (kc + 31) / 32 : 1;
+            split_col_tile(g, j, cv, k0, kc, ks, panel,
+                           out + ((at + j) / 16 * kall + k0 / 32) * 2 * TW, &bad);
+            k0 += kc;
+        } while (k0 < g->k);
+    }
+    if (last && tiles % 2)
+        __builtin_memset(out + tiles * kall * 2 * TW, 0, (size_t)kall * 2 * TW * 2);
+    return !any_lane(bad);
 }
 
 __attribute__((noinline, AMXF_TARGET)) void lj_sgemm_amx_any(const LjGemm *g) {

@@ -546,38 +546,6 @@ static float *shared_subsample(const Conv *s, const Grid *gr, const float *x, fl
     return sub;
 }
 
-/* 1x1, stride 1, no pad: B is the input itself, row-major. */
-LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const float *w,
-                                        const float *bias, const float *sum, float *y, LjAct act,
-                                        int64_t lo, int64_t hi, LjScratch *sc, LjGemmFn *gemm) {
-    int64_t plane = s->h * s->w;
-    Grid gr = grid_of(s);
-    const float *packed = shared_pointwise(s, &gr, x, sc);
-    ConvPart p;
-    for (int64_t u = lo; conv_parts(s, &gr, hi, &p, &u);) {
-        int64_t m0 = p.g * s->mg + p.r0;
-        LjGemm g = {
-            .m = p.r1 - p.r0,
-            .n = p.c1 - p.c0,
-            .k = s->cg,
-            .a = w + m0 * s->cg,
-            .lda = s->cg,
-            .b = x + (p.img * s->c + p.g * s->cg) * plane + p.c0,
-            .ldb = plane,
-            .c = y + (p.img * s->m + m0) * plane + p.c0,
-            .ldc = plane,
-            .bias = bias ? bias + m0 : NULL,
-            .bias_rows = true,
-            .sum = sum ? sum + (p.img * s->m + m0) * plane + p.c0 : NULL,
-            .act = act,
-            .sc = sc,
-            .tail_dots = true, /* shares start at multiples of VL columns */
-            .packed = packed,
-        };
-        gemm(&g);
-    }
-}
-
 /* Strided 1x1: B is the group's input channels subsampled (the columns the
  * range reads), built once per (image, group). False if the buffer cannot
  * be had. */
@@ -688,6 +656,104 @@ LJ_INLINE LjGemm planes_gemm(const Conv *s, const LjPhases *q, const float *plan
     return g;
 }
 
+/* ---- B split once for AMX's tiles, shared -------------------------------------
+ *
+ * On the tiles, threads splitting the rows of the call's one (image,
+ * group) would each split all of B into bf16 pairs (and build all of its
+ * phase planes): 30% of resnet50's work repeated at 2 threads, its 14x14
+ * layers no faster than at one (bench_conv --amx --split 2). So B is split
+ * once, into the buffer the threads share, in items of SPLIT_COLS columns
+ * (a phase-plane B's band for them built first, in the claiming thread's
+ * scratch), by whichever threads claim them; the product's tiles then read
+ * it (LjGemm.bsplit). The same pairs as each thread's own split: the same
+ * result. A value the split cannot carry (infinite, NaN) is flagged with
+ * the call's number, and every thread then splits its own, as without. */
+enum { SPLIT_COLS = 64, SPLIT_HEAD = 64 };
+
+LJ_INLINE bool shares_split(const Conv *s, const Grid *gr, const LjAmxOps *amx, LjScratch *sc) {
+    return amx && gr->by_rows && s->n * s->group == 1 && !libjit_static_scratch && sc &&
+           sc->shared && amx->ready(sc);
+}
+
+/* B split whole for the tiles (NULL: not shared, see shares_split). planes
+ * and koff: this thread's buffers for a band of phase planes (pointwise:
+ * unused). */
+static const uint16_t *shared_split(const Conv *s, const Grid *gr, const LjAmxOps *amx,
+                                    const float *x, float *planes, int64_t *koff, LjScratch *sc) {
+    if (!shares_split(s, gr, amx, sc))
+        return NULL;
+    int64_t kdim = s->cg * s->kh * s->kw, items = cdiv(gr->n, SPLIT_COLS);
+    char *buf = lj_shared_get(sc, SPLIT_HEAD + amx->split_bytes(gr->n, kdim));
+    if (!buf)
+        return NULL;
+    _Atomic int64_t *bad = (_Atomic int64_t *)buf; /* the call's number: a value not split */
+    uint16_t *out = (uint16_t *)(buf + SPLIT_HEAD);
+    int64_t call = sc->shared->call;
+    bool pw = is_pointwise(s);
+    LjWindow win = window_of(s);
+    LjPhases q = lj_phases(&win, PANEL);
+    for (int64_t it; (it = lj_shared_claim(sc, items)) >= 0; lj_shared_done(sc)) {
+        int64_t c0 = it * SPLIT_COLS, c1 = min64(gr->n, c0 + SPLIT_COLS);
+        LjGemm g = plain_gemm(x + c0, s->h * s->w, s->mg, c1 - c0, s->cg);
+        if (!pw) {
+            int64_t r0, r1;
+            band_of(s, &q, c0, c1, &r0, &r1);
+            build_band(s, &win, &q, x, planes, koff, r0, r1);
+            g = planes_gemm(s, &q, planes, koff, s->mg, c0, c1);
+        }
+        if (!amx->split(&g, 0, c1 - c0, c1 == gr->n, c0, out))
+            atomic_store_explicit(bad, call, memory_order_relaxed);
+    }
+    lj_shared_wait(sc, items);
+    return atomic_load_explicit(bad, memory_order_relaxed) == call ? NULL : out;
+}
+
+/* The product on a shared split B; where the tiles say no (a weight they
+ * cannot carry), the FMA product, on B as g gives it (`own`: after the
+ * caller has built it). */
+LJ_INLINE bool product_on_split(const LjAmxOps *amx, LjGemm *g) {
+    if (amx->product(g))
+        return true;
+    g->bsplit = NULL;
+    return false;
+}
+
+/* 1x1, stride 1, no pad: B is the input itself, row-major. */
+LJ_VECTOR_FN static void conv_pointwise(const Conv *s, const float *x, const float *w,
+                                        const float *bias, const float *sum, float *y, LjAct act,
+                                        int64_t lo, int64_t hi, LjScratch *sc,
+                                        const LjAmxOps *amx) {
+    int64_t plane = s->h * s->w;
+    Grid gr = grid_of(s);
+    const float *packed = shared_pointwise(s, &gr, x, sc);
+    const uint16_t *split = shared_split(s, &gr, amx, x, NULL, NULL, sc);
+    ConvPart p;
+    for (int64_t u = lo; conv_parts(s, &gr, hi, &p, &u);) {
+        int64_t m0 = p.g * s->mg + p.r0;
+        LjGemm g = {
+            .m = p.r1 - p.r0,
+            .n = p.c1 - p.c0,
+            .k = s->cg,
+            .a = w + m0 * s->cg,
+            .lda = s->cg,
+            .b = x + (p.img * s->c + p.g * s->cg) * plane + p.c0,
+            .ldb = plane,
+            .c = y + (p.img * s->m + m0) * plane + p.c0,
+            .ldc = plane,
+            .bias = bias ? bias + m0 : NULL,
+            .bias_rows = true,
+            .sum = sum ? sum + (p.img * s->m + m0) * plane + p.c0 : NULL,
+            .act = act,
+            .sc = sc,
+            .tail_dots = true, /* shares start at multiples of VL columns */
+            .packed = packed,
+            .bsplit = split,
+        };
+        if (!split || !product_on_split(amx, &g))
+            (amx ? amx->gemm : lj_sgemm)(&g);
+    }
+}
+
 /* Floats of the call's one (image, group)'s phase planes, rows [r0, r1),
  * with the vector more that planes_bytes has (the packing reads past a
  * run), rounded to whole vectors: the packed B follows them. */
@@ -722,7 +788,7 @@ static void build_shared_b(const Conv *s, const LjWindow *win, const LjPhases *q
  * be had. */
 LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float *w,
                                      const float *bias, const float *sum, float *y, LjAct act,
-                                     int64_t lo, int64_t hi, LjScratch *sc, LjGemmFn *gemm) {
+                                     int64_t lo, int64_t hi, LjScratch *sc, const LjAmxOps *amx) {
     LjWindow win = window_of(s);
     LjPhases q = lj_phases(&win, PANEL);
     int64_t kdim = s->cg * s->kh * s->kw;
@@ -741,6 +807,7 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
         return false;
     float *planes = shared ? shared : (float *)(koff + kdim), *packed = NULL;
     int64_t built = -1; /* the (image, group) in the planes */
+    const uint16_t *split = shared ? NULL : shared_split(s, &gr, amx, x, planes, koff, sc);
     if (shared) {
         band_offsets(s, &win, &q, koff, sr0, sr1);
         build_shared_b(s, &win, &q, x, planes, koff, sr0, sr1, gr.n, sc);
@@ -750,7 +817,7 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
     ConvPart p;
     for (int64_t u = lo, first = lo; conv_parts(s, &gr, hi, &p, &u); first = u) {
         int64_t ig = p.img * s->group + p.g;
-        if (ig != built) {
+        if (ig != built && !split) {
             int64_t c0, c1, r0, r1;
             range_cols(&gr, first, hi, &c0, &c1);
             band_of(s, &q, c0, c1, &r0, &r1);
@@ -770,7 +837,17 @@ LJ_VECTOR_FN static bool conv_planes(const Conv *s, const float *x, const float 
         g.act = act;
         g.sc = sc;
         g.packed = packed;
-        gemm(&g);
+        g.bsplit = split;
+        if (split && product_on_split(amx, &g))
+            continue;
+        if (split) { /* the tiles said no: this part's own band, on the FMAs */
+            int64_t r0, r1;
+            band_of(s, &q, p.c0, p.c1, &r0, &r1);
+            build_band(s, &win, &q, x, planes, koff, r0, r1);
+            lj_sgemm(&g);
+            continue;
+        }
+        (amx ? amx->gemm : lj_sgemm)(&g);
     }
     lj_scratch_put(sc, koff);
     return true;
@@ -947,9 +1024,10 @@ static bool conv_lanes(const Conv *s, const float *x, const float *w, const floa
 }
 
 LJ_INLINE void conv_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi, LjScratch *sc,
-                        LjGemmFn *gemm, bool amx) {
+                        const LjAmxOps *amx) {
     Conv s = conv_of(d);
-    s.tiles = amx;
+    s.tiles = amx != NULL;
+    LjGemmFn *gemm = amx ? amx->gemm : lj_sgemm;
     if (!s.fast) {
         conv_direct(d, ops, lo, hi);
         return;
@@ -963,21 +1041,21 @@ LJ_INLINE void conv_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t 
             conv_depthwise(d, &s, ops, bias, act, lo, hi, sc);
         return;
     }
-    if (uses_lanes(&s, amx)) {
+    if (uses_lanes(&s, amx != NULL)) {
         if (!conv_lanes(&s, ops[1], ops[2], bias, ops[0], act, lo, hi, sc))
             lj_fail_run(sc, LJ_NO_SCRATCH);
     } else if (is_pointwise(&s))
-        conv_pointwise(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc, gemm);
+        conv_pointwise(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc, amx);
     else if (is_subsampled(&s)) {
         if (!conv_subsampled(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc, gemm))
             lj_fail_run(sc, LJ_NO_SCRATCH);
-    } else if (!conv_planes(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc, gemm))
+    } else if (!conv_planes(&s, ops[1], ops[2], bias, sum, ops[0], act, lo, hi, sc, amx))
         lj_fail_run(sc, LJ_NO_SCRATCH);
 }
 
 LIBJIT_KERNEL libjit_conv_f32(const int64_t *d, void *const *ops, int64_t lo, int64_t hi,
                               LjScratch *sc) {
-    conv_f32(d, ops, lo, hi, sc, lj_sgemm, false);
+    conv_f32(d, ops, lo, hi, sc, NULL);
 }
 
 /* What one call over all units asks (a --no-threads bundle's fixed
@@ -1056,6 +1134,8 @@ LIBJIT_KERNEL libjit_conv_amx_f32(const int64_t *d, void *const *ops, int64_t lo
                                   LjScratch *sc) {
     Conv s = conv_of(d);
     bool tiles = conv_tiles(&s);
-    conv_f32(d, ops, lo, hi, sc, tiles ? lj_sgemm_amx_any : lj_sgemm, tiles);
+    static const LjAmxOps ops_amx = {lj_sgemm_amx_any, lj_sgemm_amx, lj_sgemm_amx_ready,
+                                     lj_sgemm_amx_split_bytes, lj_sgemm_amx_split};
+    conv_f32(d, ops, lo, hi, sc, tiles ? &ops_amx : NULL);
 }
 #endif
