@@ -708,9 +708,9 @@ static const uint16_t *shared_split(const Conv *s, const Grid *gr, const LjAmxOp
     return atomic_load_explicit(bad, memory_order_relaxed) == call ? NULL : out;
 }
 
-/* The product on a shared split B; where the tiles say no (a weight they
- * cannot carry), the FMA product, on B as g gives it (`own`: after the
- * caller has built it). */
+/* The product on a shared split B; false where the tiles say no (a
+ * weight they cannot carry), bsplit cleared: the caller then runs the FMA
+ * product on B itself (a phase-plane B's band built first). */
 LJ_INLINE bool product_on_split(const LjAmxOps *amx, LjGemm *g) {
     if (amx->product(g))
         return true;
