@@ -358,10 +358,12 @@ __attribute__((noinline, AMXF_TARGET)) bool lj_sgemm_amx(const LjGemm *g) {
                             __builtin_prefetch(g->sum + (i0 + r) * g->ldc + j);
                             __builtin_prefetch(g->sum + (i0 + r) * g->ldc + j + 16);
                         }
-                    const uint16_t *b0 = bb + ti * ks * 2 * TW, *b1 = b0 + ks * 2 * TW;
+                    const uint16_t *b0, *b1;
                     if (g->bsplit) /* tile (j0 + 16 ti) / 16 of all, from step k0 / 32 */
                         b0 = g->bsplit + ((j0 / 16 + ti) * kall + k0 / 32) * 2 * TW,
                         b1 = b0 + kall * 2 * TW;
+                    else
+                        b0 = bb + ti * ks * 2 * TW, b1 = b0 + ks * 2 * TW;
                     tile_steps(ab, b0, b1, ks);
                     if (last) {
                         store_tiles(t);
